@@ -1,0 +1,37 @@
+"""fermix's entry point: machine calls (`fermix tool ...`) take a fast path that never imports Typer or rich."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    # fermix uses no pydantic plugins; skipping their discovery saves a scan of every installed package.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from .cli.globalopts import split_globals
+    from .cli.toolcall import internal_error, main_tool, report_error
+    from .core.errors import ToolError
+
+    try:
+        opts, rest = split_globals(args)
+        if rest and rest[0] == "tool" and not (len(rest) > 1 and rest[1] in ("-h", "--help")):
+            return main_tool(rest[1:], opts)
+    except ToolError as e:
+        return report_error(e)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug: one line for the user, the traceback in the log
+        from .core.logs import setup_logging
+        from .core.paths import resolve_paths
+
+        setup_logging(resolve_paths().log_file)
+        return internal_error(e)
+    from .cli.app import run_app
+
+    return run_app(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""`fermix config path|get|set|unset`."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from ..core.config import get_key, load_config, parse_cli_value, set_key, unset_key
+from ..core.grants import update_config
+from .app import context, handles_errors
+
+app = typer.Typer(help="Read and change config.toml (validated before it is written).", no_args_is_help=True)
+
+
+def _show(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+@app.command("path")
+def path_cmd() -> None:
+    """Print where config.toml lives."""
+    typer.echo(str(context().paths.config_file))
+
+
+@app.command("get")
+@handles_errors
+def get_cmd(
+    key: Annotated[
+        str | None, typer.Argument(help="Dotted key, e.g. sandbox.mode; omit for everything.")
+    ] = None,
+) -> None:
+    """Print a value of the effective config (defaults included)."""
+    effective = load_config(context().paths.config_file).model_dump(mode="json")
+    typer.echo(_show(effective if key is None else get_key(effective, key)))
+
+
+@app.command("set")
+@handles_errors
+def set_cmd(
+    key: Annotated[str, typer.Argument(help="Dotted key, e.g. sandbox.mode")],
+    value: Annotated[str, typer.Argument(help='A TOML value (true, 5, ["a"]) or plain text')],
+) -> None:
+    """Set a key; the whole file is validated before it is written."""
+    parsed = parse_cli_value(value)
+    update_config(context().paths, lambda doc: set_key(doc, key, parsed))
+    typer.echo(f"{key} = {_show(parsed)}")
+
+
+@app.command("unset")
+@handles_errors
+def unset_cmd(key: Annotated[str, typer.Argument(help="Dotted key to remove from config.toml")]) -> None:
+    """Remove a key, so its default applies again."""
+    update_config(context().paths, lambda doc: unset_key(doc, key))
+    typer.echo(f"unset {key}")

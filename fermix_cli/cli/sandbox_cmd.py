@@ -1,0 +1,126 @@
+"""`fermix sandbox status|explain|mode|grant|revoke` and the `fermix grant|revoke path` aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..core.config import set_key
+from ..core.grants import grant_path, revoke_path, update_config
+from .app import context, emit_json, handles_errors
+
+app = typer.Typer(
+    help="Inspect and change the sandbox (an in-process policy gate, not an OS jail).", no_args_is_help=True
+)
+grant_app = typer.Typer(help="Grant the sandbox access to a directory.", no_args_is_help=True)
+revoke_app = typer.Typer(help="Withdraw a directory grant.", no_args_is_help=True)
+
+
+def explain_data() -> dict[str, Any]:
+    ctx = context()
+    sb = ctx.sandbox
+    cfg = ctx.config.sandbox
+    return {
+        "mode": sb.mode,
+        "workspace": str(ctx.paths.workspace),
+        "default_working_dir": sb.default_working_dir(),
+        "roots": [{"path": r.path, "source": r.source} for r in sb.roots],
+        "allowed_roots": list(cfg.allowed_roots),
+        "refused_grants": list(sb.refused_grants),
+        "blocked_roots": sb.blocked_roots,
+        "protected": sb.protected,
+        "env": {"mode": cfg.env.mode, "allow": list(cfg.env.allow), "deny": list(cfg.env.deny)},
+        "note": "The sandbox is an in-process policy gate for fermix's own tools, not an OS sandbox.",
+    }
+
+
+@app.command("status")
+@handles_errors
+def status_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False) -> None:
+    """One line: the mode and the effective roots."""
+    data = explain_data()
+    if as_json:
+        emit_json({k: data[k] for k in ("mode", "workspace", "default_working_dir", "roots")})
+        return
+    roots = ", ".join(r["path"] for r in data["roots"]) or "(none)"
+    typer.echo(f"mode {data['mode']}; roots: {roots}")
+
+
+@app.command("explain")
+@handles_errors
+def explain_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False) -> None:
+    """Everything that decides a path: mode, roots and where they come from, blocked and protected paths."""
+    data = explain_data()
+    if as_json:
+        emit_json(data)
+        return
+    lines = [
+        f"mode:       {data['mode']}",
+        f"workspace:  {data['workspace']}",
+        f"working dir (default): {data['default_working_dir']}",
+        "effective roots:",
+        *[
+            f"  {r['path']}  ({'granted' if r['source'] == 'granted' else r['source']})"
+            for r in data["roots"]
+        ],
+    ]
+    if data["refused_grants"]:
+        lines += ["refused grants (unsafe roots, ignored):", *[f"  {p}" for p in data["refused_grants"]]]
+    lines += ["blocked roots:", *([f"  {p}" for p in data["blocked_roots"]] or ["  (none)"])]
+    lines += [
+        "protected (denied in every mode, even inside a grant):",
+        *[f"  {p}" for p in data["protected"]],
+    ]
+    lines += [
+        f"env: mode {data['env']['mode']}; allowed names: {', '.join(data['env']['allow']) or '(none)'}"
+    ]
+    lines += [data["note"], "Grant a directory with: fermix grant path DIR"]
+    typer.echo("\n".join(lines))
+
+
+@app.command("mode")
+@handles_errors
+def mode_cmd(mode: Annotated[str, typer.Argument(help="strict, standard or open")]) -> None:
+    """Set the sandbox mode."""
+    update_config(context().paths, lambda doc: set_key(doc, "sandbox.mode", mode))
+    typer.echo(f"sandbox mode: {mode}")
+
+
+def _grant(path: str) -> None:
+    ctx = context()
+    canonical, _ = grant_path(ctx.sandbox, ctx.paths, path)
+    typer.echo(f"granted: {canonical}")
+
+
+def _revoke(path: str) -> None:
+    ctx = context()
+    typer.echo(f"revoked: {revoke_path(ctx.sandbox, ctx.paths, path)}")
+
+
+@app.command("grant")
+@handles_errors
+def sandbox_grant(path: Annotated[str, typer.Argument(help="Directory to allow")]) -> None:
+    """Allow a directory (persisted to [sandbox] allowed_roots)."""
+    _grant(path)
+
+
+@app.command("revoke")
+@handles_errors
+def sandbox_revoke(path: Annotated[str, typer.Argument(help="Directory to stop allowing")]) -> None:
+    """Withdraw a directory grant."""
+    _revoke(path)
+
+
+@grant_app.command("path")
+@handles_errors
+def grant_path_cmd(path: Annotated[str, typer.Argument(help="Directory to allow")]) -> None:
+    """Allow a directory (persisted to [sandbox] allowed_roots)."""
+    _grant(path)
+
+
+@revoke_app.command("path")
+@handles_errors
+def revoke_path_cmd(path: Annotated[str, typer.Argument(help="Directory to stop allowing")]) -> None:
+    """Withdraw a directory grant."""
+    _revoke(path)

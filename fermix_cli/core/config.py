@@ -1,0 +1,171 @@
+"""config.toml: read with tomllib, validated by pydantic, written atomically with tomli-w.
+
+An invalid file never runs with defaults: loading fails closed with an error naming the key.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ToolError
+
+Name = Annotated[str, Field(min_length=1, max_length=4096)]
+
+
+class Section(BaseModel):
+    """A strictly checked config section: unknown keys and wrong types are errors."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
+
+
+class EnvVarSource(Section):
+    source: Literal["env", "command"] = "env"
+    name: Name | None = None
+    command: Name | None = None
+    args: list[str] = []
+    timeout_ms: Annotated[int, Field(ge=1, le=60_000)] = 3000
+
+
+class SandboxEnv(Section):
+    mode: Literal["list", "all"] = "list"
+    allow: list[Name] = []
+    deny: list[Name] = []
+    vars: dict[str, EnvVarSource] = {}
+
+
+class SandboxConfig(Section):
+    mode: Literal["strict", "standard", "open"] = "standard"
+    allowed_roots: list[Name] = []
+    blocked_roots: list[Name] = []
+    env: SandboxEnv = Field(default_factory=SandboxEnv)
+
+
+class NetConfig(Section):
+    allowed_private_hosts: list[Name] = []
+
+
+class FermixCoreConfig(Section):
+    net: NetConfig = Field(default_factory=NetConfig)
+
+
+class Config(Section):
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    fermix_core: FermixCoreConfig = Field(default_factory=FermixCoreConfig)
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def validate_config(data: dict[str, Any], source: str = "config.toml") -> Config:
+    """Validate parsed TOML; the error names the first offending key."""
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        errs = e.errors()
+        first = errs[0]
+        key = _dotted(first["loc"]) or "(top level)"
+        raise ToolError(
+            "invalid_config",
+            f"{source}: {key}: {first['msg']}. Fix or remove this key; fermix refuses to run on a config it cannot read.",
+            {"key": key, "errors": [{"key": _dotted(x["loc"]), "message": x["msg"]} for x in errs]},
+        ) from None
+
+
+def read_raw(path: Path) -> dict[str, Any]:
+    """The parsed TOML document, or {} when the file does not exist."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as e:
+        raise ToolError(
+            "invalid_config",
+            f"{path}: not valid TOML ({e}). Fix the file; fermix refuses to run on a config it cannot read.",
+            {"path": str(path)},
+        ) from None
+    except OSError as e:
+        raise ToolError(
+            "invalid_config", f"{path}: cannot read ({e.strerror})", {"path": str(path)}
+        ) from None
+
+
+def load_config(path: Path) -> Config:
+    return validate_config(read_raw(path), str(path))
+
+
+def write_raw(path: Path, data: dict[str, Any]) -> None:
+    """Validate, then replace the file atomically (mode 0600, directory 0700)."""
+    import tomli_w
+
+    validate_config(data, str(path))
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    text = tomli_w.dumps(data)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def get_key(data: dict[str, Any], key: str) -> Any:
+    """Look up a dotted key in the effective config (file values over defaults)."""
+    node: Any = data
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ToolError("invalid_key", f"no config key {key!r}", {"key": key})
+        node = node[part]
+    return node
+
+
+def set_key(data: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """A copy of the raw document with a dotted key set (intermediate tables created)."""
+    import copy
+
+    parts = key.split(".")
+    if not all(parts):
+        raise ToolError("invalid_key", f"malformed config key {key!r}", {"key": key})
+    out = copy.deepcopy(data)
+    node = out
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ToolError("invalid_key", f"{part!r} in {key!r} is a value, not a table", {"key": key})
+        node = child
+    node[parts[-1]] = value
+    return out
+
+
+def unset_key(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """A copy of the raw document with a dotted key removed."""
+    import copy
+
+    out = copy.deepcopy(data)
+    node: Any = out
+    parts = key.split(".")
+    for part in parts[:-1]:
+        node = node.get(part) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or parts[-1] not in node:
+        raise ToolError("invalid_key", f"{key!r} is not set in config.toml", {"key": key})
+    del node[parts[-1]]
+    return out
+
+
+def parse_cli_value(text: str) -> Any:
+    """A value typed on the command line: a TOML literal when it parses as one, else the string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text

@@ -1,0 +1,127 @@
+"""ToolContext: who is calling, from where, with which narrowing, and lazy handles to shared state."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from .paths import FermixPaths, os_home, resolve_paths
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .sandbox import Sandbox
+    from .state import StateDB
+
+Trust = Literal["operator", "guest"]
+Origin = Literal["cli", "interactive", "scheduled", "subagent", "skill", "mcp"]
+
+POLICY_CLASSES = ("read_only", "read_write", "exec", "network", "external_api", "gui_control")
+
+DEFAULT_SESSION = "default"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class ToolContext:
+    """Everything a handler may consult. Shared handles (config, sandbox, state) open on first use."""
+
+    paths: FermixPaths
+    trust: Trust = "operator"
+    origin: Origin = "cli"
+    attended: bool = True
+    depth: int = 0
+    session_id: str = DEFAULT_SESSION
+    cwd: str | None = None
+    launch_cwd: str = field(default_factory=os.getcwd)
+    allowed_tools: frozenset[str] | None = None
+    policy_ceiling: frozenset[str] | None = None
+    job_id: str | None = None
+    record_calls: bool = False
+    toolset: str | None = None
+    clock: Callable[[], datetime] = utc_now
+    os_home: str = field(default_factory=os_home)
+    extras: dict[str, Any] = field(default_factory=dict)
+    _config: Config | None = field(default=None, repr=False)
+    _sandbox: Sandbox | None = field(default=None, repr=False)
+    _state: StateDB | None = field(default=None, repr=False)
+
+    @classmethod
+    def for_cli(
+        cls,
+        *,
+        home: str | None = None,
+        cwd: str | None = None,
+        session: str | None = None,
+        trust: Trust | None = None,
+    ) -> ToolContext:
+        """A person at the keyboard or in their own script: operator, origin cli, attended."""
+        env = os.environ
+        return cls(
+            paths=resolve_paths(home),
+            trust=trust or "operator",
+            origin="cli",
+            attended=True,
+            session_id=session or env.get("FERMIX_SESSION", "").strip() or DEFAULT_SESSION,
+            cwd=os.path.abspath(cwd) if cwd else None,
+        )
+
+    # ----- lazy shared handles -------------------------------------------------------------
+
+    @property
+    def config(self) -> Config:
+        if self._config is None:
+            from .config import load_config
+
+            self._config = load_config(self.paths.config_file)
+        return self._config
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            from .sandbox import Sandbox
+
+            self._sandbox = Sandbox.from_config(
+                self.config.sandbox,
+                self.paths,
+                home=self.os_home,
+                launch_cwd=self.launch_cwd,
+                request_cwd=self.cwd,
+                trusted_local=self.trust == "operator" and self.origin in ("cli", "interactive"),
+            )
+        return self._sandbox
+
+    @property
+    def state(self) -> StateDB:
+        if self._state is None:
+            from .state import StateDB
+
+            self.paths.ensure_dir(self.paths.data_dir)
+            self._state = StateDB(self.paths.state_db)
+        return self._state
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    def derive(self, **changes: Any) -> ToolContext:
+        """A narrowed child context (subagent, skill, job). Narrowing only narrows."""
+        child = replace(self, _sandbox=None, **changes)
+        if "allowed_tools" in changes and self.allowed_tools is not None:
+            mine = changes["allowed_tools"]
+            child.allowed_tools = self.allowed_tools if mine is None else self.allowed_tools & mine
+        if "policy_ceiling" in changes and self.policy_ceiling is not None:
+            mine = changes["policy_ceiling"]
+            child.policy_ceiling = self.policy_ceiling if mine is None else self.policy_ceiling & mine
+        if self.trust == "guest":
+            child.trust = "guest"
+        return child
+
+    def close(self) -> None:
+        if self._state is not None:
+            self._state.close()
+            self._state = None

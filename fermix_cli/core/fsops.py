@@ -1,0 +1,142 @@
+"""File operations on already-checked canonical paths that a symlink swapped in later cannot redirect.
+
+Every directory on the way is opened with O_NOFOLLOW relative to its parent's descriptor, so a
+component replaced by a symlink after the sandbox check makes the operation fail instead of
+following it. New files are created O_EXCL|O_NOFOLLOW; replacements go through a temp file in the
+target directory and an atomic rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Iterator
+
+from .errors import ToolError
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _changed(path: str) -> ToolError:
+    return ToolError(
+        "invalid_path",
+        f"Path changed while it was being opened (a symlink appeared): {path}. Retry the call.",
+        {"path": path},
+    )
+
+
+def _parts(path: str) -> list[str]:
+    return [p for p in path.split("/") if p]
+
+
+def open_dir(path: str, *, create: bool = False, mode: int = 0o777) -> int:
+    """A descriptor for a canonical directory, walked without following symlinks.
+
+    With `create`, missing directories are made (mode filtered by the umask).
+    """
+    fd = os.open("/", _DIR_FLAGS)
+    try:
+        for part in _parts(path):
+            try:
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, mode, dir_fd=fd)
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as e:
+                if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _changed(path) from None
+                raise
+            os.close(fd)
+            fd = nfd
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+@contextlib.contextmanager
+def dir_fd(path: str, *, create: bool = False) -> Iterator[int]:
+    fd = open_dir(path, create=create)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def open_regular_file(path: str) -> int:
+    """An O_RDONLY descriptor for a canonical regular file; directories and devices are refused."""
+    parent, name = os.path.split(path)
+    with dir_fd(parent) as dfd:
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise _changed(path) from None
+            raise
+    st = os.fstat(fd)
+    if stat.S_ISDIR(st.st_mode):
+        os.close(fd)
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ToolError("invalid_path", f"Not a regular file: {path}", {"path": path})
+    os.set_blocking(fd, True)
+    return fd
+
+
+def read_bytes(path: str, limit: int | None = None) -> bytes:
+    """The file's bytes (at most `limit`+1 when a limit is given, so callers can detect overflow)."""
+    fd = open_regular_file(path)
+    with os.fdopen(fd, "rb") as f:
+        return f.read() if limit is None else f.read(limit + 1)
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: str, data: bytes, *, create_parents: bool = False, fsync: bool = True) -> bool:
+    """Replace or create a file atomically; keeps an existing file's mode. Returns True if it existed."""
+    parent, name = os.path.split(path)
+    with dir_fd(parent, create=create_parents) as dfd:
+        existed = False
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            mode = 0o666 & ~_current_umask()
+        else:
+            if stat.S_ISLNK(st.st_mode):
+                raise _changed(path)
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+            if not stat.S_ISREG(st.st_mode):
+                raise ToolError("invalid_path", f"Not a regular file: {path}", {"path": path})
+            mode = stat.S_IMODE(st.st_mode)
+            existed = True
+        tmp = f"{name}.tmp-{os.urandom(6).hex()}"
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd
+        )
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fchmod(f.fileno(), mode)
+                if fsync:
+                    os.fsync(f.fileno())
+            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+        if fsync:
+            with contextlib.suppress(OSError):
+                os.fsync(dfd)
+        return existed

@@ -1,0 +1,102 @@
+"""Persistent sandbox grants: adding and removing `[sandbox] allowed_roots` entries in config.toml."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from .config import read_raw, write_raw
+from .errors import ToolError
+from .paths import FermixPaths
+from .sandbox import Sandbox
+
+
+@contextlib.contextmanager
+def config_lock(paths: FermixPaths) -> Iterator[None]:
+    """Serialise read-modify-write of config.toml across processes."""
+    paths.ensure_dir(paths.config_dir)
+    fd = os.open(paths.config_dir / ".config.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def update_config(paths: FermixPaths, change: Any) -> dict[str, Any]:
+    """Apply `change(raw) -> raw` under the config lock, validate, write atomically."""
+    with config_lock(paths):
+        raw = read_raw(paths.config_file)
+        new = change(raw)
+        write_raw(paths.config_file, new)
+        return new
+
+
+def unsafe_root_error(path: str, why: str) -> ToolError:
+    return ToolError(
+        "unsafe_root",
+        f"{path} cannot be granted ({why}). Run: fermix sandbox explain",
+        {"path": path, "reason": why},
+    )
+
+
+def check_grantable(sandbox: Sandbox, raw: str) -> str:
+    """The canonical directory to grant, or `unsafe_root` / `not_found`."""
+    canonical, why = sandbox.grant_refusal(raw)
+    if why is not None:
+        raise unsafe_root_error(canonical, why)
+    if not os.path.isdir(canonical):
+        raise ToolError("not_found", f"{canonical} is not an existing directory", {"path": canonical})
+    return canonical
+
+
+def grant_path(sandbox: Sandbox, paths: FermixPaths, raw: str) -> tuple[str, bool]:
+    """Persist a grant. Returns (canonical path, whether it was newly added)."""
+    canonical = check_grantable(sandbox, raw)
+    added = False
+
+    def change(doc: dict[str, Any]) -> dict[str, Any]:
+        nonlocal added
+        section = doc.setdefault("sandbox", {})
+        roots = list(section.get("allowed_roots", []))
+        if canonical not in roots:
+            roots.append(canonical)
+            added = True
+        section["allowed_roots"] = roots
+        return doc
+
+    update_config(paths, change)
+    return canonical, added
+
+
+def revoke_path(sandbox: Sandbox, paths: FermixPaths, raw: str) -> str:
+    """Remove a grant, matched by its canonical form or as written in the config."""
+    from .pathcanon import canonicalize
+
+    target = canonicalize(sandbox.anchor(raw))
+
+    def change(doc: dict[str, Any]) -> dict[str, Any]:
+        section = doc.get("sandbox", {})
+        roots = list(section.get("allowed_roots", []))
+        keep = [r for r in roots if r != raw and _canon_or_none(sandbox, r) != target]
+        if len(keep) == len(roots):
+            raise ToolError(
+                "not_found", f"{target} is not granted. Run: fermix sandbox explain", {"path": target}
+            )
+        section["allowed_roots"] = keep
+        return doc
+
+    update_config(paths, change)
+    return target
+
+
+def _canon_or_none(sandbox: Sandbox, raw: str) -> str | None:
+    from .pathcanon import canonicalize
+
+    try:
+        return canonicalize(sandbox.anchor(raw))
+    except ToolError:
+        return None

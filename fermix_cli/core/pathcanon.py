@@ -1,0 +1,90 @@
+"""Canonical paths: symlinks resolved component by component with lstat, at most 64 hops."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import stat
+
+from .errors import ToolError
+
+MAX_SYMLINK_HOPS = 64
+
+
+def _too_many(path: str) -> ToolError:
+    return ToolError(
+        "too_many_symlinks",
+        f"Path resolved through too many symlinks: {path}. Point it at a real file or directory.",
+        {"path": path},
+    )
+
+
+def canonicalize(path: str, max_hops: int = MAX_SYMLINK_HOPS) -> str:
+    """Resolve an absolute path the way the kernel would, without requiring the leaf to exist.
+
+    A missing component ends resolution and the rest is appended lexically, so a new file can be
+    checked. A `..` after a missing component restarts resolution on the lexically normalised path,
+    so `/a/missing/../link/x` cannot slip past a symlink named `link`.
+    """
+    if not path.startswith("/"):
+        raise ValueError("canonicalize needs an absolute path")
+    hops = 0
+    pending = [p for p in path.split("/") if p]
+    resolved = "/"
+    while pending:
+        part = pending.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            resolved = posixpath.dirname(resolved)
+            continue
+        candidate = posixpath.join(resolved, part)
+        try:
+            st = os.lstat(candidate)
+        except (FileNotFoundError, NotADirectoryError):
+            rest = [part, *pending]
+            if ".." in rest:
+                hops += 1
+                if hops > max_hops:
+                    raise _too_many(path) from None
+                pending = [p for p in posixpath.normpath(posixpath.join(resolved, *rest)).split("/") if p]
+                resolved = "/"
+                continue
+            return posixpath.join(resolved, *rest)
+        except OSError as e:
+            raise ToolError(
+                "invalid_path", f"Cannot resolve path {path}: {e.strerror}", {"path": path}
+            ) from None
+        if stat.S_ISLNK(st.st_mode):
+            hops += 1
+            if hops > max_hops:
+                raise _too_many(path)
+            try:
+                target = os.readlink(candidate)
+            except OSError as e:
+                raise ToolError(
+                    "invalid_path", f"Cannot read symlink {candidate}: {e.strerror}", {"path": path}
+                ) from None
+            if target.startswith("/"):
+                resolved = "/"
+            pending = [p for p in target.split("/") if p] + pending
+            continue
+        if pending and not stat.S_ISDIR(st.st_mode):
+            # A file used as a directory: nothing below it exists; treat the rest like a missing part.
+            if ".." in pending:
+                hops += 1
+                if hops > max_hops:
+                    raise _too_many(path)
+                pending = [p for p in posixpath.normpath(posixpath.join(candidate, *pending)).split("/") if p]
+                resolved = "/"
+                continue
+            return posixpath.join(candidate, *pending)
+        resolved = candidate
+    return resolved
+
+
+def is_inside(path: str, root: str) -> bool:
+    """Equal to the root, or below it (`/allowed-evil` is not inside `/allowed`)."""
+    if root == "/":
+        return path.startswith("/")
+    return path == root or path.startswith(root + "/")

@@ -1,0 +1,88 @@
+"""Where fermix keeps its files: one FERMIX_HOME, or the platform's user directories."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+APP_NAME = "fermix"
+
+
+@dataclass(frozen=True)
+class FermixPaths:
+    """The directories fermix uses. With FERMIX_HOME set, all three are that one directory."""
+
+    config_dir: Path
+    data_dir: Path
+    log_dir: Path
+    explicit_home: bool
+
+    @property
+    def config_file(self) -> Path:
+        return self.config_dir / "config.toml"
+
+    @property
+    def state_db(self) -> Path:
+        return self.data_dir / "state.db"
+
+    @property
+    def workspace(self) -> Path:
+        return self.data_dir / "workspace"
+
+    @property
+    def skills(self) -> Path:
+        return self.data_dir / "skills"
+
+    @property
+    def media(self) -> Path:
+        return self.data_dir / "media"
+
+    @property
+    def traces(self) -> Path:
+        return self.data_dir / "traces"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.data_dir / "run"
+
+    @property
+    def log_file(self) -> Path:
+        return self.log_dir / "fermix.log"
+
+    def homes(self) -> tuple[Path, ...]:
+        """Every directory that is "the fermix home" for grant and protection rules."""
+        seen: list[Path] = []
+        for d in (self.data_dir, self.config_dir, self.log_dir):
+            if d not in seen:
+                seen.append(d)
+        return tuple(seen)
+
+    def ensure_dir(self, path: Path) -> Path:
+        """Create a fermix directory (and its parents inside the home) with mode 0700."""
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return path
+
+
+def resolve_paths(
+    home: str | None = None, env: os._Environ[str] | dict[str, str] | None = None
+) -> FermixPaths:
+    """The paths for `--home DIR`, else FERMIX_HOME, else platformdirs (a blank value means unset)."""
+    env = os.environ if env is None else env
+    chosen = home if home else env.get("FERMIX_HOME", "").strip()
+    if chosen:
+        root = Path(os.path.abspath(os.path.expanduser(chosen)))
+        return FermixPaths(config_dir=root, data_dir=root, log_dir=root / "logs", explicit_home=True)
+    import platformdirs
+
+    return FermixPaths(
+        config_dir=Path(platformdirs.user_config_dir(APP_NAME, appauthor=False)),
+        data_dir=Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)),
+        log_dir=Path(platformdirs.user_log_dir(APP_NAME, appauthor=False)),
+        explicit_home=False,
+    )
+
+
+def os_home() -> str:
+    """The real OS home of the current user (what `~` means to the sandbox)."""
+    return os.path.expanduser("~")

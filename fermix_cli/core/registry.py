@@ -1,0 +1,331 @@
+"""The tool registry: each tool declared once, as data plus a handler; `invoke` is the one entry point.
+
+Tool family modules are imported only when one of their tools is needed, so a machine call pays
+for exactly one family. `fermix_cli.tools.index` maps names to modules; a test keeps it honest.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from . import policy
+from .context import POLICY_CLASSES, ToolContext
+from .errors import ExitClass, ToolError
+from .jsonin import parse_object
+
+log = logging.getLogger("fermix.registry")
+
+PolicyClass = Literal["read_only", "read_write", "exec", "network", "external_api", "gui_control"]
+
+
+class Params(BaseModel):
+    """Base of every tool's input model: strict types, unknown fields refused, null means absent."""
+
+    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_absent(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if v is not None}
+        return value
+
+
+class NoParams(Params):
+    """For tools that take no parameters."""
+
+
+@dataclass(frozen=True)
+class Example:
+    args: Mapping[str, Any]
+    note: str
+
+
+@dataclass(frozen=True)
+class FailureMode:
+    tag: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Hints:
+    """MCP-style hints about a tool's effects."""
+
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+
+Handler = Callable[[Any, ToolContext], Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool, declared once. Everything else (CLI flags, schemas, docs, listings) derives from it."""
+
+    name: str
+    category: str
+    policy_class: PolicyClass
+    description: str
+    params: type[Params]
+    handler: Handler
+    owner_only: bool = False
+    hints: Hints = Hints()
+    when_to_use: str = ""
+    examples: tuple[Example, ...] = ()
+    failure_modes: tuple[FailureMode, ...] = ()
+    toolsets: frozenset[str] = frozenset({"fermix"})
+    kind: Literal["builtin", "skill", "mcp", "plugin"] = "builtin"
+    deferred: bool = False
+    hidden_from_agent: bool = False
+    available: Callable[[ToolContext], bool] | None = None
+    gate: Callable[[ToolContext], None] | None = None
+    render: Callable[[Any], str] | None = None
+    _schema: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.policy_class not in POLICY_CLASSES:
+            raise ValueError(f"{self.name}: unknown policy class {self.policy_class!r}")
+
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON schema models and scripts see: refs inlined, titles dropped, null == absent."""
+        if not self._schema:
+            self._schema.update(clean_schema(self.params.model_json_schema()))
+        return self._schema
+
+    def render_for_model(self, result: Any) -> str:
+        if self.render is not None:
+            return self.render(result)
+        return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    defs = schema.pop("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = defs[node["$ref"].rsplit("/", 1)[-1]]
+                merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+                return walk(merged)
+            out = {}
+            for k, v in node.items():
+                if k == "title" and isinstance(v, str):
+                    continue
+                out[k] = walk(v) if k != "properties" else {pk: walk(pv) for pk, pv in v.items()}
+            any_of = out.get("anyOf")
+            if isinstance(any_of, list):
+                non_null = [s for s in any_of if s != {"type": "null"}]
+                if len(non_null) == 1 and len(non_null) < len(any_of):
+                    out.pop("anyOf")
+                    out = {**non_null[0], **out}
+                    if out.get("default", 0) is None:
+                        out.pop("default")
+            return out
+        if isinstance(node, list):
+            return [walk(x) for x in node]
+        return node
+
+    return walk(schema)
+
+
+def _field_name(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(input)"
+
+
+def _validation_error(tool: str, e: ValidationError) -> ToolError:
+    errors = []
+    for err in e.errors(include_url=False):
+        name = _field_name(tuple(p for p in err["loc"] if not str(p).startswith("function-")))
+        got = err.get("input")
+        errors.append({"field": name, "message": err["msg"], "type": err["type"]})
+        if err["type"] not in ("missing", "extra_forbidden") and isinstance(got, bool | int | float):
+            errors[-1]["got"] = got
+    first = errors[0]
+    extra = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    hint = f". Run: fermix tool {tool} --schema"
+    return ToolError(
+        "invalid_input", f"{first['field']}: {first['message']}{extra}{hint}", {"errors": errors}
+    )
+
+
+class Registry:
+    """Name → ToolSpec, with family modules imported on first use."""
+
+    def __init__(self, modules: Mapping[str, str] | None = None) -> None:
+        if modules is None:
+            from ..tools.index import TOOL_MODULES
+
+            modules = TOOL_MODULES
+        self._modules = dict(modules)
+        self._specs: dict[str, ToolSpec] = {}
+        self._loaded: set[str] = set()
+
+    def _load_module(self, module: str) -> None:
+        if module in self._loaded:
+            return
+        mod = importlib.import_module(module)
+        self._loaded.add(module)
+        for spec in getattr(mod, "TOOLS", ()):
+            self._specs.setdefault(spec.name, spec)
+
+    def names(self) -> list[str]:
+        return sorted(set(self._modules) | set(self._specs))
+
+    def get(self, name: str) -> ToolSpec:
+        spec = self._specs.get(name)
+        if spec is None and name in self._modules:
+            self._load_module(self._modules[name])
+            spec = self._specs.get(name)
+        if spec is None:
+            raise ToolError(
+                "unknown_tool",
+                f"Unknown tool: {name}. Run: fermix tool list",
+                {"tool": name},
+            )
+        return spec
+
+    def all(self) -> list[ToolSpec]:
+        for module in sorted(set(self._modules.values())):
+            self._load_module(module)
+        return [self._specs[n] for n in sorted(self._specs)]
+
+    def register(self, spec: ToolSpec) -> None:
+        """Add a tool at run time (MCP, skills, plugins). The first registration of a name stays."""
+        if spec.name in self._specs or spec.name in self._modules:
+            raise ToolError(
+                "duplicate_name", f"a tool named {spec.name} is already registered", {"tool": spec.name}
+            )
+        self._specs[spec.name] = spec
+
+    def visible(self, ctx: ToolContext, *, toolset: str | None = None) -> list[ToolSpec]:
+        """The tools `ctx` may see (and so run), optionally within one toolset."""
+        return [
+            s
+            for s in self.all()
+            if (toolset is None or toolset in s.toolsets)
+            and not s.hidden_from_agent
+            and policy.can_see(s, ctx)
+        ]
+
+    def parse(self, spec: ToolSpec, raw_args: str | bytes | Mapping[str, Any] | None) -> Params:
+        """Strictly parse and validate arguments for `spec`."""
+        if raw_args is None:
+            raw_args = {}
+        data = parse_object(raw_args) if isinstance(raw_args, str | bytes) else dict(raw_args)
+        try:
+            return spec.params.model_validate(data)
+        except ValidationError as e:
+            raise _validation_error(spec.name, e) from None
+
+    def invoke(self, name: str, raw_args: str | bytes | Mapping[str, Any] | None, ctx: ToolContext) -> Any:
+        """Parse, validate, check policy, run, and (when `ctx` asks) record one tool call."""
+        started = time.time()
+        t0 = time.perf_counter()
+        spec = self.get(name)
+        result: Any = None
+        error: ToolError | None = None
+        try:
+            policy.check(spec, ctx)
+            params = self.parse(spec, raw_args)
+            result = to_jsonable(spec.handler(params, ctx))
+            return result
+        except ToolError as e:
+            error = e
+            raise
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:
+            log.exception("internal error in tool %s", name)
+            error = ToolError(
+                "internal_error",
+                f"{name} failed unexpectedly ({type(e).__name__}); details are in the fermix log",
+                {"tool": name},
+                exit_class=ExitClass.INTERNAL,
+            )
+            raise error from e
+        finally:
+            if ctx.record_calls:
+                _record(ctx, name, raw_args, result, error, started, time.perf_counter() - t0)
+
+    def invoke_for_model(self, name: str, raw_args: Any, ctx: ToolContext) -> tuple[bool, str, Any]:
+        """(ok, text a model sees, result or error dict); tool errors become `tag: message` text."""
+        try:
+            result = self.invoke(name, raw_args, ctx)
+        except ToolError as e:
+            return False, e.model_text(), e.to_dict()
+        return True, self.get(name).render_for_model(result), result
+
+
+def to_jsonable(result: Any) -> Any:
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json")
+    return result
+
+
+def _record(
+    ctx: ToolContext,
+    name: str,
+    raw_args: Any,
+    result: Any,
+    error: ToolError | None,
+    started: float,
+    seconds: float,
+) -> None:
+    from datetime import UTC, datetime
+
+    args_json = raw_args if isinstance(raw_args, str) else json.dumps(raw_args, default=str)
+    try:
+        with ctx.state.write() as db:
+            db.execute(
+                "INSERT INTO tool_calls (id, session_id, tool, origin, trust, args_json, ok, error_code,"
+                " result_json, started_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    ctx.extras.get("call_id") or f"call_{uuid.uuid4().hex}",
+                    ctx.session_id,
+                    name,
+                    ctx.origin,
+                    ctx.trust,
+                    args_json,
+                    int(error is None),
+                    error.code if error else None,
+                    json.dumps(result if error is None else error.to_dict(), default=str),
+                    datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                    seconds * 1000,
+                ),
+            )
+    except Exception:  # recording must never turn a finished call into a failure
+        log.exception("could not record tool call %s", name)
+
+
+_DEFAULT: Registry | None = None
+
+
+def default_registry() -> Registry:
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Registry()
+    return _DEFAULT
+
+
+def specs(*items: ToolSpec) -> tuple[ToolSpec, ...]:
+    """Collect a family's specs, refusing duplicates within the family."""
+    seen: set[str] = set()
+    for s in items:
+        if s.name in seen:
+            raise ValueError(f"duplicate tool {s.name}")
+        seen.add(s.name)
+    return tuple(items)

@@ -1,0 +1,333 @@
+"""The path half of the sandbox: modes, roots, protected and blocked paths, and every path decision.
+
+This is an in-process policy gate, not an OS jail. Tools never judge paths themselves: they ask
+`Sandbox.read_path`, `write_path`, `working_dir` or `filter_paths`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .config import SandboxConfig
+from .errors import ToolError
+from .pathcanon import canonicalize, is_inside
+from .paths import FermixPaths
+
+Mode = Literal["strict", "standard", "open"]
+
+OS_PROTECTED = (
+    "/etc", "/usr", "/bin", "/sbin", "/System", "/Library",
+    "/boot", "/dev", "/proc", "/sys", "/lib", "/lib64", "/var/lib", "/private/etc", "/private/var/db",
+)  # fmt: skip
+
+HOME_PROTECTED = (
+    ".ssh", ".aws", ".gnupg", ".docker", ".kube", ".codex", ".anthropic", ".config/fermix",
+    ".claude.json", ".claude/.credentials.json", ".claude/.claude.json",
+    ".gitconfig", ".config/git", ".git-credentials",
+    ".netrc", ".config/gh", ".npmrc", ".pypirc", ".pgpass",
+    ".config/gcloud", ".azure",
+    ".password-store", ".local/share/keyrings",
+    ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
+    ".zprofile", ".zlogin", ".config/fish", ".inputrc", ".ssh/rc",
+)  # fmt: skip
+
+FERMIX_HOME_PROTECTED = (
+    "config.toml", "auth.json", "chatgpt_host.json", "secrets", "secret_key_base", "setup-token",
+    "setup-launch-token.json", "acp_identities", "mobile", "plugins/run", "browser/profiles",
+    "bootstrap", "memory.db", "state.db", "grants", "logs", "traces", "daemon.sock", "run",
+)  # fmt: skip
+
+# Never grantable even though they are not on the protected list themselves.
+UNSAFE_EXTRA = ("/proc", "/sys", "/dev")
+
+
+@dataclass(frozen=True)
+class Root:
+    path: str
+    source: Literal["mode", "cwd", "granted"]
+
+
+@dataclass
+class Decision:
+    allowed: bool
+    code: str | None = None
+    path: str = ""
+
+
+@dataclass
+class Sandbox:
+    """Effective sandbox for one call: built from config, the fermix paths and the request."""
+
+    mode: Mode
+    paths: FermixPaths
+    home: str
+    launch_cwd: str
+    request_cwd: str | None = None
+    trusted_local: bool = True
+    allowed_roots: tuple[str, ...] = ()
+    blocked_roots_raw: tuple[str, ...] = ()
+    env_allow: tuple[str, ...] = ()
+    refused_grants: tuple[str, ...] = ()
+    _roots: list[Root] | None = field(default=None, repr=False)
+    _blocked: list[str] | None = field(default=None, repr=False)
+    _protected: list[str] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_config(
+        cls,
+        cfg: SandboxConfig,
+        paths: FermixPaths,
+        *,
+        home: str,
+        launch_cwd: str,
+        request_cwd: str | None = None,
+        trusted_local: bool = True,
+    ) -> Sandbox:
+        return cls(
+            mode=cfg.mode,
+            paths=paths,
+            home=home,
+            launch_cwd=launch_cwd,
+            request_cwd=request_cwd,
+            trusted_local=trusted_local,
+            allowed_roots=tuple(cfg.allowed_roots),
+            blocked_roots_raw=tuple(cfg.blocked_roots),
+            env_allow=tuple(cfg.env.allow),
+        )
+
+    # ----- the lists -------------------------------------------------------------------------
+
+    def _expand(self, raw: str) -> str:
+        if raw == "~" or raw.startswith("~/"):
+            raw = self.home + raw[1:]
+        return raw
+
+    @property
+    def protected(self) -> list[str]:
+        """Protected entries, literal and canonical (on macOS /etc is really /private/etc)."""
+        if self._protected is None:
+            entries: list[str] = list(OS_PROTECTED)
+            entries += [posixpath.join(self.home, p) for p in HOME_PROTECTED]
+            for base in {str(self.paths.data_dir), str(self.paths.config_dir)}:
+                entries += [posixpath.join(base, p) for p in FERMIX_HOME_PROTECTED]
+            if self.paths.config_dir != self.paths.data_dir:
+                entries.append(str(self.paths.config_dir))
+            entries.append(str(self.paths.log_dir))
+            out: list[str] = []
+            for e in entries:
+                for form in (e, _safe_canon(e)):
+                    if form and form not in out:
+                        out.append(form)
+            self._protected = out
+        return self._protected
+
+    @property
+    def blocked_roots(self) -> list[str]:
+        if self._blocked is None:
+            self._blocked = [
+                c for c in (_safe_canon(self._abs(self._expand(r))) for r in self.blocked_roots_raw) if c
+            ]
+        return self._blocked
+
+    def _abs(self, p: str) -> str:
+        return p if p.startswith("/") else posixpath.join(self.launch_cwd, p)
+
+    @property
+    def roots(self) -> list[Root]:
+        """Mode roots, then request roots (standard only), then grants; minus blocked; de-duplicated."""
+        if self._roots is None:
+            cands: list[Root] = []
+            if self.mode == "open":
+                cands.append(Root(self.home, "mode"))
+            else:
+                cands.append(Root(str(self.paths.workspace), "mode"))
+                if self.mode == "standard":
+                    cands.append(Root(str(self.paths.skills), "mode"))
+                    cwds = [self.launch_cwd]
+                    if self.request_cwd and self.trusted_local:
+                        cwds.append(self.request_cwd)
+                    for c in cwds:
+                        cc = _safe_canon(c)
+                        if cc and cc != self.home and is_inside(cc, self.home):
+                            cands.append(Root(cc, "cwd"))
+            refused: list[str] = []
+            for raw in self.allowed_roots:
+                canon, why = self.grant_refusal(self._abs(self._expand(raw)))
+                if why is None:
+                    cands.append(Root(canon, "granted"))
+                else:
+                    refused.append(raw)
+            self.refused_grants = tuple(refused)
+            out: list[Root] = []
+            for r in cands:
+                canon = _safe_canon(r.path)
+                if not canon or any(is_inside(canon, b) for b in self.blocked_roots):
+                    continue
+                if all(o.path != canon for o in out):
+                    out.append(Root(canon, r.source))
+            self._roots = out
+        return self._roots
+
+    # ----- decisions -------------------------------------------------------------------------
+
+    def is_protected(self, canonical: str) -> bool:
+        low = canonical.lower()
+        for entry in self.protected:
+            e = entry.lower()
+            if low == e or (low.startswith(e) and low[len(e)] in "/.-"):
+                return True
+        return False
+
+    def decide(self, canonical: str) -> Decision:
+        """First match wins: protected, blocked, inside a root, otherwise outside."""
+        if self.is_protected(canonical):
+            return Decision(False, "protected_path", canonical)
+        if any(is_inside(canonical, b) for b in self.blocked_roots):
+            return Decision(False, "blocked_root", canonical)
+        if any(is_inside(canonical, r.path) for r in self.roots):
+            return Decision(True, None, canonical)
+        return Decision(False, "outside_root", canonical)
+
+    def default_working_dir(self) -> str:
+        """The launch cwd if allowed, else the workspace (created on demand), else the first root."""
+        lc = _safe_canon(self.launch_cwd)
+        if lc and self.decide(lc).allowed:
+            return lc
+        ws = str(self.paths.workspace)
+        if self.mode != "open" or is_inside(ws, self.home):
+            with contextlib.suppress(OSError):
+                os.makedirs(ws, mode=0o700, exist_ok=True)
+            canon = _safe_canon(ws)
+            if canon and os.path.isdir(canon) and self.decide(canon).allowed:
+                return canon
+        return self.roots[0].path if self.roots else ws
+
+    def turn_cwd(self) -> str:
+        """The directory relative paths are taken from: the request cwd if allowed, else the default."""
+        if self.request_cwd:
+            rc = _safe_canon(self.request_cwd)
+            if rc and self.decide(rc).allowed:
+                return rc
+        return self.default_working_dir()
+
+    def anchor(self, raw: object, *, reject_dotdot: bool = False) -> str:
+        """Check the raw value, expand `~`, and make it absolute (not yet canonical)."""
+        if not isinstance(raw, str) or not raw.strip():
+            raise ToolError("invalid_path", "Path must be a non-empty string", {})
+        if "\x00" in raw:
+            raise ToolError("invalid_path", "Path contains null bytes", {})
+        if len(raw) > 4096:
+            raise ToolError("invalid_path", "Path is longer than 4096 characters", {})
+        if len(raw) >= 2 and raw[1] == ":" and raw[0].isalpha():
+            raise ToolError("invalid_path", f"Windows drive paths are not supported: {raw}", {"path": raw})
+        if reject_dotdot and ".." in raw.split("/"):
+            raise ToolError("invalid_path", "Path traversal is not allowed", {"path": raw})
+        p = self._expand(raw)
+        if not p.startswith("/"):
+            p = posixpath.join(self.turn_cwd(), p)
+        return posixpath.normpath(p) if not _has_dotdot(p) else p
+
+    def resolve(self, raw: object, *, tool: str, write: bool = False, reject_dotdot: bool = False) -> str:
+        """The canonical path for `raw`, or a ToolError saying why it is refused and how to recover."""
+        canonical = canonicalize(self.anchor(raw, reject_dotdot=reject_dotdot))
+        decision = self.decide(canonical)
+        if not decision.allowed:
+            raise self.denial(decision, tool=tool, write=write)
+        if write and any(part.lower() == ".git" for part in canonical.split("/")):
+            raise self.denial(
+                Decision(False, "protected_path", canonical), tool=tool, write=write, git_dir=True
+            )
+        return canonical
+
+    def read_path(self, raw: object, *, tool: str, reject_dotdot: bool = False) -> str:
+        return self.resolve(raw, tool=tool, write=False, reject_dotdot=reject_dotdot)
+
+    def write_path(self, raw: object, *, tool: str, reject_dotdot: bool = False) -> str:
+        return self.resolve(raw, tool=tool, write=True, reject_dotdot=reject_dotdot)
+
+    def working_dir(self, raw: object | None, *, tool: str) -> str:
+        """A working directory for shell or git: allowed, and an existing directory."""
+        path = self.turn_cwd() if raw is None else self.read_path(raw, tool=tool)
+        if not os.path.isdir(path):
+            raise ToolError(
+                "missing_working_dir",
+                f"Working directory does not exist or is not a directory: {path}",
+                {"path": path},
+            )
+        return path
+
+    def allows(self, canonical: str) -> bool:
+        return self.decide(canonical).allowed
+
+    def needs_checks_below(self, allowed_dir: str) -> bool:
+        """False when nothing below an allowed directory can be denied, so a walk may skip checks.
+
+        Below an allowed directory D, only a protected entry or blocked root that lies strictly
+        inside D can deny a path (a shorter entry would already have denied D itself).
+        """
+        prefix = allowed_dir.lower().rstrip("/") + "/"
+        if any(e.lower().startswith(prefix) for e in self.protected):
+            return True
+        return any(b.lower().startswith(prefix) for b in self.blocked_roots)
+
+    def denial(self, d: Decision, *, tool: str, write: bool, git_dir: bool = False) -> ToolError:
+        p = d.path
+        from .traces import record_sandbox_denial
+
+        record_sandbox_denial(self.paths, tool=tool, code=d.code or "", path=p)
+        if git_dir:
+            msg = (
+                f"Path is inside a .git directory, which file-writing tools never touch: {p}. "
+                "Use the git tools instead."
+            )
+        elif d.code == "protected_path":
+            msg = f"Path is protected by the sandbox: {p}. Run: fermix sandbox explain"
+        elif d.code == "blocked_root":
+            msg = f"Path is under a blocked root: {p}. Run: fermix sandbox explain"
+        else:
+            target = posixpath.dirname(p) if write else (p if os.path.isdir(p) else posixpath.dirname(p))
+            lead = (
+                f"Sandbox denied {tool} outside roots: {p}."
+                if write
+                else f"Path is outside the sandbox roots: {p}."
+            )
+            msg = (
+                f"{lead} To allow this directory, run: fermix grant path {target}, "
+                "or call the request_directory_access tool"
+            )
+        return ToolError(d.code or "outside_root", msg, {"path": p})
+
+    # ----- grants ----------------------------------------------------------------------------
+
+    def grant_refusal(self, raw: str) -> tuple[str, str | None]:
+        """(canonical path, reason it cannot be granted or None)."""
+        canonical = canonicalize(self.anchor(raw))
+        homes = [_safe_canon(str(h)) or str(h) for h in self.paths.homes()]
+        home = _safe_canon(self.home) or self.home
+        if canonical == "/":
+            return canonical, "the filesystem root"
+        if canonical == home:
+            return canonical, "the home directory itself"
+        if canonical in homes:
+            return canonical, "the fermix home"
+        for h in [home, *homes]:
+            if is_inside(h, canonical):
+                return canonical, f"an ancestor of {h}"
+        if any(is_inside(canonical, u) for u in UNSAFE_EXTRA) or self.is_protected(canonical):
+            return canonical, "a protected path"
+        return canonical, None
+
+
+def _has_dotdot(p: str) -> bool:
+    return ".." in p.split("/")
+
+
+def _safe_canon(p: str) -> str | None:
+    try:
+        return canonicalize(p if p.startswith("/") else os.path.abspath(p))
+    except (ToolError, ValueError):
+        return None

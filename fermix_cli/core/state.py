@@ -1,0 +1,105 @@
+"""state.db: the one SQLite file. WAL, busy_timeout, BEGIN IMMEDIATE for every write, lazy open.
+
+Nothing else opens the database file: closing any descriptor on it would drop this process's locks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import ToolError
+from .migrations import MIGRATIONS, Migration
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+class StateDB:
+    """One connection per process, in autocommit mode; transactions are explicit."""
+
+    def __init__(self, path: Path, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+        self.path = path
+        self._migrations = migrations
+        self.conn = self._connect()
+        self.migrate()
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not self.path.exists():
+            # Create the file 0600 ourselves; SQLite gives -wal and -shm the database file's mode.
+            with contextlib.suppress(FileExistsError):
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise sqlite3.OperationalError(f"could not switch to WAL (journal_mode={mode})")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as e:
+            raise ToolError(
+                "state_unavailable",
+                f"cannot open {self.path}: {e}. Check the file and its directory, or run: fermix doctor",
+                {"path": str(self.path)},
+            ) from None
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    @property
+    def schema_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self) -> int:
+        """Apply missing migrations in one BEGIN IMMEDIATE transaction; safe with concurrent starters."""
+        target = len(self._migrations)
+        if self.schema_version == target:
+            return target
+        with self.write() as db:
+            current = int(db.execute("PRAGMA user_version").fetchone()[0])
+            if current > target:
+                raise ToolError(
+                    "state_too_new",
+                    f"{self.path} has schema version {current}, newer than this fermix ({target}). Upgrade fermix.",
+                    {"path": str(self.path), "version": current},
+                )
+            for migration in self._migrations[current:]:
+                migration(db)
+            db.execute(f"PRAGMA user_version = {target}")
+        return target
+
+    @contextlib.contextmanager
+    def write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
+        """A BEGIN IMMEDIATE transaction; `durable` forces synchronous=FULL for this commit."""
+        if durable:
+            self.conn.execute("PRAGMA synchronous = FULL")
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+        finally:
+            if durable:
+                self.conn.execute("PRAGMA synchronous = NORMAL")
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: one consistent snapshot for several queries."""
+        self.conn.execute("BEGIN")
+        try:
+            yield self.conn
+        finally:
+            self.conn.execute("COMMIT")
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        self.conn.close()

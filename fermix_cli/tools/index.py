@@ -1,0 +1,15 @@
+"""Which module declares each built-in tool, so one call imports one family.
+
+Keep in step with the modules' TOOLS tuples; tests/core/test_registry.py fails when it drifts.
+"""
+
+TOOL_MODULES: dict[str, str] = {
+    "file_read": "fermix_cli.tools.files",
+    "file_write": "fermix_cli.tools.files",
+    "file_edit": "fermix_cli.tools.files",
+    "glob_search": "fermix_cli.tools.search",
+    "content_search": "fermix_cli.tools.search",
+    "tool_help": "fermix_cli.tools.meta",
+}
+
+FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))

@@ -1,0 +1,103 @@
+"""Shared fixtures: a fresh fake OS home and FERMIX_HOME per test, and a runner for the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    def error(self) -> dict[str, Any]:
+        return json.loads(self.stderr)["error"]
+
+
+@dataclass
+class Env:
+    """A sandboxed world for one test: OS home, fermix home, and a project inside the home."""
+
+    root: Path
+    home: Path
+    fermix_home: Path
+    project: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("FERMIX_", "PYTEST_"))}
+        env.update(
+            HOME=str(self.home),
+            FERMIX_HOME=str(self.fermix_home),
+            PYTHONPATH=str(REPO),
+            NO_COLOR="1",
+            PYDANTIC_DISABLE_PLUGINS="__all__",
+        )
+        return env
+
+    def run(
+        self, *args: str, input: str | None = None, cwd: Path | None = None, timeout: float = 60
+    ) -> Result:
+        """Run the real CLI (`python -m fermix_cli`) as a separate process."""
+        proc = subprocess.run(
+            [sys.executable, "-m", "fermix_cli", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            cwd=cwd or self.project,
+            env=self.env,
+            timeout=timeout,
+        )
+        return Result(proc.returncode, proc.stdout, proc.stderr)
+
+    def tool(
+        self, name: str, args: dict[str, Any] | None = None, *extra: str, cwd: Path | None = None
+    ) -> Result:
+        return self.run("tool", name, "--json", json.dumps(args or {}), *extra, cwd=cwd)
+
+    def context(self, **kw: Any) -> Any:
+        """An in-process ToolContext for this world (operator at the CLI unless told otherwise)."""
+        from fermix_cli.core.context import ToolContext
+        from fermix_cli.core.paths import resolve_paths
+
+        kw.setdefault("launch_cwd", str(self.project))
+        return ToolContext(paths=resolve_paths(str(self.fermix_home)), os_home=str(self.home), **kw)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Env:
+    home = tmp_path / "home"
+    project = home / "project"
+    project.mkdir(parents=True)
+    fermix_home = home / ".fermix"
+    return Env(tmp_path, home, fermix_home, project)
+
+
+@pytest.fixture
+def invoke(world: Env) -> Callable[..., Any]:
+    """Call a tool in-process through registry.invoke with the world's context."""
+    from fermix_cli.core.registry import default_registry
+
+    def call(name: str, args: dict[str, Any], **ctx_kw: Any) -> Any:
+        ctx = world.context(**ctx_kw)
+        try:
+            return default_registry().invoke(name, args, ctx)
+        finally:
+            ctx.close()
+
+    return call
