@@ -1,0 +1,122 @@
+"""config.toml: validation that fails closed and names the key; the config CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fermix_cli.core.config import load_config, parse_cli_value
+from fermix_cli.core.errors import ToolError
+from tests.conftest import Env
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ('[sandbox]\nmode = "wide-open"\n', "sandbox.mode"),
+        ('[sandbox]\nallowed_roots = "/tmp"\n', "sandbox.allowed_roots"),
+        ("[sandbox]\nallowed_roots = [1]\n", "sandbox.allowed_roots.0"),
+        ('[sandbox]\nmodes = "open"\n', "sandbox.modes"),
+        ('[sandbox.env]\nallow = ["A"]\nmode = 3\n', "sandbox.env.mode"),
+        ('[fermix_core.net]\nallowed_private_hosts = "x"\n', "fermix_core.net.allowed_private_hosts"),
+        ("[surprise]\nx = 1\n", "surprise"),
+    ],
+)
+def test_invalid_config_names_the_key(tmp_path: Path, text: str, key: str) -> None:
+    (tmp_path / "config.toml").write_text(text)
+    with pytest.raises(ToolError) as e:
+        load_config(tmp_path / "config.toml")
+    assert e.value.code == "invalid_config"
+    assert e.value.details["key"] == key
+    assert key in e.value.message
+
+
+def test_unparseable_toml_fails_closed(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text("[sandbox\nmode=")
+    with pytest.raises(ToolError) as e:
+        load_config(tmp_path / "config.toml")
+    assert e.value.code == "invalid_config"
+
+
+def test_tools_refuse_to_run_on_an_invalid_config(world: Env) -> None:
+    world.fermix_home.mkdir()
+    (world.fermix_home / "config.toml").write_text('[sandbox]\nmode = "yolo"\n')
+    (world.project / "a.txt").write_text("x")
+    r = world.tool("file_read", {"path": "a.txt"})
+    assert r.code == 2
+    assert r.error()["code"] == "invalid_config"
+    assert "sandbox.mode" in r.error()["message"]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("true", True), ("5", 5), ('["a", "b"]', ["a", "b"]), ("standard", "standard"), ('"x y"', "x y")],
+)
+def test_cli_values(text: str, value: object) -> None:
+    assert parse_cli_value(text) == value
+
+
+def test_config_cli_round_trip(world: Env) -> None:
+    assert world.run("config", "path").stdout.strip() == str(world.fermix_home / "config.toml")
+    assert world.run("config", "get", "sandbox.mode").stdout.strip() == "standard"
+    r = world.run("config", "set", "sandbox.mode", "strict")
+    assert r.code == 0, r.stderr
+    assert world.run("config", "get", "sandbox.mode").stdout.strip() == "strict"
+    r = world.run("config", "set", "fermix_core.net.allowed_private_hosts", '["127.0.0.1"]')
+    assert r.code == 0, r.stderr
+    assert (
+        world.run("config", "get", "fermix_core.net.allowed_private_hosts").stdout.strip() == '["127.0.0.1"]'
+    )
+    text = (world.fermix_home / "config.toml").read_text()
+    assert 'mode = "strict"' in text
+    assert (world.fermix_home / "config.toml").stat().st_mode & 0o777 == 0o600
+    r = world.run("config", "unset", "sandbox.mode")
+    assert r.code == 0
+    assert world.run("config", "get", "sandbox.mode").stdout.strip() == "standard"
+
+
+def test_config_set_refuses_an_invalid_value_and_keeps_the_file(world: Env) -> None:
+    world.run("config", "set", "sandbox.mode", "open")
+    before = (world.fermix_home / "config.toml").read_text()
+    r = world.run("config", "set", "sandbox.mode", "chaos")
+    assert r.code == 2
+    assert r.error()["code"] == "invalid_config"
+    r = world.run("config", "set", "sandbox.nonsense", "1")
+    assert r.code == 2
+    assert (world.fermix_home / "config.toml").read_text() == before
+
+
+def test_config_get_unknown_key(world: Env) -> None:
+    r = world.run("config", "get", "sandbox.nope")
+    assert r.code == 2
+    assert r.error()["code"] == "invalid_key"
+
+
+def test_sandbox_mode_command(world: Env) -> None:
+    assert world.run("sandbox", "mode", "strict").code == 0
+    assert world.run("sandbox", "status").stdout.startswith("mode strict")
+    r = world.run("sandbox", "mode", "sideways")
+    assert r.code == 2
+
+
+def test_sandbox_explain_json(world: Env) -> None:
+    data = world.run("sandbox", "explain", "--json").json()
+    assert data["mode"] == "standard"
+    sources = {r["source"] for r in data["roots"]}
+    assert {"mode", "cwd"} <= sources
+    assert str(world.home / ".ssh") in data["protected"]
+    text = world.run("sandbox", "explain").stdout
+    assert "not an OS sandbox" in text and "fermix grant path" in text
+
+
+def test_platformdirs_when_no_home_is_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fermix_cli.core.paths import resolve_paths
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    p = resolve_paths(None, {"FERMIX_HOME": "  "})
+    assert p.config_file == tmp_path / "cfg" / "fermix" / "config.toml"
+    assert p.state_db == tmp_path / "data" / "fermix" / "state.db"
+    assert p.workspace == tmp_path / "data" / "fermix" / "workspace"
+    assert not p.explicit_home

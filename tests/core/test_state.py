@@ -1,0 +1,133 @@
+"""state.db: migrations, pragmas, permissions, and concurrent first starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fermix_cli.core.errors import ToolError
+from fermix_cli.core.migrations import MIGRATIONS
+from fermix_cli.core.state import StateDB
+from tests.conftest import Env
+
+
+def test_fresh_database_is_migrated_wal_and_private(tmp_path: Path) -> None:
+    home = tmp_path / "fh"
+    db = StateDB(home / "state.db")
+    assert db.schema_version == len(MIGRATIONS)
+    assert db.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    assert db.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    with db.write() as c:
+        c.execute("INSERT INTO tool_calls VALUES ('a','s','t','cli','operator','{}',1,NULL,NULL,'x',1.0)")
+    assert stat.S_IMODE(os.stat(home / "state.db").st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(home).st_mode) == 0o700
+    for suffix in ("-wal", "-shm"):
+        p = home / f"state.db{suffix}"
+        if p.exists():
+            assert stat.S_IMODE(p.stat().st_mode) & 0o077 == 0
+    db.close()
+
+
+def test_write_rolls_back_on_error(tmp_path: Path) -> None:
+    db = StateDB(tmp_path / "state.db")
+    with pytest.raises(RuntimeError), db.write() as c:
+        c.execute("INSERT INTO tool_calls VALUES ('a','s','t','cli','operator','{}',1,NULL,NULL,'x',1.0)")
+        raise RuntimeError("boom")
+    assert db.query("SELECT count(*) FROM tool_calls")[0][0] == 0
+
+
+def test_migrations_apply_in_order_once(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    def m1(c: sqlite3.Connection) -> None:
+        calls.append("m1")
+        c.execute("CREATE TABLE a (x)")
+
+    def m2(c: sqlite3.Connection) -> None:
+        calls.append("m2")
+        c.execute("CREATE TABLE b (x)")
+
+    StateDB(tmp_path / "s.db", [m1]).close()
+    db = StateDB(tmp_path / "s.db", [m1, m2])
+    assert calls == ["m1", "m2"]
+    assert db.schema_version == 2
+    db.close()
+    StateDB(tmp_path / "s.db", [m1, m2]).close()
+    assert calls == ["m1", "m2"]
+
+
+def test_newer_database_is_refused(tmp_path: Path) -> None:
+    StateDB(tmp_path / "s.db").close()
+    c = sqlite3.connect(tmp_path / "s.db")
+    c.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    c.close()
+    with pytest.raises(ToolError) as e:
+        StateDB(tmp_path / "s.db")
+    assert e.value.code == "state_too_new"
+
+
+def test_failed_migration_leaves_the_old_version(tmp_path: Path) -> None:
+    def ok(c: sqlite3.Connection) -> None:
+        c.execute("CREATE TABLE a (x)")
+
+    def bad(c: sqlite3.Connection) -> None:
+        c.execute("CREATE TABLE b (x)")
+        raise sqlite3.OperationalError("broken migration")
+
+    StateDB(tmp_path / "s.db", [ok]).close()
+    with pytest.raises(sqlite3.OperationalError):
+        StateDB(tmp_path / "s.db", [ok, bad])
+    c = sqlite3.connect(tmp_path / "s.db")
+    assert c.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert c.execute("SELECT count(*) FROM sqlite_master WHERE name='b'").fetchone()[0] == 0
+
+
+def test_five_processes_start_on_an_empty_home_at_once(world: Env) -> None:
+    """One schema, no error: migrations run inside BEGIN IMMEDIATE."""
+    gate = world.root / "go"
+    script = (
+        "import os, sys, time\n"
+        f"while not os.path.exists({str(gate)!r}): time.sleep(0.001)\n"
+        "from fermix_cli.__main__ import main\n"
+        "sys.exit(main(['state', 'status', '--json']))\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script], env=world.env, cwd=world.project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(5)
+    ]  # fmt: skip
+    gate.touch()
+    outs = [p.communicate(timeout=60) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert json.loads(out)["schema_version"] == len(MIGRATIONS)
+    c = sqlite3.connect(world.fermix_home / "state.db")
+    assert c.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert c.execute("SELECT count(*) FROM sqlite_master WHERE name='tool_calls'").fetchone()[0] == 1
+
+
+def test_pure_tools_never_open_the_database(world: Env) -> None:
+    (world.project / "a.txt").write_text("x")
+    assert world.tool("file_read", {"path": "a.txt"}).code == 0
+    assert world.tool("tool_help", {"name": "file_read"}).code == 0
+    assert not (world.fermix_home / "state.db").exists()
+
+
+def test_recorded_calls_land_in_tool_calls(world: Env, invoke) -> None:
+    (world.project / "a.txt").write_text("x")
+    invoke("file_read", {"path": "a.txt"}, record_calls=True, session_id="sess-1")
+    with pytest.raises(ToolError):
+        invoke("file_read", {"path": "missing"}, record_calls=True, session_id="sess-1")
+    rows = (
+        sqlite3.connect(world.fermix_home / "state.db")
+        .execute("SELECT tool, ok, error_code, session_id FROM tool_calls ORDER BY started_at")
+        .fetchall()
+    )
+    assert rows == [("file_read", 1, None, "sess-1"), ("file_read", 0, "not_found", "sess-1")]

@@ -1,0 +1,158 @@
+"""file_read, file_write, file_edit as seed 000 and the reference describe them."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from fermix_cli.core.errors import ToolError
+from tests.conftest import Env
+
+
+def test_read_range_and_cap(world: Env, invoke) -> None:
+    p = world.project / "big.txt"
+    lines = [f"line {i:06d} " + "x" * 80 for i in range(1, 3001)]
+    p.write_text("\n".join(lines) + "\n")
+    r = invoke("file_read", {"path": "big.txt"})
+    assert r["truncated"] is True
+    assert len(r["content"].encode()) <= 100_000
+    n = r["lines"]
+    assert r["next_offset"] == n + 1
+    assert r["content"].split("\n") == lines[:n]
+    r2 = invoke("file_read", {"path": "big.txt", "offset": r["next_offset"], "limit": 2})
+    assert r2["content"].split("\n") == lines[n : n + 2]
+    text = world.tool("file_read", {"path": "big.txt"}, "--text").stdout
+    assert text.rstrip("\n").endswith(f"[truncated at 100000 bytes — continue with offset {n + 1}]")
+
+
+def test_read_cap_counts_newlines(world: Env, invoke) -> None:
+    (world.project / "c.txt").write_text("a" * 49_999 + "\n" + "b" * 50_000 + "\n" + "c\n")
+    r = invoke("file_read", {"path": "c.txt"})
+    assert r["lines"] == 2 and r["truncated"] is True and r["next_offset"] == 3
+
+
+def test_read_single_line_over_cap(world: Env, invoke) -> None:
+    (world.project / "wide.txt").write_text("short\n" + "w" * 100_001 + "\n")
+    with pytest.raises(ToolError) as e:
+        invoke("file_read", {"path": "wide.txt", "offset": 2})
+    assert e.value.code == "too_large"
+    assert e.value.message == "Line 2 alone exceeds the 100000-byte output cap"
+
+
+@pytest.mark.parametrize(("field", "value"), [("offset", 0), ("offset", -3), ("limit", 0)])
+def test_read_range_must_be_positive(world: Env, invoke, field: str, value: int) -> None:
+    (world.project / "a.txt").write_text("a\n")
+    with pytest.raises(ToolError) as e:
+        invoke("file_read", {"path": "a.txt", field: value})
+    assert e.value.code == "invalid_range"
+    assert f"got: {value}" in e.value.message
+
+
+def test_read_errors(world: Env, invoke) -> None:
+    (world.project / "dir").mkdir()
+    with pytest.raises(ToolError) as e:
+        invoke("file_read", {"path": "dir"})
+    assert (e.value.code, e.value.message) == (
+        "invalid_path",
+        f"Path is a directory: {world.project / 'dir'}",
+    )
+    (world.project / "bin.dat").write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(ToolError) as e:
+        invoke("file_read", {"path": "bin.dat"})
+    assert e.value.code == "not_text"
+    os.mkfifo(world.project / "fifo")
+    with pytest.raises(ToolError) as e:
+        invoke("file_read", {"path": "fifo"})
+    assert e.value.code == "invalid_path"
+
+
+def test_read_no_trailing_newline_and_empty_file(world: Env, invoke) -> None:
+    (world.project / "n.txt").write_text("a\nb")
+    assert invoke("file_read", {"path": "n.txt"})["content"] == "a\nb"
+    (world.project / "e.txt").write_text("")
+    assert invoke("file_read", {"path": "e.txt"})["content"] == ""
+
+
+def test_write_creates_parents_and_replaces_atomically_keeping_mode(world: Env, invoke) -> None:
+    r = invoke("file_write", {"path": "a/b/c.txt", "content": "héllo"})
+    target = world.project / "a" / "b" / "c.txt"
+    assert r == {"path": str(target), "bytes": 6, "created": True}
+    assert target.read_text() == "héllo"
+    os.chmod(target, 0o640)
+    r = invoke("file_write", {"path": "a/b/c.txt", "content": ""})
+    assert r["created"] is False and target.read_text() == ""
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(os.listdir(target.parent)) == ["c.txt"], "no temp file left behind"
+
+
+def test_write_to_a_directory_fails(world: Env, invoke) -> None:
+    (world.project / "d").mkdir()
+    with pytest.raises(ToolError) as e:
+        invoke("file_write", {"path": "d", "content": "x"})
+    assert e.value.code == "invalid_path"
+
+
+def test_edit_unique_anchor(world: Env, invoke) -> None:
+    p = world.project / "app.py"
+    p.write_text("a = 1\nDEBUG = True\nb = 2\n")
+    os.chmod(p, 0o755)
+    r = invoke("file_edit", {"path": "app.py", "old_string": "DEBUG = True", "new_string": "DEBUG = False"})
+    assert r["line"] == 2
+    assert p.read_text() == "a = 1\nDEBUG = False\nb = 2\n"
+    assert stat.S_IMODE(p.stat().st_mode) == 0o755
+    invoke("file_edit", {"path": "app.py", "old_string": "b = 2\n", "new_string": ""})
+    assert p.read_text() == "a = 1\nDEBUG = False\n"
+
+
+def test_edit_failures_change_nothing(world: Env, invoke) -> None:
+    p = world.project / "f.txt"
+    p.write_text("x x x\n")
+    cases = [
+        (
+            {"old_string": "x", "new_string": "y"},
+            "not_unique",
+            "old_string is not unique; found 3 occurrences",
+        ),
+        ({"old_string": "zzz", "new_string": "y"}, "not_found", "old_string not found"),
+        ({"old_string": "", "new_string": "y"}, "invalid_input", "old_string must be non-empty"),
+    ]
+    for args, code, message in cases:
+        with pytest.raises(ToolError) as e:
+            invoke("file_edit", {"path": "f.txt", **args})
+        assert e.value.code == code
+        assert e.value.message.startswith(message)
+        assert p.read_text() == "x x x\n"
+    assert e.value.exit_class == 2
+    with pytest.raises(ToolError) as e:
+        invoke("file_edit", {"path": "gone.txt", "old_string": "a", "new_string": "b"})
+    assert e.value.code == "not_found" and e.value.message.startswith("File not found")
+
+
+def test_symlink_swapped_in_after_the_check_is_not_followed(world: Env, tmp_path) -> None:
+    """fsops walks with O_NOFOLLOW: a directory replaced by a symlink makes the write fail."""
+    from fermix_cli.core.fsops import atomic_write
+
+    d = world.project / "d"
+    d.mkdir()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    checked = str(d / "f.txt")
+    d.rmdir()
+    os.symlink(outside, d)
+    with pytest.raises(ToolError) as e:
+        atomic_write(checked, b"x")
+    assert e.value.code == "invalid_path"
+    assert list(outside.iterdir()) == []
+
+
+def test_edit_counts_non_overlapping_occurrences(world: Env, invoke) -> None:
+    p = world.project / "o.txt"
+    p.write_text("aaaa\n")
+    with pytest.raises(ToolError) as e:
+        invoke("file_edit", {"path": "o.txt", "old_string": "aa", "new_string": "b"})
+    assert e.value.details["count"] == 2
+    p.write_text("aaa\n")
+    invoke("file_edit", {"path": "o.txt", "old_string": "aa", "new_string": "b"})
+    assert p.read_text() == "ba\n"

@@ -1,0 +1,142 @@
+"""glob_search and content_search over the shared walker (ignore rules) and matcher."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fermix_cli.core.errors import ToolError
+from tests.conftest import Env
+
+
+def tree(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content)
+
+
+@pytest.fixture
+def repo(world: Env) -> Path:
+    tree(
+        world.project,
+        {
+            ".git/HEAD": "ref: refs/heads/main\n",
+            ".gitignore": "*.log\nbuild/\n!keep.log\n",
+            "src/app.py": "import os\n\ndef main():\n    return 'needle'\n",
+            "src/util.py": "NEEDLE = 1\n",
+            "src/.hidden.py": "needle in a dotfile\n",
+            "src/gen/.gitignore": "*.py\n!keep.py\n",
+            "src/gen/out.py": "needle generated\n",
+            "src/gen/keep.py": "needle kept\n",
+            "build/x.py": "needle built\n",
+            "debug.log": "needle logged\n",
+            "keep.log": "needle kept log\n",
+            "docs/a.md": "needle doc\n",
+            "docs/.ignore": "private.md\n",
+            "docs/private.md": "needle private\n",
+            "img.bin": b"\x00\x01needle\x00",
+        },
+    )
+    return world.project
+
+
+def test_glob_honours_ignore_files_and_matches_dotfiles(repo: Path, invoke) -> None:
+    r = invoke("glob_search", {"pattern": "**/*.py"})
+    rel = [str(Path(p).relative_to(repo)) for p in r["paths"]]
+    assert rel == ["src/.hidden.py", "src/app.py", "src/gen/keep.py", "src/util.py"]
+    assert r["truncated"] is False and r["scan_complete"] is True
+    logs = invoke("glob_search", {"pattern": "*.log"})
+    assert [Path(p).name for p in logs["paths"]] == ["keep.log"]
+
+
+def test_glob_star_stays_in_one_directory(repo: Path, invoke) -> None:
+    r = invoke("glob_search", {"pattern": "*.py", "path": "src"})
+    assert [Path(p).name for p in r["paths"]] == [".hidden.py", "app.py", "util.py"]
+    r = invoke("glob_search", {"pattern": "src/*.{py,md}"})
+    assert len(r["paths"]) == 3
+    r = invoke("glob_search", {"pattern": "docs/**"})
+    assert [Path(p).name for p in r["paths"]] == [".ignore", "a.md"]
+
+
+def test_glob_results_are_sorted_absolute_and_capped(world: Env, invoke) -> None:
+    tree(world.project, {f"f{i:04d}.txt": "x" for i in range(1200)})
+    r = invoke("glob_search", {"pattern": "*.txt", "max_results": 5000})
+    assert len(r["paths"]) == 1000 and r["truncated"] is True  # clamped to 1000
+    assert r["paths"] == sorted(r["paths"]) and all(p.startswith("/") for p in r["paths"])
+    r = invoke("glob_search", {"pattern": "*.txt", "max_results": 0})
+    assert len(r["paths"]) == 1  # clamped to 1
+    assert invoke("glob_search", {"pattern": "nothing-*"})["paths"] == []
+
+
+def test_glob_returns_only_regular_files(world: Env, invoke) -> None:
+    tree(world.project, {"d/inner.txt": "x"})
+    assert [Path(p).name for p in invoke("glob_search", {"pattern": "*"})["paths"]] == []
+
+
+def test_content_search_literal_by_default(repo: Path, invoke) -> None:
+    r = invoke("content_search", {"pattern": "needle"})
+    got = sorted((str(Path(m["path"]).relative_to(repo)), m["line"], m["text"]) for m in r["matches"])
+    assert got == [
+        ("docs/a.md", 1, "needle doc"),
+        ("keep.log", 1, "needle kept log"),
+        ("src/.hidden.py", 1, "needle in a dotfile"),
+        ("src/app.py", 4, "    return 'needle'"),
+        ("src/gen/keep.py", 1, "needle kept"),
+    ]
+    assert r["truncated"] is False
+    r = invoke("content_search", {"pattern": "needle.*"})
+    assert r["matches"] == []
+
+
+def test_content_search_regex_and_invalid_regex(repo: Path, invoke) -> None:
+    r = invoke("content_search", {"pattern": r"^NEEDLE = \d$", "regex": True})
+    assert [(Path(m["path"]).name, m["line"]) for m in r["matches"]] == [("util.py", 1)]
+    with pytest.raises(ToolError) as e:
+        invoke("content_search", {"pattern": "(unclosed", "regex": True})
+    assert e.value.code == "invalid_regex"
+
+
+def test_content_search_single_file_root_and_trimmed_text(world: Env, invoke) -> None:
+    tree(world.project, {"one.txt": "a  \nb needle   \n"})
+    r = invoke("content_search", {"pattern": "needle", "path": "one.txt"})
+    assert r["matches"] == [{"path": str(world.project / "one.txt"), "line": 2, "text": "b needle"}]
+
+
+def test_content_search_truncates_at_max_results(world: Env, invoke) -> None:
+    tree(world.project, {"many.txt": "hit\n" * 50})
+    r = invoke("content_search", {"pattern": "hit", "max_results": 7})
+    assert len(r["matches"]) == 7 and r["truncated"] is True
+    assert [m["line"] for m in r["matches"]] == list(range(1, 8))
+
+
+def test_content_search_deadline_is_an_error(world: Env, invoke) -> None:
+    tree(world.project, {"slow.txt": "a" * 5000 + "!\n"})
+    with pytest.raises(ToolError) as e:
+        invoke("content_search", {"pattern": "(a|aa)+$", "regex": True, "timeout_ms": 50})
+    assert e.value.code == "timeout"
+
+
+def test_content_search_one_hit_per_line(world: Env, invoke) -> None:
+    tree(world.project, {"dup.txt": "x x x\ny\nx\n"})
+    r = invoke("content_search", {"pattern": "x"})
+    assert [m["line"] for m in r["matches"]] == [1, 3]
+    r = invoke("content_search", {"pattern": "x|y", "regex": True})
+    assert [m["line"] for m in r["matches"]] == [1, 2, 3]
+
+
+def test_search_roots_must_exist(world: Env, invoke) -> None:
+    for tool in ("glob_search", "content_search"):
+        with pytest.raises(ToolError) as e:
+            invoke(tool, {"pattern": "x", "path": "nope"})
+        assert e.value.code == "not_found"
+
+
+def test_ancestor_gitignore_applies_when_searching_a_subdirectory(repo: Path, invoke) -> None:
+    tree(repo, {"src/trace.log": "needle in log\n"})
+    r = invoke("content_search", {"pattern": "needle", "path": "src"})
+    assert not any(m["path"].endswith("trace.log") for m in r["matches"])
