@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.iptable import IPAddress, blocked_range, parse_address
+from fermix_cli.core.iptable import blocked_range, parse_address
 
 if TYPE_CHECKING:
     import ssl
@@ -44,7 +44,7 @@ CONFIG_HINT = "[fermix_core.net] allowed_private_hosts"
 _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
-def blocked(reason: str, message: str, **details: Any) -> ToolError:
+def blocked_url_error(reason: str, message: str, **details: Any) -> ToolError:
     """A `blocked_url` error whose details carry a machine-readable `reason`."""
     return ToolError("blocked_url", message, {"reason": reason, **details})
 
@@ -57,7 +57,6 @@ class CheckedURL:
     scheme: str
     host: str
     port: int
-    address: IPAddress | None
 
 
 def normalise_host(raw: str) -> str:
@@ -71,7 +70,7 @@ def normalise_host(raw: str) -> str:
         bracketed = raw.startswith("[") and raw.endswith("]")
         ip = parse_address(raw) if bracketed or "[" not in raw else None
         if ip is None or ip.version != 6:
-            raise blocked("invalid_host", f"invalid host {raw!r}: not an IPv6 address", host=raw)
+            raise blocked_url_error("invalid_host", f"invalid host {raw!r}: not an IPv6 address", host=raw)
         return str(ip)
     host = raw
     if not host.isascii():
@@ -93,19 +92,19 @@ def _idna_to_ascii(host: str, raw: str) -> str:
         # `idna` comes with httpx; the stdlib codec (IDNA 2003, NFKC nameprep) is the fallback.
         pass
     except (UnicodeError, ValueError) as exc:
-        raise blocked("invalid_host", f"invalid host {raw!r}: {exc}", host=raw) from exc
+        raise blocked_url_error("invalid_host", f"invalid host {raw!r}: {exc}", host=raw) from exc
     try:
         return host.encode("idna").decode("ascii")
     except UnicodeError as exc:
-        raise blocked("invalid_host", f"invalid host {raw!r}: {exc}", host=raw) from exc
+        raise blocked_url_error("invalid_host", f"invalid host {raw!r}: {exc}", host=raw) from exc
 
 
 def _check_labels(host: str, raw: str) -> None:
     labels = host.split(".")
     if not host or len(host) > 253 or any(not 0 < len(label) <= 63 for label in labels):
-        raise blocked("invalid_host", f"invalid host {raw!r}: empty or over-long label", host=raw)
+        raise blocked_url_error("invalid_host", f"invalid host {raw!r}: empty or over-long label", host=raw)
     if not set(host) - {"."} <= _LABEL_CHARS:
-        raise blocked(
+        raise blocked_url_error(
             "invalid_host", f"invalid host {raw!r}: characters not allowed in a host name", host=raw
         )
 
@@ -118,30 +117,32 @@ def is_blocked_name(host: str) -> bool:
 def check_url(url: str) -> CheckedURL:
     """Check a URL's syntax and host name (no DNS) and return it with its host normalised."""
     if not url:
-        raise blocked("empty_url", "empty_url")
+        raise blocked_url_error("empty_url", "empty_url")
     if any(ch.isspace() for ch in url):
-        raise blocked("url_has_whitespace", "url_has_whitespace", url=url)
+        raise blocked_url_error("url_has_whitespace", "url_has_whitespace", url=url)
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
-        raise blocked("invalid_url", "URL contains control characters", url=url)
+        raise blocked_url_error("invalid_url", "URL contains control characters", url=url)
     size = len(url.encode("utf-8", "surrogatepass"))
     if size > MAX_URL_BYTES:
-        raise blocked("url_too_long", f"URL is {size} bytes; the limit is {MAX_URL_BYTES}", url=url[:200])
+        raise blocked_url_error(
+            "url_too_long", f"URL is {size} bytes; the limit is {MAX_URL_BYTES}", url=url[:200]
+        )
     try:
         parts = urlsplit(url)
     except ValueError as exc:
-        raise blocked("invalid_url", f"invalid URL: {exc}", url=url) from exc
+        raise blocked_url_error("invalid_url", f"invalid URL: {exc}", url=url) from exc
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
         message = f"scheme {scheme!r} is not allowed" if scheme else "the URL has no scheme"
-        raise blocked("unsupported_scheme", f"{message}; use http:// or https://", url=url)
+        raise blocked_url_error("unsupported_scheme", f"{message}; use http:// or https://", url=url)
     netloc = parts.netloc
     if "@" in netloc:
-        raise blocked(
+        raise blocked_url_error(
             "userinfo", "URLs with user:password@ are refused; send credentials in headers", url=url
         )
     raw_host, port = _split_host_port(netloc, url)
     if not raw_host:
-        raise blocked("missing_host", "the URL has no host", url=url)
+        raise blocked_url_error("missing_host", "the URL has no host", url=url)
     host = normalise_host(raw_host)
     if port is None:
         port = DEFAULT_PORTS[scheme]
@@ -151,26 +152,30 @@ def check_url(url: str) -> CheckedURL:
     rebuilt = f"{scheme}://{authority}{parts.path or '/'}"
     if parts.query:
         rebuilt += "?" + parts.query
-    return CheckedURL(rebuilt, scheme, host, port, parse_address(host))
+    return CheckedURL(rebuilt, scheme, host, port)
 
 
 def _split_host_port(netloc: str, url: str) -> tuple[str, int | None]:
     if netloc.startswith("["):
         end = netloc.find("]")
         if end < 0:
-            raise blocked("invalid_url", "invalid URL: unclosed '[' in host", url=url)
+            raise blocked_url_error("invalid_url", "invalid URL: unclosed '[' in host", url=url)
         host, rest = netloc[: end + 1], netloc[end + 1 :]
         if rest and not rest.startswith(":"):
-            raise blocked("invalid_url", "invalid URL: text after ']' in host", url=url)
+            raise blocked_url_error("invalid_url", "invalid URL: text after ']' in host", url=url)
         port_text = rest[1:]
     elif ":" in netloc:
         host, port_text = netloc.rsplit(":", 1)
+        if ":" in host:
+            raise blocked_url_error(
+                "invalid_url", "invalid URL: IPv6 hosts must be written in [brackets]", url=url
+            )
     else:
         host, port_text = netloc, ""
     if not port_text:
         return host, None
     if not port_text.isascii() or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise blocked("invalid_url", f"invalid port {port_text!r}", url=url)
+        raise blocked_url_error("invalid_url", f"invalid port {port_text!r}", url=url)
     return host, int(port_text)
 
 
@@ -215,7 +220,7 @@ class HostGuard:
         host = normalise_host(raw_host)
         allowed = host in self.allowed_private_hosts
         if not allowed and is_blocked_name(host):
-            raise blocked(
+            raise blocked_url_error(
                 "blocked_name",
                 f"{host!r} is a local-only host name; to allow it add it to {CONFIG_HINT}",
                 host=host,
@@ -224,7 +229,7 @@ class HostGuard:
         if literal is not None:
             row = None if allowed else blocked_range(literal)
             if row is not None:
-                raise blocked(
+                raise blocked_url_error(
                     "non_global_address",
                     f"address {literal} is not global ({row.name}); to allow it add it to {CONFIG_HINT}",
                     host=host,
@@ -252,7 +257,7 @@ class HostGuard:
             row = blocked_range(answer) if ip is None or not allowed else None
             if row is not None:
                 shown = answer if ip is None else str(ip)
-                raise blocked(
+                raise blocked_url_error(
                     "non_global_answer",
                     f"resolved to {shown} ({row.name}); if {host!r} is a host you trust, "
                     f"add it to {CONFIG_HINT}",

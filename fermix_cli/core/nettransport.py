@@ -23,7 +23,7 @@ import httpcore
 import httpx
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.netguard import HostGuard, blocked, check_url
+from fermix_cli.core.netguard import HostGuard, blocked_url_error, check_url
 
 
 class PinnedBackend(httpcore.NetworkBackend):
@@ -63,7 +63,9 @@ class PinnedBackend(httpcore.NetworkBackend):
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.NetworkStream:
-        raise blocked("unix_socket", "unix sockets are not reachable through the network guard", path=path)
+        raise blocked_url_error(
+            "unix_socket", "unix sockets are not reachable through the network guard", path=path
+        )
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
@@ -169,7 +171,7 @@ class GuardedTransport(httpx.BaseTransport):
         except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as exc:
             raise network_error(exc, request) from exc
         except httpcore.UnsupportedProtocol as exc:
-            raise blocked("unsupported_scheme", str(exc), url=str(request.url)) from exc
+            raise blocked_url_error("unsupported_scheme", str(exc), url=str(request.url)) from exc
         assert isinstance(core_response.stream, Iterable)
         return httpx.Response(
             status_code=core_response.status,

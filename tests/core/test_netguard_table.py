@@ -248,6 +248,7 @@ SYNTAX_ROWS = [
     ("http://example.com:99999/", "invalid_url", None),
     ("http://example.com:8o/", "invalid_url", None),
     ("http://[::1/", "invalid_url", None),
+    ("http://::1:80/", "invalid_url", None),
     ("http://a..b/", "invalid_host", None),
     ("http://exa%2Emple.com/", "invalid_host", None),
     ("http://" + "a" * 64 + ".com/", "invalid_host", None),
