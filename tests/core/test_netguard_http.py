@@ -403,7 +403,7 @@ def test_slow_server_hits_the_read_timeout(server: LocalServer, route: Route, ph
     ):
         client.get(server.url())
     assert caught.value.code == "network" and phrase in caught.value.message
-    assert time.monotonic() - started < 0.9
+    assert time.monotonic() - started < 0.95  # well before the server would have answered
 
 
 def test_trickling_server_hits_the_total_timeout(server: LocalServer) -> None:
@@ -543,7 +543,7 @@ def test_tls_uses_the_original_name_for_sni_and_certificate(
     server_names: list[str | None] = []
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(tls_files[served].with_suffix(".crt"), tls_files[served].with_suffix(".key"))
-    context.sni_callback = lambda _sock, name, _ctx: server_names.append(name)  # type: ignore[assignment,misc,return-value]
+    context.sni_callback = lambda _sock, name, _ctx: server_names.append(name)
     server = LocalServer(tls=context)
     try:
         server.routes["/"] = lambda h: reply(h, body=b"over tls")
