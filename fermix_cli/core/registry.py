@@ -147,7 +147,7 @@ def _field_name(loc: tuple[Any, ...]) -> str:
 
 
 def _validation_error(tool: str, e: ValidationError) -> ToolError:
-    errors = []
+    errors: list[dict[str, Any]] = []
     for err in e.errors(include_url=False):
         name = _field_name(tuple(p for p in err["loc"] if not str(p).startswith("function-")))
         got = err.get("input")
