@@ -20,7 +20,8 @@ BODY_OPS = frozenset({"SWAP", "SWAP.BLK", "INS.PRE", "INS.POST", "INS.BLK.POST",
 BLOCK_OPS = frozenset({"SWAP.BLK", "DEL.BLK", "INS.BLK.POST"})
 
 _OP_WORD = re.compile(r"^\s*([A-Za-z]+(?:\.[A-Za-z]+)*)(.*)$")
-_OP_LIKE = re.compile(r"^\s*([A-Za-z]+(?:\.[A-Za-z]+)*)(?:\s+[0-9][0-9\s.=\-…]*)?\s*:?\s*$")
+# An upper-case word followed by line numbers and/or a colon is an op header, known or not.
+_OP_LIKE = re.compile(r"^\s*([A-Za-z]+(?:\.[A-Za-z]+)*)(?:\s+[0-9][0-9\s.=\-…]*:?|\s*:)\s*$")
 _BARE_RANGE = re.compile(r"^\s*[0-9]+(?:\s*(?:\.=|\.\.|-|…)\s*[0-9]+|\s+[0-9]+)?\s*:?\s*$")
 _RANGE = re.compile(r"^(\S+?)\s*(?:\.=|\.\.|-|…)\s*(\S+)$|^(\S+)\s+(\S+)$")
 _NUMBER = re.compile(r"[1-9][0-9]*")
@@ -202,7 +203,7 @@ class _Parser:
 
     def raw_row(self, text: str, line: int) -> None:
         stripped = text.strip()
-        op_like = _OP_LIKE.match(text)
+        op_like = _OP_LIKE.match(text) or _OP_WORD.match(text)
         if stripped.startswith("@@"):
             raise _fail(UNIFIED_DIFF_MESSAGE, line)
         if _APPLY_PATCH.match(stripped) or _MOVE_TO.match(stripped):
@@ -215,7 +216,8 @@ class _Parser:
             )
         if op_like and op_like.group(1) not in KEYWORDS:
             word = op_like.group(1)
-            if word.isupper() or word.upper() in KEYWORDS:
+            shaped = op_like.re is _OP_LIKE and word.isupper()
+            if shaped or word.upper() in KEYWORDS:
                 raise _fail(
                     f'line {line}: unknown op "{word}"; valid ops: SWAP, SWAP.BLK, DEL, DEL.BLK, INS.PRE, '
                     "INS.POST, INS.BLK.POST, INS.HEAD, INS.TAIL, MV, REM.",
