@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hashline_workspace import Workspace
 
-from conftest import Workspace
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding import refusals
 from fermix_cli.tools.coding.hashedit import repeated_noop_error
@@ -52,8 +52,16 @@ ROWS = [
     ("tag too long", "[f.txt#1A2B5]\nDEL 1", HEADER.replace("{G}", "[f.txt#1A2B5]")),
     ("tag with line", "[f.txt#1A2B:42]\nDEL 1", HEADER.replace("{G}", "[f.txt#1A2B:42]")),
     ("empty path", "[#1A2B]\nDEL 1", HEADER.replace("{G}", "[#1A2B]")),
-    ("reversed", "[f.txt#{T}]\nSWAP 3.=2:\n+x", "line 2: range 3.=2 is reversed; write the lower line number first."),
-    ("del colon", "[f.txt#{T}]\nDEL 2:\n+x", "`DEL 2.=2` has no colon and no body. Remove the colon and body rows."),
+    (
+        "reversed",
+        "[f.txt#{T}]\nSWAP 3.=2:\n+x",
+        "line 2: range 3.=2 is reversed; write the lower line number first.",
+    ),
+    (
+        "del colon",
+        "[f.txt#{T}]\nDEL 2:\n+x",
+        "`DEL 2.=2` has no colon and no body. Remove the colon and body rows.",
+    ),
     (
         "del.blk colon is a raw row",
         "[svc.py#{S}]\nDEL.BLK 3:",
@@ -71,7 +79,11 @@ ROWS = [
         "line 3: `-` rows are not valid; the range already names the lines being changed. "
         "For a literal `-` line, write `+-…`.",
     ),
-    ("payload without hunk", "[f.txt#{T}]\nhello", 'line 2: payload line has no preceding hunk header: "hello"'),
+    (
+        "payload without hunk",
+        "[f.txt#{T}]\nhello",
+        'line 2: payload line has no preceding hunk header: "hello"',
+    ),
     ("plus row without hunk", "[f.txt#{T}]\n+x", 'line 2: payload line has no preceding hunk header: "+x"'),
     ("bare number", "[f.txt#{T}]\n12", BARE),
     ("bare range", "[f.txt#{T}]\n5-7:", BARE),
@@ -128,7 +140,11 @@ ROWS = [
         "[f.txt#{T}]\nDEL 1\nREM",
         "line 3: `REM` deletes the whole file and takes no body rows or line ops. Issue it alone under the header.",
     ),
-    ("line ops after rem", "[f.txt#{T}]\nREM\nDEL 1", "`REM` deletes the whole file and cannot be combined with line ops."),
+    (
+        "line ops after rem",
+        "[f.txt#{T}]\nREM\nDEL 1",
+        "`REM` deletes the whole file and cannot be combined with line ops.",
+    ),
     (
         "rem merged with line ops",
         "[f.txt#{T}]\nDEL 1\n[f.txt#{T}]\nREM",
@@ -137,7 +153,11 @@ ROWS = [
     ("body after mv", "[f.txt#{T}]\nMV g.txt\n+x", MV_BODY),
     ("body after rem", "[f.txt#{T}]\nREM\n+x", MV_BODY),
     ("two file ops", "[f.txt#{T}]\nMV g.txt\nREM", "Only one file-level op (`REM` or `MV`) per section."),
-    ("two file ops merged", "[f.txt#{T}]\nMV g.txt\n[f.txt#{T}]\nMV h.txt", "Only one file-level op (`REM` or `MV`) per section."),
+    (
+        "two file ops merged",
+        "[f.txt#{T}]\nMV g.txt\n[f.txt#{T}]\nMV h.txt",
+        "Only one file-level op (`REM` or `MV`) per section.",
+    ),
     ("mv onto itself", "[f.txt#{T}]\nMV ./f.txt", "MV destination is the same as f.txt."),
     (
         "mv onto existing",
@@ -177,7 +197,11 @@ ROWS = [
         "Re-read the file with `read` to copy a current [path#tag] header — never invent the tag and never "
         "reuse one from a prior session.",
     ),
-    ("file not found", "[nope.txt#ABCD]\nDEL 1", "File not found: nope.txt. Use the write tool to create new files."),
+    (
+        "file not found",
+        "[nope.txt#ABCD]\nDEL 1",
+        "File not found: nope.txt. Use the write tool to create new files.",
+    ),
     (
         "multi-section no-op",
         "[f.txt#{T}]\nSWAP 1.=1:\n+one\n[svc.py#{S}]\nDEL 2",
@@ -185,8 +209,16 @@ ROWS = [
         "Re-read the file if you expected a difference. Every section of a multi-section batch must change "
         "its file; drop this section and resend.",
     ),
-    ("head with number", "[f.txt#{T}]\nINS.HEAD 3:\n+x", 'line 2: `INS.HEAD:` takes no line number; got "3".'),
-    ("single op with range", "[f.txt#{T}]\nINS.POST 2-3:\n+x", 'line 2: `INS.POST` takes one line number; got "2-3".'),
+    (
+        "head with number",
+        "[f.txt#{T}]\nINS.HEAD 3:\n+x",
+        'line 2: `INS.HEAD:` takes no line number; got "3".',
+    ),
+    (
+        "single op with range",
+        "[f.txt#{T}]\nINS.POST 2-3:\n+x",
+        'line 2: `INS.POST` takes one line number; got "2-3".',
+    ),
     ("mv without destination", "[f.txt#{T}]\nMV", "line 2: `MV` needs a destination path."),
     ("rem with argument", "[f.txt#{T}]\nREM now", "line 2: `REM` takes no arguments."),
 ]
@@ -276,9 +308,18 @@ def test_result_over_1_mib_is_refused(ws: Workspace) -> None:
 @pytest.mark.parametrize(
     ("patch", "message"),
     [
-        ("[f.txt#ABCD]\n+" + "x" * 1_048_576, "input is 1048590 bytes; hash_edit is limited to 1 MiB of input."),
-        ("".join(f"[f{n}.txt#ABCD]\nDEL 1\n" for n in range(33)), "input has 33 sections; hash_edit accepts at most 32."),
-        ("[f.txt#ABCD]\n" + "INS.TAIL:\n+x\n" * 1001, "input has 1001 hunks; hash_edit accepts at most 1000."),
+        (
+            "[f.txt#ABCD]\n+" + "x" * 1_048_576,
+            "input is 1048590 bytes; hash_edit is limited to 1 MiB of input.",
+        ),
+        (
+            "".join(f"[f{n}.txt#ABCD]\nDEL 1\n" for n in range(33)),
+            "input has 33 sections; hash_edit accepts at most 32.",
+        ),
+        (
+            "[f.txt#ABCD]\n" + "INS.TAIL:\n+x\n" * 1001,
+            "input has 1001 hunks; hash_edit accepts at most 1000.",
+        ),
     ],
     ids=["input bytes", "sections", "hunks"],
 )

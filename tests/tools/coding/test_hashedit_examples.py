@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hashline_workspace import Workspace
 
-from conftest import Workspace
 from fermix_cli.core.errors import ToolError
 
 SVC = 'import os\n\ndef load(key):\n    path = os.path.join("data", key)\n    return open(path).read()\n\nprint(load("a"))\n'
@@ -110,7 +110,7 @@ def test_example_4_single_line_and_blank_line_block_anchors(ws: Workspace) -> No
     assert blank.value.message == (
         "SWAP.BLK 2: `SWAP.BLK 2:` could not resolve a syntactic block beginning on line 2 (unsupported "
         "language, blank/closer line, or parse error). Use `SWAP N.=M:` with explicit lines.\n\n"
-        " 1:import os\n*2:\n 3:def load(key):\n 4:    path = os.path.join(\"data\", key)"
+        ' 1:import os\n*2:\n 3:def load(key):\n 4:    path = os.path.join("data", key)'
     )
     assert ws.text("svc.py") == SVC
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hashline_workspace import Workspace
 
-from conftest import Workspace
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.hashedit import MoveFile, RemoveFile, WriteFile
 from fermix_cli.tools.coding.hashline import compute_tag
@@ -26,12 +26,37 @@ def edited(ws: Workspace, text: str, ops: str) -> str:
 ABC = "a\nb\nc\n"
 
 SEMANTICS = [
-    ("order at one line", ABC, "INS.POST 2:\n+post\nSWAP 2.=2:\n+swap\nINS.PRE 2:\n+pre", "a\npre\nswap\npost\nc\n"),
-    ("inserts keep written order", ABC, "INS.PRE 2:\n+p1\nINS.PRE 2:\n+p2\nINS.POST 2:\n+q1\nINS.POST 2:\n+q2", "a\np1\np2\nb\nq1\nq2\nc\n"),
+    (
+        "order at one line",
+        ABC,
+        "INS.POST 2:\n+post\nSWAP 2.=2:\n+swap\nINS.PRE 2:\n+pre",
+        "a\npre\nswap\npost\nc\n",
+    ),
+    (
+        "inserts keep written order",
+        ABC,
+        "INS.PRE 2:\n+p1\nINS.PRE 2:\n+p2\nINS.POST 2:\n+q1\nINS.POST 2:\n+q2",
+        "a\np1\np2\nb\nq1\nq2\nc\n",
+    ),
     ("head before pre 1", ABC, "INS.PRE 1:\n+pre\nINS.HEAD:\n+head", "head\npre\na\nb\nc\n"),
-    ("tail after post of last line", ABC, "INS.TAIL:\n+t1\nINS.POST 3:\n+post\nINS.TAIL:\n+t2", "a\nb\nc\npost\nt1\nt2\n"),
-    ("insert on a deleted line", ABC, "DEL 2\nINS.POST 2:\n+after\nINS.PRE 2:\n+before", "a\nbefore\nafter\nc\n"),
-    ("original numbering", "1\n2\n3\n4\n5\n", "SWAP 1.=1:\n+x\n+y\n+z\nDEL 3\nSWAP 5.=5:\n+five", "x\ny\nz\n2\n4\nfive\n"),
+    (
+        "tail after post of last line",
+        ABC,
+        "INS.TAIL:\n+t1\nINS.POST 3:\n+post\nINS.TAIL:\n+t2",
+        "a\nb\nc\npost\nt1\nt2\n",
+    ),
+    (
+        "insert on a deleted line",
+        ABC,
+        "DEL 2\nINS.POST 2:\n+after\nINS.PRE 2:\n+before",
+        "a\nbefore\nafter\nc\n",
+    ),
+    (
+        "original numbering",
+        "1\n2\n3\n4\n5\n",
+        "SWAP 1.=1:\n+x\n+y\n+z\nDEL 3\nSWAP 5.=5:\n+five",
+        "x\ny\nz\n2\n4\nfive\n",
+    ),
     ("empty swap body deletes", ABC, "SWAP 2.=2:", "a\nc\n"),
     ("delete the phantom is dropped", ABC, "DEL 3.=4", "a\nb\n"),
     ("swap over the phantom keeps final newline", ABC, "SWAP 3.=4:\n+C", "a\nb\nC\n"),
@@ -39,11 +64,21 @@ SEMANTICS = [
     ("insert before the phantom", ABC, "INS.PRE 4:\n+d", "a\nb\nc\nd\n"),
     ("tail without final newline", "a\nb", "INS.TAIL:\n+c", "a\nb\nc"),
     ("delete everything", ABC, "DEL 1.=3", ""),
-    ("range separators", "1\n2\n3\n4\n5\n6\n7\n8\n9\n", "SWAP 1..2:\n+a\nSWAP 3-4:\n+b\nSWAP 5 6:\n+c\nSWAP 7…8:\n+d", "a\nb\nc\nd\n9\n"),
+    (
+        "range separators",
+        "1\n2\n3\n4\n5\n6\n7\n8\n9\n",
+        "SWAP 1..2:\n+a\nSWAP 3-4:\n+b\nSWAP 5 6:\n+c\nSWAP 7…8:\n+d",
+        "a\nb\nc\nd\n9\n",
+    ),
     ("single number is a one-line range", ABC, "SWAP 2:\n+B\nDEL 3", "a\nB\n"),
     ("missing colon tolerated", ABC, "SWAP 2.=2\n+B\nINS.POST 3\n+d", "a\nB\nc\nd\n"),
     ("indented keywords", ABC, "  SWAP 2.=2:\n+B\n\tDEL 3", "a\nB\n"),
-    ("body rows are verbatim after one plus", ABC, "SWAP 2.=2:\n++x\n+- item\n+\n+  indented\n+12:x", "a\n+x\n- item\n\n  indented\n12:x\nc\n"),
+    (
+        "body rows are verbatim after one plus",
+        ABC,
+        "SWAP 2.=2:\n++x\n+- item\n+\n+  indented\n+12:x",
+        "a\n+x\n- item\n\n  indented\n12:x\nc\n",
+    ),
     ("blank raw rows inside a body", ABC, "SWAP 2.=2:\n+x\n\n\n+y\n\n\nDEL 3", "a\nx\n\n\ny\n"),
     ("comment line before a hunk is dropped", ABC, "# replace b\nSWAP 2.=2:\n+B", "a\nB\nc\n"),
     ("end patch stops parsing", ABC, "SWAP 2.=2:\n+B\n*** End Patch\ngarbage", "a\nB\nc\n"),
@@ -51,7 +86,9 @@ SEMANTICS = [
 ]
 
 
-@pytest.mark.parametrize(("text", "ops", "expected"), [r[1:] for r in SEMANTICS], ids=[r[0] for r in SEMANTICS])
+@pytest.mark.parametrize(
+    ("text", "ops", "expected"), [r[1:] for r in SEMANTICS], ids=[r[0] for r in SEMANTICS]
+)
 def test_semantics(ws: Workspace, text: str, ops: str, expected: str) -> None:
     assert edited(ws, text, ops) == expected
 
@@ -71,7 +108,9 @@ def test_leading_blank_lines_bom_begin_patch_and_lowercase_tag(ws: Workspace) ->
     assert ws.text("f.txt") == "A\nb\nc\n"
 
 
-@pytest.mark.parametrize("header", ["[my file.txt#{T}]", '["my file.txt"#{T}]', "[*** Update File: my file.txt#{T}]"])
+@pytest.mark.parametrize(
+    "header", ["[my file.txt#{T}]", '["my file.txt"#{T}]', "[*** Update File: my file.txt#{T}]"]
+)
 def test_header_paths_with_spaces_quotes_and_apply_patch_noise(ws: Workspace, header: str) -> None:
     tag = setup(ws, "my file.txt", ABC)
     ws.edit(header.replace("{T}", tag) + "\nDEL 1")
@@ -106,7 +145,12 @@ def test_multi_section_batch_applies_every_section_and_joins_responses(ws: Works
 
 @pytest.mark.parametrize(
     "bad",
-    ["[c.txt#{C}]\nSWAP 9.=9:\n+x", "[c.txt#ABCD]\nDEL 1", "[missing.txt#ABCD]\nDEL 1", "[c.txt#{C}]\nREPLACE 1:\n+x"],
+    [
+        "[c.txt#{C}]\nSWAP 9.=9:\n+x",
+        "[c.txt#ABCD]\nDEL 1",
+        "[missing.txt#ABCD]\nDEL 1",
+        "[c.txt#{C}]\nREPLACE 1:\n+x",
+    ],
 )
 def test_one_invalid_section_changes_nothing(ws: Workspace, bad: str) -> None:
     a = setup(ws, "a.txt", ABC)
@@ -164,14 +208,20 @@ def test_write_effect_and_new_snapshot(ws: Workspace) -> None:
     section = plan.sections[0]
     assert section.effect == WriteFile("/ws/f.txt", b"a\nB\nc\n")
     assert section.snapshot is not None
-    assert (section.snapshot.path, section.snapshot.tag, section.snapshot.text) == ("/ws/f.txt", compute_tag("a\nB\nc\n"), "a\nB\nc\n")
+    assert (section.snapshot.path, section.snapshot.tag, section.snapshot.text) == (
+        "/ws/f.txt",
+        compute_tag("a\nB\nc\n"),
+        "a\nB\nc\n",
+    )
     assert section.snapshot.seen == {1, 2, 3}
 
 
 def test_preview_regions_deletions_and_collapsed_runs(ws: Workspace) -> None:
     text = "".join(f"l{n}\n" for n in range(1, 31))
     tag = setup(ws, "f.txt", text)
-    response = ws.edit(f"[f.txt#{tag}]\nINS.POST 2:\n" + "".join(f"+n{k}\n" for k in range(1, 8)) + "DEL 20.=21")
+    response = ws.edit(
+        f"[f.txt#{tag}]\nINS.POST 2:\n" + "".join(f"+n{k}\n" for k in range(1, 8)) + "DEL 20.=21"
+    )
     assert response == (
         f"[f.txt#{compute_tag(ws.text('f.txt'))}]\n"
         "1:l1\n2:l2\n3:n1\n4:n2\n…\n8:n6\n9:n7\n10:l3\n11:l4\n\n25:l18\n26:l19\n27:l22\n28:l23"

@@ -38,9 +38,7 @@ def test_tag_vectors(text: str, tag: str) -> None:
     assert compute_tag(text) == tag
 
 
-@pytest.mark.parametrize(
-    ("data", "digest"), [(b"", 0x02CC5D05), (b"a", 0x550D7456), (b"abc", 0x32D153FF)]
-)
+@pytest.mark.parametrize(("data", "digest"), [(b"", 0x02CC5D05), (b"a", 0x550D7456), (b"abc", 0x32D153FF)])
 def test_xxh32_reference_values(data: bytes, digest: int) -> None:
     assert xxhash.xxh32(data, seed=0).intdigest() == digest
 
@@ -71,7 +69,8 @@ def test_tag_is_four_uppercase_hex_digits_zero_padded() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "rows"), [("", []), ("\n", [""]), ("a\nb\n", ["a", "b"]), ("a\nb", ["a", "b"]), ("a\n\n", ["a", ""])]
+    ("text", "rows"),
+    [("", []), ("\n", [""]), ("a\nb\n", ["a", "b"]), ("a\nb", ["a", "b"]), ("a\n\n", ["a", ""])],
 )
 def test_rows_never_include_the_phantom_element(text: str, rows: list[str]) -> None:
     assert split_rows(text) == rows

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hashline_workspace import Workspace
 
-from conftest import Workspace
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding import blocks
 from fermix_cli.tools.coding.blocks import is_pure_closer, language_for, resolve_block
@@ -116,7 +116,15 @@ def test_an_unsupported_language_does_not_crash(monkeypatch: pytest.MonkeyPatch)
 
 @pytest.mark.parametrize(
     ("line", "closer"),
-    [("}", True), ("  });", True), ("],", True), ("</div>", True), ("", False), ("} else {", False), ("x)", False)],
+    [
+        ("}", True),
+        ("  });", True),
+        ("],", True),
+        ("</div>", True),
+        ("", False),
+        ("} else {", False),
+        ("x)", False),
+    ],
 )
 def test_pure_closer(line: str, closer: bool) -> None:
     assert is_pure_closer(line) is closer
@@ -155,7 +163,9 @@ def test_ins_blk_post_on_a_closer_is_downgraded(ws: Workspace) -> None:
     tag = block_ws(ws, "a.rs", RS)
     response = ws.edit(f"[a.rs#{tag}]\nINS.BLK.POST 7:\n+\n+struct Extra;")
     assert ws.text("a.rs").split("\n")[6:9] == ["}", "", "struct Extra;"]
-    assert response.endswith("Warnings:\nINS.BLK.POST 7: line 7 closes a block; inserted after line 7 (as INS.POST 7).")
+    assert response.endswith(
+        "Warnings:\nINS.BLK.POST 7: line 7 closes a block; inserted after line 7 (as INS.POST 7)."
+    )
 
 
 def test_ins_blk_post_without_a_block_is_downgraded(ws: Workspace) -> None:

@@ -179,7 +179,9 @@ def test_bom_only_file_is_empty() -> None:
     assert render_section("e", "\ufeff").content == "[e#5D05]\n[The file is empty.]"
 
 
-@pytest.mark.parametrize(("selector", "line"), [(Selector(11), 11), (Selector(20, 30), 20), (Selector(11, raw=True), 11)])
+@pytest.mark.parametrize(
+    ("selector", "line"), [(Selector(11), 11), (Selector(20, 30), 20), (Selector(11, raw=True), 11)]
+)
 def test_start_past_eof_is_an_error(selector: Selector, line: int) -> None:
     with pytest.raises(ToolError) as caught:
         render_section("f", numbered(10), selector)
@@ -193,7 +195,9 @@ def test_byte_budget_cuts_at_a_row_boundary_with_footer() -> None:
     section = render_section("f", text, budget=200)
     assert len(section.content.encode()) <= 200
     last = section.shown[-1]
-    assert section.content.endswith(f"{last}:line {last}\n\n[{100 - last} more lines in file. Use :{last + 1} to continue]")
+    assert section.content.endswith(
+        f"{last}:line {last}\n\n[{100 - last} more lines in file. Use :{last + 1} to continue]"
+    )
     assert section.capped
 
 
@@ -262,6 +266,9 @@ def test_output_cap_cuts_a_section_and_refuses_later_entries() -> None:
     assert len(output.content.encode()) <= 1_048_576
     first = output.sections[0]
     assert first is not None and first.capped and first.next_line is not None
-    assert f"more lines in file. Use :{first.next_line} to continue]\n\n--- FILE: small.txt ---" in output.content
+    assert (
+        f"more lines in file. Use :{first.next_line} to continue]\n\n--- FILE: small.txt ---"
+        in output.content
+    )
     assert output.content.endswith("--- FILE: small.txt ---\nERROR: not read: output cap (1 MiB) reached")
     assert output.sections[1] is None

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hashline_workspace import Workspace
 
-from conftest import Workspace
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.hashline import compute_tag
 from fermix_cli.tools.coding.repairs import balance
@@ -44,7 +44,9 @@ def test_r1_needs_the_echoed_lines_untargeted(ws: Workspace) -> None:
 def test_r2_one_sided_echo_of_a_closer_is_dropped(ws: Workspace) -> None:
     response = run(ws, "a.js", JS, "SWAP 3.=3:\n+    stop();\n+  }")
     assert ws.text("a.js") == "function f() {\n  if (x) {\n    stop();\n  }\n}\n"
-    assert response.endswith("Warnings:\nSWAP 3.=3: dropped body row 2, which repeated kept line 4 outside the range.")
+    assert response.endswith(
+        "Warnings:\nSWAP 3.=3: dropped body row 2, which repeated kept line 4 outside the range."
+    )
 
 
 def test_r2_echo_kept_when_balances_already_match(ws: Workspace) -> None:
@@ -108,7 +110,7 @@ def test_r4_ins_blk_post_lands_inside_the_block(ws: Workspace) -> None:
     [
         (["f(a, [b], {c})"], "a.js", 0),
         (["if (x) {"], "a.js", 1),
-        (['s = "(" + \')\''], "a.py", 0),
+        (["s = \"(\" + ')'"], "a.py", 0),
         (["x = 1  # ((("], "a.py", 0),
         (["x = f(  // ((("], "a.ts", 1),
         (["a /* (( */ b(", "c /* ) */"], "a.rs", 1),
