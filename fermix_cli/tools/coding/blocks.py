@@ -67,7 +67,8 @@ BLOCK_RESOLVER_UNAVAILABLE = (
     "Use a concrete line range."
 )
 
-BlockResolver = Callable[[str, str, int], "tuple[int, int] | None"]
+# (text, path, line) -> the 1-based span of the block starting on line, or None.
+BlockResolver = Callable[[str, str, int], tuple[int, int] | None]
 _PURE_CLOSER = re.compile(r"^[\s)\]};,]*[)\]}][\s)\]};,]*$|^\s*</[^>]*>\s*$")
 
 

@@ -118,10 +118,12 @@ class EditPlan:
 
     @property
     def response(self) -> str:
+        """The tool's answer: section responses joined by blank lines."""
         return "\n\n".join(section.response for section in self.sections)
 
 
 def noop_message(path: str) -> str:
+    """The answer to a lone section that parsed and applied but changed nothing."""
     return (
         f"Edits to {path} parsed and applied cleanly, but produced no change: the file already has this "
         "content. Re-read the file if you expected a difference."

@@ -104,6 +104,7 @@ class Selector:
 
     @property
     def bounded(self) -> bool:
+        """A range with an end (`:-M`, `:N-M`, `:N+K`), as opposed to an open window."""
         return self.end is not None
 
 
@@ -297,8 +298,8 @@ def assemble_read(entries: list[ReadEntry], cap: int = OUTPUT_CAP) -> ReadOutput
         entry = entries[0]
         if entry.error is not None:
             raise entry.error
-        section = render_section(entry.path, entry.text or "", entry.selector, cap)
-        return ReadOutput(section.content, (section,))
+        only = render_section(entry.path, entry.text or "", entry.selector, cap)
+        return ReadOutput(only.content, (only,))
     pieces: list[str] = []
     sections: list[ReadSection | None] = []
     errors: list[ToolError] = []
@@ -309,7 +310,7 @@ def assemble_read(entries: list[ReadEntry], cap: int = OUTPUT_CAP) -> ReadOutput
         later = sum(
             _utf8_len(f"\n\n--- FILE: {e.entry} ---\nERROR: {CAP_REACHED}") for e in entries[index + 1 :]
         )
-        section = None
+        section: ReadSection | None = None
         error = entry.error
         if capped:
             error = ToolError("output_cap", CAP_REACHED)

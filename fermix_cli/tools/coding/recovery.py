@@ -39,9 +39,9 @@ def line_map(old: Sequence[str], new: Sequence[str]) -> dict[int, int]:
     return mapping
 
 
-def _occurrences(lines: Sequence[str], run: Sequence[str]) -> int:
+def _occurrences(lines: Sequence[str], index: dict[str, list[int]], run: Sequence[str]) -> int:
     size = len(run)
-    return sum(1 for i in range(len(lines) - size + 1) if list(lines[i : i + size]) == list(run))
+    return sum(1 for i in index.get(run[0], ()) if list(lines[i : i + size]) == list(run))
 
 
 def _agrees(number: int, offset: int, snap: Sequence[str], mapping: dict[int, int]) -> bool:
@@ -57,6 +57,10 @@ def remap_offset(edits: Sequence[LineEdit], snap: Sequence[str], mapping: dict[i
     agreeing neighbour, a duplicated run both (a file edge agrees); all anchors share one offset.
     """
     offset: int | None = None
+    stripped = [line.rstrip() for line in snap]
+    index: dict[str, list[int]] = {}
+    for position, line in enumerate(stripped):
+        index.setdefault(line, []).append(position)
     for edit in edits:
         anchors = edit.anchors
         if not anchors:
@@ -70,10 +74,9 @@ def remap_offset(edits: Sequence[LineEdit], snap: Sequence[str], mapping: dict[i
             elif shift != offset:
                 return None
         first, last = min(anchors), max(anchors)
-        run = [line.rstrip() for line in snap[first - 1 : last]]
-        stripped = [line.rstrip() for line in snap]
+        assert offset is not None
         neighbours = [_agrees(n, offset, snap, mapping) for n in (first - 1, last + 1)]
-        unique = _occurrences(stripped, run) == 1
+        unique = _occurrences(stripped, index, stripped[first - 1 : last]) == 1
         if not (any(neighbours) if unique else all(neighbours)):
             return None
     return offset

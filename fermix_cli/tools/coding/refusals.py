@@ -8,20 +8,24 @@ from fermix_cli.core.errors import ToolError
 
 
 def read_not_found(path: str) -> ToolError:
+    """read: the target does not exist."""
     return ToolError("not_found", f"File not found: {path}", {"path": path})
 
 
 def read_directory(path: str) -> ToolError:
+    """read: the target is a directory."""
     return ToolError("is_directory", f"{path} is a directory; use find or list_files.", {"path": path})
 
 
 def edit_not_found(path: str) -> ToolError:
+    """hash_edit: the section's file does not exist (hash_edit never creates files)."""
     return ToolError(
         "not_found", f"File not found: {path}. Use the write tool to create new files.", {"path": path}
     )
 
 
 def edit_symlink(path: str) -> ToolError:
+    """hash_edit: the final path component is a symlink."""
     return ToolError(
         "symlink_refused",
         f"hash_edit refuses {path}: the final path component is a symbolic link; edit the real file path instead.",
@@ -30,6 +34,7 @@ def edit_symlink(path: str) -> ToolError:
 
 
 def rem_not_regular(path: str) -> ToolError:
+    """REM: the file is not a regular file."""
     return ToolError(
         "not_regular_file",
         f"REM refuses {path}: not a regular file (symlink, directory or special file).",
