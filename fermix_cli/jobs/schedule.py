@@ -69,16 +69,6 @@ class CronFields:
     months: frozenset[int]
     weekdays: frozenset[int]
 
-    def matches(self, local: datetime) -> bool:
-        """Whether a local wall-clock time (seconds ignored) satisfies every field, day fields by AND."""
-        return (
-            local.minute in self.minutes
-            and local.hour in self.hours
-            and local.day in self.days
-            and local.month in self.months
-            and local.isoweekday() % 7 in self.weekdays
-        )
-
 
 @dataclass(frozen=True)
 class Schedule:
