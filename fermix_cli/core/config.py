@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ToolError
 
@@ -22,19 +22,41 @@ class Section(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
 
+# An environment variable name as POSIX shells accept it.
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
+
+
 class EnvVarSource(Section):
+    """Where an allowed variable's value comes from: the daemon env (maybe under another name) or a helper."""
+
     source: Literal["env", "command"] = "env"
-    name: Name | None = None
-    command: Name | None = None
-    args: list[str] = []
-    timeout_ms: Annotated[int, Field(ge=1, le=60_000)] = 3000
+    name: EnvName | None = None  # source "env": read this name instead (an alias)
+    command: Name | None = None  # source "command": the helper program; it prints the value on one line
+    args: list[Annotated[str, Field(max_length=4096)]] = []
+    timeout_ms: Annotated[int, Field(ge=1, le=5_000)] = 3000
+
+    @model_validator(mode="after")
+    def _source_fields(self) -> EnvVarSource:
+        if self.source == "command" and self.command is None:
+            raise ValueError('source = "command" needs command = "PROGRAM"')
+        if self.source == "env" and (self.command is not None or self.args):
+            raise ValueError('command and args belong to source = "command"')
+        if self.source == "command" and self.name is not None:
+            raise ValueError('name belongs to source = "env"')
+        return self
 
 
 class SandboxEnv(Section):
+    """`[sandbox.env]`: which variables reach shell and git children beyond the fixed base set.
+
+    `allow` names (and every name with a `vars` entry) are passed; `deny` always wins. With
+    `mode = "all"` the child inherits the whole environment minus `deny`.
+    """
+
     mode: Literal["list", "all"] = "list"
-    allow: list[Name] = []
-    deny: list[Name] = []
-    vars: dict[str, EnvVarSource] = {}
+    allow: list[EnvName] = []
+    deny: list[EnvName] = []
+    vars: dict[EnvName, EnvVarSource] = {}
 
 
 class SandboxConfig(Section):
@@ -48,13 +70,42 @@ class NetConfig(Section):
     allowed_private_hosts: list[Name] = []
 
 
+class GitToolConfig(Section):
+    """`[fermix_core.tools.git]`: what the hardened git tools may use besides the repository."""
+
+    allow_hooks: bool = False  # hooks run code; off unless the owner turns them on
+    credential_helpers: list[Annotated[str, Field(min_length=1, max_length=256)]] = []
+    user_name: Name | None = None
+    user_email: Name | None = None
+
+
+class ToolsConfig(Section):
+    git: GitToolConfig = Field(default_factory=GitToolConfig)
+
+
 class FermixCoreConfig(Section):
     net: NetConfig = Field(default_factory=NetConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+
+
+class BashCapability(Section):
+    """`[capabilities.tools.bash]` of the coding toolset's bash tool."""
+
+    shell_expansion: bool = True  # false: `$ ~ ` { }` are refused before anything runs
+
+
+class ToolCapabilities(Section):
+    bash: BashCapability = Field(default_factory=BashCapability)
+
+
+class CapabilitiesConfig(Section):
+    tools: ToolCapabilities = Field(default_factory=ToolCapabilities)
 
 
 class Config(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     fermix_core: FermixCoreConfig = Field(default_factory=FermixCoreConfig)
+    capabilities: CapabilitiesConfig = Field(default_factory=CapabilitiesConfig)
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:

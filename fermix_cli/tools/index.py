@@ -10,6 +10,18 @@ TOOL_MODULES: dict[str, str] = {
     "glob_search": "fermix_cli.tools.search",
     "content_search": "fermix_cli.tools.search",
     "tool_help": "fermix_cli.tools.meta",
+    "shell": "fermix_cli.tools.shell",
+    "bash": "fermix_cli.tools.shell",
+    "git_read": "fermix_cli.tools.git",
+    "git_write": "fermix_cli.tools.git",
+    "request_directory_access": "fermix_cli.tools.access",
+}
+
+# Names a toolset accepts for another tool. Registry names are unique, so the coding contract's
+# runtime aliases of `bash` live here: in the coding toolset `shell` and `cmd` mean `bash`, while
+# everywhere else `shell` is fermix's own shell tool.
+TOOLSET_ALIASES: dict[str, dict[str, str]] = {
+    "coding": {"shell": "bash", "cmd": "bash"},
 }
 
 FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))
