@@ -51,7 +51,9 @@ def list_cmd(
 ) -> None:
     """List memories, oldest first; the footer says when more exist than are shown."""
     if category is not None and category not in (*mem.CATEGORIES, "note"):
-        raise typer.BadParameter(f"must be one of {', '.join((*mem.CATEGORIES, 'note'))}", param_hint="--category")
+        raise typer.BadParameter(
+            f"must be one of {', '.join((*mem.CATEGORIES, 'note'))}", param_hint="--category"
+        )
     ctx = context()
     try:
         view = mem.search_view(mem.Caller.of(ctx), _scope(scope))
@@ -91,7 +93,13 @@ def search_cmd(
         ctx.close()
     if as_json:
         emit_json(
-            {"search": text, "scope_applied": view.name, "hits": found.hits, "more": found.more, "match": found.match}
+            {
+                "search": text,
+                "scope_applied": view.name,
+                "hits": found.hits,
+                "more": found.more,
+                "match": found.match,
+            }
         )
         return
     if not found.hits:

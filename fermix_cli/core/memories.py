@@ -29,8 +29,8 @@ CATEGORIES = USER_CATEGORIES + WORK_CATEGORIES
 
 SCOPE_REQUESTS = ("current", "owner", "all")
 
-# Search ranking: a match in the key counts most, the category least.
-BM25_WEIGHTS = (0.5, 2.0, 1.0)
+# Search ranking: a match in the key (which names the memory) counts most, the category least.
+BM25_WEIGHTS = (0.5, 3.0, 1.0)
 
 _SCOPE_ORDER = "CASE m.scope_type WHEN 'conversation' THEN 0 WHEN 'job' THEN 1 WHEN 'agent' THEN 2 ELSE 3 END"
 _TERM = re.compile(r"\w+", re.UNICODE)
@@ -117,7 +117,9 @@ def search_view(caller: Caller, requested: str = "current") -> View:
             True,
         )
     if requested == "owner":
-        return View("owner", _base("m.scope_type IN ('owner', 'agent', 'conversation')"), (), requested, False)
+        return View(
+            "owner", _base("m.scope_type IN ('owner', 'agent', 'conversation')"), (), requested, False
+        )
     if requested == "all":
         return View("all", _base("1"), (), requested, False)
     return View(
@@ -159,7 +161,7 @@ _COLUMNS = (
 
 def as_dict(row: sqlite3.Row) -> dict[str, Any]:
     """A memory row as the JSON the tools return."""
-    return {("scope" if k == "scope_type" else k): row[k] for k in row.keys() if k != "rank"}
+    return {("scope" if k == "scope_type" else k): row[k] for k in row.keys() if k != "rank"}  # noqa: SIM118 (a Row iterates values)
 
 
 def scope_label(memory: dict[str, Any]) -> str:
@@ -262,7 +264,9 @@ def set_archived(
 
 
 def _by_id(db: sqlite3.Connection, memory_id: int) -> sqlite3.Row:
-    row: sqlite3.Row = db.execute(f"SELECT {_COLUMNS} FROM memories m WHERE m.id = ?", (memory_id,)).fetchone()
+    row: sqlite3.Row = db.execute(
+        f"SELECT {_COLUMNS} FROM memories m WHERE m.id = ?", (memory_id,)
+    ).fetchone()
     return row
 
 

@@ -279,7 +279,10 @@ def _correct(
 class MemoryRecallParams(Params):
     key: Annotated[
         str | None,
-        Field(max_length=KEY_MAX, description="Exact key to look up; omit it to list the conversation's memories"),
+        Field(
+            max_length=KEY_MAX,
+            description="Exact key to look up; omit it to list the conversation's memories",
+        ),
     ] = None
     search: Annotated[
         str | None, Field(max_length=SEARCH_MAX, description="Keyword or phrase to search for")
@@ -310,9 +313,7 @@ def memory_recall(p: MemoryRecallParams, ctx: ToolContext) -> dict[str, Any]:
     requested = p.scope or "current"
     source = p.source or "memories"
     if p.key is not None and p.search is not None:
-        raise ToolError(
-            "invalid_input", "Give key or search, not both.", {"errors": [{"field": "search"}]}
-        )
+        raise ToolError("invalid_input", "Give key or search, not both.", {"errors": [{"field": "search"}]})
     if caller.job_id is None and not caller.session_id:
         raise ToolError("missing_conversation", "Missing conversation context", {})
     if p.source is not None and p.search is None:
@@ -441,7 +442,8 @@ def _render_sources(r: dict[str, Any]) -> str:
 class MemoryForgetParams(Params):
     id: MemoryId
     reason: Annotated[
-        str | None, Field(max_length=REASON_MAX, description="Why it is forgotten (kept with the archived row)")
+        str | None,
+        Field(max_length=REASON_MAX, description="Why it is forgotten (kept with the archived row)"),
     ] = None
 
 
@@ -549,7 +551,9 @@ TOOLS = specs(
             Example({}, "every source"),
             Example({"source_type": "job", "status": "active"}, "live jobs' sources"),
         ),
-        failure_modes=(FailureMode("invalid_input", "status or source_type is not one of the listed values"),),
+        failure_modes=(
+            FailureMode("invalid_input", "status or source_type is not one of the listed values"),
+        ),
     ),
     ToolSpec(
         name="memory_forget",
