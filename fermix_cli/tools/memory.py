@@ -292,7 +292,8 @@ class MemoryRecallParams(Params):
         Field(
             description=(
                 "Search scope: current (default: long-term memory and this conversation), owner (every "
-                "conversation of the owner too) or all (scheduled jobs' memory too). A request, never an "
+                "conversation of the owner too) or all (scheduled jobs' memory too). Without key or search, "
+                "lists that view rather than only this conversation's notes. A request, never an "
                 "authorisation: a job always searches its own memory and a guest its conversation"
             )
         ),
