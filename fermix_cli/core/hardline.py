@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.hardline_original import original_finding
-from fermix_cli.core.hardline_payload import is_decoder, literal_output
+from fermix_cli.core.hardline_payload import is_decoder, is_passthrough, literal_output
 from fermix_cli.core.hardline_rules import (
     OPAQUE,
     UNPARSEABLE,
@@ -31,13 +31,15 @@ from fermix_cli.core.hardline_rules import (
 from fermix_cli.core.hardline_targets import Roots, normalize
 from fermix_cli.core.hardline_unwrap import Invocation, unwrap
 from fermix_cli.core.shell_lex import MAX_INPUT_BYTES, Command, Script, parse_script
-from fermix_cli.core.shell_words import Part, ShellSyntaxError, Word
+from fermix_cli.core.shell_words import UNKNOWN_MARK, Part, ShellSyntaxError, Word
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash", "lksh"})
 EXPANSION_CHARACTERS = "$~`{}"
-_UNKNOWN = "${__fermix_unknown__}"
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _DASH_C_RUNNERS = frozenset({"su", "runuser", "script"})
+# Commands that run shell code read from stdin, like a shell without -c.
+_STDIN_RUNNERS = frozenset({"at", "batch"})
+_STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 
 
 @dataclass(frozen=True)
@@ -175,12 +177,22 @@ class _Checker:
             self.judge_shell(args, command, script, depth, state)
         elif name == "eval":
             self.nested(" ".join(self.rendered(w, depth) for w in args), depth, state.cwd)
+        elif name == "trap":
+            action = next((w for w in args if not (w.literal or "").startswith("-")), None)
+            if action is not None:
+                self.nested(self.rendered(action, depth), depth, state.cwd)
         elif name in _DASH_C_RUNNERS:
             string = _dash_c_value(args)
             if string is not None:
                 self.nested(self.rendered(string, depth), depth, state.cwd)
+            elif name == "runuser":
+                self.judge_runuser(args, command, script, depth, state)
+        elif name in _STDIN_RUNNERS:
+            self.check_stdin_script(command, script, depth, state)
         elif name in ("source", "."):
             self.check_substitutions(args, depth, state.cwd)
+            if any(w.literal in _STDIN_FILES for w in args):
+                self.check_stdin_script(command, script, depth, state)
         elif name in ("cd", "pushd", "popd"):
             state.cwd = self.next_cwd(name, args, state.cwd)
         elif name == "alias":
@@ -199,14 +211,32 @@ class _Checker:
             if string is not None:
                 self.nested(self.rendered(string, depth), depth, state.cwd)
             return
-        # The shell reads its script from stdin (or a file): check what we can see of it.
+        self.check_substitutions(args, depth, state.cwd)
+        self.check_stdin_script(command, script, depth, state)
+
+    def check_stdin_script(self, command: Command, script: Script, depth: int, state: _State) -> None:
+        """Check the shell code a command reads on stdin, as far as it can be seen."""
         for text in self.stdin_texts(command, depth):
             self.nested(text, depth, state.cwd)
-        self.check_substitutions(args, depth, state.cwd)
         earlier = script.earlier_stages(command)
         if earlier:
             for text in self.pipeline_output(earlier, depth) or ():
                 self.nested(text, depth, state.cwd)
+
+    def judge_runuser(
+        self, args: Sequence[Word], command: Command, script: Script, depth: int, state: _State
+    ) -> None:
+        """`runuser -u USER [--] CMD...` runs CMD directly."""
+        literals = [w.literal for w in args]
+        for flag in ("-u", "--user"):
+            if flag in literals:
+                rest = list(args[literals.index(flag) + 2 :])
+                if rest and rest[0].literal == "--":
+                    rest = rest[1:]
+                inv = self.unwrap(rest, depth)
+                if inv.words:
+                    self.judge(inv, command, script, depth, state)
+                return
 
     def judge_find(
         self, args: Sequence[Word], command: Command, script: Script, depth: int, state: _State
@@ -244,24 +274,31 @@ class _Checker:
     # -- payloads -------------------------------------------------------------------------------
 
     def pipeline_output(self, commands: Sequence[Command], depth: int) -> list[str] | None:
-        """The literal texts a pipeline prints, None when unknowable; raise when it decodes a blob."""
-        invs = [(c, self.unwrap(c.words, depth)) for c in commands]
-        if any(is_decoder(inv.name, self.texts(inv.args, depth)) for _, inv in invs):
-            raise _Blocked(Finding(OPAQUE, "opaque_payload"))
-        first = min(c.stage for c in commands)
-        texts: list[str] = []
-        known = False
-        for c, inv in invs:
-            if c.stage == first:
-                out = literal_output(inv.name, self.texts(inv.args, depth), self.stdin_texts(c, depth))
+        """The literal texts reaching the end of a pipeline, None when unknowable.
+
+        Walks upstream from the last stage: pass-through stages (`cat`, `tee`) are skipped, an
+        `echo`/`printf` stage decides the text, and a decoder anywhere, or literal text reshaped by
+        a filter on the way, makes the payload opaque (refused).
+        """
+        reshaped = False
+        for stage in sorted({c.stage for c in commands}, reverse=True):
+            texts: list[str] = []
+            known = passthrough = False
+            for c in (c for c in commands if c.stage == stage):
+                inv = self.unwrap(c.words, depth)
+                args = self.texts(inv.args, depth)
+                if is_decoder(inv.name, args):
+                    raise _Blocked(Finding(OPAQUE, "opaque_payload"))
+                out = literal_output(inv.name, args, self.stdin_texts(c, depth))
                 known = known or out is not None
                 texts.extend(out or ())
-        if not known:
-            return None
-        if any(c.stage != first and (inv.name != "cat" or inv.args) for c, inv in invs):
-            # Literal text reshaped on the way (tr, rev, sed ...) is as opaque as a decoded blob.
-            raise _Blocked(Finding(OPAQUE, "opaque_payload"))
-        return texts
+                passthrough = passthrough or is_passthrough(inv.name, args)
+            if known:
+                if reshaped:
+                    raise _Blocked(Finding(OPAQUE, "opaque_payload"))
+                return texts
+            reshaped = reshaped or not passthrough
+        return None
 
     def substitution_output(self, source: str, depth: int) -> list[str] | None:
         commands = self.parse(source, depth + 1).commands
@@ -299,9 +336,9 @@ class _Checker:
                 out.append(self.home)
             elif part.kind == "subst":
                 texts = self.substitution_output(part.text, depth)
-                out.append(texts[0] if texts else _UNKNOWN)
+                out.append(texts[0] if texts else UNKNOWN_MARK)
             else:
-                out.append(_UNKNOWN)
+                out.append(UNKNOWN_MARK)
         return "".join(out)
 
     def quoted(self, word: Word, depth: int) -> str:

@@ -51,9 +51,14 @@ def literal_output(name: str | None, args: Sequence[str], stdin: Sequence[str]) 
         return [format_printf(rest[0], rest[1:])] if rest else [""]
     if name == "yes":
         return [" ".join(args) or "y"]
-    if name == "cat" and not args:
+    if name == "cat" and not args and stdin:
         return list(stdin)
     return None
+
+
+def is_passthrough(name: str | None, args: Sequence[str]) -> bool:
+    """True for stages that copy stdin to stdout unchanged (`cat`, `tee FILE`)."""
+    return (name == "cat" and not args) or name == "tee"
 
 
 def format_printf(fmt: str, args: Sequence[str]) -> str:

@@ -85,6 +85,11 @@ def judge_rm(args: Sequence[Word], extra: Sequence[Word], roots: Roots, cwd: str
         return Finding(RM_PROTECTED, "rm_no_preserve_root")
     unknown_flag = any(w.has_unknown and w.render(roots.home, "?").startswith("-") for w in args)
     if not (opts.has_short("rR") or opts.has_long("recursive", 1) or unknown_flag):
+        # A wholly unknown argument (`rm $FLAGS /`) may itself be `-r`.
+        maybe_flag = any(w.starts_unknown for w in args)
+        literal = (w for w in opts.operands if not w.has_unknown)
+        if maybe_flag and any(judge_target(w, roots, cwd) is Verdict.PROTECTED for w in literal):
+            return Finding(RM_PROTECTED, "rm_protected_root")
         return None
     verdict = worst(judge_target(w, roots, cwd) for w in (*opts.operands, *extra))
     return _verdict_finding(verdict, RM_PROTECTED, RM_MAY_EXPAND, "rm")

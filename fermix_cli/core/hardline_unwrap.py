@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fermix_cli.core.shell_words import Word
+from fermix_cli.core.shell_words import UNKNOWN_MARK, Word
 
 _GLOB = re.compile(r"[*?\[]")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
@@ -59,6 +59,23 @@ WRAPPERS: dict[str, WrapperSpec] = {
     "noglob": WrapperSpec(),
     "unbuffer": WrapperSpec(),
     "watch": WrapperSpec("n", frozenset({"interval"})),
+    "pkexec": WrapperSpec(long_arg=frozenset({"user"})),
+    "run0": WrapperSpec(
+        "ugD", frozenset({"user", "group", "chdir", "setenv", "property", "unit", "slice", "nice"})
+    ),
+    "systemd-run": WrapperSpec(
+        "upEMH",
+        frozenset({"unit", "property", "setenv", "machine", "host", "description", "slice", "uid", "gid"})
+        | frozenset({"nice", "working-directory", "service-type", "on-active", "on-boot", "on-calendar"}),
+    ),
+    "strace": WrapperSpec("abeEIoOpPsSuUX"),
+    "ltrace": WrapperSpec("aeEFlnopsuw"),
+    "chroot": WrapperSpec(long_arg=frozenset({"userspec", "groups"}), operands=1),
+    "unshare": WrapperSpec("SGRw", frozenset({"setuid", "setgid", "root", "wd"})),
+    "gosu": WrapperSpec(operands=1),
+    "su-exec": WrapperSpec(operands=1),
+    "setpriv": WrapperSpec(),
+    "caffeinate": WrapperSpec("tw"),
 }
 
 
@@ -201,4 +218,4 @@ def _flock_command(options: list[Option], rest: list[Word]) -> Word | None:
 
 def _text_of(word: Word) -> str:
     # An unknown part of an `env -S` string stays unknown when the string is split again.
-    return word.render("$HOME", "${__fermix_unknown__}")
+    return word.render("$HOME", UNKNOWN_MARK)

@@ -166,6 +166,11 @@ class WordReader:
             raise ShellSyntaxError("bad substitution")
         name = m.group(0)
         self.pos = m.end()
+        if prefix == "!" and text[self.pos : self.pos + 1] in ("*", "@"):
+            prefix += text[self.pos]  # `${!prefix*}`: the names of matching variables
+            self.pos += 1
+        if text[self.pos : self.pos + 1] == "[":
+            prefix += self.subscript()
         op: str | None = None
         word: list[RawPart] = []
         if text[self.pos : self.pos + 1] == "}":
@@ -196,6 +201,21 @@ class WordReader:
             default = tuple(p for w in finish_word(word) for p in w.parts)
             return [RawPart("unknown", spelling, default)]
         return [RawPart("unknown", spelling)]
+
+    def subscript(self) -> str:
+        """Skip an array subscript `[...]`, lexing substitutions inside it; return it."""
+        start = self.pos
+        depth = 0
+        while self.pos < len(self.text):
+            c = self.text[self.pos]
+            if c == "$":
+                self.dollar(quoted=True)
+                continue
+            depth += {"[": 1, "]": -1}.get(c, 0)
+            self.pos += 1
+            if depth == 0:
+                return self.text[start : self.pos]
+        raise ShellSyntaxError("unterminated array subscript")
 
     def read_param_word(self) -> list[RawPart]:
         """Read the word of `${name<op>word}` up to its closing brace."""

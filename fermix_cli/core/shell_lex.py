@@ -19,6 +19,8 @@ MAX_DEPTH = 8
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?\+?=", re.S)
 _REDIRECT_OPS = ("<<<", "<<-", "<<", "<>", "<&", ">>", ">|", ">&", "<", ">")
+# Reserved words after which `{` still opens a group (`then { ...; }`, `! { ...; }`).
+_GROUP_PREFIXES = frozenset({"!", "then", "do", "else", "elif", "if", "while", "until", "time"})
 _DECLARATIONS = frozenset({"export", "readonly", "declare", "typeset", "local"})
 
 
@@ -321,7 +323,7 @@ class _Lexer(WordReader):
         ):
             return  # a file descriptor number before a redirection
         b = self.cur
-        command_position = b is None or not b.words
+        command_position = b is None or all(w.literal in _GROUP_PREFIXES for w in b.words)
         if len(raw) == 1 and raw[0].kind == "open":
             names = [w.literal for w in b.words] if b is not None else []
             if command_position or (len(names) == 2 and names[0] == "function"):
@@ -331,13 +333,13 @@ class _Lexer(WordReader):
                 self.end_command(";")
                 self.open_group("{")
                 return
-        if len(raw) == 1 and raw[0].kind == "close" and command_position:
-            if not self.groups or self.groups[-1].kind != "{":
-                raise ShellSyntaxError("unbalanced '}'")
+        if len(raw) == 1 and raw[0].kind == "close" and command_position and self.groups:
+            if self.groups[-1].kind != "{":
+                raise ShellSyntaxError("'}' closes a '('")
             self.close_group()
             return
         words = finish_word(raw)
-        if command_position and words:
+        if (b is None or not b.words) and words:
             first = words[0].literal
             if first == "case":
                 self.case_depth += 1
@@ -360,7 +362,11 @@ class _Lexer(WordReader):
         while self.text[self.pos : self.pos + 1] in (" ", "\t") and self.pos < len(self.text):
             self.pos += 1
         start = self.pos
-        raw = self.read_word()
+        if self.text.startswith(("<(", ">("), self.pos):
+            self.pos += 1
+            raw = [RawPart("subst", self.command_subst())]
+        else:
+            raw = self.read_word()
         if not raw and self.pos == start:
             raise ShellSyntaxError(f"redirection {prefix + op!r} has no target")
         b = self.builder()

@@ -12,6 +12,10 @@ MAX_BRACE_WORDS = 64
 # than risk quadratic work on hostile input.
 _MAX_BRACE_MARKERS = 512
 
+# Stands for "a value nobody knows" inside text that is parsed again (the string of `sh -c "$X"`):
+# it stays unknown whatever quoting surrounds it in the nested command.
+UNKNOWN_MARK = "\ue000"
+
 PartKind = Literal["lit", "home", "unknown", "subst"]
 RawKind = Literal["lit", "qlit", "home", "unknown", "subst", "tilde", "open", "comma", "close", "split"]
 
@@ -243,11 +247,14 @@ def _merge(parts: list[RawPart]) -> tuple[Part, ...]:
     merged: list[Part] = []
     for raw in parts:
         if raw.kind in ("lit", "qlit", "open", "comma", "close", "tilde"):
-            text = _MARKER_TEXT.get(raw.kind, raw.text)
-            if merged and merged[-1].kind == "lit":
-                merged[-1] = Part("lit", merged[-1].text + text)
-            else:
-                merged.append(Part("lit", text))
+            pieces = _MARKER_TEXT.get(raw.kind, raw.text).split(UNKNOWN_MARK)
+            for i, text in enumerate(pieces):
+                if i:
+                    merged.append(Part("unknown", "<unknown>"))
+                if merged and merged[-1].kind == "lit":
+                    merged[-1] = Part("lit", merged[-1].text + text)
+                elif text or i == 0:
+                    merged.append(Part("lit", text))
         elif raw.kind in ("home", "unknown", "subst"):
             merged.append(Part(raw.kind, raw.text, raw.fallback))
     return tuple(merged)
