@@ -403,6 +403,8 @@ class _Lexer(WordReader):
 
     def record_assignments(self, b: _Builder) -> None:
         """Remember `NAME=value` commands so that a later `$NAME` expands to a known value."""
+        if not b.words:
+            return
         first = b.words[0].literal
         if first in ("unset", "read"):
             for w in b.words[1:]:

@@ -702,3 +702,14 @@ def test_original_pass_rules(command: str, rule: str) -> None:
 )
 def test_original_pass_misses_what_it_always_missed(command: str) -> None:
     assert original_finding(command) is None
+
+
+_SHELLISH = st.text(st.sampled_from(list("rm -f/~$HOME{},;&|()<>'\"\\`#\nshc=*.IFS:?")), max_size=40)
+
+
+@given(_SHELLISH)
+def test_any_input_is_allowed_or_refused_never_crashes(command: str) -> None:
+    try:
+        check_command(command, ENV)
+    except ToolError as error:
+        assert error.code == "sandbox_hardline"
