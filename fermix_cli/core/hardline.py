@@ -8,7 +8,7 @@ This is a check for common and catastrophic mistakes, not a security boundary.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from fermix_cli.core.errors import ToolError
@@ -39,6 +39,7 @@ _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _DASH_C_RUNNERS = frozenset({"su", "runuser", "script"})
 # Commands that run shell code read from stdin, like a shell without -c.
 _STDIN_RUNNERS = frozenset({"at", "batch"})
+_PATH_MAX = 4096
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 
 
@@ -138,7 +139,9 @@ class _Checker:
         except ShellSyntaxError as exc:
             raise _Blocked(Finding(UNPARSEABLE, "parse_error"), str(exc)) from None
 
-    def unwrap(self, words: Sequence[Word], depth: int, piped: Sequence[Word] = ()) -> Invocation:
+    def unwrap(
+        self, words: Sequence[Word], depth: int, piped: Callable[[], Sequence[Word]] = tuple
+    ) -> Invocation:
         def relex(text: str) -> tuple[Word, ...]:
             return tuple(w for c in self.parse(text, depth + 1).commands for w in c.words)
 
@@ -155,7 +158,7 @@ class _Checker:
             rest = [self.quoted(w, depth) for w in command.words[1:]]
             self.nested(" ".join([alias, *rest]), depth, state.cwd)
             return
-        inv = self.unwrap(command.words, depth, self.piped_words(command, script))
+        inv = self.unwrap(command.words, depth, lambda: self.piped_words(command, script))
         for options in inv.sudo_options:
             _raise_if(judge_sudo(options))
         if inv.words:
@@ -367,9 +370,12 @@ class _Checker:
         if target.literal == "-" or target.has_unknown:
             return None
         text = target.render(self.home)
-        if text.startswith("/"):
-            return normalize(text)
-        return None if cwd is None else normalize(cwd + "/" + text)
+        if not text.startswith("/"):
+            if cwd is None:
+                return None
+            text = cwd + "/" + text
+        # Past PATH_MAX the directory is as good as unknown (and re-normalising it gets slow).
+        return normalize(text) if len(text) <= _PATH_MAX else None
 
 
 def _shell_command_string(args: Sequence[Word]) -> tuple[bool, Word | None]:

@@ -164,12 +164,12 @@ def parse_options(args: Sequence[Word], spec: WrapperSpec) -> tuple[int, list[Op
 def unwrap(
     words: Sequence[Word],
     relex: Callable[[str], tuple[Word, ...]],
-    piped_words: Sequence[Word] = (),
+    piped_words: Callable[[], Sequence[Word]] = tuple,
 ) -> Invocation:
     """Strip assignments, reserved words and wrappers, repeatedly, before the command is judged.
 
-    `relex` splits the string given to `env -S`; `piped_words` are the literal words of earlier
-    pipeline stages, which `xargs` turns into arguments.
+    `relex` splits the string given to `env -S`; `piped_words` gives the literal words of earlier
+    pipeline stages, which `xargs` turns into arguments (called only when there is an `xargs`).
     """
     rest = list(words)
     extra: list[Word] = []
@@ -200,7 +200,7 @@ def unwrap(
             rest = [Word.of("eval"), *args[start:]]
             break
         if name == "xargs":
-            extra.extend(piped_words)
+            extra.extend(piped_words())
             rest = args[start:] or [Word.of("echo")]
             continue
         rest = args[start:]

@@ -58,10 +58,17 @@ class Script:
     """Every simple command of a command line, substitutions included, in the order they complete."""
 
     commands: tuple[Command, ...]
+    _pipelines: dict[int, list[Command]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        pipelines: dict[int, list[Command]] = {}
+        for command in self.commands:
+            pipelines.setdefault(command.pipeline, []).append(command)
+        object.__setattr__(self, "_pipelines", pipelines)
 
     def earlier_stages(self, command: Command) -> tuple[Command, ...]:
         """The commands that feed `command` through pipes."""
-        return tuple(c for c in self.commands if c.pipeline == command.pipeline and c.stage < command.stage)
+        return tuple(c for c in self._pipelines.get(command.pipeline, ()) if c.stage < command.stage)
 
 
 def parse_script(
