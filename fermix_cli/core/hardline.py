@@ -16,6 +16,7 @@ from fermix_cli.core.hardline_original import original_finding
 from fermix_cli.core.hardline_payload import is_decoder, is_passthrough, literal_output
 from fermix_cli.core.hardline_rules import (
     OPAQUE,
+    RM_MAY_EXPAND,
     UNPARSEABLE,
     Finding,
     judge_disk,
@@ -27,9 +28,10 @@ from fermix_cli.core.hardline_rules import (
     judge_rm,
     judge_shutdown,
     judge_sudo,
+    substitute_braces,
 )
 from fermix_cli.core.hardline_targets import Roots, normalize
-from fermix_cli.core.hardline_unwrap import Invocation, unwrap
+from fermix_cli.core.hardline_unwrap import Invocation, dash_c_value, shell_command_string, unwrap
 from fermix_cli.core.shell_lex import MAX_INPUT_BYTES, Command, Script, parse_script
 from fermix_cli.core.shell_words import UNKNOWN_MARK, Part, ShellSyntaxError, Word
 
@@ -67,7 +69,8 @@ def check_command(command: str, env: HardlineEnv) -> None:
     finding = original_finding(command)
     if finding is not None:
         raise _refusal(finding, "original")
-    _Checker(env).check_text(command, 0, env.cwd)
+    checker = _Checker(env)
+    checker.check_text(command, 0, checker.cwd)
 
 
 def check_no_expansion(command: str) -> None:
@@ -95,10 +98,20 @@ class _Blocked(Exception):
         self.detail = detail
 
 
+# How to get a refused command through when what it means to do is fine.
+_HINTS = {
+    UNPARSEABLE: "balance quotes and substitutions, keep nesting within 8 levels and the command under 64 KiB",
+    RM_MAY_EXPAND: "write the path to delete literally instead of through a variable or substitution",
+    OPAQUE: "write the commands out, or save the script to a file and inspect it before running it",
+}
+
+
 def _refusal(finding: Finding, pass_name: str, detail: str = "") -> ToolError:
     details: dict[str, str] = {"reason": finding.reason, "rule": finding.rule, "pass": pass_name}
     if detail:
         details["detail"] = detail
+    if finding.reason in _HINTS:
+        details["hint"] = _HINTS[finding.reason]
     return ToolError("sandbox_hardline", f"Sandbox hardline blocked command: {finding.reason}", details)
 
 
@@ -117,6 +130,7 @@ class _Checker:
     def __init__(self, env: HardlineEnv) -> None:
         self.roots = Roots.build(env.home, env.fermix_home, env.extra_roots, env.home_aliases)
         self.home = self.roots.home
+        self.cwd = normalize(env.cwd) if env.cwd.startswith("/") else None
         self.variables = {"FERMIX_HOME": (Part("lit", env.fermix_home),)}
 
     def check_text(self, text: str, depth: int, cwd: str | None) -> None:
@@ -185,7 +199,7 @@ class _Checker:
             if action is not None:
                 self.nested(self.rendered(action, depth), depth, state.cwd)
         elif name in _DASH_C_RUNNERS:
-            string = _dash_c_value(args)
+            string = dash_c_value(args)
             if string is not None:
                 self.nested(self.rendered(string, depth), depth, state.cwd)
             elif name == "runuser":
@@ -209,7 +223,7 @@ class _Checker:
     def judge_shell(
         self, args: Sequence[Word], command: Command, script: Script, depth: int, state: _State
     ) -> None:
-        has_c, string = _shell_command_string(args)
+        has_c, string = shell_command_string(args)
         if has_c:
             if string is not None:
                 self.nested(self.rendered(string, depth), depth, state.cwd)
@@ -270,7 +284,7 @@ class _Checker:
             if inv.name in ("rm", "unlink", "shred", "rmdir"):
                 _raise_if(judge_recursive_delete(paths, self.roots, state.cwd, "find_exec"))
             if action:
-                inv = self.unwrap(_substitute_braces(action, paths, self.home), depth)
+                inv = self.unwrap(substitute_braces(action, paths, self.home), depth)
                 if inv.words:
                     self.judge(inv, command, script, depth, state)
 
@@ -376,52 +390,3 @@ class _Checker:
             text = cwd + "/" + text
         # Past PATH_MAX the directory is as good as unknown (and re-normalising it gets slow).
         return normalize(text) if len(text) <= _PATH_MAX else None
-
-
-def _shell_command_string(args: Sequence[Word]) -> tuple[bool, Word | None]:
-    """Whether a shell got `-c` (alone or clustered, as in `-lc`), and the command string if so."""
-    has_c = False
-    i = 0
-    while i < len(args):
-        text = args[i].literal
-        if text is None:
-            break
-        if text in ("-", "--"):
-            i += 1
-            break
-        if text.startswith("--"):
-            i += 2 if text in ("--rcfile", "--init-file") else 1
-            continue
-        if text[:1] in ("-", "+") and len(text) > 1:
-            has_c = has_c or (text[0] == "-" and "c" in text[1:])
-            i += 2 if ("o" in text[1:] or "O" in text[1:]) else 1
-            continue
-        break
-    return has_c, (args[i] if has_c and i < len(args) else None)
-
-
-def _dash_c_value(args: Sequence[Word]) -> Word | None:
-    """The value of `-c`/`--command` for `su`, `runuser` and `script`, wherever it appears."""
-    for i, word in enumerate(args):
-        text = word.literal or ""
-        for prefix in ("--command=", "--session-command="):
-            if text.startswith(prefix):
-                return Word.of(text[len(prefix) :])
-        clustered = text.startswith("-") and not text.startswith("--") and text.endswith("c")
-        if (text in ("--command", "--session-command") or clustered) and i + 1 < len(args):
-            return args[i + 1]
-    return None
-
-
-def _substitute_braces(action: Sequence[Word], paths: Sequence[Word], home: str) -> list[Word]:
-    """A `find -exec` command with `{}` replaced by each start path."""
-    out: list[Word] = []
-    for word in action:
-        text = word.literal
-        if text == "{}":
-            out.extend(paths)
-        elif text is not None and "{}" in text:
-            out.extend(Word.of(text.replace("{}", p.render(home, ""))) for p in paths)
-        else:
-            out.append(word)
-    return out

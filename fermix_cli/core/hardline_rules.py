@@ -233,6 +233,20 @@ def judge_fork_bomb(script: Script) -> Finding | None:
     return None
 
 
+def substitute_braces(action: Sequence[Word], paths: Sequence[Word], home: str) -> list[Word]:
+    """A `find -exec` command with `{}` replaced by each start path."""
+    out: list[Word] = []
+    for word in action:
+        text = word.literal
+        if text == "{}":
+            out.extend(paths)
+        elif text is not None and "{}" in text:
+            out.extend(Word.of(text.replace("{}", p.render(home, ""))) for p in paths)
+        else:
+            out.append(word)
+    return out
+
+
 def _no_relex(text: str) -> tuple[Word, ...]:
     return ()
 

@@ -45,7 +45,7 @@ class Roots:
         cls, home: str, fermix_home: str, extra: Iterable[str] = (), home_aliases: Iterable[str] = ()
     ) -> Roots:
         """Protect `/`, the OS roots, home and fermix home (with their aliases and ancestors), and `extra`."""
-        paths = {"/", *OS_ROOTS, *extra}
+        paths = {"/", *OS_ROOTS, *(normalize(p) for p in extra if p.startswith("/"))}
         for anchor in (home, fermix_home, *home_aliases):
             if not anchor.startswith("/"):
                 continue

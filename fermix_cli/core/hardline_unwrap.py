@@ -219,3 +219,38 @@ def _flock_command(options: list[Option], rest: list[Word]) -> Word | None:
 def _text_of(word: Word) -> str:
     # An unknown part of an `env -S` string stays unknown when the string is split again.
     return word.render("$HOME", UNKNOWN_MARK)
+
+
+def shell_command_string(args: Sequence[Word]) -> tuple[bool, Word | None]:
+    """Whether a shell got `-c` (alone or clustered, as in `-lc`), and the command string if so."""
+    has_c = False
+    i = 0
+    while i < len(args):
+        text = args[i].literal
+        if text is None:
+            break
+        if text in ("-", "--"):
+            i += 1
+            break
+        if text.startswith("--"):
+            i += 2 if text in ("--rcfile", "--init-file") else 1
+            continue
+        if text[:1] in ("-", "+") and len(text) > 1:
+            has_c = has_c or (text[0] == "-" and "c" in text[1:])
+            i += 2 if ("o" in text[1:] or "O" in text[1:]) else 1
+            continue
+        break
+    return has_c, (args[i] if has_c and i < len(args) else None)
+
+
+def dash_c_value(args: Sequence[Word]) -> Word | None:
+    """The value of `-c`/`--command` for `su`, `runuser` and `script`, wherever it appears."""
+    for i, word in enumerate(args):
+        text = word.literal or ""
+        for prefix in ("--command=", "--session-command="):
+            if text.startswith(prefix):
+                return Word.of(text[len(prefix) :])
+        clustered = text.startswith("-") and not text.startswith("--") and text.endswith("c")
+        if (text in ("--command", "--session-command") or clustered) and i + 1 < len(args):
+            return args[i + 1]
+    return None

@@ -12,7 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fermix_cli.core.shell_expand import WordReader
+from fermix_cli.core.shell_script import Command, HereDoc, Redirect, Script
 from fermix_cli.core.shell_words import Part, RawPart, ShellSyntaxError, Word, finish_word
+
+__all__ = ["MAX_DEPTH", "MAX_INPUT_BYTES", "Command", "HereDoc", "Redirect", "Script", "parse_script"]
 
 MAX_INPUT_BYTES = 64 * 1024
 MAX_DEPTH = 8
@@ -22,53 +25,6 @@ _REDIRECT_OPS = ("<<<", "<<-", "<<", "<>", "<&", ">>", ">|", ">&", "<", ">")
 # Reserved words after which `{` still opens a group (`then { ...; }`, `! { ...; }`).
 _GROUP_PREFIXES = frozenset({"!", "then", "do", "else", "elif", "if", "while", "until", "time"})
 _DECLARATIONS = frozenset({"export", "readonly", "declare", "typeset", "local"})
-
-
-@dataclass(frozen=True)
-class Redirect:
-    """A redirection: `op` as written (`>`, `>>`, `&>`, `<<<`, ...) and its target word."""
-
-    op: str
-    target: Word
-
-
-@dataclass(frozen=True)
-class HereDoc:
-    """A here-document body; `expands` is true when its delimiter was unquoted."""
-
-    body: str
-    expands: bool
-
-
-@dataclass(frozen=True)
-class Command:
-    """One simple command and where it sits: pipeline id, stage in it, background, enclosing functions."""
-
-    words: tuple[Word, ...]
-    redirects: tuple[Redirect, ...] = ()
-    heredocs: tuple[HereDoc, ...] = ()
-    pipeline: int = 0
-    stage: int = 0
-    background: bool = False
-    functions: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Script:
-    """Every simple command of a command line, substitutions included, in the order they complete."""
-
-    commands: tuple[Command, ...]
-    _pipelines: dict[int, list[Command]] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        pipelines: dict[int, list[Command]] = {}
-        for command in self.commands:
-            pipelines.setdefault(command.pipeline, []).append(command)
-        object.__setattr__(self, "_pipelines", pipelines)
-
-    def earlier_stages(self, command: Command) -> tuple[Command, ...]:
-        """The commands that feed `command` through pipes."""
-        return tuple(c for c in self._pipelines.get(command.pipeline, ()) if c.stage < command.stage)
 
 
 def parse_script(

@@ -17,7 +17,7 @@ ENV = HardlineEnv(
     fermix_home="/home/alice/.fermix",
     cwd="/home/alice/project",
     home_aliases=("/var/home/alice",),
-    extra_roots=("/srv/data",),
+    extra_roots=("/srv/data/",),
 )
 
 RM = "recursive delete of a protected root"
@@ -543,7 +543,11 @@ def test_refusal_names_the_rule_and_the_pass() -> None:
         "rule": "rm_protected_root",
         "pass": "parsed",
     }
-    assert _refusal("echo 'x").details["rule"] == "parse_error"
+    parse_error = _refusal("echo 'x").details
+    assert parse_error["rule"] == "parse_error"
+    assert parse_error["detail"] == "unbalanced single quote"
+    assert "quotes" in parse_error["hint"]
+    assert "literally" in _refusal('rm -rf "$DIR"').details["hint"]
     assert _refusal("rm -rf /").exit_class is ExitClass.REFUSED
 
 
