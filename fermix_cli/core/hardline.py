@@ -2,7 +2,9 @@
 
 Two passes, as the reference describes: the original seven regular expressions over the collapsed
 command, then the rules over a parsed form that sees through quoting, wrappers and nested shells.
-This is a check for common and catastrophic mistakes, not a security boundary.
+This is a check for common and catastrophic mistakes, not a security boundary. It does not look
+inside other interpreters (`python -c`, `perl -e`), remote or container commands (`ssh`, `docker`),
+symlinks made earlier in the command, or deletes of paths below a protected root.
 """
 
 from __future__ import annotations

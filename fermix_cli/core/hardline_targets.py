@@ -23,6 +23,8 @@ _GLOB = re.compile(r"[*?\[]")
 _SLASHES = re.compile(r"/+")
 # What may follow an unknown expansion for the target to be a root once the expansion is empty.
 _ROOTISH_REST = frozenset({"", "/", "*", "/*", ".", "/.", "..", "/.."})
+# `/proc/<pid>/root` is a link to that process's `/`; `/proc/<pid>/cwd` to a directory we cannot know.
+_PROC_LINK = re.compile(r"^/proc/[^/]+/(root|cwd)(?=/|$)", re.IGNORECASE)
 
 
 class Verdict(Enum):
@@ -78,6 +80,11 @@ def judge_path(text: str, roots: Roots, cwd: str | None) -> Verdict:
             return Verdict.MAY_EXPAND if escapes else Verdict.SAFE
         text = cwd + "/" + text
     path = normalize(text)
+    link = _PROC_LINK.match(path)
+    if link is not None:
+        if link.group(1).lower() == "cwd":
+            return Verdict.MAY_EXPAND
+        path = normalize("/" + path[link.end() :])
     glob = _GLOB.search(path)
     if glob is not None:
         # A glob is judged by its literal directory prefix: `/e*` by `/`, `~/*` by the home.
