@@ -36,10 +36,7 @@ def check_command_text(command: str) -> str:
 
 def hardline_check(command: str, ctx: ToolContext, cwd: str, *, tool: str) -> None:
     """The hardline blocklist for `command` run in `cwd`; records a trace when it refuses."""
-    try:  # TEMP-HARDLINE: until the hardline branch is merged
-        from .hardline import HardlineEnv, check_command
-    except ImportError:
-        return
+    from .hardline import HardlineEnv, check_command
 
     home = ctx.os_home
     aliases = tuple({os.path.realpath(home)} - {home})

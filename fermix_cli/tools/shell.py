@@ -13,6 +13,7 @@ from pydantic import Field
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from ..core.hardline import check_no_expansion
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ..core.shellexec import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, check_command_text, render_result, run_shell
 
@@ -81,17 +82,9 @@ def bash(p: BashParams, ctx: ToolContext) -> dict[str, Any]:
             {"field": "intent"},
         )
     if not ctx.config.capabilities.tools.bash.shell_expansion:
-        _no_expansion(p.command)
+        check_no_expansion(p.command)
     result = run_shell(p.command, ctx, working_dir=None, timeout_ms=p.timeout * 1000, tool="bash")
     return {"intent": p.intent.strip(), **result}
-
-
-def _no_expansion(command: str) -> None:
-    try:  # TEMP-HARDLINE: until the hardline branch is merged
-        from ..core.hardline import check_no_expansion
-    except ImportError:
-        return
-    check_no_expansion(command)
 
 
 TOOLS = specs(
