@@ -469,3 +469,35 @@ def test_guest_cannot_run_shell(world: Env, fake_sh) -> None:
 
 def test_repo_root_is_importable() -> None:
     assert (REPO / "fermix_cli").is_dir()
+
+
+def test_terminating_fermix_ends_the_command_group(world: Env) -> None:
+    pidfile = world.root / "grandchild.pid"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fermix_cli",
+            "tool",
+            "shell",
+            "--json",
+            json.dumps({"command": f"sleep 30 & echo $! > {pidfile}; sleep 30"}),
+        ],
+        cwd=world.project,
+        env=world.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (pidfile.exists() and pidfile.read_text().strip()):
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        grandchild = int(pidfile.read_text())
+        proc.terminate()
+        assert proc.wait(10) == 128 + 15
+        assert _gone(grandchild)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
