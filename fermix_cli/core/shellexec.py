@@ -77,6 +77,23 @@ def child_env(ctx: ToolContext, cwd: str, *, tool: str) -> ChildEnv:
     return resolved
 
 
+def check_programs_on_path(command: str, ctx: ToolContext) -> None:
+    """`command_not_found` for the first literal command name that is not on the child's PATH."""
+    from .cmdcheck import missing_commands
+
+    env_cfg = ctx.config.sandbox.env
+    path = os.environ.get("PATH")
+    if path is None or "PATH" in env_cfg.deny or "PATH" in env_cfg.vars:
+        return  # the child's PATH is not the one we can see here; leave it to the shell
+    missing = missing_commands(command, path)
+    if missing:
+        raise ToolError(
+            "command_not_found",
+            f"{missing[0]} is not on PATH; nothing ran. Check the spelling, install it, or call it by path",
+            {"command": missing[0], "missing": missing},
+        )
+
+
 def find_shell(env: dict[str, str]) -> str:
     """`sh` from the child's PATH, falling back to /bin/sh."""
     found = shutil.which("sh", path=env.get("PATH", ""))
@@ -88,12 +105,23 @@ def find_shell(env: dict[str, str]) -> str:
 
 
 def run_shell(
-    command: str, ctx: ToolContext, *, working_dir: str | None, timeout_ms: int, tool: str
+    command: str,
+    ctx: ToolContext,
+    *,
+    working_dir: str | None,
+    timeout_ms: int,
+    tool: str,
+    check_programs: bool = False,
 ) -> dict[str, Any]:
-    """Check and run one shell command; the success result, or `exit_nonzero` / `timeout`."""
+    """Check and run one shell command; the success result, or `exit_nonzero` / `timeout`.
+
+    `check_programs` (bash) refuses a literal command name that is not on PATH before anything runs.
+    """
     check_command_text(command)
     cwd = ctx.sandbox.working_dir(working_dir, tool=tool)
     hardline_check(command, ctx, cwd, tool=tool)
+    if check_programs:
+        check_programs_on_path(command, ctx)
     resolved = child_env(ctx, cwd, tool=tool)
     shell = find_shell(resolved.env)
     try:

@@ -83,7 +83,9 @@ def bash(p: BashParams, ctx: ToolContext) -> dict[str, Any]:
         )
     if not ctx.config.capabilities.tools.bash.shell_expansion:
         check_no_expansion(p.command)
-    result = run_shell(p.command, ctx, working_dir=None, timeout_ms=p.timeout * 1000, tool="bash")
+    result = run_shell(
+        p.command, ctx, working_dir=None, timeout_ms=p.timeout * 1000, tool="bash", check_programs=True
+    )
     return {"intent": p.intent.strip(), **result}
 
 
@@ -127,6 +129,9 @@ TOOLS = specs(
             *_COMMON_FAILURES,
             FailureMode("missing_intent", "intent is blank"),
             FailureMode("preflight_refused", "shell expansion is disabled and the command uses $ ~ ` { or }"),
+            FailureMode(
+                "command_not_found", "a literal command name is not a builtin, function or PATH program"
+            ),
         ),
         toolsets=frozenset({"coding"}),
     ),

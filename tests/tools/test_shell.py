@@ -501,3 +501,16 @@ def test_terminating_fermix_ends_the_command_group(world: Env) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_bash_refuses_a_program_that_is_not_on_path(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    r = tool(world, "bash", {"command": "ls && definitely-not-installed-xyz --run", "intent": "x"}, env=env)
+    assert r.code == 1, r.stderr
+    err = r.error()
+    assert err["code"] == "command_not_found"
+    assert err["message"].startswith("definitely-not-installed-xyz is not on PATH")
+    assert not marker.exists()
+    # fermix's own shell tool leaves it to sh (exit 127 from the shell).
+    r = tool(world, "shell", {"command": "definitely-not-installed-xyz"})
+    assert r.code == 1 and r.error()["details"]["exit_code"] == 127
