@@ -30,7 +30,12 @@ def explain_data() -> dict[str, Any]:
         "refused_grants": list(sb.refused_grants),
         "blocked_roots": sb.blocked_roots,
         "protected": sb.protected,
-        "env": {"mode": cfg.env.mode, "allow": list(cfg.env.allow), "deny": list(cfg.env.deny)},
+        "env": {
+            "mode": cfg.env.mode,
+            "allow": list(cfg.env.allow),
+            "deny": list(cfg.env.deny),
+            "vars": {name: src.source for name, src in cfg.env.vars.items()},
+        },
         "note": "The sandbox is an in-process policy gate for fermix's own tools, not an OS sandbox.",
     }
 
@@ -72,9 +77,11 @@ def explain_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON outpu
         "protected (denied in every mode, even inside a grant):",
         *[f"  {p}" for p in data["protected"]],
     ]
-    lines += [
-        f"env: mode {data['env']['mode']}; allowed names: {', '.join(data['env']['allow']) or '(none)'}"
-    ]
+    env = data["env"]
+    named = [*env["allow"], *[f"{n} ({src})" for n, src in env["vars"].items() if n not in env["allow"]]]
+    lines += [f"env: mode {env['mode']}; allowed names: {', '.join(named) or '(none)'}"]
+    if env["deny"]:
+        lines += [f"env: denied names: {', '.join(env['deny'])}"]
     lines += [data["note"], "Grant a directory with: fermix grant path DIR"]
     typer.echo("\n".join(lines))
 

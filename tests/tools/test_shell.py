@@ -230,6 +230,23 @@ def test_helper_command_source_through_the_cli(world: Env) -> None:
     assert r.json()["output"] == "same: «redacted»\n"
 
 
+def test_sandbox_explain_lists_env_names_never_values(world: Env) -> None:
+    write_config(
+        world,
+        '[sandbox.env]\nallow = ["FERMIX_TEST_TOKEN"]\ndeny = ["AWS_SECRET_ACCESS_KEY"]\n'
+        '[sandbox.env.vars.FROM_HELPER]\nsource = "command"\ncommand = "pass"\n',
+    )
+    r = run_cli(world, "sandbox", "explain", "--json", env={"FERMIX_TEST_TOKEN": "tok-abcdef-123456"})
+    assert r.code == 0, r.stderr
+    assert r.json()["env"] == {
+        "mode": "list",
+        "allow": ["FERMIX_TEST_TOKEN"],
+        "deny": ["AWS_SECRET_ACCESS_KEY"],
+        "vars": {"FROM_HELPER": "command"},
+    }
+    assert "tok-abcdef" not in r.stdout
+
+
 # ----- working directory -----------------------------------------------------------------------
 
 
