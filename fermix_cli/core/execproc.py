@@ -113,8 +113,12 @@ def run_captured(
             if remaining <= 0:
                 timed_out = True
                 break
+            # With a pidfd the selector also wakes when the leader exits; without one, poll.
             wait = remaining if pidfd is not None else min(remaining, 0.02)
-            for key, _ in sel.select(wait) if (out_open or pidfd is not None) else _sleep(wait):
+            if not sel.get_map():
+                time.sleep(wait)
+                continue
+            for key, _ in sel.select(wait):
                 if key.data != "out":
                     continue
                 chunk = _read(out_fd)
@@ -175,11 +179,6 @@ def run_captured(
         duration_ms=int((time.monotonic() - started) * 1000),
         total_bytes=total,
     )
-
-
-def _sleep(seconds: float) -> list[tuple[selectors.SelectorKey, int]]:
-    time.sleep(seconds)
-    return []
 
 
 def _read(fd: int) -> bytes | None:

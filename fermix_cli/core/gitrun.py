@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from .errors import ToolError
 from .execenv import base_env
 from .execproc import ProcessOutcome, run_captured
-from .gitargs import check_remote_url, remote_host
+from .gitargs import check_remote_url
 from .pathcanon import canonicalize
 
 if TYPE_CHECKING:
@@ -304,9 +304,9 @@ def hardened_env(env: dict[str, str], *, read: bool) -> dict[str, str]:
 
 
 def _dash_host(url: str) -> bool:
+    """A configured URL whose host or user starts with `-` (other transports are git's to refuse)."""
     try:
         check_remote_url(url)
     except ToolError as e:
         return e.details.get("rule") == "dash_host"
-    _scheme, host = remote_host(url)
-    return bool(host and host.startswith("-"))
+    return False
