@@ -10,6 +10,10 @@ TOOL_MODULES: dict[str, str] = {
     "glob_search": "fermix_cli.tools.search",
     "content_search": "fermix_cli.tools.search",
     "tool_help": "fermix_cli.tools.meta",
+    "tool_search": "fermix_cli.tools.meta",
+    "tool_describe": "fermix_cli.tools.meta",
+    "tool_call": "fermix_cli.tools.meta",
+    "model_routing_config": "fermix_cli.tools.meta",
 }
 
 FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))
