@@ -156,9 +156,12 @@ class Sandbox:
                             cands.append(Root(cc, "cwd"))
             refused: list[str] = []
             for raw in self.allowed_roots:
-                canon, why = self.grant_refusal(self._abs(self._expand(raw)))
+                try:
+                    granted, why = self.grant_refusal(self._abs(self._expand(raw)))
+                except ToolError:
+                    granted, why = raw, "cannot be resolved"
                 if why is None:
-                    cands.append(Root(canon, "granted"))
+                    cands.append(Root(granted, "granted"))
                 else:
                     refused.append(raw)
             self.refused_grants = tuple(refused)
