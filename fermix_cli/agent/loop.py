@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..core import policy
 from ..core.context import ToolContext
@@ -38,8 +38,8 @@ OK = "ok"
 STATUSES = ("ok", "error", "max_iterations", "loop_detected", "interrupted")
 
 
-class LoopObserver:
-    """Hooks for rendering a run; every method is optional."""
+class LoopObserver(Protocol):
+    """What a front end hears of a run (rendering only; it cannot change the run)."""
 
     def model_start(self, iteration: int) -> None: ...
 
@@ -50,6 +50,25 @@ class LoopObserver:
     def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None: ...
 
     def tool_end(self, outcome: ToolOutcome) -> None: ...
+
+
+class SilentObserver:
+    """Hears everything, shows nothing (`--json`, jobs, benchmarks)."""
+
+    def model_start(self, iteration: int) -> None:
+        pass
+
+    def text(self, delta: str) -> None:
+        pass
+
+    def model_end(self, response: ModelResponse) -> None:
+        pass
+
+    def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None:
+        pass
+
+    def tool_end(self, outcome: ToolOutcome) -> None:
+        pass
 
 
 class RepeatGuard:
@@ -130,7 +149,7 @@ class AgentLoop:
         self.max_iterations = max_iterations
         self.cap_source = cap_source
         self.repeat_limit = repeat_limit
-        self.observer = observer or LoopObserver()
+        self.observer: LoopObserver = observer or SilentObserver()
         self._schemas = toolbox.schemas()
         self.run_id = ""
 
@@ -143,6 +162,8 @@ class AgentLoop:
             provider=self.provider_name,
             model=self.model,
             toolset=self.toolbox.toolset,
+            origin=self.ctx.origin,
+            trust=self.ctx.trust,
         )
         self.run_id = run_id
         self.history.append(Message("user", prompt))

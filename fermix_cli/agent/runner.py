@@ -106,7 +106,6 @@ class Agent:
             toolset=toolbox.toolset,
             extras={**ctx.extras, **self.extras, "registry": self.registry},
         )
-        self.transcript.ensure_conversation(self.session_id, origin=ctx.origin, trust=ctx.trust)
         custom = self.options.system
         if custom is None:
             custom = ctx.config.fermix_core.agent.system_prompt

@@ -48,17 +48,6 @@ class Transcript:
 
     # ----- sessions ------------------------------------------------------------------------------
 
-    def ensure_conversation(self, session_id: str, *, origin: str, trust: str) -> bool:
-        """Create the conversation if it is new; True when it already existed."""
-        now = self._now()
-        with self.db.write() as c:
-            cur = c.execute(
-                "INSERT OR IGNORE INTO conversations (id, origin, trust, created_at, updated_at)"
-                " VALUES (?,?,?,?,?)",
-                (session_id, origin, trust, now, now),
-            )
-            return cur.rowcount == 0
-
     def exists(self, session_id: str) -> bool:
         return bool(self.db.query("SELECT 1 FROM conversations WHERE id = ?", (session_id,)))
 
@@ -111,11 +100,25 @@ class Transcript:
     # ----- runs ----------------------------------------------------------------------------------
 
     def start_run(
-        self, session_id: str, *, prompt: str, provider: str, model: str, toolset: str | None
+        self,
+        session_id: str,
+        *,
+        prompt: str,
+        provider: str,
+        model: str,
+        toolset: str | None,
+        origin: str,
+        trust: str,
     ) -> str:
+        """Record a new run and its prompt, creating the conversation on its first run."""
         run_id = new_run_id()
         now = self._now()
         with self.db.write() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO conversations (id, origin, trust, created_at, updated_at)"
+                " VALUES (?,?,?,?,?)",
+                (session_id, origin, trust, now, now),
+            )
             c.execute(
                 "INSERT INTO runs (id, conversation_id, status, provider, model, toolset, prompt, started_at)"
                 " VALUES (?,?,?,?,?,?,?,?)",

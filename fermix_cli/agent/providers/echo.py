@@ -79,8 +79,8 @@ def _scripted_step(prompt: str, step: int) -> tuple[list[Any] | None, str]:
         if data.get("repeat") is not True:
             return None, ""
         step = len(steps) - 1
-    text = data.get("text") if isinstance(data.get("text"), str) else ""
-    return list(steps[step]), text
+    text = data.get("text")
+    return list(steps[step]), text if isinstance(text, str) else ""
 
 
 def _call_event(call: Any, step: int, n: int) -> ToolCallEvent:

@@ -2,7 +2,8 @@
 
 The script is a list of responses (or `{"responses": [...], "repeat_last": true}`). Each response may
 have `text` (or `chunks`, streamed one by one), `tool_calls` (`[{"name", "arguments", "id"?}]`),
-`usage` (`{"input_tokens", "output_tokens"}`) and `error` (`{"code", "message"}`, raised instead).
+`usage` (`{"input_tokens", "output_tokens"}`), `error` (`{"code", "message"}`, raised instead) and
+`delay` (seconds to wait before answering, to stand in for a slow model).
 
 The response replayed is chosen by the number of assistant turns already in the conversation, so a
 continued session picks up where the last run stopped and the provider itself keeps no state.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,7 +62,7 @@ class MockScript:
 
 
 def _check_response(r: dict[str, Any], n: int, source: str) -> None:
-    known = {"text", "chunks", "tool_calls", "usage", "error", "finish_reason"}
+    known = {"text", "chunks", "tool_calls", "usage", "error", "finish_reason", "delay"}
     unknown = sorted(set(r) - known)
     problem = f"unknown keys {unknown}" if unknown else None
     if problem is None and not isinstance(r.get("tool_calls", []), list):
@@ -70,6 +72,9 @@ def _check_response(r: dict[str, Any], n: int, source: str) -> None:
             problem = 'each tool call needs a "name"'
     if problem is None and "chunks" in r and not all(isinstance(c, str) for c in r["chunks"]):
         problem = "chunks must be strings"
+    delay = r.get("delay", 0)
+    if problem is None and (isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0):
+        problem = "delay must be a number of seconds"
     if problem is not None:
         raise ToolError(
             "invalid_script", f"mock: response {n} of {source}: {problem}", {"path": source, "index": n}
@@ -108,6 +113,8 @@ class MockProvider:
                 )
             index = len(responses) - 1
         r = responses[index]
+        if r.get("delay"):
+            time.sleep(float(r["delay"]))
         if isinstance(r.get("error"), dict):
             err = r["error"]
             raise ToolError(str(err.get("code", "provider_error")), str(err.get("message", "mock error")), {})
