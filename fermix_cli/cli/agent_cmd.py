@@ -150,6 +150,7 @@ def agent(
     from rich.console import Console
 
     from ..agent.runner import Agent, AgentOptions
+    from ..core.logs import setup_logging
     from .app import context
     from .ask_cmd import parse_tool_list
     from .render import RichObserver
@@ -160,6 +161,7 @@ def agent(
     console = Console(highlight=False)
     observer = RichObserver(console)
     ctx = context()
+    setup_logging(ctx.paths.log_file)
     ctx.origin = "interactive"
     options = AgentOptions(
         provider=provider,

@@ -135,11 +135,13 @@ def ask(
     2 bad input, 3 refused by policy, 4 internal error, 130 interrupted.
     """
     from ..agent.runner import Agent, AgentOptions
+    from ..core.logs import setup_logging
 
     if toolset is not None and tools is not None:
         raise ToolError("usage", "--toolset and --tools cannot be combined", {})
     prompt = build_prompt(message, read_stdin)
     ctx = context()
+    setup_logging(ctx.paths.log_file)
     options = AgentOptions(
         provider=provider,
         model=model,
