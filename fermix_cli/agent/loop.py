@@ -175,10 +175,11 @@ class AgentLoop:
         except KeyboardInterrupt:
             result.status = "interrupted"
             result.error = ToolError("interrupted", "stopped by Ctrl-C", {})
-            self._settle_interrupted(result, state)
+            self._settle(result, state, "the run was interrupted (Ctrl-C)")
         except ToolError as e:
             result.status = "error"
             result.error = e
+            self._settle(result, state, f"the run failed ({e.code})")
         except Exception as e:  # a bug: the run ends as an internal error, the traceback goes to the log
             log.exception("internal error in the model loop")
             result.status = "error"
@@ -188,6 +189,7 @@ class AgentLoop:
                 {},
                 exit_class=ExitClass.INTERNAL,
             )
+            self._settle(result, state, "the run failed (internal_error)")
         finally:
             self.transcript.finish_run(
                 run_id,
@@ -230,7 +232,8 @@ class AgentLoop:
                 return
 
     def _call_model(self, state: _TurnState) -> ModelResponse:
-        request = ModelRequest(self.model, self.system, list(self.history), self._schemas)
+        # Providers only read the history; no copy per turn, so long runs stay linear.
+        request = ModelRequest(self.model, self.system, self.history, self._schemas)
         response = ModelResponse()
         state.partial = []
         wire_ids: set[str] = set()
@@ -255,10 +258,13 @@ class AgentLoop:
         return response
 
     def _record_assistant(self, response: ModelResponse, state: _TurnState) -> None:
+        """Keep the reply; a reply with tool calls is stored together with their results (one write)."""
         self.history.append(Message("assistant", response.text, list(response.tool_calls)))
-        self.transcript.add_assistant(self.session_id, self.run_id, response)
         state.pending = list(response.tool_calls)
         state.done = []
+        state.response = response
+        if not response.tool_calls:
+            self._flush(state)
 
     # ----- tools ---------------------------------------------------------------------------------
 
@@ -340,8 +346,10 @@ class AgentLoop:
         state.done.append(outcome)
 
     def _flush(self, state: _TurnState) -> None:
-        if state.done:
-            self.transcript.add_tool_results(self.session_id, self.run_id, state.done)
+        """Store the turn: the model's reply and the answers to its calls, in one transaction."""
+        if state.response is not None:
+            self.transcript.add_turn(self.session_id, self.run_id, state.response, state.done)
+        state.response = None
         state.done = []
 
     def _finish_turn(self, result: RunResult, state: _TurnState, *, stop_reason: str) -> None:
@@ -354,14 +362,18 @@ class AgentLoop:
             result.outcomes.append(outcome)
         self._flush(state)
 
-    def _settle_interrupted(self, result: RunResult, state: _TurnState) -> None:
-        if state.partial:
-            partial = ModelResponse(text="".join(state.partial))
-            result.response = partial.text
-            self.history.append(Message("assistant", partial.text))
-            self.transcript.add_assistant(self.session_id, self.run_id, partial)
-        state.partial = None
-        self._finish_turn(result, state, stop_reason="the run was interrupted (Ctrl-C)")
+    def _settle(self, result: RunResult, state: _TurnState, reason: str) -> None:
+        """After an abnormal stop: keep streamed text, answer unanswered calls, store the turn."""
+        try:
+            if state.partial:
+                partial = ModelResponse(text="".join(state.partial))
+                result.response = partial.text
+                self.history.append(Message("assistant", partial.text))
+                state.response, state.pending, state.done = partial, [], []
+            state.partial = None
+            self._finish_turn(result, state, stop_reason=reason)
+        except Exception:  # the run already failed; keep its first error
+            log.exception("could not store the end of run %s", self.run_id)
 
 
 @dataclass
@@ -369,5 +381,6 @@ class _TurnState:
     """What is in flight: streamed text so far, calls not yet answered, answers not yet stored."""
 
     partial: list[str] | None = None
+    response: ModelResponse | None = None
     pending: list[ToolCall] = field(default_factory=list)
     done: list[ToolOutcome] = field(default_factory=list)

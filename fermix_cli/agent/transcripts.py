@@ -132,7 +132,10 @@ class Transcript:
             self._insert(c, session_id, run_id, role="user", kind="text", content=prompt)
         return run_id
 
-    def add_assistant(self, session_id: str, run_id: str, response: ModelResponse) -> None:
+    def add_turn(
+        self, session_id: str, run_id: str, response: ModelResponse, results: list[ToolOutcome]
+    ) -> None:
+        """Store a model reply and the answers to its tool calls in one transaction."""
         calls = [c.to_json() for c in response.tool_calls]
         with self.db.write() as c:
             self._insert(
@@ -146,10 +149,6 @@ class Transcript:
                 input_tokens=response.usage.input_tokens,
                 output_tokens=response.usage.output_tokens,
             )
-
-    def add_tool_results(self, session_id: str, run_id: str, results: list[ToolOutcome]) -> None:
-        """Store a turn's tool results in one transaction."""
-        with self.db.write() as c:
             for r in results:
                 self._insert(
                     c,

@@ -132,7 +132,9 @@ class MockProvider:
             yield UsageEvent(Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))))
         else:
             text = "".join(chunks)
-            yield UsageEvent(Usage(sum(word_count(m.content) for m in request.messages), word_count(text)))
+            # Stand-in counts: the newest message in, the reply out (cheap at any history length).
+            newest = request.messages[-1].content if request.messages else ""
+            yield UsageEvent(Usage(word_count(newest), word_count(text)))
         yield Finish(str(r.get("finish_reason") or ("tool_calls" if calls else "stop")))
 
     def close(self) -> None:
