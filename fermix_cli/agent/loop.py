@@ -273,13 +273,12 @@ class AgentLoop:
         for call in list(state.pending):
             name, arguments = self._target(call)
             verdict = guard.check(name, arguments)
-            if verdict == "stop" or stop is not None:
-                if stop is None:
-                    stop = ToolError(
-                        "loop_detected",
-                        f"stopped: {name} was called again with the same arguments after a warning",
-                        {"tool": name},
-                    )
+            if verdict == "stop":
+                stop = ToolError(
+                    "loop_detected",
+                    f"stopped: {name} was called again with the same arguments after a warning",
+                    {"tool": name},
+                )
                 break
             self.observer.tool_start(call, name, arguments)
             if verdict == "warn":

@@ -131,8 +131,7 @@ def ask(
 ) -> None:
     """Ask once: run the model loop on MESSAGE with fermix's tools and print the answer.
 
-    Exit codes: 0 ok, 1 provider or run failure (including the iteration cap and repeated calls),
-    2 bad input, 3 refused by policy, 4 internal error, 130 interrupted.
+    Exit codes: 0 ok, 1 provider failure or a stopped run (iteration cap, repeated calls), 2 bad input, 3 refused by policy, 4 internal error, 130 interrupted.
     """
     from ..agent.runner import Agent, AgentOptions
     from ..core.logs import setup_logging
