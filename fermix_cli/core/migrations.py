@@ -33,6 +33,31 @@ def m001_tool_calls(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX tool_calls_session ON tool_calls(session_id, started_at)")
 
 
+def m002_web_snapshots(db: sqlite3.Connection) -> None:
+    """The `web` tool's cached page snapshots: immutable text behind `web:<ref>` references.
+
+    `seq` orders them by recency (the newest has the largest); the tool keeps the newest 64.
+    `truncated_by` lists, comma-separated, the limits that cut the text when it was captured.
+    """
+    db.execute(
+        """
+        CREATE TABLE web_snapshots (
+            ref TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL,
+            url TEXT NOT NULL,
+            title TEXT,
+            content_type TEXT,
+            source TEXT NOT NULL,
+            text TEXT NOT NULL,
+            truncated_by TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX web_snapshots_seq ON web_snapshots(seq)")
+
+
 MIGRATIONS: list[Migration] = [
     m001_tool_calls,
+    m002_web_snapshots,
 ]

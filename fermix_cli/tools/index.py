@@ -10,6 +10,10 @@ TOOL_MODULES: dict[str, str] = {
     "glob_search": "fermix_cli.tools.search",
     "content_search": "fermix_cli.tools.search",
     "tool_help": "fermix_cli.tools.meta",
+    "web_fetch": "fermix_cli.tools.web",
+    "web_search": "fermix_cli.tools.web",
+    "place_search": "fermix_cli.tools.web",
+    "web": "fermix_cli.tools.web",
 }
 
 FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))
