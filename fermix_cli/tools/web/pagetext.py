@@ -132,10 +132,9 @@ def html_title(html: str) -> str | None:
     match = re.search(r"<title[^>]*>(.*?)</title\s*>", html[:200_000], re.IGNORECASE | re.DOTALL)
     if not match:
         return None
-    converter = _MarkdownConverter()
-    converter.feed(match.group(1))
-    converter.close()
-    title = " ".join(converter.text().split())
+    import html as entities
+
+    title = " ".join(entities.unescape(re.sub(r"<[^>]*>", "", match.group(1))).split())
     return title or None
 
 
@@ -147,7 +146,9 @@ def html_to_markdown(html: str) -> str:
     return converter.text()
 
 
-_SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head", "iframe", "object", "canvas"})
+_SKIP = frozenset(
+    {"script", "style", "noscript", "template", "svg", "head", "title", "iframe", "object", "canvas"}
+)
 _BLOCK = frozenset(
     {
         "p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "ul", "ol", "table",
