@@ -233,7 +233,19 @@ def test_count_caps_the_places(invoke: Any, brave: FakeWeb) -> None:
 # ----- anchoring --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("phrase", SELF_ANCHORED)
+# The reference's list, written out so that dropping a phrase from the code fails a test.
+PHRASES = [
+    "near me", "nearest to me", "nearby", "near here", "around me", "around here", "close to me",
+    "closest to me", "close by", "in my area", "in my neighborhood", "in my neighbourhood",
+    "walking distance", "walkable from here",
+]  # fmt: skip
+
+
+def test_the_phrase_list_is_the_references() -> None:
+    assert sorted(SELF_ANCHORED) == sorted(PHRASES)
+
+
+@pytest.mark.parametrize("phrase", PHRASES)
 def test_self_anchored_phrases_need_a_location(invoke: Any, brave: FakeWeb, phrase: str) -> None:
     with pytest.raises(ToolError) as e:
         invoke("place_search", {"query": f"Pharmacy {phrase.upper()} open now"})

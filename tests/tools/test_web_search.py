@@ -79,9 +79,11 @@ def test_duckduckgo_is_the_default_and_posts_the_form(invoke: Any, web: FakeWeb)
         ("javascript:alert(1)", "Script", "dropped"),
         ("//duckduckgo.com/l/?uddg=ftp%3A%2F%2Ffiles.example.com%2F", "FTP", "dropped"),
     ]
-    web.routes[DDG] = html_reply(
-        ddg_page(rows, ads=(("https://duckduckgo.com/y.js?ad_domain=shop.com&u3=x", "Buy"),))
+    ads = (
+        ("https://duckduckgo.com/y.js?ad_domain=shop.com&u3=x", "Buy"),
+        ("https://shop.example.com/", "Direct ad"),
     )
+    web.routes[DDG] = html_reply(ddg_page(rows, ads=ads))
     result = invoke("web_search", {"query": "what is pinning?"})
     assert result["results"] == [
         {"title": "Ex A", "url": "https://example.com/a?b=1&c=2", "snippet": "snip & x"},
