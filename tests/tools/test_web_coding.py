@@ -215,6 +215,8 @@ def test_exa_failures_do_not_fall_back(invoke: Any, web: FakeWeb, reply: Reply, 
     with pytest.raises(ToolError) as e:
         invoke("web", {"operation": "search", "query": "q"})
     assert e.value.code == code
+    if code == "auth_failed":
+        assert e.value.message.endswith("check the EXA_API_KEY environment variable")
     assert [h.path for h in web.hits] == [EXA]
     assert not web.hits_on(ENDPOINTS["duckduckgo_url"])
 
@@ -294,9 +296,23 @@ def test_unknown_or_malformed_reference_fails_without_network(invoke: Any, web: 
     assert web.hits == []
 
 
-def test_the_newest_64_snapshots_are_kept(world: Env, invoke: Any, web: FakeWeb) -> None:
+def open_pages(world: Env, web: FakeWeb, numbers: range) -> list[str]:
+    """Open /p?n=N for each number in one context (as one agent session would) and return the references."""
     web.routes["/p"] = lambda hit: html_reply(f"<p>page {hit.query['n'][0]}</p>")
-    refs = [invoke("web", {"operation": "open", "url": web.url(f"/p?n={n}")})["reference"] for n in range(66)]
+    ctx = world.context()
+    try:
+        return [
+            default_registry().invoke("web", {"operation": "open", "url": web.url(f"/p?n={n}")}, ctx)[
+                "reference"
+            ]
+            for n in numbers
+        ]
+    finally:
+        ctx.close()
+
+
+def test_the_newest_64_snapshots_are_kept(world: Env, invoke: Any, web: FakeWeb) -> None:
+    refs = open_pages(world, web, range(66))
     assert len(set(refs)) == 66
     kept = [r for r, _ in rows(world)]
     assert kept == refs[2:]
@@ -312,10 +328,7 @@ def test_the_newest_64_snapshots_are_kept(world: Env, invoke: Any, web: FakeWeb)
 def test_reopening_the_same_page_refreshes_it_instead_of_duplicating(
     world: Env, invoke: Any, web: FakeWeb
 ) -> None:
-    web.routes["/p"] = lambda hit: html_reply(f"<p>page {hit.query['n'][0]}</p>")
-    first = invoke("web", {"operation": "open", "url": web.url("/p?n=0")})["reference"]
-    for n in range(1, 64):
-        invoke("web", {"operation": "open", "url": web.url(f"/p?n={n}")})
+    first = open_pages(world, web, range(64))[0]
     assert invoke("web", {"operation": "open", "url": web.url("/p?n=0")})["reference"] == first
     invoke("web", {"operation": "open", "url": web.url("/p?n=64")})
     kept = [r for r, _ in rows(world)]

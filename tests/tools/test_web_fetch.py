@@ -185,10 +185,10 @@ def test_web_fetch_asks_the_guard_for_the_specs_limits(world: Env, web: FakeWeb)
 
 
 def test_a_server_slower_than_the_receive_timeout_fails_with_network(world: Env, web: FakeWeb) -> None:
-    web.routes["/slow"] = Reply(200, b"late", {"Content-Type": "text/plain"}, delay=1.0)
+    web.routes["/slow"] = Reply(200, b"late", {"Content-Type": "text/plain"}, delay=1.5)
 
     def short(**options: Any) -> Any:
-        return guarded_client(**{**options, "read_timeout": 0.3})
+        return guarded_client(**{**options, "read_timeout": 0.5})
 
     from fermix_cli.core.registry import default_registry
 
@@ -300,3 +300,18 @@ def test_trafilatura_is_imported_only_for_html(world: Env, web: FakeWeb) -> None
         assert proc.returncode == 0, proc.stderr
         runs[path] = proc.stdout.strip().splitlines()[-1]
     assert runs == {"/json": "LOADED []", "/html": "LOADED ['trafilatura']"}
+
+
+def test_listing_tools_imports_no_http_client(world: Env) -> None:
+    probe = (
+        "import sys; sys.argv=['fermix','tool','list','--json'];"
+        "from fermix_cli.__main__ import main; rc=main();"
+        "print('LOADED', [m for m in ('httpx','httpcore','trafilatura','typer','rich') if m in sys.modules]);"
+        "sys.exit(rc)"
+    )
+    proc = subprocess.run(
+        [os.sys.executable, "-c", probe], capture_output=True, text=True, env=world.env, cwd=world.project
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "LOADED []"
+    assert {"web_fetch", "web_search"} <= {t["name"] for t in json.loads(proc.stdout.splitlines()[0])}

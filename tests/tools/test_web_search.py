@@ -411,6 +411,33 @@ def test_unreachable_backend_degrades_with_network(world: Env, invoke: Any, web:
     assert result["results"] == FALLBACK
 
 
+def test_slow_backend_degrades_with_a_read_timeout(world: Env, web: FakeWeb) -> None:
+    from fermix_cli.core.netguard import guarded_client
+    from fermix_cli.core.registry import default_registry
+
+    use(world, web, "tavily")
+    web.routes[ENDPOINTS["tavily_url"]] = Reply(200, b"{}", {"Content-Type": "application/json"}, delay=1.5)
+    ctx = world.context(http_factory=lambda **o: guarded_client(**{**o, "read_timeout": 0.5}))
+    try:
+        meta = default_registry().invoke("web_search", {"query": "q"}, ctx)["metadata"]
+    finally:
+        ctx.close()
+    assert meta["degraded"] is True and meta["fallback_reason"].startswith("network: read timeout")
+
+
+def test_backend_redirects_are_followed_through_the_guard(world: Env, invoke: Any, web: FakeWeb) -> None:
+    use(world, web, "brave")
+    web.routes[ENDPOINTS["brave_url"]] = Reply(307, b"", {"Location": "/brave/v2/search?q=moved"})
+    web.routes["/brave/v2/search"] = _brave(ROWS)
+    result = invoke("web_search", {"query": "q"})
+    assert result["metadata"] == {"backend": "brave", "result_count": 2}
+    assert web.hits_on("/brave/v2/search")[0].headers["x-subscription-token"] == KEY  # same origin keeps it
+    web.routes[ENDPOINTS["brave_url"]] = Reply(302, b"", {"Location": "http://169.254.169.254/latest/"})
+    with pytest.raises(ToolError) as e:
+        invoke("web_search", {"query": "q"})
+    assert e.value.code == "blocked_url"
+
+
 def test_oversized_provider_answer_degrades(world: Env, invoke: Any, web: FakeWeb) -> None:
     use(world, web, "exa")
     web.routes[ENDPOINTS["exa_url"]] = Reply(

@@ -160,6 +160,7 @@ def _search(p: WebParams, ctx: ToolContext) -> dict[str, Any]:
             headers={"x-api-key": key},
             body=body,
             too_large_code="too_large",
+            auth_hint="check the EXA_API_KEY environment variable",
         )
     allowed = ctx.config.fermix_core.net.allowed_private_hosts
     results: list[dict[str, Any]] = []

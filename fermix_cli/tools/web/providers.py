@@ -75,8 +75,12 @@ def request_json(
     params: Mapping[str, Any] | None = None,
     body: Any = None,
     too_large_code: str = "provider_error",
+    auth_hint: str | None = None,
 ) -> Any:
-    """Send one request to a provider and return its JSON body, or raise the tagged failure."""
+    """Send one request to a provider and return its JSON body, or raise the tagged failure.
+
+    `auth_hint` replaces the default advice (config key or environment variable) on `auth_failed`.
+    """
     try:
         response = client.request(
             method, url, headers={"accept": "application/json", **headers}, params=params, json=body
@@ -89,7 +93,7 @@ def request_json(
                 {"backend": backend, "limit": exc.details.get("limit")},
             ) from None
         raise
-    failure = status_failure(backend, response.status_code, response.content, key=key)
+    failure = status_failure(backend, response.status_code, response.content, key=key, auth_hint=auth_hint)
     if failure is not None:
         raise failure
     try:
@@ -98,7 +102,9 @@ def request_json(
         raise changed(backend, "the response is not JSON") from None
 
 
-def status_failure(backend: str, status: int, body: bytes, *, key: str = "") -> ToolError | None:
+def status_failure(
+    backend: str, status: int, body: bytes, *, key: str = "", auth_hint: str | None = None
+) -> ToolError | None:
     """The tagged error for a non-2xx provider answer (see the module table), or None for 2xx."""
     if 200 <= status < 300:
         return None
@@ -106,7 +112,7 @@ def status_failure(backend: str, status: int, body: bytes, *, key: str = "") -> 
     said = f": {detail}" if detail else ""
     details: dict[str, Any] = {"backend": backend, "status": status}
     if status in (401, 403) or (status == 422 and b"SUBSCRIPTION_TOKEN_INVALID" in body):
-        hint = key_hint(backend) if backend in KEY_ENV else "check the API key"
+        hint = auth_hint or key_hint(backend)
         return ToolError(
             "auth_failed", f"{backend} rejected the API key (HTTP {status}){said}; {hint}", details
         )
