@@ -7,9 +7,9 @@ tool actually sends one, and trafilatura only when a page is HTML.
 from __future__ import annotations
 
 from ...core.registry import specs
-from .coding import WEB
 from .fetch import WEB_FETCH
 from .place import PLACE_SEARCH
 from .websearch import WEB_SEARCH
+from .webtool import WEB
 
 TOOLS = specs(WEB, WEB_FETCH, PLACE_SEARCH, WEB_SEARCH)
