@@ -53,9 +53,30 @@ class FermixCoreConfig(Section):
     net: NetConfig = Field(default_factory=NetConfig)
 
 
+class PathToolCapability(Section):
+    """`[capabilities.tools.NAME]` of a tool that takes caller paths."""
+
+    absolute_paths: bool = True  # false: absolute paths outside the working directory are refused
+
+
+class HashEditCapability(PathToolCapability):
+    repairs: bool = True  # the automatic SWAP/INS.POST repairs of hashline.md §4.4
+
+
+class ToolCapabilities(Section):
+    read: PathToolCapability = Field(default_factory=PathToolCapability)
+    write: PathToolCapability = Field(default_factory=PathToolCapability)
+    hash_edit: HashEditCapability = Field(default_factory=HashEditCapability)
+
+
+class CapabilitiesConfig(Section):
+    tools: ToolCapabilities = Field(default_factory=ToolCapabilities)
+
+
 class Config(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     fermix_core: FermixCoreConfig = Field(default_factory=FermixCoreConfig)
+    capabilities: CapabilitiesConfig = Field(default_factory=CapabilitiesConfig)
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:

@@ -33,6 +33,40 @@ def m001_tool_calls(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX tool_calls_session ON tool_calls(session_id, started_at)")
 
 
+def m002_hashline_snapshots(db: sqlite3.Connection) -> None:
+    """Hashline snapshots per session (core/snapshots_db.py), and the per-path no-op streak."""
+    db.execute(
+        """
+        CREATE TABLE hashline_snapshots (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            tag TEXT NOT NULL,
+            text TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            seen TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            recorded_at REAL NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX hashline_snapshots_path ON hashline_snapshots(session_id, path, seq)")
+    db.execute("CREATE INDEX hashline_snapshots_seq ON hashline_snapshots(seq)")
+    db.execute(
+        """
+        CREATE TABLE hashline_noops (
+            session_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            payload_sha TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (session_id, path)
+        )
+        """
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_tool_calls,
+    m002_hashline_snapshots,
 ]

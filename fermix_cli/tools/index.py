@@ -10,6 +10,9 @@ TOOL_MODULES: dict[str, str] = {
     "glob_search": "fermix_cli.tools.search",
     "content_search": "fermix_cli.tools.search",
     "tool_help": "fermix_cli.tools.meta",
+    "read": "fermix_cli.tools.coding.read",
+    "hash_edit": "fermix_cli.tools.coding.edit",
+    "write": "fermix_cli.tools.coding.write",
 }
 
 FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))
