@@ -134,3 +134,21 @@ def resolve_target(ctx: ToolContext, raw: str, *, tool: str) -> Target:
     cwd = sandbox.turn_cwd()
     _check_cwd(ctx, raw, anchored, leaf, tool, cwd)
     return Target(ToolPath(leaf, display_path(leaf, cwd), cwd), st)
+
+
+def check_parents(path: str, display: str) -> None:
+    """Refuse a new file whose nearest existing ancestor is not a directory (it could never hold it)."""
+    parent = posixpath.dirname(path)
+    while parent != "/":
+        try:
+            st = os.lstat(parent)
+        except (FileNotFoundError, NotADirectoryError):
+            parent = posixpath.dirname(parent)
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            raise ToolError(
+                "not_a_directory",
+                f"Cannot create {display}: {parent} exists and is not a directory.",
+                {"path": display, "parent": parent},
+            )
+        return

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from fermix_cli.core.codingpaths import Target, ToolPath, display_path, resolve_target
+from fermix_cli.core.codingpaths import Target, ToolPath, check_parents, display_path, resolve_target
 from fermix_cli.core.context import ToolContext
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
@@ -162,6 +162,8 @@ class SandboxFiles:
             raise target
         if target.is_symlink:
             raise edit_symlink(target.where.display)
+        if target.lstat is None:
+            check_parents(target.where.path, target.where.display)
         return Destination(target.where.display, target.where.path, target.lstat is not None)
 
     # ----- commit -----------------------------------------------------------------------------

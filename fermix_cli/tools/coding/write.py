@@ -7,9 +7,6 @@ contract's "no tag" note).
 
 from __future__ import annotations
 
-import os
-import posixpath
-import stat
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -42,26 +39,8 @@ def _symlink_refused(display: str) -> ToolError:
     )
 
 
-def _check_parents(path: str, display: str) -> None:
-    """Refuse early when an existing ancestor is not a directory (it could never hold the file)."""
-    parent = posixpath.dirname(path)
-    while parent != "/":
-        try:
-            st = os.lstat(parent)
-        except FileNotFoundError:
-            parent = posixpath.dirname(parent)
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            raise ToolError(
-                "write_failed",
-                f"Cannot write {display}: {parent} exists and is not a directory.",
-                {"path": display},
-            )
-        return
-
-
 def write(p: WriteParams, ctx: ToolContext) -> dict[str, Any]:
-    from fermix_cli.core.codingpaths import resolve_target
+    from fermix_cli.core.codingpaths import check_parents, resolve_target
     from fermix_cli.core.filelocks import mutation_locks
     from fermix_cli.core.fsops import DirSyncError, atomic_write
 
@@ -89,7 +68,7 @@ def write(p: WriteParams, ctx: ToolContext) -> dict[str, Any]:
             f"{display} is not a regular file; write replaces regular files only.",
             {"path": display},
         )
-    _check_parents(path, display)
+    check_parents(path, display)
     text = normalise_eol(p.content)
     tag = compute_tag(p.content)
     store = session_store(ctx)
