@@ -638,3 +638,32 @@ def test_a_lock_held_too_long_times_out(world: Env) -> None:
         f"{os.path.realpath(path)} is being changed by another fermix process; retry in a moment.",
     )
     holder.wait(timeout=30)
+
+
+# ----- the store's bounds, seen through the tools ---------------------------------------------------
+
+
+def test_least_recently_read_path_is_evicted_after_thirty(world: Env, invoke) -> None:
+    for n in range(31):
+        (world.project / f"f{n}.txt").write_text(f"file {n}\n")
+        read_header(invoke, f"f{n}.txt")
+    stored = {r["path"] for r in snapshots(world)}
+    assert len(stored) == 30 and os.path.realpath(world.project / "f0.txt") not in stored
+    # f0's tag still matches the file, but its snapshot (and the rows it showed) is gone.
+    e = refused(invoke, f"[f0.txt#{compute_tag('file 0' + chr(10))}]\nSWAP 1.=1:\n+zero")
+    assert e.code == "unseen_lines"
+    edit(invoke, f"[f30.txt#{compute_tag('file 30' + chr(10))}]\nSWAP 1.=1:\n+thirty")
+    assert (world.project / "f30.txt").read_text() == "thirty\n"
+
+
+def test_only_four_versions_of_a_path_are_kept(world: Env, invoke) -> None:
+    path = world.project / "v.txt"
+    tags = []
+    for n in range(5):
+        path.write_text(f"version {n}\nsame\n")
+        tags.append(read_header(invoke, "v.txt"))
+    assert [f"[v.txt#{r['tag']}]" for r in snapshots(world)] == tags[1:]
+    e = refused(invoke, f"{tags[0]}\nSWAP 2.=2:\n+SAME")
+    assert e.message.startswith(f"Edit rejected for v.txt: hash #{tags[0][-5:-1]} is not from this session.")
+    edit(invoke, f"{tags[1]}\nSWAP 2.=2:\n+SAME")  # still known: recovered onto the live file
+    assert path.read_text() == "version 4\nSAME\n"
