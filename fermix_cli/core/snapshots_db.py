@@ -104,15 +104,19 @@ class SqliteSnapshotStore:
 
     def get(self, path: str, tag: str) -> Snapshot | None:
         """The most recently recorded live snapshot with this tag, or None (unknown, expired, evicted)."""
-        rows = self._state.query(
-            "SELECT tag, text, seen, seq FROM hashline_snapshots"
-            " WHERE session_id = ? AND path = ? AND recorded_at >= ? ORDER BY seq DESC",
-            (self.session, path, self._cutoff()),
-        )
-        for index, row in enumerate(rows):
-            if row["tag"] == tag:
-                return Snapshot(row["text"], decode_seen(row["seen"]), latest=index == 0)
-        return None
+        with self._state.read() as db:  # one consistent view for both queries
+            versions = db.execute(
+                "SELECT id, tag FROM hashline_snapshots"
+                " WHERE session_id = ? AND path = ? AND recorded_at >= ? ORDER BY seq DESC",
+                (self.session, path, self._cutoff()),
+            ).fetchall()
+            match = next((i for i, v in enumerate(versions) if v["tag"] == tag), None)
+            if match is None:
+                return None
+            row = db.execute(
+                "SELECT text, seen FROM hashline_snapshots WHERE id = ?", (versions[match]["id"],)
+            ).fetchone()
+        return Snapshot(row["text"], decode_seen(row["seen"]), latest=match == 0)
 
     def record(self, path: str, tag: str, text: str, seen: Iterable[int]) -> None:
         """Record a version as the newest for `path`; identical text under one tag unions `seen`."""

@@ -667,3 +667,23 @@ def test_only_four_versions_of_a_path_are_kept(world: Env, invoke) -> None:
     assert e.message.startswith(f"Edit rejected for v.txt: hash #{tags[0][-5:-1]} is not from this session.")
     edit(invoke, f"{tags[1]}\nSWAP 2.=2:\n+SAME")  # still known: recovered onto the live file
     assert path.read_text() == "version 4\nSAME\n"
+
+
+def test_concurrent_edits_in_separate_processes_lose_no_update(world: Env) -> None:
+    import json
+
+    path = world.project / "log.txt"
+    path.write_text("start\n")
+    cli(world, "read", {"paths": ["log.txt"]}, session="s1")
+    tag = compute_tag("start\n")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "fermix_cli", "--session", "s1", "tool", "hash_edit", "--json",
+             json.dumps({"input": f"[log.txt#{tag}]\nINS.TAIL:\n+writer {n}"})],
+            cwd=world.project, env=world.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        for n in range(4)
+    ]  # fmt: skip
+    assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
+    lines = path.read_text().splitlines()
+    assert lines[0] == "start" and sorted(lines[1:]) == [f"writer {n}" for n in range(4)]
