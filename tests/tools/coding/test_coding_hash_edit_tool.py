@@ -494,6 +494,21 @@ def test_a_mid_batch_write_failure_reports_what_was_written(world: Env, invoke, 
     assert edit(invoke, f"[a.txt#{compute_tag('X' + chr(10))}]\nSWAP 1.=1:\n+Y")["changed"] is True
 
 
+def test_a_single_section_write_failure(world: Env, invoke, monkeypatch) -> None:
+    from fermix_cli.core import fsops
+
+    (world.project / "a.txt").write_text("a\n")
+    tag = read_header(invoke, "a.txt")
+
+    def failing(path: str, data: bytes, **kw: object) -> bool:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(fsops, "atomic_write", failing)
+    e = refused(invoke, f"{tag}\nSWAP 1.=1:\n+b")
+    assert (e.code, e.message) == ("write_failed", "Failed to write a.txt: Read-only file system")
+    assert (world.project / "a.txt").read_text() == "a\n"
+
+
 def test_a_file_changed_after_planning_is_not_overwritten(world: Env, invoke, monkeypatch) -> None:
     from fermix_cli.tools.coding import edit as edit_module
 
@@ -575,7 +590,8 @@ def test_relative_paths_stay_in_cwd_and_absolute_follow_the_capability(world: En
     e = refused(invoke, f"[{world.project / 'top.txt'}#{tag}]\nSWAP 1.=1:\n+T", cwd=str(sub))
     assert e.code == "absolute_path_denied"
     assert "capabilities.tools.hash_edit.absolute_paths is false" in e.message
-    edit(invoke, f"[{world.project / 'top.txt'}#{tag}]\nSWAP 1.=1:\n+T")  # inside cwd: always allowed
+    done = edit(invoke, f"[{world.project / 'top.txt'}#{tag}]\nSWAP 1.=1:\n+T")  # inside cwd: always allowed
+    assert done["content"].split("\n")[0] == f"[top.txt#{compute_tag('T' + chr(10))}]"  # shown cwd-relative
     assert (world.project / "top.txt").read_text() == "T\n"
 
 

@@ -193,3 +193,15 @@ def test_a_failed_directory_sync_is_reported_as_not_durable(world: Env, invoke, 
     monkeypatch.setattr(os, "fsync", real_fsync)
     assert (world.project / "d.txt").read_text() == "d\n"  # committed, only not known to be durable
     assert [r["tag"] for r in snapshots(world)] == [compute_tag("d\n")]
+
+
+def test_a_refused_write_reports_the_reason_and_records_nothing(world: Env, invoke, monkeypatch) -> None:
+    from fermix_cli.core import fsops
+
+    def failing(path: str, data: bytes, **kw: object) -> bool:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(fsops, "atomic_write", failing)
+    e = refused(invoke, "full.txt", "x\n")
+    assert (e.code, e.message) == ("write_failed", "Failed to write full.txt: No space left on device")
+    assert not (world.project / "full.txt").exists() and snapshots(world) == []
