@@ -6,7 +6,6 @@ An invalid file never runs with defaults: loading fails closed with an error nam
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -100,6 +99,8 @@ def validate_config(data: dict[str, Any], source: str = "config.toml") -> Config
 
 def read_raw(path: Path) -> dict[str, Any]:
     """The parsed TOML document, or {} when the file does not exist."""
+    import tomllib
+
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
@@ -186,6 +187,8 @@ def unset_key(data: dict[str, Any], key: str) -> dict[str, Any]:
 
 def parse_cli_value(text: str) -> Any:
     """A value typed on the command line: a TOML literal when it parses as one, else the string."""
+    import tomllib
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
