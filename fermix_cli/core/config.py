@@ -6,7 +6,6 @@ An invalid file never runs with defaults: loading fails closed with an error nam
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -112,9 +111,30 @@ class FermixCoreConfig(Section):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
 
 
+class PathToolCapability(Section):
+    """`[capabilities.tools.NAME]` of a tool that takes caller paths."""
+
+    absolute_paths: bool = True  # false: absolute paths outside the working directory are refused
+
+
+class HashEditCapability(PathToolCapability):
+    repairs: bool = True  # the automatic SWAP/INS.POST repairs of hashline.md §4.4
+
+
+class ToolCapabilities(Section):
+    read: PathToolCapability = Field(default_factory=PathToolCapability)
+    write: PathToolCapability = Field(default_factory=PathToolCapability)
+    hash_edit: HashEditCapability = Field(default_factory=HashEditCapability)
+
+
+class CapabilitiesConfig(Section):
+    tools: ToolCapabilities = Field(default_factory=ToolCapabilities)
+
+
 class Config(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     fermix_core: FermixCoreConfig = Field(default_factory=FermixCoreConfig)
+    capabilities: CapabilitiesConfig = Field(default_factory=CapabilitiesConfig)
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
@@ -138,6 +158,8 @@ def validate_config(data: dict[str, Any], source: str = "config.toml") -> Config
 
 def read_raw(path: Path) -> dict[str, Any]:
     """The parsed TOML document, or {} when the file does not exist."""
+    import tomllib
+
     try:
         with open(path, "rb") as f:
             return tomllib.load(f)
@@ -224,6 +246,8 @@ def unset_key(data: dict[str, Any], key: str) -> dict[str, Any]:
 
 def parse_cli_value(text: str) -> Any:
     """A value typed on the command line: a TOML literal when it parses as one, else the string."""
+    import tomllib
+
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:

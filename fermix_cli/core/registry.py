@@ -10,7 +10,6 @@ import importlib
 import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -285,6 +284,7 @@ def _record(
     started: float,
     seconds: float,
 ) -> None:
+    import uuid
     from datetime import UTC, datetime
 
     args_json = raw_args if isinstance(raw_args, str) else json.dumps(raw_args, default=str)
