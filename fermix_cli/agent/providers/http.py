@@ -83,12 +83,10 @@ class ProviderHTTP:
         *,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        from ...core.netguard import guarded_client
-
         self.choice = choice
         self.sleep = sleep
-        self.client = guarded_client(
-            allowed_private_hosts=ctx.config.fermix_core.net.allowed_private_hosts,
+        # The context's guarded client (allowed_private_hosts applied); long reads, no overall bound.
+        self.client = ctx.http_client(
             max_body=STREAM_MAX_BODY,
             connect_timeout=CONNECT_TIMEOUT,
             read_timeout=choice.settings.read_timeout,
