@@ -9,11 +9,33 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ToolError
 
 Name = Annotated[str, Field(min_length=1, max_length=4096)]
+
+
+def _allowed_host(entry: str) -> str:
+    from .netguard import normalise_allowed_host
+
+    normalise_allowed_host(entry)  # ValueError names what is wrong with the entry
+    return entry
+
+
+def _endpoint(url: str) -> str:
+    from .netguard import check_url
+
+    try:
+        check_url(url)
+    except ToolError as exc:
+        raise ValueError(f"not a usable http(s) URL: {exc.message}") from None
+    return url
+
+
+AllowedHost = Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_allowed_host)]
+Endpoint = Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_endpoint)]
+Secret = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
 class Section(BaseModel):
@@ -67,7 +89,44 @@ class SandboxConfig(Section):
 
 
 class NetConfig(Section):
-    allowed_private_hosts: list[Name] = []
+    # Exact host names or IP literals the network guard lets through although they are not global.
+    allowed_private_hosts: list[AllowedHost] = []
+
+
+class WebSearchConfig(Section):
+    """`[fermix_core.tools.web_search]`: the web_search backend, its keys, and the endpoints (for tests/proxies).
+
+    `backend` is kept as written; an unknown name runs DuckDuckGo with a warning (tools/web/backends.py).
+    Keys may instead come from environment variables (BRAVE_API_KEY, EXA_API_KEY, ...); the config wins.
+    """
+
+    backend: Annotated[str, Field(min_length=1, max_length=64)] = "duckduckgo"
+    brave_api_key: Secret | None = None
+    exa_api_key: Secret | None = None
+    firecrawl_api_key: Secret | None = None
+    parallel_api_key: Secret | None = None
+    perplexity_api_key: Secret | None = None
+    tavily_api_key: Secret | None = None
+    duckduckgo_url: Endpoint = "https://html.duckduckgo.com/html/"
+    brave_url: Endpoint = "https://api.search.brave.com/res/v1/web/search"
+    brave_place_url: Endpoint = "https://api.search.brave.com/res/v1/local/place_search"
+    exa_url: Endpoint = "https://api.exa.ai/search"
+    firecrawl_url: Endpoint = "https://api.firecrawl.dev/v1/search"
+    parallel_url: Endpoint = "https://api.parallel.ai/v1/search"
+    perplexity_url: Endpoint = "https://api.perplexity.ai/search"
+    tavily_url: Endpoint = "https://api.tavily.com/search"
+
+
+class WebConfig(Section):
+    """`[fermix_core.tools.web]`: the coding `web` tool. Its Exa key is environment-only (EXA_API_KEY)."""
+
+    exa_url: Endpoint = "https://api.exa.ai/search"
+
+
+class ToolSearchConfig(Section):
+    """`[fermix_core.tools.tool_search]`: deferral of plugin and MCP tool schemas (core/deferral.py)."""
+
+    enabled: bool = True
 
 
 class GitToolConfig(Section):
@@ -80,12 +139,74 @@ class GitToolConfig(Section):
 
 
 class ToolsConfig(Section):
+    web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
+    tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
     git: GitToolConfig = Field(default_factory=GitToolConfig)
+
+
+PROVIDER_TYPES = ("openai", "anthropic", "mock", "echo")
+ProviderType = Literal["openai", "anthropic", "mock", "echo"]
+ReasoningEffort = Literal["none", "low", "medium", "high", "xhigh", "max"]
+
+
+class ProviderConfig(Section):
+    """One `[fermix_core.providers.NAME]` block. NAME is the type unless `type` says otherwise."""
+
+    type: ProviderType | None = None
+    base_url: Endpoint | None = None
+    default_model: Name | None = None
+    api_key: Secret | None = None
+    api_key_env: Name | None = None
+    headers: dict[str, str] = {}
+    max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    max_retries: Annotated[int, Field(ge=0, le=10)] = 3
+    read_timeout: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    script: Name | None = None
+
+
+class AgentConfig(Section):
+    """`[fermix_core.agent]`: the main agent's defaults (the model loop behind ask and agent)."""
+
+    provider: Name | None = None
+    model: Name | None = None
+    system_prompt: Annotated[str, Field(max_length=100_000)] | None = None
+    toolset: Literal["fermix", "coding"] = "fermix"
+    max_iterations: Annotated[int, Field(ge=1, le=10_000)] = 25
+    max_iterations_scheduled: Annotated[int, Field(ge=1, le=10_000)] = 100
+    repeat_limit: Annotated[int, Field(ge=2, le=100)] = 3
+
+
+class RoutingConfig(Section):
+    """`[fermix_core.routing]`: which model delegated sub-agents, cron runs and meetings use."""
+
+    subagent_provider: Name | None = None
+    subagent_model: Name | None = None
+    subagent_reasoning_effort: ReasoningEffort | None = None
+    cron_provider: Name | None = None
+    cron_model: Name | None = None
+    cron_reasoning_effort: ReasoningEffort | None = None
+    meeting_provider: Name | None = None
+    meeting_model: Name | None = None
+    meeting_reasoning_effort: ReasoningEffort | None = None
 
 
 class FermixCoreConfig(Section):
     net: NetConfig = Field(default_factory=NetConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    providers: dict[Name, ProviderConfig] = {}
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
+
+
+class PathToolCapability(Section):
+    """`[capabilities.tools.NAME]` of a tool that takes caller paths."""
+
+    absolute_paths: bool = True  # false: absolute paths outside the working directory are refused
+
+
+class HashEditCapability(PathToolCapability):
+    repairs: bool = True  # the automatic SWAP/INS.POST repairs of hashline.md §4.4
 
 
 class BashCapability(Section):
@@ -95,6 +216,9 @@ class BashCapability(Section):
 
 
 class ToolCapabilities(Section):
+    read: PathToolCapability = Field(default_factory=PathToolCapability)
+    write: PathToolCapability = Field(default_factory=PathToolCapability)
+    hash_edit: HashEditCapability = Field(default_factory=HashEditCapability)
     bash: BashCapability = Field(default_factory=BashCapability)
 
 
@@ -115,7 +239,7 @@ def _dotted(loc: tuple[Any, ...]) -> str:
 def validate_config(data: dict[str, Any], source: str = "config.toml") -> Config:
     """Validate parsed TOML; the error names the first offending key."""
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as e:
         errs = e.errors()
         first = errs[0]
@@ -125,6 +249,16 @@ def validate_config(data: dict[str, Any], source: str = "config.toml") -> Config
             f"{source}: {key}: {first['msg']}. Fix or remove this key; fermix refuses to run on a config it cannot read.",
             {"key": key, "errors": [{"key": _dotted(x["loc"]), "message": x["msg"]} for x in errs]},
         ) from None
+    for name, block in config.fermix_core.providers.items():
+        if block.type is None and name not in PROVIDER_TYPES:
+            key = f"fermix_core.providers.{name}.type"
+            raise ToolError(
+                "invalid_config",
+                f"{source}: {key}: missing; a provider named {name!r} must say its type "
+                f"({', '.join(PROVIDER_TYPES)}). Fix or remove this block.",
+                {"key": key, "errors": [{"key": key, "message": "missing"}]},
+            )
+    return config
 
 
 def read_raw(path: Path) -> dict[str, Any]:

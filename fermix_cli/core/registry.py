@@ -246,10 +246,10 @@ class Registry:
         """Parse, validate, check policy, run, and (when `ctx` asks) record one tool call."""
         started = time.time()
         t0 = time.perf_counter()
-        spec = self.get(self.resolve_name(name, ctx.toolset))
         result: Any = None
         error: ToolError | None = None
         try:
+            spec = self.get(self.resolve_name(name, ctx.toolset))
             policy.check(spec, ctx)
             params = self.parse(spec, raw_args)
             result = to_jsonable(spec.handler(params, ctx))
@@ -331,6 +331,12 @@ def default_registry() -> Registry:
     if _DEFAULT is None:
         _DEFAULT = Registry()
     return _DEFAULT
+
+
+def registry_of(ctx: ToolContext) -> Registry:
+    """The registry serving `ctx`: the one a model loop put in `ctx.extras`, else the default."""
+    reg = ctx.extras.get("registry")
+    return reg if isinstance(reg, Registry) else default_registry()
 
 
 def specs(*items: ToolSpec) -> tuple[ToolSpec, ...]:
