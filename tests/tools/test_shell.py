@@ -531,3 +531,19 @@ def test_bash_refuses_a_program_that_is_not_on_path(world: Env, fake_sh) -> None
     # fermix's own shell tool leaves it to sh (exit 127 from the shell).
     r = tool(world, "shell", {"command": "definitely-not-installed-xyz"})
     assert r.code == 1 and r.error()["details"]["exit_code"] == 127
+
+
+def test_model_calls_shell_and_cmd_as_bash_in_the_coding_toolset(world: Env) -> None:
+    prompt = json.dumps(
+        {
+            "tool_calls": [
+                {"name": "cmd", "arguments": {"command": "echo via-cmd", "intent": "alias"}},
+                {"name": "shell", "arguments": {"command": "echo via-shell"}},
+            ]
+        }
+    )
+    r = run_cli(world, "ask", "--json", "-m", "echo", "--toolset", "coding", prompt)
+    assert r.code == 0, r.stderr
+    outcomes = r.json()["tool_calls"]
+    assert outcomes[0]["ok"] is True and outcomes[0]["output"] == "via-cmd\n"
+    assert outcomes[1]["ok"] is False and "intent" in outcomes[1]["output"]  # bash wants an intent
