@@ -181,6 +181,10 @@ class ToolCapabilities(Section):
     read: PathToolCapability = Field(default_factory=PathToolCapability)
     write: PathToolCapability = Field(default_factory=PathToolCapability)
     hash_edit: HashEditCapability = Field(default_factory=HashEditCapability)
+    grep: PathToolCapability = Field(default_factory=PathToolCapability)
+    find: PathToolCapability = Field(default_factory=PathToolCapability)
+    list_files: PathToolCapability = Field(default_factory=PathToolCapability)
+    ast_grep: PathToolCapability = Field(default_factory=PathToolCapability)
 
 
 class CapabilitiesConfig(Section):

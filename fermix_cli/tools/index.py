@@ -25,6 +25,10 @@ TOOL_MODULES: dict[str, str] = {
     "web_search": "fermix_cli.tools.web",
     "place_search": "fermix_cli.tools.web",
     "web": "fermix_cli.tools.web",
+    "grep": "fermix_cli.tools.coding.grep",
+    "find": "fermix_cli.tools.coding.find",
+    "list_files": "fermix_cli.tools.coding.find",
+    "ast_grep": "fermix_cli.tools.coding.astgrep",
 }
 
 FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))
