@@ -248,32 +248,50 @@ class Matcher:
     def _regex_lines(self, data: bytes, deadline: float | None) -> Iterator[LineHit]:
         # `(?:P)[^\n]*` starts where P's leftmost match starts but runs to the end of the line, so one
         # finditer pass yields each line once and never revisits a line that already matched.
-        timeout = None
-        if deadline is not None:
-            timeout = deadline - time.monotonic()
-            if timeout <= 0:
-                raise MatchTimeout()
+        # Hits are line-oriented: a match that runs across a line break counts only if its line
+        # matches on its own, and scanning then restarts where that match could not reach.
         line = 1
         counted = 0
         last_end = -1
         size = len(data)
-        try:
-            for m in self._line_regex.finditer(data, timeout=timeout):
-                hit = m.start()
-                if hit <= last_end:
-                    continue
-                if hit == size and size and data[size - 1] == 10:
-                    return  # an empty match after the final newline is not a line
-                start = data.rfind(b"\n", 0, hit) + 1
-                end = data.find(b"\n", hit)
-                if end == -1:
-                    end = size
-                line += data.count(b"\n", counted, start)
-                counted = start
-                last_end = end
-                yield LineHit(line, start, end)
-        except TimeoutError:
-            raise MatchTimeout() from None
+        pos = 0
+        while True:
+            timeout = None
+            if deadline is not None:
+                timeout = deadline - time.monotonic()
+                if timeout <= 0:
+                    raise MatchTimeout()
+            restart = None
+            try:
+                for m in self._line_regex.finditer(data, pos, timeout=timeout):
+                    hit = m.start()
+                    if hit <= last_end:
+                        if m.end() > last_end + 1:  # it ran into the next line: look there afresh
+                            restart = last_end + 1
+                            break
+                        continue
+                    if hit == size and size and data[size - 1] == 10:
+                        return  # an empty match after the final newline is not a line
+                    start = data.rfind(b"\n", 0, hit) + 1
+                    end = data.find(b"\n", hit)
+                    if end == -1:
+                        end = size
+                    if m.end() > end:
+                        restart = hit + 1
+                        if self._regex.search(data, start, end, timeout=timeout) is None:
+                            break
+                        restart = end + 1
+                    line += data.count(b"\n", counted, start)
+                    counted = start
+                    last_end = end
+                    yield LineHit(line, start, end)
+                    if restart is not None:
+                        break
+            except TimeoutError:
+                raise MatchTimeout() from None
+            if restart is None or restart > size:
+                return
+            pos = restart
 
 
 def _find_all(data: bytes, needle: bytes) -> Iterator[int]:

@@ -304,6 +304,7 @@ def walk(root: str, sandbox: Sandbox | None, opts: WalkOptions, stats: WalkStats
     deadline = opts.deadline
     max_entries = opts.max_entries
     hidden = opts.hidden
+    visited = 0
     while stack:
         frame = stack[-1]
         if frame.i >= len(frame.children):
@@ -311,7 +312,8 @@ def walk(root: str, sandbox: Sandbox | None, opts: WalkOptions, stats: WalkStats
             continue
         _, name, kind = frame.children[frame.i]
         frame.i += 1
-        if deadline is not None and stats.entries % 256 == 0 and time.monotonic() > deadline:
+        visited += 1
+        if deadline is not None and visited % 256 == 1 and time.monotonic() > deadline:
             stats.stopped = "deadline"
             return
         if stats.entries >= max_entries:

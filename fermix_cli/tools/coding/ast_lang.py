@@ -115,7 +115,9 @@ def library_error(e: BaseException) -> str:
     """The first line of an ast-grep error, without its Rust backtrace."""
     text = str(e).split("Stack backtrace", 1)[0].strip()
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return lines[-1] if lines else type(e).__name__
+    last = lines[-1] if lines else type(e).__name__
+    head, sep, rest = last.partition(": ")
+    return rest if sep and head.isdigit() else last
 
 
 @dataclass

@@ -412,8 +412,8 @@ def _search(
         replacements_skipped=skipped_replacements,
         partial=partial,
     )
-    if not matches and not out.truncated:
-        result["output"] = _with_notes("", ["[no matches]", *_notes(result)])
+    body = "\n".join(out.lines) if out.lines else "[no matches]"
+    result["output"] = _with_notes(body, _notes(result))
     return result
 
 
@@ -479,8 +479,8 @@ def _outline(
         reader.close()
     result = _common(work, out, "outline")
     result.update(symbols=entries, symbols_returned=len(entries), items=opts.items, view=opts.view)
-    if not entries and not out.truncated:
-        result["output"] = _with_notes("", ["[no symbols]", *_notes(result)])
+    body = "\n".join(out.lines) if out.lines else "[no symbols]"
+    result["output"] = _with_notes(body, _notes(result))
     return result
 
 
@@ -504,7 +504,6 @@ def _common(work: Work, out: Output, op: str) -> dict[str, Any]:
         "files_unsupported": work.unsupported,
         "languages": sorted(work.languages),
     }
-    result["output"] = _with_notes("\n".join(out.lines), _notes(result))
     return result
 
 

@@ -1,0 +1,120 @@
+"""The shared matcher: regex repairs, per-pattern plans, and hits equal to a line-by-line scan."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fermix_cli.core.errors import ToolError
+from fermix_cli.core.match import Matcher, is_binary, repair_regex
+
+
+@pytest.mark.parametrize(
+    ("pattern", "repaired"),
+    [
+        ("fn run(", r"fn run\("),
+        ("run)", r"run\)"),
+        ("(a)(b", r"(a)\(b"),
+        ("((a)", r"\((a)"),
+        ("a{2}", "a{2}"),
+        ("a{2,}", "a{2,}"),
+        ("a{2,5}", "a{2,5}"),
+        ("a{,5}", r"a\{,5\}"),
+        ("{x}", r"\{x\}"),
+        ("map[key", r"map\[key"),
+        ("[abc]", "[abc]"),
+        ("[]a]", "[]a]"),
+        ("[^]a]", "[^]a]"),
+        ("[[:alpha:]]+", "[[:alpha:]]+"),
+        ("a]", r"a\]"),
+        (r"\(literal\)", r"\(literal\)"),
+        ("[(]", "[(]"),
+        ("end\\", "end\\\\"),
+        ("(?:a|b)c", "(?:a|b)c"),
+    ],
+)
+def test_repairs(pattern: str, repaired: str) -> None:
+    assert repair_regex(pattern) == repaired
+    re.compile(repaired)
+
+
+def test_plans() -> None:
+    m = Matcher(["plain", "a+b", "fn(", "?x"], regex=True, literal_fallback=True, repair=True)
+    assert [p.kind for p in m.plans] == ["regex", "regex", "regex_repaired", "literal_fallback"]
+    assert not m.is_literal
+    assert Matcher(["fn", "def x"], regex=True, literal_fallback=True, repair=True).is_literal
+    with pytest.raises(ToolError) as e:
+        Matcher(["?x"], regex=True)
+    assert e.value.code == "invalid_regex"
+    with pytest.raises(ToolError):
+        Matcher([""])
+
+
+def test_binary_probe() -> None:
+    assert is_binary(b"a\x00b") and not is_binary(b"a" * 5000 + b"\x00")
+    assert is_binary(b"a" * 5000 + b"\x00", 8192)
+
+
+def test_no_phantom_line_after_the_final_newline() -> None:
+    m = Matcher(["x*"], regex=True)
+    assert [h.line for h in m.lines(b"a\nb\n")] == [1, 2]
+    assert [h.line for h in m.lines(b"a\nb")] == [1, 2]
+
+
+TEXT = st.lists(st.sampled_from(["ab", "a", "b", "", "xyz", "abab", "\r", " ", "é"]), max_size=12).map(
+    "\n".join
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXT, st.lists(st.sampled_from(["a", "ab", "b", "z", "é", "a b"]), min_size=1, max_size=3))
+def test_literal_hits_equal_a_line_scan(text: str, needles: list[str]) -> None:
+    data = text.encode()
+    got = [(h.line, data[h.start : h.end]) for h in Matcher(needles).lines(data)]
+    lines = data.split(b"\n")
+    want = [(i + 1, ln) for i, ln in enumerate(lines) if any(n.encode() in ln for n in needles)]
+    assert got == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    TEXT,
+    st.sampled_from(
+        [
+            r"a+b",
+            r"^a",
+            r"b$",
+            r"[xy]z",
+            r"(ab)+",
+            r"a|z",
+            r"\s",
+            r"\s+\w",
+            r"^$",
+            r"$",
+            r".",
+            r"\s*",
+            r"[^a]",
+        ]
+    ),
+)
+def test_regex_hits_equal_a_line_scan(text: str, pattern: str) -> None:
+    data = text.encode()
+    got = [h.line for h in Matcher([pattern], regex=True).lines(data)]
+    rx = re.compile(pattern.encode())
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"" and len(lines) > 1:
+        lines = lines[:-1]
+    want = [i + 1 for i, ln in enumerate(lines) if rx.search(ln)]
+    assert got == want
+
+
+def test_spans_are_relative_to_the_line() -> None:
+    data = b"zz\nab ab\n"
+    m = Matcher(["ab"])
+    hit = next(iter(m.lines(data)))
+    assert m.spans(data, hit.start, hit.end) == [(0, 2), (3, 5)]
+    r = Matcher([r"a\w"], regex=True)
+    assert r.spans(data, hit.start, hit.end) == [(0, 2), (3, 5)]
