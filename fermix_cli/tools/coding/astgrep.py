@@ -18,12 +18,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from ...core.codingpaths import display_path, resolve_source
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.fsops import FileReader
 from ...core.p4ignore import resolve_p4
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ...core.toolpaths import display_path, resolve_tool_path
 from ...core.walk import WalkOptions, WalkStats, walk
 from . import ast_lang
 from .ast_lang import DeadlinePassed, TreeTooComplex, library_error
@@ -540,9 +540,9 @@ def ast_grep(p: AstGrepParams, ctx: ToolContext) -> dict[str, Any]:
             {"language": language},
         )
     limit = min(p.limit or DEFAULT_LIMIT, MAX_LIMIT)
-    target = resolve_tool_path(ctx, p.path, tool="ast_grep")
-    if not os.path.exists(target.canonical):
-        raise ToolError("not_found", f"Path not found: {target.raw}", {"path": target.canonical})
+    target = resolve_source(ctx, p.path if p.path is not None else ".", tool="ast_grep")
+    if not os.path.exists(target.path):
+        raise ToolError("not_found", f"Path not found: {target.display}", {"path": target.path})
     work = Work(deadline=time.monotonic() + DEADLINE_S)
     if op == "search" and language is not None:
         err = ast_lang.compile_pattern(p.pattern or "", language, work.deadline)
@@ -552,7 +552,7 @@ def ast_grep(p: AstGrepParams, ctx: ToolContext) -> dict[str, Any]:
                 f"pattern does not compile for {language}: {err}",
                 {"language": language, "error": err},
             )
-    files = _files(ctx, target.canonical, target.cwd, language, op == "outline", work)
+    files = _files(ctx, target.path, target.cwd, language, op == "outline", work)
     if op == "search":
         return _search(p, work, files, limit, language)
     return _outline(p, work, files, limit)
@@ -612,7 +612,8 @@ TOOLS = specs(
             FailureMode("not_found", "the path does not exist"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),
             FailureMode(
-                "policy_denied", "absolute paths are disabled (capabilities.tools.ast_grep.absolute_paths)"
+                "absolute_path_denied",
+                "absolute paths outside the working directory are disabled (capabilities.tools.ast_grep.absolute_paths)",
             ),
         ),
     ),

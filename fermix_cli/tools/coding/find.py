@@ -8,11 +8,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from ...core.codingpaths import ToolPath, display_path, resolve_source
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.p4ignore import resolve_p4
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ...core.toolpaths import ToolPath, display_path, resolve_tool_path
 from ...core.walk import WalkOptions, WalkStats, walk
 from .fuzzy import Query, rank_key
 
@@ -24,14 +24,14 @@ LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT = 500, 5000
 
 
 def _directory(ctx: ToolContext, raw: str | None, tool: str) -> ToolPath:
-    target = resolve_tool_path(ctx, raw, tool=tool)
-    if not os.path.exists(target.canonical):
-        raise ToolError("not_found", f"Directory not found: {target.raw}", {"path": target.canonical})
-    if not os.path.isdir(target.canonical):
+    target = resolve_source(ctx, raw if raw is not None else ".", tool=tool)
+    if not os.path.exists(target.path):
+        raise ToolError("not_found", f"Directory not found: {target.display}", {"path": target.path})
+    if not os.path.isdir(target.path):
         raise ToolError(
             "invalid_path",
-            f"{target.raw} is a file, not a directory; {tool} needs a directory (use read for a file)",
-            {"path": target.canonical},
+            f"{target.display} is a file, not a directory; {tool} needs a directory (use read for a file)",
+            {"path": target.path},
         )
     return target
 
@@ -84,7 +84,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     stats = WalkStats()
     opts = WalkOptions(
         hidden=False,
-        perforce=resolve_p4(target.canonical, home=ctx.os_home),
+        perforce=resolve_p4(target.path, home=ctx.os_home),
         include_dirs=kind != "files",
         include_files=kind != "directories",
         max_entries=FIND_MAX_ENTRIES,
@@ -94,7 +94,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         cache_listings=True,
     )
     scored: list[tuple[tuple[int, int, bytes], str, bool, int]] = []
-    for entry in walk(target.canonical, ctx.sandbox, opts, stats):
+    for entry in walk(target.path, ctx.sandbox, opts, stats):
         if not query.could_match(entry.rel.lower()):
             continue
         score = query.score(entry.rel)
@@ -172,11 +172,11 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
     limit = min(p.limit or LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)
     offset = p.offset or 0
     sandbox = ctx.sandbox
-    check = sandbox.needs_checks_below(target.canonical)
+    check = sandbox.needs_checks_below(target.path)
     rows: list[tuple[bytes, str, str]] = []
     denied = 0
     try:
-        with os.scandir(target.canonical) as it:
+        with os.scandir(target.path) as it:
             for de in it:
                 if check and not sandbox.allows(de.path):
                     denied += 1  # protected or blocked paths are never listed
@@ -195,7 +195,7 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
                 rows.append((os.fsencode(de.name), de.name + suffix, kind))
     except OSError as e:
         raise ToolError(
-            "unreadable", f"Cannot list {target.raw}: {e.strerror}", {"path": target.canonical}
+            "unreadable", f"Cannot list {target.display}: {e.strerror}", {"path": target.path}
         ) from None
     rows.sort()
     page = rows[offset : offset + limit]
@@ -213,7 +213,7 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
         output = f"[no entries at offset={offset}; {len(rows)} in total]"
     return {
         "output": output,
-        "path": display_path(target.canonical, target.cwd),
+        "path": display_path(target.path, target.cwd),
         "entries": [{"name": name, "kind": kind} for _, name, kind in page],
         "offset": offset,
         "limit": limit,
@@ -263,12 +263,12 @@ TOOLS = specs(
             FailureMode("invalid_query", "the query is empty after trimming"),
             FailureMode("query_too_long", "the query is longer than 512 characters"),
             FailureMode("not_found", "the path does not exist"),
-            FailureMode(
-                "invalid_path", "the path is a file, or a relative path leaves the working directory"
-            ),
+            FailureMode("invalid_path", "the path is a file, not a directory"),
+            FailureMode("outside_cwd", "a relative path leaves the working directory"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),
             FailureMode(
-                "policy_denied", "absolute paths are disabled (capabilities.tools.find.absolute_paths)"
+                "absolute_path_denied",
+                "absolute paths outside the working directory are disabled (capabilities.tools.find.absolute_paths)",
             ),
         ),
     ),
@@ -294,13 +294,13 @@ TOOLS = specs(
         ),
         failure_modes=(
             FailureMode("not_found", "the path does not exist"),
-            FailureMode(
-                "invalid_path", "the path is a file, or a relative path leaves the working directory"
-            ),
+            FailureMode("invalid_path", "the path is a file, not a directory"),
+            FailureMode("outside_cwd", "a relative path leaves the working directory"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),
             FailureMode("protected_path", "the path is protected by the sandbox"),
             FailureMode(
-                "policy_denied", "absolute paths are disabled (capabilities.tools.list_files.absolute_paths)"
+                "absolute_path_denied",
+                "absolute paths outside the working directory are disabled (capabilities.tools.list_files.absolute_paths)",
             ),
         ),
     ),

@@ -15,13 +15,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from ...core.codingpaths import display_path, resolve_source
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.fsops import FileReader
 from ...core.match import LineHit, Matcher, MatchTimeout, is_binary
 from ...core.p4ignore import resolve_p4
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ...core.toolpaths import display_path, resolve_tool_path
 from ...core.walk import ALWAYS_SKIP, WalkOptions, WalkStats, walk
 from .grep_print import Block, Hit, render_ranked, render_raw
 from .grep_rank import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
@@ -237,19 +237,17 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
     limit = min(p.limit or DEFAULT_LIMIT, MAX_LIMIT)
     offset = p.offset or 0
     ctx_lines = min(p.context or 0, MAX_CONTEXT)
-    target = resolve_tool_path(ctx, p.path, tool="grep")
-    if not os.path.exists(target.canonical):
-        raise ToolError("not_found", f"Search path not found: {target.raw}", {"path": target.canonical})
+    target = resolve_source(ctx, p.path if p.path is not None else ".", tool="grep")
+    if not os.path.exists(target.path):
+        raise ToolError("not_found", f"Search path not found: {target.display}", {"path": target.path})
     deadline = time.monotonic() + DEADLINE_S
     walk_stats = WalkStats()
     searcher = Searcher(matcher, deadline)
     try:
         if mode == "raw":
-            scan = _scan_raw(
-                ctx, target.canonical, target.cwd, searcher, walk_stats, offset, limit, ctx_lines
-            )
+            scan = _scan_raw(ctx, target.path, target.cwd, searcher, walk_stats, offset, limit, ctx_lines)
         else:
-            scan = _scan_ranked(ctx, target.canonical, target.cwd, searcher, walk_stats, ctx_lines)
+            scan = _scan_ranked(ctx, target.path, target.cwd, searcher, walk_stats, ctx_lines)
     finally:
         searcher.reader.close()
     if walk_stats.stopped == "deadline" and searcher.stats.stop is None:
@@ -558,11 +556,12 @@ TOOLS = specs(
         failure_modes=(
             FailureMode("invalid_pattern", "a pattern is empty or longer than 1,024 bytes"),
             FailureMode("not_found", "the search path does not exist"),
-            FailureMode("invalid_path", "a relative path leaves the working directory"),
+            FailureMode("outside_cwd", "a relative path leaves the working directory"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),
             FailureMode("protected_path", "the path is protected by the sandbox"),
             FailureMode(
-                "policy_denied", "absolute paths are disabled (capabilities.tools.grep.absolute_paths)"
+                "absolute_path_denied",
+                "absolute paths outside the working directory are disabled (capabilities.tools.grep.absolute_paths)",
             ),
         ),
     ),

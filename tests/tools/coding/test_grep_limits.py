@@ -70,8 +70,17 @@ def test_missing_path_is_not_found(world: Env, invoke) -> None:
 
 def test_relative_paths_cannot_leave_the_working_directory(world: Env, invoke) -> None:
     (world.project / "sub").mkdir()
-    e = err(invoke, {"patterns": ["x"], "path": "sub/../../"})
-    assert e.code == "invalid_path" and "leaves the working directory" in e.message
+    # Outside every root: the sandbox refuses first.
+    assert err(invoke, {"patterns": ["x"], "path": "sub/../../"}).code == "outside_root"
+    # Inside a granted root but outside the working directory: relative paths still cannot go there.
+    make_tree(world.home, {"granted/a.txt": "x\n"})
+    world.fermix_home.mkdir(exist_ok=True)
+    (world.fermix_home / "config.toml").write_text(
+        f'[sandbox]\nallowed_roots = ["{world.home / "granted"}"]\n'
+    )
+    e = err(invoke, {"patterns": ["x"], "path": "../granted"})
+    assert e.code == "outside_cwd" and "leaves the working directory" in e.message
+    assert invoke("grep", {"patterns": ["x"], "path": str(world.home / "granted")})["returned"] == 1
 
 
 def test_paths_outside_roots_and_protected_paths_are_refused(world: Env, invoke) -> None:
@@ -101,7 +110,7 @@ def test_absolute_paths_outside_cwd_follow_the_capability(world: Env, invoke) ->
         f'[sandbox]\nallowed_roots = ["{grant}"]\n[capabilities.tools.grep]\nabsolute_paths = false\n'
     )
     e = err(invoke, {"patterns": ["hit"], "path": str(grant)})
-    assert e.code == "policy_denied" and "capabilities.tools.grep.absolute_paths" in e.message
+    assert e.code == "absolute_path_denied" and "capabilities.tools.grep.absolute_paths" in e.message
     # An absolute path inside the working directory is still fine.
     r = invoke("grep", {"patterns": ["hit"], "path": str(world.project / "in"), "mode": "raw"})
     assert r["output"] == "in/a.txt:1:hit"

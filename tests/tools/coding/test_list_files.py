@@ -74,7 +74,7 @@ def test_errors(world: Env, invoke) -> None:
     for args, code in (
         ({"path": "f.txt"}, "invalid_path"),
         ({"path": "missing"}, "not_found"),
-        ({"path": "../outside"}, "invalid_path"),
+        ({"path": "../outside"}, "outside_root"),
         ({"path": str(world.home / "outside")}, "outside_root"),
         ({"path": "~/.ssh"}, "protected_path"),
         ({"limit": 0}, "invalid_input"),
@@ -115,7 +115,7 @@ def test_absolute_paths_capability(world: Env, invoke) -> None:
     )
     with pytest.raises(ToolError) as e:
         invoke("list_files", {"path": str(grant)})
-    assert e.value.code == "policy_denied"
+    assert e.value.code == "absolute_path_denied"
     assert invoke("list_files", {"path": str(world.project)})["path"] == "."
 
 
