@@ -85,6 +85,26 @@ def _class_end(p: str, i: int) -> int | None:
     return None
 
 
+def as_literal(source: str) -> str | None:
+    """The text a regex matches when it is a plain literal (`frozenset\\(` is `frozenset(`), else None."""
+    out: list[str] = []
+    i = 0
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            nxt = source[i + 1 : i + 2]
+            if not nxt or nxt.isalnum() or nxt == "_" or not nxt.isascii():
+                return None  # \w, \d, \b, \1, ... are not literals
+            out.append(nxt)
+            i += 2
+            continue
+        if _META.match(c):
+            return None
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def repair_regex(pattern: str) -> str:
     """Escape what would not compile or would mean something else by accident.
 
@@ -135,9 +155,11 @@ def repair_regex(pattern: str) -> str:
     return "".join(out)
 
 
-def _compile(source: str, flags: int) -> Any:
+def _compile(source: str, ignore_case: bool) -> Any:
+    """A bytes regex (multi-line, version 0). `regex` is imported only here: literals never need it."""
     import regex as re_mod
 
+    flags = re_mod.MULTILINE | re_mod.V0 | (re_mod.IGNORECASE if ignore_case else 0)
     return re_mod.compile(source.encode("utf-8"), flags)
 
 
@@ -146,23 +168,26 @@ def _error_text(e: Exception) -> str:
 
 
 def plan_patterns(
-    patterns: Sequence[str], *, regex: bool, literal_fallback: bool, repair: bool, flags: int
+    patterns: Sequence[str], *, regex: bool, literal_fallback: bool, repair: bool, ignore_case: bool = False
 ) -> list[PatternPlan]:
     """Decide, per pattern, how it is matched; raise `invalid_regex` when a regex cannot be used."""
-    import regex as re_mod
-
     plans: list[PatternPlan] = []
     for p in patterns:
         if not regex:
-            plans.append(PatternPlan(p, "literal", re_mod.escape(p)))
+            plans.append(PatternPlan(p, "literal", re.escape(p)))
             continue
         source = repair_regex(p) if repair else p
+        if not _META.search(source):
+            plans.append(PatternPlan(p, "regex", source))  # no metacharacter: nothing to compile
+            continue
+        import regex as re_mod
+
         try:
-            _compile(source, flags)
+            _compile(source, ignore_case)
         except re_mod.error as e:
             if not literal_fallback:
                 raise ToolError("invalid_regex", f"{e}", {"pattern": p}) from None
-            plans.append(PatternPlan(p, "literal_fallback", re_mod.escape(p), error=_error_text(e)))
+            plans.append(PatternPlan(p, "literal_fallback", re.escape(p), error=_error_text(e)))
             continue
         if source != p:
             plans.append(PatternPlan(p, "regex_repaired", source, repaired=source))
@@ -185,26 +210,24 @@ class Matcher:
     ) -> None:
         if not patterns or any(not p for p in patterns):
             raise ToolError("invalid_pattern", "pattern must be a non-empty string", {})
-        import regex as re_mod
-
         self.patterns = list(patterns)
-        flags = re_mod.MULTILINE | re_mod.V0 | (re_mod.IGNORECASE if ignore_case else 0)
         self.plans = plan_patterns(
-            patterns, regex=regex, literal_fallback=literal_fallback, repair=repair, flags=flags
+            patterns, regex=regex, literal_fallback=literal_fallback, repair=repair, ignore_case=ignore_case
         )
         self.fell_back = any(pl.kind == "literal_fallback" for pl in self.plans)
         self._literals: list[bytes] | None = None
         self._regex: Any = None
-        plain = all(
-            pl.kind in ("literal", "literal_fallback") or not _META.search(pl.source) for pl in self.plans
-        )
-        if plain and not ignore_case:
-            # A regex with no metacharacters is a literal; bytes.find beats any regex engine.
-            self._literals = list(dict.fromkeys(pl.pattern.encode("utf-8") for pl in self.plans))
+        texts = [
+            pl.pattern if pl.kind in ("literal", "literal_fallback") else as_literal(pl.source)
+            for pl in self.plans
+        ]
+        if all(t is not None for t in texts) and not ignore_case:
+            # A regex that only spells out text is a literal; bytes.find beats any regex engine.
+            self._literals = list(dict.fromkeys(t.encode("utf-8") for t in texts if t is not None))
             return
         combined = "|".join(f"(?:{pl.source})" for pl in self.plans)
-        self._regex = _compile(combined, flags)
-        self._line_regex = _compile(f"(?:{combined})[^\n]*", flags)
+        self._regex = _compile(combined, ignore_case)
+        self._line_regex = _compile(f"(?:{combined})[^\n]*", ignore_case)
 
     @property
     def is_literal(self) -> bool:

@@ -118,3 +118,19 @@ def test_spans_are_relative_to_the_line() -> None:
     assert m.spans(data, hit.start, hit.end) == [(0, 2), (3, 5)]
     r = Matcher([r"a\w"], regex=True)
     assert r.spans(data, hit.start, hit.end) == [(0, 2), (3, 5)]
+
+
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [(r"frozenset\(", "frozenset("), (r"a\.b", "a.b"), (r"a\\b", "a\\b"), ("abc", "abc"),
+     (r"\w", None), ("a.b", None), (r"x\d", None), ("a\\", None), (r"\1", None), ("a|b", None)],
+)  # fmt: skip
+def test_regexes_that_only_spell_text_are_searched_as_literals(source: str, text: str | None) -> None:
+    from fermix_cli.core.match import as_literal
+
+    assert as_literal(source) == text
+    if text is not None:
+        data = f"x\n{text} y\nz {text}\n".encode()
+        fast = Matcher([source], regex=True)
+        assert fast.is_literal
+        assert [h.line for h in fast.lines(data)] == [2, 3]
