@@ -105,8 +105,7 @@ def measure(root: Any, deadline: float, max_nodes: int, max_depth: int) -> int:
             raise TreeTooComplex(f"more than {max_nodes} syntax nodes")
         if depth > max_depth:
             raise TreeTooComplex(f"syntax tree deeper than {max_depth}")
-        if count & 63 == 0:
-            check_deadline(deadline)
+        check_deadline(deadline)
         stack.extend((child, depth + 1) for child in node.children())
     return count
 

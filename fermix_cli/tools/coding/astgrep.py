@@ -567,6 +567,7 @@ TOOLS = specs(
         name="ast_grep",
         category="coding",
         policy_class="read_only",
+        owner_only=True,
         description=(
             "Syntax-aware search, read-only rewrite previews and symbol outlines, in-process (no CLI). "
             "search (default): `pattern` is ast-grep code with metavariables ($A, $$$ARGS); rows are "

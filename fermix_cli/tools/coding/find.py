@@ -235,6 +235,7 @@ TOOLS = specs(
         name="find",
         category="coding",
         policy_class="read_only",
+        owner_only=True,
         description=(
             "Fuzzy path discovery: rank files, directories or both below a directory by how well their "
             "paths match whitespace-separated query tokens (all must match; exact basenames first, then "
@@ -276,6 +277,7 @@ TOOLS = specs(
         name="list_files",
         category="coding",
         policy_class="read_only",
+        owner_only=True,
         description=(
             "List the direct children of one directory (default: the working directory), raw: no ignore "
             "files, no hidden-file filter, symlinks not followed. One name per line, sorted byte-wise; "

@@ -528,6 +528,7 @@ TOOLS = specs(
         name="grep",
         category="coding",
         policy_class="read_only",
+        owner_only=True,
         description=(
             "Search file contents in-process (no rg needed) for up to 8 OR-ed patterns. Each pattern is a "
             "case-sensitive regex after common bracket/brace repairs, matched literally if it still does "

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from search_fixture import FIXTURE, make_tree
 
+from fermix_cli.core.errors import ToolError
 from tests.conftest import Env
 
 
@@ -70,5 +72,19 @@ def test_tools_are_listed_in_the_coding_toolset(world: Env) -> None:
 
     for name in ("grep", "find", "list_files", "ast_grep"):
         spec = default_registry().get(name)
-        assert spec.toolsets == frozenset({"coding"}) and spec.policy_class == "read_only"
+        assert spec.toolsets == frozenset({"coding"}) and spec.policy_class == "read_only" and spec.owner_only
         assert spec.examples and spec.failure_modes and spec.render is not None
+
+
+def test_guests_cannot_search_or_list(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.py": "x = 1\n"})
+    for name, args in (
+        ("grep", {"patterns": ["x"]}),
+        ("find", {"query": "a"}),
+        ("list_files", {}),
+        ("ast_grep", {"pattern": "x = $A"}),
+    ):
+        with pytest.raises(ToolError) as e:
+            invoke(name, args, trust="guest")
+        assert e.value.code == "policy_denied", name
+        assert invoke(name, args)  # the owner may
