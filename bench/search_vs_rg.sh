@@ -35,7 +35,6 @@ RX='class \w+Error\('
 echo "matching lines: literal $(rg -F -c "$LIT" . | awk -F: '{s+=$2} END {print s}'), regex $(rg -c "$RX" . | awk -F: '{s+=$2} END {print s}')"
 
 hyperfine -N --warmup 2 --runs "${RUNS:-10}" --export-json "$WORK/search.json" "$@" \
-  -n "fermix startup (list_files, empty dir)" "$FX list_files --json '{\"path\":\"empty\"}'" \
   -n "rg literal" "rg -n -F '$LIT' ." \
   -n "fermix grep literal" "$FX grep --json '{\"patterns\":[\"$LIT\"]}'" \
   -n "fermix content_search literal" "$FX content_search --json '{\"pattern\":\"$LIT\",\"max_results\":1000}'" \
@@ -43,21 +42,51 @@ hyperfine -N --warmup 2 --runs "${RUNS:-10}" --export-json "$WORK/search.json" "
   -n "fermix grep regex" "$FX grep --json '{\"patterns\":[\"class \\\\w+Error\\\\(\"]}'" \
   -n "fermix content_search regex" "$FX content_search --json '{\"pattern\":\"class \\\\w+Error\\\\(\",\"regex\":true,\"max_results\":1000}'" \
   -n "fd util" "$FD -t f util" \
-  -n "fermix find util" "$FX find --json '{\"query\":\"util\"}'"
+  -n "fermix find util" "$FX find --json '{\"query\":\"util\"}'" \
+  -n "fermix startup (list_files, empty dir)" "$FX list_files --json '{\"path\":\"empty\"}'"
 
-"$PY" - "$WORK/search.json" <<'PY'
-import json, sys
-res = {r["command"]: r["median"] for r in json.load(open(sys.argv[1]))["results"]}
-floor = res["fermix startup (list_files, empty dir)"]
-def row(name, ref):
-    m = res[name]
-    r = res[ref]
-    print(f"{name:34s} {m*1000:8.1f} ms  {m/r:5.2f}x {ref:9s}  search work {max(m-floor,0)*1000:7.1f} ms ({max(m-floor,0)/r:4.2f}x)")
-print(f"{'fermix startup (list_files, empty dir)':34s} {floor*1000:8.1f} ms")
+# The same calls in-process (registry.invoke, median of 7 after one warm-up): the search work
+# without interpreter and import start-up (the fermix start-up row above is that cost on its own).
+"$PY" - "$WORK/search.json" "$LIT" "$RX" <<'PY'
+import json, statistics, sys, time
+from fermix_cli.core.context import ToolContext
+from fermix_cli.core.registry import default_registry
+from fermix_cli.core.walk import clear_listing_cache
+
+res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
+lit, rx = sys.argv[2], sys.argv[3]
+reg = default_registry()
+ctx = ToolContext.for_cli()
+calls = {
+    "fermix grep literal": ("grep", {"patterns": [lit]}),
+    "fermix content_search literal": ("content_search", {"pattern": lit, "max_results": 1000}),
+    "fermix grep regex": ("grep", {"patterns": [rx]}),
+    "fermix content_search regex": ("content_search", {"pattern": rx, "regex": True, "max_results": 1000}),
+    "fermix find util": ("find", {"query": "util"}),
+}
+inproc = {}
+for name, (tool, args) in calls.items():
+    reg.invoke(tool, args, ctx)
+    times = []
+    for _ in range(7):
+        clear_listing_cache()  # a CLI call starts cold; so does this one
+        t = time.perf_counter()
+        reg.invoke(tool, args, ctx)
+        times.append(time.perf_counter() - t)
+    inproc[name] = statistics.median(times)
+
+def ms(x):
+    return f"{x * 1000:7.1f} ms"
+
+print(f"\n{'command':38s} {'median (CLI)':>12s} {'ratio':>7s} {'in-process':>11s} {'ratio':>7s}")
+startup = res["fermix startup (list_files, empty dir)"]["median"]
+print(f"{'fermix startup (list_files, empty dir)':38s} {ms(startup):>12s}")
 for ref, names in (("rg literal", ["fermix grep literal", "fermix content_search literal"]),
                    ("rg regex", ["fermix grep regex", "fermix content_search regex"]),
                    ("fd util", ["fermix find util"])):
-    print(f"{ref:34s} {res[ref]*1000:8.1f} ms")
+    r = res[ref]["median"]
+    print(f"{ref:38s} {ms(r):>12s}")
     for n in names:
-        row(n, ref)
+        m = res[n]["median"]
+        print(f"{n:38s} {ms(m):>12s} {m / r:6.2f}x {ms(inproc[n]):>11s} {inproc[n] / r:6.2f}x")
 PY
