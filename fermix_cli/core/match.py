@@ -105,6 +105,74 @@ def as_literal(source: str) -> str | None:
     return "".join(out)
 
 
+def _literal_runs(source: str) -> list[str] | None:
+    """The top-level literal runs every match must contain, read conservatively, or None.
+
+    An alternation, inline flags, a backreference or an escape taking arguments give None. A
+    character followed by a quantifier is dropped from its run (it may repeat or vanish).
+    """
+    if "|" in source or any(f in source for f in ("(?i", "(?x", "(?s", "(?m")):
+        return None
+    runs: list[str] = []
+    run: list[str] = []
+    depth = 0
+    i = 0
+
+    def close() -> None:
+        if run:
+            runs.append("".join(run))
+            run.clear()
+
+    while i < len(source):
+        c = source[i]
+        if c == "\\":
+            nxt = source[i + 1 : i + 2]
+            if nxt.isdigit() or nxt in ("x", "u", "U", "N", "p", "P", "g", "k"):
+                return None
+            if nxt and not (nxt.isalnum() or nxt == "_") and nxt.isascii() and depth == 0:
+                run.append(nxt)
+            else:
+                close()
+            i += 2
+        elif c == "[":
+            close()
+            j = _class_end(source, i)
+            if j is None:
+                return None
+            i = j + 1
+        elif c in "*+?{":
+            if run:
+                run.pop()
+            close()
+            if c == "{":
+                m = _QUANTIFIER.match(source, i)
+                if m is None:
+                    return None
+                i = m.end()
+            else:
+                i += 1
+        elif c in "().^$":
+            close()
+            depth += 1 if c == "(" else -1 if c == ")" else 0
+            i += 1
+        else:
+            if depth == 0:
+                run.append(c)
+            i += 1
+    close()
+    return runs
+
+
+def required_literals(source: str) -> list[str]:
+    """Every text of 3+ characters that each match of the regex `source` must contain."""
+    return [r for r in dict.fromkeys(_literal_runs(source) or []) if len(r) >= 3]
+
+
+def required_literal(source: str) -> str | None:
+    """The longest of `required_literals`, or None."""
+    return max(required_literals(source), key=len, default=None)
+
+
 def repair_regex(pattern: str) -> str:
     """Escape what would not compile or would mean something else by accident.
 
@@ -217,6 +285,7 @@ class Matcher:
         self.fell_back = any(pl.kind == "literal_fallback" for pl in self.plans)
         self._literals: list[bytes] | None = None
         self._regex: Any = None
+        self._needed: list[bytes] = []
         texts = [
             pl.pattern if pl.kind in ("literal", "literal_fallback") else as_literal(pl.source)
             for pl in self.plans
@@ -225,6 +294,9 @@ class Matcher:
             # A regex that only spells out text is a literal; bytes.find beats any regex engine.
             self._literals = list(dict.fromkeys(t.encode("utf-8") for t in texts if t is not None))
             return
+        # A file without the texts every match needs is skipped before the regex engine runs.
+        if len(self.plans) == 1 and not ignore_case:
+            self._needed = [t.encode("utf-8") for t in required_literals(self.plans[0].source)]
         combined = "|".join(f"(?:{pl.source})" for pl in self.plans)
         self._regex = _compile(combined, ignore_case)
         self._line_regex = _compile(f"(?:{combined})[^\n]*", ignore_case)
@@ -237,7 +309,7 @@ class Matcher:
         """Each matching line once, in order."""
         if self._literals is not None:
             yield from self._literal_lines(data)
-        else:
+        elif all(t in data for t in self._needed):
             yield from self._regex_lines(data, deadline)
 
     def spans(
@@ -277,6 +349,8 @@ class Matcher:
         counted = 0
         last_end = -1
         size = len(data)
+        if size == 0:
+            return  # an empty file has no lines
         pos = 0
         while True:
             timeout = None

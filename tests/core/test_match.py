@@ -104,7 +104,7 @@ def test_regex_hits_equal_a_line_scan(text: str, pattern: str) -> None:
     data = text.encode()
     got = [h.line for h in Matcher([pattern], regex=True).lines(data)]
     rx = re.compile(pattern.encode())
-    lines = data.split(b"\n")
+    lines = data.split(b"\n") if data else []  # an empty file has no lines
     if lines and lines[-1] == b"" and len(lines) > 1:
         lines = lines[:-1]
     want = [i + 1 for i, ln in enumerate(lines) if rx.search(ln)]
@@ -134,3 +134,42 @@ def test_regexes_that_only_spell_text_are_searched_as_literals(source: str, text
         fast = Matcher([source], regex=True)
         assert fast.is_literal
         assert [h.line for h in fast.lines(data)] == [2, 3]
+
+
+@pytest.mark.parametrize(
+    ("source", "needed"),
+    [(r"class \w+Error\(", "class "), (r"def \w+_\w+\(self", "(self"), ("abc|def", None),
+     ("foo(bar)?baz", "foo"), ("abcd*", "abc"), ("(?i)hello", None), (r"(a)\1xyz", None),
+     (r"\d{3}-\d{4}", None), ("a{2}bcd", "bcd"), (r"\x41bcd", None), (r"import\s+os", "import")],
+)  # fmt: skip
+def test_required_literal(source: str, needed: str | None) -> None:
+    from fermix_cli.core.match import required_literal
+
+    assert required_literal(source) == needed
+
+
+PIECES = st.sampled_from(
+    ["ab", "abc", "x", r"\w+", r"\s", "[ab]", "(cd)?", "e*", "fgh", r"\(", ".", "{", "q{2}"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(PIECES, min_size=1, max_size=5).map("".join),
+    st.lists(st.text("abcdefghqx (_", max_size=12), max_size=6),
+)
+def test_a_required_literal_is_in_every_matching_line(source: str, lines: list[str]) -> None:
+    from fermix_cli.core.match import repair_regex, required_literal
+
+    source = repair_regex(source)
+    needed = required_literal(source)
+    rx = re.compile(source)
+    for line in lines:
+        if needed is not None and rx.search(line):
+            assert needed in line
+    data = "\n".join(lines).encode()
+    fast = [h.line for h in Matcher([source], regex=True).lines(data)]
+    seen = lines if data else []  # an empty file has no lines
+    if seen and seen[-1] == "" and len(seen) > 1:
+        seen = seen[:-1]  # nor is there a line after a final newline
+    assert fast == [i + 1 for i, ln in enumerate(seen) if rx.search(ln)]
