@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.match import Matcher, is_binary, repair_regex
+from fermix_cli.core.match import Matcher, as_literal, is_binary, repair_regex, required_literal
 
 
 @pytest.mark.parametrize(
@@ -126,8 +126,6 @@ def test_spans_are_relative_to_the_line() -> None:
      (r"\w", None), ("a.b", None), (r"x\d", None), ("a\\", None), (r"\1", None), ("a|b", None)],
 )  # fmt: skip
 def test_regexes_that_only_spell_text_are_searched_as_literals(source: str, text: str | None) -> None:
-    from fermix_cli.core.match import as_literal
-
     assert as_literal(source) == text
     if text is not None:
         data = f"x\n{text} y\nz {text}\n".encode()
@@ -143,8 +141,6 @@ def test_regexes_that_only_spell_text_are_searched_as_literals(source: str, text
      (r"\d{3}-\d{4}", None), ("a{2}bcd", "bcd"), (r"\x41bcd", None), (r"import\s+os", "import")],
 )  # fmt: skip
 def test_required_literal(source: str, needed: str | None) -> None:
-    from fermix_cli.core.match import required_literal
-
     assert required_literal(source) == needed
 
 
@@ -159,8 +155,6 @@ PIECES = st.sampled_from(
     st.lists(st.text("abcdefghqx (_", max_size=12), max_size=6),
 )
 def test_a_required_literal_is_in_every_matching_line(source: str, lines: list[str]) -> None:
-    from fermix_cli.core.match import repair_regex, required_literal
-
     source = repair_regex(source)
     needed = required_literal(source)
     rx = re.compile(source)

@@ -9,36 +9,26 @@ files, bytes, time and output are all bounded. Nothing is ever written, and no p
 from __future__ import annotations
 
 import os
-import re
 import time
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ...core.codingpaths import display_path, resolve_source
+from ...core.codingpaths import resolve_source
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.fsops import FileReader
-from ...core.p4ignore import resolve_p4
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ...core.walk import WalkOptions, WalkStats, walk
 from . import ast_lang
-from .ast_lang import DeadlinePassed, TreeTooComplex, library_error
+from .ast_lang import DeadlinePassed
+from .ast_search import search
+from .ast_work import Output, Work, common_result, load_tree, notes, with_notes, work_files
 from .outline import OutlineOptions, check_filter_size, compile_name, entry, parse_types, selected, symbols
 
 PATTERN_MAX_BYTES = 4096
-FILE_MAX_BYTES = 256 * 1024
-MAX_FILES = 10_000
-CALL_BYTES_CAP = 128 * 1024 * 1024
 DEADLINE_S = 30.0
-OUTPUT_CAP = 65_536
 DEFAULT_LIMIT, MAX_LIMIT = 100, 500
-REPLACEMENT_CAP = 1024 * 1024
-NOTES_RESERVE = 1024
-SKIPPED_LISTED = 20
 OUTLINE_ONLY = ("items", "view", "name", "symbol_type", "pub_members")
 
 
@@ -148,292 +138,6 @@ def _check_mode(p: AstGrepParams, op: str) -> None:
             )
 
 
-# ----- the work set --------------------------------------------------------------------------
-
-
-@dataclass
-class Work:
-    """Counters shared by search and outline."""
-
-    deadline: float
-    files_scanned: int = 0
-    bytes_read: int = 0
-    unsupported: int = 0
-    skipped: Counter[str] = field(default_factory=Counter)
-    skipped_files: list[dict[str, str]] = field(default_factory=list)
-    stop: str | None = None  # file_cap | byte_cap | deadline
-    languages: set[str] = field(default_factory=set)
-
-    def skip(self, path: str, reason: str) -> None:
-        self.skipped[reason] += 1
-        if len(self.skipped_files) < SKIPPED_LISTED:
-            self.skipped_files.append({"path": path, "reason": reason})
-
-
-def _files(
-    ctx: ToolContext, root: str, cwd: str, language: str | None, outline: bool, work: Work
-) -> Iterator[tuple[str, str, str]]:
-    """(shown path, canonical path, language) of each file to parse."""
-    wanted = ast_lang.OUTLINE_LANGUAGES if outline else ast_lang.LANGUAGES
-    if not os.path.isdir(root):
-        lang = language or ast_lang.language_for_path(root)
-        if lang is None:
-            raise ToolError(
-                "invalid_language",
-                f"Cannot tell the language of {display_path(root, cwd)} from its extension; pass language",
-                {"path": root},
-            )
-        if lang not in wanted:
-            raise ToolError(
-                "invalid_language",
-                f"outline supports {', '.join(sorted(wanted))}; {display_path(root, cwd)} is {lang}",
-                {"language": lang},
-            )
-        yield display_path(root, cwd), root, lang
-        return
-    stats = WalkStats()
-    opts = WalkOptions(
-        hidden=False,
-        perforce=resolve_p4(root, home=ctx.os_home),
-        max_entries=10**9,
-        deadline=work.deadline,
-        want_size=False,
-    )
-    for e in walk(root, ctx.sandbox, opts, stats):
-        lang = ast_lang.language_for_path(e.rel)
-        if lang is None or lang not in wanted or (language is not None and lang != language):
-            work.unsupported += 1
-            continue
-        yield display_path(e.path, cwd), e.canonical, lang
-    if stats.stopped == "deadline":
-        work.stop = work.stop or "deadline"
-
-
-def _load(reader: FileReader, shown: str, canonical: str, lang: str, work: Work) -> Any:
-    """The parsed root of one file, or None when it is skipped (counted) or a budget stops the scan."""
-    if work.files_scanned >= MAX_FILES:
-        work.stop = "file_cap"
-        return None
-    if work.bytes_read >= CALL_BYTES_CAP:
-        work.stop = "byte_cap"
-        return None
-    ast_lang.check_deadline(work.deadline)
-    try:
-        data, longer = reader.read(canonical, min(FILE_MAX_BYTES, CALL_BYTES_CAP - work.bytes_read))
-    except (OSError, ToolError):
-        work.skip(shown, "unreadable")
-        return None
-    work.files_scanned += 1
-    work.bytes_read += len(data)
-    if longer:
-        if work.bytes_read >= CALL_BYTES_CAP and len(data) < FILE_MAX_BYTES:
-            work.stop = "byte_cap"
-        work.skip(shown, "too_large")
-        return None
-    try:
-        source = data.decode("utf-8")
-    except UnicodeDecodeError:
-        work.skip(shown, "invalid_utf8")
-        return None
-    if "\x00" in source:
-        work.skip(shown, "binary")
-        return None
-    try:
-        parsed = ast_lang.parse(source, lang, work.deadline)
-    except TreeTooComplex:
-        work.skip(shown, "too_complex")
-        return None
-    work.languages.add(lang)
-    return source, parsed.root
-
-
-# ----- search ----------------------------------------------------------------------------------
-
-_METAVAR = re.compile(r"\$\$\$([A-Z_][A-Z0-9_]*)|\$\$?([A-Z_][A-Z0-9_]*)")
-
-
-def expand_rewrite(rewrite: str, node: Any, source: str) -> str | None:
-    """The rewrite with `$A` / `$$$ARGS` filled in from the match, or None past the 1 MiB estimate."""
-    pieces: list[tuple[int, int, str]] = []
-    estimate = len(rewrite.encode("utf-8"))
-    for m in _METAVAR.finditer(rewrite):
-        if m.group(1):
-            nodes = node.get_multiple_matches(m.group(1))
-            text = source[nodes[0].range().start.index : nodes[-1].range().end.index] if nodes else ""
-        else:
-            got = node.get_match(m.group(2))
-            text = got.text() if got is not None else m.group(0)
-        estimate += len(text) * 4
-        if estimate > REPLACEMENT_CAP:
-            return None
-        pieces.append((m.start(), m.end(), text))
-    out, pos = [], 0
-    for s, e, text in pieces:
-        out += [rewrite[pos:s], text]
-        pos = e
-    out.append(rewrite[pos:])
-    return "".join(out)
-
-
-class ByteOffsets:
-    """Character index → UTF-8 byte offset for one source text."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.ascii = source.isascii()
-        self._marks: list[int] = []
-
-    def __call__(self, index: int) -> int:
-        if self.ascii:
-            return index
-        step = 4096
-        while len(self._marks) * step <= index:
-            i = len(self._marks) * step
-            prev = self._marks[-1] if self._marks else 0
-            self._marks.append(prev + (len(self.source[i - step : i].encode("utf-8")) if i else 0))
-        base = (index // step) * step
-        return self._marks[index // step] + len(self.source[base:index].encode("utf-8"))
-
-
-@dataclass
-class Output:
-    limit: int
-    lines: list[str] = field(default_factory=list)
-    size: int = 0
-    truncated: bool = False
-
-    def fits(self, rows: list[str]) -> int:
-        """How many of `rows` can be added under the line limit and the byte cap."""
-        n, size = 0, self.size
-        for row in rows:
-            size += len(row.encode("utf-8")) + 1
-            if len(self.lines) + n >= self.limit or size > OUTPUT_CAP - NOTES_RESERVE:
-                break
-            n += 1
-        return n
-
-    def add(self, rows: list[str]) -> bool:
-        """Add rows (a record cut at the boundary if need be); False once output is full."""
-        n = self.fits(rows)
-        for row in rows[:n]:
-            self.lines.append(row)
-            self.size += len(row.encode("utf-8")) + 1
-        if n < len(rows):
-            self.truncated = True
-            return False
-        return True
-
-
-def _strip_cr(s: str) -> str:
-    return s[:-1] if s.endswith("\r") else s
-
-
-def _search(
-    p: AstGrepParams, work: Work, files: Iterator[tuple[str, str, str]], limit: int, strict: str | None
-) -> dict[str, Any]:
-    pattern = p.pattern or ""
-    out = Output(limit)
-    pattern_errors: dict[str, str] = {}
-    compiled: dict[str, bool] = {}
-    matches: list[dict[str, Any]] = []
-    files_matched = skipped_replacements = 0
-    reader = FileReader()
-    try:
-        for shown, canonical, lang in files:
-            if lang not in compiled:
-                err = ast_lang.compile_pattern(pattern, lang, work.deadline)
-                compiled[lang] = err is None
-                if err is not None:
-                    pattern_errors[lang] = err
-            if not compiled[lang]:
-                continue
-            loaded = _load(reader, shown, canonical, lang, work)
-            if loaded is None:
-                if work.stop:
-                    break
-                continue
-            source, root = loaded
-            try:
-                nodes = root.root().find_all(pattern=pattern)
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except BaseException as e:
-                pattern_errors[lang] = library_error(e)
-                continue
-            ast_lang.check_deadline(work.deadline)
-            if not nodes:
-                continue
-            files_matched += 1
-            lines = source.split("\n")
-            offsets = ByteOffsets(source)
-            for node in nodes:
-                r = node.range()
-                row_line = r.start.line + 1
-                record: dict[str, Any] = {
-                    "path": shown, "line": row_line, "column": r.start.column + 1,
-                    "end_line": r.end.line + 1, "end_column": r.end.column + 1,
-                    "byte_start": offsets(r.start.index), "byte_end": offsets(r.end.index),
-                    "text": _strip_cr(lines[r.start.line]),
-                }  # fmt: skip
-                if p.rewrite is None:
-                    rows = [f"{shown}:{row_line}:{record['text']}"]
-                else:
-                    replacement = expand_rewrite(p.rewrite, node, source)
-                    if replacement is None:
-                        skipped_replacements += 1
-                        continue
-                    record["replacement"] = replacement
-                    rows = _preview(shown, lines, r, replacement, record)
-                before = len(out.lines)
-                whole = len(out.lines) < out.limit and out.add(rows)
-                if len(out.lines) > before:
-                    matches.append(record if whole else {**record, "preview_cut": True})
-                if not whole:
-                    out.truncated = True
-                    break
-            if out.truncated:
-                break
-    except DeadlinePassed:
-        work.stop = "deadline"
-    finally:
-        reader.close()
-    if strict is not None and strict in pattern_errors:
-        raise ToolError(
-            "invalid_pattern",
-            f"pattern does not compile for {strict}: {pattern_errors[strict]}",
-            {"language": strict, "error": pattern_errors[strict]},
-        )
-    result = _common(work, out, "search")
-    partial = result["partial"] or bool(pattern_errors) or skipped_replacements > 0
-    result.update(
-        matches=matches,
-        files_matched=files_matched,
-        pattern_errors=pattern_errors,
-        replacements_skipped=skipped_replacements,
-        partial=partial,
-    )
-    body = "\n".join(out.lines) if out.lines else "[no matches]"
-    result["output"] = _with_notes(body, _notes(result))
-    return result
-
-
-def _preview(shown: str, lines: list[str], r: Any, replacement: str, record: dict[str, Any]) -> list[str]:
-    """`@@ path:line bytes[s:e] @@`, then `-` source lines and `+` the same lines with the match replaced."""
-    first, last = r.start.line, r.end.line
-    if last > first and r.end.column == 0:
-        last -= 1  # the match ends exactly at a line break
-    old = [_strip_cr(s) for s in lines[first : last + 1]]
-    head = lines[first][: r.start.column]
-    tail_line = lines[r.end.line] if r.end.line < len(lines) else ""
-    tail = tail_line[r.end.column :] if r.end.line == last else ""
-    new = (head + replacement + _strip_cr(tail)).split("\n")
-    return [
-        f"@@ {shown}:{record['line']} bytes[{record['byte_start']}:{record['byte_end']}] @@",
-        *("-" + s for s in old),
-        *("+" + _strip_cr(s) for s in new),
-    ]
-
-
 # ----- outline ---------------------------------------------------------------------------------
 
 
@@ -454,7 +158,7 @@ def _outline(
     reader = FileReader()
     try:
         for shown, canonical, lang in files:
-            loaded = _load(reader, shown, canonical, lang, work)
+            loaded = load_tree(reader, shown, canonical, lang, work)
             if loaded is None:
                 if work.stop:
                     break
@@ -477,56 +181,11 @@ def _outline(
         work.stop = "deadline"
     finally:
         reader.close()
-    result = _common(work, out, "outline")
+    result = common_result(work, out, "outline")
     result.update(symbols=entries, symbols_returned=len(entries), items=opts.items, view=opts.view)
     body = "\n".join(out.lines) if out.lines else "[no symbols]"
-    result["output"] = _with_notes(body, _notes(result))
+    result["output"] = with_notes(body, notes(result))
     return result
-
-
-# ----- results ---------------------------------------------------------------------------------
-
-
-def _common(work: Work, out: Output, op: str) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "operation": op,
-        "returned": len(out.lines),
-        "limit": out.limit,
-        "truncated": out.truncated or work.stop in ("file_cap", "byte_cap"),
-        "partial": work.stop is not None or sum(work.skipped.values()) > 0,
-        "timed_out": work.stop == "deadline",
-        "scan_stop": work.stop,
-        "files_scanned": work.files_scanned,
-        "bytes_read": work.bytes_read,
-        "files_skipped": sum(work.skipped.values()),
-        "skip_reasons": dict(work.skipped),
-        "skipped_files": work.skipped_files,
-        "files_unsupported": work.unsupported,
-        "languages": sorted(work.languages),
-    }
-    return result
-
-
-def _notes(result: dict[str, Any]) -> list[str]:
-    notes = []
-    if result.get("truncated"):
-        notes.append(f"[truncated at {result['limit']} lines or 64 KiB; narrow path or raise limit]")
-    if result.get("files_skipped"):
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result["skip_reasons"].items()))
-        notes.append(f"[{result['files_skipped']} files skipped ({reasons})]")
-    for lang, err in sorted(result.get("pattern_errors", {}).items()):
-        notes.append(f"[pattern does not compile for {lang}: {err}]")
-    if result.get("timed_out"):
-        notes.append("[stopped at the 30 s deadline; results are partial]")
-    elif result.get("scan_stop") in ("file_cap", "byte_cap"):
-        notes.append("[stopped at the 10,000-file / 128 MiB limit; results are partial]")
-    return notes
-
-
-def _with_notes(text: str, notes: list[str]) -> str:
-    if not notes:
-        return text
-    return f"{text}\n\n" + "\n".join(notes) if text else "\n".join(notes)
 
 
 def ast_grep(p: AstGrepParams, ctx: ToolContext) -> dict[str, Any]:
@@ -552,9 +211,9 @@ def ast_grep(p: AstGrepParams, ctx: ToolContext) -> dict[str, Any]:
                 f"pattern does not compile for {language}: {err}",
                 {"language": language, "error": err},
             )
-    files = _files(ctx, target.path, target.cwd, language, op == "outline", work)
+    files = work_files(ctx, target.path, target.cwd, language, op == "outline", work)
     if op == "search":
-        return _search(p, work, files, limit, language)
+        return search(p, work, files, limit, language)
     return _outline(p, work, files, limit)
 
 

@@ -18,23 +18,19 @@ from pydantic import Field
 from ...core.codingpaths import display_path, resolve_source
 from ...core.context import ToolContext
 from ...core.errors import ToolError
-from ...core.fsops import FileReader
-from ...core.match import LineHit, Matcher, MatchTimeout, is_binary
+from ...core.match import LineHit, Matcher
 from ...core.p4ignore import resolve_p4
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.walk import ALWAYS_SKIP, WalkOptions, WalkStats, walk
 from .grep_print import Block, Hit, render_ranked, render_raw
 from .grep_rank import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
+from .grep_scan import CALL_BYTES_CAP, FILE_CAP, MAX_FILES, ScanStats, Searcher, context_rows, line_str
 
 MAX_PATTERNS = 8
 MAX_PATTERN_BYTES = 1024
-FILE_CAP = 4 * 1024 * 1024
-CALL_BYTES_CAP = 128 * 1024 * 1024
-MAX_FILES = 10_000
 DEADLINE_S = 10.0
 OUTPUT_CAP = 65_536
 FOOTER_RESERVE = 512
-BINARY_PROBE = 8192
 DEFAULT_LIMIT, MAX_LIMIT = 50, 500
 MAX_CONTEXT = 20
 SKIP_DIRS = ALWAYS_SKIP | {"target"}
@@ -77,20 +73,6 @@ class GrepParams(Params):
 
 
 @dataclass
-class ScanStats:
-    files_scanned: int = 0
-    files_matched: int = 0
-    bytes_scanned: int = 0
-    files_truncated: int = 0
-    binary: int = 0
-    invalid_utf8: int = 0
-    special: int = 0
-    unreadable: int = 0
-    recovery_skips: int = 0
-    stop: str | None = None  # file_cap | byte_cap | deadline | lookahead
-
-
-@dataclass
 class FileResult:
     path: str
     hits: int
@@ -111,109 +93,6 @@ def _validate_patterns(patterns: list[str]) -> None:
                 f"patterns[{i}] is {len(p.encode('utf-8'))} bytes; patterns are limited to {MAX_PATTERN_BYTES}",
                 {"index": i},
             )
-
-
-def _text(data: bytes, start: int, end: int) -> str:
-    text = data[start:end].decode("utf-8", "replace")
-    return text[:-1] if text.endswith("\r") else text
-
-
-def context_rows(data: bytes, hit: LineHit, n: int) -> tuple[tuple[int, str], ...]:
-    """Up to `n` lines before and after a hit, as (line, text)."""
-    if n <= 0:
-        return ()
-    before: list[tuple[int, str]] = []
-    pos, line = hit.start, hit.line
-    while len(before) < n and pos > 0:
-        prev_start = data.rfind(b"\n", 0, pos - 1) + 1
-        line -= 1
-        before.append((line, _text(data, prev_start, pos - 1)))
-        pos = prev_start
-    before.reverse()
-    after: list[tuple[int, str]] = []
-    pos, line, size = hit.end, hit.line, len(data)
-    while len(after) < n and pos < size - 1:
-        nxt = data.find(b"\n", pos + 1)
-        if nxt == -1:
-            nxt = size
-        line += 1
-        after.append((line, _text(data, pos + 1, nxt)))
-        pos = nxt
-    return (*before, *after)
-
-
-def _valid_utf8(data: bytes) -> bool:
-    if data.isascii():
-        return True
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-class Searcher:
-    """Reads candidate files within the per-file, per-call, file-count and time budgets."""
-
-    def __init__(self, matcher: Matcher, deadline: float) -> None:
-        self.matcher = matcher
-        self.deadline = deadline
-        self.stats = ScanStats()
-        self.reader = FileReader()
-
-    def load(self, path: str) -> bytes | None:
-        """The searchable bytes of a file, or None (skipped, counted). Sets `stats.stop` on a budget."""
-        s = self.stats
-        if s.files_scanned >= MAX_FILES:
-            s.stop = "file_cap"
-            return None
-        room = CALL_BYTES_CAP - s.bytes_scanned
-        if room <= 0:
-            s.stop = "byte_cap"
-            return None
-        if time.monotonic() > self.deadline:
-            s.stop = "deadline"
-            return None
-        try:
-            data, longer = self.reader.read(path, min(FILE_CAP, room))
-        except FileNotFoundError:
-            s.recovery_skips += 1
-            return None
-        except IsADirectoryError:
-            s.special += 1
-            return None
-        except ToolError as e:
-            if e.details.get("path") == path and "regular" in e.message:
-                s.special += 1
-            else:
-                s.recovery_skips += 1  # the path changed under us (a symlink appeared)
-            return None
-        except OSError:
-            s.unreadable += 1
-            return None
-        s.files_scanned += 1
-        s.bytes_scanned += len(data)
-        if is_binary(data, BINARY_PROBE):
-            s.binary += 1
-            return None
-        if longer:
-            s.files_truncated += 1
-            if room < FILE_CAP:
-                s.stop = "byte_cap"
-            data = data[: data.rfind(b"\n") + 1]  # drop the trailing partial line
-        return data
-
-    def hits(self, data: bytes) -> list[LineHit] | None:
-        """Matching lines of a loaded buffer; None when the file turns out not to be UTF-8 text."""
-        try:
-            found = list(self.matcher.lines(data, self.deadline))
-        except MatchTimeout:
-            self.stats.stop = "deadline"
-            return []
-        if found and not _valid_utf8(data):
-            self.stats.invalid_utf8 += 1
-            return None
-        return found
 
 
 def _targets(ctx: ToolContext, root: str, walk_stats: WalkStats, deadline: float) -> Any:
@@ -287,7 +166,7 @@ def _rank_file(path: str, data: bytes, found: list[LineHit], matcher: Matcher, n
     for k in kept:
         labels[k.line] = fh.labels[k.line]
     hits = [
-        Hit(h.line, fh.labels[h.line], _text(data, h.start, h.end), context_rows(data, h, n_ctx))
+        Hit(h.line, fh.labels[h.line], line_str(data, h.start, h.end), context_rows(data, h, n_ctx))
         for h in kept
     ]
     return FileResult(path, fh.hits, fh.best_rank(), hits, labels)
@@ -372,7 +251,9 @@ def _scan_raw(
                     continue
                 if seen >= offset:
                     page.append(
-                        Hit(hit.line, None, _text(data, hit.start, hit.end), context_rows(data, hit, n_ctx))
+                        Hit(
+                            hit.line, None, line_str(data, hit.start, hit.end), context_rows(data, hit, n_ctx)
+                        )
                     )
                     last_page_line = hit.line
                 labels[hit.line] = None

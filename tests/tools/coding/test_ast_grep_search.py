@@ -9,7 +9,7 @@ import pytest
 from search_fixture import make_tree
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.tools.coding import ast_lang
+from fermix_cli.tools.coding import ast_lang, ast_search, ast_work
 from fermix_cli.tools.coding import astgrep as ag
 from tests.conftest import Env
 
@@ -92,7 +92,7 @@ def test_metavariables_in_rewrites(world: Env, invoke) -> None:
 
 
 def test_replacement_estimate_cap(world: Env, invoke, monkeypatch) -> None:
-    monkeypatch.setattr(ag, "REPLACEMENT_CAP", 50)
+    monkeypatch.setattr(ast_search, "REPLACEMENT_CAP", 50)
     make_tree(world.project, {"m.py": "f(" + "x" * 40 + ")\nf(y)\n"})
     r = invoke("ast_grep", {"pattern": "f($A)", "rewrite": "g($A)"})
     assert r["replacements_skipped"] == 1 and r["partial"] is True
@@ -215,12 +215,12 @@ def test_pattern_node_limit(world: Env, invoke) -> None:
 
 def test_file_and_byte_caps(world: Env, invoke, monkeypatch) -> None:
     make_tree(world.project, {f"f{i}.py": "x = 1\n" for i in range(5)})
-    monkeypatch.setattr(ag, "MAX_FILES", 2)
+    monkeypatch.setattr(ast_work, "MAX_FILES", 2)
     r = invoke("ast_grep", {"pattern": "x = 1"})
     assert r["files_scanned"] == 2 and r["scan_stop"] == "file_cap" and r["partial"] is True
     assert r["truncated"] is True and r["returned"] == 2
-    monkeypatch.setattr(ag, "MAX_FILES", 10_000)
-    monkeypatch.setattr(ag, "CALL_BYTES_CAP", 15)
+    monkeypatch.setattr(ast_work, "MAX_FILES", 10_000)
+    monkeypatch.setattr(ast_work, "CALL_BYTES_CAP", 15)
     r = invoke("ast_grep", {"pattern": "x = 1"})
     assert r["scan_stop"] == "byte_cap" and r["bytes_read"] <= 15
 

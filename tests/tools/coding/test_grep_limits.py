@@ -9,6 +9,7 @@ from search_fixture import FIXTURE, make_tree
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding import grep as grep_mod
+from fermix_cli.tools.coding import grep_scan
 from tests.conftest import Env
 
 
@@ -208,17 +209,17 @@ def test_binary_and_invalid_utf8_files_are_skipped_and_counted(world: Env, invok
 
 def test_files_are_read_up_to_4_mib_and_the_partial_line_is_dropped(world: Env, invoke) -> None:
     line = b"x" * 99 + b"\n"
-    full_lines = grep_mod.FILE_CAP // 100  # 41,943 whole lines fit, then 4 bytes of the next
+    full_lines = grep_scan.FILE_CAP // 100  # 41,943 whole lines fit, then 4 bytes of the next
     data = line * (full_lines - 1) + b"needle" + b"x" * 93 + b"\n" + b"needle at the cut\n" + line * 5
     (world.project / "big.txt").write_bytes(data)
     r = invoke("grep", {"patterns": ["needle"], "mode": "raw"})
     assert r["returned"] == 1 and r["hits"][0]["line"] == full_lines
-    assert r["files_truncated"] == 1 and r["bytes_scanned"] == grep_mod.FILE_CAP
+    assert r["files_truncated"] == 1 and r["bytes_scanned"] == grep_scan.FILE_CAP
     assert r["truncated"] is False  # a file cut at 4 MiB is reported in files_truncated
 
 
 def test_call_byte_cap_stops_the_scan(world: Env, invoke, monkeypatch) -> None:
-    monkeypatch.setattr(grep_mod, "CALL_BYTES_CAP", 1000)
+    monkeypatch.setattr(grep_scan, "CALL_BYTES_CAP", 1000)
     make_tree(world.project, {f"f{i}.txt": "hit\n" + "y" * 395 + "\n" for i in range(5)})
     r = invoke("grep", {"patterns": ["hit"]})
     assert r["scan_complete"] is False and r["scan_stop"] == "byte_cap"
@@ -231,7 +232,7 @@ def test_call_byte_cap_stops_the_scan(world: Env, invoke, monkeypatch) -> None:
 
 
 def test_file_cap_stops_the_scan(world: Env, invoke, monkeypatch) -> None:
-    monkeypatch.setattr(grep_mod, "MAX_FILES", 3)
+    monkeypatch.setattr(grep_scan, "MAX_FILES", 3)
     make_tree(world.project, {f"f{i}.txt": "hit\n" for i in range(5)})
     r = invoke("grep", {"patterns": ["hit"], "mode": "raw"})
     assert r["files_scanned"] == 3 and r["scan_stop"] == "file_cap"
