@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.match import Matcher, as_literal, is_binary, repair_regex, required_literal
+from fermix_cli.core.match import Matcher, is_binary
+from fermix_cli.core.regexsource import as_literal, repair_regex, required_literal
 
 
 @pytest.mark.parametrize(
