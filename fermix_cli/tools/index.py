@@ -30,6 +30,10 @@ TOOL_MODULES: dict[str, str] = {
     "git_read": "fermix_cli.tools.git",
     "git_write": "fermix_cli.tools.git",
     "request_directory_access": "fermix_cli.tools.access",
+    "grep": "fermix_cli.tools.coding.grep",
+    "find": "fermix_cli.tools.coding.find",
+    "list_files": "fermix_cli.tools.coding.find",
+    "ast_grep": "fermix_cli.tools.coding.astgrep",
 }
 
 # Names a toolset accepts for another tool. Registry names are unique, so the coding contract's
