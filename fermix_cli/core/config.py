@@ -287,6 +287,7 @@ def read_raw(path: Path) -> dict[str, Any]:
 
 
 def load_config(path: Path) -> Config:
+    """Read and validate config.toml (fermix_cli.core.configcache caches the result per process call)."""
     return validate_config(read_raw(path), str(path))
 
 

@@ -79,9 +79,9 @@ class ToolContext:
     @property
     def config(self) -> Config:
         if self._config is None:
-            from .config import load_config
+            from .configcache import load_config_cached
 
-            self._config = load_config(self.paths.config_file)
+            self._config = load_config_cached(self.paths.config_file, self.paths.run_dir)
         return self._config
 
     def reload_config(self) -> None:

@@ -10,12 +10,14 @@ import contextlib
 import os
 import posixpath
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from .config import SandboxConfig
 from .errors import ToolError
 from .pathcanon import canonicalize, is_inside
 from .paths import FermixPaths
+
+if TYPE_CHECKING:
+    from .config import SandboxConfig
 
 Mode = Literal["strict", "standard", "open"]
 

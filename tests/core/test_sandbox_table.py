@@ -59,12 +59,13 @@ def build_layout(world: Env, config: str = "") -> None:
 
 
 def snapshot(root: Path, world: Env) -> dict[str, Any]:
-    """Every path under root with its type, mode and content hash, minus fermix's own traces and logs."""
+    """Every path under root with its type, mode and content hash, minus fermix's own traces, logs, caches."""
     out: dict[str, Any] = {}
     skip = (
         str(world.fermix_home / "traces"),
         str(world.fermix_home / "logs"),
         str(world.fermix_home / "workspace"),
+        str(world.fermix_home / "run"),
     )
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:

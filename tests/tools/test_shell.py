@@ -61,10 +61,10 @@ def fake_sh(world: Env) -> tuple[dict[str, str], Path]:
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
-    """Every file and directory under `root` except fermix's own traces and logs."""
+    """Every file and directory under `root` except fermix's own traces, logs and caches (run/)."""
     out: dict[str, tuple[int, int, int]] = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d not in ("traces", "logs")]
+        dirnames[:] = [d for d in dirnames if d not in ("traces", "logs", "run")]
         for name in dirnames + filenames:
             p = os.path.join(dirpath, name)
             st = os.lstat(p)
@@ -328,7 +328,7 @@ def test_hardline_refuses_before_anything_starts(world: Env, fake_sh) -> None:
     commands = [
         a.replace("@HOME@", str(world.home)).replace("@FERMIX_HOME@", str(world.fermix_home)) for a in ATTACKS
     ]
-    for d in ("logs", "traces"):  # fermix's own bookkeeping may be written; nothing else may change
+    for d in ("logs", "traces", "run"):  # fermix's own bookkeeping may be written; nothing else may change
         (world.fermix_home / d).mkdir(parents=True, exist_ok=True)
     before = snapshot(world.root)
     lines = "".join(json.dumps({"command": c}) + "\n" for c in commands)
