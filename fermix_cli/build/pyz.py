@@ -18,6 +18,7 @@ class PyzSpec:
     interpreter: str = "/usr/bin/env python3"
     cache_root: str = "~/.cache/fermix/pyz"
     compressed: bool = True
+    compile_pyc: bool = True
     reproducible: bool = True
     requirements: tuple[str, ...] = (".",)
     pip_args: tuple[str, ...] = field(default_factory=tuple)
@@ -29,7 +30,15 @@ def load_spec(path: Path) -> PyzSpec:
         doc: dict[str, Any] = tomllib.load(f)
     pyz = dict(doc.get("pyz", {}))
     pip = pyz.pop("pip", {})
-    allowed = {"output", "entry_point", "interpreter", "cache_root", "compressed", "reproducible"}
+    allowed = {
+        "output",
+        "entry_point",
+        "interpreter",
+        "cache_root",
+        "compressed",
+        "compile_pyc",
+        "reproducible",
+    }
     unknown = sorted(set(pyz) - allowed) + sorted(f"pip.{k}" for k in set(pip) - {"requirements", "args"})
     if unknown or set(doc) - {"pyz"}:
         raise SystemExit(f"{path}: unknown keys: {', '.join(unknown or sorted(set(doc) - {'pyz'}))}")
@@ -57,6 +66,8 @@ def shiv_command(spec: PyzSpec, repo: Path, output: Path) -> list[str]:
     ]
     if spec.reproducible:
         cmd.append("--reproducible")
+    if spec.compile_pyc:
+        cmd.append("--compile-pyc")
     reqs = [str(repo) if r == "." else r for r in spec.requirements]
     return [*cmd, *spec.pip_args, *reqs]
 

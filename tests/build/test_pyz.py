@@ -22,6 +22,7 @@ def test_spec_drives_the_shiv_command() -> None:
     assert cmd[cmd.index("--root") + 1] == "~/.cache/fermix/pyz"
     assert cmd[cmd.index("--entry-point") + 1] == "fermix_cli.__main__:main"
     assert cmd[cmd.index("--python") + 1] == "/usr/bin/env python3"
+    assert "--compile-pyc" in cmd and "--reproducible" in cmd
     assert str(REPO) == cmd[-1]
 
 
@@ -84,6 +85,8 @@ def test_pyz_runs_a_real_tool_call_from_an_empty_venv(pyz: Path, empty_venv: Pat
     extracted = sorted(p.name for p in cache.iterdir() if p.is_dir())
     assert len(extracted) == 1 and extracted[0].startswith("fermix.pyz_")
     stamp = (cache / extracted[0]).stat().st_mtime_ns
+    # Byte-compiled while extracting, so later runs never compile source.
+    assert any((cache / extracted[0] / "site-packages" / "fermix_cli").rglob("*.pyc"))
 
     r = _run(pyz, empty_venv, home, "tool", "file_read", "--path", "hello.txt")
     assert r.returncode == 0, r.stderr
