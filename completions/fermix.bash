@@ -17,7 +17,7 @@ _fermix_paths() {
 _fermix_node() {
     case "$1" in
         '')
-            _fx_subs='completions config doctor grant mcp revoke sandbox state tool'
+            _fx_subs='completions config doctor grant mcp memory revoke sandbox state tool'
             _fx_opts='--cwd -h --help --home --session --trust --version'
             _fx_valopts='--cwd --home --session --trust' ;;
         'completions')
@@ -68,6 +68,26 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
+        'memory')
+            _fx_subs='forget list restore search'
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'memory forget')
+            _fx_subs=''
+            _fx_opts='-h --help --json --reason'
+            _fx_valopts='--reason' ;;
+        'memory list')
+            _fx_subs=''
+            _fx_opts='--archived --category -h --help --json --limit --scope'
+            _fx_valopts='--category --limit --scope' ;;
+        'memory restore')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'memory search')
+            _fx_subs=''
+            _fx_opts='-h --help --json --limit --scope'
+            _fx_valopts='--limit --scope' ;;
         'revoke')
             _fx_subs='path'
             _fx_opts='-h --help'
@@ -109,7 +129,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list content_search file_edit file_read file_write glob_search tool_help'
+            _fx_subs='list content_search file_edit file_read file_write glob_search memory_forget memory_recall memory_sources_list memory_store tool_help'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -136,6 +156,22 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --max_results --path --pattern'
             _fx_valopts='--json --max-results --max_results --path --pattern' ;;
+        'tool memory_forget')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --id --reason'
+            _fx_valopts='--json --id --reason' ;;
+        'tool memory_recall')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --key --scope --search --source'
+            _fx_valopts='--json --key --scope --search --source' ;;
+        'tool memory_sources_list')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --source-type --source_type --status'
+            _fx_valopts='--json --source-type --source_type --status' ;;
+        'tool memory_store')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --category --id --key --value'
+            _fx_valopts='--json --category --id --key --value' ;;
         'tool tool_help')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --name'
@@ -150,7 +186,7 @@ _fermix_value() {
         '|--cwd') _fermix_paths -d ;;
         '|--home') _fermix_paths -d ;;
         '|--trust') _fermix_words 'operator guest' ;;
-        'mcp serve|--allow') _fermix_words 'content_search file_edit file_read file_write glob_search tool_help' ;;
+        'mcp serve|--allow') _fermix_words 'content_search file_edit file_read file_write glob_search memory_forget memory_recall memory_sources_list memory_store tool_help' ;;
         'tool content_search|--json') _fermix_paths -f ;;
         'tool content_search|--path') _fermix_paths -f ;;
         'tool file_edit|--json') _fermix_paths -f ;;
@@ -161,6 +197,14 @@ _fermix_value() {
         'tool file_write|--path') _fermix_paths -f ;;
         'tool glob_search|--json') _fermix_paths -f ;;
         'tool glob_search|--path') _fermix_paths -f ;;
+        'tool memory_forget|--json') _fermix_paths -f ;;
+        'tool memory_recall|--json') _fermix_paths -f ;;
+        'tool memory_recall|--scope') _fermix_words 'current owner all' ;;
+        'tool memory_recall|--source') _fermix_words 'memories history all' ;;
+        'tool memory_sources_list|--json') _fermix_paths -f ;;
+        'tool memory_sources_list|--source-type'|'tool memory_sources_list|--source_type') _fermix_words 'main job' ;;
+        'tool memory_sources_list|--status') _fermix_words 'active tombstoned' ;;
+        'tool memory_store|--json') _fermix_paths -f ;;
         'tool tool_help|--json') _fermix_paths -f ;;
     esac
 }

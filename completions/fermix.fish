@@ -6,13 +6,15 @@
 function __fermix_subs
     switch $argv[1]
         case ''
-            echo completions config doctor grant mcp revoke sandbox state tool
+            echo completions config doctor grant mcp memory revoke sandbox state tool
         case 'config'
             echo get path set unset
         case 'grant'
             echo path
         case 'mcp'
             echo serve servers
+        case 'memory'
+            echo forget list restore search
         case 'revoke'
             echo path
         case 'sandbox'
@@ -20,7 +22,7 @@ function __fermix_subs
         case 'state'
             echo status
         case 'tool'
-            echo list content_search file_edit file_read file_write glob_search tool_help
+            echo list content_search file_edit file_read file_write glob_search memory_forget memory_recall memory_sources_list memory_store tool_help
     end
 end
 
@@ -30,6 +32,12 @@ function __fermix_valopts
             echo --cwd --home --session --trust
         case 'mcp serve'
             echo --allow
+        case 'memory forget'
+            echo --reason
+        case 'memory list'
+            echo --category --limit --scope
+        case 'memory search'
+            echo --limit --scope
         case 'tool content_search'
             echo --json --max-results --max_results --path --pattern --timeout-ms --timeout_ms
         case 'tool file_edit'
@@ -40,6 +48,14 @@ function __fermix_valopts
             echo --json --content --path
         case 'tool glob_search'
             echo --json --max-results --max_results --path --pattern
+        case 'tool memory_forget'
+            echo --json --id --reason
+        case 'tool memory_recall'
+            echo --json --key --scope --search --source
+        case 'tool memory_sources_list'
+            echo --json --source-type --source_type --status
+        case 'tool memory_store'
+            echo --json --category --id --key --value
         case 'tool tool_help'
             echo --json --name
     end
@@ -78,6 +94,7 @@ complete -c fermix -n '__fermix_at \'\'' -a 'config' -d 'Read and change config.
 complete -c fermix -n '__fermix_at \'\'' -a 'doctor' -d 'Check config, home permissions, state.db, sandbox roots and the optional parts (git, Chromium, providers, ripgrep).'
 complete -c fermix -n '__fermix_at \'\'' -a 'grant' -d 'Grant the sandbox access to a directory.'
 complete -c fermix -n '__fermix_at \'\'' -a 'mcp' -d 'Model Context Protocol: serve fermix\'s tools over stdio, and inspect configured MCP servers.'
+complete -c fermix -n '__fermix_at \'\'' -a 'memory' -d 'What fermix remembers: list, search, forget (archive) and restore memories.'
 complete -c fermix -n '__fermix_at \'\'' -a 'revoke' -d 'Withdraw a directory grant.'
 complete -c fermix -n '__fermix_at \'\'' -a 'sandbox' -d 'Inspect and change the sandbox (an in-process policy gate, not an OS jail).'
 complete -c fermix -n '__fermix_at \'\'' -a 'state' -d 'The SQLite state file.'
@@ -111,11 +128,31 @@ complete -c fermix -n '__fermix_at \'grant path\'' -F
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'serve' -d 'Serve the registry\'s tools over MCP on stdin/stdout, under the same policy as every other caller.'
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'servers' -d 'List the MCP servers configured under [mcp.servers.NAME] (without starting them).'
 complete -c fermix -n '__fermix_at \'mcp\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'content_search file_edit file_read file_write glob_search tool_help' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
+complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'content_search file_edit file_read file_write glob_search memory_forget memory_recall memory_sources_list memory_store tool_help' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -l list -d 'Print the tool names that would be served, then exit.'
 complete -c fermix -n '__fermix_at \'mcp servers\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'mcp servers\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'memory\'' -a 'forget' -d 'Archive a memory: it is no longer recalled, but kept; `fermix memory restore ID` undoes it.'
+complete -c fermix -n '__fermix_at \'memory\'' -a 'list' -d 'List memories, oldest first; the footer says when more exist than are shown.'
+complete -c fermix -n '__fermix_at \'memory\'' -a 'restore' -d 'Bring a forgotten memory back.'
+complete -c fermix -n '__fermix_at \'memory\'' -a 'search' -d 'Full-text search of active memories, best match (BM25) first.'
+complete -c fermix -n '__fermix_at \'memory\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'memory forget\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'memory forget\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'memory forget\'' -l reason -x -d 'Why (kept with the archived row).'
+complete -c fermix -n '__fermix_at \'memory list\'' -l archived -d 'List forgotten (archived) memories.'
+complete -c fermix -n '__fermix_at \'memory list\'' -l category -x -d 'Only this category (or `note` for conversation notes).'
+complete -c fermix -n '__fermix_at \'memory list\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'memory list\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'memory list\'' -l limit -x -d 'Show at most this many.'
+complete -c fermix -n '__fermix_at \'memory list\'' -l scope -x -d 'current (long-term memory and this session\'s notes), owner (every session) or all (jobs too).'
+complete -c fermix -n '__fermix_at \'memory restore\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'memory restore\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'memory search\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'memory search\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'memory search\'' -l limit -x -d 'Show at most this many.'
+complete -c fermix -n '__fermix_at \'memory search\'' -l scope -x -d 'current (long-term memory and this session\'s notes), owner (every session) or all (jobs too).'
 complete -c fermix -n '__fermix_at \'revoke\'' -a 'path' -d 'Withdraw a directory grant.'
 complete -c fermix -n '__fermix_at \'revoke\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'revoke path\'' -s h -l help -d 'Show help and exit.'
@@ -146,6 +183,10 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'file_edit' -d 'Replace exactly 
 complete -c fermix -n '__fermix_at \'tool\'' -a 'file_read' -d 'Read a UTF-8 text file.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'file_write' -d 'Write a UTF-8 text file atomically, replacing it if it exists and creating parent directories (unless mkdir is false).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'glob_search' -d 'Find files by glob pattern below a directory (default: the working directory).'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'memory_forget' -d 'Forget a memory by id: it is archived, not erased, and no longer recalled.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'memory_recall' -d 'Recall memory: by exact key, by keyword search (BM25-ranked, 10 best) over memories and optionally conversation history, or with no arguments all of this conversation\'s notes.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'memory_sources_list' -d 'List the memory sources: main, and one job:<id> per scheduled job that backs memory rows (a removed job\'s source stays as a tombstone), with their memory counts.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'memory_store' -d 'Store a fact in memory, keyed.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_help' -d 'Return the full documentation of one registered tool as the caller may see it: description, parameters, examples and failure modes.'
 complete -c fermix -n '__fermix_at \'tool\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'tool list\'' -s h -l help -d 'Show help and exit.'
@@ -199,6 +240,42 @@ complete -c fermix -n '__fermix_at \'tool glob_search\'' -s h -l help -d 'Show h
 complete -c fermix -n '__fermix_at \'tool glob_search\'' -l max-results -l max_results -x -d 'Upper bound on returned paths (default 200, at most 1000)'
 complete -c fermix -n '__fermix_at \'tool glob_search\'' -l path -r -F -d 'Directory to search from (default: the working directory)'
 complete -c fermix -n '__fermix_at \'tool glob_search\'' -l pattern -x -d 'Glob pattern relative to `path`, e.g. "src/**/*.ex"'
+complete -c fermix -n '__fermix_at \'tool memory_forget\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool memory_forget\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool memory_forget\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool memory_forget\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool memory_forget\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool memory_forget\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool memory_forget\'' -l id -x -d 'Memory id (a positive integer, or its digits as a string)'
+complete -c fermix -n '__fermix_at \'tool memory_forget\'' -l reason -x -d 'Why it is forgotten (kept with the archived row)'
+complete -c fermix -n '__fermix_at \'tool memory_recall\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool memory_recall\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool memory_recall\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool memory_recall\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool memory_recall\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool memory_recall\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool memory_recall\'' -l key -x -d 'Exact key to look up; omit it to list the conversation\'s memories'
+complete -c fermix -n '__fermix_at \'tool memory_recall\'' -l scope -x -a 'current owner all' -d 'Search scope: current (default: long-term memory and this conversation), owner (every conversation of the owner too) or all (scheduled jobs\' memory too). Without key or search, lists that view rather than only this conversation\'s notes. A request, never an authorisation: a job always searches its own memory and a guest its conversation'
+complete -c fermix -n '__fermix_at \'tool memory_recall\'' -l search -x -d 'Keyword or phrase to search for'
+complete -c fermix -n '__fermix_at \'tool memory_recall\'' -l source -x -a 'memories history all' -d 'What to search: memories (default), history (conversation transcripts) or all'
+complete -c fermix -n '__fermix_at \'tool memory_sources_list\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool memory_sources_list\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool memory_sources_list\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool memory_sources_list\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool memory_sources_list\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool memory_sources_list\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool memory_sources_list\'' -l source-type -l source_type -x -a 'main job' -d 'Only sources of this type: main, or job (one per scheduled job)'
+complete -c fermix -n '__fermix_at \'tool memory_sources_list\'' -l status -x -a 'active tombstoned' -d 'Only sources with this status: active, or tombstoned (a removed job)'
+complete -c fermix -n '__fermix_at \'tool memory_store\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool memory_store\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool memory_store\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool memory_store\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool memory_store\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool memory_store\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool memory_store\'' -l category -x -d 'Keep it long-term under this category: identity, preference, interest, goal (about the user) or context, directive (work memory). Omit it for a note kept for this conversation only'
+complete -c fermix -n '__fermix_at \'tool memory_store\'' -l id -x -d 'Correct the value of the existing memory with this id instead of storing by key'
+complete -c fermix -n '__fermix_at \'tool memory_store\'' -l key -x -d 'Unique key for this memory (e.g. user_timezone, project_name); not needed with id'
+complete -c fermix -n '__fermix_at \'tool memory_store\'' -l value -x -d 'The value to store. A long-term memory is one short sentence (300 characters at most); a conversation note up to 4000'
 complete -c fermix -n '__fermix_at \'tool tool_help\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool tool_help\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool tool_help\'' -l schema -d 'Print the input JSON schema and exit.'

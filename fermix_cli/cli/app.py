@@ -118,12 +118,13 @@ def _register_subapps() -> None:
     if _REGISTERED:
         return
     _REGISTERED.append(True)
-    from . import completions_cmd, config_cmd, doctor_cmd, mcp_cmd, sandbox_cmd, state_cmd
+    from . import completions_cmd, config_cmd, doctor_cmd, mcp_cmd, memory_cmd, sandbox_cmd, state_cmd
 
     app.command("doctor")(doctor_cmd.doctor_cmd)
     app.command("completions")(completions_cmd.completions_cmd)
     app.add_typer(mcp_cmd.app, name="mcp")
     app.add_typer(config_cmd.app, name="config")
+    app.add_typer(memory_cmd.app, name="memory")
     app.add_typer(sandbox_cmd.app, name="sandbox")
     app.add_typer(sandbox_cmd.grant_app, name="grant")
     app.add_typer(sandbox_cmd.revoke_app, name="revoke")

@@ -10,6 +10,10 @@ TOOL_MODULES: dict[str, str] = {
     "glob_search": "fermix_cli.tools.search",
     "content_search": "fermix_cli.tools.search",
     "tool_help": "fermix_cli.tools.meta",
+    "memory_store": "fermix_cli.tools.memory",
+    "memory_recall": "fermix_cli.tools.memory",
+    "memory_sources_list": "fermix_cli.tools.memory",
+    "memory_forget": "fermix_cli.tools.memory",
 }
 
 FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))

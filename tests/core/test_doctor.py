@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 
 from fermix_cli.core.doctor import DoctorInput, run_checks, summary_line
+from fermix_cli.core.migrations import MIGRATIONS
 from fermix_cli.core.paths import resolve_paths
 from fermix_cli.core.state import StateDB
 from tests.conftest import Env
 
+LATEST = len(MIGRATIONS)
 LINE = re.compile(r"^\[( OK |WARN|FAIL|N/A )\] (.{18}) (\S.*)$")
 SUMMARY = re.compile(r"^(\d+) ok, (\d+) warning\(s\), (\d+) failure\(s\), (\d+) not applicable$")
 
@@ -138,7 +140,7 @@ def _state(world: Env) -> Path:
 def test_state_ok_then_corrupted(world: Env) -> None:
     path = _state(world)
     tag, detail = status(world, "state.db")
-    assert tag == "OK" and "schema 1/1" in detail
+    assert tag == "OK" and f"schema {LATEST}/{LATEST}" in detail
     data = bytearray(path.read_bytes())
     page = 4096
     assert len(data) > 6 * page
@@ -166,7 +168,7 @@ def test_state_schema_version(world: Env, version: int, expected: str) -> None:
     conn.execute(f"PRAGMA user_version = {version}")
     conn.close()
     tag, detail = status(world, "state.db")
-    assert tag == expected and f"schema {version}/1" in detail
+    assert tag == expected and f"schema {version}/{LATEST}" in detail
 
 
 def test_missing_granted_root_warns(world: Env) -> None:

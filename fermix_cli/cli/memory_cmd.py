@@ -1,0 +1,162 @@
+"""`fermix memory list|search|forget|restore`: the owner's view of what fermix remembers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..core import memories as mem
+from ..core.errors import ToolError
+from .app import context, emit_json, handles_errors
+
+app = typer.Typer(
+    help="What fermix remembers: list, search, forget (archive) and restore memories.", no_args_is_help=True
+)
+
+ScopeOpt = Annotated[
+    str,
+    typer.Option(
+        "--scope",
+        help="current (long-term memory and this session's notes), owner (every session) or all (jobs too).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output.")]
+
+
+def _scope(value: str) -> str:
+    if value not in mem.SCOPE_REQUESTS:
+        raise typer.BadParameter(f"must be one of {', '.join(mem.SCOPE_REQUESTS)}", param_hint="--scope")
+    return value
+
+
+def _line(m: dict[str, Any]) -> str:
+    value = m["value"].replace("\n", "\\n")
+    line = f"{m['id']:>6}  {mem.scope_label(m):<24} {m['category'] or 'note':<10}  {m['key']}: {value}"
+    if m["archived_at"]:
+        line += f"  [archived {m['archived_at']}{': ' + m['archive_reason'] if m['archive_reason'] else ''}]"
+    return line
+
+
+@app.command("list")
+@handles_errors
+def list_cmd(
+    scope: ScopeOpt = "all",
+    category: Annotated[
+        str | None, typer.Option("--category", help="Only this category (or `note` for conversation notes).")
+    ] = None,
+    archived: Annotated[bool, typer.Option("--archived", help="List forgotten (archived) memories.")] = False,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """List memories, oldest first; the footer says when more exist than are shown."""
+    if category is not None and category not in (*mem.CATEGORIES, "note"):
+        raise typer.BadParameter(
+            f"must be one of {', '.join((*mem.CATEGORIES, 'note'))}", param_hint="--category"
+        )
+    ctx = context()
+    try:
+        view = mem.search_view(mem.Caller.of(ctx), _scope(scope))
+        rows, total = mem.listing(ctx.state.conn, view, limit=limit, archived=archived, category=category)
+    finally:
+        ctx.close()
+    items = [mem.as_dict(r) for r in rows]
+    if as_json:
+        emit_json({"scope_applied": view.name, "memories": items, "total": total, "more": total > len(items)})
+        return
+    what = ("archived " if archived else "") + ("memory" if total == 1 else "memories")
+    if not items:
+        typer.echo(f"No {'archived ' if archived else ''}memories in scope {view.name}.")
+        return
+    typer.echo("\n".join(_line(m) for m in items))
+    if total > len(items):
+        typer.echo(f"Showing {len(items)} of {total} {what}; raise --limit to see more.")
+    else:
+        typer.echo(f"{total} {what} in scope {view.name}.")
+
+
+@app.command("search")
+@handles_errors
+def search_cmd(
+    query: Annotated[list[str], typer.Argument(help="Words to search for (all of them first, then any).")],
+    scope: ScopeOpt = "all",
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="Show at most this many.")] = 10,
+    as_json: JsonOpt = False,
+) -> None:
+    """Full-text search of active memories, best match (BM25) first."""
+    text = " ".join(query)
+    ctx = context()
+    try:
+        view = mem.search_view(mem.Caller.of(ctx), _scope(scope))
+        found = mem.search(ctx.state.conn, view, text, limit)
+    finally:
+        ctx.close()
+    if as_json:
+        emit_json(
+            {
+                "search": text,
+                "scope_applied": view.name,
+                "hits": found.hits,
+                "more": found.more,
+                "match": found.match,
+            }
+        )
+        return
+    if not found.hits:
+        typer.echo(f"No lexical matches found for: {text}")
+        return
+    typer.echo("\n".join(_line(h) for h in found.hits))
+    if found.match == "any_term":
+        typer.echo("No memory holds every word; these hold some of them.")
+    if found.more:
+        typer.echo(f"More than {limit} memories match; raise --limit or refine the search.")
+
+
+@app.command("forget")
+@handles_errors
+def forget_cmd(
+    memory_id: Annotated[int, typer.Argument(metavar="ID", help="The memory's id.")],
+    reason: Annotated[str | None, typer.Option("--reason", help="Why (kept with the archived row).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Archive a memory: it is no longer recalled, but kept; `fermix memory restore ID` undoes it."""
+    from ..core.registry import default_registry
+
+    ctx = context()
+    try:
+        result = default_registry().invoke("memory_forget", {"id": memory_id, "reason": reason}, ctx)
+    finally:
+        ctx.close()
+    if as_json:
+        emit_json(result)
+    else:
+        typer.echo(result["message"])
+
+
+@app.command("restore")
+@handles_errors
+def restore_cmd(
+    memory_id: Annotated[int, typer.Argument(metavar="ID", help="The archived memory's id.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Bring a forgotten memory back."""
+    ctx = context()
+    try:
+        if ctx.trust != "operator":
+            raise ToolError(
+                "policy_denied", "Restoring a memory is for the owner only.", {"trust": ctx.trust}
+            )
+        with ctx.state.write() as db:
+            row, changed = mem.restore(db, memory_id, mem.Caller.of(ctx), mem.timestamp(ctx.now()))
+        m = mem.as_dict(row)
+    finally:
+        ctx.close()
+    message = (
+        f"Restored memory id={memory_id} ({m['category'] or 'note'} {m['key']})."
+        if changed
+        else f"Memory id={memory_id} is not archived; nothing changed."
+    )
+    if as_json:
+        emit_json({"action": "restored" if changed else "unchanged", "memory": m, "message": message})
+    else:
+        typer.echo(message)
