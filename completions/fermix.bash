@@ -57,7 +57,7 @@ _fermix_node() {
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'mcp')
-            _fx_subs='serve servers'
+            _fx_subs='serve servers tools'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'mcp serve')
@@ -65,6 +65,10 @@ _fermix_node() {
             _fx_opts='--allow -h --help --list'
             _fx_valopts='--allow' ;;
         'mcp servers')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'mcp tools')
             _fx_subs=''
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;

@@ -12,7 +12,7 @@ function __fermix_subs
         case 'grant'
             echo path
         case 'mcp'
-            echo serve servers
+            echo serve servers tools
         case 'memory'
             echo forget list restore search
         case 'revoke'
@@ -127,12 +127,15 @@ complete -c fermix -n '__fermix_at \'grant path\'' -s h -l help -d 'Show help an
 complete -c fermix -n '__fermix_at \'grant path\'' -F
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'serve' -d 'Serve the registry\'s tools over MCP on stdin/stdout, under the same policy as every other caller.'
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'servers' -d 'List the MCP servers configured under [mcp.servers.NAME] (without starting them).'
+complete -c fermix -n '__fermix_at \'mcp\'' -a 'tools' -d 'Start the configured MCP servers and list their tools as fermix names (mcp_SERVER_TOOL).'
 complete -c fermix -n '__fermix_at \'mcp\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'content_search file_edit file_read file_write glob_search memory_forget memory_recall memory_sources_list memory_store tool_help' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -l list -d 'Print the tool names that would be served, then exit.'
 complete -c fermix -n '__fermix_at \'mcp servers\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'mcp servers\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'mcp tools\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'mcp tools\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'memory\'' -a 'forget' -d 'Archive a memory: it is no longer recalled, but kept; `fermix memory restore ID` undoes it.'
 complete -c fermix -n '__fermix_at \'memory\'' -a 'list' -d 'List memories, oldest first; the footer says when more exist than are shown.'
 complete -c fermix -n '__fermix_at \'memory\'' -a 'restore' -d 'Bring a forgotten memory back.'

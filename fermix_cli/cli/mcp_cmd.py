@@ -73,3 +73,49 @@ def servers_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON outpu
     for r in rows:
         state = "" if r["enabled"] else "  (disabled)"
         typer.echo(f"{r['name']:<16} {r['transport']:<15} {r['endpoint']}{state}")
+
+
+@app.command("tools")
+@handles_errors
+def tools_cmd(
+    servers: Annotated[
+        list[str] | None,
+        typer.Argument(help="Server names (default: every enabled server).", metavar="SERVER"),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+) -> None:
+    """Start the configured MCP servers and list their tools as fermix names (mcp_SERVER_TOOL).
+
+    Call one with `fermix tool mcp_SERVER_TOOL --json '{...}'`; a model finds them through tool_search.
+    Exit 1 when a server could not be started.
+    """
+    from ..core.registry import default_registry
+    from ..mcp.client import load_servers, server_for
+
+    ctx = context()
+    configured = ctx.config.mcp.servers
+    unknown = sorted(set(servers or ()) - set(configured))
+    if unknown:
+        from ..core.errors import ToolError
+
+        raise ToolError("usage", f"no [mcp.servers.{unknown[0]}] in config.toml", {"servers": unknown})
+    reg = default_registry()
+    report = load_servers(reg, ctx, only=servers or None)
+    rows = [
+        {
+            "name": s.name,
+            "server": server_for(s.name, configured),
+            "policy_class": s.policy_class,
+            "description": s.description,
+        }
+        for s in (reg.get(n) for n in sorted(report.registered))
+    ]
+    if as_json:
+        emit_json({"tools": rows, "failed": report.failed})
+    else:
+        for row in rows:
+            first = row["description"].split("\n")[0][:100]
+            typer.echo(f"{row['name']:<40} {row['policy_class']:<13} {first}")
+        for name, why in sorted(report.failed.items()):
+            typer.echo(f"{name}: {why}", err=True)
+    raise typer.Exit(1 if report.failed else 0)
