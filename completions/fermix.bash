@@ -133,7 +133,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list content_search file_edit file_read file_write glob_search memory_forget memory_recall memory_sources_list memory_store tool_help'
+            _fx_subs='list content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store place_search read tool_help web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -160,6 +160,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --max_results --path --pattern'
             _fx_valopts='--json --max-results --max_results --path --pattern' ;;
+        'tool hash_edit')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --input'
+            _fx_valopts='--json --input' ;;
         'tool memory_forget')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --id --reason'
@@ -176,10 +180,34 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --category --id --key --value'
             _fx_valopts='--json --category --id --key --value' ;;
+        'tool place_search')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --count --country --language --latitude --location --longitude --query --radius-meters --radius_meters --units'
+            _fx_valopts='--json --count --country --language --latitude --location --longitude --query --radius-meters --radius_meters --units' ;;
+        'tool read')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --paths'
+            _fx_valopts='--json --paths' ;;
         'tool tool_help')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --name'
             _fx_valopts='--json --name' ;;
+        'tool web')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --domainFilter --limit --operation --query --recencyFilter --reference --url'
+            _fx_valopts='--json --domainFilter --limit --operation --query --recencyFilter --reference --url' ;;
+        'tool web_fetch')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --url'
+            _fx_valopts='--json --url' ;;
+        'tool web_search')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --query'
+            _fx_valopts='--json --query' ;;
+        'tool write')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --content --path'
+            _fx_valopts='--json --content --path' ;;
         *) _fx_subs='' _fx_opts='' _fx_valopts='' ;;
     esac
 }
@@ -190,7 +218,7 @@ _fermix_value() {
         '|--cwd') _fermix_paths -d ;;
         '|--home') _fermix_paths -d ;;
         '|--trust') _fermix_words 'operator guest' ;;
-        'mcp serve|--allow') _fermix_words 'content_search file_edit file_read file_write glob_search memory_forget memory_recall memory_sources_list memory_store tool_help' ;;
+        'mcp serve|--allow') _fermix_words 'content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store place_search read tool_help web web_fetch web_search write' ;;
         'tool content_search|--json') _fermix_paths -f ;;
         'tool content_search|--path') _fermix_paths -f ;;
         'tool file_edit|--json') _fermix_paths -f ;;
@@ -201,6 +229,7 @@ _fermix_value() {
         'tool file_write|--path') _fermix_paths -f ;;
         'tool glob_search|--json') _fermix_paths -f ;;
         'tool glob_search|--path') _fermix_paths -f ;;
+        'tool hash_edit|--json') _fermix_paths -f ;;
         'tool memory_forget|--json') _fermix_paths -f ;;
         'tool memory_recall|--json') _fermix_paths -f ;;
         'tool memory_recall|--scope') _fermix_words 'current owner all' ;;
@@ -209,7 +238,18 @@ _fermix_value() {
         'tool memory_sources_list|--source-type'|'tool memory_sources_list|--source_type') _fermix_words 'main job' ;;
         'tool memory_sources_list|--status') _fermix_words 'active tombstoned' ;;
         'tool memory_store|--json') _fermix_paths -f ;;
+        'tool place_search|--json') _fermix_paths -f ;;
+        'tool place_search|--units') _fermix_words 'metric imperial' ;;
+        'tool read|--json') _fermix_paths -f ;;
+        'tool read|--paths') _fermix_paths -f ;;
         'tool tool_help|--json') _fermix_paths -f ;;
+        'tool web|--json') _fermix_paths -f ;;
+        'tool web|--operation') _fermix_words 'search open' ;;
+        'tool web|--recencyFilter') _fermix_words 'day week month year' ;;
+        'tool web_fetch|--json') _fermix_paths -f ;;
+        'tool web_search|--json') _fermix_paths -f ;;
+        'tool write|--json') _fermix_paths -f ;;
+        'tool write|--path') _fermix_paths -f ;;
     esac
 }
 
@@ -217,9 +257,9 @@ _fermix_value() {
 _fermix_arg() {
     case "$1|$2" in
         'completions|0') _fermix_words 'bash zsh fish' ;;
-        'config get|0') _fermix_words 'fermix_core.net.allowed_private_hosts mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
-        'config set|0') _fermix_words 'fermix_core.net.allowed_private_hosts mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
-        'config unset|0') _fermix_words 'fermix_core.net.allowed_private_hosts mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config get|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.net.allowed_private_hosts fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config set|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.net.allowed_private_hosts fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config unset|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.net.allowed_private_hosts fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
         'grant path|0') _fermix_paths -f ;;
         'revoke path|0') _fermix_paths -f ;;
         'sandbox grant|0') _fermix_paths -f ;;

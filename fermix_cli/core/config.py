@@ -9,11 +9,33 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ToolError
 
 Name = Annotated[str, Field(min_length=1, max_length=4096)]
+
+
+def _allowed_host(entry: str) -> str:
+    from .netguard import normalise_allowed_host
+
+    normalise_allowed_host(entry)  # ValueError names what is wrong with the entry
+    return entry
+
+
+def _endpoint(url: str) -> str:
+    from .netguard import check_url
+
+    try:
+        check_url(url)
+    except ToolError as exc:
+        raise ValueError(f"not a usable http(s) URL: {exc.message}") from None
+    return url
+
+
+AllowedHost = Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_allowed_host)]
+Endpoint = Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_endpoint)]
+Secret = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
 class Section(BaseModel):
@@ -45,11 +67,68 @@ class SandboxConfig(Section):
 
 
 class NetConfig(Section):
-    allowed_private_hosts: list[Name] = []
+    # Exact host names or IP literals the network guard lets through although they are not global.
+    allowed_private_hosts: list[AllowedHost] = []
+
+
+class WebSearchConfig(Section):
+    """`[fermix_core.tools.web_search]`: the web_search backend, its keys, and the endpoints (for tests/proxies).
+
+    `backend` is kept as written; an unknown name runs DuckDuckGo with a warning (tools/web/backends.py).
+    Keys may instead come from environment variables (BRAVE_API_KEY, EXA_API_KEY, ...); the config wins.
+    """
+
+    backend: Annotated[str, Field(min_length=1, max_length=64)] = "duckduckgo"
+    brave_api_key: Secret | None = None
+    exa_api_key: Secret | None = None
+    firecrawl_api_key: Secret | None = None
+    parallel_api_key: Secret | None = None
+    perplexity_api_key: Secret | None = None
+    tavily_api_key: Secret | None = None
+    duckduckgo_url: Endpoint = "https://html.duckduckgo.com/html/"
+    brave_url: Endpoint = "https://api.search.brave.com/res/v1/web/search"
+    brave_place_url: Endpoint = "https://api.search.brave.com/res/v1/local/place_search"
+    exa_url: Endpoint = "https://api.exa.ai/search"
+    firecrawl_url: Endpoint = "https://api.firecrawl.dev/v1/search"
+    parallel_url: Endpoint = "https://api.parallel.ai/v1/search"
+    perplexity_url: Endpoint = "https://api.perplexity.ai/search"
+    tavily_url: Endpoint = "https://api.tavily.com/search"
+
+
+class WebConfig(Section):
+    """`[fermix_core.tools.web]`: the coding `web` tool. Its Exa key is environment-only (EXA_API_KEY)."""
+
+    exa_url: Endpoint = "https://api.exa.ai/search"
+
+
+class ToolsConfig(Section):
+    web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
 
 
 class FermixCoreConfig(Section):
     net: NetConfig = Field(default_factory=NetConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+
+
+class PathToolCapability(Section):
+    """`[capabilities.tools.NAME]` of a tool that takes caller paths."""
+
+    absolute_paths: bool = True  # false: absolute paths outside the working directory are refused
+
+
+class HashEditCapability(PathToolCapability):
+    repairs: bool = True  # the automatic SWAP/INS.POST repairs of hashline.md §4.4
+
+
+class ToolCapabilities(Section):
+    read: PathToolCapability = Field(default_factory=PathToolCapability)
+    write: PathToolCapability = Field(default_factory=PathToolCapability)
+    hash_edit: HashEditCapability = Field(default_factory=HashEditCapability)
+
+
+class CapabilitiesConfig(Section):
+    tools: ToolCapabilities = Field(default_factory=ToolCapabilities)
 
 
 McpServerName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")]
@@ -93,6 +172,7 @@ class McpConfig(Section):
 class Config(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     fermix_core: FermixCoreConfig = Field(default_factory=FermixCoreConfig)
+    capabilities: CapabilitiesConfig = Field(default_factory=CapabilitiesConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
 
 

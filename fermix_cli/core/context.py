@@ -12,6 +12,7 @@ from .paths import FermixPaths, os_home, resolve_paths
 
 if TYPE_CHECKING:
     from .config import Config
+    from .netclient import GuardedClient
     from .sandbox import Sandbox
     from .state import StateDB
 
@@ -47,6 +48,8 @@ class ToolContext:
     clock: Callable[[], datetime] = utc_now
     os_home: str = field(default_factory=os_home)
     extras: dict[str, Any] = field(default_factory=dict)
+    # Builds HTTP clients (default: `netguard.guarded_client`); tests wrap it, e.g. to shorten timeouts.
+    http_factory: Callable[..., GuardedClient] | None = field(default=None, repr=False)
     _config: Config | None = field(default=None, repr=False)
     _sandbox: Sandbox | None = field(default=None, repr=False)
     _state: StateDB | None = field(default=None, repr=False)
@@ -104,6 +107,18 @@ class ToolContext:
             self.paths.ensure_dir(self.paths.data_dir)
             self._state = StateDB(self.paths.state_db)
         return self._state
+
+    def http_client(self, **options: Any) -> GuardedClient:
+        """A client that goes through the network guard, honouring `[fermix_core.net] allowed_private_hosts`.
+
+        `options` are `guarded_client`'s limits (`max_body`, `connect_timeout`, `follow_redirects`, ...).
+        """
+        options.setdefault("allowed_private_hosts", tuple(self.config.fermix_core.net.allowed_private_hosts))
+        if self.http_factory is not None:
+            return self.http_factory(**options)
+        from .netguard import guarded_client
+
+        return guarded_client(**options)
 
     def now(self) -> datetime:
         return self.clock()

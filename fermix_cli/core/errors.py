@@ -20,6 +20,8 @@ class ExitClass(IntEnum):
 POLICY_CODES = frozenset(
     {
         "outside_root",
+        "outside_cwd",
+        "absolute_path_denied",
         "protected_path",
         "blocked_root",
         "too_many_symlinks",

@@ -102,8 +102,23 @@ def _current_umask() -> int:
     return mask
 
 
-def atomic_write(path: str, data: bytes, *, create_parents: bool = False, fsync: bool = True) -> bool:
-    """Replace or create a file atomically; keeps an existing file's mode. Returns True if it existed."""
+class DirSyncError(OSError):
+    """The file was renamed into place, but syncing its directory failed (committed, not durable)."""
+
+
+def atomic_write(
+    path: str,
+    data: bytes,
+    *,
+    create_parents: bool = False,
+    fsync: bool = True,
+    strict_dir_sync: bool = False,
+) -> bool:
+    """Replace or create a file atomically; keeps an existing file's mode. Returns True if it existed.
+
+    With `strict_dir_sync`, a failed fsync of the directory after the rename raises `DirSyncError`
+    instead of being ignored.
+    """
     parent, name = os.path.split(path)
     with dir_fd(parent, create=create_parents) as dfd:
         existed = False
@@ -137,6 +152,21 @@ def atomic_write(path: str, data: bytes, *, create_parents: bool = False, fsync:
                 os.unlink(tmp, dir_fd=dfd)
             raise
         if fsync:
-            with contextlib.suppress(OSError):
+            try:
                 os.fsync(dfd)
+            except OSError as e:
+                if strict_dir_sync:
+                    raise DirSyncError(e.errno, e.strerror, parent) from None
         return existed
+
+
+def remove_regular_file(path: str) -> None:
+    """Unlink a canonical regular file; anything else (symlink, directory, device) is refused."""
+    parent, name = os.path.split(path)
+    with dir_fd(parent) as dfd:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError("not_regular_file", f"Not a regular file: {path}", {"path": path})
+        os.unlink(name, dir_fd=dfd)
+        with contextlib.suppress(OSError):
+            os.fsync(dfd)

@@ -123,7 +123,66 @@ def m002_memories(db: sqlite3.Connection) -> None:
     )
 
 
+def m003_hashline_snapshots(db: sqlite3.Connection) -> None:
+    """Hashline snapshots per session (core/snapshots_db.py), and the per-path no-op streak."""
+    db.execute(
+        """
+        CREATE TABLE hashline_snapshots (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            tag TEXT NOT NULL,
+            text TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            seen TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            recorded_at REAL NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX hashline_snapshots_path ON hashline_snapshots(session_id, path, seq)")
+    db.execute("CREATE INDEX hashline_snapshots_seq ON hashline_snapshots(seq)")
+    db.execute(
+        """
+        CREATE TABLE hashline_noops (
+            session_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            payload_sha TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (session_id, path)
+        )
+        """
+    )
+
+
+def m004_web_snapshots(db: sqlite3.Connection) -> None:
+    """The `web` tool's cached page snapshots: immutable text behind `web:<ref>` references.
+
+    `seq` orders them by recency (the newest has the largest); the tool keeps the newest 64.
+    `truncated_by` lists, comma-separated, the limits that cut the text when it was captured.
+    """
+    db.execute(
+        """
+        CREATE TABLE web_snapshots (
+            ref TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL,
+            url TEXT NOT NULL,
+            title TEXT,
+            content_type TEXT,
+            source TEXT NOT NULL,
+            text TEXT NOT NULL,
+            truncated_by TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX web_snapshots_seq ON web_snapshots(seq)")
+
+
 MIGRATIONS: list[Migration] = [
     m001_tool_calls,
     m002_memories,
+    m003_hashline_snapshots,
+    m004_web_snapshots,
 ]

@@ -16,6 +16,7 @@ steps 2 to 4 allow any address. This module does not import httpx.
 from __future__ import annotations
 
 import socket
+import sys
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -291,6 +292,10 @@ def guarded_client(
     store; `socket_backend` opens sockets to addresses the guard has already approved (a test seam).
     The user agent defaults to `fermix/<version>`.
     """
+    if "httpx" not in sys.modules:
+        # httpx imports its optional command line (rich, click, pygments: ~90 ms) when they are installed;
+        # fermix never uses it, so a machine call that sends a request does not pay for it.
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     from fermix_cli.core.netclient import GuardedClient, NetLimits
 
     guard = HostGuard(allowed_private_hosts, resolver)

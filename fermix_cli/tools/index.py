@@ -14,6 +14,13 @@ TOOL_MODULES: dict[str, str] = {
     "memory_recall": "fermix_cli.tools.memory",
     "memory_sources_list": "fermix_cli.tools.memory",
     "memory_forget": "fermix_cli.tools.memory",
+    "read": "fermix_cli.tools.coding.read",
+    "hash_edit": "fermix_cli.tools.coding.edit",
+    "write": "fermix_cli.tools.coding.write",
+    "web_fetch": "fermix_cli.tools.web",
+    "web_search": "fermix_cli.tools.web",
+    "place_search": "fermix_cli.tools.web",
+    "web": "fermix_cli.tools.web",
 }
 
 FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))

@@ -7,17 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fermix_cli.core.snapshots_db import Snapshot
 
-@dataclass(frozen=True)
-class Snapshot:
-    """What a tag named when it was printed: the LF text (BOM dropped) and the row numbers shown.
-
-    `latest` is true when this is the newest version recorded for its path.
-    """
-
-    text: str
-    seen: frozenset[int]
-    latest: bool = True
+__all__ = ["MemorySnapshotStore", "Snapshot", "SnapshotRecord", "SnapshotStore"]
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from hashline_strategies import ANY_LINE, Op, apply_to_list, scenarios
 from hashline_workspace import Workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,83 +10,6 @@ from hypothesis import strategies as st
 from fermix_cli.tools.coding.hashline import clip_row, compute_tag, render_section, split_rows
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-@dataclass(frozen=True)
-class Op:
-    kind: str  # SWAP, DEL, INS.PRE, INS.POST, INS.HEAD, INS.TAIL
-    start: int
-    end: int
-    body: tuple[str, ...]
-
-    def render(self, compact: bool) -> str:
-        rows = "".join(f"\n+{row}" for row in self.body)
-        if self.kind in ("INS.HEAD", "INS.TAIL"):
-            return f"{self.kind}:{rows}"
-        if self.kind == "DEL":
-            return (
-                f"DEL {self.start}" if compact and self.start == self.end else f"DEL {self.start}.={self.end}"
-            )
-        if self.kind == "SWAP":
-            return f"SWAP {self.start}.={self.end}:{rows}"
-        return f"{self.kind} {self.start}:{rows}"
-
-
-def apply_to_list(lines: list[str], ops: list[Op]) -> list[str]:
-    """The reference semantics, written as directly as possible over a list of lines."""
-    pre: dict[int, list[str]] = {}
-    post: dict[int, list[str]] = {}
-    bodies: dict[int, tuple[str, ...]] = {}
-    deleted: set[int] = set()
-    head: list[str] = []
-    tail: list[str] = []
-    for op in ops:
-        if op.kind == "INS.HEAD":
-            head += op.body
-        elif op.kind == "INS.TAIL":
-            tail += op.body
-        elif op.kind == "INS.PRE":
-            pre.setdefault(op.start, []).extend(op.body)
-        elif op.kind == "INS.POST":
-            post.setdefault(op.start, []).extend(op.body)
-        else:
-            bodies[op.start] = op.body
-            deleted.update(range(op.start, op.end + 1))
-    out = list(head)
-    for number, line in enumerate(lines, start=1):
-        out += pre.get(number, [])
-        out += bodies.get(number, ())
-        if number not in deleted:
-            out.append(line)
-        out += post.get(number, [])
-    return out + tail
-
-
-@st.composite
-def scenarios(
-    draw: st.DrawFn, line: st.SearchStrategy[str], row: st.SearchStrategy[str]
-) -> tuple[list[str], bool, list[Op]]:
-    lines = draw(st.lists(line, min_size=1, max_size=25))
-    final_newline = draw(st.booleans()) or lines[-1] == ""
-    bodies = st.lists(row, min_size=1, max_size=4).map(tuple)
-    ops: list[Op] = []
-    number = 1
-    while number <= len(lines):  # disjoint SWAP/DEL ranges
-        action = draw(st.sampled_from(["keep", "keep", "swap", "del"]))
-        if action == "keep":
-            number += 1
-            continue
-        end = draw(st.integers(number, min(len(lines), number + 3)))
-        if action == "swap":
-            ops.append(Op("SWAP", number, end, draw(st.lists(row, max_size=4).map(tuple))))
-        else:
-            ops.append(Op("DEL", number, end, ()))
-        number = end + 1
-    for _ in range(draw(st.integers(0, 5))):
-        kind = draw(st.sampled_from(["INS.PRE", "INS.POST", "INS.HEAD", "INS.TAIL"]))
-        anchor = 0 if kind in ("INS.HEAD", "INS.TAIL") else draw(st.integers(1, len(lines)))
-        ops.append(Op(kind, anchor, anchor, draw(bodies)))
-    return lines, final_newline, draw(st.permutations(ops))
 
 
 def check(
@@ -109,11 +31,6 @@ def check(
             if row and row != "…" and row[0].isdigit():
                 number, _, shown = row.partition(":")
                 assert shown == clip_row(new_rows[int(number) - 1])
-
-
-ANY_LINE = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\n\r\ufeff"), max_size=12
-)
 
 
 @SETTINGS

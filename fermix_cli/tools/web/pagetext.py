@@ -1,0 +1,237 @@
+"""Turning a fetched body into text: what kind of body it is, its charset, and HTML as markdown-light text.
+
+HTML goes through trafilatura (imported here, lazily, only when a page is HTML); a small converter of
+our own handles short pages and pages where trafilatura finds no main content.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from typing import Literal
+
+BodyKind = Literal["json", "html", "text", "binary"]
+SUBSTANTIAL_HTML = 10_000  # bytes of HTML from which readability extraction (trafilatura) is used
+
+_BINARY_PREFIXES = ("image/", "audio/", "video/", "font/", "model/")
+_BINARY_TYPES = frozenset(
+    {
+        "application/pdf",
+        "application/zip",
+        "application/gzip",
+        "application/x-gzip",
+        "application/x-tar",
+        "application/x-7z-compressed",
+        "application/x-rar-compressed",
+        "application/vnd.rar",
+        "application/wasm",
+        "application/x-bzip2",
+        "application/x-xz",
+    }
+)
+_TEXT_APP_TYPES = frozenset(
+    {"application/xml", "application/javascript", "application/x-javascript", "application/ecmascript"}
+)
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_HTML_START = re.compile(
+    rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.IGNORECASE | re.DOTALL
+)
+
+
+def media_type(content_type: str) -> str:
+    """`text/html; charset=x` -> `text/html`."""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def body_kind(content_type: str, body: bytes) -> BodyKind:
+    """Classify a body by its declared type, sniffing only when the type is missing or generic."""
+    mt = media_type(content_type)
+    if mt == "application/json" or mt.endswith("+json"):
+        return "json"
+    if mt in ("text/html", "application/xhtml+xml"):
+        return "html"
+    if mt.startswith("text/") or mt in _TEXT_APP_TYPES or mt.endswith("+xml"):
+        return "text"
+    if mt.startswith(_BINARY_PREFIXES) or mt in _BINARY_TYPES:
+        return "binary"
+    # Missing, application/octet-stream or something unknown: look at the bytes.
+    head = body[:8192]
+    if b"\x00" in head:
+        return "binary"
+    if _HTML_START.match(head):
+        return "html"
+    stripped = head.lstrip()
+    if stripped[:1] in (b"{", b"[") and mt in ("", "application/octet-stream"):
+        return "json" if _looks_like_json(body) else "text"
+    return "text"
+
+
+def _looks_like_json(body: bytes) -> bool:
+    import json
+
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
+def charset_of(content_type: str, body: bytes, kind: BodyKind) -> str:
+    """The declared charset (header, then an HTML `<meta charset>`), else UTF-8."""
+    for param in content_type.split(";")[1:]:
+        key, _, value = param.strip().partition("=")
+        if key.strip().lower() == "charset" and value.strip("\"' "):
+            return value.strip("\"' ")
+    if kind == "html":
+        match = _META_CHARSET.search(body[:4096])
+        if match:
+            return match.group(1).decode("ascii")
+    return "utf-8"
+
+
+def decode_body(body: bytes, content_type: str, kind: BodyKind) -> str:
+    """Body bytes as text; undecodable bytes become U+FFFD."""
+    charset = charset_of(content_type, body, kind)
+    try:
+        return body.decode(charset, errors="replace")
+    except LookupError:
+        return body.decode("utf-8", errors="replace")
+
+
+def page_text(html: str, url: str | None = None) -> str:
+    """Markdown-light text of an HTML page: readability extraction when substantial, else the whole page.
+
+    Short pages carry little boilerplate, and extraction tends to drop their structure (headings, links).
+    """
+    if len(html.encode("utf-8", "surrogatepass")) < SUBSTANTIAL_HTML:
+        return html_to_markdown(html)
+    return readable_text(html, url)
+
+
+def readable_text(html: str, url: str | None = None) -> str:
+    """Markdown-light main text of an HTML page (trafilatura), or the whole page converted when it finds none."""
+    import trafilatura  # heavy: only substantial HTML pages pay for it
+
+    extracted = trafilatura.extract(
+        html,
+        url=url,
+        output_format="markdown",
+        include_links=True,
+        include_tables=True,
+        include_images=False,
+        include_comments=False,
+        favor_recall=True,
+        with_metadata=False,
+    )
+    if extracted and extracted.strip():
+        return extracted.strip()
+    return html_to_markdown(html)
+
+
+def html_title(html: str) -> str | None:
+    match = re.search(r"<title[^>]*>(.*?)</title\s*>", html[:200_000], re.IGNORECASE | re.DOTALL)
+    if not match:
+        return None
+    import html as entities
+
+    title = " ".join(entities.unescape(re.sub(r"<[^>]*>", "", match.group(1))).split())
+    return title or None
+
+
+def html_to_markdown(html: str) -> str:
+    """A small HTML to Markdown conversion of the whole body: headings, lists, links, emphasis, code."""
+    converter = _MarkdownConverter()
+    converter.feed(html)
+    converter.close()
+    return converter.text()
+
+
+_SKIP = frozenset(
+    {"script", "style", "noscript", "template", "svg", "head", "title", "iframe", "object", "canvas"}
+)
+_BLOCK = frozenset(
+    {
+        "p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "ul", "ol", "table",
+        "tr", "blockquote", "figure", "figcaption", "form", "dl", "dt", "dd", "details", "summary", "hr",
+    }
+)  # fmt: skip
+_INLINE_MARKS = {"strong": "**", "b": "**", "em": "*", "i": "*", "code": "`"}
+
+
+class _MarkdownConverter(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self._out: list[str] = []
+        self._skip_depth = 0
+        self._pre_depth = 0
+        self._links: list[str | None] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _SKIP:
+            self._skip_depth += 1
+            return
+        if self._skip_depth:
+            return
+        if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+            self._out.append("\n\n" + "#" * int(tag[1]) + " ")
+        elif tag == "li":
+            self._out.append("\n- ")
+        elif tag == "br":
+            self._out.append("\n")
+        elif tag == "pre":
+            self._pre_depth += 1
+            self._out.append("\n\n```\n")
+        elif tag in ("td", "th"):
+            self._out.append(" | ")
+        elif tag in _BLOCK:
+            self._out.append("\n\n")
+        elif tag in _INLINE_MARKS and not self._pre_depth:
+            self._out.append(_INLINE_MARKS[tag])
+        elif tag == "a":
+            href = dict(attrs).get("href")
+            keep = href if href and href.startswith(("http://", "https://")) else None
+            self._links.append(keep)
+            if keep:
+                self._out.append("[")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIP:
+            self._skip_depth = max(self._skip_depth - 1, 0)
+            return
+        if self._skip_depth:
+            return
+        if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+            self._out.append("\n\n")
+        elif tag == "pre":
+            self._pre_depth = max(self._pre_depth - 1, 0)
+            self._out.append("\n```\n\n")
+        elif tag in _BLOCK:
+            self._out.append("\n\n")
+        elif tag in _INLINE_MARKS and not self._pre_depth:
+            self._out.append(_INLINE_MARKS[tag])
+        elif tag == "a" and self._links:
+            href = self._links.pop()
+            if href:
+                self._out.append(f"]({href})")
+
+    def handle_data(self, data: str) -> None:
+        if self._skip_depth:
+            return
+        if self._pre_depth:
+            self._out.append(data)
+        else:
+            self._out.append(re.sub(r"\s+", " ", data))
+
+    def text(self) -> str:
+        lines: list[str] = []
+        fenced = False
+        for line in "".join(self._out).split("\n"):
+            if line.strip() == "```":
+                fenced = not fenced
+                lines.append("```")
+            else:
+                lines.append(line.rstrip() if fenced else line.strip())
+        text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines))
+        text = text.replace("****", "")  # emphasis around nothing
+        text = re.sub(r"\[\s*\]\([^)]*\)", "", text)  # links around nothing
+        return text.strip()
