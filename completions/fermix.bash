@@ -17,9 +17,17 @@ _fermix_paths() {
 _fermix_node() {
     case "$1" in
         '')
-            _fx_subs='completions config doctor grant mcp memory revoke sandbox state tool'
+            _fx_subs='agent ask completions config doctor grant logs mcp memory revoke sandbox state tool'
             _fx_opts='--cwd -h --help --home --session --trust --version'
             _fx_valopts='--cwd --home --session --trust' ;;
+        'agent')
+            _fx_subs=''
+            _fx_opts='-c --continue -h --help --max-iterations -m --model --provider --session --system --tools --toolset'
+            _fx_valopts='--max-iterations -m --model --provider --session --system --tools --toolset' ;;
+        'ask')
+            _fx_subs=''
+            _fx_opts='-c --continue -h --help --json --max-iterations -m --model --provider --session --stdin --system --tools --toolset'
+            _fx_valopts='--max-iterations -m --model --provider --session --system --tools --toolset' ;;
         'completions')
             _fx_subs=''
             _fx_opts='-h --help'
@@ -56,6 +64,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='-h --help'
             _fx_valopts='' ;;
+        'logs')
+            _fx_subs=''
+            _fx_opts='-n --count -h --help --json -q --query --session --sessions'
+            _fx_valopts='-n --count -q --query --session' ;;
         'mcp')
             _fx_subs='serve servers tools'
             _fx_opts='-h --help'
@@ -133,7 +145,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store place_search read tool_help web web_fetch web_search write'
+            _fx_subs='list content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store model_routing_config place_search read tool_call tool_describe tool_help tool_search web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -180,6 +192,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --category --id --key --value'
             _fx_valopts='--json --category --id --key --value' ;;
+        'tool model_routing_config')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --action --key --value'
+            _fx_valopts='--json --action --key --value' ;;
         'tool place_search')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --count --country --language --latitude --location --longitude --query --radius-meters --radius_meters --units'
@@ -188,10 +204,22 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --paths'
             _fx_valopts='--json --paths' ;;
+        'tool tool_call')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --arguments --name'
+            _fx_valopts='--json --arguments --name' ;;
+        'tool tool_describe')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --name'
+            _fx_valopts='--json --name' ;;
         'tool tool_help')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --name'
             _fx_valopts='--json --name' ;;
+        'tool tool_search')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --limit --query'
+            _fx_valopts='--json --limit --query' ;;
         'tool web')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --domainFilter --limit --operation --query --recencyFilter --reference --url'
@@ -218,7 +246,7 @@ _fermix_value() {
         '|--cwd') _fermix_paths -d ;;
         '|--home') _fermix_paths -d ;;
         '|--trust') _fermix_words 'operator guest' ;;
-        'mcp serve|--allow') _fermix_words 'content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store place_search read tool_help web web_fetch web_search write' ;;
+        'mcp serve|--allow') _fermix_words 'content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store model_routing_config place_search read tool_call tool_describe tool_help tool_search web web_fetch web_search write' ;;
         'tool content_search|--json') _fermix_paths -f ;;
         'tool content_search|--path') _fermix_paths -f ;;
         'tool file_edit|--json') _fermix_paths -f ;;
@@ -238,11 +266,17 @@ _fermix_value() {
         'tool memory_sources_list|--source-type'|'tool memory_sources_list|--source_type') _fermix_words 'main job' ;;
         'tool memory_sources_list|--status') _fermix_words 'active tombstoned' ;;
         'tool memory_store|--json') _fermix_paths -f ;;
+        'tool model_routing_config|--json') _fermix_paths -f ;;
+        'tool model_routing_config|--action') _fermix_words 'read set delete' ;;
+        'tool model_routing_config|--key') _fermix_words 'subagent_provider subagent_model subagent_reasoning_effort' ;;
         'tool place_search|--json') _fermix_paths -f ;;
         'tool place_search|--units') _fermix_words 'metric imperial' ;;
         'tool read|--json') _fermix_paths -f ;;
         'tool read|--paths') _fermix_paths -f ;;
+        'tool tool_call|--json') _fermix_paths -f ;;
+        'tool tool_describe|--json') _fermix_paths -f ;;
         'tool tool_help|--json') _fermix_paths -f ;;
+        'tool tool_search|--json') _fermix_paths -f ;;
         'tool web|--json') _fermix_paths -f ;;
         'tool web|--operation') _fermix_words 'search open' ;;
         'tool web|--recencyFilter') _fermix_words 'day week month year' ;;
@@ -257,9 +291,9 @@ _fermix_value() {
 _fermix_arg() {
     case "$1|$2" in
         'completions|0') _fermix_words 'bash zsh fish' ;;
-        'config get|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.net.allowed_private_hosts fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
-        'config set|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.net.allowed_private_hosts fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
-        'config unset|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.net.allowed_private_hosts fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config get|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config set|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config unset|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
         'grant path|0') _fermix_paths -f ;;
         'revoke path|0') _fermix_paths -f ;;
         'sandbox grant|0') _fermix_paths -f ;;

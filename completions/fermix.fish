@@ -6,7 +6,7 @@
 function __fermix_subs
     switch $argv[1]
         case ''
-            echo completions config doctor grant mcp memory revoke sandbox state tool
+            echo agent ask completions config doctor grant logs mcp memory revoke sandbox state tool
         case 'config'
             echo get path set unset
         case 'grant'
@@ -22,7 +22,7 @@ function __fermix_subs
         case 'state'
             echo status
         case 'tool'
-            echo list content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store place_search read tool_help web web_fetch web_search write
+            echo list content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store model_routing_config place_search read tool_call tool_describe tool_help tool_search web web_fetch web_search write
     end
 end
 
@@ -30,6 +30,12 @@ function __fermix_valopts
     switch $argv[1]
         case ''
             echo --cwd --home --session --trust
+        case 'agent'
+            echo --max-iterations -m --model --provider --session --system --tools --toolset
+        case 'ask'
+            echo --max-iterations -m --model --provider --session --system --tools --toolset
+        case 'logs'
+            echo -n --count -q --query --session
         case 'mcp serve'
             echo --allow
         case 'memory forget'
@@ -58,12 +64,20 @@ function __fermix_valopts
             echo --json --source-type --source_type --status
         case 'tool memory_store'
             echo --json --category --id --key --value
+        case 'tool model_routing_config'
+            echo --json --action --key --value
         case 'tool place_search'
             echo --json --count --country --language --latitude --location --longitude --query --radius-meters --radius_meters --units
         case 'tool read'
             echo --json --paths
+        case 'tool tool_call'
+            echo --json --arguments --name
+        case 'tool tool_describe'
+            echo --json --name
         case 'tool tool_help'
             echo --json --name
+        case 'tool tool_search'
+            echo --json --limit --query
         case 'tool web'
             echo --json --domainFilter --limit --operation --query --recencyFilter --reference --url
         case 'tool web_fetch'
@@ -103,10 +117,13 @@ end
 
 complete -c fermix -f
 complete -c fermix.pyz -w fermix
+complete -c fermix -n '__fermix_at \'\'' -a 'agent' -d 'Chat with the model interactively; its tool calls run in-process under the same policy.'
+complete -c fermix -n '__fermix_at \'\'' -a 'ask' -d 'Ask once: run the model loop on MESSAGE with fermix\'s tools and print the answer.'
 complete -c fermix -n '__fermix_at \'\'' -a 'completions' -d 'Print the completion script for SHELL (commands, tool names and each tool\'s flags).'
 complete -c fermix -n '__fermix_at \'\'' -a 'config' -d 'Read and change config.toml (validated before it is written).'
 complete -c fermix -n '__fermix_at \'\'' -a 'doctor' -d 'Check config, home permissions, state.db, sandbox roots and the optional parts (git, Chromium, providers, ripgrep).'
 complete -c fermix -n '__fermix_at \'\'' -a 'grant' -d 'Grant the sandbox access to a directory.'
+complete -c fermix -n '__fermix_at \'\'' -a 'logs' -d 'Show recent runs of `fermix ask` / `fermix agent` (oldest first), one session\'s, or those matching -q.'
 complete -c fermix -n '__fermix_at \'\'' -a 'mcp' -d 'Model Context Protocol: serve fermix\'s tools over stdio, and inspect configured MCP servers.'
 complete -c fermix -n '__fermix_at \'\'' -a 'memory' -d 'What fermix remembers: list, search, forget (archive) and restore memories.'
 complete -c fermix -n '__fermix_at \'\'' -a 'revoke' -d 'Withdraw a directory grant.'
@@ -119,6 +136,26 @@ complete -c fermix -n '__fermix_at \'\'' -l home -x -a '(__fish_complete_directo
 complete -c fermix -n '__fermix_at \'\'' -l session -x -d 'Session id (same as FERMIX_SESSION).'
 complete -c fermix -n '__fermix_at \'\'' -l trust -x -a 'operator guest' -d 'operator (default) or guest.'
 complete -c fermix -n '__fermix_at \'\'' -l version -d 'Print the version and exit.'
+complete -c fermix -n '__fermix_at \'agent\'' -s c -l continue -d 'Continue the latest session.'
+complete -c fermix -n '__fermix_at \'agent\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'agent\'' -l max-iterations -x -d 'Cap on model calls per turn.'
+complete -c fermix -n '__fermix_at \'agent\'' -s m -l model -x -d 'Model, or a provider name.'
+complete -c fermix -n '__fermix_at \'agent\'' -l provider -x -d 'Provider name from config.'
+complete -c fermix -n '__fermix_at \'agent\'' -l session -x -d 'Continue (or start) this session.'
+complete -c fermix -n '__fermix_at \'agent\'' -l system -x -d 'System prompt (replaces the default).'
+complete -c fermix -n '__fermix_at \'agent\'' -l tools -x -d 'Exactly these tools, comma-separated.'
+complete -c fermix -n '__fermix_at \'agent\'' -l toolset -x -d 'fermix (default) or coding.'
+complete -c fermix -n '__fermix_at \'ask\'' -s c -l continue -d 'Continue the most recent session.'
+complete -c fermix -n '__fermix_at \'ask\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'ask\'' -l json -d 'Print {status, response, session_id, tool_calls, usage}.'
+complete -c fermix -n '__fermix_at \'ask\'' -l max-iterations -x -d 'Cap on model calls (default 25).'
+complete -c fermix -n '__fermix_at \'ask\'' -s m -l model -x -d 'Model, or a provider name (-m echo, -m mock).'
+complete -c fermix -n '__fermix_at \'ask\'' -l provider -x -d 'Provider name from config.'
+complete -c fermix -n '__fermix_at \'ask\'' -l session -x -d 'Continue (or start) this session.'
+complete -c fermix -n '__fermix_at \'ask\'' -l stdin -d 'Read the message (or more of it) from stdin.'
+complete -c fermix -n '__fermix_at \'ask\'' -l system -x -d 'System prompt (replaces the default).'
+complete -c fermix -n '__fermix_at \'ask\'' -l tools -x -d 'Exactly these tools, comma-separated (\'\' for none).'
+complete -c fermix -n '__fermix_at \'ask\'' -l toolset -x -d 'fermix (default) or coding.'
 complete -c fermix -n '__fermix_at \'completions\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'completions\'' -a 'bash zsh fish' -d 'bash, zsh or fish.'
 complete -c fermix -n '__fermix_at \'config\'' -a 'get' -d 'Print a value of the effective config (defaults included).'
@@ -127,23 +164,29 @@ complete -c fermix -n '__fermix_at \'config\'' -a 'set' -d 'Set a key; the whole
 complete -c fermix -n '__fermix_at \'config\'' -a 'unset' -d 'Remove a key, so its default applies again.'
 complete -c fermix -n '__fermix_at \'config\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'config get\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'config get\'' -a 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.net.allowed_private_hosts fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key, e.g. sandbox.mode; omit for everything.'
+complete -c fermix -n '__fermix_at \'config get\'' -a 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key, e.g. sandbox.mode; omit for everything.'
 complete -c fermix -n '__fermix_at \'config path\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'config set\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'config set\'' -a 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.net.allowed_private_hosts fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key, e.g. sandbox.mode'
+complete -c fermix -n '__fermix_at \'config set\'' -a 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key, e.g. sandbox.mode'
 complete -c fermix -n '__fermix_at \'config unset\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'config unset\'' -a 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.net.allowed_private_hosts fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key to remove from config.toml'
+complete -c fermix -n '__fermix_at \'config unset\'' -a 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key to remove from config.toml'
 complete -c fermix -n '__fermix_at \'doctor\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'doctor\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'grant\'' -a 'path' -d 'Allow a directory (persisted to [sandbox] allowed_roots).'
 complete -c fermix -n '__fermix_at \'grant\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'grant path\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'grant path\'' -F
+complete -c fermix -n '__fermix_at \'logs\'' -s n -l count -x -d 'How many runs (newest).'
+complete -c fermix -n '__fermix_at \'logs\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'logs\'' -l json -d 'JSON: the same objects `fermix ask --json` prints.'
+complete -c fermix -n '__fermix_at \'logs\'' -s q -l query -x -d 'Full-text search of the messages.'
+complete -c fermix -n '__fermix_at \'logs\'' -l session -x -d 'Only this session.'
+complete -c fermix -n '__fermix_at \'logs\'' -l sessions -d 'List sessions instead of runs.'
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'serve' -d 'Serve the registry\'s tools over MCP on stdin/stdout, under the same policy as every other caller.'
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'servers' -d 'List the MCP servers configured under [mcp.servers.NAME] (without starting them).'
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'tools' -d 'Start the configured MCP servers and list their tools as fermix names (mcp_SERVER_TOOL).'
 complete -c fermix -n '__fermix_at \'mcp\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store place_search read tool_help web web_fetch web_search write' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
+complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store model_routing_config place_search read tool_call tool_describe tool_help tool_search web web_fetch web_search write' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -l list -d 'Print the tool names that would be served, then exit.'
 complete -c fermix -n '__fermix_at \'mcp servers\'' -s h -l help -d 'Show help and exit.'
@@ -205,9 +248,13 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'memory_forget' -d 'Forget a mem
 complete -c fermix -n '__fermix_at \'tool\'' -a 'memory_recall' -d 'Recall memory: by exact key, by keyword search (BM25-ranked, 10 best) over memories and optionally conversation history, or with no arguments all of this conversation\'s notes.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'memory_sources_list' -d 'List the memory sources: main, and one job:<id> per scheduled job that backs memory rows (a removed job\'s source stays as a tombstone), with their memory counts.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'memory_store' -d 'Store a fact in memory, keyed.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'model_routing_config' -d 'Read or change which model delegated sub-agents run on (never the main agent\'s).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'place_search' -d 'Look up real-world places (businesses, landmarks, addresses) and get structured records: name, address, coordinates, weekly hours, rating and review count, price range, phone, distance, categories, a thumbnail and the place\'s page link.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'read' -d 'Read 1-8 known local files (or skill:// files).'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_call' -d 'Invoke a deferred tool by name with an object of arguments.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_describe' -d 'Return the full documentation and input schema of one deferred tool.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_help' -d 'Return the full documentation of one registered tool as the caller may see it: description, parameters, examples and failure modes.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_search' -d 'Keyword search over the deferred plugin and MCP tools this caller could run (BM25 over name, description and parameter names; a name substring match when nothing scores).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'web' -d 'Public research and programming documentation, one operation per call.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'web_fetch' -d 'Fetch a public HTTP(S) URL and return the body as markdown-light text; JSON bodies come back verbatim.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'web_search' -d 'Search the public web and get up to 10 results as {title, url, snippet}.'
@@ -307,6 +354,15 @@ complete -c fermix -n '__fermix_at \'tool memory_store\'' -l category -x -d 'Kee
 complete -c fermix -n '__fermix_at \'tool memory_store\'' -l id -x -d 'Correct the value of the existing memory with this id instead of storing by key'
 complete -c fermix -n '__fermix_at \'tool memory_store\'' -l key -x -d 'Unique key for this memory (e.g. user_timezone, project_name); not needed with id'
 complete -c fermix -n '__fermix_at \'tool memory_store\'' -l value -x -d 'The value to store. A long-term memory is one short sentence (300 characters at most); a conversation note up to 4000'
+complete -c fermix -n '__fermix_at \'tool model_routing_config\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool model_routing_config\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool model_routing_config\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool model_routing_config\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool model_routing_config\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool model_routing_config\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool model_routing_config\'' -l action -x -a 'read set delete' -d 'read, set or delete'
+complete -c fermix -n '__fermix_at \'tool model_routing_config\'' -l key -x -a 'subagent_provider subagent_model subagent_reasoning_effort' -d 'For set/delete: subagent_provider, subagent_model or subagent_reasoning_effort'
+complete -c fermix -n '__fermix_at \'tool model_routing_config\'' -l value -x -d 'New value, for set'
 complete -c fermix -n '__fermix_at \'tool place_search\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool place_search\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool place_search\'' -l schema -d 'Print the input JSON schema and exit.'
@@ -329,6 +385,21 @@ complete -c fermix -n '__fermix_at \'tool read\'' -l pretty -d 'Indent the JSON 
 complete -c fermix -n '__fermix_at \'tool read\'' -l text -d 'Print what a model would see instead of JSON.'
 complete -c fermix -n '__fermix_at \'tool read\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'tool read\'' -l paths -r -F -d '1 to 8 targets: a local file path or skill://<name>[/<reference>], each with an optional selector suffix :N, :-M, :N-M, :N+, :N+K, :raw, or a range with raw (:raw:50-100).'
+complete -c fermix -n '__fermix_at \'tool tool_call\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool tool_call\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool tool_call\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool tool_call\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool tool_call\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool tool_call\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool tool_call\'' -l arguments -x -d 'The tool\'s arguments, as a JSON object'
+complete -c fermix -n '__fermix_at \'tool tool_call\'' -l name -x -d 'Deferred tool name to invoke'
+complete -c fermix -n '__fermix_at \'tool tool_describe\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool tool_describe\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool tool_describe\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool tool_describe\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool tool_describe\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool tool_describe\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool tool_describe\'' -l name -x -d 'Tool name to describe'
 complete -c fermix -n '__fermix_at \'tool tool_help\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool tool_help\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool tool_help\'' -l schema -d 'Print the input JSON schema and exit.'
@@ -336,6 +407,14 @@ complete -c fermix -n '__fermix_at \'tool tool_help\'' -l pretty -d 'Indent the 
 complete -c fermix -n '__fermix_at \'tool tool_help\'' -l text -d 'Print what a model would see instead of JSON.'
 complete -c fermix -n '__fermix_at \'tool tool_help\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'tool tool_help\'' -l name -x -d 'Tool name to describe'
+complete -c fermix -n '__fermix_at \'tool tool_search\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool tool_search\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool tool_search\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool tool_search\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool tool_search\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool tool_search\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool tool_search\'' -l limit -x -d 'Maximum results to return (default 5, max 20)'
+complete -c fermix -n '__fermix_at \'tool tool_search\'' -l query -x -d 'Keywords describing the capability you need'
 complete -c fermix -n '__fermix_at \'tool web\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool web\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool web\'' -l schema -d 'Print the input JSON schema and exit.'

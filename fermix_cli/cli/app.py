@@ -118,8 +118,22 @@ def _register_subapps() -> None:
     if _REGISTERED:
         return
     _REGISTERED.append(True)
-    from . import completions_cmd, config_cmd, doctor_cmd, mcp_cmd, memory_cmd, sandbox_cmd, state_cmd
+    from . import (
+        agent_cmd,
+        ask_cmd,
+        completions_cmd,
+        config_cmd,
+        doctor_cmd,
+        logs_cmd,
+        mcp_cmd,
+        memory_cmd,
+        sandbox_cmd,
+        state_cmd,
+    )
 
+    app.command("ask")(ask_cmd.ask)
+    app.command("agent")(agent_cmd.agent)
+    app.command("logs")(logs_cmd.logs)
     app.command("doctor")(doctor_cmd.doctor_cmd)
     app.command("completions")(completions_cmd.completions_cmd)
     app.add_typer(mcp_cmd.app, name="mcp")

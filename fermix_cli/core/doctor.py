@@ -180,21 +180,24 @@ def check_chromium(inp: DoctorInput) -> Check:
     return Check("chromium", "warn", "not found on PATH; the browser tool is unavailable")
 
 
-def _secret_present(block: Any, env: Mapping[str, str]) -> bool | None:
-    """True/False for whether a provider's key resolves; None when the provider needs no key."""
-    kind = getattr(block, "type", None)
-    if kind in ("mock", "echo"):
-        return None
+OFFICIAL_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+OFFICIAL_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+
+
+def _key_found(name: str, block: Any, env: Mapping[str, str]) -> bool | None:
+    """Whether a provider's API key resolves; None when it needs none (offline, or a custom base_url)."""
+    kind = getattr(block, "type", None) or name
+    if kind not in OFFICIAL_KEYS:
+        return None  # mock and echo
     if getattr(block, "api_key", None):
         return True
     var = getattr(block, "api_key_env", None)
     if var:
-        return bool(env.get(var))
-    defaults = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-    default = defaults.get(kind or "")
-    if default is None:
-        return None  # e.g. a local OpenAI-compatible server without a key
-    return bool(env.get(default))
+        return bool(env.get(var, "").strip())
+    base_url = getattr(block, "base_url", None)
+    if base_url and base_url.rstrip("/") != OFFICIAL_URLS[kind]:
+        return None  # a local OpenAI-compatible server may need no key
+    return bool(env.get(OFFICIAL_KEYS[kind], "").strip())
 
 
 def check_providers(inp: DoctorInput, config: Config | None) -> Check:
@@ -203,32 +206,18 @@ def check_providers(inp: DoctorInput, config: Config | None) -> Check:
     providers: Mapping[str, Any] | None = getattr(config.fermix_core, "providers", None)
     if providers is None:
         return Check("providers", "n/a", "this fermix has no model providers")
-    if not providers:
-        return Check("providers", "warn", "none configured; only the offline mock and echo providers work")
-    missing = []
-    for name, block in sorted(providers.items()):
-        present = _secret_present(_with_type(block, name), inp.env)
-        if present is False:
-            missing.append(name)
-    names = ", ".join(sorted(providers))
+    names = sorted(providers)
+    if not names:
+        from_env = [k for k, var in sorted(OFFICIAL_KEYS.items()) if inp.env.get(var, "").strip()]
+        if from_env:
+            return Check("providers", "ok", f"none configured; {', '.join(from_env)} from the environment")
+        return Check(
+            "providers", "warn", "none configured and no API key in the environment; only mock and echo work"
+        )
+    missing = [n for n in names if _key_found(n, providers[n], inp.env) is False]
     if missing:
-        return Check("providers", "warn", f"{names}; no API key found for: {', '.join(missing)}")
-    return Check("providers", "ok", names, {"providers": sorted(providers)})
-
-
-@dataclass(frozen=True)
-class _Typed:
-    type: str | None
-    api_key: str | None
-    api_key_env: str | None
-
-
-def _with_type(block: Any, name: str) -> _Typed:
-    return _Typed(
-        getattr(block, "type", None) or name,
-        getattr(block, "api_key", None),
-        getattr(block, "api_key_env", None),
-    )
+        return Check("providers", "warn", f"{', '.join(names)}; no API key found for: {', '.join(missing)}")
+    return Check("providers", "ok", ", ".join(names), {"providers": names})
 
 
 def check_mcp_servers(inp: DoctorInput, config: Config | None) -> Check:

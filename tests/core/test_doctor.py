@@ -224,3 +224,34 @@ def test_checks_are_pure_functions_of_their_input(world: Env) -> None:
     assert summary_line(checks).endswith("not applicable")
     for c in checks:
         assert LINE.match(c.line()), c.line()
+
+
+@pytest.mark.parametrize(
+    ("config", "env", "expected", "needle"),
+    [
+        ("", {}, "WARN", "only mock and echo"),
+        ("", {"OPENAI_API_KEY": "sk-x"}, "OK", "openai from the environment"),
+        ('[fermix_core.providers.openai]\ndefault_model = "m"\n', {}, "WARN", "no API key found for: openai"),
+        ('[fermix_core.providers.openai]\ndefault_model = "m"\n', {"OPENAI_API_KEY": "sk"}, "OK", "openai"),
+        ('[fermix_core.providers.work]\ntype = "anthropic"\napi_key_env = "WORK_KEY"\n', {}, "WARN", "work"),
+        (
+            '[fermix_core.providers.work]\ntype = "anthropic"\napi_key_env = "WORK_KEY"\n',
+            {"WORK_KEY": "k"},
+            "OK",
+            "work",
+        ),
+        (
+            '[fermix_core.providers.local]\ntype = "openai"\nbase_url = "http://127.0.0.1:8080/v1"\n',
+            {},
+            "OK",
+            "local",
+        ),
+        ("[fermix_core.providers.mock]\n", {}, "OK", "mock"),
+    ],
+)
+def test_providers(world: Env, config: str, env: dict[str, str], expected: str, needle: str) -> None:
+    world.fermix_home.mkdir(mode=0o700)
+    (world.fermix_home / "config.toml").write_text(config)
+    clean = {k: "" for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "WORK_KEY")}
+    tag, detail = status(world, "providers", env={**clean, **env})
+    assert tag == expected and needle in detail, detail

@@ -334,3 +334,75 @@ def test_url_server_needs_its_host_allowed(world: Env, http_server: str) -> None
     r = world.tool("mcp_web_add", {"a": 20, "b": 22})
     assert r.code == 0, r.stderr
     assert r.json()["structured_content"] == {"sum": 42}
+
+
+# ----- a model run: MCP tools deferred behind tool_search / tool_describe / tool_call ----------------
+
+
+def _ask(world: Env, steps: list[list[dict[str, Any]]], *extra: str) -> dict[str, Any]:
+    r = world.run("ask", "--json", "--provider", "echo", *extra, json.dumps({"tool_calls": steps}))
+    assert r.code == 0, r.stderr
+    return r.json()
+
+
+def test_model_finds_and_calls_mcp_tools_through_the_bridges(world: Env) -> None:
+    configure(world, {"stub": stub()})
+    out = _ask(
+        world,
+        [
+            [{"name": "tool_search", "arguments": {"query": "add two integers sum"}}],
+            [{"name": "tool_describe", "arguments": {"name": "mcp_stub_add"}}],
+            [{"name": "tool_call", "arguments": {"name": "mcp_stub_add", "arguments": {"a": 2, "b": 3}}}],
+            [{"name": "mcp_stub_echo", "arguments": {"text": "direct"}}],
+        ],
+    )
+    echoed = json.loads(out["response"])
+    # Deferred: the schemas stay off the wire; the names are listed in the system prompt.
+    assert "tool_search" in echoed["tools"] and "mcp_stub_add" not in echoed["tools"]
+    assert "- mcp_stub_add" in echoed["system"]
+    results = [r["output"] for r in echoed["tool_results"]]
+    search = json.loads(results[0])
+    assert search["matches"][0]["name"] == "mcp_stub_add" and search["matches"][0]["plugin"] == "mcp"
+    assert "# mcp_stub_add" in results[1] and '"a"' in results[1]
+    assert json.loads(results[2]) == {"sum": 5}
+    assert results[3] == "direct"
+    # The loop unwraps tool_call: policy and the call log see the real tool.
+    assert [c["name"] for c in out["tool_calls"]] == [
+        "tool_search",
+        "tool_describe",
+        "mcp_stub_add",
+        "mcp_stub_echo",
+    ]
+    assert all(c["ok"] for c in out["tool_calls"])
+
+
+def test_model_run_policy_applies_to_mcp_tools(world: Env) -> None:
+    configure(world, {"stub": stub()})
+    call = {"name": "tool_call", "arguments": {"name": "mcp_stub_add", "arguments": {"a": 1, "b": 1}}}
+    r = world.run(
+        "--trust", "guest", "ask", "--json", "--provider", "echo", json.dumps({"tool_calls": [call]})
+    )
+    assert r.code == 0, r.stderr
+    results = json.loads(r.json()["response"])["tool_results"]
+    assert results[0]["output"] == "unknown_tool: Unknown capability: mcp_stub_add"
+    search = {"name": "tool_search", "arguments": {"query": "add"}}
+    r = world.run(
+        "--trust", "guest", "ask", "--json", "--provider", "echo", json.dumps({"tool_calls": [search]})
+    )
+    assert json.loads(json.loads(r.json()["response"])["tool_results"][0]["output"])["total_available"] == 0
+
+
+def test_model_run_with_deferral_off_puts_mcp_schemas_inline(world: Env) -> None:
+    configure(world, {"stub": stub()}, extra="[fermix_core.tools.tool_search]\nenabled = false\n")
+    out = _ask(world, [[{"name": "mcp_stub_add", "arguments": {"a": 4, "b": 4}}]])
+    echoed = json.loads(out["response"])
+    assert "mcp_stub_add" in echoed["tools"] and "tool_search" not in echoed["tools"]
+    assert json.loads(echoed["tool_results"][0]["output"]) == {"sum": 8}
+
+
+def test_a_broken_server_does_not_stop_a_model_run(world: Env) -> None:
+    configure(world, {"broken": stub("crash"), "stub": stub()})
+    out = _ask(world, [[{"name": "tool_search", "arguments": {"query": "echo text"}}]])
+    search = json.loads(json.loads(out["response"])["tool_results"][0]["output"])
+    assert any(m["name"] == "mcp_stub_echo" for m in search["matches"])
+    assert "MCP server broken" in (world.fermix_home / "logs" / "fermix.log").read_text()
