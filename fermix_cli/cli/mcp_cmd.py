@@ -114,7 +114,7 @@ def tools_cmd(
         emit_json({"tools": rows, "failed": report.failed})
     else:
         for row in rows:
-            first = row["description"].split("\n")[0][:100]
+            first = str(row["description"]).split("\n")[0][:100]
             typer.echo(f"{row['name']:<40} {row['policy_class']:<13} {first}")
         for name, why in sorted(report.failed.items()):
             typer.echo(f"{name}: {why}", err=True)

@@ -281,7 +281,7 @@ def run_tool_list(argv: list[str], g: GlobalOptions) -> int:
     from ..core.registry import default_registry
 
     ctx = _context(g)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": s.name,
             "category": s.category,

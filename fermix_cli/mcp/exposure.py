@@ -49,7 +49,7 @@ def served_names(registry: Registry, allow: Iterable[str]) -> frozenset[str]:
     )
 
 
-def annotations(spec: ToolSpec) -> dict[str, Any]:
+def tool_annotations(spec: ToolSpec) -> dict[str, Any]:
     """MCP tool annotations from the spec's hints (names as the MCP schema spells them)."""
     h = spec.hints
     out: dict[str, Any] = {
@@ -72,6 +72,6 @@ def listing(spec: ToolSpec) -> dict[str, Any]:
         "name": spec.name,
         "description": description,
         "inputSchema": spec.input_schema(),
-        "annotations": annotations(spec),
+        "annotations": tool_annotations(spec),
         "_meta": {"fermix/policy_class": spec.policy_class, "fermix/category": spec.category},
     }

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from fermix_cli.core.context import ToolContext
 from fermix_cli.core.registry import Hints, Params, Registry, ToolSpec, default_registry
-from fermix_cli.mcp.exposure import annotations, off_by_default, served_names
+from fermix_cli.mcp.exposure import off_by_default, served_names, tool_annotations
 from fermix_cli.mcp.server import build_server
 from tests.conftest import Env
 
@@ -168,8 +168,8 @@ def test_off_by_default_rules(standins: Registry) -> None:
     assert off == {"run_shell", "write_thing", "wipe_memory", "click"}
     assert served_names(standins, []) == {"remember", "fetch", "look"}
     assert served_names(standins, ["run_shell"]) == {"remember", "fetch", "look", "run_shell"}
-    assert annotations(standins.get("look"))["readOnlyHint"] is True
-    assert "destructiveHint" not in annotations(standins.get("look"))
+    assert tool_annotations(standins.get("look"))["readOnlyHint"] is True
+    assert "destructiveHint" not in tool_annotations(standins.get("look"))
 
 
 def test_exec_tool_needs_allow_and_runs_unattended(world: Env, standins: Registry) -> None:
