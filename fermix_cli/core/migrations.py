@@ -280,10 +280,32 @@ def m005_transcripts(db: sqlite3.Connection) -> None:
     )
 
 
+def m006_directory_access_requests(db: sqlite3.Connection) -> None:
+    """Pending `request_directory_access` grants: single-use tokens the owner confirms or denies."""
+    db.execute(
+        """
+        CREATE TABLE directory_access_requests (
+            token TEXT PRIMARY KEY,
+            path TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            origin TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'confirmed', 'denied', 'expired')),
+            resolved_at REAL
+        )
+        """
+    )
+    db.execute("CREATE INDEX directory_access_requests_path ON directory_access_requests(path, status)")
+
+
 MIGRATIONS: list[Migration] = [
     m001_tool_calls,
     m002_memories,
     m003_hashline_snapshots,
     m004_web_snapshots,
     m005_transcripts,
+    m006_directory_access_requests,
 ]

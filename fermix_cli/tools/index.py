@@ -25,6 +25,22 @@ TOOL_MODULES: dict[str, str] = {
     "web_search": "fermix_cli.tools.web",
     "place_search": "fermix_cli.tools.web",
     "web": "fermix_cli.tools.web",
+    "shell": "fermix_cli.tools.shell",
+    "bash": "fermix_cli.tools.shell",
+    "git_read": "fermix_cli.tools.git",
+    "git_write": "fermix_cli.tools.git",
+    "request_directory_access": "fermix_cli.tools.access",
+    "grep": "fermix_cli.tools.coding.grep",
+    "find": "fermix_cli.tools.coding.find",
+    "list_files": "fermix_cli.tools.coding.find",
+    "ast_grep": "fermix_cli.tools.coding.astgrep",
+}
+
+# Names a toolset accepts for another tool. Registry names are unique, so the coding contract's
+# runtime aliases of `bash` live here: in the coding toolset `shell` and `cmd` mean `bash`, while
+# everywhere else `shell` is fermix's own shell tool.
+TOOLSET_ALIASES: dict[str, dict[str, str]] = {
+    "coding": {"shell": "bash", "cmd": "bash"},
 }
 
 FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))
