@@ -113,7 +113,15 @@ _fermix_node() {
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'sandbox')
-            _fx_subs='explain grant mode revoke status'
+            _fx_subs='confirm deny explain grant mode revoke status'
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'sandbox confirm')
+            _fx_subs=''
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'sandbox deny')
+            _fx_subs=''
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'sandbox explain')
@@ -145,13 +153,21 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store model_routing_config place_search read tool_call tool_describe tool_help tool_search web web_fetch web_search write'
+            _fx_subs='list ast_grep bash content_search file_edit file_read file_write find git_read git_write glob_search grep hash_edit list_files memory_forget memory_recall memory_sources_list memory_store model_routing_config place_search read request_directory_access shell tool_call tool_describe tool_help tool_search web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
             _fx_subs=''
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
+        'tool ast_grep')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --items --language --limit --name --operation --path --pattern --pub-members --pub_members --no-pub-members --no-pub_members --rewrite --symbol-type --symbol_type --view'
+            _fx_valopts='--json --items --language --limit --name --operation --path --pattern --rewrite --symbol-type --symbol_type --view' ;;
+        'tool bash')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --command --intent --timeout'
+            _fx_valopts='--json --command --intent --timeout' ;;
         'tool content_search')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --max_results --path --pattern --regex --no-regex --timeout-ms --timeout_ms'
@@ -168,14 +184,34 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --content --mkdir --no-mkdir --path'
             _fx_valopts='--json --content --path' ;;
+        'tool find')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --kind --limit --offset --path --query'
+            _fx_valopts='--json --kind --limit --offset --path --query' ;;
+        'tool git_read')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --args --command --repo'
+            _fx_valopts='--json --args --command --repo' ;;
+        'tool git_write')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --args --command --repo'
+            _fx_valopts='--json --args --command --repo' ;;
         'tool glob_search')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --max_results --path --pattern'
             _fx_valopts='--json --max-results --max_results --path --pattern' ;;
+        'tool grep')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --context --limit --mode --offset --path --patterns'
+            _fx_valopts='--json --context --limit --mode --offset --path --patterns' ;;
         'tool hash_edit')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --input'
             _fx_valopts='--json --input' ;;
+        'tool list_files')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --limit --offset --path'
+            _fx_valopts='--json --limit --offset --path' ;;
         'tool memory_forget')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --id --reason'
@@ -204,6 +240,14 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --paths'
             _fx_valopts='--json --paths' ;;
+        'tool request_directory_access')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --path --reason'
+            _fx_valopts='--json --path --reason' ;;
+        'tool shell')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --command --timeout-ms --timeout_ms --working-dir --working_dir'
+            _fx_valopts='--json --command --timeout-ms --timeout_ms --working-dir --working_dir' ;;
         'tool tool_call')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --arguments --name'
@@ -246,7 +290,13 @@ _fermix_value() {
         '|--cwd') _fermix_paths -d ;;
         '|--home') _fermix_paths -d ;;
         '|--trust') _fermix_words 'operator guest' ;;
-        'mcp serve|--allow') _fermix_words 'content_search file_edit file_read file_write glob_search hash_edit memory_forget memory_recall memory_sources_list memory_store model_routing_config place_search read tool_call tool_describe tool_help tool_search web web_fetch web_search write' ;;
+        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search file_edit file_read file_write find git_read git_write glob_search grep hash_edit list_files memory_forget memory_recall memory_sources_list memory_store model_routing_config place_search read request_directory_access shell tool_call tool_describe tool_help tool_search web web_fetch web_search write' ;;
+        'tool ast_grep|--json') _fermix_paths -f ;;
+        'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
+        'tool ast_grep|--operation') _fermix_words 'search outline' ;;
+        'tool ast_grep|--path') _fermix_paths -f ;;
+        'tool ast_grep|--view') _fermix_words 'digest names signatures expanded' ;;
+        'tool bash|--json') _fermix_paths -f ;;
         'tool content_search|--json') _fermix_paths -f ;;
         'tool content_search|--path') _fermix_paths -f ;;
         'tool file_edit|--json') _fermix_paths -f ;;
@@ -255,9 +305,19 @@ _fermix_value() {
         'tool file_read|--path') _fermix_paths -f ;;
         'tool file_write|--json') _fermix_paths -f ;;
         'tool file_write|--path') _fermix_paths -f ;;
+        'tool find|--json') _fermix_paths -f ;;
+        'tool find|--kind') _fermix_words 'files directories mixed' ;;
+        'tool find|--path') _fermix_paths -f ;;
+        'tool git_read|--json') _fermix_paths -f ;;
+        'tool git_write|--json') _fermix_paths -f ;;
         'tool glob_search|--json') _fermix_paths -f ;;
         'tool glob_search|--path') _fermix_paths -f ;;
+        'tool grep|--json') _fermix_paths -f ;;
+        'tool grep|--mode') _fermix_words 'ranked raw' ;;
+        'tool grep|--path') _fermix_paths -f ;;
         'tool hash_edit|--json') _fermix_paths -f ;;
+        'tool list_files|--json') _fermix_paths -f ;;
+        'tool list_files|--path') _fermix_paths -f ;;
         'tool memory_forget|--json') _fermix_paths -f ;;
         'tool memory_recall|--json') _fermix_paths -f ;;
         'tool memory_recall|--scope') _fermix_words 'current owner all' ;;
@@ -273,6 +333,10 @@ _fermix_value() {
         'tool place_search|--units') _fermix_words 'metric imperial' ;;
         'tool read|--json') _fermix_paths -f ;;
         'tool read|--paths') _fermix_paths -f ;;
+        'tool request_directory_access|--json') _fermix_paths -f ;;
+        'tool request_directory_access|--path') _fermix_paths -f ;;
+        'tool shell|--json') _fermix_paths -f ;;
+        'tool shell|--working-dir'|'tool shell|--working_dir') _fermix_paths -d ;;
         'tool tool_call|--json') _fermix_paths -f ;;
         'tool tool_describe|--json') _fermix_paths -f ;;
         'tool tool_help|--json') _fermix_paths -f ;;
@@ -291,9 +355,9 @@ _fermix_value() {
 _fermix_arg() {
     case "$1|$2" in
         'completions|0') _fermix_words 'bash zsh fish' ;;
-        'config get|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
-        'config set|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
-        'config unset|0') _fermix_words 'capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config get|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config set|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config unset|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
         'grant path|0') _fermix_paths -f ;;
         'revoke path|0') _fermix_paths -f ;;
         'sandbox grant|0') _fermix_paths -f ;;

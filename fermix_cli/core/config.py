@@ -231,7 +231,6 @@ class CapabilitiesConfig(Section):
 
 
 McpServerName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")]
-EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,255}$")]
 
 
 class McpServerConfig(Section):
