@@ -6,6 +6,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -16,6 +17,12 @@ from .globalopts import GlobalOptions
 from .toolcall import report_error
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Trust(StrEnum):
+    operator = "operator"
+    guest = "guest"
+
 
 app = typer.Typer(
     name="fermix",
@@ -67,15 +74,14 @@ def main_options(
     session: Annotated[
         str | None, typer.Option("--session", help="Session id (same as FERMIX_SESSION).")
     ] = None,
-    trust: Annotated[str | None, typer.Option("--trust", help="operator (default) or guest.")] = None,
+    trust: Annotated[Trust | None, typer.Option("--trust", help="operator (default) or guest.")] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     """fermix: agent tools for people, scripts and models."""
-    if trust not in (None, "operator", "guest"):
-        raise typer.BadParameter("must be operator or guest", param_hint="--trust")
-    GLOBAL.home, GLOBAL.cwd, GLOBAL.session, GLOBAL.trust = home, cwd, session, trust
+    GLOBAL.home, GLOBAL.cwd, GLOBAL.session = home, cwd, session
+    GLOBAL.trust = trust.value if trust is not None else None
 
 
 tool_app = typer.Typer(
@@ -105,18 +111,44 @@ def tool_list(as_json: Annotated[bool, typer.Option("--json", help="JSON output.
     raise typer.Exit(run_tool_list(["--json"] if as_json else [], GLOBAL))
 
 
+_REGISTERED: list[bool] = []
+
+
 def _register_subapps() -> None:
-    from . import agent_cmd, ask_cmd, config_cmd, logs_cmd, memory_cmd, sandbox_cmd, state_cmd
+    if _REGISTERED:
+        return
+    _REGISTERED.append(True)
+    from . import (
+        agent_cmd,
+        ask_cmd,
+        completions_cmd,
+        config_cmd,
+        doctor_cmd,
+        logs_cmd,
+        mcp_cmd,
+        memory_cmd,
+        sandbox_cmd,
+        state_cmd,
+    )
 
     app.command("ask")(ask_cmd.ask)
     app.command("agent")(agent_cmd.agent)
     app.command("logs")(logs_cmd.logs)
+    app.command("doctor")(doctor_cmd.doctor_cmd)
+    app.command("completions")(completions_cmd.completions_cmd)
+    app.add_typer(mcp_cmd.app, name="mcp")
     app.add_typer(config_cmd.app, name="config")
     app.add_typer(memory_cmd.app, name="memory")
     app.add_typer(sandbox_cmd.app, name="sandbox")
     app.add_typer(sandbox_cmd.grant_app, name="grant")
     app.add_typer(sandbox_cmd.revoke_app, name="revoke")
     app.add_typer(state_cmd.app, name="state")
+
+
+def full_app() -> typer.Typer:
+    """The app with every command group registered (for docs and completions)."""
+    _register_subapps()
+    return app
 
 
 def run_app(argv: list[str]) -> int:

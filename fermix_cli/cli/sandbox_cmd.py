@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -9,6 +10,13 @@ import typer
 from ..core.config import set_key
 from ..core.grants import grant_path, revoke_path, update_config
 from .app import context, emit_json, handles_errors
+
+
+class Mode(StrEnum):
+    strict = "strict"
+    standard = "standard"
+    open = "open"
+
 
 app = typer.Typer(
     help="Inspect and change the sandbox (an in-process policy gate, not an OS jail).", no_args_is_help=True
@@ -88,10 +96,10 @@ def explain_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON outpu
 
 @app.command("mode")
 @handles_errors
-def mode_cmd(mode: Annotated[str, typer.Argument(help="strict, standard or open")]) -> None:
+def mode_cmd(mode: Annotated[Mode, typer.Argument(help="strict, standard or open")]) -> None:
     """Set the sandbox mode."""
-    update_config(context().paths, lambda doc: set_key(doc, "sandbox.mode", mode))
-    typer.echo(f"sandbox mode: {mode}")
+    update_config(context().paths, lambda doc: set_key(doc, "sandbox.mode", mode.value))
+    typer.echo(f"sandbox mode: {mode.value}")
 
 
 def _grant(path: str) -> None:

@@ -191,6 +191,11 @@ def run_tool(name: str, argv: list[str], g: GlobalOptions) -> int:
     from ..core.registry import default_registry
 
     reg = default_registry()
+    if name.startswith("mcp_") and name not in reg.names():
+        # A tool of a configured MCP server: start that server (only that one) and register its tools.
+        from ..mcp.client import ensure_tool
+
+        ensure_tool(reg, name, lambda: _context(g))
     spec = reg.get(name)
     args = parse_tool_argv(argv, spec.input_schema)
     out = sys.stdout
@@ -276,7 +281,7 @@ def run_tool_list(argv: list[str], g: GlobalOptions) -> int:
     from ..core.registry import default_registry
 
     ctx = _context(g)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": s.name,
             "category": s.category,

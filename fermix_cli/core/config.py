@@ -230,10 +230,48 @@ class CapabilitiesConfig(Section):
     tools: ToolCapabilities = Field(default_factory=ToolCapabilities)
 
 
+McpServerName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")]
+
+
+class McpServerConfig(Section):
+    """One `[mcp.servers.NAME]` block: a stdio command (with args and env) or a URL, never both."""
+
+    command: Name | None = None
+    args: list[str] = []
+    env: dict[EnvName, str] = {}
+    env_passthrough: list[EnvName] = []
+    cwd: Name | None = None
+    url: Annotated[str, Field(pattern=r"^https?://", max_length=4096)] | None = None
+    transport: Literal["streamable_http", "sse"] = "streamable_http"
+    headers: dict[str, str] = {}
+    enabled: bool = True
+    tools: list[Name] | None = None
+    policy_class: Literal["read_only", "read_write", "exec", "network", "external_api", "gui_control"] = (
+        "external_api"
+    )
+    startup_timeout_ms: Annotated[int, Field(ge=100, le=600_000)] = 20_000
+    call_timeout_ms: Annotated[int, Field(ge=100, le=3_600_000)] = 120_000
+
+    @model_validator(mode="after")
+    def _one_endpoint(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("set exactly one of command (a stdio server) or url (an HTTP server)")
+        if self.url is None and (self.headers or self.transport != "streamable_http"):
+            raise ValueError("headers and transport apply only to a url server")
+        if self.command is None and (self.args or self.env or self.env_passthrough or self.cwd):
+            raise ValueError("args, env, env_passthrough and cwd apply only to a command server")
+        return self
+
+
+class McpConfig(Section):
+    servers: dict[McpServerName, McpServerConfig] = {}
+
+
 class Config(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     fermix_core: FermixCoreConfig = Field(default_factory=FermixCoreConfig)
     capabilities: CapabilitiesConfig = Field(default_factory=CapabilitiesConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
@@ -296,7 +334,9 @@ def write_raw(path: Path, data: dict[str, Any]) -> None:
     import tomli_w
 
     validate_config(data, str(path))
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    from .paths import make_private_dirs
+
+    make_private_dirs(path.parent)
     text = tomli_w.dumps(data)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

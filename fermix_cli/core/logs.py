@@ -6,6 +6,8 @@ import logging
 import os
 from pathlib import Path
 
+from .paths import make_private_dirs
+
 
 class LazyFileHandler(logging.Handler):
     """Appends to `path`, creating it (0600, directory 0700) on the first record."""
@@ -21,7 +23,7 @@ class LazyFileHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             if self._stream is None:
-                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                make_private_dirs(self.path.parent)
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
                 self._stream = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
                 self._stream.setFormatter(self.formatter)

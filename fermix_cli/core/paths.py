@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,8 +61,27 @@ class FermixPaths:
 
     def ensure_dir(self, path: Path) -> Path:
         """Create a fermix directory (and its parents inside the home) with mode 0700."""
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return path
+        return make_private_dirs(path)
+
+
+def make_private_dirs(path: Path | str) -> Path:
+    """`mkdir -p` where every directory it creates gets mode 0700 (the XDG rule), not just the last.
+
+    `Path.mkdir(parents=True)` and `os.makedirs` give the parents default modes, which would leave a
+    fresh FERMIX_HOME readable by others.
+    """
+    target = Path(path)
+    missing: list[Path] = []
+    node = target
+    while not node.exists() and node != node.parent:
+        missing.append(node)
+        node = node.parent
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            d.mkdir(mode=0o700)
+    if not target.is_dir():
+        raise NotADirectoryError(str(target))
+    return target
 
 
 def resolve_paths(

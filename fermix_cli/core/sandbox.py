@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .errors import ToolError
 from .pathcanon import canonicalize, is_inside
-from .paths import FermixPaths
+from .paths import FermixPaths, make_private_dirs
 
 if TYPE_CHECKING:
     from .config import SandboxConfig
@@ -205,7 +205,7 @@ class Sandbox:
         ws = str(self.paths.workspace)
         if self.mode != "open" or is_inside(ws, self.home):
             with contextlib.suppress(OSError):
-                os.makedirs(ws, mode=0o700, exist_ok=True)
+                make_private_dirs(ws)
             canon = _safe_canon(ws)
             if canon and os.path.isdir(canon) and self.decide(canon).allowed:
                 return canon

@@ -9,11 +9,13 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .errors import ToolError
 from .migrations import MIGRATIONS, Migration
+from .paths import make_private_dirs
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -28,7 +30,7 @@ class StateDB:
         self.migrate()
 
     def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(self.path.parent)
         if not self.path.exists():
             # Create the file 0600 ourselves; SQLite gives -wal and -shm the database file's mode.
             with contextlib.suppress(FileExistsError):
@@ -103,3 +105,41 @@ class StateDB:
 
     def close(self) -> None:
         self.conn.close()
+
+
+@dataclass(frozen=True)
+class StateReport:
+    """What `inspect_state` found: integrity, schema version and size, without migrating anything."""
+
+    exists: bool
+    ok: bool
+    detail: str
+    schema_version: int | None = None
+    latest_version: int = len(MIGRATIONS)
+    bytes: int = 0
+
+
+def inspect_state(path: Path) -> StateReport:
+    """Check a state.db without changing it (for `fermix doctor`): quick_check and user_version.
+
+    Never call this in a process that has a StateDB open on the same file: closing this connection
+    would drop that connection's locks.
+    """
+    latest = len(MIGRATIONS)
+    if not path.exists():
+        return StateReport(False, True, "not created yet", latest_version=latest)
+    size = path.stat().st_size
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
+    except sqlite3.Error as e:
+        return StateReport(True, False, f"cannot open: {e}", bytes=size)
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
+    except sqlite3.Error as e:
+        return StateReport(True, False, f"unreadable: {e}", bytes=size)
+    finally:
+        conn.close()
+    if problems != ["ok"]:
+        return StateReport(True, False, f"quick_check: {'; '.join(problems[:3])}", version, latest, size)
+    return StateReport(True, True, "quick_check ok", version, latest, size)

@@ -1,0 +1,225 @@
+"""One neutral description of the whole command line, read from the Typer app and the tool registry.
+
+Completions and man pages are rendered from this model, so they offer exactly what the CLI accepts:
+the Typer commands with their options and arguments, and for `fermix tool NAME` the reserved options
+plus the flags `cli/toolcall.py` derives from each tool's schema. Everything is sorted, so the output
+is the same on every run.
+"""
+
+from __future__ import annotations
+
+import enum
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from ..cli.toolcall import RESERVED
+
+# Parameter names whose values are paths (tool parameters and command arguments).
+PATH_NAMES = frozenset({"path", "paths", "file", "files", "dir", "directory", "cwd", "working_dir", "root"})
+DIR_NAMES = frozenset({"dir", "directory", "cwd", "working_dir", "root", "home"})
+
+
+@dataclass(frozen=True)
+class Opt:
+    """One option: its spellings, a metavar when it takes a value, and how that value completes."""
+
+    flags: tuple[str, ...]
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+    complete: str = ""  # "file", "dir" or "" (nothing special)
+    repeat: bool = False
+
+    @property
+    def takes_value(self) -> bool:
+        return self.metavar is not None
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    help: str
+    required: bool
+    choices: tuple[str, ...] = ()
+    complete: str = ""
+
+
+@dataclass(frozen=True)
+class Command:
+    path: tuple[str, ...]
+    help: str
+    options: tuple[Opt, ...] = ()
+    args: tuple[Arg, ...] = ()
+    subcommands: tuple[Command, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.path[-1] if self.path else "fermix"
+
+    @property
+    def summary(self) -> str:
+        return first_sentence(self.help)
+
+    def walk(self) -> typing.Iterator[Command]:
+        yield self
+        for sub in self.subcommands:
+            yield from sub.walk()
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A registry tool as `fermix tool NAME` sees it."""
+
+    name: str
+    spec: Any  # ToolSpec
+    options: tuple[Opt, ...]  # parameter flags, derived like cli/toolcall.py does
+
+    @property
+    def summary(self) -> str:
+        return first_sentence(self.spec.description)
+
+
+@dataclass(frozen=True)
+class CliModel:
+    root: Command
+    tools: tuple[Tool, ...]
+    tool_options: tuple[Opt, ...]  # the options every `fermix tool NAME` takes
+
+    def command(self, *path: str) -> Command:
+        node = self.root
+        for part in path:
+            node = next(c for c in node.subcommands if c.name == part)
+        return node
+
+
+HELP_OPT = Opt(("-h", "--help"), "Show help and exit.")
+
+TOOL_OPTIONS = (
+    Opt(
+        ("--json",),
+        "Arguments as a JSON object: inline, - for stdin, or @FILE.",
+        "OBJ|-|@FILE",
+        complete="file",
+    ),
+    Opt(("--jsonl",), "Read one JSON object per stdin line; write one envelope per line."),
+    Opt(("--schema",), "Print the input JSON schema and exit."),
+    Opt(("--pretty",), "Indent the JSON output."),
+    Opt(("--text",), "Print what a model would see instead of JSON."),
+    HELP_OPT,
+)
+
+
+def first_sentence(text: str) -> str:
+    line = text.strip().split("\n\n", 1)[0].replace("\n", " ")
+    head, dot, _ = line.partition(". ")
+    return (head + "." if dot else line).rstrip()
+
+
+def _choices_of(param: Any) -> tuple[str, ...]:
+    click_type = getattr(param, "type", None)
+    if click_type is not None and getattr(click_type, "choices", None):
+        return tuple(str(c) for c in click_type.choices)
+    descriptor = getattr(param, "type_descriptor", None)
+    annotation = getattr(descriptor, "annotation", None)
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, enum.Enum):
+            return tuple(str(m.value) for m in candidate)
+        if typing.get_origin(candidate) is typing.Literal:
+            return tuple(str(v) for v in typing.get_args(candidate))
+    return ()
+
+
+def _path_kind(name: str) -> str:
+    if name in DIR_NAMES:
+        return "dir"
+    return "file" if name in PATH_NAMES else ""
+
+
+def _command(cmd: Any, path: tuple[str, ...]) -> Command:
+    options: list[Opt] = []
+    args: list[Arg] = []
+    for p in cmd.params:
+        if getattr(p, "hidden", False):
+            continue
+        name = p.name or ""
+        if p.param_type_name == "argument":
+            args.append(Arg(name, p.help or "", bool(p.required), _choices_of(p), _path_kind(name)))
+            continue
+        flags = tuple(p.opts) + tuple(p.secondary_opts)
+        if getattr(p, "is_flag", False):
+            options.append(Opt(flags, p.help or ""))
+        else:
+            metavar = p.metavar or name.upper()
+            kind = _path_kind(flags[0].lstrip("-").replace("-", "_"))
+            options.append(Opt(flags, p.help or "", metavar, _choices_of(p), kind, bool(p.multiple)))
+    options.append(HELP_OPT)
+    subs = getattr(cmd, "commands", {}) or {}
+    children = tuple(
+        _command(sub, (*path, name))
+        for name, sub in sorted(subs.items())
+        if not getattr(sub, "hidden", False)
+    )
+    return Command(
+        path=path,
+        help=(cmd.help or "").strip(),
+        options=tuple(sorted(options, key=lambda o: o.flags[-1].lstrip("-"))),
+        args=tuple(args),
+        subcommands=children,
+    )
+
+
+def tool_flags(schema: dict[str, Any]) -> tuple[Opt, ...]:
+    """The flags `fermix tool NAME` accepts for a schema (mirrors cli/toolcall.py's flag table)."""
+    out: list[Opt] = []
+    for name, prop in sorted(schema.get("properties", {}).items()):
+        if name in RESERVED:
+            continue
+        spellings = tuple(sorted({f"--{name}", f"--{name.replace('_', '-')}"}, key=lambda f: ("_" in f, f)))
+        desc = prop.get("description", "")
+        kind = prop.get("type")
+        if kind == "boolean":
+            out.append(Opt(spellings, desc))
+            out.append(Opt(tuple(f"--no-{s[2:]}" for s in spellings), f"Set {name} to false."))
+            continue
+        item = prop.get("items", {}) if kind == "array" else prop
+        choices = tuple(str(v) for v in item.get("enum", ()))
+        metavar = {"integer": "INT", "number": "NUM", "array": "VALUE", "object": "JSON"}.get(
+            kind or "", "TEXT"
+        )
+        out.append(Opt(spellings, desc, metavar, choices, _path_kind(name), kind == "array"))
+    return tuple(out)
+
+
+def build_model() -> CliModel:
+    """Read the Typer app (every command group registered) and the registry's built-in tools."""
+    import typer
+
+    from ..cli.app import full_app
+    from ..core.registry import default_registry
+
+    root = _command(typer.main.get_command(full_app()), ())
+    tools = tuple(
+        Tool(s.name, s, tool_flags(s.input_schema())) for s in default_registry().all() if s.kind == "builtin"
+    )
+    return CliModel(root, tools, TOOL_OPTIONS)
+
+
+def config_keys() -> tuple[str, ...]:
+    """Dotted config keys with fixed names (for completing `fermix config get|set|unset KEY`)."""
+    from pydantic import BaseModel
+
+    from ..core.config import Config
+
+    keys: list[str] = []
+
+    def walk(model: type[BaseModel], prefix: str) -> None:
+        for name, field in model.model_fields.items():
+            ann = field.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                walk(ann, f"{prefix}{name}.")
+            else:
+                keys.append(prefix + name)
+
+    walk(Config, "")
+    return tuple(sorted(keys))

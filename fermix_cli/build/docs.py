@@ -1,0 +1,46 @@
+"""Write (or check) every file derived from the registry: completions/ and man/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .clitree import build_model
+from .completions import FILENAMES, SHELLS
+from .completions import render as render_completion
+from .manpages import render_all
+
+COMMAND = "python -m fermix_cli.build docs"
+
+
+def generated(repo: Path) -> dict[Path, str]:
+    """Every generated file under `repo`, with its expected content."""
+    model = build_model()
+    files = {repo / "completions" / FILENAMES[sh]: render_completion(sh, model) for sh in SHELLS}
+    files.update({repo / "man" / name: text for name, text in render_all(model).items()})
+    return files
+
+
+def stale(repo: Path) -> list[str]:
+    """Generated files that are missing or differ, plus files in those folders that nothing generates."""
+    files = generated(repo)
+    out = [str(p.relative_to(repo)) for p, text in files.items() if not p.exists() or p.read_text() != text]
+    for folder in ("completions", "man"):
+        for p in sorted((repo / folder).glob("*")):
+            if p not in files:
+                out.append(f"{p.relative_to(repo)} (not generated any more)")
+    return out
+
+
+def write(repo: Path) -> list[str]:
+    """Write every generated file; remove generated-folder files nothing generates. Returns changed paths."""
+    changed = stale(repo)
+    files = generated(repo)
+    for folder in ("completions", "man"):
+        for p in (repo / folder).glob("*"):
+            if p not in files:
+                p.unlink()
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    return changed

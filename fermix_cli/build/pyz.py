@@ -1,0 +1,85 @@
+"""Build dist/fermix.pyz with shiv, as zipapp.spec says."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PyzSpec:
+    output: str = "dist/fermix.pyz"
+    entry_point: str = "fermix_cli.__main__:main"
+    interpreter: str = "/usr/bin/env python3"
+    cache_root: str = "~/.cache/fermix/pyz"
+    compressed: bool = True
+    compile_pyc: bool = True
+    reproducible: bool = True
+    requirements: tuple[str, ...] = (".",)
+    pip_args: tuple[str, ...] = field(default_factory=tuple)
+
+
+def load_spec(path: Path) -> PyzSpec:
+    """Read zipapp.spec; unknown keys are errors, so a typo never builds something else."""
+    with open(path, "rb") as f:
+        doc: dict[str, Any] = tomllib.load(f)
+    pyz = dict(doc.get("pyz", {}))
+    pip = pyz.pop("pip", {})
+    allowed = {
+        "output",
+        "entry_point",
+        "interpreter",
+        "cache_root",
+        "compressed",
+        "compile_pyc",
+        "reproducible",
+    }
+    unknown = sorted(set(pyz) - allowed) + sorted(f"pip.{k}" for k in set(pip) - {"requirements", "args"})
+    if unknown or set(doc) - {"pyz"}:
+        raise SystemExit(f"{path}: unknown keys: {', '.join(unknown or sorted(set(doc) - {'pyz'}))}")
+    return PyzSpec(
+        **pyz,
+        requirements=tuple(pip.get("requirements", (".",))),
+        pip_args=tuple(pip.get("args", ())),
+    )
+
+
+def shiv_command(spec: PyzSpec, repo: Path, output: Path) -> list[str]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "shiv",
+        "--output-file",
+        str(output),
+        "--entry-point",
+        spec.entry_point,
+        "--python",
+        spec.interpreter,
+        "--root",
+        spec.cache_root,
+        "--compressed" if spec.compressed else "--uncompressed",
+    ]
+    if spec.reproducible:
+        cmd.append("--reproducible")
+    if spec.compile_pyc:
+        cmd.append("--compile-pyc")
+    reqs = [str(repo) if r == "." else r for r in spec.requirements]
+    return [*cmd, *spec.pip_args, *reqs]
+
+
+def build_pyz(spec: PyzSpec, repo: Path, output: Path | None = None) -> Path:
+    """Run shiv; returns the path of the built file."""
+    try:
+        import shiv  # noqa: F401
+    except ImportError:
+        raise SystemExit("building fermix.pyz needs shiv: pip install 'shiv>=1,<2'") from None
+    out = (output or repo / spec.output).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PIP_NO_INPUT="1")
+    subprocess.run(shiv_command(spec, repo, out), check=True, cwd=repo, env=env)
+    return out

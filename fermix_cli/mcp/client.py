@@ -1,0 +1,244 @@
+"""fermix as an MCP client: each `[mcp.servers.NAME]` server's tools become registry tools `mcp_NAME_TOOL`.
+
+They are ordinary `ToolSpec`s (kind "mcp", deferred, policy class from the server's config), so every
+call goes through `registry.invoke` and the policy layer like any other tool; the handler forwards the
+arguments to the server over its session (`sessions.py`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ConfigDict
+
+from ..core.errors import ToolError
+from ..core.registry import FailureMode, Hints, Params, Registry, ToolSpec
+from .sessions import Connection, describe_error, pool, unavailable
+
+if TYPE_CHECKING:
+    from ..core.context import ToolContext
+
+log = logging.getLogger("fermix.mcp.client")
+
+PREFIX = "mcp_"
+MAX_NAME = 64  # what provider APIs accept for a function name
+TOOLSETS = frozenset({"fermix", "coding"})
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def tool_name(server: str, remote: str) -> str | None:
+    """`mcp_<server>_<tool>`, with characters providers refuse replaced; None when it would be too long."""
+    name = f"{PREFIX}{server}_{_UNSAFE.sub('_', remote)}"
+    return name if len(name) <= MAX_NAME else None
+
+
+class McpArguments(Params):
+    """Arguments for a remote tool: any object; the server's own JSON schema is checked in the handler."""
+
+    model_config = ConfigDict(strict=True, extra="allow", defer_build=True)
+
+
+# ----- registry tools -----------------------------------------------------------------------------
+
+
+def _hints(annotations: Any) -> Hints:
+    if annotations is None:
+        return Hints(open_world=True)
+    return Hints(
+        read_only=bool(annotations.readOnlyHint),
+        destructive=bool(annotations.destructiveHint) if annotations.readOnlyHint is not True else False,
+        idempotent=bool(annotations.idempotentHint),
+        open_world=annotations.openWorldHint is not False,
+    )
+
+
+def _schema(raw: Any) -> dict[str, Any]:
+    schema = dict(raw or {})
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return schema
+
+
+def result_payload(result: Any) -> dict[str, Any]:
+    """A CallToolResult as fermix returns it: the joined text, the content blocks, structured content."""
+    blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
+    text = "\n".join(b.text for b in result.content if getattr(b, "type", "") == "text")
+    out: dict[str, Any] = {"text": text, "content": blocks}
+    if result.structuredContent is not None:
+        out["structured_content"] = result.structuredContent
+    return out
+
+
+def _render(payload: Any) -> str:
+    import json
+
+    if isinstance(payload, dict) and payload.get("text"):
+        return str(payload["text"])
+    if isinstance(payload, dict) and "structured_content" in payload:
+        return json.dumps(payload["structured_content"], ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def _handler(name: str, server: str, remote: str, schema: dict[str, Any], conn: Connection) -> Any:
+    def handle(params: McpArguments, ctx: ToolContext) -> dict[str, Any]:
+        arguments = dict(params.model_extra or {})
+        _validate(name, schema, arguments)
+        try:
+            result = conn.call(remote, arguments)
+        except Exception as e:
+            raise _call_error(server, remote, e) from None
+        payload = result_payload(result)
+        if result.isError:
+            raise ToolError(
+                "mcp_tool_error",
+                payload["text"] or f"{remote} on MCP server {server} reported an error",
+                {"server": server, "tool": remote, "content": payload["content"]},
+            )
+        return payload
+
+    return handle
+
+
+def _validate(name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+    import jsonschema
+
+    try:
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    except jsonschema.exceptions.SchemaError:
+        return  # the server's schema is broken; let the server judge the arguments
+    if error is not None:
+        where = ".".join(str(p) for p in error.absolute_path) or "(input)"
+        raise ToolError(
+            "invalid_input",
+            f"{where}: {error.message}. Run: fermix tool {name} --schema",
+            {"errors": [{"field": where, "message": error.message}]},
+        )
+
+
+def _call_error(server: str, remote: str, e: BaseException) -> ToolError:
+    from mcp.shared.exceptions import McpError
+
+    if isinstance(e, ToolError):
+        return e
+    if isinstance(e, McpError):
+        code = getattr(e.error, "code", None)
+        if code == 408:
+            return ToolError(
+                "timeout",
+                f"{remote} on MCP server {server} did not answer in time",
+                {"server": server, "tool": remote},
+            )
+        return ToolError(
+            "mcp_error",
+            f"MCP server {server}: {e.error.message}",
+            {"server": server, "tool": remote, "code": code},
+        )
+    return unavailable(server, describe_error(e))
+
+
+FAILURES = (
+    FailureMode("mcp_tool_error", "the MCP server ran the tool and reported an error"),
+    FailureMode("mcp_unavailable", "the MCP server could not be started or the connection was lost"),
+    FailureMode("timeout", "the server did not answer within call_timeout_ms"),
+    FailureMode("invalid_input", "the arguments do not match the tool's input schema"),
+)
+
+
+def specs_for(conn: Connection) -> list[ToolSpec]:
+    """One deferred registry tool per remote tool (names that would not fit are skipped and logged)."""
+    out: list[ToolSpec] = []
+    for tool in conn.tools:
+        name = tool_name(conn.name, tool.name)
+        if name is None:
+            log.warning(
+                "MCP server %s: tool %r skipped, its fermix name would be too long", conn.name, tool.name
+            )
+            continue
+        schema = _schema(tool.inputSchema)
+        title = getattr(tool.annotations, "title", None) or tool.title
+        description = (tool.description or title or f"{tool.name} (MCP server {conn.name})").strip()
+        out.append(
+            ToolSpec(
+                name=name,
+                category="mcp",
+                policy_class=conn.config.policy_class,
+                description=description,
+                params=McpArguments,
+                handler=_handler(name, conn.name, tool.name, schema, conn),
+                hints=_hints(tool.annotations),
+                failure_modes=FAILURES,
+                toolsets=TOOLSETS,
+                kind="mcp",
+                deferred=True,
+                render=_render,
+                _schema=schema,
+            )
+        )
+    return out
+
+
+# ----- loading into a registry --------------------------------------------------------------------
+
+
+@dataclass
+class LoadReport:
+    registered: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+def load_servers(
+    registry: Registry, ctx: ToolContext, *, only: Iterable[str] | None = None, strict: bool = False
+) -> LoadReport:
+    """Start the enabled servers (or just `only`) and register their tools; failures are reported.
+
+    With `strict` a server that fails raises its `mcp_unavailable` error instead of being skipped.
+    """
+    report = LoadReport()
+    servers = ctx.config.mcp.servers
+    wanted = sorted(servers) if only is None else sorted(set(only))
+    for name in wanted:
+        config = servers.get(name)
+        if config is None or not config.enabled:
+            continue
+        try:
+            conn = pool().connect(name, config, ctx)
+        except ToolError as e:
+            if strict:
+                raise
+            log.warning("MCP server %s skipped: %s", name, e.message)
+            report.failed[name] = e.message
+            continue
+        for spec in specs_for(conn):
+            try:
+                registry.register(spec)
+            except ToolError:
+                continue  # already registered in this process, or a clash with a built-in
+            report.registered.append(spec.name)
+    return report
+
+
+def server_for(name: str, servers: Iterable[str]) -> str | None:
+    """Which configured server an `mcp_<server>_<tool>` name belongs to (the longest match)."""
+    matches = [s for s in servers if name.startswith(f"{PREFIX}{s}_")]
+    return max(matches, key=len) if matches else None
+
+
+def ensure_tool(registry: Registry, name: str, make_context: Callable[[], ToolContext]) -> None:
+    """Make `mcp_<server>_<tool>` callable by name: start its server and register its tools."""
+    if name in registry.names():
+        return
+    from ..core.logs import setup_logging
+
+    ctx = make_context()
+    setup_logging(ctx.paths.log_file)  # start-up failures go to the log, never to stderr
+    try:
+        server = server_for(name, [s for s, c in ctx.config.mcp.servers.items() if c.enabled])
+        if server is not None:
+            load_servers(registry, ctx, only=[server], strict=True)
+    finally:
+        ctx.close()

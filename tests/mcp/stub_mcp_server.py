@@ -1,0 +1,71 @@
+"""A small MCP server for the client tests: `python stub_mcp_server.py [stdio|http PORT|crash]`."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from mcp.server.fastmcp import FastMCP
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+server = FastMCP("stub")
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False))
+def add(a: int, b: int) -> dict[str, int]:
+    """Add two integers and return their sum."""
+    return {"sum": a + b}
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
+
+
+@server.tool()
+def fail() -> CallToolResult:
+    """Always report an error."""
+    return CallToolResult(
+        content=[TextContent(type="text", text="boom: the stub failed on purpose")], isError=True
+    )
+
+
+@server.tool()
+def nap(seconds: float) -> str:
+    """Sleep, then answer."""
+    time.sleep(seconds)
+    return "awake"
+
+
+@server.tool()
+def environment() -> dict[str, str]:
+    """Report the stub's token variable, a passed-through variable and its working directory."""
+    return {
+        "token": os.environ.get("STUB_TOKEN", ""),
+        "passed": os.environ.get("STUB_PASSED", ""),
+        "secret": os.environ.get("STUB_SECRET", ""),
+        "cwd": os.getcwd(),
+    }
+
+
+@server.tool(name="weird.name/with spaces")
+def weird() -> str:
+    """A tool whose name needs cleaning."""
+    return "ok"
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+    print(f"stub MCP server starting ({mode})", file=sys.stderr, flush=True)
+    if mode == "crash":
+        sys.exit(3)
+    if mode == "http":
+        import uvicorn
+
+        uvicorn.run(
+            server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning"
+        )
+    else:
+        server.run("stdio")

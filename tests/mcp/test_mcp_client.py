@@ -1,0 +1,408 @@
+"""fermix as an MCP client: `[mcp.servers.NAME]` tools registered as `mcp_NAME_TOOL`, against real servers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fermix_cli.core.config import validate_config
+from fermix_cli.core.errors import ToolError
+from fermix_cli.core.registry import Registry
+from fermix_cli.core.tooldoc import tool_markdown
+from fermix_cli.mcp.client import load_servers, server_for, tool_name
+from tests.conftest import REPO, Env
+
+STUB = Path(__file__).with_name("stub_mcp_server.py")
+
+
+def toml_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
+    return json.dumps(value)
+
+
+def configure(world: Env, servers: dict[str, dict[str, Any]], extra: str = "") -> None:
+    world.fermix_home.mkdir(mode=0o700, exist_ok=True)
+    text = extra
+    for name, block in servers.items():
+        text += f"\n[mcp.servers.{name}]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in block.items())
+    (world.fermix_home / "config.toml").write_text(text)
+
+
+def stub(*args: str, **more: Any) -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(STUB), *args], **more}
+
+
+# ----- config and names --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("block", "needle"),
+    [
+        ({}, "exactly one of command"),
+        ({"command": "x", "url": "http://h/mcp"}, "exactly one of command"),
+        ({"url": "ftp://h"}, "url"),
+        ({"url": "http://h/mcp", "args": ["x"]}, "apply only to a command server"),
+        ({"command": "x", "headers": {"a": "b"}}, "apply only to a url server"),
+        ({"command": "x", "policy_class": "root"}, "policy_class"),
+        ({"command": "x", "env": {"BAD-NAME": "v"}}, "env"),
+        ({"command": "x", "surprise": 1}, "surprise"),
+    ],
+)
+def test_server_config_is_validated(block: dict[str, Any], needle: str) -> None:
+    with pytest.raises(ToolError) as e:
+        validate_config({"mcp": {"servers": {"gh": block}}})
+    assert e.value.code == "invalid_config" and needle in e.value.message
+    assert e.value.details["key"].startswith("mcp.servers.gh")
+
+
+@pytest.mark.parametrize("name", ["GitHub", "has space", "x" * 40, "_lead"])
+def test_server_names_are_validated(name: str) -> None:
+    with pytest.raises(ToolError):
+        validate_config({"mcp": {"servers": {name: {"command": "x"}}}})
+
+
+def test_tool_names() -> None:
+    assert tool_name("github", "create_issue") == "mcp_github_create_issue"
+    assert tool_name("s", "weird.name/with spaces") == "mcp_s_weird_name_with_spaces"
+    assert tool_name("s", "x" * 80) is None
+    assert server_for("mcp_my_srv_tool", ["my", "my_srv"]) == "my_srv"
+    assert server_for("mcp_other_tool", ["my"]) is None
+
+
+# ----- the CLI against a real stdio server ---------------------------------------------------------
+
+
+def test_mcp_tools_lists_fermix_names(world: Env) -> None:
+    configure(world, {"stub": stub(), "off": stub(enabled=False)})
+    r = world.run("mcp", "tools", "--json")
+    assert r.code == 0, r.stderr
+    data = r.json()
+    names = [t["name"] for t in data["tools"]]
+    assert names == sorted(names)
+    assert {"mcp_stub_add", "mcp_stub_echo", "mcp_stub_fail", "mcp_stub_weird_name_with_spaces"} <= set(names)
+    assert all(t["server"] == "stub" and t["policy_class"] == "external_api" for t in data["tools"])
+    assert data["failed"] == {}
+    assert world.run("mcp", "servers", "--json").json()[1] == {
+        "name": "stub",
+        "enabled": True,
+        "transport": "stdio",
+        "endpoint": f"{sys.executable} {STUB}",
+        "policy_class": "external_api",
+    }
+
+
+def test_call_by_name_from_the_cli(world: Env) -> None:
+    configure(world, {"stub": stub()})
+    r = world.tool("mcp_stub_add", {"a": 2, "b": 40})
+    assert r.code == 0, r.stderr
+    assert r.json()["structured_content"] == {"sum": 42}
+    assert r.stderr == ""  # the server's stderr went to its log
+    log = world.fermix_home / "logs" / "mcp-stub.log"
+    assert "stub MCP server starting" in log.read_text()
+    assert oct(log.stat().st_mode & 0o777) == "0o600"
+    r = world.run("tool", "mcp_stub_echo", "--text", "--text-to-send", "x")
+    assert r.code == 2 and r.error()["code"] == "unknown_flag"  # flags come from the server's schema
+    r = world.run("tool", "mcp_stub_echo", "--json", '{"text":"hi there"}', "--text")
+    assert r.code == 0 and r.stdout == "hi there\n"
+
+
+def test_schema_comes_from_the_server(world: Env) -> None:
+    configure(world, {"stub": stub()})
+    schema = world.run("tool", "mcp_stub_add", "--schema").json()
+    assert schema["required"] == ["a", "b"]
+    assert schema["properties"]["a"]["type"] == "integer"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code", "exit_code"),
+    [
+        ("mcp_stub_add", {"a": "two", "b": 1}, "invalid_input", 2),
+        ("mcp_stub_add", {"a": 1}, "invalid_input", 2),
+        ("mcp_stub_fail", {}, "mcp_tool_error", 1),
+        ("mcp_stub_missing", {}, "unknown_tool", 2),
+    ],
+)
+def test_errors(world: Env, tool: str, args: dict[str, Any], code: str, exit_code: int) -> None:
+    configure(world, {"stub": stub()})
+    r = world.tool(tool, args)
+    assert r.code == exit_code, r.stderr
+    assert r.error()["code"] == code
+    if code == "mcp_tool_error":
+        assert r.error()["message"] == "boom: the stub failed on purpose"
+
+
+def test_env_passthrough_and_cwd(world: Env, tmp_path: Path) -> None:
+    work = tmp_path / "srv"
+    work.mkdir()
+    configure(
+        world,
+        {"stub": stub(env={"STUB_TOKEN": "t0k"}, env_passthrough=["STUB_PASSED"], cwd=str(work))},
+    )
+    env = {**world.env, "STUB_PASSED": "through", "STUB_SECRET": "never"}
+    r = subprocess.run(
+        [sys.executable, "-m", "fermix_cli", "tool", "mcp_stub_environment"],
+        env=env,
+        cwd=world.project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)["structured_content"]
+    assert got == {"token": "t0k", "passed": "through", "secret": "", "cwd": str(work)}
+
+
+def test_tools_allowlist(world: Env) -> None:
+    configure(world, {"stub": stub(tools=["add"])})
+    names = [t["name"] for t in world.run("mcp", "tools", "--json").json()["tools"]]
+    assert names == ["mcp_stub_add"]
+    assert world.tool("mcp_stub_echo", {"text": "x"}).error()["code"] == "unknown_tool"
+
+
+def test_policy_class_from_config_applies_to_guests(world: Env) -> None:
+    configure(world, {"stub": stub()})
+    r = world.run("--trust", "guest", "tool", "mcp_stub_add", "--json", '{"a":1,"b":1}')
+    assert r.code == 3 and r.error()["code"] == "policy_denied"
+    configure(world, {"stub": stub(policy_class="read_only")})
+    r = world.run("--trust", "guest", "tool", "mcp_stub_add", "--json", '{"a":1,"b":1}')
+    assert r.code == 0, r.stderr
+
+
+def test_server_that_fails_to_start(world: Env) -> None:
+    configure(world, {"broken": stub("crash"), "stub": stub()})
+    r = world.tool("mcp_broken_anything", {})
+    assert r.code == 1 and r.error()["code"] == "mcp_unavailable"
+    assert "[mcp.servers.broken]" in r.error()["message"]
+    r = world.run("mcp", "tools", "--json")
+    assert r.code == 1
+    data = r.json()
+    assert "broken" in data["failed"] and any(t["name"] == "mcp_stub_add" for t in data["tools"])
+    configure(world, {"gone": {"command": "/no/such/mcp-server"}})
+    r = world.tool("mcp_gone_x", {})
+    assert r.code == 1 and r.error()["code"] == "mcp_unavailable"
+
+
+def test_call_timeout(world: Env) -> None:
+    configure(world, {"stub": stub(call_timeout_ms=300)})
+    started = time.monotonic()
+    r = world.tool("mcp_stub_nap", {"seconds": 5})
+    assert r.code == 1 and r.error()["code"] == "timeout", r.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_machine_call_of_a_builtin_never_imports_mcp(world: Env) -> None:
+    configure(world, {"stub": stub()})
+    (world.project / "n.txt").write_text("x\n")
+    code = (
+        "import sys; sys.argv=['fermix','tool','file_read','--json','{\"path\":\"n.txt\"}'];"
+        "from fermix_cli.__main__ import main; rc=main();"
+        "bad=[m for m in ('mcp','anyio','fermix_cli.mcp.client') if m in sys.modules];"
+        "print(rc, bad, file=sys.stderr)"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        env=world.env,
+        cwd=world.project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.stderr.strip().endswith("0 []"), r.stderr
+
+
+# ----- in-process: registry specs, deferral metadata, policy -----------------------------------------
+
+
+@pytest.fixture
+def loaded(world: Env) -> Iterator[tuple[Registry, Any]]:
+    from fermix_cli.mcp.client import pool
+
+    configure(world, {"stub": stub()})
+    reg = Registry(modules={})
+    ctx = world.context()
+    report = load_servers(reg, ctx)
+    assert report.failed == {}
+    yield reg, ctx
+    ctx.close()
+    pool().close()
+
+
+def test_specs_are_deferred_mcp_tools(loaded: tuple[Registry, Any]) -> None:
+    reg, ctx = loaded
+    spec = reg.get("mcp_stub_add")
+    assert spec.kind == "mcp" and spec.deferred is True and spec.category == "mcp"
+    assert spec.policy_class == "external_api"
+    assert spec.hints.read_only is True and spec.hints.idempotent is True and spec.hints.open_world is False
+    assert reg.get("mcp_stub_echo").hints.open_world is True  # no annotations: assume the open world
+    assert {"fermix", "coding"} <= spec.toolsets
+    doc = tool_markdown(spec)
+    assert doc.startswith("# mcp_stub_add\n") and "(mcp tool)" in doc and "`a` (integer, required)" in doc
+    assert reg.invoke("mcp_stub_add", {"a": 1, "b": 2}, ctx)["structured_content"] == {"sum": 3}
+    ok, text, _ = reg.invoke_for_model("mcp_stub_fail", {}, ctx)
+    assert not ok and text == "mcp_tool_error: boom: the stub failed on purpose"
+
+
+def test_policy_is_enforced_at_invoke(loaded: tuple[Registry, Any]) -> None:
+    reg, ctx = loaded
+    narrowed = ctx.derive(origin="subagent", policy_ceiling=frozenset({"read_only"}))
+    with pytest.raises(ToolError) as e:
+        reg.invoke("mcp_stub_add", {"a": 1, "b": 2}, narrowed)
+    assert e.value.code == "policy_denied"
+    only_echo = ctx.derive(allowed_tools=frozenset({"mcp_stub_echo"}))
+    with pytest.raises(ToolError):
+        reg.invoke("mcp_stub_add", {"a": 1, "b": 2}, only_echo)
+    assert reg.invoke("mcp_stub_echo", {"text": "y"}, only_echo)["text"] == "y"
+
+
+def test_loading_twice_keeps_the_first_registration(loaded: tuple[Registry, Any]) -> None:
+    reg, ctx = loaded
+    again = load_servers(reg, ctx)
+    assert again.registered == [] and again.failed == {}
+
+
+# ----- fermix talking to fermix --------------------------------------------------------------------
+
+
+def test_fermix_mcp_serve_as_a_configured_server(world: Env) -> None:
+    (world.project / "shared.txt").write_text("from the other side\n")
+    configure(
+        world,
+        {
+            "self": {
+                "command": sys.executable,
+                "args": ["-m", "fermix_cli", "mcp", "serve"],
+                "env": {"PYTHONPATH": str(REPO), "FERMIX_HOME": str(world.fermix_home)},
+                "cwd": str(world.project),
+            }
+        },
+    )
+    r = world.tool("mcp_self_file_read", {"path": "shared.txt"})
+    assert r.code == 0, r.stderr
+    assert r.json()["structured_content"]["content"].startswith("from the other side")
+    r = world.tool("mcp_self_file_write", {"path": "x.txt", "content": "x"})
+    assert r.code == 2 and r.error()["code"] == "unknown_tool"  # not served without --allow
+
+
+# ----- a URL server, through the network guard -----------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(STUB), "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("the stub HTTP server did not start")
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_url_server_needs_its_host_allowed(world: Env, http_server: str) -> None:
+    configure(world, {"web": {"url": http_server}})
+    r = world.tool("mcp_web_add", {"a": 1, "b": 1})
+    assert r.code == 3 and r.error()["code"] == "blocked_url"
+    assert "allowed_private_hosts" in r.error()["message"] and r.error()["details"]["server"] == "web"
+    configure(
+        world,
+        {"web": {"url": http_server}},
+        extra='[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n',
+    )
+    r = world.tool("mcp_web_add", {"a": 20, "b": 22})
+    assert r.code == 0, r.stderr
+    assert r.json()["structured_content"] == {"sum": 42}
+
+
+# ----- a model run: MCP tools deferred behind tool_search / tool_describe / tool_call ----------------
+
+
+def _ask(world: Env, steps: list[list[dict[str, Any]]], *extra: str) -> dict[str, Any]:
+    r = world.run("ask", "--json", "--provider", "echo", *extra, json.dumps({"tool_calls": steps}))
+    assert r.code == 0, r.stderr
+    return r.json()
+
+
+def test_model_finds_and_calls_mcp_tools_through_the_bridges(world: Env) -> None:
+    configure(world, {"stub": stub()})
+    out = _ask(
+        world,
+        [
+            [{"name": "tool_search", "arguments": {"query": "add two integers sum"}}],
+            [{"name": "tool_describe", "arguments": {"name": "mcp_stub_add"}}],
+            [{"name": "tool_call", "arguments": {"name": "mcp_stub_add", "arguments": {"a": 2, "b": 3}}}],
+            [{"name": "mcp_stub_echo", "arguments": {"text": "direct"}}],
+        ],
+    )
+    echoed = json.loads(out["response"])
+    # Deferred: the schemas stay off the wire; the names are listed in the system prompt.
+    assert "tool_search" in echoed["tools"] and "mcp_stub_add" not in echoed["tools"]
+    assert "- mcp_stub_add" in echoed["system"]
+    results = [r["output"] for r in echoed["tool_results"]]
+    search = json.loads(results[0])
+    assert search["matches"][0]["name"] == "mcp_stub_add" and search["matches"][0]["plugin"] == "mcp"
+    assert "# mcp_stub_add" in results[1] and '"a"' in results[1]
+    assert json.loads(results[2]) == {"sum": 5}
+    assert results[3] == "direct"
+    # The loop unwraps tool_call: policy and the call log see the real tool.
+    assert [c["name"] for c in out["tool_calls"]] == [
+        "tool_search",
+        "tool_describe",
+        "mcp_stub_add",
+        "mcp_stub_echo",
+    ]
+    assert all(c["ok"] for c in out["tool_calls"])
+
+
+def test_model_run_policy_applies_to_mcp_tools(world: Env) -> None:
+    configure(world, {"stub": stub()})
+    call = {"name": "tool_call", "arguments": {"name": "mcp_stub_add", "arguments": {"a": 1, "b": 1}}}
+    r = world.run(
+        "--trust", "guest", "ask", "--json", "--provider", "echo", json.dumps({"tool_calls": [call]})
+    )
+    assert r.code == 0, r.stderr
+    results = json.loads(r.json()["response"])["tool_results"]
+    assert results[0]["output"] == "unknown_tool: Unknown capability: mcp_stub_add"
+    search = {"name": "tool_search", "arguments": {"query": "add"}}
+    r = world.run(
+        "--trust", "guest", "ask", "--json", "--provider", "echo", json.dumps({"tool_calls": [search]})
+    )
+    assert json.loads(json.loads(r.json()["response"])["tool_results"][0]["output"])["total_available"] == 0
+
+
+def test_model_run_with_deferral_off_puts_mcp_schemas_inline(world: Env) -> None:
+    configure(world, {"stub": stub()}, extra="[fermix_core.tools.tool_search]\nenabled = false\n")
+    out = _ask(world, [[{"name": "mcp_stub_add", "arguments": {"a": 4, "b": 4}}]])
+    echoed = json.loads(out["response"])
+    assert "mcp_stub_add" in echoed["tools"] and "tool_search" not in echoed["tools"]
+    assert json.loads(echoed["tool_results"][0]["output"]) == {"sum": 8}
+
+
+def test_a_broken_server_does_not_stop_a_model_run(world: Env) -> None:
+    configure(world, {"broken": stub("crash"), "stub": stub()})
+    out = _ask(world, [[{"name": "tool_search", "arguments": {"query": "echo text"}}]])
+    search = json.loads(json.loads(out["response"])["tool_results"][0]["output"])
+    assert any(m["name"] == "mcp_stub_echo" for m in search["matches"])
+    assert "MCP server broken" in (world.fermix_home / "logs" / "fermix.log").read_text()

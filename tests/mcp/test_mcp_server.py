@@ -1,0 +1,236 @@
+"""`fermix mcp serve`: the registry over MCP, under the same policy, in-process and as a real subprocess."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import pytest
+from pydantic import Field
+
+from fermix_cli.core.context import ToolContext
+from fermix_cli.core.registry import Hints, Params, Registry, ToolSpec, default_registry
+from fermix_cli.mcp.exposure import off_by_default, served_names, tool_annotations
+from fermix_cli.mcp.server import build_server
+from tests.conftest import Env
+
+Session = Any
+
+
+def with_session(
+    registry: Registry,
+    make_context: Callable[[], ToolContext],
+    allow: list[str],
+    body: Callable[[Session], Awaitable[Any]],
+) -> Any:
+    from mcp.shared.memory import create_connected_server_and_client_session
+
+    async def main() -> Any:
+        server = build_server(registry, make_context, allow)
+        async with create_connected_server_and_client_session(server) as session:
+            return await body(session)
+
+    return anyio.run(main)
+
+
+def listed(world: Env, allow: list[str] | None = None, **ctx: Any) -> dict[str, Any]:
+    async def body(s: Session) -> dict[str, Any]:
+        return {t.name: t for t in (await s.list_tools()).tools}
+
+    return with_session(default_registry(), lambda: world.context(**ctx), allow or [], body)
+
+
+def call(world: Env, name: str, args: Any, allow: list[str] | None = None, **ctx: Any) -> Any:
+    async def body(s: Session) -> Any:
+        return await s.call_tool(name, args)
+
+    return with_session(default_registry(), lambda: world.context(**ctx), allow or [], body)
+
+
+# ----- listing -----------------------------------------------------------------------------------
+
+
+def test_lists_registry_tools_with_schemas_and_hints(world: Env) -> None:
+    tools = listed(world)
+    reg = default_registry()
+    assert {"file_read", "glob_search", "content_search", "tool_help"} <= set(tools)
+    assert "file_write" not in tools and "file_edit" not in tools  # file-writing: off by default
+    for name, tool in tools.items():
+        spec = reg.get(name)
+        assert tool.inputSchema == spec.input_schema()
+        assert tool.description.startswith(spec.description)
+        assert tool.annotations.readOnlyHint is spec.hints.read_only
+        assert tool.annotations.openWorldHint is spec.hints.open_world
+        assert tool.meta == {"fermix/policy_class": spec.policy_class, "fermix/category": spec.category}
+
+
+def test_allow_turns_file_writing_tools_on(world: Env) -> None:
+    tools = listed(world, ["file_write"])
+    assert "file_write" in tools and "file_edit" not in tools
+    ann = tools["file_write"].annotations
+    assert ann.readOnlyHint is False and ann.destructiveHint is True and ann.idempotentHint is True
+
+
+def test_guest_sees_only_what_a_guest_may_run(world: Env) -> None:
+    tools = listed(world, ["file_write"], trust="guest")
+    assert "file_write" not in tools  # --allow never widens policy
+    assert "file_read" not in tools  # owner only
+    assert all(default_registry().get(n).policy_class == "read_only" for n in tools)
+
+
+# ----- calls -------------------------------------------------------------------------------------
+
+
+def test_call_goes_through_registry_invoke(world: Env) -> None:
+    (world.project / "notes.txt").write_text("one\ntwo\n")  # relative paths start at the launch cwd
+    r = call(world, "file_read", {"path": "notes.txt", "offset": 2})
+    assert r.isError is False
+    direct = default_registry().invoke("file_read", {"path": "notes.txt", "offset": 2}, world.context())
+    assert r.structuredContent == direct
+    assert r.content[0].text == default_registry().get("file_read").render_for_model(direct)
+
+
+def test_calls_are_recorded_as_model_driven_mcp_calls(world: Env) -> None:
+    call(world, "glob_search", {"pattern": "*.txt"})
+    db = sqlite3.connect(world.fermix_home / "state.db")
+    rows = db.execute("SELECT tool, origin, trust, ok FROM tool_calls").fetchall()
+    assert rows == [("glob_search", "mcp", "operator", 1)]
+
+
+def test_file_write_refused_unless_allowed(world: Env) -> None:
+    r = call(world, "file_write", {"path": "x.txt", "content": "x"})
+    assert r.isError is True
+    assert r.structuredContent["error"]["code"] == "policy_denied"
+    assert r.content[0].text.startswith("policy_denied: ")
+    assert not (world.project / "x.txt").exists()
+    r = call(world, "file_write", {"path": "x.txt", "content": "x"}, ["file_write"])
+    assert r.isError is False
+    assert (world.project / "x.txt").read_text() == "x"
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "code"),
+    [
+        ("file_read", {"path": 5}, "invalid_input"),
+        ("file_read", {"path": "a", "bogus": 1}, "invalid_input"),
+        ("no_such_tool", {}, "unknown_tool"),
+        ("file_read", {"path": "/etc/passwd"}, "protected_path"),
+        ("file_read", {"path": "missing.txt"}, "not_found"),
+    ],
+)
+def test_errors_come_back_as_tool_errors(world: Env, name: str, args: dict[str, Any], code: str) -> None:
+    r = call(world, name, args)
+    assert r.isError is True
+    assert r.structuredContent["error"]["code"] == code
+    assert r.content[0].text.startswith(f"{code}: ")
+
+
+# ----- exec and other classes, on a registry of stand-ins -----------------------------------------
+
+
+class EchoParams(Params):
+    text: str = Field(description="what to echo")
+
+
+def _spec(name: str, policy_class: Any, category: str, hints: Hints | None = None) -> ToolSpec:
+    return ToolSpec(
+        name=name,
+        category=category,
+        policy_class=policy_class,
+        description=f"{name} stand-in",
+        params=EchoParams,
+        handler=lambda p, ctx: {"echo": p.text, "origin": ctx.origin, "attended": ctx.attended},
+        hints=hints or Hints(),
+    )
+
+
+@pytest.fixture
+def standins() -> Registry:
+    reg = Registry(modules={})
+    for spec in (
+        _spec("run_shell", "exec", "shell"),
+        _spec("write_thing", "read_write", "filesystem", Hints(destructive=True)),
+        _spec("remember", "read_write", "memory", Hints(idempotent=True)),
+        _spec("wipe_memory", "read_write", "memory", Hints(destructive=True)),
+        _spec("click", "gui_control", "gui"),
+        _spec("fetch", "network", "web", Hints(read_only=True, open_world=True)),
+        _spec("look", "read_only", "search", Hints(read_only=True)),
+    ):
+        reg.register(spec)
+    return reg
+
+
+def test_off_by_default_rules(standins: Registry) -> None:
+    off = {s.name for s in standins.all() if off_by_default(s)}
+    assert off == {"run_shell", "write_thing", "wipe_memory", "click"}
+    assert served_names(standins, []) == {"remember", "fetch", "look"}
+    assert served_names(standins, ["run_shell"]) == {"remember", "fetch", "look", "run_shell"}
+    assert tool_annotations(standins.get("look"))["readOnlyHint"] is True
+    assert "destructiveHint" not in tool_annotations(standins.get("look"))
+
+
+def test_exec_tool_needs_allow_and_runs_unattended(world: Env, standins: Registry) -> None:
+    async def body(s: Session) -> tuple[set[str], Any]:
+        names = {t.name for t in (await s.list_tools()).tools}
+        return names, await s.call_tool("run_shell", {"text": "hi"})
+
+    names, r = with_session(standins, world.context, [], body)
+    assert "run_shell" not in names and r.isError and r.structuredContent["error"]["code"] == "policy_denied"
+    names, r = with_session(standins, world.context, ["run_shell"], body)
+    assert "run_shell" in names and r.isError is False
+    assert r.structuredContent == {"echo": "hi", "origin": "mcp", "attended": False}
+
+
+# ----- the real command over stdio ---------------------------------------------------------------
+
+
+def stdio_session(world: Env, *serve_args: str, body: Callable[[Session], Awaitable[Any]]) -> Any:
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "fermix_cli", "mcp", "serve", *serve_args],
+        env=world.env,
+        cwd=str(world.project),
+    )
+
+    async def main() -> Any:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            info = await session.initialize()
+            assert info.serverInfo.name == "fermix"
+            return await body(session)
+
+    return anyio.run(main)
+
+
+def test_real_stdio_server(world: Env) -> None:
+    async def body(s: Session) -> tuple[set[str], Any, Any]:
+        names = {t.name for t in (await s.list_tools()).tools}
+        wrote = await s.call_tool("file_write", {"path": "from-mcp.txt", "content": "hello\n"})
+        read = await s.call_tool("file_read", {"path": "from-mcp.txt"})
+        return names, wrote, read
+
+    names, wrote, read = stdio_session(world, "--allow", "file_write", body=body)
+    assert "file_write" in names and "file_edit" not in names
+    assert wrote.isError is False, wrote.content
+    assert (world.project / "from-mcp.txt").read_text() == "hello\n"
+    assert read.structuredContent["content"].startswith("hello")
+
+
+def test_serve_list_honours_global_trust(world: Env) -> None:
+    operator = world.run("mcp", "serve", "--list")
+    assert operator.code == 0, operator.stderr
+    assert "file_read" in operator.json() and "file_write" not in operator.json()
+    assert "file_write" in world.run("mcp", "serve", "--list", "--allow", "file_write").json()
+    guest = world.run("--trust", "guest", "mcp", "serve", "--list")
+    assert guest.code == 0 and "file_read" not in guest.json()
+
+
+def test_allow_unknown_tool_is_a_usage_error(world: Env) -> None:
+    r = world.run("mcp", "serve", "--allow", "no_such_tool")
+    assert r.code == 2
+    assert r.error()["code"] == "usage" and "no_such_tool" in r.error()["message"]
