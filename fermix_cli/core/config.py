@@ -106,9 +106,26 @@ class ToolsConfig(Section):
     web: WebConfig = Field(default_factory=WebConfig)
 
 
+class JobsConfig(Section):
+    """`[fermix_core.jobs]`: the scheduled-jobs runtime (`fermix jobs run`) and job defaults."""
+
+    # A recurring run found more than this late is recorded as skipped and its schedule advances.
+    run_freshness_window_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] = 3600
+    # Scheduled runs in flight at once, across every `fermix jobs run` process; manual runs are not counted.
+    max_concurrent_runs: Annotated[int, Field(ge=1, le=64)] = 4
+    default_timeout_seconds: Annotated[int, Field(ge=1, le=86400)] = 1800
+    default_inactivity_timeout_seconds: Annotated[int, Field(ge=1, le=86400)] = 600
+    # Used when schedule_job names neither a mode nor a target; checked at creation, never ignored.
+    default_delivery_mode: Literal["none", "origin", "channel", "local"] | None = None
+    default_delivery_target: dict[Name, Name] | None = None
+    # Run history kept per job; older rows (and their output.md) are deleted after each run.
+    max_runs_per_job: Annotated[int, Field(ge=1, le=100_000)] = 200
+
+
 class FermixCoreConfig(Section):
     net: NetConfig = Field(default_factory=NetConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
 
 
 class PathToolCapability(Section):

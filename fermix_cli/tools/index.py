@@ -21,6 +21,15 @@ TOOL_MODULES: dict[str, str] = {
     "web_search": "fermix_cli.tools.web",
     "place_search": "fermix_cli.tools.web",
     "web": "fermix_cli.tools.web",
+    "schedule_job": "fermix_cli.tools.jobs",
+    "list_jobs": "fermix_cli.tools.jobs",
+    "update_job": "fermix_cli.tools.jobs",
+    "pause_job": "fermix_cli.tools.jobs",
+    "resume_job": "fermix_cli.tools.jobs",
+    "remove_job": "fermix_cli.tools.jobs",
+    "run_job_now": "fermix_cli.tools.jobs",
+    "list_job_runs": "fermix_cli.tools.jobs",
+    "get_job_run": "fermix_cli.tools.jobs",
 }
 
 FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))

@@ -1,0 +1,119 @@
+"""`fermix jobs worker RUN_ID CLAIMANT PARENT_PID`: carry out one claimed run, report on stdout.
+
+Started only by the runner. It never writes the run row (the runner does); it reports JSON lines on
+its original stdout: `started` (prompt snapshot and config), `progress` pings (throttled; they feed
+the inactivity timeout) and one `result`. Anything else that would print goes to stderr instead.
+On Linux it asks the kernel to kill it when its parent dies, so a SIGKILLed runner leaves no
+worker behind to finish a run that is about to be declared interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from typing import IO, Any
+
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from .claims import config_snapshot
+from .execute import RunOutcome, execute, prepare
+from .model import Job
+
+log = logging.getLogger("fermix.jobs")
+
+PROGRESS_INTERVAL = 0.5
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """PR_SET_PDEATHSIG(SIGKILL) where the kernel offers it; exit at once if the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            log.warning("could not ask to die with the runner; a killed runner may leave this worker running")
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+class Reporter:
+    """The protocol stream back to the runner."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self.last_progress = 0.0
+
+    def send(self, event: dict[str, Any]) -> None:
+        try:
+            self.stream.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+            self.stream.flush()
+        except BrokenPipeError:  # the runner is gone: nobody will record this run
+            os._exit(1)
+
+    def progress(self, what: str) -> None:
+        now = time.monotonic()
+        if now - self.last_progress >= PROGRESS_INTERVAL:
+            self.last_progress = now
+            self.send({"event": "progress", "what": what})
+
+
+def _protocol_stream() -> IO[str]:
+    """Keep the original stdout for the protocol; point fd 1 at stderr for everyone else."""
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto
+
+
+def work(ctx: ToolContext, run_id: str, claimant: str, reporter: Reporter) -> RunOutcome:
+    db = ctx.state.conn
+    run = db.execute(
+        "SELECT job_id, status, claimed_by, session_id FROM job_runs WHERE id = ?", (run_id,)
+    ).fetchone()
+    if run is None or run["claimed_by"] != claimant or run["status"] != "running":
+        return RunOutcome.failure("not_claimed", f"run {run_id} is not running under this runner's claim")
+    job = Job.from_row(db.execute("SELECT * FROM scheduled_jobs WHERE id = ?", (run["job_id"],)).fetchone())
+    session = run["session_id"]
+    try:
+        prepared = prepare(ctx, job, session)
+    except ToolError as e:
+        return RunOutcome.failure(e.code, e.message)
+    reporter.send(
+        {
+            "event": "started",
+            "prompt": prepared.snapshot,
+            "config": json.loads(config_snapshot(job, {"session_id": session})),
+        }
+    )
+    return execute(job, prepared, reporter.progress)
+
+
+def main(argv: list[str], home: str | None) -> int:
+    if len(argv) != 3 or not argv[2].isdigit():
+        sys.stderr.write(
+            "usage: fermix jobs worker RUN_ID CLAIMANT PARENT_PID (started by fermix jobs run)\n"
+        )
+        return 2
+    run_id, claimant, parent = argv
+    die_with_parent(int(parent))
+    reporter = Reporter(_protocol_stream())
+    ctx = ToolContext.for_cli(home=home)
+    from ..core.logs import setup_logging
+
+    setup_logging(ctx.paths.log_file)
+    try:
+        outcome = work(ctx, run_id, claimant, reporter)
+    except Exception as e:  # a bug: the run records it; the traceback goes to the log
+        log.exception("job run %s failed in the worker", run_id)
+        outcome = RunOutcome.failure("internal_error", f"{type(e).__name__}: {e}")
+    finally:
+        ctx.close()
+    reporter.send({"event": "result", "outcome": outcome.to_dict()})
+    return 0
