@@ -106,9 +106,10 @@ def tool_list(as_json: Annotated[bool, typer.Option("--json", help="JSON output.
 
 
 def _register_subapps() -> None:
-    from . import config_cmd, memory_cmd, sandbox_cmd, state_cmd
+    from . import config_cmd, jobs_cmd, memory_cmd, sandbox_cmd, state_cmd
 
     app.add_typer(config_cmd.app, name="config")
+    app.add_typer(jobs_cmd.app, name="jobs")
     app.add_typer(memory_cmd.app, name="memory")
     app.add_typer(sandbox_cmd.app, name="sandbox")
     app.add_typer(sandbox_cmd.grant_app, name="grant")

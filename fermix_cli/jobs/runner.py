@@ -37,6 +37,11 @@ from .store import active_run, fetch_job, job_state_error
 log = logging.getLogger("fermix.jobs")
 
 KILL_GRACE_SECONDS = 3.0
+# While its runs are in flight a runner keeps ticking, just after each minute boundary of the wall clock:
+# where the next `fermix jobs run` cannot start (a systemd timer never overlaps its own service), due
+# jobs still start on time.
+TICK_SECONDS = 60.0
+TICK_OFFSET_SECONDS = 0.5
 # A command job's own timeout (in the exec engine) fires first; the runner's is the backstop.
 COMMAND_TIMEOUT_SLACK = 10.0
 LINE_MAX = 16 * 1024 * 1024
@@ -134,6 +139,7 @@ class Dispatcher:
         self.selector = selectors.DefaultSelector()
         self.first_start: float | None = None
         self.last_end: float | None = None
+        self.next_tick = next_minute(time.time())
 
     # ----- starting ----------------------------------------------------------------------------
 
@@ -177,9 +183,13 @@ class Dispatcher:
         """Supervise until no run of this process is left."""
         while self.active:
             self._step()
+            if self.lock is not None and time.time() >= self.next_tick:
+                self.next_tick = next_minute(time.time())
+                self.refill()
 
     def _next_wakeup(self, now: float) -> float:
-        soonest = 1.0
+        soonest = max(0.0, self.next_tick - time.time()) if self.lock is not None else 1.0
+        soonest = min(soonest, 1.0)
         for a in self.active.values():
             if a.eof_at is not None:
                 soonest = min(soonest, 0.02)
@@ -344,6 +354,11 @@ class Dispatcher:
                 self.selector.unregister(fd)
             del self.active[fd]
             self._record(a.claimed, a.job, RunOutcome.failure("interrupted", reason), a.started_mono)
+
+
+def next_minute(wall: float) -> float:
+    """The wall-clock time of the next tick: just after the next minute boundary."""
+    return (wall // TICK_SECONDS + 1) * TICK_SECONDS + TICK_OFFSET_SECONDS
 
 
 def scheduler_tick(ctx: ToolContext, runner: Runner) -> TickReport:
