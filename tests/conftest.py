@@ -40,7 +40,12 @@ class Env:
 
     @property
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("FERMIX_", "PYTEST_"))}
+        # No real provider keys either: a test must never reach a model on the internet.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("FERMIX_", "PYTEST_")) and k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+        }
         env.update(
             HOME=str(self.home),
             FERMIX_HOME=str(self.fermix_home),

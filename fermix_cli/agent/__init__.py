@@ -1,1 +1,1 @@
-
+"""The model loop: providers, the loop itself, transcripts and prompts."""

@@ -106,8 +106,11 @@ def tool_list(as_json: Annotated[bool, typer.Option("--json", help="JSON output.
 
 
 def _register_subapps() -> None:
-    from . import config_cmd, jobs_cmd, memory_cmd, sandbox_cmd, state_cmd
+    from . import agent_cmd, ask_cmd, config_cmd, jobs_cmd, logs_cmd, memory_cmd, sandbox_cmd, state_cmd
 
+    app.command("ask")(ask_cmd.ask)
+    app.command("agent")(agent_cmd.agent)
+    app.command("logs")(logs_cmd.logs)
     app.add_typer(config_cmd.app, name="config")
     app.add_typer(jobs_cmd.app, name="jobs")
     app.add_typer(memory_cmd.app, name="memory")

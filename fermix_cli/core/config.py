@@ -101,9 +101,62 @@ class WebConfig(Section):
     exa_url: Endpoint = "https://api.exa.ai/search"
 
 
+class ToolSearchConfig(Section):
+    """`[fermix_core.tools.tool_search]`: deferral of plugin and MCP tool schemas (core/deferral.py)."""
+
+    enabled: bool = True
+
+
 class ToolsConfig(Section):
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
+
+
+PROVIDER_TYPES = ("openai", "anthropic", "mock", "echo")
+ProviderType = Literal["openai", "anthropic", "mock", "echo"]
+ReasoningEffort = Literal["none", "low", "medium", "high", "xhigh", "max"]
+
+
+class ProviderConfig(Section):
+    """One `[fermix_core.providers.NAME]` block. NAME is the type unless `type` says otherwise."""
+
+    type: ProviderType | None = None
+    base_url: Endpoint | None = None
+    default_model: Name | None = None
+    api_key: Secret | None = None
+    api_key_env: Name | None = None
+    headers: dict[str, str] = {}
+    max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    max_retries: Annotated[int, Field(ge=0, le=10)] = 3
+    read_timeout: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    script: Name | None = None
+
+
+class AgentConfig(Section):
+    """`[fermix_core.agent]`: the main agent's defaults (the model loop behind ask and agent)."""
+
+    provider: Name | None = None
+    model: Name | None = None
+    system_prompt: Annotated[str, Field(max_length=100_000)] | None = None
+    toolset: Literal["fermix", "coding"] = "fermix"
+    max_iterations: Annotated[int, Field(ge=1, le=10_000)] = 25
+    max_iterations_scheduled: Annotated[int, Field(ge=1, le=10_000)] = 100
+    repeat_limit: Annotated[int, Field(ge=2, le=100)] = 3
+
+
+class RoutingConfig(Section):
+    """`[fermix_core.routing]`: which model delegated sub-agents, cron runs and meetings use."""
+
+    subagent_provider: Name | None = None
+    subagent_model: Name | None = None
+    subagent_reasoning_effort: ReasoningEffort | None = None
+    cron_provider: Name | None = None
+    cron_model: Name | None = None
+    cron_reasoning_effort: ReasoningEffort | None = None
+    meeting_provider: Name | None = None
+    meeting_model: Name | None = None
+    meeting_reasoning_effort: ReasoningEffort | None = None
 
 
 class JobsConfig(Section):
@@ -125,6 +178,9 @@ class JobsConfig(Section):
 class FermixCoreConfig(Section):
     net: NetConfig = Field(default_factory=NetConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    providers: dict[Name, ProviderConfig] = {}
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    routing: RoutingConfig = Field(default_factory=RoutingConfig)
     jobs: JobsConfig = Field(default_factory=JobsConfig)
 
 
@@ -161,7 +217,7 @@ def _dotted(loc: tuple[Any, ...]) -> str:
 def validate_config(data: dict[str, Any], source: str = "config.toml") -> Config:
     """Validate parsed TOML; the error names the first offending key."""
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as e:
         errs = e.errors()
         first = errs[0]
@@ -171,6 +227,16 @@ def validate_config(data: dict[str, Any], source: str = "config.toml") -> Config
             f"{source}: {key}: {first['msg']}. Fix or remove this key; fermix refuses to run on a config it cannot read.",
             {"key": key, "errors": [{"key": _dotted(x["loc"]), "message": x["msg"]} for x in errs]},
         ) from None
+    for name, block in config.fermix_core.providers.items():
+        if block.type is None and name not in PROVIDER_TYPES:
+            key = f"fermix_core.providers.{name}.type"
+            raise ToolError(
+                "invalid_config",
+                f"{source}: {key}: missing; a provider named {name!r} must say its type "
+                f"({', '.join(PROVIDER_TYPES)}). Fix or remove this block.",
+                {"key": key, "errors": [{"key": key, "message": "missing"}]},
+            )
+    return config
 
 
 def read_raw(path: Path) -> dict[str, Any]:

@@ -102,6 +102,11 @@ class ToolContext:
             self._config = load_config(self.paths.config_file)
         return self._config
 
+    def reload_config(self) -> None:
+        """Forget the loaded config (and the sandbox built from it); the next use reads the file again."""
+        self._config = None
+        self._sandbox = None
+
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:

@@ -180,7 +180,107 @@ def m004_web_snapshots(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX web_snapshots_seq ON web_snapshots(seq)")
 
 
-def m005_scheduled_jobs(db: sqlite3.Connection) -> None:
+def m005_transcripts(db: sqlite3.Connection) -> None:
+    """Model-loop transcripts: conversations, runs (one per prompt), messages, and their FTS5 index.
+
+    A tool message's `call_id` is the id of its `tool_calls` row; `provider_call_id` is the id the model
+    used on the wire, which need not be unique across runs.
+    """
+    db.execute(
+        """
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL DEFAULT '',
+            origin TEXT NOT NULL,
+            trust TEXT NOT NULL,
+            provider TEXT,
+            model TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX conversations_updated ON conversations(updated_at)")
+    db.execute(
+        """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            status TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            toolset TEXT,
+            prompt TEXT NOT NULL,
+            response TEXT NOT NULL DEFAULT '',
+            iterations INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            error_json TEXT,
+            started_at TEXT NOT NULL,
+            ended_at TEXT
+        )
+        """
+    )
+    db.execute("CREATE INDEX runs_conversation ON runs(conversation_id, started_at)")
+    db.execute("CREATE INDEX runs_started ON runs(started_at)")
+    db.execute(
+        """
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            run_id TEXT REFERENCES runs(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL DEFAULT '',
+            tool_calls_json TEXT,
+            call_id TEXT,
+            provider_call_id TEXT,
+            tool_name TEXT,
+            is_error INTEGER NOT NULL DEFAULT 0,
+            error_code TEXT,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            created_at TEXT NOT NULL,
+            UNIQUE (conversation_id, seq)
+        )
+        """
+    )
+    db.execute("CREATE INDEX messages_run ON messages(run_id, seq)")
+    db.execute("CREATE INDEX messages_call ON messages(call_id)")
+    db.execute(
+        "CREATE VIRTUAL TABLE messages_fts USING fts5("
+        "role, kind, content, content='messages', content_rowid='id', tokenize='unicode61')"
+    )
+    db.execute(
+        """
+        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts(rowid, role, kind, content)
+            VALUES (new.id, new.role, new.kind, new.content);
+        END
+        """
+    )
+    db.execute(
+        """
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, role, kind, content)
+            VALUES ('delete', old.id, old.role, old.kind, old.content);
+        END
+        """
+    )
+    db.execute(
+        """
+        CREATE TRIGGER messages_fts_update AFTER UPDATE OF role, kind, content ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, role, kind, content)
+            VALUES ('delete', old.id, old.role, old.kind, old.content);
+            INSERT INTO messages_fts(rowid, role, kind, content)
+            VALUES (new.id, new.role, new.kind, new.content);
+        END
+        """
+    )
+
+
+def m006_scheduled_jobs(db: sqlite3.Connection) -> None:
     """Scheduled jobs and their runs (fermix_cli/jobs).
 
     A slot is claimed by inserting its run row: the partial unique index on (job_id, scheduled_for)
@@ -280,5 +380,6 @@ MIGRATIONS: list[Migration] = [
     m002_memories,
     m003_hashline_snapshots,
     m004_web_snapshots,
-    m005_scheduled_jobs,
+    m005_transcripts,
+    m006_scheduled_jobs,
 ]

@@ -234,10 +234,10 @@ class Registry:
         """Parse, validate, check policy, run, and (when `ctx` asks) record one tool call."""
         started = time.time()
         t0 = time.perf_counter()
-        spec = self.get(name)
         result: Any = None
         error: ToolError | None = None
         try:
+            spec = self.get(name)
             policy.check(spec, ctx)
             params = self.parse(spec, raw_args)
             result = to_jsonable(spec.handler(params, ctx))
@@ -319,6 +319,12 @@ def default_registry() -> Registry:
     if _DEFAULT is None:
         _DEFAULT = Registry()
     return _DEFAULT
+
+
+def registry_of(ctx: ToolContext) -> Registry:
+    """The registry serving `ctx`: the one a model loop put in `ctx.extras`, else the default."""
+    reg = ctx.extras.get("registry")
+    return reg if isinstance(reg, Registry) else default_registry()
 
 
 def specs(*items: ToolSpec) -> tuple[ToolSpec, ...]:

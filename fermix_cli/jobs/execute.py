@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from .model import MAX_ITERATIONS, SILENT, Job
+from .model import SILENT, Job
 
 Progress = Callable[[str], None]
 
@@ -217,23 +217,22 @@ class _ProgressObserver:
 
 def run_model(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
     """The isolated agent loop: job prompt as system, the task as the one user message."""
-    try:
-        from ..agent.runner import Agent, AgentOptions
-    except ImportError:
-        return RunOutcome.failure(
-            "not_wired", "model jobs need the agent loop (fermix_cli.agent.runner), which is not installed"
-        )
+    from ..agent.runner import Agent, AgentOptions
+
     ctx = prepared.ctx
-    routing = getattr(ctx.config.fermix_core, "routing", None)
-    provider = job.provider or getattr(routing, "cron_provider", None)
-    model = job.model or getattr(routing, "cron_model", None)
+    routing = ctx.config.fermix_core.routing
+    if job.provider:
+        provider, model = job.provider, job.model
+    else:  # unpinned: the cron route when set, else the primary chain, resolved now
+        provider, model = routing.cron_provider, routing.cron_model
+    # No max_iterations: origin `scheduled` gives the loop its job cap,
+    # [fermix_core.agent] max_iterations_scheduled (100, the reference's fixed figure).
     options = AgentOptions(
         provider=provider,
         model=model,
         system=prepared.system,
         tools=sorted(ctx.allowed_tools) if ctx.allowed_tools is not None else None,
         session=ctx.session_id,
-        max_iterations=MAX_ITERATIONS,
     )
     agent = Agent(ctx, options, observer=_ProgressObserver(progress))
     try:

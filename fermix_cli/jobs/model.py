@@ -21,8 +21,7 @@ TRIGGERS = ("schedule", "manual")
 DELIVERY_MODES = ("none", "origin", "channel", "local")
 JOB_KINDS = ("agent", "command")
 
-# Fixed for every model run (reference 8.2): the iteration cap and the silence marker.
-MAX_ITERATIONS = 100
+# A final answer of exactly this delivers nothing (reference 8.2).
 SILENT = "[SILENT]"
 
 _TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"

@@ -30,8 +30,6 @@ THREAD_KEYS = ("thread_ts", "message_thread_id")
 # The one platform fermix can deliver to today: an append-only JSONL inbox under FERMIX_HOME.
 DELIVERABLE_PLATFORMS = ("inbox",)
 INBOX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-# Provider types fermix ships; configured `[fermix_core.providers.NAME]` blocks add to them.
-BUILTIN_PROVIDERS = ("anthropic", "echo", "mock", "openai")
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _INSTANT = re.compile(
@@ -100,12 +98,10 @@ def resolve_timeouts(timeout: int | None, inactivity: int | None, jobs: JobsConf
 
 
 def known_providers(config: Config) -> set[str]:
-    """Provider names a job may pin: the built-in types plus configured blocks (once the agent ships them)."""
-    names = set(BUILTIN_PROVIDERS)
-    configured = getattr(config.fermix_core, "providers", None)
-    if isinstance(configured, Mapping):
-        names.update(configured)
-    return names
+    """Provider names a job may pin: the built-in types plus the configured `[fermix_core.providers.*]`."""
+    from ..agent.providers import known_providers as agent_known
+
+    return set(agent_known(config))
 
 
 def check_route_pin(provider: str | None, model: str | None, config: Config) -> tuple[str, str] | None:

@@ -1,0 +1,385 @@
+"""The model loop: call the model, run the tools it asks for in-process, feed the results back, repeat.
+
+Bounded by an iteration cap; tool errors go back to the model as results; the same call repeated
+back to back draws one warning and then stops the run; Ctrl-C stops cleanly. Every call gets a
+unique id, and every message is written to the transcript as it happens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..core import policy
+from ..core.context import ToolContext
+from ..core.errors import ExitClass, ToolError
+from ..core.registry import Registry
+from .messages import (
+    Finish,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    TextDelta,
+    ToolCall,
+    ToolCallEvent,
+    Usage,
+    UsageEvent,
+    new_call_id,
+)
+from .providers.base import Provider
+from .toolbox import Toolbox
+from .transcripts import ToolOutcome, Transcript
+
+log = logging.getLogger("fermix.agent")
+
+OK = "ok"
+STATUSES = ("ok", "error", "max_iterations", "loop_detected", "interrupted")
+
+
+class LoopObserver(Protocol):
+    """What a front end hears of a run (rendering only; it cannot change the run)."""
+
+    def model_start(self, iteration: int) -> None: ...
+
+    def text(self, delta: str) -> None: ...
+
+    def model_end(self, response: ModelResponse) -> None: ...
+
+    def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None: ...
+
+    def tool_end(self, outcome: ToolOutcome) -> None: ...
+
+
+class SilentObserver:
+    """Hears everything, shows nothing (`--json`, jobs, benchmarks)."""
+
+    def model_start(self, iteration: int) -> None:
+        pass
+
+    def text(self, delta: str) -> None:
+        pass
+
+    def model_end(self, response: ModelResponse) -> None:
+        pass
+
+    def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None:
+        pass
+
+    def tool_end(self, outcome: ToolOutcome) -> None:
+        pass
+
+
+class RepeatGuard:
+    """Spots the same call (name and arguments) made back to back: warn once at `limit`, then stop."""
+
+    def __init__(self, limit: int = 3) -> None:
+        self.limit = limit
+        self.last: tuple[str, str] | None = None
+        self.streak = 0
+        self.warned = False
+
+    def check(self, name: str, arguments: Any) -> str:
+        """'ok', 'warn' (answer with a warning instead of running) or 'stop' (end the run)."""
+        key = (name, json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=str))
+        self.streak = self.streak + 1 if key == self.last else 1
+        self.last = key
+        if self.streak < self.limit:
+            return "ok"
+        if not self.warned:
+            self.warned = True
+            return "warn"
+        return "stop"
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    session_id: str
+    status: str
+    response: str
+    iterations: int
+    usage: Usage
+    outcomes: list[ToolOutcome] = field(default_factory=list)
+    error: ToolError | None = None
+
+
+def parse_arguments(raw: str) -> Any:
+    """The model's arguments text as JSON (empty means no arguments); the raw text when it is not JSON."""
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+class AgentLoop:
+    """One conversation's loop: the provider, the tools, the context, and the history so far."""
+
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        provider_name: str,
+        model: str,
+        ctx: ToolContext,
+        registry: Registry,
+        toolbox: Toolbox,
+        system: str,
+        transcript: Transcript,
+        session_id: str,
+        history: list[Message],
+        max_iterations: int,
+        cap_source: str,
+        repeat_limit: int = 3,
+        observer: LoopObserver | None = None,
+    ) -> None:
+        self.provider = provider
+        self.provider_name = provider_name
+        self.model = model
+        self.ctx = ctx
+        self.registry = registry
+        self.toolbox = toolbox
+        self.system = system
+        self.transcript = transcript
+        self.session_id = session_id
+        self.history = history
+        self.max_iterations = max_iterations
+        self.cap_source = cap_source
+        self.repeat_limit = repeat_limit
+        self.observer: LoopObserver = observer or SilentObserver()
+        self._schemas = toolbox.schemas()
+        self.run_id = ""
+
+    # ----- one run -------------------------------------------------------------------------------
+
+    def run(self, prompt: str) -> RunResult:
+        run_id = self.transcript.start_run(
+            self.session_id,
+            prompt=prompt,
+            provider=self.provider_name,
+            model=self.model,
+            toolset=self.toolbox.toolset,
+            origin=self.ctx.origin,
+            trust=self.ctx.trust,
+        )
+        self.run_id = run_id
+        self.history.append(Message("user", prompt))
+        result = RunResult(run_id, self.session_id, OK, "", 0, Usage())
+        guard = RepeatGuard(self.repeat_limit)
+        state = _TurnState()
+        try:
+            self._run(result, guard, state)
+        except KeyboardInterrupt:
+            result.status = "interrupted"
+            result.error = ToolError("interrupted", "stopped by Ctrl-C", {})
+            self._settle(result, state, "the run was interrupted (Ctrl-C)")
+        except ToolError as e:
+            result.status = "error"
+            result.error = e
+            self._settle(result, state, f"the run failed ({e.code})")
+        except Exception as e:  # a bug: the run ends as an internal error, the traceback goes to the log
+            log.exception("internal error in the model loop")
+            result.status = "error"
+            result.error = ToolError(
+                "internal_error",
+                f"the model loop failed unexpectedly ({type(e).__name__}); details are in the fermix log",
+                {},
+                exit_class=ExitClass.INTERNAL,
+            )
+            self._settle(result, state, "the run failed (internal_error)")
+        finally:
+            self.transcript.finish_run(
+                run_id,
+                status=result.status,
+                response=result.response,
+                iterations=result.iterations,
+                usage=result.usage,
+                error=result.error.to_dict() if result.error else None,
+            )
+        return result
+
+    def _run(self, result: RunResult, guard: RepeatGuard, state: _TurnState) -> None:
+        while True:
+            result.iterations += 1
+            self.observer.model_start(result.iterations)
+            response = self._call_model(state)
+            result.usage.add(response.usage)
+            self._record_assistant(response, state)
+            result.response = response.text
+            if not response.tool_calls:
+                if not response.text.strip():
+                    raise ToolError(
+                        "provider_error", "the model returned an empty reply", {"model": self.model}
+                    )
+                return
+            if result.iterations >= self.max_iterations:
+                n = self.max_iterations
+                stop = ToolError(
+                    "max_iterations",
+                    f"stopped after {n} model calls without a final answer: the iteration cap of this run "
+                    f"is {n} ({self.cap_source})",
+                    {"max_iterations": n},
+                )
+                self._finish_turn(result, state, stop_reason=f"the iteration cap ({n}) was reached")
+                result.status, result.error = "max_iterations", stop
+                return
+            stop_error = self._run_tools(result, guard, state)
+            if stop_error is not None:
+                result.status, result.error = "loop_detected", stop_error
+                return
+
+    def _call_model(self, state: _TurnState) -> ModelResponse:
+        # Providers only read the history; no copy per turn, so long runs stay linear.
+        request = ModelRequest(self.model, self.system, self.history, self._schemas)
+        response = ModelResponse()
+        state.partial = []
+        wire_ids: set[str] = set()
+        for event in self.provider.stream(request):
+            if isinstance(event, TextDelta):
+                if event.text:
+                    state.partial.append(event.text)
+                    self.observer.text(event.text)
+            elif isinstance(event, ToolCallEvent):
+                wire = event.wire_id or new_call_id()
+                if wire in wire_ids:
+                    wire = new_call_id()
+                wire_ids.add(wire)
+                response.tool_calls.append(ToolCall(event.name, event.arguments, wire))
+            elif isinstance(event, UsageEvent):
+                response.usage.add(event.usage)
+            elif isinstance(event, Finish):
+                response.finish_reason = event.reason
+        response.text = "".join(state.partial)
+        state.partial = None
+        self.observer.model_end(response)
+        return response
+
+    def _record_assistant(self, response: ModelResponse, state: _TurnState) -> None:
+        """Keep the reply; a reply with tool calls is stored together with their results (one write)."""
+        self.history.append(Message("assistant", response.text, list(response.tool_calls)))
+        state.pending = list(response.tool_calls)
+        state.done = []
+        state.response = response
+        if not response.tool_calls:
+            self._flush(state)
+
+    # ----- tools ---------------------------------------------------------------------------------
+
+    def _run_tools(self, result: RunResult, guard: RepeatGuard, state: _TurnState) -> ToolError | None:
+        stop: ToolError | None = None
+        for call in list(state.pending):
+            name, arguments = self._target(call)
+            verdict = guard.check(name, arguments)
+            if verdict == "stop":
+                stop = ToolError(
+                    "loop_detected",
+                    f"stopped: {name} was called again with the same arguments after a warning",
+                    {"tool": name},
+                )
+                break
+            self.observer.tool_start(call, name, arguments)
+            if verdict == "warn":
+                outcome = ToolOutcome(
+                    call,
+                    name,
+                    False,
+                    f"repeated_call: {name} was called {self.repeat_limit} times in a row with the same "
+                    "arguments; it was not run again and the result would not change. Use the earlier "
+                    "result, change the arguments, or give your answer. Repeating it again ends the run.",
+                    "repeated_call",
+                )
+            else:
+                outcome = self._dispatch(call, name, arguments)
+            self._answer(state, outcome)
+            result.outcomes.append(outcome)
+            self.observer.tool_end(outcome)
+        if stop is not None:
+            self._finish_turn(result, state, stop_reason="a repeated call ended the run")
+        else:
+            self._flush(state)
+        return stop
+
+    def _target(self, call: ToolCall) -> tuple[str, Any]:
+        """The tool really called: tool_call bridges are unwrapped so policy and logs see the target."""
+        arguments = parse_arguments(call.arguments)
+        if call.name == "tool_call" and self.toolbox.deferral:
+            from ..tools.meta import unwrap_tool_call
+
+            target = unwrap_tool_call(arguments)
+            if target is not None:
+                return target
+        return call.name, arguments
+
+    def _dispatch(self, call: ToolCall, name: str, arguments: Any) -> ToolOutcome:
+        self.ctx.extras["call_id"] = call.call_id
+        raw = arguments if isinstance(arguments, dict) else call.arguments
+        ok, text, data = self.registry.invoke_for_model(name, raw, self.ctx)
+        if ok:
+            return ToolOutcome(call, name, True, text, None)
+        code = data.get("code", "tool_error") if isinstance(data, dict) else "tool_error"
+        if code in ("unknown_tool", "policy_denied") and not self._may_see(name):
+            # Tools the caller may not see get the same answer as tools that do not exist.
+            text = f"unknown_tool: Unknown capability: {name}"
+        return ToolOutcome(call, name, False, text, code)
+
+    def _may_see(self, name: str) -> bool:
+        try:
+            return policy.can_see(self.registry.get(name), self.ctx)
+        except ToolError:
+            return False
+
+    def _answer(self, state: _TurnState, outcome: ToolOutcome) -> None:
+        self.history.append(
+            Message(
+                "tool",
+                outcome.output,
+                tool_call_id=outcome.call.wire_id,
+                tool_name=outcome.name,
+                is_error=not outcome.ok,
+            )
+        )
+        state.pending.remove(outcome.call)
+        state.done.append(outcome)
+
+    def _flush(self, state: _TurnState) -> None:
+        """Store the turn: the model's reply and the answers to its calls, in one transaction."""
+        if state.response is not None:
+            self.transcript.add_turn(self.session_id, self.run_id, state.response, state.done)
+        state.response = None
+        state.done = []
+
+    def _finish_turn(self, result: RunResult, state: _TurnState, *, stop_reason: str) -> None:
+        """Answer the calls that will not run, so the transcript stays a valid conversation."""
+        for call in list(state.pending):
+            outcome = ToolOutcome(
+                call, self._target(call)[0], False, f"cancelled: not run because {stop_reason}", "cancelled"
+            )
+            self._answer(state, outcome)
+            result.outcomes.append(outcome)
+        self._flush(state)
+
+    def _settle(self, result: RunResult, state: _TurnState, reason: str) -> None:
+        """After an abnormal stop: keep streamed text, answer unanswered calls, store the turn."""
+        try:
+            if state.partial:
+                partial = ModelResponse(text="".join(state.partial))
+                result.response = partial.text
+                self.history.append(Message("assistant", partial.text))
+                state.response, state.pending, state.done = partial, [], []
+            state.partial = None
+            self._finish_turn(result, state, stop_reason=reason)
+        except Exception:  # the run already failed; keep its first error
+            log.exception("could not store the end of run %s", self.run_id)
+
+
+@dataclass
+class _TurnState:
+    """What is in flight: streamed text so far, calls not yet answered, answers not yet stored."""
+
+    partial: list[str] | None = None
+    response: ModelResponse | None = None
+    pending: list[ToolCall] = field(default_factory=list)
+    done: list[ToolOutcome] = field(default_factory=list)

@@ -1,0 +1,127 @@
+"""The provider-neutral conversation: messages, tool calls, usage, and what a provider streams back.
+
+Providers translate these to and from their wire formats; the loop, transcripts and renderers only
+ever see these types.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "tool"]
+
+
+def new_call_id() -> str:
+    """A fresh, globally unique tool-call id (also the `tool_calls` row id)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+@dataclass
+class ToolCall:
+    """One call a model asked for. `wire_id` is the model's own id; `call_id` is unique everywhere."""
+
+    name: str
+    arguments: str
+    wire_id: str
+    call_id: str = field(default_factory=new_call_id)
+
+    def parsed_arguments(self) -> Any:
+        """The arguments as JSON when they parse, else the raw text (for display and logs)."""
+        try:
+            return json.loads(self.arguments) if self.arguments.strip() else {}
+        except ValueError:
+            return self.arguments
+
+    def to_json(self) -> dict[str, Any]:
+        return {"call_id": self.call_id, "id": self.wire_id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolCall:
+        return cls(
+            name=data["name"], arguments=data["arguments"], wire_id=data["id"], call_id=data["call_id"]
+        )
+
+
+@dataclass
+class Message:
+    """A turn of the conversation. Tool results carry the wire id of the call they answer."""
+
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    is_error: bool = False
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+
+    def to_json(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+@dataclass(frozen=True)
+class ToolSchema:
+    """A tool as a provider advertises it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass
+class ModelRequest:
+    model: str
+    system: str
+    messages: list[Message]
+    tools: list[ToolSchema]
+
+
+# ----- what a provider streams --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    """A complete tool call (providers assemble streamed fragments before emitting it)."""
+
+    wire_id: str | None
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class UsageEvent:
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class Finish:
+    reason: str
+
+
+StreamEvent = TextDelta | ToolCallEvent | UsageEvent | Finish
+
+
+@dataclass
+class ModelResponse:
+    """One model call, assembled from its stream."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = ""

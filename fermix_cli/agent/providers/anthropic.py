@@ -1,0 +1,191 @@
+"""`anthropic`: the Messages API with streaming and tool use."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ...core.errors import ToolError
+from ..messages import (
+    Finish,
+    Message,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+    UsageEvent,
+)
+from .http import ProviderHTTP, decode_json
+from .sse import iter_sse
+
+if TYPE_CHECKING:
+    from ...core.context import ToolContext
+    from . import ProviderChoice
+
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 4096
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Provider-neutral history as Messages API turns: tool results ride in user turns, same roles merge."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        blocks: list[dict[str, Any]] = []
+        role = "assistant" if m.role == "assistant" else "user"
+        if m.role == "tool":
+            blocks.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": m.tool_call_id,
+                    "content": m.content,
+                    "is_error": m.is_error,
+                }
+            )
+        else:
+            if m.content:
+                blocks.append({"type": "text", "text": m.content})
+            for c in m.tool_calls:
+                blocks.append(
+                    {"type": "tool_use", "id": c.wire_id, "name": c.name, "input": _tool_input(c.arguments)}
+                )
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out
+
+
+def request_body(request: ModelRequest, max_tokens: int | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
+        "messages": wire_messages(request.messages),
+        "stream": True,
+    }
+    if request.system:
+        body["system"] = request.system
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+    return body
+
+
+def _input_tokens(usage: dict[str, Any]) -> int:
+    keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    return sum(int(usage.get(k) or 0) for k in keys)
+
+
+def _stream_error(provider: str, err: Any) -> ToolError:
+    kind = err.get("type", "") if isinstance(err, dict) else ""
+    message = err.get("message", "") if isinstance(err, dict) else str(err)
+    code = "rate_limited" if kind == "rate_limit_error" else "provider_error"
+    return ToolError(code, f"{provider} reported {kind or 'an error'} mid-stream: {message}", {"type": kind})
+
+
+def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
+    """Messages API events (message_start, content_block_*, message_delta, ...) as stream events."""
+    usage = Usage()
+    blocks: dict[int, dict[str, Any]] = {}
+    finish = ""
+    for event in events:
+        data = decode_json(event.data, provider)
+        kind = data.get("type") if isinstance(data, dict) else None
+        if kind == "message_start":
+            u = (data.get("message") or {}).get("usage") or {}
+            usage = Usage(_input_tokens(u), int(u.get("output_tokens") or 0))
+        elif kind == "content_block_start":
+            block = data.get("content_block") or {}
+            index = int(data.get("index", len(blocks)))
+            blocks[index] = {**block, "partial": ""}
+            if block.get("type") == "text" and block.get("text"):
+                yield TextDelta(block["text"])
+        elif kind == "content_block_delta":
+            delta = data.get("delta") or {}
+            block = blocks.setdefault(int(data.get("index", 0)), {"type": "text", "partial": ""})
+            if delta.get("type") == "text_delta" and delta.get("text"):
+                yield TextDelta(delta["text"])
+            elif delta.get("type") == "input_json_delta":
+                block["partial"] += delta.get("partial_json", "")
+        elif kind == "content_block_stop":
+            block = blocks.get(int(data.get("index", 0)), {})
+            if block.get("type") == "tool_use":
+                arguments = block["partial"] or json.dumps(block.get("input") or {})
+                yield ToolCallEvent(block.get("id"), block.get("name", ""), arguments)
+        elif kind == "message_delta":
+            finish = (data.get("delta") or {}).get("stop_reason") or finish
+            u = data.get("usage") or {}
+            if "output_tokens" in u:
+                usage.output_tokens = int(u["output_tokens"] or 0)
+            if u.get("input_tokens"):
+                usage.input_tokens = _input_tokens(u)
+        elif kind == "error":
+            raise _stream_error(provider, data.get("error"))
+        elif kind == "message_stop":
+            break
+    yield UsageEvent(usage)
+    yield Finish(finish or "end_turn")
+
+
+def parse_message(data: Any, provider: str) -> Iterator[StreamEvent]:
+    """A non-streamed Message, as the same events."""
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise ToolError("provider_error", f"{provider} sent a message without content", {})
+    for block in data["content"]:
+        if block.get("type") == "text" and block.get("text"):
+            yield TextDelta(block["text"])
+        elif block.get("type") == "tool_use":
+            yield ToolCallEvent(block.get("id"), block.get("name", ""), json.dumps(block.get("input") or {}))
+    u = data.get("usage") or {}
+    yield UsageEvent(Usage(_input_tokens(u), int(u.get("output_tokens") or 0)))
+    yield Finish(data.get("stop_reason") or "end_turn")
+
+
+class AnthropicProvider:
+    def __init__(self, choice: ProviderChoice, ctx: ToolContext) -> None:
+        self.name = choice.name
+        self.choice = choice
+        key = choice.api_key()
+        if key is None and choice.is_official:
+            raise ToolError(
+                "auth_failed",
+                f"no API key for {choice.name}: export ANTHROPIC_API_KEY=..., or set "
+                f"fermix_core.providers.{choice.name}.api_key (or api_key_env)",
+                {"provider": choice.name},
+            )
+        self.headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "anthropic-version": API_VERSION,
+        }
+        self.headers.update({k.lower(): v for k, v in choice.settings.headers.items()})
+        if key:
+            self.headers["x-api-key"] = key
+        base = choice.base_url
+        self.url = f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+        self.http = ProviderHTTP(choice, ctx)
+
+    def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
+        body = request_body(request, self.choice.settings.max_tokens)
+        with self.http.post(self.url, self.headers, body) as response:
+            if "json" in response.headers.get("content-type", ""):
+                raw = response.read().decode("utf-8", "replace")
+                yield from parse_message(decode_json(raw, self.name), self.name)
+                return
+            yield from parse_stream(iter_sse(response.iter_lines()), self.name)
+
+    def close(self) -> None:
+        self.http.close()

@@ -1,0 +1,191 @@
+"""`openai`: the Chat Completions API with streaming and tool calls, at any OpenAI-compatible base URL
+(OpenAI, Ollama, llama.cpp's server, vLLM, LM Studio, OpenRouter)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ...core.errors import ToolError
+from ..messages import (
+    Finish,
+    Message,
+    ModelRequest,
+    StreamEvent,
+    TextDelta,
+    ToolCallEvent,
+    Usage,
+    UsageEvent,
+)
+from .http import ProviderHTTP, decode_json
+from .sse import iter_sse
+
+if TYPE_CHECKING:
+    from ...core.context import ToolContext
+    from . import ProviderChoice
+
+
+def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    """Provider-neutral history as Chat Completions messages."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for m in messages:
+        if m.role == "user":
+            out.append({"role": "user", "content": m.content})
+        elif m.role == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": m.content}
+            if m.tool_calls:
+                item["content"] = m.content or None
+                item["tool_calls"] = [
+                    {
+                        "id": c.wire_id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                    }
+                    for c in m.tool_calls
+                ]
+            out.append(item)
+        else:
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+    return out
+
+
+def request_body(request: ModelRequest, max_tokens: int | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": wire_messages(request.system, request.messages),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
+            for t in request.tools
+        ]
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
+    return body
+
+
+def _usage(data: Any) -> Usage | None:
+    if not isinstance(data, dict):
+        return None
+    return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+
+
+class _CallBuilder:
+    """Tool calls assembled from `delta.tool_calls` fragments, keyed by their index."""
+
+    def __init__(self) -> None:
+        self.calls: dict[int, dict[str, Any]] = {}
+
+    def add(self, fragment: dict[str, Any]) -> None:
+        index = fragment.get("index")
+        if not isinstance(index, int):
+            index = len(self.calls)
+        fn = fragment.get("function") or {}
+        current = self.calls.get(index)
+        new_id = fragment.get("id")
+        if current is not None and new_id and current["id"] and new_id != current["id"]:
+            # Some servers reuse index 0 for every call; a new id starts a new call.
+            index = max(self.calls) + 1
+            current = None
+        if current is None:
+            current = self.calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
+        if new_id and not current["id"]:
+            current["id"] = new_id
+        if fn.get("name"):
+            current["name"] += fn["name"]
+        if isinstance(fn.get("arguments"), str):
+            current["arguments"] += fn["arguments"]
+        elif isinstance(fn.get("arguments"), dict):
+            current["arguments"] += json.dumps(fn["arguments"])
+
+    def events(self) -> Iterator[ToolCallEvent]:
+        for index in sorted(self.calls):
+            c = self.calls[index]
+            yield ToolCallEvent(c["id"], c["name"], c["arguments"])
+
+
+def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
+    """Chat Completions SSE chunks (`data: {...}` ... `data: [DONE]`) as stream events."""
+    calls = _CallBuilder()
+    usage: Usage | None = None
+    finish = ""
+    for event in events:
+        if event.data.strip() == "[DONE]":
+            break
+        chunk = decode_json(event.data, provider)
+        if not isinstance(chunk, dict):
+            continue
+        if chunk.get("error"):
+            err = chunk["error"]
+            message = err.get("message") if isinstance(err, dict) else str(err)
+            raise ToolError("provider_error", f"{provider} reported an error mid-stream: {message}", {})
+        usage = _usage(chunk.get("usage")) or usage
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str) and delta["content"]:
+                yield TextDelta(delta["content"])
+            for fragment in delta.get("tool_calls") or []:
+                calls.add(fragment)
+            if choice.get("finish_reason"):
+                finish = choice["finish_reason"]
+    yield from calls.events()
+    if usage is not None:
+        yield UsageEvent(usage)
+    yield Finish(finish or "stop")
+
+
+def parse_completion(data: Any, provider: str) -> Iterator[StreamEvent]:
+    """A non-streamed completion (servers that ignore `stream`), as the same events."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not choices:
+        raise ToolError("provider_error", f"{provider} sent a completion without choices", {})
+    message = choices[0].get("message") or {}
+    if message.get("content"):
+        yield TextDelta(str(message["content"]))
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        args = fn.get("arguments", "")
+        raw = args if isinstance(args, str) else json.dumps(args)
+        yield ToolCallEvent(call.get("id") or None, fn.get("name", ""), raw)
+    usage = _usage(data.get("usage"))
+    if usage is not None:
+        yield UsageEvent(usage)
+    yield Finish(choices[0].get("finish_reason") or "stop")
+
+
+class OpenAIProvider:
+    def __init__(self, choice: ProviderChoice, ctx: ToolContext) -> None:
+        self.name = choice.name
+        self.choice = choice
+        key = choice.api_key()
+        if key is None and choice.is_official:
+            raise ToolError(
+                "auth_failed",
+                f"no API key for {choice.name}: export OPENAI_API_KEY=..., or set "
+                f"fermix_core.providers.{choice.name}.api_key (or api_key_env)",
+                {"provider": choice.name},
+            )
+        self.headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        self.headers.update({k.lower(): v for k, v in choice.settings.headers.items()})
+        if key:
+            self.headers["authorization"] = f"Bearer {key}"
+        self.url = f"{choice.base_url}/chat/completions"
+        self.http = ProviderHTTP(choice, ctx)
+
+    def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
+        body = request_body(request, self.choice.settings.max_tokens)
+        with self.http.post(self.url, self.headers, body) as response:
+            if "json" in response.headers.get("content-type", ""):
+                raw = response.read().decode("utf-8", "replace")
+                yield from parse_completion(decode_json(raw, self.name), self.name)
+                return
+            yield from parse_stream(iter_sse(response.iter_lines()), self.name)
+
+    def close(self) -> None:
+        self.http.close()

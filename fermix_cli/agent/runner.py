@@ -1,0 +1,146 @@
+"""Assembling a run from options: provider, tools, context, system prompt, session and transcript."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.registry import Registry, default_registry
+from .loop import AgentLoop, LoopObserver, RunResult
+from .prompts import system_prompt
+from .providers import ProviderChoice, build_provider, choose_provider
+from .toolbox import Toolbox, select_tools
+from .transcripts import Transcript, new_session_id
+
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+LONG_RUN_ORIGINS = ("scheduled", "subagent")
+
+
+@dataclass
+class AgentOptions:
+    provider: str | None = None
+    model: str | None = None
+    system: str | None = None
+    toolset: str | None = None
+    tools: Sequence[str] | None = None
+    session: str | None = None
+    continue_last: bool = False
+    max_iterations: int | None = None
+
+
+class Agent:
+    """A conversation with one provider and toolbox; `run` sends a prompt, `new_session` starts over."""
+
+    def __init__(
+        self,
+        ctx: ToolContext,
+        options: AgentOptions,
+        *,
+        observer: LoopObserver | None = None,
+        registry: Registry | None = None,
+        extras: dict[str, Any] | None = None,
+    ) -> None:
+        self.base_ctx = ctx
+        self.options = options
+        self.observer = observer
+        self.registry = registry or default_registry()
+        self.extras = dict(extras or {})
+        if options.session is not None and not SESSION_ID.fullmatch(options.session):
+            raise ToolError(
+                "usage",
+                f"--session {options.session!r}: use letters, digits, '_', '.', ':' or '-' (at most 128)",
+                {"session": options.session},
+            )
+        config = ctx.config
+        self.choice: ProviderChoice = choose_provider(config, provider=options.provider, model=options.model)
+        agent_cfg = config.fermix_core.agent
+        if options.max_iterations is not None:
+            self.max_iterations, self.cap_source = options.max_iterations, "--max-iterations"
+        elif ctx.origin in LONG_RUN_ORIGINS:
+            self.max_iterations = agent_cfg.max_iterations_scheduled
+            self.cap_source = "fermix_core.agent.max_iterations_scheduled"
+        else:
+            self.max_iterations, self.cap_source = (
+                agent_cfg.max_iterations,
+                "fermix_core.agent.max_iterations",
+            )
+        self.transcript = Transcript(ctx.state, ctx.clock)
+        self.provider = build_provider(self.choice, ctx)
+        self.loop: AgentLoop | None = None
+        self.session_id = self._pick_session()
+
+    def _pick_session(self) -> str:
+        if self.options.session is not None:
+            return self.options.session
+        if self.options.continue_last:
+            latest = self.transcript.latest_session()
+            if latest is not None:
+                return latest
+        return new_session_id()
+
+    def _toolbox(self, ctx: ToolContext) -> Toolbox:
+        toolset = (
+            None
+            if self.options.tools is not None
+            else (self.options.toolset or ctx.config.fermix_core.agent.toolset)
+        )
+        return select_tools(self.registry, ctx, toolset=toolset, names=self.options.tools)
+
+    def open(self) -> AgentLoop:
+        """The loop of the current session, loading its history the first time."""
+        if self.loop is not None:
+            return self.loop
+        ctx = self.base_ctx
+        stamped = self._stamped_trust()
+        if stamped == "guest" and ctx.trust != "guest":
+            ctx = ctx.derive(trust="guest")
+        toolbox = self._toolbox(ctx)
+        run_ctx = ctx.derive(
+            allowed_tools=toolbox.dispatchable,
+            record_calls=True,
+            session_id=self.session_id,
+            toolset=toolbox.toolset,
+            extras={**ctx.extras, **self.extras, "registry": self.registry},
+        )
+        custom = self.options.system
+        if custom is None:
+            custom = ctx.config.fermix_core.agent.system_prompt
+        system = system_prompt(
+            custom, cwd=ctx.cwd or ctx.launch_cwd, now=ctx.now(), deferred=toolbox.deferred
+        )
+        self.loop = AgentLoop(
+            provider=self.provider,
+            provider_name=self.choice.name,
+            model=self.choice.model,
+            ctx=run_ctx,
+            registry=self.registry,
+            toolbox=toolbox,
+            system=system,
+            transcript=self.transcript,
+            session_id=self.session_id,
+            history=self.transcript.history(self.session_id),
+            max_iterations=self.max_iterations,
+            cap_source=self.cap_source,
+            repeat_limit=ctx.config.fermix_core.agent.repeat_limit,
+            observer=self.observer,
+        )
+        return self.loop
+
+    def _stamped_trust(self) -> str | None:
+        rows = self.transcript.db.query("SELECT trust FROM conversations WHERE id = ?", (self.session_id,))
+        return str(rows[0]["trust"]) if rows else None
+
+    def run(self, prompt: str) -> RunResult:
+        return self.open().run(prompt)
+
+    def new_session(self, session_id: str | None = None) -> str:
+        self.loop = None
+        self.session_id = session_id or new_session_id()
+        return self.session_id
+
+    def close(self) -> None:
+        self.provider.close()

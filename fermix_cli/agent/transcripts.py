@@ -1,0 +1,366 @@
+"""Transcripts in state.db: conversations (sessions), runs (one per prompt), messages, full-text search.
+
+`run_json` builds the one JSON shape that both `fermix ask --json` (live) and `fermix logs --json`
+print. Writes are short BEGIN IMMEDIATE transactions, never held across a model or tool call.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from ..core.state import StateDB
+from .messages import Message, ModelResponse, ToolCall, Usage
+
+TITLE_CHARS = 80
+
+
+def iso(ts: datetime) -> str:
+    return ts.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def new_session_id() -> str:
+    return f"s_{uuid.uuid4().hex[:12]}"
+
+
+def new_run_id() -> str:
+    return f"r_{uuid.uuid4().hex[:12]}"
+
+
+def fts_query(text: str) -> str:
+    """User text as an FTS5 query: every word must appear (each quoted, so no operator syntax)."""
+    words = [w.replace('"', '""') for w in text.split()]
+    return " ".join(f'"{w}"' for w in words)
+
+
+class Transcript:
+    """Reads and writes the transcript tables of one StateDB."""
+
+    def __init__(self, db: StateDB, clock: Callable[[], datetime]) -> None:
+        self.db = db
+        self.clock = clock
+
+    def _now(self) -> str:
+        return iso(self.clock())
+
+    # ----- sessions ------------------------------------------------------------------------------
+
+    def exists(self, session_id: str) -> bool:
+        return bool(self.db.query("SELECT 1 FROM conversations WHERE id = ?", (session_id,)))
+
+    def latest_session(self) -> str | None:
+        rows = self.db.query("SELECT id FROM conversations ORDER BY updated_at DESC, rowid DESC LIMIT 1")
+        return str(rows[0]["id"]) if rows else None
+
+    def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
+        rows = self.db.query(
+            "SELECT c.id, c.title, c.provider, c.model, c.created_at, c.updated_at,"
+            " (SELECT count(*) FROM runs r WHERE r.conversation_id = c.id) AS runs"
+            " FROM conversations c ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?",
+            (limit,),
+        )
+        return [
+            {
+                "session_id": r["id"],
+                "title": r["title"],
+                "provider": r["provider"],
+                "model": r["model"],
+                "runs": r["runs"],
+                "created_at": r["created_at"],
+                "updated_at": r["updated_at"],
+            }
+            for r in rows
+        ]
+
+    def history(self, session_id: str) -> list[Message]:
+        """The conversation as provider-neutral messages, with any call left unanswered closed off."""
+        rows = self.db.query(
+            "SELECT role, content, tool_calls_json, provider_call_id, tool_name, is_error"
+            " FROM messages WHERE conversation_id = ? ORDER BY seq",
+            (session_id,),
+        )
+        out: list[Message] = []
+        for r in rows:
+            calls = [ToolCall.from_json(c) for c in json.loads(r["tool_calls_json"] or "[]")]
+            out.append(
+                Message(
+                    role=r["role"],
+                    content=r["content"],
+                    tool_calls=calls,
+                    tool_call_id=r["provider_call_id"],
+                    tool_name=r["tool_name"],
+                    is_error=bool(r["is_error"]),
+                )
+            )
+        return close_open_calls(out)
+
+    # ----- runs ----------------------------------------------------------------------------------
+
+    def start_run(
+        self,
+        session_id: str,
+        *,
+        prompt: str,
+        provider: str,
+        model: str,
+        toolset: str | None,
+        origin: str,
+        trust: str,
+    ) -> str:
+        """Record a new run and its prompt, creating the conversation on its first run."""
+        run_id = new_run_id()
+        now = self._now()
+        with self.db.write() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO conversations (id, origin, trust, created_at, updated_at)"
+                " VALUES (?,?,?,?,?)",
+                (session_id, origin, trust, now, now),
+            )
+            c.execute(
+                "INSERT INTO runs (id, conversation_id, status, provider, model, toolset, prompt, started_at)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                (run_id, session_id, "running", provider, model, toolset, prompt, now),
+            )
+            c.execute(
+                "UPDATE conversations SET updated_at = ?, provider = ?, model = ?,"
+                " title = CASE WHEN title = '' THEN ? ELSE title END WHERE id = ?",
+                (now, provider, model, " ".join(prompt.split())[:TITLE_CHARS], session_id),
+            )
+            self._insert(c, session_id, run_id, role="user", kind="text", content=prompt)
+        return run_id
+
+    def add_turn(
+        self, session_id: str, run_id: str, response: ModelResponse, results: list[ToolOutcome]
+    ) -> None:
+        """Store a model reply and the answers to its tool calls in one transaction."""
+        calls = [c.to_json() for c in response.tool_calls]
+        with self.db.write() as c:
+            self._insert(
+                c,
+                session_id,
+                run_id,
+                role="assistant",
+                kind="tool_calls" if calls else "text",
+                content=response.text,
+                tool_calls_json=json.dumps(calls, ensure_ascii=False) if calls else None,
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+            )
+            for r in results:
+                self._insert(
+                    c,
+                    session_id,
+                    run_id,
+                    role="tool",
+                    kind="tool_result",
+                    content=r.output,
+                    call_id=r.call.call_id,
+                    provider_call_id=r.call.wire_id,
+                    tool_name=r.name,
+                    is_error=int(not r.ok),
+                    error_code=r.error_code,
+                )
+
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        response: str,
+        iterations: int,
+        usage: Usage,
+        error: dict[str, Any] | None,
+    ) -> None:
+        with self.db.write() as c:
+            c.execute(
+                "UPDATE runs SET status = ?, response = ?, iterations = ?, input_tokens = ?,"
+                " output_tokens = ?, error_json = ?, ended_at = ? WHERE id = ?",
+                (
+                    status,
+                    response,
+                    iterations,
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    json.dumps(error) if error else None,
+                    self._now(),
+                    run_id,
+                ),
+            )
+
+    def _insert(self, c: Any, session_id: str, run_id: str, **cols: Any) -> None:
+        seq = c.execute(
+            "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE conversation_id = ?", (session_id,)
+        ).fetchone()[0]
+        cols.update(conversation_id=session_id, run_id=run_id, seq=seq, created_at=self._now())
+        names = ", ".join(cols)
+        marks = ", ".join("?" for _ in cols)
+        c.execute(f"INSERT INTO messages ({names}) VALUES ({marks})", tuple(cols.values()))
+
+    # ----- reading back --------------------------------------------------------------------------
+
+    def run_json(self, run_id: str) -> dict[str, Any]:
+        rows = self.db.query("SELECT * FROM runs WHERE id = ?", (run_id,))
+        if not rows:
+            raise KeyError(run_id)
+        return self._run_record(rows[0])
+
+    def runs(
+        self, *, session_id: str | None = None, query: str | None = None, limit: int = 10
+    ) -> list[dict[str, Any]]:
+        """The newest `limit` runs (oldest first), optionally of one session or matching a search."""
+        where, params = [], []
+        if session_id is not None:
+            where.append("r.conversation_id = ?")
+            params.append(session_id)
+        matches: dict[str, list[dict[str, Any]]] = {}
+        if query is not None:
+            for hit in self.search(query, session_id=session_id, limit=500):
+                matches.setdefault(hit["run_id"], []).append(hit)
+            if not matches:
+                return []
+            where.append(f"r.id IN ({', '.join('?' for _ in matches)})")
+            params.extend(matches)
+        sql = "SELECT r.* FROM runs r"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY r.started_at DESC, r.rowid DESC LIMIT ?"
+        rows = self.db.query(sql, (*params, limit))
+        out = []
+        for row in reversed(rows):
+            record = self._run_record(row)
+            if query is not None:
+                record["matches"] = matches.get(row["id"], [])
+            out.append(record)
+        return out
+
+    def search(self, text: str, *, session_id: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        q = fts_query(text)
+        if not q:
+            return []
+        sql = (
+            "SELECT m.conversation_id, m.run_id, m.seq, m.role, m.kind, m.created_at,"
+            " snippet(messages_fts, 2, '[', ']', '…', 12) AS snippet"
+            " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+            " WHERE messages_fts MATCH ?"
+        )
+        params: list[Any] = [q]
+        if session_id is not None:
+            sql += " AND m.conversation_id = ?"
+            params.append(session_id)
+        sql += " ORDER BY rank LIMIT ?"
+        params.append(limit)
+        return [
+            {
+                "session_id": r["conversation_id"],
+                "run_id": r["run_id"],
+                "seq": r["seq"],
+                "role": r["role"],
+                "kind": r["kind"],
+                "snippet": r["snippet"],
+                "created_at": r["created_at"],
+            }
+            for r in self.db.query(sql, params)
+        ]
+
+    def messages(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self.db.query(
+            "SELECT seq, role, kind, content, tool_calls_json, call_id, tool_name, is_error, error_code"
+            " FROM messages WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        )
+        return [dict(r) for r in rows]
+
+    def _run_record(self, run: Any) -> dict[str, Any]:
+        msgs = self.messages(run["id"])
+        requested: dict[str, dict[str, Any]] = {}
+        for m in msgs:
+            for call in json.loads(m["tool_calls_json"] or "[]"):
+                requested[call["call_id"]] = call
+        recorded = {
+            r["id"]: r
+            for r in self.db.query(
+                "SELECT t.id, t.args_json FROM tool_calls t JOIN messages m ON m.call_id = t.id"
+                " WHERE m.run_id = ?",
+                (run["id"],),
+            )
+        }
+        calls = []
+        for m in msgs:
+            if m["role"] != "tool":
+                continue
+            raw = recorded[m["call_id"]]["args_json"] if m["call_id"] in recorded else None
+            if raw is None:
+                raw = requested.get(m["call_id"], {}).get("arguments", "")
+            entry: dict[str, Any] = {
+                "id": m["call_id"],
+                "name": m["tool_name"],
+                "arguments": ToolCall(m["tool_name"] or "", raw or "", "").parsed_arguments(),
+                "ok": not m["is_error"],
+                "output": m["content"],
+            }
+            if m["error_code"]:
+                entry["error_code"] = m["error_code"]
+            calls.append(entry)
+        record: dict[str, Any] = {
+            "status": run["status"],
+            "response": run["response"],
+            "session_id": run["conversation_id"],
+            "tool_calls": calls,
+            "usage": {"input_tokens": run["input_tokens"], "output_tokens": run["output_tokens"]},
+            "run_id": run["id"],
+            "provider": run["provider"],
+            "model": run["model"],
+            "iterations": run["iterations"],
+            "prompt": run["prompt"],
+            "started_at": run["started_at"],
+            "ended_at": run["ended_at"],
+        }
+        if run["error_json"]:
+            record["error"] = json.loads(run["error_json"])
+        return record
+
+
+class ToolOutcome:
+    """What one tool call returned, as the model saw it."""
+
+    __slots__ = ("call", "error_code", "name", "ok", "output")
+
+    def __init__(self, call: ToolCall, name: str, ok: bool, output: str, error_code: str | None) -> None:
+        self.call = call
+        self.name = name
+        self.ok = ok
+        self.output = output
+        self.error_code = error_code
+
+
+def close_open_calls(messages: list[Message]) -> list[Message]:
+    """Answer every tool call that has no result (a crash mid-turn), so providers accept the history."""
+    out: list[Message] = []
+    pending: list[ToolCall] = []
+
+    def flush() -> None:
+        for call in pending:
+            out.append(
+                Message(
+                    role="tool",
+                    content="cancelled: this call never ran (the run stopped first)",
+                    tool_call_id=call.wire_id,
+                    tool_name=call.name,
+                    is_error=True,
+                )
+            )
+        pending.clear()
+
+    for m in messages:
+        if m.role == "tool":
+            pending[:] = [c for c in pending if c.wire_id != m.tool_call_id]
+        else:
+            flush()
+        out.append(m)
+        if m.role == "assistant":
+            pending.extend(m.tool_calls)
+    flush()
+    return out

@@ -1,0 +1,208 @@
+"""`fermix agent`: an interactive session with the model loop (markdown, tool panels, a spinner).
+
+Slash commands: /new, /tools, /sessions, /session ID, /help, /exit. Tools that need the owner's
+confirmation (e.g. request_directory_access) ask here; with stdin not a terminal nothing prompts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..core.errors import ToolError
+from .app import handles_errors
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..agent.runner import Agent
+    from .render import RichObserver
+
+HELP = """\
+/new            start a new session
+/tools          list the tools the model can use
+/sessions       list recent sessions
+/session ID     switch to a session
+/help           this help
+/exit           leave (or Ctrl-D)
+Ctrl-C stops the model's current turn."""
+
+
+def _history_file(agent: Agent) -> str:
+    paths = agent.base_ctx.paths
+    paths.ensure_dir(paths.data_dir)
+    return str(paths.data_dir / "agent_history")
+
+
+def _setup_readline(path: str) -> Any:
+    try:
+        import readline
+    except ImportError:  # not every platform has it; input() still works
+        return None
+    with contextlib.suppress(OSError):
+        readline.read_history_file(path)
+    readline.set_history_length(1000)
+    return readline
+
+
+def _save_history(readline: Any, path: str) -> None:
+    if readline is None:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        os.close(fd)
+        readline.write_history_file(path)
+    except OSError:
+        pass
+
+
+def make_confirm(console: Console, observer: RichObserver, interactive: bool) -> Any:
+    """The owner-confirmation callback tools reach through `core.approval.confirm_with_owner`."""
+
+    def confirm(question: str, details: Mapping[str, Any]) -> bool:
+        if not interactive:
+            return False
+        from rich.prompt import Confirm
+
+        observer.pause()
+        for key, value in details.items():
+            console.print(f"  [dim]{key}:[/] {value}")
+        return bool(Confirm.ask(f"[bold yellow]{question}[/]", console=console, default=False))
+
+    return confirm
+
+
+def _print_tools(console: Console, agent: Agent) -> None:
+    loop = agent.open()
+    for spec in loop.toolbox.advertised:
+        console.print(f"[bold]{spec.name}[/]  [dim]{spec.policy_class}[/]  {spec.description.split('. ')[0]}")
+    for spec in loop.toolbox.deferred:
+        console.print(f"[bold]{spec.name}[/]  [dim]{spec.policy_class}, deferred[/]")
+
+
+def _print_sessions(console: Console, agent: Agent) -> None:
+    for s in agent.transcript.sessions(20):
+        mark = "*" if s["session_id"] == agent.session_id else " "
+        console.print(
+            f"{mark} [bold]{s['session_id']}[/]  {s['updated_at'][:19]}  {s['runs']} run(s)  {s['title']}"
+        )
+
+
+def _command(line: str, console: Console, agent: Agent) -> bool:
+    """Run a slash command; False means leave."""
+    name, _, arg = line[1:].partition(" ")
+    if name in ("exit", "quit", "q"):
+        return False
+    if name == "new":
+        console.print(f"[dim]new session {agent.new_session()}[/]")
+    elif name == "tools":
+        _print_tools(console, agent)
+    elif name == "sessions":
+        _print_sessions(console, agent)
+    elif name == "session" and arg.strip():
+        target = arg.strip()
+        if not agent.transcript.exists(target):
+            console.print(f"[red]no session {target}[/]")
+        else:
+            agent.new_session(target)
+            console.print(f"[dim]session {target}[/]")
+    elif name == "help":
+        console.print(HELP, markup=False, highlight=False)
+    else:
+        console.print(f"[red]unknown command /{name}[/] (try /help)")
+    return True
+
+
+def _report(console: Console, status: str, error: ToolError | None) -> None:
+    if status == "interrupted":
+        console.print("[yellow]interrupted[/]")
+    elif error is not None:
+        console.print(f"[red]{error.code}:[/] {error.message}", highlight=False)
+
+
+@handles_errors
+def agent(
+    model: Annotated[str | None, typer.Option("-m", "--model", help="Model, or a provider name.")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", help="Provider name from config.")] = None,
+    system: Annotated[
+        str | None, typer.Option("--system", help="System prompt (replaces the default).")
+    ] = None,
+    toolset: Annotated[str | None, typer.Option("--toolset", help="fermix (default) or coding.")] = None,
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="Exactly these tools, comma-separated.")
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Continue (or start) this session.")
+    ] = None,
+    continue_last: Annotated[
+        bool, typer.Option("-c", "--continue", help="Continue the latest session.")
+    ] = False,
+    max_iterations: Annotated[
+        int | None, typer.Option("--max-iterations", min=1, help="Cap on model calls per turn.")
+    ] = None,
+) -> None:
+    """Chat with the model interactively; its tool calls run in-process under the same policy."""
+    from rich.console import Console
+
+    from ..agent.runner import Agent, AgentOptions
+    from ..core.logs import setup_logging
+    from .app import context
+    from .ask_cmd import parse_tool_list
+    from .render import RichObserver
+
+    if toolset is not None and tools is not None:
+        raise ToolError("usage", "--toolset and --tools cannot be combined", {})
+    interactive = sys.stdin.isatty()
+    console = Console(highlight=False)
+    observer = RichObserver(console)
+    ctx = context()
+    setup_logging(ctx.paths.log_file)
+    ctx.origin = "interactive"
+    options = AgentOptions(
+        provider=provider,
+        model=model,
+        system=system,
+        toolset=toolset,
+        tools=parse_tool_list(tools),
+        session=session,
+        continue_last=continue_last,
+        max_iterations=max_iterations,
+    )
+    session_agent = Agent(
+        ctx, options, observer=observer, extras={"confirm": make_confirm(console, observer, interactive)}
+    )
+    loop = session_agent.open()
+    history_path = _history_file(session_agent)
+    readline = _setup_readline(history_path) if interactive else None
+    console.print(
+        f"[dim]fermix agent · {session_agent.choice.name}/{session_agent.choice.model} · session "
+        f"{session_agent.session_id}{' (continued)' if loop.history else ''} · /help[/]"
+    )
+    try:
+        while True:
+            try:
+                line = input("› " if interactive else "").strip()
+            except EOFError:
+                break
+            except KeyboardInterrupt:
+                console.print()
+                continue
+            if not line:
+                continue
+            if line.startswith("/"):
+                if not _command(line, console, session_agent):
+                    break
+                continue
+            result = session_agent.run(line)
+            observer.pause()
+            _report(console, result.status, result.error)
+    finally:
+        observer.pause()
+        _save_history(readline, history_path)
+        session_agent.close()
+        ctx.close()

@@ -1,0 +1,170 @@
+"""`fermix ask`: one prompt, one run of the model loop, the answer streamed to stdout (or `--json`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import IO, TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..core.errors import ToolError
+from .app import GLOBAL, context, emit_json, handles_errors
+
+if TYPE_CHECKING:
+    from ..agent.loop import RunResult
+    from ..agent.messages import ModelResponse, ToolCall
+    from ..agent.transcripts import ToolOutcome
+
+EXIT_INTERRUPTED = 130
+
+
+def run_exit_code(result: RunResult) -> int:
+    """0 ok; 1 when the cap or the repeat guard stopped it; 130 for Ctrl-C; else the error's class."""
+    if result.status == "ok":
+        return 0
+    if result.status == "interrupted":
+        return EXIT_INTERRUPTED
+    if result.error is not None and result.status == "error":
+        return int(result.error.exit_class)
+    return 1
+
+
+def parse_tool_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def build_prompt(words: list[str] | None, read_stdin: bool) -> str:
+    prompt = " ".join(words or []).strip()
+    if read_stdin:
+        piped = sys.stdin.read().strip()
+        prompt = f"{prompt}\n\n{piped}".strip() if prompt else piped
+    if not prompt:
+        raise ToolError("usage", "empty message: pass MESSAGE... or pipe text with --stdin", {})
+    return prompt
+
+
+def session_option(session: str | None) -> str | None:
+    """`ask --session`, else the global `--session`, else FERMIX_SESSION."""
+    return session or GLOBAL.session or os.environ.get("FERMIX_SESSION", "").strip() or None
+
+
+def short_json(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class StreamObserver:
+    """A LoopObserver for plain streaming: the model's text to stdout as it arrives; tool activity to stderr on a terminal."""
+
+    def __init__(self, out: IO[str], err: IO[str], *, show_tools: bool) -> None:
+        self.out = out
+        self.err = err
+        self.show_tools = show_tools
+        self.last = "\n"
+
+    def model_start(self, iteration: int) -> None:
+        if iteration > 1 and self.last != "\n":
+            self._write("\n")
+
+    def text(self, delta: str) -> None:
+        self._write(delta)
+
+    def model_end(self, response: ModelResponse) -> None:
+        pass
+
+    def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None:
+        if self.show_tools:
+            self.err.write(f"· {name} {short_json(arguments)}\n")
+            self.err.flush()
+
+    def tool_end(self, outcome: ToolOutcome) -> None:
+        if self.show_tools and not outcome.ok:
+            self.err.write(f"  ✗ {short_json(outcome.output)}\n")
+            self.err.flush()
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+        self.last = text[-1:] or self.last
+
+    def finish(self) -> None:
+        if self.last != "\n":
+            self._write("\n")
+
+
+@handles_errors
+def ask(
+    message: Annotated[
+        list[str] | None,
+        typer.Argument(help="The message; its words are joined with spaces.", show_default=False),
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("-m", "--model", help="Model, or a provider name (-m echo, -m mock).")
+    ] = None,
+    provider: Annotated[str | None, typer.Option("--provider", help="Provider name from config.")] = None,
+    system: Annotated[
+        str | None, typer.Option("--system", help="System prompt (replaces the default).")
+    ] = None,
+    toolset: Annotated[str | None, typer.Option("--toolset", help="fermix (default) or coding.")] = None,
+    tools: Annotated[
+        str | None, typer.Option("--tools", help="Exactly these tools, comma-separated ('' for none).")
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Continue (or start) this session.")
+    ] = None,
+    continue_last: Annotated[
+        bool, typer.Option("-c", "--continue", help="Continue the most recent session.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print {status, response, session_id, tool_calls, usage}.")
+    ] = False,
+    read_stdin: Annotated[
+        bool, typer.Option("--stdin", help="Read the message (or more of it) from stdin.")
+    ] = False,
+    max_iterations: Annotated[
+        int | None, typer.Option("--max-iterations", min=1, help="Cap on model calls (default 25).")
+    ] = None,
+) -> None:
+    """Ask once: run the model loop on MESSAGE with fermix's tools and print the answer.
+
+    Exit codes: 0 ok, 1 provider failure or a stopped run (iteration cap, repeated calls), 2 bad input, 3 refused by policy, 4 internal error, 130 interrupted.
+    """
+    from ..agent.runner import Agent, AgentOptions
+    from ..core.logs import setup_logging
+
+    if toolset is not None and tools is not None:
+        raise ToolError("usage", "--toolset and --tools cannot be combined", {})
+    prompt = build_prompt(message, read_stdin)
+    ctx = context()
+    setup_logging(ctx.paths.log_file)
+    options = AgentOptions(
+        provider=provider,
+        model=model,
+        system=system,
+        toolset=toolset,
+        tools=parse_tool_list(tools),
+        session=session_option(session),
+        continue_last=continue_last,
+        max_iterations=max_iterations,
+    )
+    observer = None if as_json else StreamObserver(sys.stdout, sys.stderr, show_tools=sys.stderr.isatty())
+    agent = Agent(ctx, options, observer=observer)
+    try:
+        result = agent.run(prompt)
+        if as_json:
+            emit_json(agent.transcript.run_json(result.run_id))
+        else:
+            assert isinstance(observer, StreamObserver)
+            observer.finish()
+            if result.status != "ok" and result.error is not None:
+                from .toolcall import report_error
+
+                report_error(result.error)
+    finally:
+        agent.close()
+        ctx.close()
+    raise typer.Exit(run_exit_code(result))

@@ -1,0 +1,86 @@
+"""`fermix logs`: read the transcripts of `fermix ask` and `fermix agent` back, or search them."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from .app import context, emit_json, handles_errors
+
+OUTPUT_PREVIEW = 300
+
+
+def _preview(text: str, limit: int = OUTPUT_PREVIEW) -> str:
+    text = text.rstrip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines()) or prefix
+
+
+def format_run(run: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+    """A run as readable text: header, prompt, tool calls with results, answers."""
+    usage = run["usage"]
+    head = (
+        f"# {run['started_at']}  session {run['session_id']}  run {run['run_id']}\n"
+        f"  {run['provider']}/{run['model']}  status {run['status']}  {run['iterations']} model call(s)  "
+        f"{usage['input_tokens']} in / {usage['output_tokens']} out"
+    )
+    lines = [head]
+    for m in messages:
+        if m["role"] == "user":
+            lines.append("\n> " + m["content"].replace("\n", "\n> "))
+        elif m["role"] == "assistant":
+            if m["content"].strip():
+                lines.append("\n" + m["content"].rstrip())
+            for call in json.loads(m["tool_calls_json"] or "[]"):
+                lines.append(f"\n· {call['name']} {call['arguments'] or '{}'}")
+        else:
+            mark = "✗ " + (m["error_code"] or "error") if m["is_error"] else "✓"
+            lines.append(f"  {mark} {m['tool_name']}\n" + _indent(_preview(m["content"]), "    "))
+    if run.get("error"):
+        lines.append(f"\n! {run['error']['code']}: {run['error']['message']}")
+    for hit in run.get("matches", []):
+        lines.append(f"  match ({hit['role']}): {hit['snippet']}")
+    return "\n".join(lines) + "\n"
+
+
+@handles_errors
+def logs(
+    query: Annotated[
+        str | None, typer.Option("-q", "--query", help="Full-text search of the messages.")
+    ] = None,
+    session: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
+    count: Annotated[int, typer.Option("-n", "--count", min=1, help="How many runs (newest).")] = 10,
+    sessions: Annotated[bool, typer.Option("--sessions", help="List sessions instead of runs.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="JSON: the same objects `fermix ask --json` prints.")
+    ] = False,
+) -> None:
+    """Show recent runs of `fermix ask` / `fermix agent` (oldest first), one session's, or those matching -q."""
+    from ..agent.transcripts import Transcript
+
+    ctx = context()
+    try:
+        transcript = Transcript(ctx.state, ctx.clock)
+        if sessions:
+            rows = transcript.sessions(count)
+            if as_json:
+                emit_json(rows)
+            else:
+                for r in rows:
+                    typer.echo(f"{r['session_id']}  {r['updated_at']}  {r['runs']} run(s)  {r['title']}")
+            return
+        runs = transcript.runs(session_id=session, query=query, limit=count)
+        if as_json:
+            emit_json(runs)
+            return
+        if not runs:
+            typer.echo("no matching runs" if query or session else "no runs yet", err=True)
+            return
+        typer.echo("\n".join(format_run(r, transcript.messages(r["run_id"])) for r in runs), nl=False)
+    finally:
+        ctx.close()

@@ -1,0 +1,285 @@
+"""A 127.0.0.1 server speaking the OpenAI Chat Completions and Anthropic Messages wire formats.
+
+Replies are queued per test (`text`, `tools`, `status`). Tool-call ids are issued by the server, and
+every request is checked: each tool result must carry the id of a call the server made, and every call
+must be answered before the conversation goes on. A violation is answered with HTTP 400, as a real
+API would, and kept in `violations`.
+"""
+
+from __future__ import annotations
+
+import http.server
+import itertools
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Reply:
+    kind: str  # "text", "tools", "status", "json_text", "stream_error"
+    text: str = ""
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str = ""
+    delay: float = 0.0
+
+
+def text(value: str) -> Reply:
+    return Reply("text", text=value)
+
+
+def tools(*calls: tuple[str, dict[str, Any]], text: str = "") -> Reply:
+    return Reply("tools", text=text, calls=list(calls))
+
+
+def status(code: int, body: str = "", **headers: str) -> Reply:
+    return Reply(
+        "status", status=code, body=body, headers={k.replace("_", "-"): v for k, v in headers.items()}
+    )
+
+
+def json_text(value: str) -> Reply:
+    """A non-streamed JSON completion, even though streaming was asked for."""
+    return Reply("json_text", text=value)
+
+
+def stream_error(message: str) -> Reply:
+    return Reply("stream_error", text=message)
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    at: float
+
+
+class ModelServer:
+    def __init__(self) -> None:
+        self.replies: list[Reply] = []
+        self.seen: list[Seen] = []
+        self.violations: list[str] = []
+        self.issued: set[str] = set()
+        self.unanswered: set[str] = set()
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def do_POST(self) -> None:
+                owner._handle(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def queue(self, *replies: Reply) -> None:
+        self.replies.extend(replies)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # ----- protocol checks -----------------------------------------------------------------------
+
+    def _check_openai(self, body: dict[str, Any]) -> str | None:
+        answered: set[str] = set()
+        for m in body.get("messages", []):
+            for c in m.get("tool_calls") or []:
+                if c.get("id") not in self.issued:
+                    return f"assistant tool call id {c.get('id')!r} was never issued"
+            if m.get("role") == "tool":
+                if m.get("tool_call_id") not in self.issued:
+                    return f"tool result for unknown call id {m.get('tool_call_id')!r}"
+                answered.add(m["tool_call_id"])
+        missing = self.unanswered - answered
+        return f"tool calls without results: {sorted(missing)}" if missing else None
+
+    def _check_anthropic(self, body: dict[str, Any]) -> str | None:
+        answered: set[str] = set()
+        roles = [m.get("role") for m in body.get("messages", [])]
+        if any(a == b for a, b in itertools.pairwise(roles)):
+            return f"roles must alternate, got {roles}"
+        for m in body.get("messages", []):
+            for block in m.get("content") if isinstance(m.get("content"), list) else []:
+                if block.get("type") == "tool_use" and block.get("id") not in self.issued:
+                    return f"tool_use id {block.get('id')!r} was never issued"
+                if block.get("type") == "tool_result":
+                    if block.get("tool_use_id") not in self.issued:
+                        return f"tool_result for unknown tool_use_id {block.get('tool_use_id')!r}"
+                    answered.add(block["tool_use_id"])
+        missing = self.unanswered - answered
+        return f"tool_use blocks without tool_result: {sorted(missing)}" if missing else None
+
+    # ----- serving -------------------------------------------------------------------------------
+
+    def _handle(self, h: http.server.BaseHTTPRequestHandler) -> None:
+        length = int(h.headers.get("content-length") or 0)
+        raw = h.rfile.read(length)
+        body = json.loads(raw or b"{}")
+        anthropic = h.path.rstrip("/").endswith("/v1/messages")
+        with self._lock:
+            self.seen.append(
+                Seen(h.path, {k.lower(): v for k, v in h.headers.items()}, body, time.monotonic())
+            )
+            if not (anthropic or h.path.rstrip("/").endswith("/chat/completions")):
+                return self._plain(h, 404, "no such endpoint")
+            problem = self._check_anthropic(body) if anthropic else self._check_openai(body)
+            if problem is not None:
+                self.violations.append(problem)
+                return self._plain(
+                    h, 400, json.dumps({"error": {"type": "invalid_request_error", "message": problem}})
+                )
+            if not self.replies:
+                return self._plain(
+                    h, 500, json.dumps({"error": {"message": "test server has no reply queued"}})
+                )
+            reply = self.replies.pop(0)
+            if reply.kind == "status":
+                return self._plain(h, reply.status, reply.body, reply.headers)
+            ids = [f"srv_{next(self._ids)}" for _ in reply.calls]
+            self.issued.update(ids)
+            self.unanswered = set(ids)
+        if reply.delay:
+            time.sleep(reply.delay)
+        model = body.get("model", "m")
+        if reply.kind == "json_text":
+            doc = (
+                {
+                    "content": [{"type": "text", "text": reply.text}],
+                    "stop_reason": "end_turn",
+                    "usage": {"input_tokens": 3, "output_tokens": 2},
+                }
+                if anthropic
+                else {
+                    "choices": [
+                        {"message": {"role": "assistant", "content": reply.text}, "finish_reason": "stop"}
+                    ],
+                    "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+                }
+            )
+            return self._plain(h, 200, json.dumps(doc), {"content-type": "application/json"})
+        events = (
+            self._anthropic_events(reply, ids, model)
+            if anthropic
+            else self._openai_events(reply, ids, model, body)
+        )
+        h.send_response(200)
+        h.send_header("content-type", "text/event-stream")
+        h.send_header("cache-control", "no-cache")
+        h.end_headers()
+        for chunk in events:
+            h.wfile.write(chunk.encode())
+            h.wfile.flush()
+
+    def _plain(self, h: Any, code: int, body: str, headers: dict[str, str] | None = None) -> None:
+        data = body.encode()
+        h.send_response(code)
+        for k, v in {"content-type": "application/json", **(headers or {})}.items():
+            h.send_header(k, v)
+        h.send_header("content-length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    @staticmethod
+    def _pieces(value: str, n: int = 3) -> list[str]:
+        size = max(1, len(value) // n + 1)
+        return [value[i : i + size] for i in range(0, len(value), size)]
+
+    def _openai_events(self, reply: Reply, ids: list[str], model: str, body: dict[str, Any]) -> Iterator[str]:
+        def chunk(choices: list[dict[str, Any]], **extra: Any) -> str:
+            doc = {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": model,
+                "choices": choices,
+                **extra,
+            }
+            return f"data: {json.dumps(doc)}\n\n"
+
+        yield ": keep-alive comment\n\n"
+        yield chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}])
+        if reply.kind == "stream_error":
+            yield f"data: {json.dumps({'error': {'message': reply.text}})}\n\n"
+            return
+        for piece in self._pieces(reply.text) if reply.text else []:
+            yield chunk([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
+        for n, ((name, args), call_id) in enumerate(zip(reply.calls, ids, strict=True)):
+            first = {
+                "index": n,
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
+            yield chunk([{"index": 0, "delta": {"tool_calls": [first]}, "finish_reason": None}])
+            for piece in self._pieces(json.dumps(args)):
+                frag = {"index": n, "function": {"arguments": piece}}
+                yield chunk([{"index": 0, "delta": {"tool_calls": [frag]}, "finish_reason": None}])
+        finish = "tool_calls" if reply.calls else "stop"
+        yield chunk([{"index": 0, "delta": {}, "finish_reason": finish}])
+        if (body.get("stream_options") or {}).get("include_usage"):
+            yield chunk([], usage={"prompt_tokens": 17, "completion_tokens": 5, "total_tokens": 22})
+        yield "data: [DONE]\n\n"
+
+    def _anthropic_events(self, reply: Reply, ids: list[str], model: str) -> Iterator[str]:
+        def event(kind: str, **data: Any) -> str:
+            return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
+
+        message = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "content": [],
+            "model": model,
+            "stop_reason": None,
+            "usage": {"input_tokens": 17, "output_tokens": 1},
+        }
+        yield event("message_start", message=message)
+        yield event("ping")
+        if reply.kind == "stream_error":
+            yield event("error", error={"type": "overloaded_error", "message": reply.text})
+            return
+        index = 0
+        if reply.text:
+            yield event("content_block_start", index=index, content_block={"type": "text", "text": ""})
+            for piece in self._pieces(reply.text):
+                yield event("content_block_delta", index=index, delta={"type": "text_delta", "text": piece})
+            yield event("content_block_stop", index=index)
+            index += 1
+        for (name, args), call_id in zip(reply.calls, ids, strict=True):
+            block = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+            yield event("content_block_start", index=index, content_block=block)
+            for piece in self._pieces(json.dumps(args)):
+                yield event(
+                    "content_block_delta",
+                    index=index,
+                    delta={"type": "input_json_delta", "partial_json": piece},
+                )
+            yield event("content_block_stop", index=index)
+            index += 1
+        stop = "tool_use" if reply.calls else "end_turn"
+        yield event(
+            "message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage={"output_tokens": 5}
+        )
+        yield event("message_stop")

@@ -1,0 +1,444 @@
+"""`fermix ask` as users run it: a real process, the echo and mock providers, files on disk, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Env
+
+
+def calls(*items: dict[str, Any], **extra: Any) -> str:
+    """An echo prompt asking for these tool calls (one step)."""
+    return json.dumps({"tool_calls": list(items), **extra})
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+def ask_json(
+    world: Env, *args: str, input: str | None = None, guest: bool = False
+) -> tuple[int, dict[str, Any]]:
+    r = world.run(*(("--trust", "guest") if guest else ()), "ask", "--json", *args, input=input)
+    assert r.stdout, r.stderr
+    return r.code, r.json()
+
+
+def write_script(world: Env, responses: Any, name: str = "script.json") -> Path:
+    path = world.project / name
+    path.write_text(json.dumps(responses))
+    return path
+
+
+# ----- plain answers ------------------------------------------------------------------------------
+
+
+def test_echo_streams_its_input_as_json(world: Env) -> None:
+    r = world.run("ask", "-m", "echo", "hello", "there")
+    assert r.code == 0, r.stderr
+    echoed = json.loads(r.stdout)
+    assert echoed["prompt"] == "hello there"
+    assert "file_read" in echoed["tools"] and "file_write" in echoed["tools"]
+    assert echoed["tool_results"] == []
+
+
+def test_json_output_shape(world: Env) -> None:
+    code, out = ask_json(world, "-m", "echo", "hi")
+    assert code == 0
+    assert {"status", "response", "session_id", "tool_calls", "usage"} <= set(out)
+    assert out["status"] == "ok"
+    assert json.loads(out["response"])["prompt"] == "hi"
+    assert out["tool_calls"] == []
+    assert out["usage"]["input_tokens"] > 0 and out["usage"]["output_tokens"] > 0
+    assert out["provider"] == "echo" and out["model"] == "echo"
+
+
+def test_system_prompt_replaces_the_default(world: Env) -> None:
+    _, out = ask_json(world, "-m", "echo", "--system", "You are terse.", "hi")
+    assert json.loads(out["response"])["system"] == "You are terse."
+    _, out = ask_json(world, "-m", "echo", "hi")
+    assert "You are fermix" in json.loads(out["response"])["system"]
+
+
+def test_stdin_is_read_with_flag(world: Env) -> None:
+    code, out = ask_json(world, "-m", "echo", "--stdin", "summarise:", input="line one\nline two\n")
+    assert code == 0
+    assert json.loads(out["response"])["prompt"] == "summarise:\n\nline one\nline two"
+
+
+def test_empty_message_is_a_usage_error(world: Env) -> None:
+    r = world.run("ask", "-m", "echo", "   ")
+    assert r.code == 2
+    assert r.error()["code"] == "usage"
+
+
+def test_no_provider_names_the_fix(world: Env) -> None:
+    r = world.run("ask", "hello")
+    assert r.code == 1
+    err = r.error()
+    assert err["code"] == "no_provider"
+    assert (
+        "OPENAI_API_KEY" in err["message"]
+        and "fermix config set fermix_core.agent.provider" in err["message"]
+    )
+    assert r.stdout == ""
+
+
+def test_unknown_provider_is_bad_input(world: Env) -> None:
+    r = world.run("ask", "--provider", "nope", "hi")
+    assert r.code == 2
+    assert r.error()["code"] == "invalid_provider"
+
+
+def test_configured_default_provider_is_used(world: Env) -> None:
+    world.fermix_home.mkdir()
+    (world.fermix_home / "config.toml").write_text(
+        '[fermix_core.agent]\nprovider = "echo"\nmodel = "parrot"\n'
+    )
+    code, out = ask_json(world, "hi")
+    assert code == 0 and out["provider"] == "echo" and out["model"] == "parrot"
+
+
+# ----- the loop through real tools -----------------------------------------------------------------
+
+
+def test_tool_calls_run_and_results_return_to_the_model(world: Env) -> None:
+    (world.project / "notes.txt").write_text("alpha\nbeta\n")
+    prompt = calls(call("file_read", path="notes.txt"), call("file_write", path="out.txt", content="done\n"))
+    code, out = ask_json(world, "-m", "echo", prompt)
+    assert code == 0, out
+    assert (world.project / "out.txt").read_text() == "done\n"
+    results = json.loads(out["response"])["tool_results"]
+    assert [r["name"] for r in results] == ["file_read", "file_write"]
+    assert results[0]["output"] == "alpha\nbeta"
+    assert [c["name"] for c in out["tool_calls"]] == ["file_read", "file_write"]
+    assert out["tool_calls"][0]["arguments"] == {"path": "notes.txt"}
+    assert all(c["ok"] for c in out["tool_calls"])
+    assert out["iterations"] == 2
+
+
+def test_tool_errors_go_back_to_the_model(world: Env) -> None:
+    code, out = ask_json(world, "-m", "echo", calls(call("file_read", path="missing.txt"), call("file_read")))
+    assert code == 0
+    results = json.loads(out["response"])["tool_results"]
+    assert results[0]["is_error"] and results[0]["output"].startswith("not_found: ")
+    assert results[1]["is_error"] and results[1]["output"].startswith("invalid_input: path")
+    assert [c.get("error_code") for c in out["tool_calls"]] == ["not_found", "invalid_input"]
+    assert "Traceback" not in out["response"]
+
+
+def test_every_call_gets_a_unique_id_recorded_in_tool_calls(world: Env) -> None:
+    (world.project / "a.txt").write_text("a")
+    prompt = calls(call("file_read", path="a.txt"), call("glob_search", pattern="*.txt"))
+    ids: list[str] = []
+    for _ in range(2):
+        _, out = ask_json(world, "-m", "echo", prompt)
+        ids += [c["id"] for c in out["tool_calls"]]
+    assert len(ids) == 4 == len(set(ids))
+    db = sqlite3.connect(world.fermix_home / "state.db")
+    rows = db.execute("SELECT id, tool, ok, origin FROM tool_calls ORDER BY started_at").fetchall()
+    assert sorted(r[0] for r in rows) == sorted(ids)
+    assert {r[1] for r in rows} == {"file_read", "glob_search"}
+
+
+def test_unknown_tool_is_answered_as_unknown_capability(world: Env) -> None:
+    code, out = ask_json(world, "-m", "echo", calls(call("rm_rf_everything", path="/")))
+    assert code == 0
+    result = json.loads(out["response"])["tool_results"][0]
+    assert result["output"] == "unknown_tool: Unknown capability: rm_rf_everything"
+
+
+def test_tools_flag_limits_what_is_offered_and_run(world: Env) -> None:
+    _, out = ask_json(
+        world, "-m", "echo", "--tools", "file_read", calls(call("file_write", path="x", content=""))
+    )
+    assert json.loads(out["response"])["tools"] == ["file_read"]
+    assert (
+        json.loads(out["response"])["tool_results"][0]["output"]
+        == "unknown_tool: Unknown capability: file_write"
+    )
+    assert not (world.project / "x").exists()
+    _, out = ask_json(world, "-m", "echo", "--tools", "", "hi")
+    assert json.loads(out["response"])["tools"] == []
+
+
+def test_tools_flag_errors(world: Env) -> None:
+    r = world.run("ask", "-m", "echo", "--tools", "no_such_tool", "hi")
+    assert r.code == 2 and r.error()["code"] == "unknown_tool"
+    r = world.run("ask", "-m", "echo", "--tools", "file_read", "--toolset", "coding", "hi")
+    assert r.code == 2 and r.error()["code"] == "usage"
+    r = world.run("ask", "-m", "echo", "--toolset", "everything", "hi")
+    assert r.code == 2 and r.error()["code"] == "invalid_toolset"
+    r = world.run("--trust", "guest", "ask", "-m", "echo", "--tools", "file_write", "hi")
+    assert r.code == 3 and r.error()["code"] == "policy_denied"
+
+
+def test_coding_toolset_is_selectable(world: Env) -> None:
+    _, out = ask_json(world, "-m", "echo", "--toolset", "coding", "hi")
+    offered = json.loads(out["response"])["tools"]
+    assert "tool_help" in offered
+    assert "file_write" not in offered and "model_routing_config" not in offered
+    assert set(offered) <= {
+        "read",
+        "hash_edit",
+        "write",
+        "grep",
+        "find",
+        "list_files",
+        "ast_grep",
+        "bash",
+        "web",
+        "tool_help",
+    }
+
+
+# ----- policy: a guest never sees or runs more than read_only ------------------------------------------
+
+
+def test_guest_never_sees_or_runs_tools_above_read_only(world: Env) -> None:
+    (world.project / "secret.txt").write_text("owner data")
+    prompt = calls(
+        call("file_write", path="pwned.txt", content="x"),
+        call("file_edit", path="secret.txt", old_string="owner", new_string="guest"),
+        call("file_read", path="secret.txt"),
+        call("model_routing_config", action="set", key="subagent_model", value="x"),
+    )
+    code, out = ask_json(world, "-m", "echo", prompt, guest=True)
+    assert code == 0
+    echoed = json.loads(out["response"])
+    # Only read_only tools that are not owner-only are offered.
+    catalog = {t["name"]: t for t in world.run("tool", "list", "--json").json()}
+    assert echoed["tools"], "a guest still gets the harmless tools"
+    for name in echoed["tools"]:
+        assert catalog[name]["policy_class"] == "read_only" and not catalog[name]["owner_only"], name
+    assert "file_write" not in echoed["tools"] and "file_read" not in echoed["tools"]
+    for result in echoed["tool_results"]:
+        assert result["is_error"]
+        assert result["output"] == f"unknown_tool: Unknown capability: {result['name']}"
+    assert not (world.project / "pwned.txt").exists()
+    assert (world.project / "secret.txt").read_text() == "owner data"
+    assert not (world.fermix_home / "config.toml").exists()
+    db = sqlite3.connect(world.fermix_home / "state.db")
+    codes = {r[0] for r in db.execute("SELECT error_code FROM tool_calls")}
+    assert codes == {"policy_denied"}
+
+
+def test_a_guest_session_stays_guest_when_continued(world: Env) -> None:
+    _, out = ask_json(world, "-m", "echo", "hi", guest=True)
+    _, out2 = ask_json(
+        world,
+        "-m",
+        "echo",
+        "--session",
+        out["session_id"],
+        calls(call("file_write", path="p.txt", content="x")),
+    )
+    assert "file_write" not in json.loads(out2["response"])["tools"]
+    assert not (world.project / "p.txt").exists()
+
+
+# ----- bounds: iteration cap, repeated calls, Ctrl-C ---------------------------------------------------
+
+
+def test_iteration_cap_stops_with_a_status_naming_it(world: Env) -> None:
+    (world.project / "a.txt").write_text("a")
+    steps = [[call("glob_search", pattern=f"{i}*")] for i in range(40)]
+    code, out = ask_json(world, "-m", "echo", json.dumps({"tool_calls": steps}))
+    assert code == 1
+    assert out["status"] == "max_iterations"
+    assert out["iterations"] == 25
+    assert out["error"]["code"] == "max_iterations" and "25" in out["error"]["message"]
+    assert "fermix_core.agent.max_iterations" in out["error"]["message"]
+    ran = [c for c in out["tool_calls"] if c["ok"]]
+    assert len(ran) == 24
+    assert out["tool_calls"][-1]["error_code"] == "cancelled"
+
+    code, out = ask_json(world, "-m", "echo", "--max-iterations", "3", json.dumps({"tool_calls": steps}))
+    assert (
+        out["status"] == "max_iterations"
+        and out["iterations"] == 3
+        and "--max-iterations" in out["error"]["message"]
+    )
+
+
+def test_iteration_cap_comes_from_config(world: Env) -> None:
+    world.fermix_home.mkdir()
+    (world.fermix_home / "config.toml").write_text("[fermix_core.agent]\nmax_iterations = 2\n")
+    steps = [[call("glob_search", pattern=f"{i}*")] for i in range(5)]
+    _, out = ask_json(world, "-m", "echo", json.dumps({"tool_calls": steps}))
+    assert out["status"] == "max_iterations" and out["iterations"] == 2
+
+
+def test_repeated_identical_calls_warn_then_stop(world: Env) -> None:
+    (world.project / "a.txt").write_text("a")
+    prompt = json.dumps({"tool_calls": [[call("file_read", path="a.txt")]], "repeat": True})
+    code, out = ask_json(world, "-m", "echo", prompt)
+    assert code == 1
+    assert out["status"] == "loop_detected"
+    assert out["error"]["code"] == "loop_detected" and "file_read" in out["error"]["message"]
+    codes = [c.get("error_code") for c in out["tool_calls"]]
+    assert codes == [None, None, "repeated_call", "cancelled"]
+    assert "repeated_call: file_read was called 3 times in a row" in out["tool_calls"][2]["output"]
+    assert out["iterations"] == 4
+
+
+def test_different_arguments_are_not_a_loop(world: Env) -> None:
+    (world.project / "a.txt").write_text("a\nb\nc\nd\ne\n")
+    steps = [[call("file_read", path="a.txt", offset=i)] for i in range(1, 6)]
+    code, out = ask_json(world, "-m", "echo", json.dumps({"tool_calls": steps}))
+    assert code == 0 and out["status"] == "ok" and len(out["tool_calls"]) == 5
+
+
+def test_ctrl_c_stops_cleanly(world: Env) -> None:
+    script = write_script(
+        world, [{"tool_calls": [call("glob_search", pattern="*")]}, {"text": "late", "delay": 30}]
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "ask", "--json", "--provider", "mock", "-m", str(script), "go"],
+        cwd=world.project,
+        env=world.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    db_path = world.fermix_home / "state.db"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # wait until the tool has run and the slow model call began
+        if db_path.exists():
+            with sqlite3.connect(db_path) as db:
+                try:
+                    if db.execute("SELECT count(*) FROM messages WHERE role='tool'").fetchone()[0]:
+                        break
+                except sqlite3.OperationalError:
+                    pass
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130, err
+    record = json.loads(out)
+    assert record["status"] == "interrupted"
+    assert record["tool_calls"][0]["ok"]
+    assert "Traceback" not in err
+    r = world.run("logs", "--json")
+    assert r.json()[-1]["status"] == "interrupted"
+
+
+# ----- sessions ---------------------------------------------------------------------------------------
+
+
+def test_session_continues_with_history(world: Env) -> None:
+    _, first = ask_json(world, "-m", "echo", "first")
+    _, second = ask_json(world, "-m", "echo", "--session", first["session_id"], "second")
+    assert second["session_id"] == first["session_id"]
+    assert json.loads(second["response"])["previous_messages"] == 2
+    _, third = ask_json(world, "-m", "echo", "-c", "third")
+    assert third["session_id"] == first["session_id"]
+    assert json.loads(third["response"])["previous_messages"] == 4
+    _, fresh = ask_json(world, "-m", "echo", "fresh")
+    assert fresh["session_id"] != first["session_id"]
+    assert json.loads(fresh["response"])["previous_messages"] == 0
+
+
+def test_global_session_option_and_env(world: Env) -> None:
+    _, out = ask_json(world, "-m", "echo", "one")
+    r = world.run("--session", out["session_id"], "ask", "--json", "-m", "echo", "two")
+    assert r.json()["session_id"] == out["session_id"]
+    r = world.run("ask", "--json", "-m", "echo", "--session", "my-notes", "three")
+    assert r.json()["session_id"] == "my-notes"
+    r = world.run("ask", "-m", "echo", "--session", "bad id!", "x")
+    assert r.code == 2
+
+
+# ----- the mock provider --------------------------------------------------------------------------------
+
+
+def test_mock_replays_a_script_with_tool_calls(world: Env) -> None:
+    (world.project / "a.txt").write_text("mock me")
+    script = write_script(
+        world,
+        [
+            {
+                "text": "Let me look.",
+                "tool_calls": [{"id": "t1", "name": "file_read", "arguments": {"path": "a.txt"}}],
+            },
+            {"chunks": ["It says ", "mock me."], "usage": {"input_tokens": 11, "output_tokens": 4}},
+        ],
+    )
+    r = world.run("ask", "--provider", "mock", "-m", str(script), "what is in a.txt?")
+    assert r.code == 0, r.stderr
+    assert r.stdout == "Let me look.\nIt says mock me.\n"
+    _, out = ask_json(world, "--provider", "mock", "-m", str(script), "again")
+    assert out["response"] == "It says mock me."
+    assert out["tool_calls"][0]["output"] == "mock me"
+
+
+def test_mock_script_from_config_and_errors(world: Env) -> None:
+    script = write_script(world, {"responses": [{"error": {"code": "rate_limited", "message": "slow down"}}]})
+    world.fermix_home.mkdir()
+    (world.fermix_home / "config.toml").write_text(f'[fermix_core.providers.mock]\nscript = "{script}"\n')
+    code, out = ask_json(world, "-m", "mock", "hi")
+    assert code == 1 and out["status"] == "error" and out["error"]["code"] == "rate_limited"
+    r = world.run("ask", "-m", "mock", "hi")
+    assert r.code == 1 and r.error()["code"] == "rate_limited"
+
+
+def test_mock_script_problems_are_reported(world: Env) -> None:
+    bad = write_script(world, [{"text": "x", "surprise": 1}], "bad.json")
+    r = world.run("ask", "--provider", "mock", "-m", str(bad), "hi")
+    assert r.code == 2 and r.error()["code"] == "invalid_script" and "surprise" in r.error()["message"]
+    r = world.run("ask", "--provider", "mock", "hi")
+    assert r.code == 2 and "FERMIX_MOCK_SCRIPT" in r.error()["message"]
+    short = write_script(world, [{"tool_calls": [call("glob_search", pattern="*")]}], "short.json")
+    code, out = ask_json(world, "--provider", "mock", "-m", str(short), "hi")
+    assert (
+        code == 1
+        and out["error"]["code"] == "provider_error"
+        and "has 1 responses" in out["error"]["message"]
+    )
+
+
+def test_empty_reply_is_a_failure(world: Env) -> None:
+    script = write_script(world, [{"text": ""}])
+    code, out = ask_json(world, "--provider", "mock", "-m", str(script), "hi")
+    assert code == 1 and out["error"]["code"] == "provider_error" and "empty" in out["error"]["message"]
+
+
+def test_ask_starts_without_http_or_rich_markdown(world: Env) -> None:
+    code = (
+        "import sys; sys.argv=['fermix','ask','-m','echo','hi'];"
+        "from fermix_cli.__main__ import main;"
+        "import contextlib, io\n"
+        "try:\n  main()\nexcept SystemExit: pass\n"
+        "bad=[m for m in ('httpx','httpcore','rich.markdown','rich.live') if m in sys.modules];"
+        "print('LOADED', bad, file=sys.stderr)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=world.env, cwd=world.project
+    )
+    assert proc.stderr.strip().endswith("LOADED []"), proc.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
+def test_tool_fast_path_still_skips_agent_modules(world: Env) -> None:
+    (world.project / "n.txt").write_text("x")
+    code = (
+        "import sys; sys.argv=['fermix','tool','file_read','--json','{\"path\":\"n.txt\"}'];"
+        "from fermix_cli.__main__ import main; rc=main();"
+        "bad=[m for m in sys.modules if m.startswith('fermix_cli.agent') or m in ('typer','rich','httpx')];"
+        "print('LOADED', bad)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=world.env, cwd=world.project
+    )
+    assert proc.stdout.strip().endswith("LOADED []"), proc.stdout + proc.stderr
