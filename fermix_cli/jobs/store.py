@@ -321,24 +321,30 @@ def pause_job(ctx: ToolContext, job_id: str) -> tuple[Job, bool]:
 def resume_job(ctx: ToolContext, job_id: str) -> tuple[Job, bool]:
     """Recompute the next run and schedule the job again; refuses expired jobs and passed one-offs."""
     now = ctx.now()
+    stamp = ts(now)
     with ctx.state.write() as db:
         job = fetch_job(db, job_id)
         if job.state in ("scheduled", "running"):
             return job, False
         if job.state != "paused":
             raise job_state_error(job, "resume_job")
-        stamp = ts(now)
-        if job.expires_at is not None and parse_ts(job.expires_at) <= now:
+        expired = job.expires_at is not None and parse_ts(job.expires_at) <= now
+        if expired:  # committed before the refusal below: the job is expired whatever happens next
             db.execute(
                 "UPDATE scheduled_jobs SET state = 'expired', next_run_at = NULL, updated_at = ? WHERE id = ?",
                 (stamp, job.id),
             )
-            raise ToolError(
-                "job_state",
-                f"job {job.id} expired at {job.expires_at}; resume_job refuses expired jobs. "
-                "Create a new job with schedule_job.",
-                {"job_id": job.id, "state": "expired"},
-            )
+    if expired:
+        raise ToolError(
+            "job_state",
+            f"job {job.id} expired at {job.expires_at}; resume_job refuses expired jobs. "
+            "Create a new job with schedule_job.",
+            {"job_id": job.id, "state": "expired"},
+        )
+    with ctx.state.write() as db:
+        job = fetch_job(db, job_id)
+        if job.state != "paused":
+            return job, False
         schedule = parse_schedule(job.schedule, job.timezone)
         if schedule.kind == "once" and first_run(schedule, now) <= now:
             raise ToolError(
