@@ -128,14 +128,22 @@ class Dispatcher:
     """Supervises the workers of this process's claimed runs, then records and delivers each one."""
 
     def __init__(
-        self, ctx: ToolContext, runner: Runner, *, lock: SchedulerLock | None, summary: Summary
+        self,
+        ctx: ToolContext,
+        runner: Runner,
+        *,
+        summary: Summary,
+        scheduling: bool = False,
+        lock: SchedulerLock | None = None,
     ) -> None:
         self.ctx = ctx
         self.runner = runner
+        self.scheduling = scheduling  # claim more as slots free up (False: manual runs only)
         self.lock = lock
         self.summary = summary
         self.jobs_cfg = ctx.config.fermix_core.jobs
-        self.active: dict[int, Active] = {}
+        # Keyed by run id: a closed pipe's descriptor number can be reused by the next worker at once.
+        self.active: dict[str, Active] = {}
         self.selector = selectors.DefaultSelector()
         self.first_start: float | None = None
         self.last_end: float | None = None
@@ -166,7 +174,7 @@ class Dispatcher:
         fd = proc.stdout.fileno()
         os.set_blocking(fd, False)
         wall = job.timeout_seconds + (COMMAND_TIMEOUT_SLACK if job.kind == "command" else 0.0)
-        self.active[fd] = Active(
+        self.active[run.run_id] = Active(
             claimed=run,
             job=job,
             proc=proc,
@@ -175,7 +183,7 @@ class Dispatcher:
             wall_deadline=mono + wall,
             inactivity=None if job.kind == "command" else float(job.inactivity_timeout_seconds),
         )
-        self.selector.register(fd, selectors.EVENT_READ)
+        self.selector.register(fd, selectors.EVENT_READ, run.run_id)
 
     # ----- the loop ----------------------------------------------------------------------------
 
@@ -183,12 +191,12 @@ class Dispatcher:
         """Supervise until no run of this process is left."""
         while self.active:
             self._step()
-            if self.lock is not None and time.time() >= self.next_tick:
+            if self.scheduling and time.time() >= self.next_tick:
                 self.next_tick = next_minute(time.time())
                 self.refill()
 
     def _next_wakeup(self, now: float) -> float:
-        soonest = max(0.0, self.next_tick - time.time()) if self.lock is not None else 1.0
+        soonest = max(0.0, self.next_tick - time.time()) if self.scheduling else 1.0
         soonest = min(soonest, 1.0)
         for a in self.active.values():
             if a.eof_at is not None:
@@ -205,9 +213,9 @@ class Dispatcher:
     def _step(self) -> None:
         now = time.monotonic()
         for key, _ in self.selector.select(self._next_wakeup(now)):
-            self._read(int(key.fd), self.active[int(key.fd)])
+            self._read(int(key.fd), self.active[key.data])
         now = time.monotonic()
-        for fd, a in list(self.active.items()):
+        for run_id, a in list(self.active.items()):
             self._police(a, now)
             if a.eof_at is None:
                 continue
@@ -215,7 +223,7 @@ class Dispatcher:
                 if now >= a.eof_at + KILL_GRACE_SECONDS:  # closed its output but lingers
                     _signal_group(a.proc, signal.SIGKILL)
                 continue
-            del self.active[fd]
+            del self.active[run_id]
             _signal_group(a.proc, signal.SIGKILL)  # anything the worker left in its group
             self._finish(a)
 
@@ -335,24 +343,26 @@ class Dispatcher:
 
     def refill(self) -> None:
         """A slot came free: claim again, if the scheduler lock is free right now."""
-        if self.lock is None or not self.lock.try_acquire():
+        if not self.scheduling or (self.lock is not None and not self.lock.try_acquire()):
             return
         try:
             report = scheduler_tick(self.ctx, self.runner)
         finally:
-            self.lock.release()
+            if self.lock is not None:
+                self.lock.release()
         self.summary.merge(report)
         self.start(report.claimed)
 
     def abort(self, reason: str) -> None:
         """Kill every worker and record its run as interrupted (the runner itself is being stopped)."""
-        for fd, a in list(self.active.items()):
+        for run_id, a in list(self.active.items()):
             _signal_group(a.proc, signal.SIGKILL)
             with contextlib.suppress(Exception):
                 a.proc.wait(timeout=5)
             if a.eof_at is None:
-                self.selector.unregister(fd)
-            del self.active[fd]
+                assert a.proc.stdout is not None
+                self.selector.unregister(a.proc.stdout.fileno())
+            del self.active[run_id]
             self._record(a.claimed, a.job, RunOutcome.failure("interrupted", reason), a.started_mono)
 
 
@@ -425,7 +435,9 @@ def run_scheduler(ctx: ToolContext, *, use_lock: bool = True) -> tuple[int, Summ
     code = 0
     try:
         with _stoppable():
-            dispatcher = Dispatcher(ctx, runner, lock=lock if use_lock else None, summary=summary)
+            dispatcher = Dispatcher(
+                ctx, runner, summary=summary, scheduling=True, lock=lock if use_lock else None
+            )
             dispatcher.start(report.claimed)
             code = _supervise(dispatcher)
     finally:
@@ -461,7 +473,7 @@ def run_claimed_now(ctx: ToolContext, runner: Runner, claimed: ClaimedRun) -> tu
     summary = Summary()
     try:
         with _stoppable():
-            dispatcher = Dispatcher(ctx, runner, lock=None, summary=summary)
+            dispatcher = Dispatcher(ctx, runner, summary=summary)
             dispatcher.start([claimed])
             code = _supervise(dispatcher)
     finally:
