@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -325,8 +326,7 @@ class SearchResult:
     match: str  # "all_terms", "any_term" or "none"
 
 
-def search(db: sqlite3.Connection, view: View, text: str, limit: int) -> SearchResult:
-    """BM25-ranked FTS5 search: memories holding every word first; failing that, any word."""
+def _terms_or_refuse(text: str) -> list[str]:
     terms = search_terms(text)
     if not terms:
         raise ToolError(
@@ -334,6 +334,31 @@ def search(db: sqlite3.Connection, view: View, text: str, limit: int) -> SearchR
             f"The search {text!r} has no words to look for; use letters or digits.",
             {"search": text},
         )
+    return terms
+
+
+def _ranked(
+    db: sqlite3.Connection,
+    sql: str,
+    terms: list[str],
+    params: tuple[Any, ...],
+    limit: int,
+    make: Callable[[sqlite3.Row], dict[str, Any]],
+) -> SearchResult:
+    """Run an FTS query with every word first; failing that, with any word."""
+    attempts = [("all_terms", " ".join(terms))]
+    if len(terms) > 1:
+        attempts.append(("any_term", " OR ".join(terms)))
+    for mode, query in attempts:
+        rows = db.execute(sql, (query, *params, limit + 1)).fetchall()
+        if rows:
+            return SearchResult([make(r) for r in rows[:limit]], len(rows) > limit, mode)
+    return SearchResult([], False, "none")
+
+
+def search(db: sqlite3.Connection, view: View, text: str, limit: int) -> SearchResult:
+    """BM25-ranked FTS5 search: memories holding every word first; failing that, any word."""
+    terms = _terms_or_refuse(text)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
     sql = (
         f"SELECT {_COLUMNS}, bm25(memories_fts, {weights}) AS rank"
@@ -341,15 +366,7 @@ def search(db: sqlite3.Connection, view: View, text: str, limit: int) -> SearchR
         f" WHERE memories_fts MATCH ? AND m.archived_at IS NULL AND {view.where}"
         " ORDER BY rank, m.id LIMIT ?"
     )
-    attempts = [("all_terms", " ".join(terms))]
-    if len(terms) > 1:
-        attempts.append(("any_term", " OR ".join(terms)))
-    for mode, query in attempts:
-        rows = db.execute(sql, (query, *view.params, limit + 1)).fetchall()
-        if rows:
-            hits = [{**as_dict(r), "rank": float(r["rank"])} for r in rows[:limit]]
-            return SearchResult(hits, len(rows) > limit, mode)
-    return SearchResult([], False, "none")
+    return _ranked(db, sql, terms, view.params, limit, lambda r: {**as_dict(r), "rank": float(r["rank"])})
 
 
 def sources(
@@ -413,3 +430,38 @@ def restore(db: sqlite3.Connection, memory_id: int, caller: Caller, now: str) ->
             {"id": memory_id, "active_id": clash["id"]},
         )
     return set_archived(db, memory_id, None, None, now), True
+
+
+def search_history(
+    db: sqlite3.Connection, caller: Caller, requested: str, text: str, limit: int
+) -> tuple[SearchResult, str]:
+    """BM25-ranked search of conversation transcripts, and the scope it was held to.
+
+    `current` is this conversation; `owner` and `all` are every conversation an operator held, plus
+    this one. A guest is held to its own conversation whatever it asks for.
+    """
+    terms = _terms_or_refuse(text)
+    if caller.is_guest or requested == "current":
+        applied, where = "conversation", "m.conversation_id = ?"
+    else:
+        applied, where = requested, "(c.trust = 'operator' OR m.conversation_id = ?)"
+    sql = (
+        "SELECT m.conversation_id, c.origin, m.role, m.kind, m.content, m.created_at,"
+        " bm25(messages_fts) AS rank"
+        " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+        " JOIN conversations c ON c.id = m.conversation_id"
+        f" WHERE messages_fts MATCH ? AND {where} ORDER BY rank, m.id LIMIT ?"
+    )
+
+    def hit(r: sqlite3.Row) -> dict[str, Any]:
+        return {
+            "rank": float(r["rank"]),
+            "channel": r["origin"],
+            "thread": r["conversation_id"],
+            "role": r["role"],
+            "kind": r["kind"],
+            "content": r["content"],
+            "created_at": r["created_at"],
+        }
+
+    return _ranked(db, sql, terms, (caller.session_id,), limit, hit), applied

@@ -36,11 +36,6 @@ FENCE_NOTE = (
 _FENCE_TAG = re.compile(r"<(\s*/?\s*memory-context)", re.IGNORECASE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
-HISTORY_UNAVAILABLE = (
-    "No conversation history is stored yet: transcripts arrive with the agent (fermix ask), "
-    "so only memories can be searched."
-)
-
 MemoryId = Annotated[
     int | Annotated[str, Field(max_length=20)],
     Field(description="Memory id (a positive integer, or its digits as a string)"),
@@ -304,11 +299,6 @@ class MemoryRecallParams(Params):
     ] = None
 
 
-def _history(query: str) -> dict[str, Any]:
-    """Conversation history search. Transcripts are not stored yet, so it reports that it did not search."""
-    return {"searched": False, "reason": HISTORY_UNAVAILABLE, "hits": []}
-
-
 def memory_recall(p: MemoryRecallParams, ctx: ToolContext) -> dict[str, Any]:
     caller = mem.Caller.of(ctx)
     requested = p.scope or "current"
@@ -359,13 +349,30 @@ def _recall_search(
 ) -> dict[str, Any]:
     view = mem.search_view(caller, requested)
     out: dict[str, Any] = {**_view_info(view), "mode": "search", "search": text, "source": source}
-    if source == "history":
-        raise ToolError("history_unavailable", HISTORY_UNAVAILABLE, {"source": source})
-    found = mem.search(conn, view, text, SEARCH_LIMIT)
-    out.update(hits=found.hits, more=found.more, match=found.match)
-    if source == "all":
-        out["history"] = _history(text)
+    if source in ("memories", "all"):
+        found = mem.search(conn, view, text, SEARCH_LIMIT)
+        out.update(hits=found.hits, more=found.more, match=found.match)
+    else:
+        out.update(hits=[], more=False, match="none")
+    if source in ("history", "all"):
+        history, applied = mem.search_history(conn, caller, view.requested, text, SEARCH_LIMIT)
+        out["history"] = {
+            "hits": history.hits,
+            "more": history.more,
+            "match": history.match,
+            "scope_applied": applied,
+        }
     return out
+
+
+HISTORY_CLIP = 500
+
+
+def _clip(text: str) -> str:
+    """A long transcript message, shortened for the model with the cut stated (never silently)."""
+    if len(text) <= HISTORY_CLIP:
+        return text
+    return f"{text[:HISTORY_CLIP]} [… {len(text) - HISTORY_CLIP} more characters; fermix logs shows all]"
 
 
 def _render_recall(r: dict[str, Any]) -> str:
@@ -378,14 +385,21 @@ def _render_recall(r: dict[str, Any]) -> str:
             f"category={_category_label(h)} source_id={h['source_id']} id={h['id']} value={_data(h['value'])}"
             for h in r["hits"]
         ]
-        if r.get("history") and not r["history"]["searched"]:
-            notes.append(f"[history] not searched: {r['history']['reason']}")
-        if not lines:
-            return "\n".join([f"No lexical matches found for: {r['search']}", *notes])
         if r["more"]:
             notes.append(f"More than {SEARCH_LIMIT} memories match; refine the search to see the rest.")
-        elif r["match"] == "any_term":
+        elif r["match"] == "any_term" and lines:
             notes.append("No memory holds every word; these hold some of them.")
+        history = r.get("history")
+        if history is not None:
+            lines += [
+                f"[history rank={h['rank']:.4g}] channel={h['channel']} thread={h['thread']} role={h['role']} "
+                f"kind={h['kind']} content={_data(_clip(h['content']))}"
+                for h in history["hits"]
+            ]
+            if history["more"]:
+                notes.append(f"More than {SEARCH_LIMIT} history messages match; refine the search.")
+        if not lines:
+            return "\n".join([f"No lexical matches found for: {r['search']}", *notes])
         return "\n".join([fence(lines), *notes])
     if r["mode"] == "key":
         if not r["memories"]:
@@ -529,7 +543,6 @@ TOOLS = specs(
         ),
         failure_modes=(
             FailureMode("invalid_search", "the search holds no letters or digits"),
-            FailureMode("history_unavailable", "source=history, but no conversation history is stored yet"),
             FailureMode("history_not_allowed", "a scheduled job asked to search conversation history"),
             FailureMode("missing_conversation", "there is no conversation to recall from"),
         ),

@@ -484,14 +484,39 @@ def test_recalled_memory_is_fenced_as_data(invoke: Invoke) -> None:
         assert not any(line.startswith("SYSTEM") for line in lines)
 
 
-def test_history_is_reported_as_not_stored_yet(invoke: Invoke) -> None:
-    invoke("memory_store", {"key": "k", "value": "apples"})
-    e = err(invoke, "memory_recall", {"search": "apples", "source": "history"})
-    assert e.code == "history_unavailable" and "No conversation history is stored yet" in e.message
-    r = invoke("memory_recall", {"search": "apples", "source": "all"})
-    assert len(r["hits"]) == 1
-    assert r["history"]["searched"] is False and r["history"]["hits"] == []
-    assert "[history] not searched: No conversation history is stored yet" in text("memory_recall", r)
+def test_history_search_finds_transcripts_scoped_to_the_conversation(world: Env, invoke: Invoke) -> None:
+    for session, prompt in (("s-apple", "I like green apples"), ("s-pear", "pears are fine too")):
+        r = world.run("ask", "--provider", "echo", "--session", session, prompt)
+        assert r.code == 0, r.stderr
+    invoke("memory_store", {"key": "fruit", "value": "apples", "category": "preference"})
+    here = invoke("memory_recall", {"search": "apples", "source": "history"}, session_id="s-pear")
+    assert here["history"]["hits"] == [] and here["history"]["scope_applied"] == "conversation"
+    owner = invoke(
+        "memory_recall",
+        {"search": "green apples", "source": "history", "scope": "owner"},
+        session_id="s-pear",
+    )
+    threads = {h["thread"] for h in owner["history"]["hits"]}
+    assert threads == {"s-apple"}
+    assert owner["history"]["hits"][0]["content"] == "I like green apples"
+    both = invoke("memory_recall", {"search": "apples", "source": "all"}, session_id="s-apple")
+    assert [h["key"] for h in both["hits"]] == ["fruit"]
+    assert {h["role"] for h in both["history"]["hits"]} >= {"user"}
+    out = text("memory_recall", both)
+    assert "[history rank=" in out and "thread=s-apple role=user kind=text content=I like green apples" in out
+    assert out.startswith("<memory-context>") and "</memory-context>" in out
+    assert "more characters; fermix logs shows all]" in out  # the echoed reply is long and is clipped visibly
+
+
+def test_a_guest_history_search_is_held_to_its_conversation(world: Env, invoke: Invoke) -> None:
+    assert world.run("ask", "--provider", "echo", "--session", "s-owner", "secret plans").code == 0
+    r = invoke(
+        "memory_recall",
+        {"search": "plans", "source": "history", "scope": "all"},
+        trust="guest",
+        session_id="s-guest",
+    )
+    assert r["history"]["hits"] == [] and r["history"]["scope_applied"] == "conversation"
 
 
 # ----- memory_forget and restore ---------------------------------------------------------------------------
