@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
             return main_tool(rest[1:], opts)
         if len(rest) > 1 and rest[0] == "jobs" and rest[1] in ("run", "worker"):
             # What cron calls every minute: no Typer, no rich.
-            from .jobs.fastcli import main_jobs_fast
+            from .cli.jobs_run import main_jobs_fast
 
             return main_jobs_fast(rest[1:], opts)
     except ToolError as e:

@@ -413,6 +413,6 @@ def install_cmd(
 )
 def run_cmd(ctx: typer.Context) -> None:
     """Run every due job once, then exit (what cron calls every minute; see fermix jobs run --help)."""
-    from ..jobs.fastcli import main_jobs_fast
+    from .jobs_run import main_jobs_fast
 
     raise typer.Exit(main_jobs_fast(["run", *ctx.args], GLOBAL))  # type: ignore[arg-type]

@@ -221,6 +221,8 @@ def run_model(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
 
     ctx = prepared.ctx
     routing = ctx.config.fermix_core.routing
+    provider: str | None
+    model: str | None
     if job.provider:
         provider, model = job.provider, job.model
     else:  # unpinned: the cron route when set, else the primary chain, resolved now
@@ -242,8 +244,11 @@ def run_model(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
     failures = [
         {"tool": o.name, "code": o.error_code, "message": o.output[:500]} for o in result.outcomes if not o.ok
     ]
-    usage = result.usage.to_json()
-    usage.update(provider=agent.choice.name, model=agent.choice.model)
+    usage: dict[str, Any] = {
+        **result.usage.to_json(),
+        "provider": agent.choice.name,
+        "model": agent.choice.model,
+    }
     if result.status == "ok":
         return RunOutcome(
             status="ok",

@@ -15,7 +15,19 @@ from tests.jobs.jobs_world import NOW, Jobs, later
 def test_jobs_help_lists_every_command(jobs: Jobs) -> None:
     r = jobs.cli("jobs", "--help")
     assert r.code == 0
-    for command in ("list", "show", "add", "pause", "resume", "rm", "runs", "run-now", "inbox", "install", "run"):
+    for command in (
+        "list",
+        "show",
+        "add",
+        "pause",
+        "resume",
+        "rm",
+        "runs",
+        "run-now",
+        "inbox",
+        "install",
+        "run",
+    ):
         assert f" {command} " in r.stdout
 
 
@@ -23,7 +35,9 @@ def test_add_list_show_pause_resume_rm(jobs: Jobs) -> None:
     r = jobs.cli("jobs", "add", "Morning digest", "-s", "0 8 * * 1-5", "--tz", "Europe/Berlin", "--task", "Summarise.",
                  "--allow", "memory_recall", "--allow", "list_jobs", "--inbox", "owner")  # fmt: skip
     assert r.code == 0, r.stderr
-    assert r.stdout.startswith("Scheduled job morning-digest (Morning digest): cron `0 8 * * 1-5` in Europe/Berlin")
+    assert r.stdout.startswith(
+        "Scheduled job morning-digest (Morning digest): cron `0 8 * * 1-5` in Europe/Berlin"
+    )
     listing = jobs.cli("jobs", "list")
     assert listing.stdout.startswith("morning-digest") and "never run" in listing.stdout
     shown = jobs.cli("jobs", "show", "morning-digest")
@@ -34,7 +48,9 @@ def test_add_list_show_pause_resume_rm(jobs: Jobs) -> None:
     assert as_json["job"]["id"] == "morning-digest" and as_json["runs"] == []
     assert jobs.cli("jobs", "pause", "morning-digest").stdout.startswith("Paused job morning-digest")
     assert json.loads(jobs.cli("jobs", "list", "--state", "paused", "--json").stdout)["total"] == 1
-    assert jobs.cli("jobs", "resume", "morning-digest").stdout.startswith("Resumed job morning-digest; next run ")
+    assert jobs.cli("jobs", "resume", "morning-digest").stdout.startswith(
+        "Resumed job morning-digest; next run "
+    )
     assert jobs.cli("jobs", "rm", "morning-digest").stdout.startswith("Removed job morning-digest")
     assert jobs.cli("jobs", "list").stdout.startswith("No scheduled jobs.")
 
@@ -53,32 +69,61 @@ def test_cli_errors_use_the_envelope_and_exit_codes(jobs: Jobs) -> None:
 
 
 def test_command_jobs_are_added_from_the_cli_only(jobs: Jobs) -> None:
-    r = jobs.cli("jobs", "add", "Disk check", "-s", "every 5 minutes", "--command", "df -h /", "--delivery", "local", "--json")
+    r = jobs.cli(
+        "jobs",
+        "add",
+        "Disk check",
+        "-s",
+        "every 5 minutes",
+        "--command",
+        "df -h /",
+        "--delivery",
+        "local",
+        "--json",
+    )
     assert r.code == 0, r.stderr
     job = json.loads(r.stdout)["job"]
     assert (job["kind"], job["command"], job["task_prompt"]) == ("command", "df -h /", None)
-    r = jobs.cli("jobs", "add", "Bad", "-s", "every 5 minutes", "--command", "ls", "--provider", "mock", "--model", "m")
+    r = jobs.cli(
+        "jobs", "add", "Bad", "-s", "every 5 minutes", "--command", "ls", "--provider", "mock", "--model", "m"
+    )
     assert r.code == 2 and "a command job runs a shell command, not a model" in r.stderr
     r = jobs.cli("--trust", "guest", "jobs", "add", "G", "-s", "every 5 minutes", "--command", "ls")
     assert r.code == 3
     # The tool a model calls has no way to create one.
-    r = jobs.cli("tool", "schedule_job", "--json", '{"name":"x","schedule":"every 5 minutes","task":"t","command":"ls"}')
+    r = jobs.cli(
+        "tool",
+        "schedule_job",
+        "--json",
+        '{"name":"x","schedule":"every 5 minutes","task":"t","command":"ls"}',
+    )
     assert r.code == 2
 
 
 def test_runs_show_and_inbox(jobs: Jobs) -> None:
     script = jobs.mock_script([{"text": "line one\nline two"}])
-    jobs.add("Digest", "every 1 minutes", provider="mock", model=script, delivery_target={"platform": "inbox", "recipient": "owner"})
+    jobs.add(
+        "Digest",
+        "every 1 minutes",
+        provider="mock",
+        model=script,
+        delivery_target={"platform": "inbox", "recipient": "owner"},
+    )
     jobs.tick(later(NOW, minutes=1, seconds=5))
     runs = jobs.cli("jobs", "runs", "digest")
     assert runs.code == 0 and " ok " in runs.stdout and "line one line two" in runs.stdout
     run_id = runs.stdout.split()[0]
     shown = jobs.cli("jobs", "show", run_id)
-    assert shown.stdout.startswith(f"run_id         {run_id}") and shown.stdout.rstrip().endswith("line one\nline two")
+    assert shown.stdout.startswith(f"run_id         {run_id}") and shown.stdout.rstrip().endswith(
+        "line one\nline two"
+    )
     assert json.loads(jobs.cli("jobs", "show", run_id, "--json").stdout)["status"] == "ok"
     inbox = jobs.cli("jobs", "inbox")
     assert inbox.stdout.splitlines()[0].startswith("--- 2026-03-02T08:00:35.000000Z  digest  " + run_id)
-    assert json.loads(jobs.cli("jobs", "inbox", "owner", "--json").stdout)["messages"][0]["text"] == "line one\nline two"
+    assert (
+        json.loads(jobs.cli("jobs", "inbox", "owner", "--json").stdout)["messages"][0]["text"]
+        == "line one\nline two"
+    )
     assert jobs.cli("jobs", "inbox", "nobody").stdout.strip() == "Inbox nobody is empty."
     assert jobs.cli("jobs", "inbox", "../x").code == 2
     assert "No runs of" in jobs.cli("jobs", "runs", "digest", "--status", "error").stdout
@@ -178,5 +223,7 @@ def test_systemd_units_printed_and_applied(jobs: Jobs, fake_bin: Path) -> None:
     assert (units / "fermix-jobs.timer").read_text().startswith("[Unit]")
     log = (jobs.world.root / "systemctl.log").read_text().splitlines()
     assert log == ["--user daemon-reload", "--user enable --now fermix-jobs.timer"]
-    r = jobs.cli("jobs", "install", "--systemd", "--apply", "--remove", XDG_CONFIG_HOME=str(xdg), **_path_env(fake_bin))
+    r = jobs.cli(
+        "jobs", "install", "--systemd", "--apply", "--remove", XDG_CONFIG_HOME=str(xdg), **_path_env(fake_bin)
+    )
     assert r.code == 0 and not (units / "fermix-jobs.service").exists()

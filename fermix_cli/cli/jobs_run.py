@@ -10,8 +10,8 @@ import json
 import os
 import sys
 
-from ..cli.globalopts import GlobalOptions
 from ..core.errors import ToolError
+from .globalopts import GlobalOptions
 
 RUN_USAGE = """\
 Usage: fermix jobs run [--json | --quiet]
@@ -53,7 +53,7 @@ def main_run(argv: list[str], g: GlobalOptions) -> int:
         i += 1
     from ..core.context import ToolContext
     from ..core.logs import setup_logging
-    from . import runner
+    from ..jobs import runner
 
     ctx = ToolContext.for_cli(home=g.home, cwd=g.cwd, session=g.session, trust=g.trust)  # type: ignore[arg-type]
     setup_logging(ctx.paths.log_file)
@@ -80,11 +80,11 @@ def main_run(argv: list[str], g: GlobalOptions) -> int:
 
 def main_jobs_fast(argv: list[str], g: GlobalOptions) -> int:
     """argv starts after `jobs`: `run ...` or `worker ...`."""
-    from ..cli.toolcall import report_error
+    from .toolcall import report_error
 
     try:
         if argv[0] == "worker":
-            from .worker import main as worker_main
+            from ..jobs.worker import main as worker_main
 
             return worker_main(argv[1:], g.home)
         return main_run(argv[1:], g)
