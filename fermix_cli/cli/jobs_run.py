@@ -52,23 +52,22 @@ def main_run(argv: list[str], g: GlobalOptions) -> int:
             raise ToolError("usage", f"unknown argument {arg!r} for jobs run; see fermix jobs run --help", {})
         i += 1
     from ..core.context import ToolContext
-    from ..core.logs import setup_logging
-    from ..jobs import runner
 
     ctx = ToolContext.for_cli(home=g.home, cwd=g.cwd, session=g.session, trust=g.trust)  # type: ignore[arg-type]
-    setup_logging(ctx.paths.log_file)
     try:
         if manual:
             if set(manual) != {"run", "claimant", "lock-fd"} or not manual["lock-fd"].isdigit():
                 raise ToolError(
                     "usage", "--run, --claimant and --lock-fd go together (run_job_now uses them)", {}
                 )
-            code, summary = runner.adopt_and_run(
-                ctx, manual["run"], manual["claimant"], int(manual["lock-fd"])
-            )
+            from ..jobs.runner import adopt_and_run
+
+            code, summary = adopt_and_run(ctx, manual["run"], manual["claimant"], int(manual["lock-fd"]))
         else:
             use_lock = os.environ.get("FERMIX_JOBS_SCHEDULER_LOCK", "1") != "0"
-            code, summary = runner.run_scheduler(ctx, use_lock=use_lock)
+            from ..jobs.tick import run_tick
+
+            code, summary = run_tick(ctx, use_lock=use_lock)
     finally:
         ctx.close()
     show = mode == "json" or (mode == "auto" and (not summary.quiet or sys.stdout.isatty()))

@@ -214,19 +214,23 @@ def _dotted(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc)
 
 
+def _config_error(e: ValidationError, source: str, prefix: tuple[str, ...] = ()) -> ToolError:
+    errs = e.errors()
+    first = errs[0]
+    key = _dotted((*prefix, *first["loc"])) or "(top level)"
+    return ToolError(
+        "invalid_config",
+        f"{source}: {key}: {first['msg']}. Fix or remove this key; fermix refuses to run on a config it cannot read.",
+        {"key": key, "errors": [{"key": _dotted((*prefix, *x["loc"])), "message": x["msg"]} for x in errs]},
+    )
+
+
 def validate_config(data: dict[str, Any], source: str = "config.toml") -> Config:
     """Validate parsed TOML; the error names the first offending key."""
     try:
         config = Config.model_validate(data)
     except ValidationError as e:
-        errs = e.errors()
-        first = errs[0]
-        key = _dotted(first["loc"]) or "(top level)"
-        raise ToolError(
-            "invalid_config",
-            f"{source}: {key}: {first['msg']}. Fix or remove this key; fermix refuses to run on a config it cannot read.",
-            {"key": key, "errors": [{"key": _dotted(x["loc"]), "message": x["msg"]} for x in errs]},
-        ) from None
+        raise _config_error(e, source) from None
     for name, block in config.fermix_core.providers.items():
         if block.type is None and name not in PROVIDER_TYPES:
             key = f"fermix_core.providers.{name}.type"
@@ -262,6 +266,24 @@ def read_raw(path: Path) -> dict[str, Any]:
 
 def load_config(path: Path) -> Config:
     return validate_config(read_raw(path), str(path))
+
+
+def load_jobs_config(path: Path) -> JobsConfig:
+    """Only `[fermix_core.jobs]`, validated as strictly as the whole file would be.
+
+    For `fermix jobs run`, which cron starts every minute and which needs nothing else: building the
+    validators of every section costs more than the rest of a tick. The runs it starts read the whole
+    file, so an error anywhere else still stops them.
+    """
+    data = read_raw(path)
+    core = data.get("fermix_core", {})
+    section = core.get("jobs", {}) if isinstance(core, dict) else None
+    if not isinstance(section, dict):
+        return validate_config(data, str(path)).fermix_core.jobs  # let the full check name the problem
+    try:
+        return JobsConfig.model_validate(section)
+    except ValidationError as e:
+        raise _config_error(e, str(path), ("fermix_core", "jobs")) from None
 
 
 def write_raw(path: Path, data: dict[str, Any]) -> None:

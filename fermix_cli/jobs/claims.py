@@ -11,8 +11,8 @@ does that after the commit, and records the outcome with `finish_run`.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -65,29 +65,11 @@ class TickReport:
 
 
 def new_run_id() -> str:
-    return f"run_{uuid.uuid4().hex[:20]}"
+    return f"run_{os.urandom(10).hex()}"
 
 
 def lease_until(now: datetime, timeout_seconds: int) -> str:
     return ts(now + timedelta(seconds=timeout_seconds + LEASE_GRACE_SECONDS))
-
-
-def nothing_to_do(db: sqlite3.Connection, now: datetime) -> bool:
-    """The idle check a tick makes before taking any write lock: no active run, no due job, no expiry."""
-    stamp = ts(now)
-    return (
-        db.execute("SELECT 1 FROM job_runs WHERE status IN ('queued', 'running') LIMIT 1").fetchone() is None
-        and db.execute(
-            "SELECT 1 FROM scheduled_jobs WHERE state = 'scheduled' AND next_run_at <= ? LIMIT 1", (stamp,)
-        ).fetchone()
-        is None
-        and db.execute(
-            "SELECT 1 FROM scheduled_jobs WHERE expires_at IS NOT NULL AND expires_at <= ?"
-            " AND state IN ('scheduled', 'paused') LIMIT 1",
-            (stamp,),
-        ).fetchone()
-        is None
-    )
 
 
 # ----- the job row after a run ends ----------------------------------------------------------------

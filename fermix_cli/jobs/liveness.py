@@ -12,8 +12,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import socket
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -21,6 +19,11 @@ from typing import Literal
 from ..core.paths import FermixPaths
 
 Liveness = Literal["alive", "dead", "remote"]
+
+
+def hostname() -> str:
+    """This machine's name (what socket.gethostname() says, without importing socket)."""
+    return os.uname().nodename
 
 
 def runners_dir(paths: FermixPaths) -> Path:
@@ -47,13 +50,13 @@ class Runner:
     @classmethod
     def start(cls, paths: FermixPaths) -> Runner:
         """A fresh identity with its lock taken (the file is new, so the lock is free)."""
-        token = uuid.uuid4().hex
+        token = os.urandom(16).hex()
         directory = paths.ensure_dir(runners_dir(paths))
         fd = os.open(
             directory / f"{token}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
         )
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return cls(paths, token, f"{socket.gethostname()}:{os.getpid()}:{token}", fd)
+        return cls(paths, token, f"{hostname()}:{os.getpid()}:{token}", fd)
 
     @classmethod
     def adopt(cls, paths: FermixPaths, claimed_by: str, fd: int) -> Runner:
@@ -87,7 +90,7 @@ def split_claimant(claimed_by: str) -> tuple[str, int | None, str]:
 def liveness(paths: FermixPaths, claimed_by: str) -> Liveness:
     """Whether the claimant of a run still lives: its lock is held (alive) or free or gone (dead)."""
     host, _, token = split_claimant(claimed_by)
-    if host != socket.gethostname():
+    if host != hostname():
         return "remote"
     if not token or "/" in token or token.startswith("."):
         return "dead"

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..core.errors import ToolError
+
 JOB_STATES = ("scheduled", "paused", "running", "completed", "disabled", "expired")
 RUN_STATUSES = ("queued", "running", "ok", "error", "skipped")
 ACTIVE_RUN_STATUSES = ("queued", "running")
@@ -203,3 +205,35 @@ def run_detail(row: sqlite3.Row) -> dict[str, Any]:
         }
     )
     return out
+
+
+# ----- reads every part of jobs needs -------------------------------------------------------------
+
+
+def not_found(job_id: str) -> ToolError:
+    return ToolError(
+        "not_found", f"No job with id {job_id!r}. Run list_jobs to see the ids.", {"job_id": job_id}
+    )
+
+
+def job_state_error(job: Job, action: str, why: str = "") -> ToolError:
+    return ToolError(
+        "job_state",
+        f"job {job.id} is {job.state}; {action} refuses {job.state} jobs.{(' ' + why) if why else ''}",
+        {"job_id": job.id, "state": job.state},
+    )
+
+
+def fetch_job(db: sqlite3.Connection, job_id: str) -> Job:
+    row = db.execute("SELECT * FROM scheduled_jobs WHERE id = ?", (job_id,)).fetchone()
+    if row is None:
+        raise not_found(job_id)
+    return Job.from_row(row)
+
+
+def active_run(db: sqlite3.Connection, job_id: str) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = db.execute(
+        "SELECT id, status, trigger FROM job_runs WHERE job_id = ? AND status IN ('queued', 'running')",
+        (job_id,),
+    ).fetchone()
+    return row

@@ -20,19 +20,19 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from . import records
-from .claims import ClaimedRun, TickReport, claim_manual, nothing_to_do, tick
+from .claims import ClaimedRun, TickReport, claim_manual, tick
 from .delivery import deliver, message_text, write_output
 from .execute import RunOutcome
 from .liveness import Runner, SchedulerLock
-from .model import Job, run_summary
-from .store import active_run, fetch_job, job_state_error
+from .model import Job, active_run, fetch_job, job_state_error, run_summary
+from .tick import Summary, jobs_config
 
 log = logging.getLogger("fermix.jobs")
 
@@ -67,27 +67,6 @@ class Active:
     result: RunOutcome | None = None
     stop: tuple[str, str] | None = None
     stop_sent: float | None = None
-
-
-@dataclass
-class Summary:
-    """What `fermix jobs run` prints."""
-
-    status: str = "ran"
-    tick: dict[str, Any] = field(default_factory=dict)
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    timings_ms: dict[str, float] = field(default_factory=dict)
-
-    def merge(self, report: TickReport) -> None:
-        for key, value in report.as_dict().items():
-            self.tick.setdefault(key, []).extend(value)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, **self.tick, "runs": self.runs, "timings_ms": self.timings_ms}
-
-    @property
-    def quiet(self) -> bool:
-        return self.status in ("idle", "busy") or not (self.runs or any(self.tick.values()))
 
 
 def worker_command(ctx: ToolContext, run_id: str, claimant: str) -> list[str]:
@@ -141,7 +120,7 @@ class Dispatcher:
         self.scheduling = scheduling  # claim more as slots free up (False: manual runs only)
         self.lock = lock
         self.summary = summary
-        self.jobs_cfg = ctx.config.fermix_core.jobs
+        self.jobs_cfg = jobs_config(ctx)
         # Keyed by run id: a closed pipe's descriptor number can be reused by the next worker at once.
         self.active: dict[str, Active] = {}
         self.selector = selectors.DefaultSelector()
@@ -372,7 +351,7 @@ def next_minute(wall: float) -> float:
 
 
 def scheduler_tick(ctx: ToolContext, runner: Runner) -> TickReport:
-    cfg = ctx.config.fermix_core.jobs
+    cfg = jobs_config(ctx)
     return tick(
         ctx.state.write,
         ctx.now(),
@@ -407,21 +386,14 @@ def _supervise(dispatcher: Dispatcher) -> int:
     return 0
 
 
-def run_scheduler(ctx: ToolContext, *, use_lock: bool = True) -> tuple[int, Summary]:
-    """One `fermix jobs run`: (exit code, summary)."""
-    t0 = time.perf_counter()
+def run_scheduler(ctx: ToolContext, lock: SchedulerLock | None, t0: float) -> tuple[int, Summary]:
+    """Claim and run what is due; `lock` is the held scheduler lock (None: claims alone, for tests)."""
+    from ..core.logs import setup_logging
+
+    setup_logging(ctx.paths.log_file)  # only now: an idle tick never imports logging's file handler
     summary = Summary()
-    lock = SchedulerLock(ctx.paths)
-    if use_lock and not lock.try_acquire():
-        summary.status = "busy"
-        return 0, summary
     runner: Runner | None = None
     try:
-        state = ctx.state
-        if nothing_to_do(state.conn, ctx.now()):
-            summary.status = "idle"
-            summary.timings_ms["total"] = round((time.perf_counter() - t0) * 1000, 2)
-            return 0, summary
         runner = Runner.start(ctx.paths)
         report = scheduler_tick(ctx, runner)
     except BaseException:
@@ -429,22 +401,23 @@ def run_scheduler(ctx: ToolContext, *, use_lock: bool = True) -> tuple[int, Summ
             runner.release()
         raise
     finally:
-        lock.release()
+        if lock is not None:
+            lock.release()
     summary.merge(report)
-    summary.timings_ms["claim"] = round((time.perf_counter() - t0) * 1000, 2)
-    code = 0
+    summary.timings_ms["claim"] = round((time.monotonic() - t0) * 1000, 2)
     try:
         with _stoppable():
-            dispatcher = Dispatcher(
-                ctx, runner, summary=summary, scheduling=True, lock=lock if use_lock else None
-            )
+            dispatcher = Dispatcher(ctx, runner, summary=summary, scheduling=True, lock=lock)
             dispatcher.start(report.claimed)
             code = _supervise(dispatcher)
     finally:
         runner.release()
+    end = time.monotonic()
     if dispatcher.first_start is not None and dispatcher.last_end is not None:
         summary.timings_ms["runs"] = round((dispatcher.last_end - dispatcher.first_start) * 1000, 2)
-    summary.timings_ms["total"] = round((time.perf_counter() - t0) * 1000, 2)
+        summary.timings_ms["to_first_run"] = round((dispatcher.first_start - t0) * 1000, 2)
+        summary.timings_ms["after_runs"] = round((end - dispatcher.last_end) * 1000, 2)
+    summary.timings_ms["total"] = round((end - t0) * 1000, 2)
     return code, summary
 
 
@@ -530,6 +503,9 @@ def run_now_detached(ctx: ToolContext, job_id: str) -> ClaimedRun:
 
 def adopt_and_run(ctx: ToolContext, run_id: str, claimant: str, lock_fd: int) -> tuple[int, Summary]:
     """The background half of run_job_now: take over the handed-down claim and run it."""
+    from ..core.logs import setup_logging
+
+    setup_logging(ctx.paths.log_file)
     runner = Runner.adopt(ctx.paths, claimant, lock_fd)
     row = ctx.state.conn.execute(
         "SELECT id, job_id, trigger, scheduled_for, status, claimed_by FROM job_runs WHERE id = ?", (run_id,)

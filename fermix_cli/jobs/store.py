@@ -18,7 +18,18 @@ from typing import TYPE_CHECKING, Any
 from ..core import memories
 from ..core.errors import ToolError
 from . import validate as v
-from .model import RUN_SUMMARY_COLUMNS, Job, parse_ts, run_detail, run_summary, slugify, ts
+from .model import (
+    RUN_SUMMARY_COLUMNS,
+    Job,
+    active_run,
+    fetch_job,
+    job_state_error,
+    parse_ts,
+    run_detail,
+    run_summary,
+    slugify,
+    ts,
+)
 from .schedule import Schedule, first_run, parse_schedule
 
 if TYPE_CHECKING:
@@ -78,35 +89,6 @@ class JobPatch:
                 "delivery_target",
             )
         )
-
-
-def not_found(job_id: str) -> ToolError:
-    return ToolError(
-        "not_found", f"No job with id {job_id!r}. Run list_jobs to see the ids.", {"job_id": job_id}
-    )
-
-
-def job_state_error(job: Job, action: str, why: str = "") -> ToolError:
-    return ToolError(
-        "job_state",
-        f"job {job.id} is {job.state}; {action} refuses {job.state} jobs.{(' ' + why) if why else ''}",
-        {"job_id": job.id, "state": job.state},
-    )
-
-
-def fetch_job(db: sqlite3.Connection, job_id: str) -> Job:
-    row = db.execute("SELECT * FROM scheduled_jobs WHERE id = ?", (job_id,)).fetchone()
-    if row is None:
-        raise not_found(job_id)
-    return Job.from_row(row)
-
-
-def active_run(db: sqlite3.Connection, job_id: str) -> sqlite3.Row | None:
-    row: sqlite3.Row | None = db.execute(
-        "SELECT id, status, trigger FROM job_runs WHERE job_id = ? AND status IN ('queued', 'running')",
-        (job_id,),
-    ).fetchone()
-    return row
 
 
 def job_output_dir(ctx_data_dir: Path, job_id: str) -> Path:

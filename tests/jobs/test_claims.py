@@ -14,6 +14,7 @@ import pytest
 from fermix_cli.jobs import claims, records
 from fermix_cli.jobs.execute import RunOutcome
 from fermix_cli.jobs.liveness import Runner, liveness
+from fermix_cli.jobs.tick import nothing_to_do
 from tests.jobs.jobs_world import NOW, Jobs, later, stamp, utc
 
 
@@ -378,11 +379,11 @@ def test_leap_day_job_fires_on_leap_days_only(jobs: Jobs, sim: Sim) -> None:
 
 def test_nothing_to_do_is_cheap_and_right(jobs: Jobs, sim: Sim) -> None:
     conn = sim.ctx.state.conn
-    assert claims.nothing_to_do(conn, NOW)
+    assert nothing_to_do(conn, NOW)
     jobs.add("Digest", "every 1 minutes", expires_at="2026-03-03T00:00:00Z")
-    assert claims.nothing_to_do(conn, NOW)
-    assert not claims.nothing_to_do(conn, later(NOW, minutes=2))  # due
-    assert not claims.nothing_to_do(conn, utc("2026-03-03T00:00:01Z"))  # due and expiring
+    assert nothing_to_do(conn, NOW)
+    assert not nothing_to_do(conn, later(NOW, minutes=2))  # due
+    assert not nothing_to_do(conn, utc("2026-03-03T00:00:01Z"))  # due and expiring
     jobs.call("pause_job", {"job_id": "digest"})
-    assert claims.nothing_to_do(conn, later(NOW, minutes=2))
-    assert not claims.nothing_to_do(conn, utc("2026-03-03T00:00:01Z"))  # paused jobs expire too
+    assert nothing_to_do(conn, later(NOW, minutes=2))
+    assert not nothing_to_do(conn, utc("2026-03-03T00:00:01Z"))  # paused jobs expire too
