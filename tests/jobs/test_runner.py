@@ -435,3 +435,34 @@ def test_two_then_five_overlapping_runners_run_each_slot_exactly_once(
     assert all(r["n"] == 1 for r in rows) and len(rows) == len(expected)
     assert all(r["status"] == "ok" for r in jobs.sql("SELECT status FROM job_runs WHERE status != 'skipped'"))
     assert jobs.job("once")["state"] == "completed"
+
+
+# ----- config as a tick reads it -------------------------------------------------------------------
+
+
+def test_a_tick_reads_the_jobs_section_afresh_whenever_config_toml_changes(jobs: Jobs) -> None:
+    for i in range(3):
+        jobs.add(f"j{i}", "every 1 minutes", provider="echo", model="echo")
+    assert len(jobs.tick(DUE)["runs"]) == 3  # default cap 4; the validated section is now cached
+    assert (jobs.world.fermix_home / "run" / "jobs-config.json").exists()
+    jobs.config("[fermix_core.jobs]\nmax_concurrent_runs = 1\n")
+    summary = jobs.tick(later(DUE, minutes=1))
+    # One claimed at first, the others as the slot frees up: never more than one at a time.
+    assert len(summary["runs"]) == 3 and len(summary["waiting"]) >= 2
+
+
+def test_an_invalid_jobs_section_stops_the_tick_with_the_key_named(jobs: Jobs) -> None:
+    jobs.add("j", "every 1 minutes", provider="echo", model="echo")
+    jobs.config("[fermix_core.jobs]\nrun_freshness_window_seconds = -1\n")
+    r = jobs.cli("jobs", "run", at=DUE)
+    assert r.code == 2
+    err = json.loads(r.stderr)["error"]
+    assert err["code"] == "invalid_config" and "fermix_core.jobs.run_freshness_window_seconds" in err["message"]
+    assert jobs.runs("j") == []
+
+
+def test_an_invalid_config_elsewhere_fails_the_runs_not_silently(jobs: Jobs) -> None:
+    jobs.add("j", "every 1 minutes", provider="echo", model="echo")
+    jobs.config('[sandbox]\nmode = "sideways"\n')
+    run = jobs.tick(DUE)["runs"][0]
+    assert (run["status"], run["error_code"]) == ("error", "invalid_config")
