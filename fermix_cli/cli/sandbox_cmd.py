@@ -1,4 +1,4 @@
-"""`fermix sandbox status|explain|mode|grant|revoke` and the `fermix grant|revoke path` aliases."""
+"""`fermix sandbox status|explain|mode|grant|revoke|confirm|deny` and the `fermix grant|revoke path` aliases."""
 
 from __future__ import annotations
 
@@ -30,7 +30,12 @@ def explain_data() -> dict[str, Any]:
         "refused_grants": list(sb.refused_grants),
         "blocked_roots": sb.blocked_roots,
         "protected": sb.protected,
-        "env": {"mode": cfg.env.mode, "allow": list(cfg.env.allow), "deny": list(cfg.env.deny)},
+        "env": {
+            "mode": cfg.env.mode,
+            "allow": list(cfg.env.allow),
+            "deny": list(cfg.env.deny),
+            "vars": {name: src.source for name, src in cfg.env.vars.items()},
+        },
         "note": "The sandbox is an in-process policy gate for fermix's own tools, not an OS sandbox.",
     }
 
@@ -72,9 +77,11 @@ def explain_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON outpu
         "protected (denied in every mode, even inside a grant):",
         *[f"  {p}" for p in data["protected"]],
     ]
-    lines += [
-        f"env: mode {data['env']['mode']}; allowed names: {', '.join(data['env']['allow']) or '(none)'}"
-    ]
+    env = data["env"]
+    named = [*env["allow"], *[f"{n} ({src})" for n, src in env["vars"].items() if n not in env["allow"]]]
+    lines += [f"env: mode {env['mode']}; allowed names: {', '.join(named) or '(none)'}"]
+    if env["deny"]:
+        lines += [f"env: denied names: {', '.join(env['deny'])}"]
     lines += [data["note"], "Grant a directory with: fermix grant path DIR"]
     typer.echo("\n".join(lines))
 
@@ -124,3 +131,40 @@ def grant_path_cmd(path: Annotated[str, typer.Argument(help="Directory to allow"
 def revoke_path_cmd(path: Annotated[str, typer.Argument(help="Directory to stop allowing")]) -> None:
     """Withdraw a directory grant."""
     _revoke(path)
+
+
+@app.command("confirm")
+@handles_errors
+def confirm_cmd(token: Annotated[str, typer.Argument(help="Token from request_directory_access")]) -> None:
+    """Approve a pending directory access request (single use, 60 s); the grant goes to allowed_roots."""
+    from ..core.accessrequests import confirm_request
+    from ..core.errors import ToolError
+    from ..core.spawned import spawned_by_fermix
+
+    if spawned_by_fermix():
+        raise ToolError(
+            "not_attended",
+            "fermix sandbox confirm refuses to run from a process fermix started (a tool's shell or git "
+            "command); the owner confirms from their own terminal",
+            {"token": token},
+        )
+    ctx = context()
+    try:
+        req, added = confirm_request(ctx, token)
+    finally:
+        ctx.close()
+    typer.echo(f"granted: {req.path}" if added else f"granted: {req.path} (already in allowed_roots)")
+
+
+@app.command("deny")
+@handles_errors
+def deny_cmd(token: Annotated[str, typer.Argument(help="Token from request_directory_access")]) -> None:
+    """Discard a pending directory access request."""
+    from ..core.accessrequests import deny_request
+
+    ctx = context()
+    try:
+        req = deny_request(ctx, token)
+    finally:
+        ctx.close()
+    typer.echo(f"denied: {req.path} (token {req.token})")

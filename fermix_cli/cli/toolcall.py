@@ -300,6 +300,7 @@ def run_tool_list(argv: list[str], g: GlobalOptions) -> int:
 
 def main_tool(argv: list[str], g: GlobalOptions) -> int:
     """Entry for `fermix tool ...` (argv starts after `tool`)."""
+    _terminate_cleanly()
     try:
         if not argv or argv[0] in ("list", "ls"):
             return run_tool_list(argv[1:], g)
@@ -312,6 +313,20 @@ def main_tool(argv: list[str], g: GlobalOptions) -> int:
     except BrokenPipeError:
         _quiet_broken_pipe()
         return 0
+
+
+def _terminate_cleanly() -> None:
+    """Turn SIGTERM into SystemExit so `finally` blocks run (a running shell's process group is killed)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def on_term(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
 
 
 def _quiet_broken_pipe() -> None:

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import ToolError
 
@@ -44,19 +44,41 @@ class Section(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
 
+# An environment variable name as POSIX shells accept it.
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=256)]
+
+
 class EnvVarSource(Section):
+    """Where an allowed variable's value comes from: the daemon env (maybe under another name) or a helper."""
+
     source: Literal["env", "command"] = "env"
-    name: Name | None = None
-    command: Name | None = None
-    args: list[str] = []
-    timeout_ms: Annotated[int, Field(ge=1, le=60_000)] = 3000
+    name: EnvName | None = None  # source "env": read this name instead (an alias)
+    command: Name | None = None  # source "command": the helper program; it prints the value on one line
+    args: list[Annotated[str, Field(max_length=4096)]] = []
+    timeout_ms: Annotated[int, Field(ge=1, le=5_000)] = 3000
+
+    @model_validator(mode="after")
+    def _source_fields(self) -> EnvVarSource:
+        if self.source == "command" and self.command is None:
+            raise ValueError('source = "command" needs command = "PROGRAM"')
+        if self.source == "env" and (self.command is not None or self.args):
+            raise ValueError('command and args belong to source = "command"')
+        if self.source == "command" and self.name is not None:
+            raise ValueError('name belongs to source = "env"')
+        return self
 
 
 class SandboxEnv(Section):
+    """`[sandbox.env]`: which variables reach shell and git children beyond the fixed base set.
+
+    `allow` names (and every name with a `vars` entry) are passed; `deny` always wins. With
+    `mode = "all"` the child inherits the whole environment minus `deny`.
+    """
+
     mode: Literal["list", "all"] = "list"
-    allow: list[Name] = []
-    deny: list[Name] = []
-    vars: dict[str, EnvVarSource] = {}
+    allow: list[EnvName] = []
+    deny: list[EnvName] = []
+    vars: dict[EnvName, EnvVarSource] = {}
 
 
 class SandboxConfig(Section):
@@ -107,10 +129,20 @@ class ToolSearchConfig(Section):
     enabled: bool = True
 
 
+class GitToolConfig(Section):
+    """`[fermix_core.tools.git]`: what the hardened git tools may use besides the repository."""
+
+    allow_hooks: bool = False  # hooks run code; off unless the owner turns them on
+    credential_helpers: list[Annotated[str, Field(min_length=1, max_length=256)]] = []
+    user_name: Name | None = None
+    user_email: Name | None = None
+
+
 class ToolsConfig(Section):
     web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
     web: WebConfig = Field(default_factory=WebConfig)
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
+    git: GitToolConfig = Field(default_factory=GitToolConfig)
 
 
 PROVIDER_TYPES = ("openai", "anthropic", "mock", "echo")
@@ -194,10 +226,17 @@ class HashEditCapability(PathToolCapability):
     repairs: bool = True  # the automatic SWAP/INS.POST repairs of hashline.md §4.4
 
 
+class BashCapability(Section):
+    """`[capabilities.tools.bash]` of the coding toolset's bash tool."""
+
+    shell_expansion: bool = True  # false: `$ ~ ` { }` are refused before anything runs
+
+
 class ToolCapabilities(Section):
     read: PathToolCapability = Field(default_factory=PathToolCapability)
     write: PathToolCapability = Field(default_factory=PathToolCapability)
     hash_edit: HashEditCapability = Field(default_factory=HashEditCapability)
+    bash: BashCapability = Field(default_factory=BashCapability)
 
 
 class CapabilitiesConfig(Section):

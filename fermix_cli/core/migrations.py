@@ -280,7 +280,28 @@ def m005_transcripts(db: sqlite3.Connection) -> None:
     )
 
 
-def m006_scheduled_jobs(db: sqlite3.Connection) -> None:
+def m006_directory_access_requests(db: sqlite3.Connection) -> None:
+    """Pending `request_directory_access` grants: single-use tokens the owner confirms or denies."""
+    db.execute(
+        """
+        CREATE TABLE directory_access_requests (
+            token TEXT PRIMARY KEY,
+            path TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            origin TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'confirmed', 'denied', 'expired')),
+            resolved_at REAL
+        )
+        """
+    )
+    db.execute("CREATE INDEX directory_access_requests_path ON directory_access_requests(path, status)")
+
+
+def m007_scheduled_jobs(db: sqlite3.Connection) -> None:
     """Scheduled jobs and their runs (fermix_cli/jobs).
 
     A slot is claimed by inserting its run row: the partial unique index on (job_id, scheduled_for)
@@ -381,5 +402,6 @@ MIGRATIONS: list[Migration] = [
     m003_hashline_snapshots,
     m004_web_snapshots,
     m005_transcripts,
-    m006_scheduled_jobs,
+    m006_directory_access_requests,
+    m007_scheduled_jobs,
 ]

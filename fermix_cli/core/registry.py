@@ -164,12 +164,18 @@ def _validation_error(tool: str, e: ValidationError) -> ToolError:
 class Registry:
     """Name → ToolSpec, with family modules imported on first use."""
 
-    def __init__(self, modules: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        modules: Mapping[str, str] | None = None,
+        aliases: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         if modules is None:
-            from ..tools.index import TOOL_MODULES
+            from ..tools.index import TOOL_MODULES, TOOLSET_ALIASES
 
             modules = TOOL_MODULES
+            aliases = TOOLSET_ALIASES if aliases is None else aliases
         self._modules = dict(modules)
+        self._aliases = {ts: dict(table) for ts, table in (aliases or {}).items()}
         self._specs: dict[str, ToolSpec] = {}
         self._loaded: set[str] = set()
 
@@ -180,6 +186,12 @@ class Registry:
         self._loaded.add(module)
         for spec in getattr(mod, "TOOLS", ()):
             self._specs.setdefault(spec.name, spec)
+
+    def resolve_name(self, name: str, toolset: str | None) -> str:
+        """The registry name `name` stands for in `toolset` (coding's `shell`/`cmd` mean `bash`)."""
+        if toolset is not None:
+            return self._aliases.get(toolset, {}).get(name, name)
+        return name
 
     def names(self) -> list[str]:
         return sorted(set(self._modules) | set(self._specs))
@@ -237,7 +249,7 @@ class Registry:
         result: Any = None
         error: ToolError | None = None
         try:
-            spec = self.get(name)
+            spec = self.get(self.resolve_name(name, ctx.toolset))
             policy.check(spec, ctx)
             params = self.parse(spec, raw_args)
             result = to_jsonable(spec.handler(params, ctx))
@@ -266,7 +278,7 @@ class Registry:
             result = self.invoke(name, raw_args, ctx)
         except ToolError as e:
             return False, e.model_text(), e.to_dict()
-        return True, self.get(name).render_for_model(result), result
+        return True, self.get(self.resolve_name(name, ctx.toolset)).render_for_model(result), result
 
 
 def to_jsonable(result: Any) -> Any:

@@ -25,6 +25,11 @@ TOOL_MODULES: dict[str, str] = {
     "web_search": "fermix_cli.tools.web",
     "place_search": "fermix_cli.tools.web",
     "web": "fermix_cli.tools.web",
+    "shell": "fermix_cli.tools.shell",
+    "bash": "fermix_cli.tools.shell",
+    "git_read": "fermix_cli.tools.git",
+    "git_write": "fermix_cli.tools.git",
+    "request_directory_access": "fermix_cli.tools.access",
     "schedule_job": "fermix_cli.tools.jobs",
     "list_jobs": "fermix_cli.tools.jobs",
     "update_job": "fermix_cli.tools.jobs",
@@ -34,6 +39,13 @@ TOOL_MODULES: dict[str, str] = {
     "run_job_now": "fermix_cli.tools.jobs",
     "list_job_runs": "fermix_cli.tools.jobs",
     "get_job_run": "fermix_cli.tools.jobs",
+}
+
+# Names a toolset accepts for another tool. Registry names are unique, so the coding contract's
+# runtime aliases of `bash` live here: in the coding toolset `shell` and `cmd` mean `bash`, while
+# everywhere else `shell` is fermix's own shell tool.
+TOOLSET_ALIASES: dict[str, dict[str, str]] = {
+    "coding": {"shell": "bash", "cmd": "bash"},
 }
 
 FAMILY_MODULES: tuple[str, ...] = tuple(sorted(set(TOOL_MODULES.values())))

@@ -1,0 +1,310 @@
+"""Run one child process in its own process group, with a deadline, an output cap and a clean ending.
+
+Used by shell, bash, the git tools and `[sandbox.env]` helper commands. The ending is the same
+whatever stops the child: on a timeout or when the output passes the cap, the whole group gets
+SIGTERM, a 200 ms grace, then SIGKILL; after a normal exit the group gets SIGKILL at once, so no
+background grandchild outlives the command. On Linux, processes that left the group (`setsid`,
+`setpgid`) but still carry this run's marker in their environment, or stayed in its session, are
+swept too. A process that both leaves the session and drops the marker escapes: this is cleanup of
+common leftovers, not an OS sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+MAX_OUTPUT_BYTES = 1024 * 1024
+KILL_GRACE_S = 0.2
+REDACTED = "«redacted»"
+TRUNCATED_EXIT = 124
+# Every child fermix starts carries this variable (a fresh id per run). `fermix sandbox confirm`
+# looks for it to refuse confirmations coming from a process fermix spawned.
+SPAWN_MARKER = "FERMIX_SPAWNED"
+_READ_CHUNK = 65536
+_DRAIN_S = 0.5
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """How a child ended. `output` is redacted and cut to the cap; `exit_code` is 124 when cut."""
+
+    exit_code: int
+    output: bytes
+    truncated: bool
+    timed_out: bool
+    duration_ms: int
+    total_bytes: int
+
+    def text(self) -> str:
+        return self.output.decode("utf-8", "replace")
+
+
+def new_spawn_id() -> str:
+    return secrets.token_hex(16)
+
+
+def run_captured(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    timeout_s: float,
+    cap: int = MAX_OUTPUT_BYTES,
+    redact: Iterable[str] = (),
+) -> ProcessOutcome:
+    """Run `argv` with stdout and stderr merged, stdin from /dev/null, in a new session.
+
+    `env` is used as given; the caller builds it. Values in `redact` are replaced by «redacted»
+    before the output is cut to `cap`, so a secret straddling the cut cannot leak in part.
+    Raises FileNotFoundError / PermissionError when the program cannot be started.
+    """
+    secrets_b = sorted({s.encode("utf-8", "surrogateescape") for s in redact if s}, key=len, reverse=True)
+    keep = cap + (max((len(s) for s in secrets_b), default=1) - 1)
+    child_env = dict(env)
+    spawn_id = child_env.setdefault(SPAWN_MARKER, new_spawn_id())
+    started = time.monotonic()
+    deadline = started + max(timeout_s, 0.0)
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=child_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        close_fds=True,
+    )
+    assert proc.stdout is not None
+    leader = proc.pid
+    buf = bytearray()
+    total = 0
+    timed_out = over_cap = False
+    out_fd = proc.stdout.fileno()
+    os.set_blocking(out_fd, False)
+    sel = selectors.DefaultSelector()
+    sel.register(out_fd, selectors.EVENT_READ, "out")
+    pidfd = _pidfd_open(leader)
+    if pidfd is not None:
+        sel.register(pidfd, selectors.EVENT_READ, "exit")
+
+    def take(chunk: bytes) -> None:
+        nonlocal total
+        total += len(chunk)
+        room = keep - len(buf)
+        if room > 0:
+            buf.extend(chunk[:room])
+
+    try:
+        out_open = True
+        while True:
+            # The leader is left a zombie (WNOWAIT) until its group is killed, so its pid, which
+            # is also the group and session id, cannot be reused by an unrelated process meanwhile.
+            if _exited(leader):
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            # With a pidfd the selector also wakes when the leader exits; without one, poll.
+            wait = remaining if pidfd is not None else min(remaining, 0.02)
+            if not sel.get_map():
+                time.sleep(wait)
+                continue
+            for key, _ in sel.select(wait):
+                if key.data != "out":
+                    continue
+                chunk = _read(out_fd)
+                if chunk is None:
+                    continue
+                if not chunk:
+                    sel.unregister(out_fd)
+                    out_open = False
+                    continue
+                take(chunk)
+            if total > cap:
+                over_cap = True
+                break
+        if timed_out or over_cap:
+            _terminate_group(leader)
+        _kill_group(leader)
+        _sweep(leader, spawn_id)
+        proc.wait()
+        if not over_cap:
+            # What the children wrote before they ended is still in the pipe.
+            end = time.monotonic() + _DRAIN_S
+            while out_open and time.monotonic() < end:
+                if not sel.select(max(0.0, end - time.monotonic())):
+                    break
+                chunk = _read(out_fd)
+                if chunk is None:
+                    continue
+                if not chunk:
+                    break
+                take(chunk)
+                if total > cap:
+                    over_cap = True
+                    break
+    finally:
+        sel.close()
+        if pidfd is not None:
+            os.close(pidfd)
+        proc.stdout.close()
+        if proc.returncode is None:
+            _kill_group(leader)
+            proc.wait()
+    data = bytes(buf)
+    for s in secrets_b:
+        data = data.replace(s, REDACTED.encode())
+    truncated = over_cap
+    if truncated or len(data) > cap:
+        data = _cut_utf8(data, cap)
+    code = proc.returncode
+    if truncated:
+        code = TRUNCATED_EXIT
+    elif code < 0:
+        code = 128 - code
+    return ProcessOutcome(
+        exit_code=code,
+        output=data,
+        truncated=truncated,
+        timed_out=timed_out,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        total_bytes=total,
+    )
+
+
+def _read(fd: int) -> bytes | None:
+    try:
+        return os.read(fd, _READ_CHUNK)
+    except BlockingIOError:
+        return None
+
+
+def _pidfd_open(pid: int) -> int | None:
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd: int = opener(pid)
+    except OSError:
+        return None
+    return fd
+
+
+def _exited(pid: int) -> bool:
+    """True once the leader has exited; it stays a zombie (not reaped) until Popen.wait."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None and info.si_pid == pid
+
+
+def _signal_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _terminate_group(pgid: int) -> None:
+    """SIGTERM the group and give it a short grace to finish."""
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    end = time.monotonic() + KILL_GRACE_S
+    while time.monotonic() < end:
+        if not _group_has_live_members(pgid):
+            return
+        time.sleep(0.01)
+
+
+def _kill_group(pgid: int) -> None:
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    if not os.path.isdir("/proc"):
+        return _signal_group(pgid, 0)
+    return any(pg == pgid and state != "Z" for _pid, _ppid, pg, _sid, state in _proc_table())
+
+
+def _proc_table() -> list[tuple[int, int, int, int, str]]:
+    """(pid, ppid, pgid, sid, state) of every process we can see; empty where /proc is missing."""
+    rows: list[tuple[int, int, int, int, str]] = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return rows
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                raw = f.read()
+        except OSError:
+            continue
+        # The command name is in parentheses and may contain spaces or parentheses itself.
+        fields = raw[raw.rfind(b")") + 2 :].split()
+        try:
+            rows.append((int(name), int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode()))
+        except (IndexError, ValueError):
+            continue
+    return rows
+
+
+def _carries_marker(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _sweep(leader: int, spawn_id: str) -> None:
+    """SIGKILL what left the group but stayed in the session, or still carries this run's marker."""
+    if not os.path.isdir("/proc"):
+        return
+    marker = f"{SPAWN_MARKER}={spawn_id}".encode()
+    me = os.getpid()
+    killed: set[int] = set()
+    for _ in range(8):
+        found = [
+            pid
+            for pid, _ppid, pgid, sid, state in _proc_table()
+            if pid not in (me, leader)
+            and state != "Z"
+            and pid not in killed
+            and (sid == leader or pgid == leader or _carries_marker(pid, marker))
+        ]
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        time.sleep(0.01)
+
+
+def _cut_utf8(data: bytes, limit: int) -> bytes:
+    """The first `limit` bytes, backed off so no UTF-8 sequence is split."""
+    if len(data) <= limit:
+        return data
+    cut = data[:limit]
+    back = 0
+    while back < 4 and back < len(cut) and (cut[-1 - back] & 0xC0) == 0x80:
+        back += 1
+    if back < len(cut):
+        lead = cut[-1 - back]
+        need = 2 if lead >> 5 == 0b110 else 3 if lead >> 4 == 0b1110 else 4 if lead >> 3 == 0b11110 else 1
+        if lead >= 0xC0 and need > back + 1:
+            return cut[: len(cut) - back - 1]
+    return cut

@@ -1,0 +1,136 @@
+"""request_directory_access: ask the owner to approve a directory the sandbox denies.
+
+Only an attended, top-level operator turn may ask. The request becomes a single-use token that lives
+60 s; the owner approves it with `fermix sandbox confirm TOKEN` (or `/confirm TOKEN` in a chat) and
+the grant persists to `[sandbox] allowed_roots`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from ..core.accessrequests import TOKEN_TTL_S, create_request
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.grants import check_grantable
+from ..core.pathcanon import canonicalize
+from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+
+NOT_ATTENDED = "directory access requests need an attended owner conversation"
+
+
+class RequestDirectoryAccessParams(Params):
+    path: Annotated[
+        str,
+        Field(
+            max_length=4096, description="The directory to request access to (the path the sandbox denied)"
+        ),
+    ]
+    reason: Annotated[
+        str,
+        Field(
+            max_length=1000,
+            description="Short, honest reason the task needs this directory, shown to the owner",
+        ),
+    ]
+
+
+def attended_owner_only(ctx: ToolContext) -> None:
+    """Gate: an operator at the keyboard or in an attended conversation, never a delegated or background run."""
+    if (
+        ctx.trust != "operator"
+        or ctx.origin not in ("cli", "interactive")
+        or not ctx.attended
+        or ctx.depth > 0
+        or ctx.job_id is not None
+    ):
+        raise ToolError("not_attended", NOT_ATTENDED, {"origin": ctx.origin, "attended": ctx.attended})
+
+
+def request_directory_access(p: RequestDirectoryAccessParams, ctx: ToolContext) -> dict[str, Any]:
+    if not p.reason.strip():
+        raise ToolError(
+            "missing_reason", "reason must say why the task needs this directory", {"field": "reason"}
+        )
+    sandbox = ctx.sandbox
+    canonical = canonicalize(sandbox.anchor(p.path))
+    if sandbox.allows(canonical):
+        return {
+            "status": "already_allowed",
+            "path": canonical,
+            "message": f"Access to {canonical} is already allowed — no approval needed; retry the operation.",
+        }
+    canonical = check_grantable(sandbox, canonical)  # unsafe_root / not_found before anyone is asked
+    req, created = create_request(ctx, canonical, p.reason.strip())
+    now = ctx.now().timestamp()
+    confirm = f"fermix sandbox confirm {req.token}"
+    approve = (
+        f"Approve with: {confirm}"
+        if ctx.origin == "cli"
+        else f"Approve with /confirm {req.token} or run: {confirm}"
+    )
+    expires = max(0, round(req.expires_at - now))
+    lead = (
+        f"Directory access request for {req.path}"
+        if created
+        else f"A request for {req.path} is already pending with token {req.token}"
+    )
+    message = (
+        f"{lead}\nReason: {req.reason}\n"
+        f'Config change: [sandbox] allowed_roots += ["{req.path}"]\n'
+        f"{approve} (expires in {expires}s). Deny with: fermix sandbox deny {req.token}"
+    )
+    return {
+        "status": "pending" if created else "already_pending",
+        "token": req.token,
+        "path": req.path,
+        "reason": req.reason,
+        "expires_in_s": expires,
+        "ttl_s": TOKEN_TTL_S,
+        "config_change": {"section": "sandbox", "key": "allowed_roots", "add": req.path},
+        "confirm_command": confirm,
+        "deny_command": f"fermix sandbox deny {req.token}",
+        "message": message,
+    }
+
+
+TOOLS = specs(
+    ToolSpec(
+        name="request_directory_access",
+        category="filesystem",
+        policy_class="external_api",
+        owner_only=True,
+        description=(
+            "Ask the owner to approve access to a directory the sandbox denied. Creates a single-use token "
+            "that expires in 60 s; the owner approves with `fermix sandbox confirm TOKEN` and the grant "
+            "persists to [sandbox] allowed_roots. Only on attended owner turns; roots that can never be "
+            "granted (home, fermix home, ~/.ssh, OS roots) are refused up front."
+        ),
+        params=RequestDirectoryAccessParams,
+        handler=request_directory_access,
+        render=lambda r: r["message"],
+        hints=Hints(open_world=True),
+        gate=attended_owner_only,
+        when_to_use=(
+            "A file operation was refused as outside the sandbox roots and the task genuinely needs "
+            "that directory."
+        ),
+        examples=(
+            Example(
+                {"path": "~/src/other-project", "reason": "compare its config with this project"},
+                "ask for access",
+            ),
+        ),
+        failure_modes=(
+            FailureMode(
+                "not_attended", "the caller is not an attended owner conversation (job, subagent, skill, MCP)"
+            ),
+            FailureMode(
+                "unsafe_root", "the directory can never be granted (/, home, fermix home, protected paths)"
+            ),
+            FailureMode("not_found", "the path is not an existing directory"),
+        ),
+    ),
+)

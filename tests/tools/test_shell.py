@@ -1,0 +1,549 @@
+"""shell and bash through the real CLI: environment, redaction, endings, working dirs, the hardline.
+
+Refusal tests put a fake `sh` first on PATH. fermix takes `sh` from PATH, so if anything were
+started the fake would write its marker file; it never executes the command it is given, so a
+hardline miss in these tests can do no harm. Each table has a control row showing the marker
+does appear when a command is let through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO, Env, Result
+
+FAKE_SH = """#!/bin/sh
+printf '%s\\n' "$*" >> "{log}"
+exit 0
+"""
+
+
+def run_cli(world: Env, *args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
+    full = {**world.env, **(env or {})}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fermix_cli", *args],
+        input=input,
+        capture_output=True,
+        text=True,
+        cwd=world.project,
+        env=full,
+        timeout=60,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def tool(world: Env, name: str, args: dict[str, Any], env: dict[str, str] | None = None) -> Result:
+    return run_cli(world, "tool", name, "--json", json.dumps(args), env=env)
+
+
+def write_config(world: Env, text: str) -> None:
+    world.fermix_home.mkdir(parents=True, exist_ok=True)
+    (world.fermix_home / "config.toml").write_text(text)
+
+
+@pytest.fixture
+def fake_sh(world: Env) -> tuple[dict[str, str], Path]:
+    """(env with a marker-writing `sh` first on PATH, the marker file)."""
+    fakebin = world.root / "fakebin"
+    fakebin.mkdir()
+    marker = world.root / "sh-was-started"
+    (fakebin / "sh").write_text(FAKE_SH.format(log=marker))
+    (fakebin / "sh").chmod(0o755)
+    return {"PATH": f"{fakebin}:{os.environ['PATH']}"}, marker
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every file and directory under `root` except fermix's own traces and logs."""
+    out: dict[str, tuple[int, int, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in ("traces", "logs")]
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            out[os.path.relpath(p, root)] = (st.st_mode, st.st_size, st.st_mtime_ns)
+    return out
+
+
+# ----- running and results ---------------------------------------------------------------------
+
+
+def test_success_result_and_default_working_dir(world: Env) -> None:
+    r = tool(world, "shell", {"command": "pwd; echo hi >&2"})
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["exit_code"] == 0 and out["truncated"] is False
+    assert out["output"] == f"{world.project}\nhi\n"
+    assert out["working_dir"] == str(world.project)
+    assert isinstance(out["duration_ms"], int) and out["env_missing"] == []
+
+
+def test_non_zero_exit_is_exit_nonzero_with_details(world: Env) -> None:
+    r = tool(world, "shell", {"command": "echo partial; exit 3"})
+    assert r.code == 1 and r.stdout == ""
+    err = r.error()
+    assert err["code"] == "exit_nonzero"
+    assert err["message"] == "Command failed (exit code 3):\npartial\n"
+    assert err["details"]["exit_code"] == 3 and err["details"]["output"] == "partial\n"
+
+
+def test_text_rendering_is_the_raw_output(world: Env) -> None:
+    r = run_cli(world, "tool", "shell", "--command", "printf 'a\\nb'", "--text")
+    assert r.stdout == "a\nb\n"
+
+
+def test_timeout_kills_the_group(world: Env) -> None:
+    t0 = time.monotonic()
+    r = tool(world, "shell", {"command": "sleep 30 & echo $!; sleep 30", "timeout_ms": 400})
+    assert time.monotonic() - t0 < 15
+    assert r.code == 1
+    err = r.error()
+    assert err["code"] == "timeout" and err["message"] == "Command timed out after 400ms"
+    pid = int(err["details"]["output"].split()[0])
+    assert _gone(pid)
+
+
+def test_background_grandchild_does_not_survive_a_normal_exit(world: Env) -> None:
+    r = tool(world, "shell", {"command": "sleep 30 & echo $!"})
+    assert r.code == 0
+    assert _gone(int(r.json()["output"]))
+
+
+def _gone(pid: int, seconds: float = 3.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            return True
+        if state == b"Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_output_cap(world: Env) -> None:
+    r = tool(world, "shell", {"command": "yes fermix-output-cap", "timeout_ms": 60000})
+    assert r.code == 1
+    err = r.error()
+    assert err["code"] == "exit_nonzero"
+    d = err["details"]
+    assert d["exit_code"] == 124 and d["truncated"] is True
+    assert len(d["output"].encode()) == 1024 * 1024
+
+
+@pytest.mark.parametrize("bad", [0, -5, 600_001, 1.5, "100", True])
+def test_timeout_ms_bounds(invoke, bad: Any) -> None:
+    from fermix_cli.core.errors import ToolError
+
+    with pytest.raises(ToolError) as e:
+        invoke("shell", {"command": "true", "timeout_ms": bad})
+    assert e.value.code == "invalid_input"
+
+
+@pytest.mark.parametrize("command", ["", "   ", "\n\t"])
+def test_blank_command(world: Env, invoke, command: str) -> None:
+    from fermix_cli.core.errors import ToolError
+
+    with pytest.raises(ToolError) as e:
+        invoke("shell", {"command": command})
+    assert e.value.to_dict() == {
+        "code": "invalid_command",
+        "message": "Command must be a non-empty string",
+        "details": {},
+    }
+    r = tool(world, "shell", {"command": ""})
+    assert r.code == 2 and r.error()["code"] == "invalid_command"
+
+
+# ----- environment -----------------------------------------------------------------------------
+
+
+def test_environment_is_replaced_and_allowed_values_are_redacted(world: Env) -> None:
+    write_config(world, '[sandbox.env]\nallow = ["FERMIX_TEST_TOKEN", "FERMIX_TEST_SHORT"]\n')
+    env = {
+        "FERMIX_TEST_TOKEN": "tok-abcdef-123456",
+        "FERMIX_TEST_SHORT": "short",
+        "AWS_SECRET_ACCESS_KEY": "never-passed-secret",
+        "GIT_DIR": "/nowhere",
+        "LC_MESSAGES": "C",
+    }
+    r = tool(world, "shell", {"command": "env; echo token=$FERMIX_TEST_TOKEN"}, env=env)
+    assert r.code == 0, r.stderr
+    out = r.json()["output"]
+    names = {line.split("=", 1)[0] for line in out.splitlines() if "=" in line}
+    assert "AWS_SECRET_ACCESS_KEY" not in names and "GIT_DIR" not in names and "never-passed" not in out
+    assert {"PATH", "HOME", "LC_MESSAGES", "FERMIX_TEST_TOKEN", "FERMIX_TEST_SHORT"} <= names
+    assert "tok-abcdef-123456" not in out
+    assert "token=«redacted»" in out
+    assert "FERMIX_TEST_SHORT=short" in out  # under 8 bytes: passed, not redacted
+    assert "PYTHONPATH" not in names
+
+
+def test_redaction_applies_to_error_output_too(world: Env) -> None:
+    write_config(world, '[sandbox.env]\nallow = ["FERMIX_TEST_TOKEN"]\n')
+    r = tool(
+        world,
+        "shell",
+        {"command": "echo $FERMIX_TEST_TOKEN; exit 1"},
+        env={"FERMIX_TEST_TOKEN": "abcdefgh12"},
+    )
+    assert "abcdefgh12" not in r.stderr and "«redacted»" in r.error()["details"]["output"]
+
+
+def test_missing_allowed_variable_is_a_note_not_an_error(world: Env) -> None:
+    write_config(world, '[sandbox.env]\nallow = ["FERMIX_TEST_NEVER_SET"]\n')
+    r = tool(world, "shell", {"command": "echo ran"})
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["output"] == "ran\n"
+    assert out["env_missing"] == ["FERMIX_TEST_NEVER_SET"]
+    assert "FERMIX_TEST_NEVER_SET" in out["notes"][0]
+    text = run_cli(world, "tool", "shell", "--command", "echo ran", "--text").stdout
+    assert text.startswith("Note: environment variable FERMIX_TEST_NEVER_SET") and text.endswith("ran\n")
+    traces = list((world.fermix_home / "traces").glob("*/sandbox_event.jsonl"))
+    events = [json.loads(line) for t in traces for line in t.read_text().splitlines()]
+    assert {"event": "env_unresolved", "tool": "shell", "names": ["FERMIX_TEST_NEVER_SET"]}.items() <= events[
+        -1
+    ].items()
+
+
+def test_helper_command_source_through_the_cli(world: Env) -> None:
+    write_config(
+        world,
+        "[sandbox.env.vars.FROM_HELPER]\n"
+        'source = "command"\n'
+        f'command = "{sys.executable}"\n'
+        'args = ["-c", "print(\'helper-made-value\')"]\n',
+    )
+    r = tool(
+        world, "shell", {"command": 'test "$FROM_HELPER" = helper-made-value && echo same: $FROM_HELPER'}
+    )
+    assert r.code == 0, r.stderr
+    assert r.json()["output"] == "same: «redacted»\n"
+
+
+def test_sandbox_explain_lists_env_names_never_values(world: Env) -> None:
+    write_config(
+        world,
+        '[sandbox.env]\nallow = ["FERMIX_TEST_TOKEN"]\ndeny = ["AWS_SECRET_ACCESS_KEY"]\n'
+        '[sandbox.env.vars.FROM_HELPER]\nsource = "command"\ncommand = "pass"\n',
+    )
+    r = run_cli(world, "sandbox", "explain", "--json", env={"FERMIX_TEST_TOKEN": "tok-abcdef-123456"})
+    assert r.code == 0, r.stderr
+    assert r.json()["env"] == {
+        "mode": "list",
+        "allow": ["FERMIX_TEST_TOKEN"],
+        "deny": ["AWS_SECRET_ACCESS_KEY"],
+        "vars": {"FROM_HELPER": "command"},
+    }
+    assert "tok-abcdef" not in r.stdout
+
+
+# ----- working directory -----------------------------------------------------------------------
+
+
+def test_working_dir_rules(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    (world.project / "sub").mkdir()
+    (world.project / "afile").write_text("x")
+    outside = world.root / "outside"
+    outside.mkdir()
+    r = tool(world, "shell", {"command": "true", "working_dir": str(outside)}, env=env)
+    assert r.code == 3 and r.error()["code"] == "outside_root"
+    r = tool(world, "shell", {"command": "true", "working_dir": "nope"}, env=env)
+    assert r.code == 2 and r.error()["code"] == "missing_working_dir"
+    r = tool(world, "shell", {"command": "true", "working_dir": "afile"}, env=env)
+    assert r.code == 2 and r.error()["code"] == "missing_working_dir"
+    r = tool(world, "shell", {"command": "true", "working_dir": str(world.home / ".ssh")}, env=env)
+    assert r.code in (2, 3)
+    assert not marker.exists()
+    r = tool(world, "shell", {"command": "pwd", "working_dir": "sub"})
+    assert r.code == 0 and r.json()["output"] == f"{world.project / 'sub'}\n"
+
+
+# ----- the hardline ----------------------------------------------------------------------------
+
+ATTACKS = [
+    "rm -rf /",
+    "rm -fr ~",
+    "\\rm -r /etc/",
+    "r''m -rf /",
+    '"r"m -rf ~',
+    "/bin/rm -rf --no-preserve-root /",
+    "rm${IFS}-rf${IFS}/",
+    "rm -rf $HOME",
+    'rm -rf "${HOME}"',
+    "rm -rf @HOME@/",
+    "rm -rf ~/*",
+    "rm -rf /*",
+    "rm -r -f ~/.",
+    "rm --recursive --force ~",
+    "rm -rf $FERMIX_HOME",
+    "rm -rf @FERMIX_HOME@",
+    'rm -rf "$UNSET_DIR"/',
+    "sudo rm -rf /",
+    "env X=1 nice -n 5 timeout 10 nohup rm -rf ~",
+    "command rm -rf ~",
+    "busybox rm -rf /",
+    'sh -c "rm -rf ~"',
+    "bash -lc 'rm -rf /'",
+    'eval "rm -rf" "/"',
+    "find ~ -delete",
+    "find / -exec rm -rf {} \\;",
+    "echo ok; rm -rf ~",
+    "true && rm -rf /",
+    "false || rm -rf ~",
+    "echo fine\nrm -rf ~",
+    "cd ~ && rm -rf *",
+    "echo ~ | xargs rm -rf",
+    "echo cm0gLXJmIH4= | base64 -d | sh",
+    "mkfs.ext4 /dev/sdb",
+    "dd if=/dev/zero of=/dev/sda",
+    "echo x > /dev/sda",
+    ":(){ :|:& };:",
+    "kill -9 -1",
+    "kill -- -1",
+    "pkill -9 -u $USER",
+    "reboot",
+    "shutdown -h now",
+    "systemctl poweroff",
+    "init 0",
+    "echo pw | sudo -S ls",
+    "chmod -R 777 /",
+    "echo 'unbalanced",
+]
+ORDINARY = ["rm -rf ./build", "git status", "python3 x.py", 'echo "rm -rf /"', "rm -rf ~/project/build"]
+
+
+def test_hardline_refuses_before_anything_starts(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    commands = [
+        a.replace("@HOME@", str(world.home)).replace("@FERMIX_HOME@", str(world.fermix_home)) for a in ATTACKS
+    ]
+    for d in ("logs", "traces"):  # fermix's own bookkeeping may be written; nothing else may change
+        (world.fermix_home / d).mkdir(parents=True, exist_ok=True)
+    before = snapshot(world.root)
+    lines = "".join(json.dumps({"command": c}) + "\n" for c in commands)
+    r = run_cli(world, "tool", "shell", "--jsonl", env=env, input=lines)
+    envelopes = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(envelopes) == len(commands)
+    for command, env_ in zip(commands, envelopes, strict=True):
+        assert env_["ok"] is False, f"not refused: {command!r}"
+        assert env_["error"]["code"] == "sandbox_hardline", command
+        assert env_["error"]["message"].startswith("Sandbox hardline blocked command: ")
+    assert r.code == 3
+    assert not marker.exists(), marker.read_text()
+    assert snapshot(world.root) == before
+    # The control: an ordinary command does start a process (so the marker check can fail).
+    lines = "".join(json.dumps({"command": c}) + "\n" for c in ORDINARY)
+    r = run_cli(world, "tool", "shell", "--jsonl", env=env, input=lines)
+    assert [json.loads(x)["ok"] for x in r.stdout.splitlines()] == [True] * len(ORDINARY)
+    assert marker.read_text().splitlines() == [f"-c {c}" for c in ORDINARY]
+
+
+def test_hardline_refusal_exit_code_and_trace(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    r = tool(world, "shell", {"command": "rm -rf ~"}, env=env)
+    assert r.code == 3 and r.stdout == ""
+    err = r.error()
+    assert err["code"] == "sandbox_hardline"
+    assert err["message"] == "Sandbox hardline blocked command: recursive delete of a protected root"
+    assert not marker.exists()
+    traces = list((world.fermix_home / "traces").glob("*/sandbox_event.jsonl"))
+    rec = json.loads(traces[0].read_text().splitlines()[-1])
+    assert rec["decision"] == "hardline" and rec["phase"] == "pre_execution" and rec["tool"] == "shell"
+
+
+def test_ordinary_commands_really_run(world: Env) -> None:
+    build = world.project / "build"
+    (build / "deep").mkdir(parents=True)
+    (build / "deep" / "f.o").write_text("x")
+    (world.project / "x.py").write_text("print('from python')\n")
+    r = tool(world, "shell", {"command": "rm -rf ./build && python3 x.py"})
+    assert r.code == 0, r.stderr
+    assert r.json()["output"] == "from python\n" and not build.exists()
+
+
+def test_bash_shares_the_hardline(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    r = tool(world, "bash", {"command": "r''m -rf ~", "intent": "clean up"}, env=env)
+    assert r.code == 3 and r.error()["code"] == "sandbox_hardline"
+    assert not marker.exists()
+
+
+# ----- bash ------------------------------------------------------------------------------------
+
+
+def test_bash_runs_with_intent(world: Env) -> None:
+    r = tool(world, "bash", {"command": "echo ok", "intent": "  check the shell  "})
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["intent"] == "check the shell" and out["output"] == "ok\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ({"command": "echo x"}, "invalid_input"),
+        ({"command": "echo x", "intent": "   "}, "missing_intent"),
+        ({"command": "echo x", "intent": ""}, "missing_intent"),
+        ({"command": "  ", "intent": "why"}, "invalid_command"),
+        ({"command": "echo x", "intent": "why", "timeout": 0}, "invalid_input"),
+        ({"command": "echo x", "intent": "why", "timeout": 301}, "invalid_input"),
+        ({"command": "echo x", "intent": "why", "timeout": 2.5}, "invalid_input"),
+        ({"command": "echo x", "intent": "why", "working_dir": "/"}, "invalid_input"),
+    ],
+)
+def test_bash_preflight_input(
+    invoke, fake_sh, monkeypatch: pytest.MonkeyPatch, args: dict[str, Any], code: str
+) -> None:
+    from fermix_cli.core.errors import ToolError
+
+    env, marker = fake_sh
+    monkeypatch.setenv("PATH", env["PATH"])
+    with pytest.raises(ToolError) as e:
+        invoke("bash", args)
+    assert e.value.code == code and e.value.exit_class == 2
+    assert not marker.exists()
+    if code == "missing_intent":
+        assert e.value.message == "bash requires a nonblank intent explaining why the command is needed."
+
+
+def test_bash_timeout_is_in_seconds(world: Env) -> None:
+    t0 = time.monotonic()
+    r = tool(world, "bash", {"command": "sleep 20", "intent": "wait", "timeout": 1})
+    assert r.code == 1 and r.error()["message"] == "Command timed out after 1000ms"
+    assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize("command", ["echo $HOME", "ls ~", "echo `id`", "echo {a,b}", "echo }", "echo '$x'"])
+def test_bash_shell_expansion_off(
+    world: Env, invoke, fake_sh, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    from fermix_cli.core.errors import ToolError
+
+    env, marker = fake_sh
+    monkeypatch.setenv("PATH", env["PATH"])
+    write_config(world, "[capabilities.tools.bash]\nshell_expansion = false\n")
+    with pytest.raises(ToolError) as e:
+        invoke("bash", {"command": command, "intent": "test"})
+    assert e.value.code == "preflight_refused" and "shell expansion is disabled" in e.value.message
+    assert e.value.exit_class == 3
+    assert not marker.exists()
+    invoke("bash", {"command": "echo plain", "intent": "test"})
+    assert marker.exists()
+
+
+def test_bash_shell_expansion_off_through_the_cli(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    write_config(world, "[capabilities.tools.bash]\nshell_expansion = false\n")
+    r = tool(world, "bash", {"command": "echo $HOME", "intent": "test"}, env=env)
+    assert r.code == 3 and r.error()["code"] == "preflight_refused"
+    assert not marker.exists()
+
+
+def test_bash_shell_expansion_on_by_default(world: Env) -> None:
+    r = tool(world, "bash", {"command": "echo $((1+2)) {a,b}", "intent": "test"})
+    assert r.code == 0 and r.json()["output"] == "3 {a,b}\n"
+
+
+def test_shell_and_cmd_mean_bash_in_the_coding_toolset(world: Env, invoke) -> None:
+    from fermix_cli.core.errors import ToolError
+
+    for alias in ("shell", "cmd", "bash"):
+        out = invoke(alias, {"command": "echo via", "intent": "alias"}, toolset="coding")
+        assert out["intent"] == "alias" and out["output"] == "via\n"
+        with pytest.raises(ToolError) as e:
+            invoke(alias, {"command": "echo via"}, toolset="coding")
+        assert e.value.code == "invalid_input"
+    # Everywhere else `shell` is fermix's own tool, which has no intent parameter.
+    assert invoke("shell", {"command": "echo own"})["output"] == "own\n"
+    with pytest.raises(ToolError) as e:
+        invoke("cmd", {"command": "echo x", "intent": "y"})
+    assert e.value.code == "unknown_tool"
+
+
+def test_toolsets(world: Env) -> None:
+    rows = {r["name"]: r for r in run_cli(world, "tool", "list", "--json").json()}
+    assert rows["shell"]["toolsets"] == ["fermix"] and rows["shell"]["policy_class"] == "exec"
+    assert rows["bash"]["toolsets"] == ["coding"] and rows["bash"]["policy_class"] == "exec"
+
+
+def test_guest_cannot_run_shell(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    r = run_cli(world, "--trust", "guest", "tool", "shell", "--json", '{"command":"true"}', env=env)
+    assert r.code == 3 and r.error()["code"] == "policy_denied"
+    assert not marker.exists()
+
+
+def test_repo_root_is_importable() -> None:
+    assert (REPO / "fermix_cli").is_dir()
+
+
+def test_terminating_fermix_ends_the_command_group(world: Env) -> None:
+    pidfile = world.root / "grandchild.pid"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fermix_cli",
+            "tool",
+            "shell",
+            "--json",
+            json.dumps({"command": f"sleep 30 & echo $! > {pidfile}; sleep 30"}),
+        ],
+        cwd=world.project,
+        env=world.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while not (pidfile.exists() and pidfile.read_text().strip()):
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        grandchild = int(pidfile.read_text())
+        proc.terminate()
+        assert proc.wait(10) == 128 + 15
+        assert _gone(grandchild)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_bash_refuses_a_program_that_is_not_on_path(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    r = tool(world, "bash", {"command": "ls && definitely-not-installed-xyz --run", "intent": "x"}, env=env)
+    assert r.code == 1, r.stderr
+    err = r.error()
+    assert err["code"] == "command_not_found"
+    assert err["message"].startswith("definitely-not-installed-xyz is not on PATH")
+    assert not marker.exists()
+    # fermix's own shell tool leaves it to sh (exit 127 from the shell).
+    r = tool(world, "shell", {"command": "definitely-not-installed-xyz"})
+    assert r.code == 1 and r.error()["details"]["exit_code"] == 127
+
+
+def test_model_calls_shell_and_cmd_as_bash_in_the_coding_toolset(world: Env) -> None:
+    prompt = json.dumps(
+        {
+            "tool_calls": [
+                {"name": "cmd", "arguments": {"command": "echo via-cmd", "intent": "alias"}},
+                {"name": "shell", "arguments": {"command": "echo via-shell"}},
+            ]
+        }
+    )
+    r = run_cli(world, "ask", "--json", "-m", "echo", "--toolset", "coding", prompt)
+    assert r.code == 0, r.stderr
+    outcomes = r.json()["tool_calls"]
+    assert outcomes[0]["ok"] is True and outcomes[0]["output"] == "via-cmd\n"
+    assert outcomes[1]["ok"] is False and "intent" in outcomes[1]["output"]  # bash wants an intent
