@@ -249,6 +249,10 @@ class Dispatcher:
         """Enforce the wall-clock and inactivity timeouts: SIGTERM the group, SIGKILL after a grace."""
         if a.eof_at is not None:
             return
+        if a.result is not None:  # finished; only a worker that lingers past its deadline is killed
+            if now >= a.wall_deadline:
+                _signal_group(a.proc, signal.SIGKILL)
+            return
         if a.stop_sent is not None:
             if now >= a.stop_sent + KILL_GRACE_SECONDS:
                 _signal_group(a.proc, signal.SIGKILL)
@@ -275,10 +279,17 @@ class Dispatcher:
     # ----- ending ------------------------------------------------------------------------------
 
     def _finish(self, a: Active) -> None:
-        if a.result is not None:
+        if a.stop is not None:  # the runner stopped it: that is the error, whatever the worker said after
+            partial = a.result or RunOutcome("error")
+            outcome = RunOutcome.failure(
+                *a.stop,
+                final_response=partial.final_response,
+                usage=partial.usage,
+                iterations=partial.iterations,
+                tool_failures=partial.tool_failures,
+            )
+        elif a.result is not None:
             outcome = a.result
-        elif a.stop is not None:
-            outcome = RunOutcome.failure(*a.stop)
         else:
             outcome = RunOutcome.failure(
                 "worker_failed",

@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from types import FrameType
 from typing import IO, Any
 
 from ..core.context import ToolContext
@@ -26,17 +27,27 @@ from .model import Job
 log = logging.getLogger("fermix.jobs")
 
 PROGRESS_INTERVAL = 0.5
+STOP_GRACE_SECONDS = 2
 _PR_SET_PDEATHSIG = 1
 
 
+def _stop(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM (from the runner, or the kernel when the runner dies): unwind like Ctrl-C, so the agent
+    loop stops cleanly and the exec engine kills the command's process group on its way out; if
+    unwinding hangs, SIGALRM's default action ends the process."""
+    signal.alarm(STOP_GRACE_SECONDS)
+    raise KeyboardInterrupt
+
+
 def die_with_parent(parent_pid: int) -> None:
-    """PR_SET_PDEATHSIG(SIGKILL) where the kernel offers it; exit at once if the parent is already gone."""
+    """Ask the kernel for SIGTERM when the runner dies (Linux); exit at once if it is already gone."""
+    signal.signal(signal.SIGTERM, _stop)
     if sys.platform.startswith("linux"):
         try:
             import ctypes
 
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
         except (OSError, AttributeError):
             log.warning("could not ask to die with the runner; a killed runner may leave this worker running")
     if os.getppid() != parent_pid:
@@ -110,6 +121,8 @@ def main(argv: list[str], home: str | None) -> int:
     setup_logging(ctx.paths.log_file)
     try:
         outcome = work(ctx, run_id, claimant, reporter)
+    except KeyboardInterrupt:
+        outcome = RunOutcome.failure("interrupted", "the runner stopped this run")
     except Exception as e:  # a bug: the run records it; the traceback goes to the log
         log.exception("job run %s failed in the worker", run_id)
         outcome = RunOutcome.failure("internal_error", f"{type(e).__name__}: {e}")

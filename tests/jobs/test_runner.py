@@ -457,7 +457,9 @@ def test_an_invalid_jobs_section_stops_the_tick_with_the_key_named(jobs: Jobs) -
     r = jobs.cli("jobs", "run", at=DUE)
     assert r.code == 2
     err = json.loads(r.stderr)["error"]
-    assert err["code"] == "invalid_config" and "fermix_core.jobs.run_freshness_window_seconds" in err["message"]
+    assert (
+        err["code"] == "invalid_config" and "fermix_core.jobs.run_freshness_window_seconds" in err["message"]
+    )
     assert jobs.runs("j") == []
 
 
