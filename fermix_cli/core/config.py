@@ -205,6 +205,10 @@ class JobsConfig(Section):
     default_delivery_target: dict[Name, Name] | None = None
     # Run history kept per job; older rows (and their output.md) are deleted after each run.
     max_runs_per_job: Annotated[int, Field(ge=1, le=100_000)] = 200
+    # A model run that fails on the provider (network, rate limit, provider error) before any tool ran
+    # is tried again this many times, after retry_backoff_seconds, then four times that, ...
+    transient_retries: Annotated[int, Field(ge=0, le=5)] = 2
+    retry_backoff_seconds: Annotated[int, Field(ge=1, le=600)] = 10
 
 
 class FermixCoreConfig(Section):

@@ -379,6 +379,7 @@ def m007_scheduled_jobs(db: sqlite3.Connection) -> None:
             error TEXT,
             usage TEXT,
             iterations INTEGER,
+            attempts INTEGER,
             tool_failures TEXT,
             silent INTEGER NOT NULL DEFAULT 0,
             delivery_status TEXT,

@@ -21,6 +21,10 @@ from .model import SILENT, Job
 
 Progress = Callable[[str], None]
 
+# Failures of the provider or the network, as opposed to the task: a run that hit one before any tool
+# ran has changed nothing, so trying it again is safe.
+TRANSIENT_CODES = frozenset({"network", "rate_limited", "provider_error"})
+
 
 @dataclass
 class RunOutcome:
@@ -33,6 +37,8 @@ class RunOutcome:
     usage: dict[str, Any] | None = None
     iterations: int | None = None
     tool_failures: list[dict[str, Any]] = field(default_factory=list)
+    tools_run: int = 0
+    attempts: int = 1
 
     @classmethod
     def failure(cls, code: str, message: str, **extra: Any) -> RunOutcome:
@@ -45,6 +51,11 @@ class RunOutcome:
     def from_dict(cls, data: dict[str, Any]) -> RunOutcome:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         return cls(**known)
+
+    @property
+    def transient(self) -> bool:
+        """A provider failure before any tool ran: worth another attempt (reference 8.3)."""
+        return self.status == "error" and self.error_code in TRANSIENT_CODES and self.tools_run == 0
 
     @property
     def silent(self) -> bool:
@@ -256,6 +267,7 @@ def run_model(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
             usage=usage,
             iterations=result.iterations,
             tool_failures=failures,
+            tools_run=len(result.outcomes),
         )
     err = result.error
     return RunOutcome(
@@ -266,4 +278,5 @@ def run_model(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
         usage=usage,
         iterations=result.iterations,
         tool_failures=failures,
+        tools_run=len(result.outcomes),
     )

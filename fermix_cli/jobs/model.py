@@ -199,6 +199,7 @@ def run_detail(row: sqlite3.Row) -> dict[str, Any]:
             "config_snapshot": _loads(row["config_snapshot"]),
             "usage": _loads(row["usage"]),
             "iterations": row["iterations"],
+            "attempts": row["attempts"],
             "tool_failures": _loads(row["tool_failures"]) or [],
             "delivery": {"status": row["delivery_status"], "detail": _loads(row["delivery_detail"])},
             "output_path": row["output_path"],

@@ -56,8 +56,8 @@ def finish_run(
         cur = db.execute(
             """
             UPDATE job_runs SET status = ?, finished_at = ?, duration_ms = ?, final_response = ?,
-                error_code = ?, error = ?, usage = ?, iterations = ?, tool_failures = ?, silent = ?,
-                output_path = ?
+                error_code = ?, error = ?, usage = ?, iterations = ?, attempts = ?, tool_failures = ?,
+                silent = ?, output_path = ?
             WHERE id = ? AND status IN ('queued', 'running') AND claimed_by = ?
             """,
             (
@@ -69,6 +69,7 @@ def finish_run(
                 outcome.error,
                 None if outcome.usage is None else json.dumps(outcome.usage),
                 outcome.iterations,
+                outcome.attempts,
                 json.dumps(outcome.tool_failures),
                 int(outcome.silent),
                 None if output is None else str(output),

@@ -21,7 +21,7 @@ from typing import IO, Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from .claims import config_snapshot
-from .execute import RunOutcome, execute, prepare
+from .execute import Prepared, RunOutcome, execute, prepare
 from .model import Job
 
 log = logging.getLogger("fermix.jobs")
@@ -103,7 +103,31 @@ def work(ctx: ToolContext, run_id: str, claimant: str, reporter: Reporter) -> Ru
             "config": json.loads(config_snapshot(job, {"session_id": session})),
         }
     )
-    return execute(job, prepared, reporter.progress)
+    return execute_with_retries(ctx, job, session, prepared, reporter)
+
+
+def execute_with_retries(
+    ctx: ToolContext, job: Job, session: str, prepared: Prepared, reporter: Reporter
+) -> RunOutcome:
+    """Run; a transient provider failure before any tool ran is tried again, each time in a fresh loop,
+    after a growing pause, as long as the pause still leaves room inside the job's timeout."""
+    settings = ctx.config.fermix_core.jobs
+    started = time.monotonic()
+    outcome = execute(job, prepared, reporter.progress)
+    attempt = 1
+    while outcome.transient and attempt <= settings.transient_retries:
+        wait = settings.retry_backoff_seconds * 4 ** (attempt - 1)
+        if time.monotonic() - started + wait >= job.timeout_seconds * 0.8:
+            break
+        log.warning("job run of %s: %s; trying again in %s s", job.id, outcome.error_code, wait)
+        end = time.monotonic() + wait
+        while (left := end - time.monotonic()) > 0:
+            reporter.progress("retry_wait")  # waiting is not inactivity
+            time.sleep(min(left, PROGRESS_INTERVAL))
+        attempt += 1
+        outcome = execute(job, prepare(ctx, job, f"{session}-r{attempt}"), reporter.progress)
+    outcome.attempts = attempt
+    return outcome
 
 
 def main(argv: list[str], home: str | None) -> int:

@@ -468,3 +468,53 @@ def test_an_invalid_config_elsewhere_fails_the_runs_not_silently(jobs: Jobs) -> 
     jobs.config('[sandbox]\nmode = "sideways"\n')
     run = jobs.tick(DUE)["runs"][0]
     assert (run["status"], run["error_code"]) == ("error", "invalid_config")
+
+
+# ----- transient failures ------------------------------------------------------------------------
+
+RETRY_FAST = "[fermix_core.jobs]\ntransient_retries = 1\nretry_backoff_seconds = 1\n"
+
+
+@pytest.mark.parametrize(
+    ("responses", "attempts"),
+    [
+        ([{"error": {"code": "rate_limited", "message": "quota"}}], 2),  # transient: tried again, once
+        ([{"error": {"code": "auth_failed", "message": "bad key"}}], 1),  # the task cannot fix that
+        (
+            [
+                {"tool_calls": [{"name": "list_jobs", "arguments": {}}]},
+                {"error": {"code": "network", "message": "reset"}},
+            ],
+            1,
+        ),
+    ],
+    ids=["transient", "not-transient", "after-a-tool-ran"],
+)
+def test_transient_failures_are_retried_only_before_any_tool_ran(
+    jobs: Jobs, responses: list, attempts: int
+) -> None:
+    jobs.config(RETRY_FAST)
+    jobs.add("Flaky", "every 1 minutes", provider="mock", model=jobs.mock_script(responses))
+    run = jobs.tick(DUE)["runs"][0]
+    detail = jobs.call("get_job_run", {"run_id": run["run_id"]})["run"]
+    assert detail["status"] == "error" and detail["attempts"] == attempts
+
+
+def test_a_transient_failure_that_clears_gives_an_ok_run(jobs: Jobs) -> None:
+    from tests.agent.model_server import ModelServer, status, text
+
+    server = ModelServer()
+    try:
+        jobs.config(
+            RETRY_FAST
+            + f'[fermix_core.providers.local]\ntype = "openai"\nbase_url = "{server.base}/v1"\nmax_retries = 0\n'
+            + '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n'
+        )
+        server.queue(status(503, '{"error":{"message":"overloaded"}}'), text("recovered"))
+        jobs.add("Flaky", "every 1 minutes", provider="local", model="test-model")
+        run = jobs.tick(DUE)["runs"][0]
+    finally:
+        server.close()
+    detail = jobs.call("get_job_run", {"run_id": run["run_id"]})["run"]
+    assert (detail["status"], detail["final_response"], detail["attempts"]) == ("ok", "recovered", 2)
+    assert len(server.seen) == 2
