@@ -49,13 +49,19 @@ class Runner:
 
     @classmethod
     def start(cls, paths: FermixPaths) -> Runner:
-        """A fresh identity with its lock taken (the file is new, so the lock is free)."""
+        """A fresh identity with its lock taken. The file is locked under a temporary name and then
+        renamed, so no one ever finds it under its real name unlocked (and sweeps it away)."""
         token = os.urandom(16).hex()
         directory = paths.ensure_dir(runners_dir(paths))
-        fd = os.open(
-            directory / f"{token}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        tmp = directory / f".{token}.new"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.rename(tmp, directory / f"{token}.lock")
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
         return cls(paths, token, f"{hostname()}:{os.getpid()}:{token}", fd)
 
     @classmethod
@@ -110,6 +116,34 @@ def liveness(paths: FermixPaths, claimed_by: str) -> Liveness:
         path.unlink()
     os.close(fd)
     return "dead"
+
+
+def sweep_dead(paths: FermixPaths, older_than_seconds: float = 3600.0) -> int:
+    """Remove lock files that runners which died without cleaning up left behind; returns how many.
+
+    Only files whose lock is free are removed, and only old ones, so a claimant whose run is still to
+    be reconciled is found dead by `liveness` (a missing file means dead too) either way.
+    """
+    import time
+
+    directory = runners_dir(paths)
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return 0
+    cutoff = time.time() - older_than_seconds
+    removed = 0
+    for entry in entries:
+        if not entry.name.endswith(".lock") or entry.name.startswith("."):
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_mtime > cutoff:
+                continue
+        except OSError:
+            continue
+        if liveness(paths, f"{hostname()}:0:{entry.name[: -len('.lock')]}") == "dead":
+            removed += 1
+    return removed
 
 
 class SchedulerLock:

@@ -30,7 +30,7 @@ from . import records
 from .claims import ClaimedRun, TickReport, claim_manual, tick
 from .delivery import deliver, message_text, write_output
 from .execute import RunOutcome
-from .liveness import Runner, SchedulerLock
+from .liveness import Runner, SchedulerLock, sweep_dead
 from .model import Job, active_run, fetch_job, job_state_error, run_summary
 from .tick import Summary, jobs_config
 
@@ -405,6 +405,7 @@ def run_scheduler(ctx: ToolContext, lock: SchedulerLock | None, t0: float) -> tu
     summary = Summary()
     runner: Runner | None = None
     try:
+        sweep_dead(ctx.paths)
         runner = Runner.start(ctx.paths)
         report = scheduler_tick(ctx, runner)
     except BaseException:

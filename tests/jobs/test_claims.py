@@ -387,3 +387,19 @@ def test_nothing_to_do_is_cheap_and_right(jobs: Jobs, sim: Sim) -> None:
     jobs.call("pause_job", {"job_id": "digest"})
     assert nothing_to_do(conn, later(NOW, minutes=2))
     assert not nothing_to_do(conn, utc("2026-03-03T00:00:01Z"))  # paused jobs expire too
+
+
+def test_lock_files_of_runners_that_died_are_swept_when_old(jobs: Jobs, sim: Sim) -> None:
+    from fermix_cli.jobs.liveness import runners_dir, sweep_dead
+
+    paths = sim.ctx.paths
+    crashed, fresh_crash = Runner.start(paths), Runner.start(paths)
+    for r in (crashed, fresh_crash):  # die without cleaning up
+        os.close(r.fd)
+        r.fd = None
+    old = 1_000_000_000
+    for r in (crashed, sim.runner):
+        os.utime(runners_dir(paths) / f"{r.token}.lock", (old, old))
+    assert sweep_dead(paths) == 1
+    left = sorted(p.name for p in runners_dir(paths).iterdir())
+    assert left == sorted([f"{sim.runner.token}.lock", f"{fresh_crash.token}.lock"])  # alive, or too recent
