@@ -111,11 +111,10 @@ def execute_with_retries(
 ) -> RunOutcome:
     """Run; a transient provider failure before any tool ran is tried again, each time in a fresh loop,
     after a growing pause, as long as the pause still leaves room inside the job's timeout."""
-    settings = ctx.config.fermix_core.jobs
     started = time.monotonic()
     outcome = execute(job, prepared, reporter.progress)
     attempt = 1
-    while outcome.transient and attempt <= settings.transient_retries:
+    while outcome.transient and attempt <= (settings := ctx.config.fermix_core.jobs).transient_retries:
         wait = settings.retry_backoff_seconds * 4 ** (attempt - 1)
         if time.monotonic() - started + wait >= job.timeout_seconds * 0.8:
             break
@@ -147,6 +146,8 @@ def main(argv: list[str], home: str | None) -> int:
         outcome = work(ctx, run_id, claimant, reporter)
     except KeyboardInterrupt:
         outcome = RunOutcome.failure("interrupted", "the runner stopped this run")
+    except ToolError as e:
+        outcome = RunOutcome.failure(e.code, e.message)
     except Exception as e:  # a bug: the run records it; the traceback goes to the log
         log.exception("job run %s failed in the worker", run_id)
         outcome = RunOutcome.failure("internal_error", f"{type(e).__name__}: {e}")
