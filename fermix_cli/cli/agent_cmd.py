@@ -28,6 +28,8 @@ HELP = """\
 /tools          list the tools the model can use
 /sessions       list recent sessions
 /session ID     switch to a session
+/confirm TOKEN  approve a pending directory-access request
+/deny TOKEN     refuse a pending directory-access request
 /help           this help
 /exit           leave (or Ctrl-D)
 Ctrl-C stops the model's current turn."""
@@ -111,11 +113,27 @@ def _command(line: str, console: Console, agent: Agent) -> bool:
         else:
             agent.new_session(target)
             console.print(f"[dim]session {target}[/]")
+    elif name in ("confirm", "deny") and arg.strip():
+        _resolve_access(console, agent, name, arg.strip())
     elif name == "help":
         console.print(HELP, markup=False, highlight=False)
     else:
         console.print(f"[red]unknown command /{name}[/] (try /help)")
     return True
+
+
+def _resolve_access(console: Console, agent: Agent, verb: str, token: str) -> None:
+    from ..core.accessrequests import confirm_request, deny_request
+
+    try:
+        if verb == "confirm":
+            req, _ = confirm_request(agent.base_ctx, token)
+            console.print(f"granted: {req.path}", highlight=False, soft_wrap=True)
+        else:
+            req = deny_request(agent.base_ctx, token)
+            console.print(f"denied: {req.path}", highlight=False, soft_wrap=True)
+    except ToolError as e:
+        console.print(f"[red]{e.code}:[/] {e.message}", highlight=False, soft_wrap=True)
 
 
 def _report(console: Console, status: str, error: ToolError | None) -> None:

@@ -241,6 +241,10 @@ class ToolCapabilities(Section):
     write: PathToolCapability = Field(default_factory=PathToolCapability)
     hash_edit: HashEditCapability = Field(default_factory=HashEditCapability)
     bash: BashCapability = Field(default_factory=BashCapability)
+    grep: PathToolCapability = Field(default_factory=PathToolCapability)
+    find: PathToolCapability = Field(default_factory=PathToolCapability)
+    list_files: PathToolCapability = Field(default_factory=PathToolCapability)
+    ast_grep: PathToolCapability = Field(default_factory=PathToolCapability)
 
 
 class CapabilitiesConfig(Section):

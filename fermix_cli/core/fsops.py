@@ -170,3 +170,70 @@ def remove_regular_file(path: str) -> None:
         os.unlink(name, dir_fd=dfd)
         with contextlib.suppress(OSError):
             os.fsync(dfd)
+
+
+class FileReader:
+    """Bounded reads of many already-checked files, the way content search needs them.
+
+    Each file is opened O_NOFOLLOW relative to a descriptor of its directory, and that descriptor
+    (itself reached without following symlinks) is kept while consecutive files share a directory,
+    so a walk pays for one directory walk per directory instead of one per file.
+    """
+
+    def __init__(self) -> None:
+        self._dir: str | None = None
+        self._dfd = -1
+
+    def _dir_fd(self, parent: str) -> int:
+        if parent != self._dir:
+            self.close()
+            self._dfd = open_dir(parent)
+            self._dir = parent
+        return self._dfd
+
+    def read(self, path: str, cap: int) -> tuple[bytes, bool]:
+        """Up to `cap` bytes of the regular file `path`, and whether the file was longer.
+
+        Raises OSError (missing, unreadable) or ToolError (not a regular file, path changed).
+        """
+        parent, name = os.path.split(path)
+        try:
+            dfd = self._dir_fd(parent)
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise _changed(path) from None
+            raise
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                if stat.S_ISDIR(st.st_mode):
+                    raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+                raise ToolError("invalid_path", f"Not a regular file: {path}", {"path": path})
+            want = min(st.st_size, cap) + 1  # one byte more tells a file that grew past the cap
+            chunks: list[bytes] = []
+            got = 0
+            while got < want:
+                chunk = os.read(fd, want - got)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+        finally:
+            os.close(fd)
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if len(data) > cap:
+            return data[:cap], True
+        return data, False
+
+    def close(self) -> None:
+        if self._dfd >= 0:
+            os.close(self._dfd)
+        self._dfd = -1
+        self._dir = None
+
+    def __enter__(self) -> FileReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from ..core.accessrequests import TOKEN_TTL_S, create_request
+from ..core.accessrequests import TOKEN_TTL_S, AccessRequest, confirm_request, create_request, deny_request
+from ..core.approval import can_confirm, confirm_with_owner
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.grants import check_grantable
@@ -64,6 +65,8 @@ def request_directory_access(p: RequestDirectoryAccessParams, ctx: ToolContext) 
         }
     canonical = check_grantable(sandbox, canonical)  # unsafe_root / not_found before anyone is asked
     req, created = create_request(ctx, canonical, p.reason.strip())
+    if ctx.origin == "interactive" and can_confirm(ctx):
+        return _ask_now(ctx, req)
     now = ctx.now().timestamp()
     confirm = f"fermix sandbox confirm {req.token}"
     approve = (
@@ -92,6 +95,28 @@ def request_directory_access(p: RequestDirectoryAccessParams, ctx: ToolContext) 
         "config_change": {"section": "sandbox", "key": "allowed_roots", "add": req.path},
         "confirm_command": confirm,
         "deny_command": f"fermix sandbox deny {req.token}",
+        "message": message,
+    }
+
+
+def _ask_now(ctx: ToolContext, req: AccessRequest) -> dict[str, Any]:
+    """In an interactive session the owner answers on the spot; the token is consumed either way."""
+    approved = confirm_with_owner(
+        ctx,
+        f"Allow fermix to access {req.path}?",
+        {"reason": req.reason, "config change": f'[sandbox] allowed_roots += ["{req.path}"]'},
+    )
+    if approved:
+        confirm_request(ctx, req.token)
+        message = f"The owner granted access to {req.path}; retry the operation."
+    else:
+        deny_request(ctx, req.token)
+        message = f"The owner did not grant access to {req.path}. Do not retry; work within the roots."
+    return {
+        "status": "granted" if approved else "denied",
+        "token": req.token,
+        "path": req.path,
+        "reason": req.reason,
         "message": message,
     }
 

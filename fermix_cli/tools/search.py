@@ -11,7 +11,7 @@ from pydantic import Field
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from ..core.fsops import open_regular_file
+from ..core.fsops import FileReader
 from ..core.globpat import compile_glob, literal_prefix, max_depth
 from ..core.match import Matcher, MatchTimeout, is_binary, line_text
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
@@ -136,15 +136,14 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     matches: list[dict[str, Any]] = []
     skipped_large = 0
     truncated = False
+    reader = FileReader()
     try:
         for path, size in files:
             if size > CONTENT_FILE_CAP:
                 skipped_large += 1
                 continue
             try:
-                fd = open_regular_file(path)
-                with os.fdopen(fd, "rb") as f:
-                    data = f.read(CONTENT_FILE_CAP + 1)
+                data, _ = reader.read(path, CONTENT_FILE_CAP)
             except (OSError, ToolError):
                 continue
             if is_binary(data):
@@ -165,6 +164,8 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
             "narrow the path or pattern, or raise timeout_ms",
             {"timeout_ms": timeout_ms, "matches_so_far": len(matches)},
         ) from None
+    finally:
+        reader.close()
     if stats is not None and stats.stopped == "deadline":
         raise ToolError(
             "timeout",

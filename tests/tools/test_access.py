@@ -236,6 +236,47 @@ def test_guest_is_refused(world: Env, target: Path) -> None:
     assert r.code == 3 and r.error()["code"] == "policy_denied"
 
 
+@pytest.mark.parametrize("answer", [True, False])
+def test_interactive_session_asks_the_owner_on_the_spot(
+    world: Env, target: Path, invoke, answer: bool
+) -> None:
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    def confirm(question: str, details: dict[str, Any]) -> bool:
+        asked.append((question, details))
+        return answer
+
+    out = invoke(
+        "request_directory_access",
+        {"path": str(target), "reason": "compare configs"},
+        origin="interactive",
+        extras={"confirm": confirm},
+    )
+    assert asked == [
+        (
+            f"Allow fermix to access {target}?",
+            {"reason": "compare configs", "config change": f'[sandbox] allowed_roots += ["{target}"]'},
+        )
+    ]
+    assert out["status"] == ("granted" if answer else "denied")
+    assert allowed_roots(world) == ([str(target)] if answer else [])
+    assert [r["status"] for r in rows(world)] == ["confirmed" if answer else "denied"]
+    reread = invoke("file_read", {"path": str(target / "notes.md")}) if answer else None
+    assert reread is None or reread["content"] == "hello"
+
+
+def test_agent_repl_confirm_and_deny(world: Env, target: Path) -> None:
+    first = request(world, str(target)).json()["token"]
+    second_dir = world.home / "second"
+    second_dir.mkdir()
+    second = request(world, str(second_dir)).json()["token"]
+    r = world.run("agent", "-m", "echo", input=f"/confirm {first}\n/deny {second}\n/confirm nope\n/exit\n")
+    assert r.code == 0, r.stderr
+    assert f"granted: {target}" in r.stdout and f"denied: {second_dir}" in r.stdout
+    assert "not_found" in r.stdout or "unknown" in r.stdout.lower()
+    assert allowed_roots(world) == [str(target)]
+
+
 def test_interactive_owner_turn_may_ask(world: Env, target: Path, invoke) -> None:
     out = invoke("request_directory_access", {"path": str(target), "reason": "r"}, origin="interactive")
     assert out["status"] == "pending"

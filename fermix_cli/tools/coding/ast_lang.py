@@ -1,0 +1,155 @@
+"""Languages for ast_grep: names, file extensions, and parsing that never crashes the process.
+
+ast-grep-py panics (a `BaseException` subclass, with a message on stderr) when asked for a language
+it does not know, so only names from this table ever reach it. Syntax trees and patterns are
+measured before use: a tree over 16,384 nodes or 64 levels, or a pattern over 256 nodes, is
+refused. Measuring walks every node and checks the shared deadline as it goes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.errors import ToolError
+
+MAX_TREE_NODES = 16_384
+MAX_TREE_DEPTH = 64
+MAX_PATTERN_NODES = 256
+
+EXTENSIONS: dict[str, str] = {
+    "rs": "rust",
+    "ts": "typescript", "mts": "typescript", "cts": "typescript",
+    "tsx": "tsx",
+    "js": "javascript", "mjs": "javascript", "cjs": "javascript", "jsx": "javascript",
+    "py": "python", "pyi": "python",
+    "go": "go",
+    "kt": "kotlin", "kts": "kotlin",
+    "java": "java",
+    "swift": "swift",
+    "sh": "bash", "bash": "bash",
+    "c": "c", "h": "c",
+    "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp",
+    "cs": "csharp",
+    "css": "css",
+    "ex": "elixir", "exs": "elixir",
+    "hs": "haskell",
+    "hcl": "hcl", "tf": "hcl",
+    "html": "html", "htm": "html",
+    "json": "json",
+    "lua": "lua",
+    "nix": "nix",
+    "php": "php",
+    "rb": "ruby",
+    "scala": "scala", "sc": "scala",
+    "sol": "solidity",
+    "yml": "yaml", "yaml": "yaml",
+}  # fmt: skip
+
+LANGUAGES = frozenset(EXTENSIONS.values())
+OUTLINE_LANGUAGES = frozenset(
+    {"rust", "typescript", "tsx", "javascript", "python", "go", "kotlin", "java", "swift"}
+)
+ALIASES = {
+    "rs": "rust", "ts": "typescript", "js": "javascript", "jsx": "javascript", "py": "python",
+    "python3": "python", "golang": "go", "kt": "kotlin", "cs": "csharp", "c#": "csharp", "c++": "cpp",
+    "rb": "ruby", "sh": "bash", "shell": "bash", "yml": "yaml", "sol": "solidity",
+}  # fmt: skip
+
+
+def normalize_language(raw: str) -> str:
+    """A supported language name for `raw` (case-insensitive, common aliases), or invalid_language."""
+    name = raw.strip().lower()
+    name = ALIASES.get(name, name)
+    if name not in LANGUAGES:
+        raise ToolError(
+            "invalid_language",
+            f"Unknown language {raw!r}. Supported: {', '.join(sorted(LANGUAGES))}",
+            {"language": raw, "supported": sorted(LANGUAGES)},
+        )
+    return name
+
+
+def language_for_path(path: str) -> str | None:
+    """The language a file's extension implies, or None for unknown file types."""
+    base = path.rsplit("/", 1)[-1]
+    if "." not in base:
+        return None
+    return EXTENSIONS.get(base.rsplit(".", 1)[-1].lower())
+
+
+class TreeTooComplex(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class DeadlinePassed(Exception):
+    """The shared cooperative deadline passed."""
+
+
+def check_deadline(deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise DeadlinePassed()
+
+
+def measure(root: Any, deadline: float, max_nodes: int, max_depth: int) -> int:
+    """Count the nodes below `root`, refusing trees over the limits; checks the deadline per node."""
+    count = 0
+    stack = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > max_nodes:
+            raise TreeTooComplex(f"more than {max_nodes} syntax nodes")
+        if depth > max_depth:
+            raise TreeTooComplex(f"syntax tree deeper than {max_depth}")
+        check_deadline(deadline)
+        stack.extend((child, depth + 1) for child in node.children())
+    return count
+
+
+def library_error(e: BaseException) -> str:
+    """The first line of an ast-grep error, without its Rust backtrace."""
+    text = str(e).split("Stack backtrace", 1)[0].strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    last = lines[-1] if lines else type(e).__name__
+    head, sep, rest = last.partition(": ")
+    return rest if sep and head.isdigit() else last
+
+
+@dataclass
+class Parsed:
+    root: Any  # SgRoot
+    nodes: int
+
+
+def parse(source: str, language: str, deadline: float) -> Parsed:
+    """Parse a whole file; raises TreeTooComplex or DeadlinePassed."""
+    if language not in LANGUAGES:  # never hand ast-grep a name it would panic on
+        raise ToolError("invalid_language", f"Unknown language {language!r}", {"language": language})
+    from ast_grep_py import SgRoot
+
+    check_deadline(deadline)
+    root = SgRoot(source, language)
+    nodes = measure(root.root(), deadline, MAX_TREE_NODES, MAX_TREE_DEPTH)
+    return Parsed(root, nodes)
+
+
+def compile_pattern(pattern: str, language: str, deadline: float) -> str | None:
+    """None when `pattern` is usable for `language`, else why not (too complex or not compilable)."""
+    from ast_grep_py import SgRoot
+
+    check_deadline(deadline)
+    try:
+        measure(SgRoot(pattern, language).root(), deadline, MAX_PATTERN_NODES, MAX_TREE_DEPTH)
+    except TreeTooComplex as e:
+        return f"pattern has {e.reason}"
+    try:
+        SgRoot("", language).root().find_all(pattern=pattern)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # ast-grep raises RuntimeError, or panics (a BaseException)
+        return library_error(e)
+    return None

@@ -1,0 +1,200 @@
+"""ast_grep's work set: the files to parse (shared walker, or one explicit file), their bounded
+loading and parsing, the output budget, and the metadata every result carries.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...core.codingpaths import display_path
+from ...core.context import ToolContext
+from ...core.errors import ToolError
+from ...core.fsops import FileReader
+from ...core.p4ignore import resolve_p4
+from ...core.walk import WalkOptions, WalkStats, walk
+from . import ast_lang
+from .ast_lang import TreeTooComplex
+
+FILE_MAX_BYTES = 256 * 1024
+MAX_FILES = 10_000
+CALL_BYTES_CAP = 128 * 1024 * 1024
+OUTPUT_CAP = 65_536
+NOTES_RESERVE = 1024
+SKIPPED_LISTED = 20
+
+
+# ----- the work set --------------------------------------------------------------------------
+
+
+@dataclass
+class Work:
+    """Counters shared by search and outline."""
+
+    deadline: float
+    files_scanned: int = 0
+    bytes_read: int = 0
+    unsupported: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    skipped_files: list[dict[str, str]] = field(default_factory=list)
+    stop: str | None = None  # file_cap | byte_cap | deadline
+    languages: set[str] = field(default_factory=set)
+
+    def skip(self, path: str, reason: str) -> None:
+        self.skipped[reason] += 1
+        if len(self.skipped_files) < SKIPPED_LISTED:
+            self.skipped_files.append({"path": path, "reason": reason})
+
+
+def work_files(
+    ctx: ToolContext, root: str, cwd: str, language: str | None, outline: bool, work: Work
+) -> Iterator[tuple[str, str, str]]:
+    """(shown path, canonical path, language) of each file to parse."""
+    wanted = ast_lang.OUTLINE_LANGUAGES if outline else ast_lang.LANGUAGES
+    if not os.path.isdir(root):
+        lang = language or ast_lang.language_for_path(root)
+        if lang is None:
+            raise ToolError(
+                "invalid_language",
+                f"Cannot tell the language of {display_path(root, cwd)} from its extension; pass language",
+                {"path": root},
+            )
+        if lang not in wanted:
+            raise ToolError(
+                "invalid_language",
+                f"outline supports {', '.join(sorted(wanted))}; {display_path(root, cwd)} is {lang}",
+                {"language": lang},
+            )
+        yield display_path(root, cwd), root, lang
+        return
+    stats = WalkStats()
+    opts = WalkOptions(
+        hidden=False,
+        perforce=resolve_p4(root, home=ctx.os_home),
+        max_entries=10**9,
+        deadline=work.deadline,
+        want_size=False,
+    )
+    for e in walk(root, ctx.sandbox, opts, stats):
+        lang = ast_lang.language_for_path(e.rel)
+        if lang is None or lang not in wanted or (language is not None and lang != language):
+            work.unsupported += 1
+            continue
+        yield display_path(e.path, cwd), e.canonical, lang
+    if stats.stopped == "deadline":
+        work.stop = work.stop or "deadline"
+
+
+def load_tree(reader: FileReader, shown: str, canonical: str, lang: str, work: Work) -> Any:
+    """The parsed root of one file, or None when it is skipped (counted) or a budget stops the scan."""
+    if work.files_scanned >= MAX_FILES:
+        work.stop = "file_cap"
+        return None
+    if work.bytes_read >= CALL_BYTES_CAP:
+        work.stop = "byte_cap"
+        return None
+    ast_lang.check_deadline(work.deadline)
+    try:
+        data, longer = reader.read(canonical, min(FILE_MAX_BYTES, CALL_BYTES_CAP - work.bytes_read))
+    except (OSError, ToolError):
+        work.skip(shown, "unreadable")
+        return None
+    work.files_scanned += 1
+    work.bytes_read += len(data)
+    if longer:
+        if work.bytes_read >= CALL_BYTES_CAP and len(data) < FILE_MAX_BYTES:
+            work.stop = "byte_cap"
+        work.skip(shown, "too_large")
+        return None
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError:
+        work.skip(shown, "invalid_utf8")
+        return None
+    if "\x00" in source:
+        work.skip(shown, "binary")
+        return None
+    try:
+        parsed = ast_lang.parse(source, lang, work.deadline)
+    except TreeTooComplex:
+        work.skip(shown, "too_complex")
+        return None
+    work.languages.add(lang)
+    return source, parsed.root
+
+
+@dataclass
+class Output:
+    limit: int
+    lines: list[str] = field(default_factory=list)
+    size: int = 0
+    truncated: bool = False
+
+    def fits(self, rows: list[str]) -> int:
+        """How many of `rows` can be added under the line limit and the byte cap."""
+        n, size = 0, self.size
+        for row in rows:
+            size += len(row.encode("utf-8")) + 1
+            if len(self.lines) + n >= self.limit or size > OUTPUT_CAP - NOTES_RESERVE:
+                break
+            n += 1
+        return n
+
+    def add(self, rows: list[str]) -> bool:
+        """Add rows (a record cut at the boundary if need be); False once output is full."""
+        n = self.fits(rows)
+        for row in rows[:n]:
+            self.lines.append(row)
+            self.size += len(row.encode("utf-8")) + 1
+        if n < len(rows):
+            self.truncated = True
+            return False
+        return True
+
+
+def common_result(work: Work, out: Output, op: str) -> dict[str, Any]:
+    """The metadata search and outline share (the caller adds `output`)."""
+    result: dict[str, Any] = {
+        "operation": op,
+        "returned": len(out.lines),
+        "limit": out.limit,
+        "truncated": out.truncated or work.stop in ("file_cap", "byte_cap"),
+        "partial": work.stop is not None or sum(work.skipped.values()) > 0,
+        "timed_out": work.stop == "deadline",
+        "scan_stop": work.stop,
+        "files_scanned": work.files_scanned,
+        "bytes_read": work.bytes_read,
+        "files_skipped": sum(work.skipped.values()),
+        "skip_reasons": dict(work.skipped),
+        "skipped_files": work.skipped_files,
+        "files_unsupported": work.unsupported,
+        "languages": sorted(work.languages),
+    }
+    return result
+
+
+def notes(result: dict[str, Any]) -> list[str]:
+    """The bracketed lines that explain a partial or cut result to a model."""
+    out = []
+    if result.get("truncated"):
+        out.append(f"[truncated at {result['limit']} lines or 64 KiB; narrow path or raise limit]")
+    if result.get("files_skipped"):
+        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result["skip_reasons"].items()))
+        out.append(f"[{result['files_skipped']} files skipped ({reasons})]")
+    for lang, err in sorted(result.get("pattern_errors", {}).items()):
+        out.append(f"[pattern does not compile for {lang}: {err}]")
+    if result.get("timed_out"):
+        out.append("[stopped at the 30 s deadline; results are partial]")
+    elif result.get("scan_stop") in ("file_cap", "byte_cap"):
+        out.append("[stopped at the 10,000-file / 128 MiB limit; results are partial]")
+    return out
+
+
+def with_notes(text: str, lines: list[str]) -> str:
+    """`text`, then a blank line and the notes (just the notes when there is no text)."""
+    if not lines:
+        return text
+    return f"{text}\n\n" + "\n".join(lines) if text else "\n".join(lines)

@@ -1,0 +1,309 @@
+"""find (fuzzy path discovery over the workspace walker) and list_files (a raw shallow listing)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ...core.codingpaths import ToolPath, display_path, resolve_source
+from ...core.context import ToolContext
+from ...core.errors import ToolError
+from ...core.p4ignore import resolve_p4
+from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from ...core.walk import WalkOptions, WalkStats, walk
+from .fuzzy import Query, rank_key
+
+MAX_QUERY_CHARS = 512
+FIND_MAX_ENTRIES = 100_000
+FIND_DEADLINE_S = 10.0
+FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT = 50, 200
+LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT = 500, 5000
+
+
+def _directory(ctx: ToolContext, raw: str | None, tool: str) -> ToolPath:
+    target = resolve_source(ctx, raw if raw is not None else ".", tool=tool)
+    if not os.path.exists(target.path):
+        raise ToolError("not_found", f"Directory not found: {target.display}", {"path": target.path})
+    if not os.path.isdir(target.path):
+        raise ToolError(
+            "invalid_path",
+            f"{target.display} is a file, not a directory; {tool} needs a directory (use read for a file)",
+            {"path": target.path},
+        )
+    return target
+
+
+# ----- find ------------------------------------------------------------------------------------
+
+
+class FindParams(Params):
+    query: Annotated[
+        str,
+        Field(
+            max_length=4096,
+            description=(
+                "What to look for: whitespace-separated tokens, all of which must match the path "
+                "(case-insensitive; exact names rank first; a token with / matches the relative path)"
+            ),
+        ),
+    ]
+    kind: Annotated[
+        Literal["files", "directories", "mixed"] | None,
+        Field(description="files (default), directories (shown with a trailing /), or mixed"),
+    ] = None
+    path: Annotated[
+        str | None,
+        Field(max_length=4096, description="Directory to search below (default: the working directory)"),
+    ] = None
+    limit: Annotated[
+        int | None, Field(ge=1, le=2**31, description="Results per page (default 50, at most 200)")
+    ] = None
+    offset: Annotated[
+        int | None, Field(ge=0, le=2**31, description="Results to skip, for paging (default 0)")
+    ] = None
+
+
+def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
+    text = p.query.strip()
+    if not text:
+        raise ToolError("invalid_query", "query is empty; give a name or part of a path to look for", {})
+    if len(text) > MAX_QUERY_CHARS:
+        raise ToolError(
+            "query_too_long",
+            f"query is {len(text)} characters; find accepts at most {MAX_QUERY_CHARS}",
+            {"length": len(text)},
+        )
+    kind = p.kind or "files"
+    limit = min(p.limit or FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT)
+    offset = p.offset or 0
+    target = _directory(ctx, p.path, "find")
+    query = Query.parse(text)
+    stats = WalkStats()
+    opts = WalkOptions(
+        hidden=False,
+        perforce=resolve_p4(target.path, home=ctx.os_home),
+        include_dirs=kind != "files",
+        include_files=kind != "directories",
+        max_entries=FIND_MAX_ENTRIES,
+        deadline=time.monotonic() + FIND_DEADLINE_S,
+        want_size=False,
+        count_root=True,
+        cache_listings=True,
+    )
+    scored: list[tuple[tuple[int, int, bytes], str, bool, int]] = []
+    for entry in walk(target.path, ctx.sandbox, opts, stats):
+        if not query.could_match(entry.rel.lower()):
+            continue
+        score = query.score(entry.rel)
+        if score is None:
+            continue
+        shown = display_path(entry.path, target.cwd) + ("/" if entry.is_dir else "")
+        scored.append((rank_key(score, shown), shown, entry.is_dir, score))
+    scored.sort()
+    complete = stats.complete
+    page = scored[offset : offset + limit]
+    more = offset + len(page) < len(scored)
+    has_more: bool | None = more if complete else None
+    lines = [shown for _, shown, _, _ in page]
+    notes: list[str] = []
+    if not scored:
+        notes.append("[no matches]")
+    elif not page:
+        notes.append(f"[no results at offset={offset}; {len(scored)} in total]")
+    if complete and more:
+        notes.append(f"[{len(scored) - offset - len(page)} more results; use offset={offset + len(page)}]")
+    if not complete:
+        why = "entry limit (100,000)" if stats.stopped == "max_entries" else "10 s deadline"
+        notes.append(f"[partial scan: stopped at the {why}; only paths seen so far are ranked. Narrow path.]")
+    output = "\n".join(lines)
+    if notes:
+        output = f"{output}\n\n" + "\n".join(notes) if output else "\n".join(notes)
+    return {
+        "output": output,
+        "results": [
+            {"path": shown, "kind": "directory" if is_dir else "file", "score": score}
+            for _, shown, is_dir, score in page
+        ],
+        "query": text,
+        "kind": kind,
+        "offset": offset,
+        "limit": limit,
+        "returned": len(page),
+        "has_more": has_more,
+        "next_offset": offset + len(page) if (more or not complete) and page else None,
+        "total_matched": len(scored),
+        "total_matched_exact": complete,
+        "scan_complete": complete,
+        "truncated": not complete or more,
+        "index_ready": complete,
+        "entries_scanned": stats.entries,
+        "entry_limit_reached": stats.stopped == "max_entries",
+        "timed_out": stats.stopped == "deadline",
+        "walk_errors": stats.errors,
+        "walk_entries_omitted": stats.denied + stats.special,
+        "skipped": {"hidden": stats.hidden, "ignored": stats.ignored},
+    }
+
+
+# ----- list_files ------------------------------------------------------------------------------
+
+
+class ListParams(Params):
+    path: Annotated[
+        str | None,
+        Field(
+            max_length=4096,
+            description="Directory whose direct children to list (default: the working directory)",
+        ),
+    ] = None
+    limit: Annotated[
+        int | None, Field(ge=1, le=2**31, description="Names per page (default 500, at most 5000)")
+    ] = None
+    offset: Annotated[
+        int | None, Field(ge=0, le=2**31, description="Names to skip, for paging (default 0)")
+    ] = None
+
+
+def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
+    target = _directory(ctx, p.path, "list_files")
+    limit = min(p.limit or LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)
+    offset = p.offset or 0
+    sandbox = ctx.sandbox
+    check = sandbox.needs_checks_below(target.path)
+    rows: list[tuple[bytes, str, str]] = []
+    denied = 0
+    try:
+        with os.scandir(target.path) as it:
+            for de in it:
+                if check and not sandbox.allows(de.path):
+                    denied += 1  # protected or blocked paths are never listed
+                    continue
+                try:
+                    if de.is_symlink():
+                        kind, suffix = "symlink", "@"
+                    elif de.is_dir(follow_symlinks=False):
+                        kind, suffix = "dir", "/"
+                    elif de.is_file(follow_symlinks=False):
+                        kind, suffix = "file", ""
+                    else:
+                        kind, suffix = "other", ""
+                except OSError:
+                    kind, suffix = "other", ""
+                rows.append((os.fsencode(de.name), de.name + suffix, kind))
+    except OSError as e:
+        raise ToolError(
+            "unreadable", f"Cannot list {target.display}: {e.strerror}", {"path": target.path}
+        ) from None
+    rows.sort()
+    page = rows[offset : offset + limit]
+    kinds = {"file": 0, "dir": 0, "symlink": 0, "other": 0}
+    for _, _, kind in rows:
+        kinds[kind] += 1
+    more = offset + len(page) < len(rows)
+    lines = [name for _, name, _ in page]
+    output = "\n".join(lines)
+    if not rows:
+        output = "[empty directory]"
+    elif more:
+        output += f"\n\n[{len(rows) - offset - len(page)} more entries; use offset={offset + len(page)}]"
+    elif not page:
+        output = f"[no entries at offset={offset}; {len(rows)} in total]"
+    return {
+        "output": output,
+        "path": display_path(target.path, target.cwd),
+        "entries": [{"name": name, "kind": kind} for _, name, kind in page],
+        "offset": offset,
+        "limit": limit,
+        "total": len(rows),
+        "returned": len(page),
+        "has_more": more,
+        "next_offset": offset + len(page) if more else None,
+        "kinds": kinds,
+        "denied": denied,
+    }
+
+
+def _render(result: dict[str, Any]) -> str:
+    return str(result["output"])
+
+
+TOOLS = specs(
+    ToolSpec(
+        name="find",
+        category="coding",
+        policy_class="read_only",
+        owner_only=True,
+        description=(
+            "Fuzzy path discovery: rank files, directories or both below a directory by how well their "
+            "paths match whitespace-separated query tokens (all must match; exact basenames first, then "
+            "prefixes, substrings, subsequences). Honours hidden-file, .gitignore, .ignore and Perforce "
+            "rules; reads no file contents. One path per line, relative to the working directory; "
+            "directories end in /. At most 100,000 entries and 10 s per scan; `scan_complete` and "
+            "`total_matched_exact` say whether the ranking saw everything."
+        ),
+        params=FindParams,
+        handler=find,
+        render=_render,
+        hints=Hints(read_only=True, idempotent=True),
+        toolsets=frozenset({"coding"}),
+        when_to_use=(
+            "Find a file or directory when you know part of its name or path. To search inside files use "
+            "grep; to list one directory exactly use list_files."
+        ),
+        examples=(
+            Example({"query": "lib"}, "files whose path matches lib, best first"),
+            Example(
+                {"query": "lib", "kind": "mixed", "path": "src", "limit": 20, "offset": 0}, "files and dirs"
+            ),
+            Example({"query": "tests/ config"}, "a path token and a name token"),
+        ),
+        failure_modes=(
+            FailureMode("invalid_query", "the query is empty after trimming"),
+            FailureMode("query_too_long", "the query is longer than 512 characters"),
+            FailureMode("not_found", "the path does not exist"),
+            FailureMode("invalid_path", "the path is a file, not a directory"),
+            FailureMode("outside_cwd", "a relative path leaves the working directory"),
+            FailureMode("outside_root", "the path is outside the sandbox roots"),
+            FailureMode(
+                "absolute_path_denied",
+                "absolute paths outside the working directory are disabled (capabilities.tools.find.absolute_paths)",
+            ),
+        ),
+    ),
+    ToolSpec(
+        name="list_files",
+        category="coding",
+        policy_class="read_only",
+        owner_only=True,
+        description=(
+            "List the direct children of one directory (default: the working directory), raw: no ignore "
+            "files, no hidden-file filter, symlinks not followed. One name per line, sorted byte-wise; "
+            "directories end in /, symlinks in @. Protected paths are never listed. Paged by limit "
+            "(default 500, at most 5000) and offset."
+        ),
+        params=ListParams,
+        handler=list_files,
+        render=_render,
+        hints=Hints(read_only=True, idempotent=True),
+        toolsets=frozenset({"coding"}),
+        when_to_use="See exactly what one directory holds. To discover paths by name below it, use find.",
+        examples=(
+            Example({}, "the working directory"),
+            Example({"path": "src", "limit": 100}, "the first 100 entries of src"),
+        ),
+        failure_modes=(
+            FailureMode("not_found", "the path does not exist"),
+            FailureMode("invalid_path", "the path is a file, not a directory"),
+            FailureMode("outside_cwd", "a relative path leaves the working directory"),
+            FailureMode("outside_root", "the path is outside the sandbox roots"),
+            FailureMode("protected_path", "the path is protected by the sandbox"),
+            FailureMode(
+                "absolute_path_denied",
+                "absolute paths outside the working directory are disabled (capabilities.tools.list_files.absolute_paths)",
+            ),
+        ),
+    ),
+)

@@ -1,0 +1,272 @@
+"""ast_grep search and read-only rewrite previews: rows, previews, byte ranges, limits, modes, languages."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from search_fixture import make_tree
+
+from fermix_cli.core.errors import ToolError
+from fermix_cli.tools.coding import ast_lang, ast_search, ast_work
+from fermix_cli.tools.coding import astgrep as ag
+from tests.conftest import Env
+
+PY = 'import logging\n\ndef f(x):\n    print("é", x)\n    foo(print(1,\n      2))\n    return x\n'
+
+
+def digest(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+def err(invoke, args: dict) -> ToolError:
+    with pytest.raises(ToolError) as e:
+        invoke("ast_grep", args)
+    return e.value
+
+
+def test_search_rows(world: Env, invoke) -> None:
+    make_tree(world.project, {"app.py": PY, "web/a.js": "console.log(1);\nconsole.log(a, b);\nlog(2);\n"})
+    r = invoke("ast_grep", {"pattern": "print($$$ARGS)"})
+    assert r["output"] == 'app.py:4:    print("é", x)\napp.py:5:    foo(print(1,'
+    assert r["files_matched"] == 1 and r["truncated"] is False and r["partial"] is False
+    r = invoke("ast_grep", {"pattern": "console.log($A)", "path": "web"})
+    assert r["output"] == "web/a.js:1:console.log(1);"  # $A is exactly one node
+    m = r["matches"][0]
+    assert (m["line"], m["column"], m["end_line"], m["end_column"], m["byte_start"], m["byte_end"]) == (
+        1,
+        1,
+        1,
+        15,
+        0,
+        14,
+    )
+
+
+def test_rewrite_preview_golden_and_files_untouched(world: Env, invoke) -> None:
+    make_tree(world.project, {"app.py": PY})
+    before = digest(world.project)
+    r = invoke(
+        "ast_grep", {"pattern": "print($$$ARGS)", "rewrite": "logging.info($$$ARGS)", "path": "app.py"}
+    )
+    assert r["output"] == "\n".join(
+        [
+            "@@ app.py:4 bytes[30:44] @@",
+            '-    print("é", x)',
+            '+    logging.info("é", x)',
+            "@@ app.py:5 bytes[53:70] @@",
+            "-    foo(print(1,",
+            "-      2))",
+            "+    foo(logging.info(1,",
+            "+      2))",
+        ]
+    )
+    assert digest(world.project) == before  # nothing is ever written
+    src = PY.encode()
+    first, second = r["matches"]
+    assert src[first["byte_start"] : first["byte_end"]] == 'print("é", x)'.encode()  # é is 2 bytes
+    assert src[second["byte_start"] : second["byte_end"]] == b"print(1,\n      2)"
+    assert first["replacement"] == 'logging.info("é", x)'
+
+
+def test_overlapping_matches_get_independent_previews(world: Env, invoke) -> None:
+    make_tree(world.project, {"n.py": "f(f(1))\n"})
+    r = invoke("ast_grep", {"pattern": "f($A)", "rewrite": "g($A)"})
+    assert (
+        r["output"]
+        == "@@ n.py:1 bytes[0:7] @@\n-f(f(1))\n+g(f(1))\n@@ n.py:1 bytes[2:6] @@\n-f(f(1))\n+f(g(1))"
+    )
+
+
+def test_metavariables_in_rewrites(world: Env, invoke) -> None:
+    make_tree(world.project, {"m.py": "add(a, b)\nadd()\n"})
+    r = invoke("ast_grep", {"pattern": "add($X, $Y)", "rewrite": "$Y + $X  # $_ $MISSING"})
+    assert r["output"].splitlines()[2] == "+b + a  # $_ $MISSING"
+    r = invoke("ast_grep", {"pattern": "add($$$A)", "rewrite": "plus($$$A)"})
+    assert [ln for ln in r["output"].splitlines() if ln.startswith("+")] == ["+plus(a, b)", "+plus()"]
+
+
+def test_replacement_estimate_cap(world: Env, invoke, monkeypatch) -> None:
+    monkeypatch.setattr(ast_search, "REPLACEMENT_CAP", 50)
+    make_tree(world.project, {"m.py": "f(" + "x" * 40 + ")\nf(y)\n"})
+    r = invoke("ast_grep", {"pattern": "f($A)", "rewrite": "g($A)"})
+    assert r["replacements_skipped"] == 1 and r["partial"] is True
+    assert r["output"].startswith("@@ m.py:2 bytes[")
+
+
+def test_limit_counts_lines_and_cuts_previews(world: Env, invoke) -> None:
+    make_tree(world.project, {"m.py": "".join(f"print({i})\n" for i in range(200))})
+    r = invoke("ast_grep", {"pattern": "print($A)"})
+    assert r["returned"] == 100 and r["limit"] == 100 and r["truncated"] is True
+    assert "[truncated at 100 lines or 64 KiB" in r["output"]
+    r = invoke("ast_grep", {"pattern": "print($A)", "limit": 9999})
+    assert r["limit"] == 500 and r["returned"] == 200 and r["truncated"] is False
+    r = invoke("ast_grep", {"pattern": "print($A)", "rewrite": "p($A)", "limit": 4})
+    assert r["output"].split("\n\n")[0].splitlines() == [
+        "@@ m.py:1 bytes[0:8] @@",
+        "-print(0)",
+        "+p(0)",
+        "@@ m.py:2 bytes[9:17] @@",
+    ]
+    assert r["truncated"] is True and r["matches"][-1]["preview_cut"] is True
+
+
+def test_output_cap_64_kib(world: Env, invoke) -> None:
+    make_tree(world.project, {"m.py": "".join(f"print({i}, '{'z' * 500}')\n" for i in range(300))})
+    r = invoke("ast_grep", {"pattern": "print($$$A)", "limit": 500})
+    assert r["truncated"] is True and len(r["output"].encode()) <= 65_536
+    assert 100 < r["returned"] < 300
+
+
+def test_mode_specific_fields(world: Env, invoke) -> None:
+    make_tree(world.project, {"m.py": "x = 1\n"})
+    e = err(invoke, {"operation": "outline", "pattern": ""})
+    assert e.code == "invalid_input" and e.details["fields"] == ["pattern"]
+    assert '"pattern":null' in e.message
+    e = err(invoke, {"operation": "outline", "pattern": "$A", "rewrite": "x"})
+    assert e.details["fields"] == ["pattern", "rewrite"]
+    e = err(invoke, {"pattern": "$A", "pub_members": False, "view": "names"})
+    assert e.code == "invalid_input" and e.details["fields"] == ["view", "pub_members"]
+    assert '"pub_members":null' in e.message
+    assert err(invoke, {}).code == "invalid_input"
+    assert err(invoke, {"pattern": ""}).code == "invalid_input"
+    assert err(invoke, {"operation": None, "pattern": "x"}).code == "invalid_input"
+    assert err(invoke, {"operation": "replace", "pattern": "x"}).code == "invalid_input"
+    # null means omitted for every other field, so providers can send every key.
+    r = invoke("ast_grep", {"pattern": "x = $A", "items": None, "view": None, "name": None,
+                            "symbol_type": None, "pub_members": None, "rewrite": None})  # fmt: skip
+    assert r["output"] == "m.py:1:x = 1"
+    r = invoke("ast_grep", {"operation": "outline", "pattern": None, "rewrite": None, "path": "m.py"})
+    assert r["symbols_returned"] == 1
+
+
+def test_pattern_and_rewrite_size_limits(world: Env, invoke) -> None:
+    make_tree(world.project, {"m.py": "x = 1\n"})
+    assert err(invoke, {"pattern": "x" * 4097}).code == "invalid_pattern"
+    assert err(invoke, {"pattern": "x", "rewrite": "y" * 4097}).code == "invalid_rewrite"
+    assert invoke("ast_grep", {"pattern": "x", "rewrite": "y" * 4096})["returned"] == 3
+
+
+def test_unknown_languages_do_not_crash(world: Env, invoke) -> None:
+    make_tree(world.project, {"m.cob": "DISPLAY 'X'.\n", "m.py": "x = 1\n"})
+    e = err(invoke, {"pattern": "x", "language": "cobol"})
+    assert e.code == "invalid_language" and "python" in e.message
+    e = err(invoke, {"pattern": "x", "path": "m.cob"})
+    assert e.code == "invalid_language"
+    r = invoke("ast_grep", {"pattern": "x = $A"})  # the .cob file is simply not searched
+    assert r["output"] == "m.py:1:x = 1" and r["files_unsupported"] == 1 and r["partial"] is False
+    assert invoke("ast_grep", {"pattern": "x = $A", "language": "PY"})["output"] == "m.py:1:x = 1"
+
+
+def test_explicit_language_forces_parsing_and_strict_patterns(world: Env, invoke) -> None:
+    make_tree(world.project, {"script": "print(1)\n", "a.rs": "fn f() {}\n"})
+    r = invoke("ast_grep", {"pattern": "print($A)", "path": "script", "language": "python"})
+    assert r["output"] == "script:1:print(1)"
+    e = err(invoke, {"pattern": "a b c", "language": "python"})
+    assert e.code == "invalid_pattern" and "Multiple AST nodes" in e.message
+
+
+def test_mixed_language_pattern_failure_is_partial(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.py": "def f(): pass\n", "b.js": "function f() {}\n"})
+    r = invoke("ast_grep", {"pattern": "def $F(): pass"})
+    assert r["output"].startswith("a.py:1:def f(): pass")
+    assert r["partial"] is True and set(r["pattern_errors"]) == {"javascript"}
+    assert r["pattern_errors"]["javascript"].startswith("Multiple AST nodes are detected")
+    assert "\n\n[pattern does not compile for javascript: Multiple AST nodes" in r["output"]
+
+
+def test_skipped_files_are_reported(world: Env, invoke, monkeypatch) -> None:
+    make_tree(
+        world.project,
+        {
+            "big.py": "x = 1\n" * 50_000,  # over 256 KiB
+            "bad.py": b"x = 1\n\xff\n",
+            "nul.py": b"x = 1\n\x00\n",
+            "ok.py": "x = 1\n",
+            "deep.py": "x = " + "(" * 80 + "1" + ")" * 80 + "\n",
+            ".hidden.py": "x = 1\n",
+        },
+    )
+    r = invoke("ast_grep", {"pattern": "x = $A"})
+    assert r["output"].splitlines()[0] == "ok.py:1:x = 1"
+    assert r["files_skipped"] == 4 and r["partial"] is True
+    assert r["skip_reasons"] == {"too_large": 1, "invalid_utf8": 1, "binary": 1, "too_complex": 1}
+    assert {s["path"]: s["reason"] for s in r["skipped_files"]}["deep.py"] == "too_complex"
+    assert "[4 files skipped (binary: 1, invalid_utf8: 1, too_complex: 1, too_large: 1)]" in r["output"]
+
+
+def test_node_count_limit(world: Env, invoke) -> None:
+    make_tree(world.project, {"many.py": "".join(f"x{i} = {i}\n" for i in range(5000))})
+    r = invoke("ast_grep", {"pattern": "x1 = 1"})
+    assert r["skip_reasons"] == {"too_complex": 1} and r["output"].startswith("[no matches]")
+
+
+def test_pattern_node_limit(world: Env, invoke) -> None:
+    make_tree(world.project, {"m.py": "x = 1\n"})
+    big = "f(" + ", ".join(f"a{i}" for i in range(200)) + ")"
+    e = err(invoke, {"pattern": big, "language": "python"})
+    assert e.code == "invalid_pattern" and "more than 256" in e.message
+
+
+def test_file_and_byte_caps(world: Env, invoke, monkeypatch) -> None:
+    make_tree(world.project, {f"f{i}.py": "x = 1\n" for i in range(5)})
+    monkeypatch.setattr(ast_work, "MAX_FILES", 2)
+    r = invoke("ast_grep", {"pattern": "x = 1"})
+    assert r["files_scanned"] == 2 and r["scan_stop"] == "file_cap" and r["partial"] is True
+    assert r["truncated"] is True and r["returned"] == 2
+    monkeypatch.setattr(ast_work, "MAX_FILES", 10_000)
+    monkeypatch.setattr(ast_work, "CALL_BYTES_CAP", 15)
+    r = invoke("ast_grep", {"pattern": "x = 1"})
+    assert r["scan_stop"] == "byte_cap" and r["bytes_read"] <= 15
+
+
+def test_deadline_returns_partial(world: Env, invoke, monkeypatch) -> None:
+    monkeypatch.setattr(ag, "DEADLINE_S", -1.0)
+    make_tree(world.project, {"m.py": "x = 1\n"})
+    r = invoke("ast_grep", {"pattern": "x = 1"})
+    assert r["timed_out"] is True and r["partial"] is True
+    assert "[stopped at the 30 s deadline" in r["output"]
+
+
+def test_empty_worksets_succeed(world: Env, invoke) -> None:
+    make_tree(world.project, {"readme.md": "nothing to parse\n"})
+    r = invoke("ast_grep", {"pattern": "foo($A)"})
+    assert r["output"] == "[no matches]" and r["partial"] is False and r["files_scanned"] == 0
+
+
+def test_explicit_file_bypasses_ignore_but_not_sandbox(world: Env, invoke) -> None:
+    make_tree(world.project, {".gitignore": "gen/\n", "gen/g.py": "x = 1\n"})
+    assert invoke("ast_grep", {"pattern": "x = 1"})["output"] == "[no matches]"
+    assert invoke("ast_grep", {"pattern": "x = 1", "path": "gen/g.py"})["output"] == "gen/g.py:1:x = 1"
+    (world.home / ".ssh").mkdir()
+    (world.home / ".ssh" / "k.py").write_text("x = 1\n")
+    assert err(invoke, {"pattern": "x = 1", "path": "~/.ssh/k.py"}).code == "protected_path"
+    assert err(invoke, {"pattern": "x = 1", "path": "../"}).code == "outside_root"
+    assert err(invoke, {"pattern": "x = 1", "path": "gone.py"}).code == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("path", "language"),
+    [
+        ("a.rs", "rust"),
+        ("a.TSX", "tsx"),
+        ("a.mjs", "javascript"),
+        ("a.pyi", "python"),
+        ("x", None),
+        ("a.cob", None),
+    ],
+)
+def test_language_inference(path: str, language: str | None) -> None:
+    assert ast_lang.language_for_path(path) == language
+
+
+def test_every_listed_language_parses() -> None:
+    import time
+
+    for lang in sorted(ast_lang.LANGUAGES):
+        assert ast_lang.parse("", lang, time.monotonic() + 5).nodes >= 1

@@ -1,0 +1,331 @@
+"""grep: every limit, every input error, ignore/hidden rules and sandbox denials."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from search_fixture import FIXTURE, make_tree
+
+from fermix_cli.core.errors import ToolError
+from fermix_cli.tools.coding import grep as grep_mod
+from fermix_cli.tools.coding import grep_scan
+from tests.conftest import Env
+
+
+def err(invoke, args: dict, **ctx) -> ToolError:
+    with pytest.raises(ToolError) as e:
+        invoke("grep", args, **ctx)
+    return e.value
+
+
+# ----- input validation ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ({"patterns": []}, "invalid_input"),
+        ({"patterns": ["a"] * 9}, "invalid_input"),
+        ({"patterns": "run"}, "invalid_input"),
+        ({"patterns": [""]}, "invalid_pattern"),
+        ({"patterns": ["ok", ""]}, "invalid_pattern"),
+        ({"patterns": ["x" * 1025]}, "invalid_pattern"),
+        ({"patterns": ["é" * 513]}, "invalid_pattern"),  # 1,026 bytes
+        ({"patterns": ["a"], "limit": 0}, "invalid_input"),
+        ({"patterns": ["a"], "offset": -1}, "invalid_input"),
+        ({"patterns": ["a"], "context": -1}, "invalid_input"),
+        ({"patterns": ["a"], "mode": "fancy"}, "invalid_input"),
+        ({"patterns": ["a"], "pattern": "a"}, "invalid_input"),
+        ({"patterns": ["a"], "limit": True}, "invalid_input"),
+    ],
+)
+def test_invalid_input(world: Env, invoke, args: dict, code: str) -> None:
+    assert err(invoke, args).code == code
+
+
+def test_patterns_at_the_limits_are_accepted(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.txt": "x" * 1024 + "\n"})
+    r = invoke("grep", {"patterns": ["x" * 1024] + [f"p{i}" for i in range(7)], "mode": "raw"})
+    assert r["returned"] == 1 and len(r["matchers"]) == 8
+
+
+def test_null_fields_mean_absent(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.txt": "run\n"})
+    r = invoke("grep", {"patterns": ["run"], "path": None, "mode": None, "limit": None, "context": None})
+    assert r["mode"] == "ranked" and r["limit"] == 50 and r["context"] == 0
+
+
+def test_limit_and_context_are_clamped(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.txt": "".join(f"hit {i}\n" for i in range(600))})
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw", "limit": 10_000, "context": 99})
+    assert r["limit"] == 500 and r["context"] == 20 and r["returned"] == 500
+
+
+# ----- paths and the sandbox -----------------------------------------------------------------
+
+
+def test_missing_path_is_not_found(world: Env, invoke) -> None:
+    assert err(invoke, {"patterns": ["x"], "path": "nope"}).code == "not_found"
+
+
+def test_relative_paths_cannot_leave_the_working_directory(world: Env, invoke) -> None:
+    (world.project / "sub").mkdir()
+    # Outside every root: the sandbox refuses first.
+    assert err(invoke, {"patterns": ["x"], "path": "sub/../../"}).code == "outside_root"
+    # Inside a granted root but outside the working directory: relative paths still cannot go there.
+    make_tree(world.home, {"granted/a.txt": "x\n"})
+    world.fermix_home.mkdir(exist_ok=True)
+    (world.fermix_home / "config.toml").write_text(
+        f'[sandbox]\nallowed_roots = ["{world.home / "granted"}"]\n'
+    )
+    e = err(invoke, {"patterns": ["x"], "path": "../granted"})
+    assert e.code == "outside_cwd" and "leaves the working directory" in e.message
+    assert invoke("grep", {"patterns": ["x"], "path": str(world.home / "granted")})["returned"] == 1
+
+
+def test_paths_outside_roots_and_protected_paths_are_refused(world: Env, invoke) -> None:
+    (world.home / "outside").mkdir()
+    (world.home / "outside" / "s.txt").write_text("SECRET\n")
+    (world.home / ".ssh").mkdir()
+    (world.home / ".ssh" / "id_rsa").write_text("SECRET\n")
+    assert err(invoke, {"patterns": ["SECRET"], "path": str(world.home / "outside")}).code == "outside_root"
+    assert err(invoke, {"patterns": ["SECRET"], "path": str(world.home / ".ssh" / "id_rsa")}).code == (
+        "protected_path"
+    )
+    assert err(invoke, {"patterns": ["SECRET"], "path": "~/.ssh"}).code == "protected_path"
+
+
+def test_absolute_paths_outside_cwd_follow_the_capability(world: Env, invoke) -> None:
+    (world.project / "in").mkdir()
+    (world.project / "in" / "a.txt").write_text("hit\n")
+    grant = world.home / "granted"
+    grant.mkdir()
+    (grant / "b.txt").write_text("hit\n")
+    world.fermix_home.mkdir()
+    cfg = world.fermix_home / "config.toml"
+    cfg.write_text(f'[sandbox]\nallowed_roots = ["{grant}"]\n')
+    r = invoke("grep", {"patterns": ["hit"], "path": str(grant), "mode": "raw"})
+    assert r["output"] == f"{grant}/b.txt:1:hit"  # outside cwd: shown absolute
+    cfg.write_text(
+        f'[sandbox]\nallowed_roots = ["{grant}"]\n[capabilities.tools.grep]\nabsolute_paths = false\n'
+    )
+    e = err(invoke, {"patterns": ["hit"], "path": str(grant)})
+    assert e.code == "absolute_path_denied" and "capabilities.tools.grep.absolute_paths" in e.message
+    # An absolute path inside the working directory is still fine.
+    r = invoke("grep", {"patterns": ["hit"], "path": str(world.project / "in"), "mode": "raw"})
+    assert r["output"] == "in/a.txt:1:hit"
+
+
+def test_blocked_roots_inside_the_tree_are_pruned(world: Env, invoke) -> None:
+    make_tree(world.project, {"ok/a.txt": "SECRET ok\n", "blocked/b.txt": "SECRET blocked\n"})
+    world.fermix_home.mkdir()
+    (world.fermix_home / "config.toml").write_text(
+        f'[sandbox]\nblocked_roots = ["{world.project / "blocked"}"]\n'
+    )
+    r = invoke("grep", {"patterns": ["SECRET"], "mode": "raw"})
+    assert r["output"] == "ok/a.txt:1:SECRET ok"
+    assert r["skipped"]["denied"] == 1
+
+
+def test_symlinks_out_of_the_roots_are_not_followed(world: Env, invoke) -> None:
+    (world.home / "outside").mkdir()
+    (world.home / "outside" / "s.txt").write_text("SECRET\n")
+    os.symlink(world.home / "outside" / "s.txt", world.project / "link.txt")
+    os.symlink(world.home / "outside", world.project / "linkdir")
+    (world.project / "in.txt").write_text("SECRET inside\n")
+    os.symlink(world.project / "in.txt", world.project / "alias.txt")
+    r = invoke("grep", {"patterns": ["SECRET"], "mode": "raw"})
+    assert r["output"] == "alias.txt:1:SECRET inside\nin.txt:1:SECRET inside"
+    assert r["skipped"]["denied"] == 2
+
+
+# ----- filters ---------------------------------------------------------------------------------
+
+
+def test_hidden_ignored_target_and_git_are_skipped(world: Env, invoke) -> None:
+    make_tree(world.project, FIXTURE)
+    make_tree(world.project, {".git/config": "run\n", "sub/target/x.rs": "run\n", "sub/targets.rs": "run\n"})
+    r = invoke("grep", {"patterns": ["{}"], "mode": "raw"})
+    # build/ (.gitignore), vendor/ (.ignore), target/, .hidden/ hold `fn run() {}`; all skipped.
+    assert r["output"] == "[no matches]"
+    r = invoke("grep", {"patterns": ["^run$"], "mode": "raw"})
+    # debug.log (.gitignore), scratch.tmp (.p4ignore) and .git/config are skipped too.
+    assert r["output"] == "sub/targets.rs:1:run"
+
+
+def test_an_explicit_file_bypasses_hidden_and_ignore_filters(world: Env, invoke) -> None:
+    make_tree(world.project, FIXTURE)
+    for path in (".hidden/h.rs", "build/out.rs", "vendor/x.rs", "debug.log", "scratch.tmp"):
+        r = invoke("grep", {"patterns": ["run"], "path": path, "mode": "raw"})
+        assert r["returned"] == 1 and r["output"].startswith(f"{path}:1:"), path
+
+
+def test_ancestor_gitignore_and_negation(world: Env, invoke) -> None:
+    make_tree(
+        world.project,
+        {
+            ".git/HEAD": "x\n",
+            ".gitignore": "*.gen\n!keep.gen\n",
+            "sub/a.gen": "hit\n",
+            "sub/keep.gen": "hit\n",
+            "sub/deeper/.gitignore": "!*.gen\n",
+            "sub/deeper/b.gen": "hit\n",
+        },
+    )
+    r = invoke("grep", {"patterns": ["hit"], "path": "sub", "mode": "raw"})
+    assert r["output"] == "sub/deeper/b.gen:1:hit\nsub/keep.gen:1:hit"
+
+
+def test_perforce_ignore_settings_are_resolved(world: Env, invoke, monkeypatch) -> None:
+    make_tree(
+        world.project,
+        {"a.bak": "hit\n", "b.old": "hit\n", "c.txt": "hit\n", "rules.p4": "*.bak\n", ".p4root": "hit\n"},
+    )
+    for var in ("P4IGNORE", "P4CONFIG", "P4ENVIRO"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("P4IGNORE", "rules.p4")
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw"})
+    assert r["output"] == "b.old:1:hit\nc.txt:1:hit"
+    # A P4CONFIG file found upwards wins over the environment, and is itself never searched.
+    (world.project / "p4.cfg").write_text("P4IGNORE=other.p4\nhit\n")
+    (world.project / "other.p4").write_text("*.old\n")
+    monkeypatch.setenv("P4CONFIG", "p4.cfg")
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw"})
+    assert r["output"] == "a.bak:1:hit\nc.txt:1:hit"
+
+
+# ----- file and call limits ----------------------------------------------------------------------
+
+
+def test_binary_and_invalid_utf8_files_are_skipped_and_counted(world: Env, invoke) -> None:
+    head = b"hit\n" + b"x" * 8000 + b"\x00"
+    tail = b"hit\n" + b"x" * 8200 + b"\x00"  # NUL after the first 8,192 bytes: text
+    make_tree(world.project, {"a.bin": head, "b.txt": tail, "c.txt": b"hit \xc3\x28\n", "d.txt": b"no\xff\n"})
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw"})
+    assert r["output"] == "b.txt:1:hit"
+    assert r["skipped"]["binary"] == 1 and r["skipped"]["invalid_utf8"] == 1
+
+
+def test_files_are_read_up_to_4_mib_and_the_partial_line_is_dropped(world: Env, invoke) -> None:
+    line = b"x" * 99 + b"\n"
+    full_lines = grep_scan.FILE_CAP // 100  # 41,943 whole lines fit, then 4 bytes of the next
+    data = line * (full_lines - 1) + b"needle" + b"x" * 93 + b"\n" + b"needle at the cut\n" + line * 5
+    (world.project / "big.txt").write_bytes(data)
+    r = invoke("grep", {"patterns": ["needle"], "mode": "raw"})
+    assert r["returned"] == 1 and r["hits"][0]["line"] == full_lines
+    assert r["files_truncated"] == 1 and r["bytes_scanned"] == grep_scan.FILE_CAP
+    assert r["truncated"] is False  # a file cut at 4 MiB is reported in files_truncated
+
+
+def test_call_byte_cap_stops_the_scan(world: Env, invoke, monkeypatch) -> None:
+    monkeypatch.setattr(grep_scan, "CALL_BYTES_CAP", 1000)
+    make_tree(world.project, {f"f{i}.txt": "hit\n" + "y" * 395 + "\n" for i in range(5)})
+    r = invoke("grep", {"patterns": ["hit"]})
+    assert r["scan_complete"] is False and r["scan_stop"] == "byte_cap"
+    assert "byte_cap" in r["truncation_reasons"] and r["truncated"] is True
+    # Two whole files (800 bytes), then the third up to the cap, cut to whole lines.
+    assert r["bytes_scanned"] == 1000 and r["files_scanned"] == 3 and r["files_truncated"] == 1
+    assert r["primary_total"] == 3 and r["total_exact"] is False
+    assert r["has_more"] is None
+    assert "[scan stopped at the 128 MiB read limit" in r["output"]
+
+
+def test_file_cap_stops_the_scan(world: Env, invoke, monkeypatch) -> None:
+    monkeypatch.setattr(grep_scan, "MAX_FILES", 3)
+    make_tree(world.project, {f"f{i}.txt": "hit\n" for i in range(5)})
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw"})
+    assert r["files_scanned"] == 3 and r["scan_stop"] == "file_cap"
+    assert r["truncation_reasons"] == ["file_cap"] and r["has_more"] is None
+    assert r["output"].splitlines()[:3] == ["f0.txt:1:hit", "f1.txt:1:hit", "f2.txt:1:hit"]
+
+
+def test_catastrophic_regex_stops_at_the_deadline(world: Env, invoke, monkeypatch) -> None:
+    monkeypatch.setattr(grep_mod, "DEADLINE_S", 0.3)
+    make_tree(world.project, {"a.txt": "ok hit\n", "b.txt": ("a" * 40 + "!\n") * 50})
+    r = invoke("grep", {"patterns": ["(a|aa)+$", "hit"], "mode": "raw"})
+    assert r["scan_stop"] == "deadline" and "deadline" in r["truncation_reasons"]
+    assert r["output"].startswith("a.txt:1:ok hit")
+    assert "10 s limit" in r["output"]
+
+
+def test_per_file_cap_in_ranked_mode(world: Env, invoke) -> None:
+    make_tree(world.project, {"many.py": "".join(f"x = hit{i}\n" for i in range(8)), "one.py": "hit\n"})
+    r = invoke("grep", {"patterns": ["hit"]})
+    assert r["output"].splitlines()[:7] == [
+        "grouped_v1",
+        "## many.py",
+        "1:[match] x = hit0",
+        "2:[match] x = hit1",
+        "3:[match] x = hit2",
+        "4:[match] x = hit3",
+        "5:[match] x = hit4",
+    ]
+    assert r["per_file"] == {"many.py": {"hits": 8, "shown": 5, "omitted": 3}}
+    assert r["truncation_reasons"] == ["per_file_cap"] and r["omitted_total"] == 3
+    assert (r["primary_total"], r["hits_total"]) == (6, 9)
+    assert "[3 more hits beyond 5 per file are not listed" in r["output"]
+    raw = invoke("grep", {"patterns": ["hit"], "mode": "raw"})
+    assert raw["returned"] == 9 and raw["per_file"] == {}  # no per-file cap in raw mode
+
+
+def test_definitions_outrank_earlier_plain_matches(world: Env, invoke) -> None:
+    body = "".join(f"use_it(thing{i})\n" for i in range(6)) + "def thing():\n    pass\n"
+    make_tree(world.project, {"m.py": body})
+    r = invoke("grep", {"patterns": ["thing"]})
+    assert r["output"].splitlines()[1:] == [
+        "## m.py",
+        "1:[match] use_it(thing0)",
+        "2:[match] use_it(thing1)",
+        "3:[match] use_it(thing2)",
+        "4:[match] use_it(thing3)",
+        "--",
+        "7:[def-like] def thing():",
+        "",
+        "[2 more hits beyond 5 per file are not listed; narrow path or use mode=raw]",
+    ]
+
+
+def test_output_cap_stops_at_a_whole_record(world: Env, invoke) -> None:
+    make_tree(world.project, {"long.txt": "".join(f"hit {i} " + "z" * 900 + "\n" for i in range(500))})
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw", "limit": 500})
+    assert r["truncation_reasons"] == ["output_cap"] and r["has_more"] is True
+    assert len(r["output"].encode()) <= 65_536
+    rows = r["output"].split("\n\n")[0].splitlines()
+    assert len(rows) == r["returned"] and r["next_offset"] == r["returned"] < 500
+    assert all(row.startswith("long.txt:") and row.endswith("z") for row in rows)
+    assert r["output"].endswith(f"[output capped at 64 KiB; use offset={r['returned']}]")
+    nxt = invoke("grep", {"patterns": ["hit"], "mode": "raw", "offset": r["next_offset"], "limit": 1})
+    assert nxt["hits"][0]["line"] == r["returned"] + 1
+
+
+def test_long_lines_are_cut_at_1000_characters(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.txt": "hit" + "é" * 1200 + "\n"})
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw"})
+    assert r["output"] == "a.txt:1:hit" + "é" * 997 + "…"
+    assert r["hits"][0]["text"] == "hit" + "é" * 1200  # the JSON keeps the whole line
+
+
+def test_crlf_lines_and_files_without_a_final_newline(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.txt": b"one\r\nhit two\r\nthree hit"})
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw", "context": 1})
+    assert r["output"] == "a.txt-1-one\na.txt:2:hit two\na.txt:3:three hit"
+
+
+def test_import_and_definition_labels(world: Env, invoke) -> None:
+    src = (
+        "import thing\n"
+        "from thing import x\n"
+        "const thing = require('thing')\n"
+        "export { a } from 'thing'\n"
+        "#include <thing.h>\n"
+        "pub(crate) async fn thing() {}\n"
+        "thing := func() {}\n"
+        "const thing2 = (a) => a\n"
+        "call(thing)\n"
+    )
+    make_tree(world.project, {"m.txt": src})
+    r = invoke("grep", {"patterns": ["thing"], "mode": "ranked", "limit": 50})
+    labels = {h["line"]: h["label"] for h in r["hits"]}
+    # Five kept: the three definitions, the one plain match, then the first import.
+    assert labels == {6: "def-like", 7: "def-like", 8: "def-like", 9: "match", 1: "import"}
