@@ -17,7 +17,7 @@ _fermix_paths() {
 _fermix_node() {
     case "$1" in
         '')
-            _fx_subs='agent ask completions config doctor grant logs mcp memory revoke sandbox state tool'
+            _fx_subs='agent ask completions config doctor grant jobs logs mcp memory revoke sandbox state tool'
             _fx_opts='--cwd -h --help --home --session --trust --version'
             _fx_valopts='--cwd --home --session --trust' ;;
         'agent')
@@ -63,6 +63,54 @@ _fermix_node() {
         'grant path')
             _fx_subs=''
             _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'jobs')
+            _fx_subs='add inbox install list pause resume rm run run-now runs show'
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'jobs add')
+            _fx_subs=''
+            _fx_opts='--allow --command --delivery --description --expires-at -h --help --inactivity-timeout --inbox --json --model --provider --schedule -s --skill --target --task --timeout --timezone --tz'
+            _fx_valopts='--allow --command --delivery --description --expires-at --inactivity-timeout --inbox --model --provider --schedule -s --skill --target --task --timeout --timezone --tz' ;;
+        'jobs inbox')
+            _fx_subs=''
+            _fx_opts='-h --help --json -n --last'
+            _fx_valopts='-n --last' ;;
+        'jobs install')
+            _fx_subs=''
+            _fx_opts='--apply -h --help --remove --systemd'
+            _fx_valopts='' ;;
+        'jobs list')
+            _fx_subs=''
+            _fx_opts='-h --help --json --limit --state'
+            _fx_valopts='--limit --state' ;;
+        'jobs pause')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'jobs resume')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'jobs rm')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'jobs run')
+            _fx_subs=''
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'jobs run-now')
+            _fx_subs=''
+            _fx_opts='--detach -h --help --json'
+            _fx_valopts='' ;;
+        'jobs runs')
+            _fx_subs=''
+            _fx_opts='-h --help --json --limit --status'
+            _fx_valopts='--limit --status' ;;
+        'jobs show')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'logs')
             _fx_subs=''
@@ -153,7 +201,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list ast_grep bash content_search file_edit file_read file_write find git_read git_write glob_search grep hash_edit list_files memory_forget memory_recall memory_sources_list memory_store model_routing_config place_search read request_directory_access shell tool_call tool_describe tool_help tool_search web web_fetch web_search write'
+            _fx_subs='list ast_grep bash content_search file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -188,6 +236,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --kind --limit --offset --path --query'
             _fx_valopts='--json --kind --limit --offset --path --query' ;;
+        'tool get_job_run')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --run-id --run_id'
+            _fx_valopts='--json --run-id --run_id' ;;
         'tool git_read')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --args --command --repo'
@@ -212,6 +264,14 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --limit --offset --path'
             _fx_valopts='--json --limit --offset --path' ;;
+        'tool list_job_runs')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id --limit --status'
+            _fx_valopts='--json --job-id --job_id --limit --status' ;;
+        'tool list_jobs')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --limit --state'
+            _fx_valopts='--json --limit --state' ;;
         'tool memory_forget')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --id --reason'
@@ -232,6 +292,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --action --key --value'
             _fx_valopts='--json --action --key --value' ;;
+        'tool pause_job')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id'
+            _fx_valopts='--json --job-id --job_id' ;;
         'tool place_search')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --count --country --language --latitude --location --longitude --query --radius-meters --radius_meters --units'
@@ -240,10 +304,26 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --paths'
             _fx_valopts='--json --paths' ;;
+        'tool remove_job')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id'
+            _fx_valopts='--json --job-id --job_id' ;;
         'tool request_directory_access')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --path --reason'
             _fx_valopts='--json --path --reason' ;;
+        'tool resume_job')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id'
+            _fx_valopts='--json --job-id --job_id' ;;
+        'tool run_job_now')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id'
+            _fx_valopts='--json --job-id --job_id' ;;
+        'tool schedule_job')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --allowed-tools --allowed_tools --delivery-mode --delivery_mode --delivery-target --delivery_target --description --expires-at --expires_at --inactivity-timeout-seconds --inactivity_timeout_seconds --model --name --provider --schedule --skill-name --skill_name --task --timeout-seconds --timeout_seconds --timezone'
+            _fx_valopts='--json --allowed-tools --allowed_tools --delivery-mode --delivery_mode --delivery-target --delivery_target --description --expires-at --expires_at --inactivity-timeout-seconds --inactivity_timeout_seconds --model --name --provider --schedule --skill-name --skill_name --task --timeout-seconds --timeout_seconds --timezone' ;;
         'tool shell')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --command --timeout-ms --timeout_ms --working-dir --working_dir'
@@ -264,6 +344,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --limit --query'
             _fx_valopts='--json --limit --query' ;;
+        'tool update_job')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --clear-route-pin --clear_route_pin --no-clear-route-pin --no-clear_route_pin --delivery-mode --delivery_mode --delivery-target --delivery_target --description --job-id --job_id --model --provider --schedule --skill-name --skill_name --task'
+            _fx_valopts='--json --delivery-mode --delivery_mode --delivery-target --delivery_target --description --job-id --job_id --model --provider --schedule --skill-name --skill_name --task' ;;
         'tool web')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --domainFilter --limit --operation --query --recencyFilter --reference --url'
@@ -290,7 +374,7 @@ _fermix_value() {
         '|--cwd') _fermix_paths -d ;;
         '|--home') _fermix_paths -d ;;
         '|--trust') _fermix_words 'operator guest' ;;
-        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search file_edit file_read file_write find git_read git_write glob_search grep hash_edit list_files memory_forget memory_recall memory_sources_list memory_store model_routing_config place_search read request_directory_access shell tool_call tool_describe tool_help tool_search web web_fetch web_search write' ;;
+        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
         'tool ast_grep|--operation') _fermix_words 'search outline' ;;
@@ -308,6 +392,7 @@ _fermix_value() {
         'tool find|--json') _fermix_paths -f ;;
         'tool find|--kind') _fermix_words 'files directories mixed' ;;
         'tool find|--path') _fermix_paths -f ;;
+        'tool get_job_run|--json') _fermix_paths -f ;;
         'tool git_read|--json') _fermix_paths -f ;;
         'tool git_write|--json') _fermix_paths -f ;;
         'tool glob_search|--json') _fermix_paths -f ;;
@@ -318,6 +403,10 @@ _fermix_value() {
         'tool hash_edit|--json') _fermix_paths -f ;;
         'tool list_files|--json') _fermix_paths -f ;;
         'tool list_files|--path') _fermix_paths -f ;;
+        'tool list_job_runs|--json') _fermix_paths -f ;;
+        'tool list_job_runs|--status') _fermix_words 'queued running ok error skipped' ;;
+        'tool list_jobs|--json') _fermix_paths -f ;;
+        'tool list_jobs|--state') _fermix_words 'scheduled paused running completed disabled expired' ;;
         'tool memory_forget|--json') _fermix_paths -f ;;
         'tool memory_recall|--json') _fermix_paths -f ;;
         'tool memory_recall|--scope') _fermix_words 'current owner all' ;;
@@ -329,18 +418,26 @@ _fermix_value() {
         'tool model_routing_config|--json') _fermix_paths -f ;;
         'tool model_routing_config|--action') _fermix_words 'read set delete' ;;
         'tool model_routing_config|--key') _fermix_words 'subagent_provider subagent_model subagent_reasoning_effort' ;;
+        'tool pause_job|--json') _fermix_paths -f ;;
         'tool place_search|--json') _fermix_paths -f ;;
         'tool place_search|--units') _fermix_words 'metric imperial' ;;
         'tool read|--json') _fermix_paths -f ;;
         'tool read|--paths') _fermix_paths -f ;;
+        'tool remove_job|--json') _fermix_paths -f ;;
         'tool request_directory_access|--json') _fermix_paths -f ;;
         'tool request_directory_access|--path') _fermix_paths -f ;;
+        'tool resume_job|--json') _fermix_paths -f ;;
+        'tool run_job_now|--json') _fermix_paths -f ;;
+        'tool schedule_job|--json') _fermix_paths -f ;;
+        'tool schedule_job|--delivery-mode'|'tool schedule_job|--delivery_mode') _fermix_words 'none origin channel local' ;;
         'tool shell|--json') _fermix_paths -f ;;
         'tool shell|--working-dir'|'tool shell|--working_dir') _fermix_paths -d ;;
         'tool tool_call|--json') _fermix_paths -f ;;
         'tool tool_describe|--json') _fermix_paths -f ;;
         'tool tool_help|--json') _fermix_paths -f ;;
         'tool tool_search|--json') _fermix_paths -f ;;
+        'tool update_job|--json') _fermix_paths -f ;;
+        'tool update_job|--delivery-mode'|'tool update_job|--delivery_mode') _fermix_words 'none origin channel local' ;;
         'tool web|--json') _fermix_paths -f ;;
         'tool web|--operation') _fermix_words 'search open' ;;
         'tool web|--recencyFilter') _fermix_words 'day week month year' ;;
@@ -355,9 +452,9 @@ _fermix_value() {
 _fermix_arg() {
     case "$1|$2" in
         'completions|0') _fermix_words 'bash zsh fish' ;;
-        'config get|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
-        'config set|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
-        'config unset|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config get|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config set|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config unset|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
         'grant path|0') _fermix_paths -f ;;
         'revoke path|0') _fermix_paths -f ;;
         'sandbox grant|0') _fermix_paths -f ;;

@@ -18,6 +18,11 @@ def main(argv: list[str] | None = None) -> int:
         opts, rest = split_globals(args)
         if rest and rest[0] == "tool" and not (len(rest) > 1 and rest[1] in ("-h", "--help")):
             return main_tool(rest[1:], opts)
+        if len(rest) > 1 and rest[0] == "jobs" and rest[1] in ("run", "worker"):
+            # What cron calls every minute: no Typer, no rich.
+            from .cli.jobs_run import main_jobs_fast
+
+            return main_jobs_fast(rest[1:], opts)
     except ToolError as e:
         return report_error(e)
     except KeyboardInterrupt:

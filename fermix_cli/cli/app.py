@@ -124,6 +124,7 @@ def _register_subapps() -> None:
         completions_cmd,
         config_cmd,
         doctor_cmd,
+        jobs_cmd,
         logs_cmd,
         mcp_cmd,
         memory_cmd,
@@ -138,6 +139,7 @@ def _register_subapps() -> None:
     app.command("completions")(completions_cmd.completions_cmd)
     app.add_typer(mcp_cmd.app, name="mcp")
     app.add_typer(config_cmd.app, name="config")
+    app.add_typer(jobs_cmd.app, name="jobs")
     app.add_typer(memory_cmd.app, name="memory")
     app.add_typer(sandbox_cmd.app, name="sandbox")
     app.add_typer(sandbox_cmd.grant_app, name="grant")

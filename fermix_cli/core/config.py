@@ -191,12 +191,33 @@ class RoutingConfig(Section):
     meeting_reasoning_effort: ReasoningEffort | None = None
 
 
+class JobsConfig(Section):
+    """`[fermix_core.jobs]`: the scheduled-jobs runtime (`fermix jobs run`) and job defaults."""
+
+    # A recurring run found more than this late is recorded as skipped and its schedule advances.
+    run_freshness_window_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] = 3600
+    # Scheduled runs in flight at once, across every `fermix jobs run` process; manual runs are not counted.
+    max_concurrent_runs: Annotated[int, Field(ge=1, le=64)] = 4
+    default_timeout_seconds: Annotated[int, Field(ge=1, le=86400)] = 1800
+    default_inactivity_timeout_seconds: Annotated[int, Field(ge=1, le=86400)] = 600
+    # Used when schedule_job names neither a mode nor a target; checked at creation, never ignored.
+    default_delivery_mode: Literal["none", "origin", "channel", "local"] | None = None
+    default_delivery_target: dict[Name, Name] | None = None
+    # Run history kept per job; older rows (and their output.md) are deleted after each run.
+    max_runs_per_job: Annotated[int, Field(ge=1, le=100_000)] = 200
+    # A model run that fails on the provider (network, rate limit, provider error) before any tool ran
+    # is tried again this many times, after retry_backoff_seconds, then four times that, ...
+    transient_retries: Annotated[int, Field(ge=0, le=5)] = 2
+    retry_backoff_seconds: Annotated[int, Field(ge=1, le=600)] = 10
+
+
 class FermixCoreConfig(Section):
     net: NetConfig = Field(default_factory=NetConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     providers: dict[Name, ProviderConfig] = {}
     agent: AgentConfig = Field(default_factory=AgentConfig)
     routing: RoutingConfig = Field(default_factory=RoutingConfig)
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
 
 
 class PathToolCapability(Section):
@@ -278,19 +299,23 @@ def _dotted(loc: tuple[Any, ...]) -> str:
     return ".".join(str(p) for p in loc)
 
 
+def _config_error(e: ValidationError, source: str, prefix: tuple[str, ...] = ()) -> ToolError:
+    errs = e.errors()
+    first = errs[0]
+    key = _dotted((*prefix, *first["loc"])) or "(top level)"
+    return ToolError(
+        "invalid_config",
+        f"{source}: {key}: {first['msg']}. Fix or remove this key; fermix refuses to run on a config it cannot read.",
+        {"key": key, "errors": [{"key": _dotted((*prefix, *x["loc"])), "message": x["msg"]} for x in errs]},
+    )
+
+
 def validate_config(data: dict[str, Any], source: str = "config.toml") -> Config:
     """Validate parsed TOML; the error names the first offending key."""
     try:
         config = Config.model_validate(data)
     except ValidationError as e:
-        errs = e.errors()
-        first = errs[0]
-        key = _dotted(first["loc"]) or "(top level)"
-        raise ToolError(
-            "invalid_config",
-            f"{source}: {key}: {first['msg']}. Fix or remove this key; fermix refuses to run on a config it cannot read.",
-            {"key": key, "errors": [{"key": _dotted(x["loc"]), "message": x["msg"]} for x in errs]},
-        ) from None
+        raise _config_error(e, source) from None
     for name, block in config.fermix_core.providers.items():
         if block.type is None and name not in PROVIDER_TYPES:
             key = f"fermix_core.providers.{name}.type"
@@ -327,6 +352,24 @@ def read_raw(path: Path) -> dict[str, Any]:
 def load_config(path: Path) -> Config:
     """Read and validate config.toml (fermix_cli.core.configcache caches the result per process call)."""
     return validate_config(read_raw(path), str(path))
+
+
+def load_jobs_config(path: Path) -> JobsConfig:
+    """Only `[fermix_core.jobs]`, validated as strictly as the whole file would be.
+
+    For `fermix jobs run`, which cron starts every minute and which needs nothing else: building the
+    validators of every section costs more than the rest of a tick. The runs it starts read the whole
+    file, so an error anywhere else still stops them.
+    """
+    data = read_raw(path)
+    core = data.get("fermix_core", {})
+    section = core.get("jobs", {}) if isinstance(core, dict) else None
+    if not isinstance(section, dict):
+        return validate_config(data, str(path)).fermix_core.jobs  # let the full check name the problem
+    try:
+        return JobsConfig.model_validate(section)
+    except ValidationError as e:
+        raise _config_error(e, str(path), ("fermix_core", "jobs")) from None
 
 
 def write_raw(path: Path, data: dict[str, Any]) -> None:

@@ -28,6 +28,23 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def clock_from_env(env: os._Environ[str] | dict[str, str] | None = None) -> Callable[[], datetime]:
+    """The wall clock, or the fixed instant in FERMIX_NOW (tests only: it freezes time for every call)."""
+    from .errors import ToolError
+
+    raw = (os.environ if env is None else env).get("FERMIX_NOW", "").strip()
+    if not raw:
+        return utc_now
+    try:
+        instant = datetime.fromisoformat(raw.upper().replace("Z", "+00:00"))
+    except ValueError:
+        instant = None
+    if instant is None or instant.utcoffset() is None:
+        raise ToolError("usage", f"FERMIX_NOW={raw!r} is not an ISO-8601 instant with an offset", {})
+    fixed = instant.astimezone(UTC)
+    return lambda: fixed
+
+
 @dataclass
 class ToolContext:
     """Everything a handler may consult. Shared handles (config, sandbox, state) open on first use."""
@@ -72,6 +89,7 @@ class ToolContext:
             attended=True,
             session_id=session or env.get("FERMIX_SESSION", "").strip() or DEFAULT_SESSION,
             cwd=os.path.abspath(cwd) if cwd else None,
+            clock=clock_from_env(env),
         )
 
     # ----- lazy shared handles -------------------------------------------------------------

@@ -34,6 +34,15 @@ TOOL_MODULES: dict[str, str] = {
     "find": "fermix_cli.tools.coding.find",
     "list_files": "fermix_cli.tools.coding.find",
     "ast_grep": "fermix_cli.tools.coding.astgrep",
+    "schedule_job": "fermix_cli.tools.jobs",
+    "list_jobs": "fermix_cli.tools.jobs",
+    "update_job": "fermix_cli.tools.jobs",
+    "pause_job": "fermix_cli.tools.jobs",
+    "resume_job": "fermix_cli.tools.jobs",
+    "remove_job": "fermix_cli.tools.jobs",
+    "run_job_now": "fermix_cli.tools.jobs",
+    "list_job_runs": "fermix_cli.tools.jobs",
+    "get_job_run": "fermix_cli.tools.jobs",
 }
 
 # Names a toolset accepts for another tool. Registry names are unique, so the coding contract's

@@ -1,0 +1,93 @@
+"""`fermix jobs run` and `fermix jobs worker`: the commands cron (and the runner) call, without Typer.
+
+cron starts `fermix jobs run` every minute, so its start-up is paid sixty times an hour; like
+`fermix tool`, it takes the fast path in `__main__` and imports only what a tick needs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ..core.errors import ToolError
+from .globalopts import GlobalOptions
+
+RUN_USAGE = """\
+Usage: fermix jobs run [--json | --quiet]
+
+Run every scheduled job that is due, then exit; cron calls this every minute (see `fermix jobs install`).
+Each slot runs at most once, however many of these processes overlap: a slot is claimed in the
+database before it runs. A second invocation while one is claiming exits 0 at once.
+
+  --json    always print the JSON summary (default: only when something happened, or on a terminal)
+  --quiet   print nothing
+
+Exit codes: 0 done (failed runs are recorded in the run history, not in the exit code), 1 fermix could
+not read its state or config, 130/143 stopped by SIGINT/SIGTERM (runs in flight are recorded as interrupted).
+"""
+
+
+def _flag_value(argv: list[str], i: int, name: str) -> str:
+    if i + 1 >= len(argv):
+        raise ToolError("usage", f"{name} needs a value", {"flag": name})
+    return argv[i + 1]
+
+
+def main_run(argv: list[str], g: GlobalOptions) -> int:
+    mode = "auto"
+    manual: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in ("-h", "--help"):
+            sys.stdout.write(RUN_USAGE)
+            return 0
+        if arg in ("--json", "--quiet"):
+            mode = arg[2:]
+        elif arg in ("--run", "--claimant", "--lock-fd"):  # the background half of run_job_now
+            manual[arg[2:]] = _flag_value(argv, i, arg)
+            i += 1
+        else:
+            raise ToolError("usage", f"unknown argument {arg!r} for jobs run; see fermix jobs run --help", {})
+        i += 1
+    from ..core.context import ToolContext
+
+    ctx = ToolContext.for_cli(home=g.home, cwd=g.cwd, session=g.session, trust=g.trust)  # type: ignore[arg-type]
+    try:
+        if manual:
+            if set(manual) != {"run", "claimant", "lock-fd"} or not manual["lock-fd"].isdigit():
+                raise ToolError(
+                    "usage", "--run, --claimant and --lock-fd go together (run_job_now uses them)", {}
+                )
+            from ..jobs.runner import adopt_and_run
+
+            code, summary = adopt_and_run(ctx, manual["run"], manual["claimant"], int(manual["lock-fd"]))
+        else:
+            use_lock = os.environ.get("FERMIX_JOBS_SCHEDULER_LOCK", "1") != "0"
+            from ..jobs.tick import run_tick
+
+            code, summary = run_tick(ctx, use_lock=use_lock)
+    finally:
+        ctx.close()
+    show = mode == "json" or (mode == "auto" and (not summary.quiet or sys.stdout.isatty()))
+    if show:
+        sys.stdout.write(json.dumps(summary.as_dict(), ensure_ascii=False, separators=(",", ":")) + "\n")
+        sys.stdout.flush()
+    return code
+
+
+def main_jobs_fast(argv: list[str], g: GlobalOptions) -> int:
+    """argv starts after `jobs`: `run ...` or `worker ...`."""
+    from .toolcall import report_error
+
+    try:
+        if argv[0] == "worker":
+            from ..jobs.worker import main as worker_main
+
+            return worker_main(argv[1:], g.home)
+        return main_run(argv[1:], g)
+    except ToolError as e:
+        return report_error(e)
+    except KeyboardInterrupt:
+        return 130

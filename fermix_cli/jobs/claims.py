@@ -1,0 +1,367 @@
+"""Claim before dispatch: what one `fermix jobs run` tick decides, inside one BEGIN IMMEDIATE transaction.
+
+A tick, in order: runs whose claimant died become `error: interrupted` (or `runner_lost` once their
+lease passes); jobs past `expires_at` become `expired`; then every due job is either skipped (a
+recurring slot later than the freshness window), left waiting (the concurrency cap is reached) or
+claimed: its run row is inserted `queued` with `claimed_by` and a lease, and a recurring job's
+`next_run_at` moves past now, all before the transaction commits. Nothing here runs a task; the runner
+does that after the commit, and records the outcome with `finish_run`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..core.errors import ToolError
+from ..core.paths import FermixPaths
+from .liveness import Runner, liveness, split_claimant
+from .model import Job, parse_ts, ts
+from .schedule import Schedule, is_stale, next_run, parse_schedule
+
+# A claim's lease: the job's timeout plus this grace, after which any host may call the run lost.
+LEASE_GRACE_SECONDS = 300
+# Missed slots counted one by one at most this far (a minutely cron after a month off).
+MISSED_COUNT_CAP = 1000
+
+
+@dataclass(frozen=True)
+class ClaimedRun:
+    run_id: str
+    job_id: str
+    trigger: str
+    scheduled_for: str
+
+
+@dataclass
+class TickReport:
+    """What a tick did; `fermix jobs run` prints it."""
+
+    reconciled: list[dict[str, Any]] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)
+    disabled: list[str] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    claimed: list[ClaimedRun] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "reconciled": self.reconciled,
+            "expired": self.expired,
+            "disabled": self.disabled,
+            "skipped": self.skipped,
+            "claimed": [c.__dict__ for c in self.claimed],
+            "waiting": self.waiting,
+        }
+
+    def is_empty(self) -> bool:
+        return not (
+            self.reconciled or self.expired or self.disabled or self.skipped or self.claimed or self.waiting
+        )
+
+
+def new_run_id() -> str:
+    return f"run_{os.urandom(10).hex()}"
+
+
+def lease_until(now: datetime, timeout_seconds: int) -> str:
+    return ts(now + timedelta(seconds=timeout_seconds + LEASE_GRACE_SECONDS))
+
+
+# ----- the job row after a run ends ----------------------------------------------------------------
+
+
+def release_job(
+    db: sqlite3.Connection,
+    job_id: str,
+    run_id: str,
+    status: str,
+    error: str | None,
+    now: datetime,
+) -> None:
+    """Record a run's outcome on its job and free the job: scheduled, completed (one-off) or expired.
+
+    A job paused (or otherwise changed) while the run was in flight keeps its new state.
+    """
+    stamp = ts(now)
+    db.execute(
+        """
+        UPDATE scheduled_jobs SET
+            last_run_id = ?, last_run_at = ?, last_status = ?, last_error = ?, run_count = run_count + 1,
+            updated_at = ?,
+            state = CASE
+                WHEN state != 'running' THEN state
+                WHEN schedule_kind = 'once' THEN 'completed'
+                WHEN expires_at IS NOT NULL AND expires_at <= ? THEN 'expired'
+                ELSE 'scheduled' END,
+            next_run_at = CASE
+                WHEN state = 'running' AND (schedule_kind = 'once'
+                    OR (expires_at IS NOT NULL AND expires_at <= ?)) THEN NULL
+                ELSE next_run_at END
+        WHERE id = ?
+        """,
+        (run_id, stamp, status, error, stamp, stamp, stamp, job_id),
+    )
+
+
+# ----- reconciliation ----------------------------------------------------------------------------
+
+
+def reconcile(
+    db: sqlite3.Connection, now: datetime, paths: FermixPaths, me: str | None
+) -> list[dict[str, Any]]:
+    """Turn active runs whose claimant is gone into errors; they are never run again."""
+    out: list[dict[str, Any]] = []
+    stamp = ts(now)
+    rows = db.execute(
+        "SELECT id, job_id, status, claimed_by, lease_until FROM job_runs WHERE status IN ('queued', 'running')"
+    ).fetchall()
+    for row in rows:
+        claimant = row["claimed_by"]
+        if claimant == me:
+            continue
+        state = liveness(paths, claimant)
+        host, pid, _ = split_claimant(claimant)
+        lease_passed = row["lease_until"] is not None and row["lease_until"] < stamp
+        if state == "dead":
+            code = "interrupted"
+            message = (
+                f"the fermix process that {'ran' if row['status'] == 'running' else 'claimed'} this run "
+                f"(pid {pid} on {host}) ended before it finished; a run is never re-run"
+            )
+        elif lease_passed:
+            code = "runner_lost"
+            message = (
+                f"no result from {host} (pid {pid}) before the lease ended at {row['lease_until']}; "
+                "the run is given up and never re-run"
+            )
+        else:
+            continue
+        cur = db.execute(
+            "UPDATE job_runs SET status = 'error', error_code = ?, error = ?, finished_at = ?"
+            " WHERE id = ? AND status IN ('queued', 'running')",
+            (code, message, stamp, row["id"]),
+        )
+        if cur.rowcount:
+            release_job(db, row["job_id"], row["id"], "error", f"{code}: {message}", now)
+            out.append({"run_id": row["id"], "job_id": row["job_id"], "error_code": code})
+    return out
+
+
+# ----- expiry ------------------------------------------------------------------------------------
+
+
+def expire(db: sqlite3.Connection, now: datetime) -> list[str]:
+    """Mark jobs past `expires_at` expired; a slot that fell due before expiry is recorded as skipped."""
+    stamp = ts(now)
+    rows = db.execute(
+        "SELECT id, state, next_run_at, expires_at FROM scheduled_jobs"
+        " WHERE expires_at IS NOT NULL AND expires_at <= ? AND state IN ('scheduled', 'paused')",
+        (stamp,),
+    ).fetchall()
+    for row in rows:
+        if row["state"] == "scheduled" and row["next_run_at"] and row["next_run_at"] < row["expires_at"]:
+            _insert_skipped(
+                db,
+                row["id"],
+                row["next_run_at"],
+                now,
+                f"expired: the job expired at {row['expires_at']} before this slot was run",
+            )
+        db.execute(
+            "UPDATE scheduled_jobs SET state = 'expired', next_run_at = NULL, updated_at = ? WHERE id = ?",
+            (stamp, row["id"]),
+        )
+    return [r["id"] for r in rows]
+
+
+# ----- claims ------------------------------------------------------------------------------------
+
+
+def _insert_skipped(db: sqlite3.Connection, job_id: str, slot: str, now: datetime, reason: str) -> str | None:
+    run_id = new_run_id()
+    stamp = ts(now)
+    cur = db.execute(
+        "INSERT OR IGNORE INTO job_runs (id, job_id, trigger, scheduled_for, status, reason, queued_at,"
+        " finished_at) VALUES (?, ?, 'schedule', ?, 'skipped', ?, ?, ?)",
+        (run_id, job_id, slot, reason, stamp, stamp),
+    )
+    return run_id if cur.rowcount else None
+
+
+def advance(schedule: Schedule, slot: datetime, now: datetime) -> tuple[datetime, int, datetime | None]:
+    """(next slot after now, slots passed over strictly between `slot` and now, the first of them).
+
+    The count stops at MISSED_COUNT_CAP for a cron; intervals are counted exactly.
+    """
+    if isinstance(schedule.parsed, timedelta):
+        nxt = next_run(schedule, now, previous=slot)
+        assert nxt is not None
+        missed = int((now - slot) // schedule.parsed)
+        return nxt, missed, slot + schedule.parsed if missed else None
+    missed, first = 0, None
+    t = next_run(schedule, slot)
+    assert t is not None
+    while t <= now:
+        missed += 1
+        first = first or t
+        if missed >= MISSED_COUNT_CAP:
+            t = next_run(schedule, now)
+            assert t is not None
+            break
+        t = next_run(schedule, t)
+        assert t is not None
+    return t, missed, first
+
+
+def _missed_note(missed: int, first: datetime | None) -> str:
+    if not missed:
+        return ""
+    more = "or more " if missed >= MISSED_COUNT_CAP else ""
+    return (
+        f"{missed} {more}later slot{'s' if missed != 1 else ''} from {ts(first) if first else '?'} also passed"
+        " unchecked; missed slots never fire in a burst"
+    )
+
+
+def _claim_insert(
+    db: sqlite3.Connection, job: Job, trigger: str, slot: str, now: datetime, runner: str
+) -> str | None:
+    run_id = new_run_id()
+    cur = db.execute(
+        "INSERT OR IGNORE INTO job_runs (id, job_id, trigger, scheduled_for, status, claimed_by, lease_until,"
+        " queued_at, task_prompt) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+        (run_id, job.id, trigger, slot, runner, lease_until(now, job.timeout_seconds), ts(now), job.task),
+    )
+    return run_id if cur.rowcount else None
+
+
+def _disable(db: sqlite3.Connection, job: Job, err: ToolError, now: datetime) -> None:
+    message = f"{err.code}: {err.message}"
+    if job.next_run_at:
+        _insert_skipped(db, job.id, job.next_run_at, now, f"disabled: {message}")
+    db.execute(
+        "UPDATE scheduled_jobs SET state = 'disabled', next_run_at = NULL, last_error = ?, updated_at = ?"
+        " WHERE id = ?",
+        (message, ts(now), job.id),
+    )
+
+
+def claim_due(
+    db: sqlite3.Connection, now: datetime, runner: str, *, max_concurrent: int, window_seconds: int
+) -> TickReport:
+    """Skip, claim or leave waiting every due job (see the module docstring)."""
+    report = TickReport()
+    stamp = ts(now)
+    active = int(
+        db.execute(
+            "SELECT count(*) FROM job_runs WHERE status IN ('queued', 'running') AND trigger = 'schedule'"
+        ).fetchone()[0]
+    )
+    free = max_concurrent - active
+    due = db.execute(
+        "SELECT * FROM scheduled_jobs WHERE state = 'scheduled' AND next_run_at <= ? ORDER BY next_run_at, id",
+        (stamp,),
+    ).fetchall()
+    for row in due:
+        job = Job.from_row(row)
+        assert job.next_run_at is not None
+        slot = parse_ts(job.next_run_at)
+        try:
+            schedule = parse_schedule(job.schedule, job.timezone)
+            if schedule.kind == "once":
+                nxt, missed, first_missed = None, 0, None
+            else:
+                nxt, missed, first_missed = advance(schedule, slot, now)
+        except ToolError as e:  # the zone or grammar no longer reads this job: disabled, never retried
+            _disable(db, job, e, now)
+            report.disabled.append(job.id)
+            continue
+        stale = schedule.kind != "once" and is_stale(slot, now, window_seconds)
+        if not stale and free <= 0:
+            report.waiting.append(job.id)
+            continue
+        note = _missed_note(missed, first_missed)
+        if stale:
+            late = int((now - slot).total_seconds())
+            reason = (
+                f"stale: due {job.next_run_at}, found {late} s late, over the {window_seconds} s freshness "
+                f"window; the schedule moved on to {ts(nxt) if nxt else '-'}"
+            ) + (f"; {note}" if note else "")
+            run_id = _insert_skipped(db, job.id, job.next_run_at, now, reason)
+            report.skipped.append({"run_id": run_id, "job_id": job.id, "scheduled_for": job.next_run_at})
+            db.execute(
+                "UPDATE scheduled_jobs SET next_run_at = ?, last_status = 'skipped', updated_at = ? WHERE id = ?",
+                (ts(nxt) if nxt else None, stamp, job.id),
+            )
+            continue
+        run_id = _claim_insert(db, job, "schedule", job.next_run_at, now, runner)
+        if first_missed is not None:
+            skipped_id = _insert_skipped(
+                db, job.id, ts(first_missed), now, f"missed: {note}; the run of {job.next_run_at} ran instead"
+            )
+            report.skipped.append({"run_id": skipped_id, "job_id": job.id, "scheduled_for": ts(first_missed)})
+        db.execute(
+            "UPDATE scheduled_jobs SET state = ?, next_run_at = ?, updated_at = ? WHERE id = ?",
+            ("running" if run_id else "scheduled", ts(nxt) if nxt else None, stamp, job.id),
+        )
+        if run_id:
+            report.claimed.append(ClaimedRun(run_id, job.id, "schedule", job.next_run_at))
+            free -= 1
+    return report
+
+
+def claim_manual(db: sqlite3.Connection, job: Job, now: datetime, runner: str) -> ClaimedRun:
+    """run_job_now's claim: a `manual` run row, the job `running`; a one-off is used up by it."""
+    stamp = ts(now)
+    run_id = _claim_insert(db, job, "manual", stamp, now, runner)
+    assert run_id is not None
+    db.execute(
+        "UPDATE scheduled_jobs SET state = 'running', next_run_at = CASE WHEN schedule_kind = 'once' THEN NULL"
+        " ELSE next_run_at END, updated_at = ? WHERE id = ?",
+        (stamp, job.id),
+    )
+    return ClaimedRun(run_id, job.id, "manual", stamp)
+
+
+def tick(
+    db_write: Any,
+    now: datetime,
+    paths: FermixPaths,
+    runner: Runner,
+    *,
+    max_concurrent: int,
+    window_seconds: int,
+) -> TickReport:
+    """Reconcile, expire and claim in one durable (synchronous=FULL) BEGIN IMMEDIATE transaction."""
+    with db_write(durable=True) as db:
+        reconciled = reconcile(db, now, paths, runner.claimed_by)
+        expired = expire(db, now)
+        report = claim_due(
+            db, now, runner.claimed_by, max_concurrent=max_concurrent, window_seconds=window_seconds
+        )
+    report.reconciled, report.expired = reconciled, expired
+    return report
+
+
+def config_snapshot(job: Job, extra: dict[str, Any]) -> str:
+    return json.dumps(
+        {
+            "kind": job.kind,
+            "schedule": job.schedule,
+            "timezone": job.timezone,
+            "trust": job.created_by_trust,
+            "policy_ceiling": list(job.policy_ceiling),
+            "allowed_tools": None if job.allowed_tools is None else list(job.allowed_tools),
+            "skill_name": job.skill_name,
+            "timeout_seconds": job.timeout_seconds,
+            "inactivity_timeout_seconds": job.inactivity_timeout_seconds,
+            "delivery": {"mode": job.delivery_mode, "target": job.delivery_target},
+            **extra,
+        },
+        sort_keys=True,
+    )

@@ -1,0 +1,531 @@
+"""`fermix jobs run`: claim what is due, run each claimed run in a worker process, record and deliver.
+
+One invocation: take the scheduler lock without waiting (held by another process: exit 0), reconcile,
+expire and claim in one transaction, let go of the lock, then supervise the workers. Each claimed run
+executes in its own `fermix jobs worker` process (its own process group, killed with this process on
+Linux), so the wall-clock and inactivity timeouts can stop it whatever it is doing. When a run ends, the
+runner records its outcome, delivers it, and claims again if a slot came free; it exits when no run of
+its own is left. Manual runs (run_job_now) go through the same `Dispatcher`, uncapped and without the
+scheduler lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from . import records
+from .claims import ClaimedRun, TickReport, claim_manual, tick
+from .delivery import deliver, message_text, write_output
+from .execute import RunOutcome
+from .liveness import Runner, SchedulerLock, sweep_dead
+from .model import Job, active_run, fetch_job, job_state_error, run_summary
+from .tick import Summary, jobs_config
+
+log = logging.getLogger("fermix.jobs")
+
+KILL_GRACE_SECONDS = 3.0
+# While its runs are in flight a runner keeps ticking, just after each minute boundary of the wall clock:
+# where the next `fermix jobs run` cannot start (a systemd timer never overlaps its own service), due
+# jobs still start on time.
+TICK_SECONDS = 60.0
+TICK_OFFSET_SECONDS = 0.5
+# A command job's own timeout (in the exec engine) fires first; the runner's is the backstop.
+COMMAND_TIMEOUT_SLACK = 10.0
+LINE_MAX = 16 * 1024 * 1024
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGINT reached the runner."""
+
+
+@dataclass
+class Active:
+    """A run whose worker is alive (or not yet reaped)."""
+
+    claimed: ClaimedRun
+    job: Job
+    proc: subprocess.Popen[bytes]
+    started_mono: float
+    last_activity: float
+    wall_deadline: float
+    inactivity: float | None
+    buffer: bytes = b""
+    eof_at: float | None = None
+    result: RunOutcome | None = None
+    stop: tuple[str, str] | None = None
+    stop_sent: float | None = None
+
+
+def worker_command(ctx: ToolContext, run_id: str, claimant: str) -> list[str]:
+    cmd = [sys.executable, "-m", "fermix_cli"]
+    if ctx.paths.explicit_home:
+        cmd += ["--home", str(ctx.paths.data_dir)]
+    return [*cmd, "jobs", "worker", run_id, claimant, str(os.getpid())]
+
+
+def child_env() -> dict[str, str]:
+    """The environment of fermix's own child processes: this one, with this fermix importable."""
+    env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(package_root)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    return env
+
+
+def spawn_worker(ctx: ToolContext, run_id: str, claimant: str) -> subprocess.Popen[bytes]:
+    workspace = ctx.paths.ensure_dir(ctx.paths.workspace)
+    return subprocess.Popen(
+        worker_command(ctx, run_id, claimant),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        cwd=workspace,
+        env=child_env(),
+        start_new_session=True,
+    )
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+class Dispatcher:
+    """Supervises the workers of this process's claimed runs, then records and delivers each one."""
+
+    def __init__(
+        self,
+        ctx: ToolContext,
+        runner: Runner,
+        *,
+        summary: Summary,
+        scheduling: bool = False,
+        lock: SchedulerLock | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.runner = runner
+        self.scheduling = scheduling  # claim more as slots free up (False: manual runs only)
+        self.lock = lock
+        self.summary = summary
+        self.jobs_cfg = jobs_config(ctx)
+        # Keyed by run id: a closed pipe's descriptor number can be reused by the next worker at once.
+        self.active: dict[str, Active] = {}
+        self.selector = selectors.DefaultSelector()
+        self.first_start: float | None = None
+        self.last_end: float | None = None
+        self.next_tick = next_minute(time.time())
+
+    # ----- starting ----------------------------------------------------------------------------
+
+    def start(self, claimed: list[ClaimedRun]) -> None:
+        for run in claimed:
+            self._launch(run)
+
+    def _launch(self, run: ClaimedRun) -> None:
+        state = self.ctx.state
+        job = fetch_job(state.conn, run.job_id)
+        now = self.ctx.now()
+        if records.mark_running(state.write, run.run_id, self.runner.claimed_by, job, now) is None:
+            return
+        mono = time.monotonic()
+        self.first_start = self.first_start or mono
+        try:
+            proc = spawn_worker(self.ctx, run.run_id, self.runner.claimed_by)
+        except OSError as e:
+            self._record(
+                run, job, RunOutcome.failure("spawn_failed", f"could not start the run's worker: {e}"), mono
+            )
+            return
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        os.set_blocking(fd, False)
+        wall = job.timeout_seconds + (COMMAND_TIMEOUT_SLACK if job.kind == "command" else 0.0)
+        self.active[run.run_id] = Active(
+            claimed=run,
+            job=job,
+            proc=proc,
+            started_mono=mono,
+            last_activity=mono,
+            wall_deadline=mono + wall,
+            inactivity=None if job.kind == "command" else float(job.inactivity_timeout_seconds),
+        )
+        self.selector.register(fd, selectors.EVENT_READ, run.run_id)
+
+    # ----- the loop ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Supervise until no run of this process is left."""
+        while self.active:
+            self._step()
+            if self.scheduling and time.time() >= self.next_tick:
+                self.next_tick = next_minute(time.time())
+                self.refill()
+
+    def _next_wakeup(self, now: float) -> float:
+        soonest = max(0.0, self.next_tick - time.time()) if self.scheduling else 1.0
+        soonest = min(soonest, 1.0)
+        for a in self.active.values():
+            if a.eof_at is not None:
+                soonest = min(soonest, 0.02)
+                continue
+            if a.stop_sent is not None:
+                soonest = min(soonest, a.stop_sent + KILL_GRACE_SECONDS - now)
+                continue
+            soonest = min(soonest, a.wall_deadline - now)
+            if a.inactivity is not None:
+                soonest = min(soonest, a.last_activity + a.inactivity - now)
+        return max(0.01, soonest)
+
+    def _step(self) -> None:
+        now = time.monotonic()
+        for key, _ in self.selector.select(self._next_wakeup(now)):
+            self._read(int(key.fd), self.active[key.data])
+        now = time.monotonic()
+        for run_id, a in list(self.active.items()):
+            self._police(a, now)
+            if a.eof_at is None:
+                continue
+            if a.proc.poll() is None:
+                if now >= a.eof_at + KILL_GRACE_SECONDS:  # closed its output but lingers
+                    _signal_group(a.proc, signal.SIGKILL)
+                continue
+            del self.active[run_id]
+            _signal_group(a.proc, signal.SIGKILL)  # anything the worker left in its group
+            self._finish(a)
+
+    def _read(self, fd: int, a: Active) -> None:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return
+        if not chunk:
+            a.eof_at = time.monotonic()
+            self.selector.unregister(fd)
+            assert a.proc.stdout is not None
+            a.proc.stdout.close()
+            return
+        a.buffer += chunk
+        if len(a.buffer) > LINE_MAX:
+            a.buffer = b""
+            self._stop(a, "worker_failed", "the worker wrote an oversized protocol line")
+            return
+        *lines, a.buffer = a.buffer.split(b"\n")
+        for line in lines:
+            self._event(a, line)
+
+    def _event(self, a: Active, line: bytes) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            log.warning("job run %s: unreadable worker line %r", a.claimed.run_id, line[:200])
+            return
+        a.last_activity = time.monotonic()
+        kind = event.get("event")
+        if kind == "started":
+            records.record_prompt(
+                self.ctx.state.write,
+                a.claimed.run_id,
+                self.runner.claimed_by,
+                str(event.get("prompt", "")),
+                json.dumps(event.get("config", {}), sort_keys=True),
+            )
+        elif kind == "result":
+            a.result = RunOutcome.from_dict(event.get("outcome", {}))
+
+    def _police(self, a: Active, now: float) -> None:
+        """Enforce the wall-clock and inactivity timeouts: SIGTERM the group, SIGKILL after a grace."""
+        if a.eof_at is not None:
+            return
+        if a.result is not None:  # finished; only a worker that lingers past its deadline is killed
+            if now >= a.wall_deadline:
+                _signal_group(a.proc, signal.SIGKILL)
+            return
+        if a.stop_sent is not None:
+            if now >= a.stop_sent + KILL_GRACE_SECONDS:
+                _signal_group(a.proc, signal.SIGKILL)
+            return
+        if now >= a.wall_deadline:
+            self._stop(
+                a,
+                "timeout",
+                f"the run passed its timeout_seconds ({a.job.timeout_seconds} s) and was stopped",
+            )
+        elif a.inactivity is not None and now >= a.last_activity + a.inactivity:
+            self._stop(
+                a,
+                "inactivity_timeout",
+                f"the run made no progress for {a.job.inactivity_timeout_seconds} s "
+                "(inactivity_timeout_seconds) and was stopped",
+            )
+
+    def _stop(self, a: Active, code: str, message: str) -> None:
+        a.stop = (code, message)
+        a.stop_sent = time.monotonic()
+        _signal_group(a.proc, signal.SIGTERM)
+
+    # ----- ending ------------------------------------------------------------------------------
+
+    def _finish(self, a: Active) -> None:
+        if a.stop is not None:  # the runner stopped it: that is the error, whatever the worker said after
+            partial = a.result or RunOutcome("error")
+            outcome = RunOutcome.failure(
+                *a.stop,
+                final_response=partial.final_response,
+                usage=partial.usage,
+                iterations=partial.iterations,
+                tool_failures=partial.tool_failures,
+            )
+        elif a.result is not None:
+            outcome = a.result
+        else:
+            outcome = RunOutcome.failure(
+                "worker_failed",
+                f"the run's worker exited with code {a.proc.returncode} without a result; see the fermix log",
+            )
+        self._record(a.claimed, a.job, outcome, a.started_mono)
+        self.refill()
+
+    def _record(self, run: ClaimedRun, job: Job, outcome: RunOutcome, started_mono: float) -> None:
+        ctx, state = self.ctx, self.ctx.state
+        self.last_end = time.monotonic()
+        duration_ms = (self.last_end - started_mono) * 1000
+        now = ctx.now()
+        text = message_text(job, outcome)
+        output = None
+        if not outcome.silent and text.strip():
+            try:
+                output = write_output(ctx.paths, job, run.run_id, text)
+            except OSError as e:
+                log.warning("job run %s: output.md not written: %s", run.run_id, e)
+        mine = records.finish_run(
+            state.write, run.run_id, self.runner.claimed_by, job.id, outcome, now, duration_ms, output
+        )
+        result: dict[str, Any] = {
+            "run_id": run.run_id,
+            "job_id": job.id,
+            "trigger": run.trigger,
+            "status": outcome.status,
+            "error_code": outcome.error_code,
+            "duration_ms": round(duration_ms, 1),
+        }
+        if mine:
+            row = state.conn.execute("SELECT * FROM job_runs WHERE id = ?", (run.run_id,)).fetchone()
+            delivery = deliver(ctx.paths, job, run_summary(row), outcome, ctx.now())
+            records.record_delivery(state.write, run.run_id, delivery.status, delivery.detail)
+            result["delivery_status"] = delivery.status
+            records.prune(state.write, ctx.paths.data_dir, job.id, self.jobs_cfg.max_runs_per_job)
+        else:
+            result["note"] = "another process already closed this run; its outcome was not recorded"
+        self.summary.runs.append(result)
+
+    def refill(self) -> None:
+        """A slot came free: claim again, if the scheduler lock is free right now."""
+        if not self.scheduling or (self.lock is not None and not self.lock.try_acquire()):
+            return
+        try:
+            report = scheduler_tick(self.ctx, self.runner)
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+        self.summary.merge(report)
+        self.start(report.claimed)
+
+    def abort(self, reason: str) -> None:
+        """Kill every worker and record its run as interrupted (the runner itself is being stopped)."""
+        for run_id, a in list(self.active.items()):
+            _signal_group(a.proc, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                a.proc.wait(timeout=5)
+            if a.eof_at is None:
+                assert a.proc.stdout is not None
+                self.selector.unregister(a.proc.stdout.fileno())
+            del self.active[run_id]
+            self._record(a.claimed, a.job, RunOutcome.failure("interrupted", reason), a.started_mono)
+
+
+def next_minute(wall: float) -> float:
+    """The wall-clock time of the next tick: just after the next minute boundary."""
+    return (wall // TICK_SECONDS + 1) * TICK_SECONDS + TICK_OFFSET_SECONDS
+
+
+def scheduler_tick(ctx: ToolContext, runner: Runner) -> TickReport:
+    cfg = jobs_config(ctx)
+    return tick(
+        ctx.state.write,
+        ctx.now(),
+        ctx.paths,
+        runner,
+        max_concurrent=cfg.max_concurrent_runs,
+        window_seconds=cfg.run_freshness_window_seconds,
+    )
+
+
+@contextlib.contextmanager
+def _stoppable() -> Any:
+    """SIGTERM and SIGINT become `Stopped` while the block runs (main thread only)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Stopped(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _supervise(dispatcher: Dispatcher) -> int:
+    try:
+        dispatcher.run()
+    except Stopped as e:
+        dispatcher.abort(f"fermix jobs run was stopped ({e}) during the run; it is not re-run")
+        return 143 if str(e) == "SIGTERM" else 130
+    return 0
+
+
+def run_scheduler(ctx: ToolContext, lock: SchedulerLock | None, t0: float) -> tuple[int, Summary]:
+    """Claim and run what is due; `lock` is the held scheduler lock (None: claims alone, for tests)."""
+    from ..core.logs import setup_logging
+
+    setup_logging(ctx.paths.log_file)  # only now: an idle tick never imports logging's file handler
+    summary = Summary()
+    runner: Runner | None = None
+    try:
+        sweep_dead(ctx.paths)
+        runner = Runner.start(ctx.paths)
+        report = scheduler_tick(ctx, runner)
+    except BaseException:
+        if runner is not None:
+            runner.release()
+        raise
+    finally:
+        if lock is not None:
+            lock.release()
+    summary.merge(report)
+    summary.timings_ms["claim"] = round((time.monotonic() - t0) * 1000, 2)
+    try:
+        with _stoppable():
+            dispatcher = Dispatcher(ctx, runner, summary=summary, scheduling=True, lock=lock)
+            dispatcher.start(report.claimed)
+            code = _supervise(dispatcher)
+    finally:
+        runner.release()
+    end = time.monotonic()
+    if dispatcher.first_start is not None and dispatcher.last_end is not None:
+        summary.timings_ms["runs"] = round((dispatcher.last_end - dispatcher.first_start) * 1000, 2)
+        summary.timings_ms["to_first_run"] = round((dispatcher.first_start - t0) * 1000, 2)
+        summary.timings_ms["after_runs"] = round((end - dispatcher.last_end) * 1000, 2)
+    summary.timings_ms["total"] = round((end - t0) * 1000, 2)
+    return code, summary
+
+
+# ----- manual runs -------------------------------------------------------------------------------
+
+
+def enqueue_manual(ctx: ToolContext, job_id: str, runner: Runner) -> ClaimedRun:
+    """Claim a manual run of a job; refused for paused, disabled, expired, completed or busy jobs."""
+    with ctx.state.write(durable=True) as db:
+        job = fetch_job(db, job_id)
+        if job.state in ("paused", "disabled", "expired", "completed"):
+            raise job_state_error(job, "run_job_now")
+        active = active_run(db, job.id)
+        if job.state == "running" or active is not None:
+            raise ToolError(
+                "job_busy",
+                f"job {job.id} already has a run in flight{' (' + active['id'] + ')' if active else ''}; "
+                "run_job_now waits for it to end. Check it with list_job_runs.",
+                {"job_id": job.id, "run_id": active["id"] if active else None},
+            )
+        return claim_manual(db, job, ctx.now(), runner.claimed_by)
+
+
+def run_claimed_now(ctx: ToolContext, runner: Runner, claimed: ClaimedRun) -> tuple[int, Summary]:
+    """Run one already-claimed run in this process (`fermix jobs run-now`, or a detached manual run)."""
+    summary = Summary()
+    try:
+        with _stoppable():
+            dispatcher = Dispatcher(ctx, runner, summary=summary)
+            dispatcher.start([claimed])
+            code = _supervise(dispatcher)
+    finally:
+        runner.release()
+    return code, summary
+
+
+def run_now_detached(ctx: ToolContext, job_id: str) -> ClaimedRun:
+    """run_job_now: claim, then hand the claim (and the lock proving it lives) to a background runner."""
+    runner = Runner.start(ctx.paths)
+    try:
+        claimed = enqueue_manual(ctx, job_id, runner)
+    except BaseException:
+        runner.release()
+        raise
+    assert runner.fd is not None
+    cmd = [sys.executable, "-m", "fermix_cli"]
+    if ctx.paths.explicit_home:
+        cmd += ["--home", str(ctx.paths.data_dir)]
+    cmd += [
+        "jobs",
+        "run",
+        "--run",
+        claimed.run_id,
+        "--claimant",
+        runner.claimed_by,
+        "--lock-fd",
+        str(runner.fd),
+    ]
+    try:
+        subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=ctx.paths.ensure_dir(ctx.paths.workspace),
+            env=child_env(),
+            start_new_session=True,
+            pass_fds=(runner.fd,),
+        )
+    except OSError as e:
+        job = fetch_job(ctx.state.conn, job_id)
+        outcome = RunOutcome.failure("spawn_failed", f"could not start the background runner: {e}")
+        records.finish_run(
+            ctx.state.write, claimed.run_id, runner.claimed_by, job.id, outcome, ctx.now(), 0.0, None
+        )
+        runner.release()
+        raise ToolError(
+            "spawn_failed", f"run_job_now could not start a runner: {e}", {"run_id": claimed.run_id}
+        ) from None
+    runner.detach()
+    return claimed
+
+
+def adopt_and_run(ctx: ToolContext, run_id: str, claimant: str, lock_fd: int) -> tuple[int, Summary]:
+    """The background half of run_job_now: take over the handed-down claim and run it."""
+    from ..core.logs import setup_logging
+
+    setup_logging(ctx.paths.log_file)
+    runner = Runner.adopt(ctx.paths, claimant, lock_fd)
+    row = ctx.state.conn.execute(
+        "SELECT id, job_id, trigger, scheduled_for, status, claimed_by FROM job_runs WHERE id = ?", (run_id,)
+    ).fetchone()
+    if row is None or row["claimed_by"] != claimant or row["status"] != "queued":
+        runner.release()
+        summary = Summary(status="gone")
+        return 0, summary
+    return run_claimed_now(
+        ctx, runner, ClaimedRun(row["id"], row["job_id"], row["trigger"], row["scheduled_for"])
+    )

@@ -1,0 +1,229 @@
+"""`fermix jobs list|show|add|pause|resume|rm|runs|run-now|inbox|install` through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.jobs.jobs_world import NOW, Jobs, later
+
+
+def test_jobs_help_lists_every_command(jobs: Jobs) -> None:
+    r = jobs.cli("jobs", "--help")
+    assert r.code == 0
+    for command in (
+        "list",
+        "show",
+        "add",
+        "pause",
+        "resume",
+        "rm",
+        "runs",
+        "run-now",
+        "inbox",
+        "install",
+        "run",
+    ):
+        assert f" {command} " in r.stdout
+
+
+def test_add_list_show_pause_resume_rm(jobs: Jobs) -> None:
+    r = jobs.cli("jobs", "add", "Morning digest", "-s", "0 8 * * 1-5", "--tz", "Europe/Berlin", "--task", "Summarise.",
+                 "--allow", "memory_recall", "--allow", "list_jobs", "--inbox", "owner")  # fmt: skip
+    assert r.code == 0, r.stderr
+    assert r.stdout.startswith(
+        "Scheduled job morning-digest (Morning digest): cron `0 8 * * 1-5` in Europe/Berlin"
+    )
+    listing = jobs.cli("jobs", "list")
+    assert listing.stdout.startswith("morning-digest") and "never run" in listing.stdout
+    shown = jobs.cli("jobs", "show", "morning-digest")
+    assert "schedule   0 8 * * 1-5 (cron, Europe/Berlin)" in shown.stdout
+    assert "tools      list_jobs, memory_recall" in shown.stdout
+    assert 'delivery   channel {"platform": "inbox", "recipient": "owner"}' in shown.stdout
+    as_json = json.loads(jobs.cli("jobs", "show", "morning-digest", "--json").stdout)
+    assert as_json["job"]["id"] == "morning-digest" and as_json["runs"] == []
+    assert jobs.cli("jobs", "pause", "morning-digest").stdout.startswith("Paused job morning-digest")
+    assert json.loads(jobs.cli("jobs", "list", "--state", "paused", "--json").stdout)["total"] == 1
+    assert jobs.cli("jobs", "resume", "morning-digest").stdout.startswith(
+        "Resumed job morning-digest; next run "
+    )
+    assert jobs.cli("jobs", "rm", "morning-digest").stdout.startswith("Removed job morning-digest")
+    assert jobs.cli("jobs", "list").stdout.startswith("No scheduled jobs.")
+
+
+def test_cli_errors_use_the_envelope_and_exit_codes(jobs: Jobs) -> None:
+    r = jobs.cli("jobs", "add", "x", "-s", "daily at 8am", "--task", "t")
+    assert r.code == 2 and json.loads(r.stderr)["error"]["code"] == "invalid_schedule"
+    r = jobs.cli("jobs", "pause", "ghost")
+    assert r.code == 1 and json.loads(r.stderr)["error"]["code"] == "not_found"
+    r = jobs.cli("jobs", "add", "x", "-s", "every 5 minutes")
+    assert r.code == 2 and "give exactly one of --task and --command" in r.stderr
+    r = jobs.cli("jobs", "add", "x", "-s", "every 5 minutes", "--task", "t", "--target", "[1]")
+    assert r.code == 2 and "must be a JSON object" in r.stderr
+    r = jobs.cli("--trust", "guest", "jobs", "list")
+    assert r.code == 3 and json.loads(r.stderr)["error"]["code"] == "policy_denied"
+
+
+def test_command_jobs_are_added_from_the_cli_only(jobs: Jobs) -> None:
+    r = jobs.cli(
+        "jobs",
+        "add",
+        "Disk check",
+        "-s",
+        "every 5 minutes",
+        "--command",
+        "df -h /",
+        "--delivery",
+        "local",
+        "--json",
+    )
+    assert r.code == 0, r.stderr
+    job = json.loads(r.stdout)["job"]
+    assert (job["kind"], job["command"], job["task_prompt"]) == ("command", "df -h /", None)
+    r = jobs.cli(
+        "jobs", "add", "Bad", "-s", "every 5 minutes", "--command", "ls", "--provider", "mock", "--model", "m"
+    )
+    assert r.code == 2 and "a command job runs a shell command, not a model" in r.stderr
+    r = jobs.cli("--trust", "guest", "jobs", "add", "G", "-s", "every 5 minutes", "--command", "ls")
+    assert r.code == 3
+    # The tool a model calls has no way to create one.
+    r = jobs.cli(
+        "tool",
+        "schedule_job",
+        "--json",
+        '{"name":"x","schedule":"every 5 minutes","task":"t","command":"ls"}',
+    )
+    assert r.code == 2
+
+
+def test_runs_show_and_inbox(jobs: Jobs) -> None:
+    script = jobs.mock_script([{"text": "line one\nline two"}])
+    jobs.add(
+        "Digest",
+        "every 1 minutes",
+        provider="mock",
+        model=script,
+        delivery_target={"platform": "inbox", "recipient": "owner"},
+    )
+    jobs.tick(later(NOW, minutes=1, seconds=5))
+    runs = jobs.cli("jobs", "runs", "digest")
+    assert runs.code == 0 and " ok " in runs.stdout and "line one line two" in runs.stdout
+    run_id = runs.stdout.split()[0]
+    shown = jobs.cli("jobs", "show", run_id)
+    assert shown.stdout.startswith(f"run_id         {run_id}") and shown.stdout.rstrip().endswith(
+        "line one\nline two"
+    )
+    assert json.loads(jobs.cli("jobs", "show", run_id, "--json").stdout)["status"] == "ok"
+    inbox = jobs.cli("jobs", "inbox")
+    assert inbox.stdout.splitlines()[0].startswith("--- 2026-03-02T08:00:35.000000Z  digest  " + run_id)
+    assert (
+        json.loads(jobs.cli("jobs", "inbox", "owner", "--json").stdout)["messages"][0]["text"]
+        == "line one\nline two"
+    )
+    assert jobs.cli("jobs", "inbox", "nobody").stdout.strip() == "Inbox nobody is empty."
+    assert jobs.cli("jobs", "inbox", "../x").code == 2
+    assert "No runs of" in jobs.cli("jobs", "runs", "digest", "--status", "error").stdout
+
+
+# ----- install -----------------------------------------------------------------------------------
+
+
+def _fake(bin_dir: Path, name: str, body: str) -> None:
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    path = bin_dir / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.fixture
+def fake_bin(jobs: Jobs) -> Path:
+    """A fake `crontab` keeping the table in a file, and a fake `systemctl` logging its arguments."""
+    bin_dir = jobs.world.root / "bin"
+    table = jobs.world.root / "crontab.txt"
+    _fake(bin_dir, "crontab", f"""
+if [ "$1" = "-l" ]; then
+  if [ -f {table} ]; then cat {table}; exit 0; fi
+  echo "no crontab for tester" >&2; exit 1
+fi
+if [ "$1" = "-" ]; then cat > {table}; exit 0; fi
+exit 2
+""")  # fmt: skip
+    _fake(bin_dir, "systemctl", f'echo "$@" >> {jobs.world.root / "systemctl.log"}\n')
+    return bin_dir
+
+
+def _path_env(fake_bin: Path) -> dict[str, str]:
+    return {"PATH": f"{fake_bin}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_install_prints_a_cron_line_that_runs_this_fermix(jobs: Jobs) -> None:
+    r = jobs.cli("jobs", "install")
+    assert r.code == 0
+    line = r.stdout.strip()
+    assert line.startswith("* * * * * ") and " jobs run --quiet " in line
+    assert f"FERMIX_HOME={jobs.world.fermix_home}" in line
+    assert line.endswith(f"# fermix jobs run (home: {jobs.world.fermix_home})")
+    assert (jobs.world.fermix_home / "logs").is_dir()  # the redirection target's directory exists
+    assert "crontab -e" in r.stderr
+
+
+def test_the_printed_cron_command_works(jobs: Jobs) -> None:
+    """Run the line's command the way cron would: sh -c, a bare environment."""
+    import subprocess
+
+    jobs.add("Digest", "every 1 minutes", provider="echo", model="echo")
+    line = jobs.cli("jobs", "install").stdout.strip()
+    command = line.split(" ", 5)[5].rsplit(" # ", 1)[0]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(jobs.world.home), "FERMIX_NOW": "2026-03-02T08:00:35Z"}
+    proc = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["status"] for r in jobs.runs("digest")] == ["ok"]
+
+
+def test_install_apply_is_idempotent_and_removable(jobs: Jobs, fake_bin: Path) -> None:
+    table = jobs.world.root / "crontab.txt"
+    table.write_text("0 3 * * * backup.sh\n")
+    for _ in range(2):
+        r = jobs.cli("jobs", "install", "--apply", **_path_env(fake_bin))
+        assert r.code == 0, r.stderr
+    lines = table.read_text().splitlines()
+    assert lines[0] == "0 3 * * * backup.sh" and len(lines) == 2 and "jobs run --quiet" in lines[1]
+    r = jobs.cli("jobs", "install", "--apply", "--remove", **_path_env(fake_bin))
+    assert r.code == 0 and table.read_text().splitlines() == ["0 3 * * * backup.sh"]
+    assert jobs.cli("jobs", "install", "--remove").code == 2
+
+
+def test_install_into_an_empty_crontab(jobs: Jobs, fake_bin: Path) -> None:
+    assert jobs.cli("jobs", "install", "--apply", **_path_env(fake_bin)).code == 0
+    assert len((jobs.world.root / "crontab.txt").read_text().splitlines()) == 1
+
+
+def test_install_without_crontab_says_what_to_do(jobs: Jobs, tmp_path: Path) -> None:
+    empty = tmp_path / "nobin"
+    empty.mkdir()
+    r = jobs.cli("jobs", "install", "--apply", PATH=str(empty))
+    assert r.code == 1
+    err = json.loads(r.stderr)["error"]
+    assert err["code"] == "executable_not_found" and "use --systemd" in err["message"]
+
+
+def test_systemd_units_printed_and_applied(jobs: Jobs, fake_bin: Path) -> None:
+    r = jobs.cli("jobs", "install", "--systemd")
+    assert "[Timer]\nOnCalendar=*-*-* *:*:00\n" in r.stdout and "ExecStart=" in r.stdout
+    assert f"Environment=FERMIX_HOME={jobs.world.fermix_home}" in r.stdout
+    xdg = jobs.world.root / "xdg"
+    r = jobs.cli("jobs", "install", "--systemd", "--apply", XDG_CONFIG_HOME=str(xdg), **_path_env(fake_bin))
+    assert r.code == 0, r.stderr
+    units = xdg / "systemd" / "user"
+    assert "jobs run --quiet" in (units / "fermix-jobs.service").read_text()
+    assert (units / "fermix-jobs.timer").read_text().startswith("[Unit]")
+    log = (jobs.world.root / "systemctl.log").read_text().splitlines()
+    assert log == ["--user daemon-reload", "--user enable --now fermix-jobs.timer"]
+    r = jobs.cli(
+        "jobs", "install", "--systemd", "--apply", "--remove", XDG_CONFIG_HOME=str(xdg), **_path_env(fake_bin)
+    )
+    assert r.code == 0 and not (units / "fermix-jobs.service").exists()
