@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .. import __version__
+from .paths import make_private_dirs
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -120,7 +121,7 @@ def _read(cache_dir: Path, key: str) -> Any:
 def _write(cache_dir: Path, key: str, tree: Any) -> None:
     """Best effort: a cache that cannot be written only costs the next call a full validation."""
     try:
-        cache_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dirs(cache_dir)
         tmp = cache_dir / f".{CACHE_NAME}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from .errors import ToolError
+from .paths import make_private_dirs
 
 LOCK_TIMEOUT_SECONDS = 30.0
 _POLL_SECONDS = 0.02
@@ -53,7 +54,7 @@ def mutation_locks(
     lock_dir: Path, paths: Iterable[str], *, timeout: float = LOCK_TIMEOUT_SECONDS
 ) -> Iterator[None]:
     """Hold the mutation lock of every path (sorted, de-duplicated) for the duration of the block."""
-    lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_private_dirs(lock_dir)
     deadline = time.monotonic() + timeout
     held: list[int] = []
     try:

@@ -7,15 +7,13 @@ something to do.
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import ToolError
 from .liveness import SchedulerLock
 from .model import ts
 
@@ -74,56 +72,28 @@ class JobsSettings:
 _SETTINGS = tuple(JobsSettings.__dataclass_fields__)
 
 
-def _stat_key(path: Path) -> list[int] | str:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return "absent"
-    return [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
 def jobs_config(ctx: ToolContext) -> JobsSettings:
-    """`[fermix_core.jobs]` for a tick, validated once per version of config.toml.
+    """`[fermix_core.jobs]` for a tick.
 
-    Validating means importing pydantic and building the section's validator, which costs more than the
-    rest of a tick; so the validated values are kept in `<data dir>/run/jobs-config.json`, keyed by the
-    file's inode, size and times, and a tick whose config.toml is unchanged reads them back. Any change
-    to the file (or a missing or unreadable cache) means a full, strict validation again.
+    `ctx.config` serves a config.toml validated before from fermix's config cache without building
+    pydantic validators, so a tick pays for a full, strict validation only after the file changes. A
+    config that is invalid elsewhere does not stop the tick: its runs fail with `invalid_config`,
+    recorded where `fermix jobs runs` shows them; the jobs section itself is still checked strictly.
     """
     cached = ctx.extras.get("jobs_settings")
     if isinstance(cached, JobsSettings):
         return cached
-    if ctx._config is not None:
-        section = ctx._config.fermix_core.jobs
-        settings = JobsSettings(**{k: getattr(section, k) for k in _SETTINGS})
-    else:
-        settings = _cached_settings(ctx)
+    try:
+        section = ctx.config.fermix_core.jobs
+    except ToolError as e:
+        if e.code != "invalid_config":
+            raise
+        from ..core.config import load_jobs_config
+
+        section = load_jobs_config(ctx.paths.config_file)
+    settings = JobsSettings(**{k: getattr(section, k) for k in _SETTINGS})
     ctx.extras["jobs_settings"] = settings
     return settings
-
-
-def _cached_settings(ctx: ToolContext) -> JobsSettings:
-    source = ctx.paths.config_file
-    cache = ctx.paths.run_dir / "jobs-config.json"
-    key = _stat_key(source)
-    try:
-        data = json.loads(cache.read_text(encoding="utf-8"))
-        if data["key"] == key:
-            return JobsSettings(**{k: int(data["values"][k]) for k in _SETTINGS})
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # no usable cache: validate
-    from ..core.config import load_jobs_config
-
-    section = load_jobs_config(source)
-    values = {k: getattr(section, k) for k in _SETTINGS}
-    try:
-        ctx.paths.ensure_dir(cache.parent)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"key": key, "values": values}), encoding="utf-8")
-        os.replace(tmp, cache)
-    except OSError:
-        pass  # the cache only saves time
-    return JobsSettings(**values)
 
 
 def run_tick(ctx: ToolContext, *, use_lock: bool = True) -> tuple[int, Summary]:

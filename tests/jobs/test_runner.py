@@ -444,7 +444,7 @@ def test_a_tick_reads_the_jobs_section_afresh_whenever_config_toml_changes(jobs:
     for i in range(3):
         jobs.add(f"j{i}", "every 1 minutes", provider="echo", model="echo")
     assert len(jobs.tick(DUE)["runs"]) == 3  # default cap 4; the validated section is now cached
-    assert (jobs.world.fermix_home / "run" / "jobs-config.json").exists()
+    assert (jobs.world.fermix_home / "run" / "config-validated.json").exists()
     jobs.config("[fermix_core.jobs]\nmax_concurrent_runs = 1\n")
     summary = jobs.tick(later(DUE, minutes=1))
     # One claimed at first, the others as the slot frees up: never more than one at a time.
