@@ -9,34 +9,21 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
-
 from . import policy
 from .context import POLICY_CLASSES, ToolContext
 from .errors import ExitClass, ToolError
 from .jsonin import parse_object
+from .params import Params, ValidationError  # tool modules import Params from here
 
 log = logging.getLogger("fermix.registry")
 
 PolicyClass = Literal["read_only", "read_write", "exec", "network", "external_api", "gui_control"]
-
-
-class Params(BaseModel):
-    """Base of every tool's input model: strict types, unknown fields refused, null means absent."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _null_means_absent(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: v for k, v in value.items() if v is not None}
-        return value
 
 
 class NoParams(Params):
@@ -282,7 +269,10 @@ class Registry:
 
 
 def to_jsonable(result: Any) -> Any:
-    if isinstance(result, BaseModel):
+    pydantic = sys.modules.get("pydantic")  # a handler can only return a model if pydantic is loaded
+    if pydantic is not None and isinstance(result, pydantic.BaseModel):
+        return result.model_dump(mode="json")
+    if isinstance(result, Params):
         return result.model_dump(mode="json")
     return result
 

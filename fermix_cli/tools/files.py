@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.fsops import atomic_write, open_regular_file
+from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
 READ_CAP = 100_000

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
-
 from ..core.context import ToolContext
 from ..core.gitargs import READ_COMMANDS, WRITE_COMMANDS, check_args, check_command
 from ..core.gitrun import GitRunner
+from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
 Arg = Annotated[str, Field(max_length=4096)]

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
-
 from ..core.context import ToolContext
+from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ..jobs import store
 from ..jobs.model import Job

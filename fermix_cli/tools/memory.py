@@ -11,11 +11,10 @@ import re
 import sqlite3
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
-
 from ..core import memories as mem
 from ..core.context import ToolContext
 from ..core.errors import ExitClass, ToolError
+from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
 KEY_MAX = 200

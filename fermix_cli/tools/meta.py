@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from ..core import policy
 from ..core.context import ToolContext
 from ..core.deferral import BRIDGES, deferral_enabled, is_deferrable, require_deferral
 from ..core.errors import ToolError
+from ..core.params import Field
 from ..core.registry import (
     Example,
     FailureMode,

@@ -7,13 +7,12 @@ import os
 import time
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.fsops import FileReader
 from ..core.globpat import compile_glob, literal_prefix, max_depth
 from ..core.match import Matcher, MatchTimeout, is_binary, line_text
+from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ..core.walk import WalkOptions, WalkStats, walk
 

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.hardline import check_no_expansion
+from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ..core.shellexec import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, check_command_text, render_result, run_shell
 

@@ -347,6 +347,36 @@ def test_fast_path_imports_neither_typer_nor_rich(world: Env, notes: Path) -> No
     assert proc.stdout.strip().endswith("LOADED []")
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["file_read", "--json", '{"path":"notes.txt"}'],
+        ["file_read", "--path", "notes.txt", "--offset", "2"],  # flags: the schema is built
+        ["file_read", "--json", '{"path":7}'],  # a refusal: the errors are made too
+        ["grep", "--json", '{"patterns":["two"]}'],
+        ["memory_recall", "--json", "{}"],
+        ["file_read", "--schema"],
+        ["grep", "--schema"],
+    ],
+)
+def test_fast_path_does_not_import_pydantic(world: Env, notes: Path, argv: list[str]) -> None:
+    # With a config file in place and already in the cache, as on every call but the first.
+    assert world.tool("file_read", {"path": "notes.txt"}).code == 0
+    (world.fermix_home / "config.toml").write_text('[fermix_core.routing]\ncron_model = "small"\n')
+    assert world.tool("file_read", {"path": "notes.txt"}).code == 0
+    assert list((world.fermix_home / "run").glob("config*"))
+    code = (
+        f"import sys; sys.argv=['fermix','tool',*{argv!r}];"
+        "from fermix_cli.__main__ import main; rc=main();"
+        "print('LOADED', [m for m in ('pydantic','pydantic_core') if m in sys.modules]); sys.exit(rc)"
+    )
+    proc = subprocess.run(
+        [os.sys.executable, "-c", code], capture_output=True, text=True, env=world.env, cwd=world.project
+    )
+    assert proc.returncode == (2 if '"path":7' in argv[-1] else 0), proc.stderr
+    assert proc.stdout.strip().endswith("LOADED []")
+
+
 def test_console_script_when_installed(world: Env, notes: Path) -> None:
     exe = shutil.which("fermix")
     if exe is None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.params import AfterValidator, ConfigDict, Field, Params, ValidationError, model_validator
-from fermix_cli.core.registry import clean_schema
+from fermix_cli.core.registry import Registry, ToolSpec, clean_schema
 from tests.core.pydantic_twin import outcome, twin
 from tests.core.schema_inputs import hostile, objects
 
@@ -270,6 +270,21 @@ def test_validation_error_reads_like_pydantics() -> None:
         "3 validation errors for Kitchen",
         "count",
         "  Input should be a valid integer [type=int_type, input_value='2', input_type=str]",
+    ]
+
+
+def test_registry_envelope_names_the_field_and_the_rest() -> None:
+    reg = Registry({})
+    reg.register(ToolSpec("kitchen", "test", "read_only", "A stand-in.", Kitchen, lambda p, c: {}))
+    with pytest.raises(ToolError) as e:
+        reg.parse(reg.get("kitchen"), {"name": "ab", "count": True, "where": {"lat": "n"}})
+    assert e.value.code == "invalid_input"
+    assert e.value.message == (
+        "count: Input should be a valid integer (and 1 more). Run: fermix tool kitchen --schema"
+    )
+    assert e.value.details["errors"] == [
+        {"field": "count", "message": "Input should be a valid integer", "type": "int_type", "got": True},
+        {"field": "where.lat", "message": "Input should be a valid number", "type": "float_type"},
     ]
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import anyio
 import pytest
-from pydantic import Field
 
 from fermix_cli.core.context import ToolContext
+from fermix_cli.core.params import Field
 from fermix_cli.core.registry import Hints, Params, Registry, ToolSpec, default_registry
 from fermix_cli.mcp.exposure import off_by_default, served_names, tool_annotations
 from fermix_cli.mcp.server import build_server

@@ -13,12 +13,11 @@ import time
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
-
 from ...core.codingpaths import resolve_source
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.fsops import FileReader
+from ...core.params import Field, model_validator
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from . import ast_lang
 from .ast_lang import DeadlinePassed

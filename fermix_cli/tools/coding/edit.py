@@ -15,11 +15,10 @@ import posixpath
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from fermix_cli.core.codingpaths import Target, ToolPath, check_parents, display_path, resolve_target
 from fermix_cli.core.context import ToolContext
 from fermix_cli.core.errors import ToolError
+from fermix_cli.core.params import Field
 from fermix_cli.core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from fermix_cli.core.snapshots_db import SqliteSnapshotStore
 from fermix_cli.tools.coding.access import lock_dir, not_regular, read_limited, session_store

@@ -6,12 +6,11 @@ import os
 import time
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
-
 from ...core.codingpaths import ToolPath, display_path, resolve_source
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.p4ignore import resolve_p4
+from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.walk import WalkOptions, WalkStats, walk
 from .fuzzy import Query, rank_key

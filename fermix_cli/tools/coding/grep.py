@@ -13,13 +13,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
-
 from ...core.codingpaths import display_path, resolve_source
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.match import LineHit, Matcher
 from ...core.p4ignore import resolve_p4
+from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.walk import ALWAYS_SKIP, WalkOptions, WalkStats, walk
 from .grep_print import Block, Hit, render_ranked, render_raw

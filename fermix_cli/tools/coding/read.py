@@ -9,10 +9,9 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
-
 from fermix_cli.core.context import ToolContext
 from fermix_cli.core.errors import ToolError
+from fermix_cli.core.params import AfterValidator, Field
 from fermix_cli.core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from fermix_cli.tools.coding.access import read_limited, session_store
 from fermix_cli.tools.coding.hashline import (

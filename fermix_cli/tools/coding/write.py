@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from fermix_cli.core.context import ToolContext
 from fermix_cli.core.errors import ToolError
+from fermix_cli.core.params import Field
 from fermix_cli.core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from fermix_cli.tools.coding.access import lock_dir, session_store
 from fermix_cli.tools.coding.hashline import MAX_FILE_BYTES, compute_tag, normalise_eol, split_rows

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from ...core.context import ToolContext
 from ...core.errors import ToolError
+from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
 from .pagetext import body_kind, decode_body, media_type, page_text
 

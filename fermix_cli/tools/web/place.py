@@ -12,10 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from ...core.context import ToolContext
 from ...core.errors import ToolError
+from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
 from .providers import changed, clean_text, missing_key, object_list, request_json, resolve_key
 

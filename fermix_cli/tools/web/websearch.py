@@ -6,10 +6,9 @@ import json
 import logging
 from typing import Annotated, Any
 
-from pydantic import Field
-
 from ...core.context import ToolContext
 from ...core.errors import ToolError
+from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
 from ...core.traces import append_trace
 from . import ddg

@@ -16,10 +16,9 @@ from datetime import timedelta
 from typing import Annotated, Any, Literal
 from urllib.parse import urljoin
 
-from pydantic import Field
-
 from ...core.context import ToolContext
 from ...core.errors import ToolError
+from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
 from . import snapshots
 from .pagetext import body_kind, decode_body, html_title, media_type, page_text
