@@ -10,17 +10,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 
-class LineError(NamedTuple):
+class LineError:
     """One failure, shaped like an entry of pydantic's `ValidationError.errors()`."""
 
-    type: str
-    loc: tuple[Any, ...]
-    msg: str
-    input: Any
-    ctx: dict[str, Any] | None = None
+    __slots__ = ("ctx", "input", "loc", "msg", "type")
+
+    def __init__(
+        self, type: str, loc: tuple[Any, ...], msg: str, input: Any, ctx: dict[str, Any] | None = None
+    ) -> None:
+        self.type = type
+        self.loc = loc
+        self.msg = msg
+        self.input = input
+        self.ctx = ctx
+
+    def under(self, key: Any) -> LineError:
+        return LineError(self.type, (key, *self.loc), self.msg, self.input, self.ctx)
 
 
 class Invalid(Exception):
@@ -37,7 +45,7 @@ def fail(kind: str, msg: str, value: Any, ctx: dict[str, Any] | None = None) -> 
 
 def under(key: Any, errors: list[LineError]) -> list[LineError]:
     """`errors` as seen from the container that holds the failing value at `key`."""
-    return [e._replace(loc=(key, *e.loc)) for e in errors]
+    return [e.under(key) for e in errors]
 
 
 def plural(n: int) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal, TypedDict, Union, get_args, get_origin
 
 from .paramcheck import (
@@ -97,27 +96,39 @@ def Field(
     )
 
 
-@dataclass(frozen=True)
 class AfterValidator:
     """Run `func` on a value once its type and constraints are checked; its result is kept."""
 
-    func: Callable[[Any], Any]
+    __slots__ = ("func",)
+
+    def __init__(self, func: Callable[[Any], Any]) -> None:
+        self.func = func
+
+    def __repr__(self) -> str:
+        return f"AfterValidator({self.func!r})"
 
 
-@dataclass(frozen=True)
 class ParamField:
     """One compiled field of a Params class."""
 
-    name: str
-    check: Check
-    default: Any = UNSET
-    default_factory: Callable[[], Any] | None = None
-    js_updates: dict[str, Any] | None = None
-    js_extra: Any = None
+    __slots__ = ("check", "default", "default_factory", "js_extra", "js_updates", "name", "required")
 
-    @property
-    def required(self) -> bool:
-        return self.default is UNSET and self.default_factory is None
+    def __init__(
+        self,
+        name: str,
+        check: Check,
+        default: Any,
+        default_factory: Callable[[], Any] | None,
+        js_updates: dict[str, Any] | None,
+        js_extra: Any,
+    ) -> None:
+        self.name = name
+        self.check = check
+        self.default = default
+        self.default_factory = default_factory
+        self.js_updates = js_updates
+        self.js_extra = js_extra
+        self.required = default is UNSET and default_factory is None
 
 
 def compile_fields(cls: type) -> tuple[ParamField, ...]:
