@@ -10,7 +10,6 @@ in fermix's protected run directory, is written atomically and is mode 0600.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -19,6 +18,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .. import __version__
 from .paths import make_private_dirs
+
+try:  # hashlib's own SHA-256: importing hashlib loads OpenSSL first, some 2 ms of every tool call
+    from _sha256 import sha256  # Python 3.11 (3.12 renamed it)
+except ImportError:  # pragma: no cover - another Python
+    from hashlib import sha256
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -96,7 +100,7 @@ def decode(tree: Any) -> Any:
 def _fingerprint() -> str:
     """The schema's identity: fermix's version and the source of the modules that define and check it."""
     if not _FINGERPRINT:
-        h = hashlib.sha256(__version__.encode())
+        h = sha256(__version__.encode())
         here = Path(__file__).parent
         for name in ("config.py", "configcache.py", "netguard.py", "iptable.py"):
             try:
@@ -139,7 +143,7 @@ def load_config_cached(path: Path, cache_dir: Path) -> Config:
         raw = b""
     except OSError:
         raw = None  # unreadable: the full load reports it
-    key = f"{_fingerprint()}:{hashlib.sha256(raw).hexdigest()}" if raw is not None else ""
+    key = f"{_fingerprint()}:{sha256(raw).hexdigest()}" if raw is not None else ""
     tree = _read(cache_dir, key) if key else None
     if isinstance(tree, dict) and SECTION in tree:
         return cast("Config", decode(tree))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from .paths import FermixPaths, os_home, resolve_paths
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from .config import Config
     from .netclient import GuardedClient
     from .sandbox import Sandbox
@@ -25,16 +26,20 @@ DEFAULT_SESSION = "default"
 
 
 def utc_now() -> datetime:
+    from datetime import UTC, datetime  # here, not at the top: most tool calls never read the clock
+
     return datetime.now(UTC)
 
 
 def clock_from_env(env: os._Environ[str] | dict[str, str] | None = None) -> Callable[[], datetime]:
     """The wall clock, or the fixed instant in FERMIX_NOW (tests only: it freezes time for every call)."""
-    from .errors import ToolError
-
     raw = (os.environ if env is None else env).get("FERMIX_NOW", "").strip()
     if not raw:
         return utc_now
+    from datetime import UTC, datetime
+
+    from .errors import ToolError
+
     try:
         instant = datetime.fromisoformat(raw.upper().replace("Z", "+00:00"))
     except ValueError:
