@@ -143,6 +143,8 @@ class StrCheck(Check):
 
     def constrain(self, constraints: dict[str, Any]) -> Check:
         self._take(constraints, ("min_length", "max_length", "pattern"))
+        # Python's re, searched like pydantic's Rust engine; the two agree on the syntax both accept
+        # (no tool uses `pattern` yet; the table tests pin a simple one).
         self._regex = None if self.pattern is None else re.compile(self.pattern)
         self._plain = self.min_length is None and self.max_length is None and self.pattern is None
         return self
