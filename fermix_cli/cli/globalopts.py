@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..core.errors import ToolError
+from ..core.records import Record
 
 GLOBAL_FLAGS = ("--home", "--cwd", "--session", "--trust")
 
 
-@dataclass
-class GlobalOptions:
-    home: str | None = None
-    cwd: str | None = None
-    session: str | None = None
-    trust: str | None = None
+class GlobalOptions(Record):
+    _fields = ("home", "cwd", "session", "trust")
+    __slots__ = _fields
+
+    def __init__(
+        self,
+        home: str | None = None,
+        cwd: str | None = None,
+        session: str | None = None,
+        trust: str | None = None,
+    ) -> None:
+        self.home = home
+        self.cwd = cwd
+        self.session = session
+        self.trust = trust
 
 
 def split_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:

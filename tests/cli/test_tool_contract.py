@@ -191,8 +191,7 @@ def test_exit_4_internal_error_is_one_line_and_logged(world: Env) -> None:
     (hook / "sitecustomize.py").write_text(
         "import fermix_cli.tools.files as f\n"
         "def boom(p, ctx):\n    raise RuntimeError('kaboom')\n"
-        "import dataclasses\n"
-        "f.TOOLS = tuple(dataclasses.replace(s, handler=boom) if s.name == 'file_read' else s for s in f.TOOLS)\n"
+        "f.TOOLS = tuple(s.replace(handler=boom) if s.name == 'file_read' else s for s in f.TOOLS)\n"
     )
     env = world.env | {"PYTHONPATH": f"{hook}{os.pathsep}{REPO}"}
     proc = subprocess.run(
