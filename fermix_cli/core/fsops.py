@@ -175,21 +175,28 @@ def remove_regular_file(path: str) -> None:
 class FileReader:
     """Bounded reads of many already-checked files, the way content search needs them.
 
-    Each file is opened O_NOFOLLOW relative to a descriptor of its directory, and that descriptor
-    (itself reached without following symlinks) is kept while consecutive files share a directory,
-    so a walk pays for one directory walk per directory instead of one per file.
+    Each file is opened O_NOFOLLOW relative to a descriptor of its directory. Directory descriptors
+    (each reached without following symlinks) are kept, up to `MAX_DIR_FDS`, and a subdirectory of
+    a kept one is opened with one `openat`, so a walk pays about one open per directory instead of
+    one walk from `/` per file.
     """
 
+    MAX_DIR_FDS = 64
+
     def __init__(self) -> None:
-        self._dir: str | None = None
-        self._dfd = -1
+        self._fds: dict[str, int] = {}
 
     def _dir_fd(self, parent: str) -> int:
-        if parent != self._dir:
-            self.close()
-            self._dfd = open_dir(parent)
-            self._dir = parent
-        return self._dfd
+        fd = self._fds.get(parent)
+        if fd is not None:
+            return fd
+        up, name = os.path.split(parent)
+        up_fd = self._fds.get(up)
+        fd = os.open(name, _DIR_FLAGS, dir_fd=up_fd) if up_fd is not None and name else open_dir(parent)
+        if len(self._fds) >= self.MAX_DIR_FDS:
+            os.close(self._fds.pop(next(iter(self._fds))))
+        self._fds[parent] = fd
+        return fd
 
     def read(self, path: str, cap: int) -> tuple[bytes, bool]:
         """Up to `cap` bytes of the regular file `path`, and whether the file was longer.
@@ -201,7 +208,7 @@ class FileReader:
             dfd = self._dir_fd(parent)
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
         except OSError as e:
-            if e.errno == errno.ELOOP:
+            if e.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise _changed(path) from None
             raise
         try:
@@ -210,7 +217,8 @@ class FileReader:
                 if stat.S_ISDIR(st.st_mode):
                     raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
                 raise ToolError("invalid_path", f"Not a regular file: {path}", {"path": path})
-            want = min(st.st_size, cap) + 1  # one byte more tells a file that grew past the cap
+            size = st.st_size
+            want = min(size, cap) + 1  # one byte more tells a file that grew past the cap
             chunks: list[bytes] = []
             got = 0
             while got < want:
@@ -219,6 +227,8 @@ class FileReader:
                     break
                 chunks.append(chunk)
                 got += len(chunk)
+                if got == size < cap:
+                    break  # all of the size fstat reported, under the cap: no read just to see EOF
         finally:
             os.close(fd)
         data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
@@ -227,10 +237,9 @@ class FileReader:
         return data, False
 
     def close(self) -> None:
-        if self._dfd >= 0:
-            os.close(self._dfd)
-        self._dfd = -1
-        self._dir = None
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            os.close(fd)
 
     def __enter__(self) -> FileReader:
         return self

@@ -83,8 +83,11 @@ def plan_patterns(
             plans.append(PatternPlan(p, "literal", re.escape(p)))
             continue
         source = repair_regex(p) if repair else p
-        if not META.search(source):
-            plans.append(PatternPlan(p, "regex", source))  # no metacharacter: nothing to compile
+        if not META.search(source) or as_literal(source) is not None:
+            # Plain text, or text spelled with escapes (`frozenset\(`): it compiles, so the regex
+            # engine is not even imported. Literal plans are searched with bytes.find anyway.
+            kind: PlanKind = "regex_repaired" if source != p else "regex"
+            plans.append(PatternPlan(p, kind, source, repaired=source if source != p else None))
             continue
         import regex as re_mod
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import os
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -94,9 +95,9 @@ def _validate_patterns(patterns: list[str]) -> None:
             )
 
 
-def _targets(ctx: ToolContext, root: str, walk_stats: WalkStats, deadline: float) -> Any:
+def _targets(ctx: ToolContext, root: str, walk_stats: WalkStats, deadline: float) -> list[tuple[str, str]]:
     if not os.path.isdir(root):
-        return iter([(root, root)])
+        return [(root, root)]
     opts = WalkOptions(
         hidden=False,
         perforce=resolve_p4(root, home=ctx.os_home),
@@ -105,7 +106,7 @@ def _targets(ctx: ToolContext, root: str, walk_stats: WalkStats, deadline: float
         deadline=deadline,
         want_size=False,
     )
-    return ((e.path, e.canonical) for e in walk(root, ctx.sandbox, opts, walk_stats) if not e.is_dir)
+    return [(e.path, e.canonical) for e in walk(root, ctx.sandbox, opts, walk_stats) if not e.is_dir]
 
 
 def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
@@ -184,18 +185,8 @@ def _scan_ranked(
     ctx: ToolContext, root: str, cwd: str, searcher: Searcher, walk_stats: WalkStats, n_ctx: int
 ) -> list[FileResult]:
     results: list[FileResult] = []
-    for shown_path, canonical in _targets(ctx, root, walk_stats, searcher.deadline):
-        data = searcher.load(canonical)
-        if data is None:
-            if searcher.stats.stop:
-                break
-            continue
-        found = searcher.hits(data)
-        if found:
-            results.append(_rank_file(display_path(shown_path, cwd), data, found, searcher.matcher, n_ctx))
-            searcher.stats.files_matched += 1
-        if searcher.stats.stop:
-            break
+    for shown_path, data, found in searcher.scan(_targets(ctx, root, walk_stats, searcher.deadline)):
+        results.append(_rank_file(display_path(shown_path, cwd), data, found, searcher.matcher, n_ctx))
     results.sort(key=lambda r: file_order_key(r.best, r.hits, r.path))
     return results
 
@@ -228,15 +219,9 @@ def _scan_raw(
     seen = 0
     blocks: list[tuple[Block, list[Hit]]] = []
     has_more = False
-    for shown_path, canonical in _targets(ctx, root, walk_stats, searcher.deadline):
-        data = searcher.load(canonical)
-        if data is None:
-            if searcher.stats.stop:
-                break
-            continue
-        found = searcher.hits(data)
-        if found:
-            searcher.stats.files_matched += 1
+    scan = searcher.scan(_targets(ctx, root, walk_stats, searcher.deadline))
+    with closing(scan):
+        for shown_path, data, found in scan:
             page: list[Hit] = []
             labels: dict[int, str | None] = {}
             last_page_line = -1
@@ -259,11 +244,9 @@ def _scan_raw(
                 seen += 1
             if page:
                 blocks.append((Block(display_path(shown_path, cwd), labels), page))
-        if has_more:
-            searcher.stats.stop = searcher.stats.stop or "lookahead"
-            break
-        if searcher.stats.stop:
-            break
+            if has_more:
+                searcher.stats.stop = searcher.stats.stop or "lookahead"
+                break
     return Scan(blocks, seen, seen, has_more)
 
 

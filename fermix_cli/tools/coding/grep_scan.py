@@ -5,9 +5,12 @@ skips binary and non-UTF-8 text, and extracts hit and context lines.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ...core.errors import ToolError
+from ...core.forkmap import ordered_map
 from ...core.fsops import FileReader
 from ...core.match import LineHit, Matcher, MatchTimeout, is_binary
 
@@ -29,6 +32,19 @@ class ScanStats:
     unreadable: int = 0
     recovery_skips: int = 0
     stop: str | None = None  # file_cap | byte_cap | deadline | lookahead
+
+
+# The ScanStats counters a probe reports, in this order.
+_COUNTERS = (
+    "files_scanned",
+    "bytes_scanned",
+    "files_truncated",
+    "binary",
+    "invalid_utf8",
+    "special",
+    "unreadable",
+    "recovery_skips",
+)
 
 
 def line_str(data: bytes, start: int, end: int) -> str:
@@ -132,3 +148,98 @@ class Searcher:
             self.stats.invalid_utf8 += 1
             return None
         return found
+
+    # ----- a whole scan ----------------------------------------------------------------------------
+
+    def scan(self, targets: Sequence[tuple[str, str]]) -> Iterator[tuple[str, bytes, list[LineHit]]]:
+        """(shown path, bytes, hits) of each file with hits, in order, until the list or a budget ends.
+
+        Each file is first probed on its own (`probe`: read and matched as if it were the first
+        file of the call), which lets `ordered_map` probe the second half of the list in a forked
+        child. A probe is then accounted here exactly as the plain loop would; when the budgets
+        left would have read a file differently (a byte cap cutting it shorter), that file and
+        everything after it are searched directly instead.
+        """
+        results = ordered_map(targets, lambda t: self.probe(t[1]))
+        try:
+            for i, probe in enumerate(results):
+                shown = targets[i][0]
+                usable, found = self._account(probe)
+                if not usable:  # this probe cannot stand in for the plain read
+                    results.close()
+                    yield from self._direct(targets[i:])
+                    return
+                if found is not None:
+                    data, hits = found
+                    self.stats.files_matched += 1
+                    yield shown, data, [LineHit(*h) for h in hits]
+                if self.stats.stop:
+                    return
+        finally:
+            results.close()
+
+    def probe(self, path: str) -> int | tuple[Any, ...]:
+        """Load and match one file against fresh budgets.
+
+        The common outcome, a whole text file read without a hit, is just its size; anything else
+        is the counters, the stop and the (bytes, hits).
+        """
+        saved, self.stats = self.stats, ScanStats()
+        try:
+            payload = None
+            data = self.load(path)
+            if data is not None:
+                found = self.hits(data)
+                if found:
+                    payload = (data, [tuple(h) for h in found])
+            s = self.stats
+            plain = s.files_scanned == 1 and not (s.files_truncated or s.binary or s.invalid_utf8)
+            if plain and payload is None and s.stop is None:
+                return s.bytes_scanned
+            return (*(getattr(s, c) for c in _COUNTERS), s.stop, payload)
+        finally:
+            self.stats = saved
+
+    def _account(self, probe: int | tuple[Any, ...]) -> tuple[bool, tuple[bytes, list[Any]] | None]:
+        """Add a probe to the stats. Returns whether it was usable, and its (bytes, hits) if any."""
+        s = self.stats
+        room = CALL_BYTES_CAP - s.bytes_scanned
+        if s.files_scanned >= MAX_FILES:
+            s.stop = "file_cap"
+            return True, None
+        if room <= 0:
+            s.stop = "byte_cap"
+            return True, None
+        if time.monotonic() > self.deadline:
+            s.stop = "deadline"
+            return True, None
+        if isinstance(probe, int):  # a whole text file without hits
+            if probe > room:
+                return False, None
+            s.files_scanned += 1
+            s.bytes_scanned += probe
+            return True, None
+        counts, stop, payload = probe[: len(_COUNTERS)], probe[-2], probe[-1]
+        read, truncated = counts[1], counts[2]
+        if stop not in (None, "deadline") or (read > room if not truncated else room < FILE_CAP):
+            return False, None
+        for name, n in zip(_COUNTERS, counts, strict=True):
+            if n:
+                setattr(s, name, getattr(s, name) + n)
+        if stop:
+            s.stop = stop
+        return True, payload
+
+    def _direct(self, targets: Sequence[tuple[str, str]]) -> Iterator[tuple[str, bytes, list[LineHit]]]:
+        for shown, canonical in targets:
+            data = self.load(canonical)
+            if data is None:
+                if self.stats.stop:
+                    return
+                continue
+            found = self.hits(data)
+            if found:
+                self.stats.files_matched += 1
+                yield shown, data, found
+            if self.stats.stop:
+                return
