@@ -8,13 +8,13 @@ unique id, and every message is written to the transcript as it happens.
 from __future__ import annotations
 
 import json
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..core import policy
 from ..core.context import ToolContext
 from ..core.errors import ExitClass, ToolError
+from ..core.logs import logger
 from ..core.registry import Registry
 from .messages import (
     Finish,
@@ -32,7 +32,7 @@ from .providers.base import Provider
 from .toolbox import Toolbox
 from .transcripts import ToolOutcome, Transcript
 
-log = logging.getLogger("fermix.agent")
+log = logger("fermix.agent")
 
 OK = "ok"
 STATUSES = ("ok", "error", "max_iterations", "loop_detected", "interrupted")

@@ -341,9 +341,9 @@ def _quiet_broken_pipe() -> None:
 
 
 def internal_error(exc: BaseException, log_file: Any = None) -> int:
-    import logging
+    from ..core.logs import logger
 
-    logging.getLogger("fermix").error("internal error", exc_info=exc)
+    logger("fermix").error("internal error", exc_info=exc)
     err = ToolError(
         "internal_error",
         f"unexpected {type(exc).__name__}: {exc}. Details are in the fermix log",

@@ -1,42 +1,79 @@
-"""The fermix log file: opened only when something is actually logged."""
+"""The fermix log file. `logging` is imported only when a logger is asked for, and the file is
+opened only when something is actually logged: a tool call that logs nothing pays for neither.
+
+Every fermix module gets its logger from `logger(name)`, never from `logging.getLogger`, so the
+file handler is in place whichever comes first, the module or `setup_logging`.
+"""
 
 from __future__ import annotations
 
-import logging
 import os
-from pathlib import Path
+import sys
+from typing import TYPE_CHECKING
 
 from .paths import make_private_dirs
 
+if TYPE_CHECKING:
+    import logging
+    from pathlib import Path
 
-class LazyFileHandler(logging.Handler):
-    """Appends to `path`, creating it (0600, directory 0700) on the first record."""
-
-    def __init__(self, path: Path, level: int = logging.WARNING) -> None:
-        super().__init__(level)
-        self.path = path
-        self._stream: logging.StreamHandler | None = None  # type: ignore[type-arg]
-        self.setFormatter(
-            logging.Formatter("%(asctime)s %(levelname)s %(name)s pid=%(process)d: %(message)s")
-        )
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            if self._stream is None:
-                make_private_dirs(self.path.parent)
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-                self._stream = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
-                self._stream.setFormatter(self.formatter)
-            self._stream.emit(record)
-        except Exception:
-            self.handleError(record)
+_log_file: Path | None = None
 
 
 def setup_logging(log_file: Path) -> None:
     """Send fermix's warnings and errors (with tracebacks) to the log file, never to the user."""
-    root = logging.getLogger("fermix")
-    if any(isinstance(h, LazyFileHandler) for h in root.handlers):
+    global _log_file
+    _log_file = log_file
+    if "logging" in sys.modules:
+        _install()
+
+
+def logger(name: str) -> logging.Logger:
+    """The logger `name` (under "fermix"), with the log file attached once it is configured."""
+    import logging
+
+    _install()
+    return logging.getLogger(name)
+
+
+def _install() -> None:
+    if _log_file is None:
         return
-    root.addHandler(LazyFileHandler(log_file))
+    import logging
+
+    root = logging.getLogger("fermix")
+    if any(getattr(h, "fermix_log_file", False) for h in root.handlers):
+        return
+    root.addHandler(_file_handler(_log_file))
     root.setLevel(logging.INFO if os.environ.get("FERMIX_DEBUG") else logging.WARNING)
     root.propagate = False
+
+
+def _file_handler(path: Path) -> logging.Handler:
+    import logging
+
+    class LazyFileHandler(logging.Handler):
+        """Appends to `path`, creating it (0600, directory 0700) on the first record."""
+
+        fermix_log_file = True
+
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self._stream: logging.StreamHandler | None = None  # type: ignore[type-arg]
+            self.setFormatter(
+                logging.Formatter("%(asctime)s %(levelname)s %(name)s pid=%(process)d: %(message)s")
+            )
+
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                if self._stream is None:
+                    make_private_dirs(path.parent)
+                    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                    fd = os.open(path, flags, 0o600)
+                    self._stream = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
+                    self._stream.setFormatter(self.formatter)
+                self._stream.emit(record)
+            except Exception:
+                self.handleError(record)
+
+    return LazyFileHandler()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import logging
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -20,8 +19,6 @@ from .errors import ExitClass, ToolError
 from .jsonin import parse_object
 from .params import Params, ValidationError  # tool modules import Params from here
 from .records import FrozenRecord
-
-log = logging.getLogger("fermix.registry")
 
 PolicyClass = Literal["read_only", "read_write", "exec", "network", "external_api", "gui_control"]
 
@@ -317,7 +314,9 @@ class Registry:
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:
-            log.exception("internal error in tool %s", name)
+            from .logs import logger
+
+            logger("fermix.registry").exception("internal error in tool %s", name)
             error = ToolError(
                 "internal_error",
                 f"{name} failed unexpectedly ({type(e).__name__}); details are in the fermix log",
@@ -380,7 +379,9 @@ def _record(
                 ),
             )
     except Exception:  # recording must never turn a finished call into a failure
-        log.exception("could not record tool call %s", name)
+        from .logs import logger
+
+        logger("fermix.registry").exception("could not record tool call %s", name)
 
 
 _DEFAULT: Registry | None = None

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import time
 from typing import Any
 
 from .paths import FermixPaths
-
-log = logging.getLogger("fermix.traces")
 
 
 def append_trace(paths: FermixPaths, kind: str, record: dict[str, Any]) -> None:
@@ -26,7 +23,9 @@ def append_trace(paths: FermixPaths, kind: str, record: dict[str, Any]) -> None:
         finally:
             os.close(fd)
     except OSError as e:  # traces are best-effort by design
-        log.debug("trace write failed: %s", e)
+        from .logs import logger
+
+        logger("fermix.traces").debug("trace write failed: %s", e)
 
 
 def record_sandbox_denial(paths: FermixPaths, *, tool: str, code: str, path: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import selectors
 import signal
@@ -26,6 +25,7 @@ from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from ..core.logs import logger
 from . import records
 from .claims import ClaimedRun, TickReport, claim_manual, tick
 from .delivery import deliver, message_text, write_output
@@ -34,7 +34,7 @@ from .liveness import Runner, SchedulerLock, sweep_dead
 from .model import Job, active_run, fetch_job, job_state_error, run_summary
 from .tick import Summary, jobs_config
 
-log = logging.getLogger("fermix.jobs")
+log = logger("fermix.jobs")
 
 KILL_GRACE_SECONDS = 3.0
 # While its runs are in flight a runner keeps ticking, just after each minute boundary of the wall clock:

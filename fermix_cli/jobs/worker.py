@@ -10,7 +10,6 @@ worker behind to finish a run that is about to be declared interrupted.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import sys
@@ -20,11 +19,12 @@ from typing import IO, Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from ..core.logs import logger
 from .claims import config_snapshot
 from .execute import Prepared, RunOutcome, execute, prepare
 from .model import Job
 
-log = logging.getLogger("fermix.jobs")
+log = logger("fermix.jobs")
 
 PROGRESS_INTERVAL = 0.5
 STOP_GRACE_SECONDS = 2

@@ -7,13 +7,13 @@ arguments to the server over its session (`sessions.py`).
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.logs import logger
 from ..core.params import ConfigDict
 from ..core.registry import FailureMode, Hints, Params, Registry, ToolSpec
 from .sessions import Connection, describe_error, pool, unavailable
@@ -21,7 +21,7 @@ from .sessions import Connection, describe_error, pool, unavailable
 if TYPE_CHECKING:
     from ..core.context import ToolContext
 
-log = logging.getLogger("fermix.mcp.client")
+log = logger("fermix.mcp.client")
 
 PREFIX = "mcp_"
 MAX_NAME = 64  # what provider APIs accept for a function name

@@ -7,12 +7,12 @@ run in a worker thread; each builds and closes its own context, so no SQLite han
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core.errors import ToolError
+from ..core.logs import logger
 from .exposure import listing, served_names
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..core.context import ToolContext
     from ..core.registry import Registry
 
-log = logging.getLogger("fermix.mcp.server")
+log = logger("fermix.mcp.server")
 
 INSTRUCTIONS = (
     "fermix tools: JSON in, JSON out, over fermix's sandbox and policy layer. Errors read `code: message`; "

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import logging
 import os
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.logs import logger
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..core.context import ToolContext
     from ..core.paths import FermixPaths
 
-log = logging.getLogger("fermix.mcp.client")
+log = logger("fermix.mcp.client")
 
 
 @dataclass

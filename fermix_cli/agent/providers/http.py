@@ -11,20 +11,20 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import json
-import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ToolError
+from ...core.logs import logger
 
 if TYPE_CHECKING:
     from ...core.context import ToolContext
     from ...core.netresponse import GuardedStream
     from . import ProviderChoice
 
-log = logging.getLogger("fermix.providers")
+log = logger("fermix.providers")
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 MAX_RETRY_WAIT = 60.0

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import logging
 from typing import Annotated, Any
 
 from ...core.context import ToolContext
 from ...core.errors import ToolError
+from ...core.logs import logger
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
 from ...core.traces import append_trace
@@ -15,7 +15,7 @@ from . import ddg
 from .backends import BACKENDS
 from .providers import missing_key, resolve_key
 
-log = logging.getLogger("fermix.web")
+log = logger("fermix.web")
 
 MAX_QUERY = 1024
 DEGRADING = ("provider_error", "rate_limited", "network", "parser_changed")
