@@ -46,7 +46,8 @@ def ordered_map(
 ) -> Generator[Any, None, None]:
     """`fn(item)` for each item, in order, the second half computed in a forked child when it pays."""
     n = len(items)
-    if n < (PARALLEL_MIN_ITEMS if min_items is None else min_items) or not can_fork():
+    threshold = PARALLEL_MIN_ITEMS if min_items is None else min_items
+    if n < max(threshold, 2) or not can_fork():
         for item in items:
             yield fn(item)
         return

@@ -1,0 +1,92 @@
+"""ordered_map: results in order, the second half from a forked child, and no loss when the child fails."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import pytest
+
+from fermix_cli.core import forkmap
+from fermix_cli.core.forkmap import ordered_map
+
+pytestmark = pytest.mark.skipif(not forkmap.can_fork(), reason="needs Linux, two cores and no other thread")
+
+ITEMS = list(range(40))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_second_half_comes_from_a_child_in_order() -> None:
+    parent = os.getpid()
+    out = list(ordered_map(ITEMS, lambda i: (i * i, os.getpid()), min_items=2))
+    assert [v for v, _ in out] == [i * i for i in ITEMS]
+    pids = [p for _, p in out]
+    assert set(pids[:20]) == {parent}
+    assert len(set(pids[20:])) == 1 and pids[20] != parent
+    assert not _alive(pids[20])  # reaped
+
+
+def test_short_lists_and_the_default_threshold_stay_in_process() -> None:
+    parent = os.getpid()
+    assert set(ordered_map(ITEMS, lambda i: os.getpid())) == {parent}  # 40 < PARALLEL_MIN_ITEMS
+    assert set(ordered_map(ITEMS[:1], lambda i: os.getpid(), min_items=1)) == {parent}  # nothing to split
+
+
+def test_stopping_early_kills_and_reaps_the_child() -> None:
+    gen = ordered_map(ITEMS, lambda i: os.getpid(), min_items=2)
+    first = next(gen)
+    gen.close()
+    # The child's pid is not known to the caller; it must not be left running or as a zombie.
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+    assert first == os.getpid()
+
+
+def test_a_failing_child_costs_only_speed() -> None:
+    parent = os.getpid()
+
+    def fn(i: int) -> tuple[int, int]:
+        if os.getpid() != parent and i == 30:
+            raise RuntimeError("the child breaks")
+        return i + 1, os.getpid()
+
+    out = list(ordered_map(ITEMS, fn, min_items=2))
+    assert [v for v, _ in out] == [i + 1 for i in ITEMS]
+    assert {p for _, p in out} == {parent}  # everything was computed here after all
+
+
+def test_a_child_that_dies_mid_stream_is_finished_here() -> None:
+    parent = os.getpid()
+    marker = object()
+
+    def fn(i: int) -> Any:
+        # In the child, item 30 cannot be marshalled: the stream breaks after items 20..29.
+        if i == 30 and os.getpid() != parent:
+            return marker
+        return (i, os.getpid())
+
+    out = list(ordered_map(ITEMS, fn, min_items=2))
+    assert [v for v, _ in out] == ITEMS
+    pids = [p for _, p in out]
+    assert pids[20] != parent and set(pids[20:30]) == {pids[20]}
+    assert set(pids[30:]) == {parent}
+
+
+def test_no_fork_while_another_thread_runs() -> None:
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        assert not forkmap.can_fork()
+        assert set(ordered_map(ITEMS, lambda i: os.getpid(), min_items=2)) == {os.getpid()}
+    finally:
+        stop.set()
+        t.join()
