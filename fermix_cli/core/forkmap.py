@@ -1,12 +1,14 @@
 """`ordered_map`: a function over many files, in order, with the second half done by a forked child.
 
 The search tools spend their time in Python-level work per file (open, read, match) that a thread
-cannot overlap, because it holds the GIL. On a machine with two or more cores, a child forked after
-the walk computes the results for the second half of the list while this process computes the
-first half; the child then streams its results back through a pipe, marshalled, in order.
+cannot overlap, because it holds the GIL. On a machine with two or more cores, a child forked for
+each batch of items computes the results for the second half of the batch while this process
+computes the first half; the child then streams its results back through a pipe, marshalled, in
+order.
 
 The caller sees exactly what a plain loop would give:
-- Results come in item order; the caller may stop early, and the child is then killed.
+- Results come in item order, each with its item. Items are pulled in batches, and the caller may
+  stop early: the child is then killed.
 - A child that fails, dies or sends garbage costs only speed: the items it did not deliver are
   computed here.
 - Results must be marshal-able: None, bool, int, float, str, bytes, and tuples, lists and dicts of them.
@@ -22,13 +24,15 @@ import marshal
 import os
 import signal
 import sys
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
+from itertools import islice
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 # Below this many items a fork (about a millisecond) does not pay for itself.
 PARALLEL_MIN_ITEMS = 512
+FIRST_BATCH, BATCH = 1024, 8192
 _PIPE_BUFFER = 1 << 16
 
 
@@ -42,15 +46,36 @@ def can_fork() -> bool:
 
 
 def ordered_map(
-    items: Sequence[T], fn: Callable[[T], Any], *, min_items: int | None = None
-) -> Generator[Any, None, None]:
-    """`fn(item)` for each item, in order, the second half computed in a forked child when it pays."""
+    items: Iterable[T],
+    fn: Callable[[T], Any],
+    *,
+    min_items: int | None = None,
+    first_batch: int = FIRST_BATCH,
+    batch: int = BATCH,
+) -> Generator[tuple[T, Any], None, None]:
+    """(item, `fn(item)`) for each item, in order.
+
+    Items are taken in batches (`first_batch`, then `batch` at a time), so a caller that stops early
+    has pulled at most one batch more than it used from a lazy iterable such as a directory walk.
+    The second half of each batch of at least `min_items` is computed in a forked child.
+    """
+    threshold = max(PARALLEL_MIN_ITEMS if min_items is None else min_items, 2)
+    source = iter(items)
+    size = first_batch
+    while True:
+        chunk = list(islice(source, size))
+        if len(chunk) >= threshold and can_fork():
+            yield from _forked(chunk, fn)
+        else:
+            for item in chunk:
+                yield item, fn(item)
+        if len(chunk) < size:
+            return
+        size = batch
+
+
+def _forked(items: list[T], fn: Callable[[T], Any]) -> Generator[tuple[T, Any], None, None]:
     n = len(items)
-    threshold = PARALLEL_MIN_ITEMS if min_items is None else min_items
-    if n < max(threshold, 2) or not can_fork():
-        for item in items:
-            yield fn(item)
-        return
     split = n // 2
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -59,7 +84,7 @@ def ordered_map(
     os.close(write_fd)
     try:
         for item in items[:split]:
-            yield fn(item)
+            yield item, fn(item)
         done = split
         with open(read_fd, "rb", buffering=_PIPE_BUFFER) as pipe:
             read_fd = -1  # the file object owns it now
@@ -68,10 +93,10 @@ def ordered_map(
                     result = marshal.load(pipe)
                 except (EOFError, ValueError, TypeError):
                     break  # the child died or failed: the rest is computed below
+                yield items[done], result
                 done += 1
-                yield result
         for item in items[done:]:
-            yield fn(item)
+            yield item, fn(item)
     finally:
         if read_fd >= 0:
             os.close(read_fd)

@@ -26,7 +26,9 @@ def _alive(pid: int) -> bool:
 
 def test_second_half_comes_from_a_child_in_order() -> None:
     parent = os.getpid()
-    out = list(ordered_map(ITEMS, lambda i: (i * i, os.getpid()), min_items=2))
+    pairs = list(ordered_map(ITEMS, lambda i: (i * i, os.getpid()), min_items=2))
+    assert [item for item, _ in pairs] == ITEMS
+    out = [r for _, r in pairs]
     assert [v for v, _ in out] == [i * i for i in ITEMS]
     pids = [p for _, p in out]
     assert set(pids[:20]) == {parent}
@@ -36,13 +38,13 @@ def test_second_half_comes_from_a_child_in_order() -> None:
 
 def test_short_lists_and_the_default_threshold_stay_in_process() -> None:
     parent = os.getpid()
-    assert set(ordered_map(ITEMS, lambda i: os.getpid())) == {parent}  # 40 < PARALLEL_MIN_ITEMS
-    assert set(ordered_map(ITEMS[:1], lambda i: os.getpid(), min_items=1)) == {parent}  # nothing to split
+    assert {r for _, r in ordered_map(ITEMS, lambda i: os.getpid())} == {parent}  # 40 < PARALLEL_MIN_ITEMS
+    assert {r for _, r in ordered_map(ITEMS[:1], lambda i: os.getpid(), min_items=1)} == {parent}
 
 
 def test_stopping_early_kills_and_reaps_the_child() -> None:
     gen = ordered_map(ITEMS, lambda i: os.getpid(), min_items=2)
-    first = next(gen)
+    _, first = next(gen)
     gen.close()
     # The child's pid is not known to the caller; it must not be left running or as a zombie.
     with pytest.raises(ChildProcessError):
@@ -58,7 +60,7 @@ def test_a_failing_child_costs_only_speed() -> None:
             raise RuntimeError("the child breaks")
         return i + 1, os.getpid()
 
-    out = list(ordered_map(ITEMS, fn, min_items=2))
+    out = [r for _, r in ordered_map(ITEMS, fn, min_items=2)]
     assert [v for v, _ in out] == [i + 1 for i in ITEMS]
     assert {p for _, p in out} == {parent}  # everything was computed here after all
 
@@ -73,7 +75,7 @@ def test_a_child_that_dies_mid_stream_is_finished_here() -> None:
             return marker
         return (i, os.getpid())
 
-    out = list(ordered_map(ITEMS, fn, min_items=2))
+    out = [r for _, r in ordered_map(ITEMS, fn, min_items=2)]
     assert [v for v, _ in out] == ITEMS
     pids = [p for _, p in out]
     assert pids[20] != parent and set(pids[20:30]) == {pids[20]}
@@ -86,7 +88,25 @@ def test_no_fork_while_another_thread_runs() -> None:
     t.start()
     try:
         assert not forkmap.can_fork()
-        assert set(ordered_map(ITEMS, lambda i: os.getpid(), min_items=2)) == {os.getpid()}
+        assert {r for _, r in ordered_map(ITEMS, lambda i: os.getpid(), min_items=2)} == {os.getpid()}
     finally:
         stop.set()
         t.join()
+
+
+def test_a_lazy_source_is_pulled_one_batch_at_a_time() -> None:
+    pulled: list[int] = []
+
+    def source() -> Any:
+        for i in range(100):
+            pulled.append(i)
+            yield i
+
+    gen = ordered_map(source(), lambda i: i * 2, min_items=2, first_batch=10, batch=30)
+    got = [next(gen) for _ in range(12)]  # into the second batch
+    assert got == [(i, i * 2) for i in range(12)]
+    assert len(pulled) == 40  # the first batch of 10 and the next of 30, nothing more
+    gen.close()
+    assert [r for _, r in ordered_map(source(), lambda i: i * 2, min_items=2, first_batch=10, batch=30)] == [
+        i * 2 for i in range(100)
+    ]
