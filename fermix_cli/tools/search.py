@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from ..core.forkmap import ordered_map
 from ..core.fsops import FileReader
 from ..core.globpat import compile_glob, literal_prefix, max_depth
 from ..core.match import Matcher, MatchTimeout, is_binary, line_text
@@ -136,25 +137,46 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     skipped_large = 0
     truncated = False
     reader = FileReader()
+
+    def probe(item: tuple[str, int]) -> Any:
+        """One file's matching lines (at most one past the limit), "large", or None (skipped)."""
+        path, size = item
+        if size > CONTENT_FILE_CAP:
+            return "large"
+        try:
+            data, _ = reader.read(path, CONTENT_FILE_CAP)
+        except (OSError, ToolError):
+            return None
+        if is_binary(data):
+            return None
+        found: list[tuple[int, str]] = []
+        try:
+            for hit in matcher.lines(data, deadline):
+                found.append((hit.line, line_text(data, hit)))
+                if len(found) > limit:
+                    break
+        except MatchTimeout:
+            return found, True
+        return found, False
+
+    # The second half of each batch of files is probed in a forked child (see core.forkmap).
+    results = ordered_map(files, probe)
     try:
-        for path, size in files:
-            if size > CONTENT_FILE_CAP:
+        for (path, _), outcome in results:
+            if outcome == "large":
                 skipped_large += 1
                 continue
-            try:
-                data, _ = reader.read(path, CONTENT_FILE_CAP)
-            except (OSError, ToolError):
+            if outcome is None:
                 continue
-            if is_binary(data):
-                continue
-            for hit in matcher.lines(data, deadline):
+            found, timed_out = outcome
+            for line, text in found:
                 if len(matches) >= limit:
                     truncated = True
                     break
-                matches.append({"path": path, "line": hit.line, "text": line_text(data, hit)})
+                matches.append({"path": path, "line": line, "text": text})
             if truncated:
                 break
-            if time.monotonic() > deadline:
+            if timed_out or time.monotonic() > deadline:
                 raise MatchTimeout()
     except MatchTimeout:
         raise ToolError(
@@ -164,6 +186,7 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
             {"timeout_ms": timeout_ms, "matches_so_far": len(matches)},
         ) from None
     finally:
+        results.close()
         reader.close()
     if stats is not None and stats.stopped == "deadline":
         raise ToolError(

@@ -1,4 +1,4 @@
-"""grep with the second half of its files probed in a forked child gives exactly the plain loop's result.
+"""grep and content_search with half of their files probed in a forked child give the plain loop's result.
 
 Every test runs the same call twice, forked and not, and compares the whole result: pages, counts,
 skips, truncation and where a budget stopped the scan.
@@ -13,6 +13,7 @@ import pytest
 from search_fixture import make_tree
 
 from fermix_cli.core import forkmap
+from fermix_cli.tools import search
 from fermix_cli.tools.coding import grep_scan
 from tests.conftest import Env
 
@@ -35,7 +36,9 @@ def _tree(root: Any) -> None:
     make_tree(root, files)
 
 
-def _both(invoke: Any, monkeypatch: pytest.MonkeyPatch, args: dict[str, Any]) -> dict[str, Any]:
+def _both(
+    invoke: Any, monkeypatch: pytest.MonkeyPatch, args: dict[str, Any], tool: str = "grep"
+) -> dict[str, Any]:
     forks: list[int] = []
     real_fork = os.fork
 
@@ -45,10 +48,10 @@ def _both(invoke: Any, monkeypatch: pytest.MonkeyPatch, args: dict[str, Any]) ->
 
     monkeypatch.setattr(forkmap.os, "fork", counting_fork)
     monkeypatch.setattr(forkmap, "PARALLEL_MIN_ITEMS", 10**9)
-    plain = invoke("grep", args)
+    plain = invoke(tool, args)
     assert not forks
     monkeypatch.setattr(forkmap, "PARALLEL_MIN_ITEMS", 2)
-    forked = invoke("grep", args)
+    forked = invoke(tool, args)
     assert forks, "the forked path did not run"
     assert forked == plain
     return plain
@@ -94,3 +97,24 @@ def test_truncated_files_are_counted_the_same(world: Env, invoke, monkeypatch) -
     monkeypatch.setattr(grep_scan, "FILE_CAP", 120)
     r = _both(invoke, monkeypatch, {"patterns": ["target"], "mode": "raw", "limit": 500})
     assert r["files_truncated"] >= 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"pattern": "target"},
+        {"pattern": "target", "max_results": 7},
+        {"pattern": "target", "max_results": 40},
+        {"pattern": r"def \w+\(", "regex": True},
+        {"pattern": "no such text"},
+    ],
+)
+def test_content_search_forked_matches_the_plain_loop(
+    world: Env, invoke, monkeypatch, args: dict[str, Any]
+) -> None:
+    _tree(world.project)
+    monkeypatch.setattr(search, "CONTENT_FILE_CAP", 4_000)  # d3/big.txt is skipped as too large
+    r = _both(invoke, monkeypatch, args, tool="content_search")
+    assert r["truncated"] == ("max_results" in args)
+    if not r["truncated"]:
+        assert r["files_skipped_large"] == 1
