@@ -16,32 +16,40 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .errors import ToolError
 from .pathcanon import canonicalize, is_inside
+from .records import FrozenRecord
 from .sandbox import Decision
 
 if TYPE_CHECKING:
     from .context import ToolContext
 
 
-@dataclass(frozen=True)
-class ToolPath:
+class ToolPath(FrozenRecord):
     """A path a coding tool may use: `path` canonical, `display` as the model sees it, `cwd` it is shown from."""
 
+    _fields = ("path", "display", "cwd")
+    __slots__ = _fields
     path: str
     display: str
     cwd: str
 
+    def __init__(self, path: str, display: str, cwd: str) -> None:
+        self._init_fields(path=path, display=display, cwd=cwd)
 
-@dataclass(frozen=True)
-class Target:
+
+class Target(FrozenRecord):
     """A mutation target: the path (final component not followed) and what `lstat` found there."""
 
+    _fields = ("where", "lstat")
+    __slots__ = _fields
     where: ToolPath
     lstat: os.stat_result | None
+
+    def __init__(self, where: ToolPath, lstat: os.stat_result | None) -> None:
+        self._init_fields(where=where, lstat=lstat)
 
     @property
     def is_symlink(self) -> bool:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
+
+from ...core.records import FrozenRecord
 
 BOUNDARY_CHARS = frozenset("_-./ ")
 
@@ -95,11 +96,17 @@ def stem_of(base: str) -> str:
     return base[:i] if i > 0 else base
 
 
-@dataclass(frozen=True)
-class Query:
+class Query(FrozenRecord):
+    _fields = ("text", "tokens", "_filters")
+    __slots__ = _fields
     text: str
     tokens: tuple[str, ...]
     _filters: tuple[tuple[str, re.Pattern[str] | None], ...]
+
+    def __init__(
+        self, text: str, tokens: tuple[str, ...], _filters: tuple[tuple[str, re.Pattern[str] | None], ...]
+    ) -> None:
+        self._init_fields(text=text, tokens=tokens, _filters=_filters)
 
     @classmethod
     def parse(cls, text: str) -> Query:

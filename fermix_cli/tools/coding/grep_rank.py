@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from ...core.match import LineHit
+from ...core.records import Record
 
 DEF_LIKE, MATCH, IMPORT = "def-like", "match", "import"
 RANK = {DEF_LIKE: 0, MATCH: 1, IMPORT: 2}
@@ -88,13 +88,24 @@ def label_for(data: bytes, start: int, end: int, spans: Callable[[], Sequence[tu
     return MATCH
 
 
-@dataclass
-class FileHits:
+class FileHits(Record):
     """What ranked mode keeps of one file: counts, the first hits of each label, and their order."""
 
-    hits: int = 0
-    firsts: dict[str, list[LineHit]] = field(default_factory=lambda: {DEF_LIKE: [], MATCH: [], IMPORT: []})
-    labels: dict[int, str] = field(default_factory=dict)  # hit line -> label, for the hits labelled
+    _fields = ("hits", "firsts", "labels")
+    __slots__ = _fields
+    hits: int
+    firsts: dict[str, list[LineHit]]
+    labels: dict[int, str]  # hit line -> label, for the hits labelled
+
+    def __init__(
+        self,
+        hits: int = 0,
+        firsts: dict[str, list[LineHit]] | None = None,  # default: an empty list per label
+        labels: dict[int, str] | None = None,  # default: a new empty dict
+    ) -> None:
+        self.hits = hits
+        self.firsts = {DEF_LIKE: [], MATCH: [], IMPORT: []} if firsts is None else firsts
+        self.labels = {} if labels is None else labels
 
     def settled(self) -> bool:
         """Five definitions are in: later hits can no longer change what is kept."""

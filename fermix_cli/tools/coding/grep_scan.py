@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ...core.errors import ToolError
 from ...core.forkmap import ordered_map
 from ...core.fsops import FileReader
 from ...core.match import LineHit, Matcher, MatchTimeout, is_binary
+from ...core.records import Record
 
 FILE_CAP = 4 * 1024 * 1024
 CALL_BYTES_CAP = 128 * 1024 * 1024
@@ -20,18 +20,46 @@ MAX_FILES = 10_000
 BINARY_PROBE = 8192
 
 
-@dataclass
-class ScanStats:
-    files_scanned: int = 0
-    files_matched: int = 0
-    bytes_scanned: int = 0
-    files_truncated: int = 0
-    binary: int = 0
-    invalid_utf8: int = 0
-    special: int = 0
-    unreadable: int = 0
-    recovery_skips: int = 0
-    stop: str | None = None  # file_cap | byte_cap | deadline | lookahead
+class ScanStats(Record):
+    _fields = (
+        "files_scanned", "files_matched", "bytes_scanned", "files_truncated", "binary", "invalid_utf8",
+        "special", "unreadable", "recovery_skips", "stop",
+    )  # fmt: skip
+    __slots__ = _fields
+    files_scanned: int
+    files_matched: int
+    bytes_scanned: int
+    files_truncated: int
+    binary: int
+    invalid_utf8: int
+    special: int
+    unreadable: int
+    recovery_skips: int
+    stop: str | None  # file_cap | byte_cap | deadline | lookahead
+
+    def __init__(
+        self,
+        files_scanned: int = 0,
+        files_matched: int = 0,
+        bytes_scanned: int = 0,
+        files_truncated: int = 0,
+        binary: int = 0,
+        invalid_utf8: int = 0,
+        special: int = 0,
+        unreadable: int = 0,
+        recovery_skips: int = 0,
+        stop: str | None = None,
+    ) -> None:
+        self.files_scanned = files_scanned
+        self.files_matched = files_matched
+        self.bytes_scanned = bytes_scanned
+        self.files_truncated = files_truncated
+        self.binary = binary
+        self.invalid_utf8 = invalid_utf8
+        self.special = special
+        self.unreadable = unreadable
+        self.recovery_skips = recovery_skips
+        self.stop = stop
 
 
 # The ScanStats counters a probe reports, in this order.
