@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import os
 import time
+from collections.abc import Iterator
 from contextlib import closing
 from typing import Annotated, Any, Literal
 
@@ -110,9 +111,9 @@ def _validate_patterns(patterns: list[str]) -> None:
             )
 
 
-def _targets(ctx: ToolContext, root: str, walk_stats: WalkStats, deadline: float) -> list[tuple[str, str]]:
+def _targets(ctx: ToolContext, root: str, walk_stats: WalkStats, deadline: float) -> Iterator[tuple[str, str]]:
     if not os.path.isdir(root):
-        return [(root, root)]
+        return iter([(root, root)])
     opts = WalkOptions(
         hidden=False,
         perforce=resolve_p4(root, home=ctx.os_home),
@@ -121,7 +122,7 @@ def _targets(ctx: ToolContext, root: str, walk_stats: WalkStats, deadline: float
         deadline=deadline,
         want_size=False,
     )
-    return [(e.path, e.canonical) for e in walk(root, ctx.sandbox, opts, walk_stats) if not e.is_dir]
+    return ((e.path, e.canonical) for e in walk(root, ctx.sandbox, opts, walk_stats) if not e.is_dir)
 
 
 def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:

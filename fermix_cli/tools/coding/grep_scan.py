@@ -5,7 +5,7 @@ skips binary and non-UTF-8 text, and extracts hit and context lines.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ...core.errors import ToolError
@@ -179,28 +179,25 @@ class Searcher:
 
     # ----- a whole scan ----------------------------------------------------------------------------
 
-    def scan(self, targets: Sequence[tuple[str, str]]) -> Iterator[tuple[str, bytes, list[LineHit]]]:
-        """(shown path, bytes, hits) of each file with hits, in order, until the list or a budget ends.
+    def scan(self, targets: Iterable[tuple[str, str]]) -> Iterator[tuple[str, bytes, list[LineHit]]]:
+        """(shown path, bytes, hits) of each file with hits, in order, until the targets or a budget end.
 
         Each file is first probed on its own (`probe`: read and matched as if it were the first
-        file of the call), which lets `ordered_map` probe the second half of the list in a forked
-        child. A probe is then accounted here exactly as the plain loop would; when the budgets
-        left would have read a file differently (a byte cap cutting it shorter), that file and
-        everything after it are searched directly instead.
+        file of the call), which lets `ordered_map` probe the second half of each batch in a forked
+        child. A probe is then accounted here exactly as the plain loop would; a file that the
+        budgets left would have read differently (a byte cap cutting it shorter) is read again here.
         """
         results = ordered_map(targets, lambda t: self.probe(t[1]))
         try:
-            for i, probe in enumerate(results):
-                shown = targets[i][0]
+            for (shown, canonical), probe in results:
                 usable, found = self._account(probe)
-                if not usable:  # this probe cannot stand in for the plain read
-                    results.close()
-                    yield from self._direct(targets[i:])
-                    return
+                if not usable:  # read it again, against the budgets that are really left
+                    data = self.load(canonical)
+                    hits = self.hits(data) if data is not None else None
+                    found = (data, hits) if data is not None and hits else None
                 if found is not None:
-                    data, hits = found
                     self.stats.files_matched += 1
-                    yield shown, data, [LineHit(*h) for h in hits]
+                    yield shown, found[0], [LineHit(*h) for h in found[1]]
                 if self.stats.stop:
                     return
         finally:
@@ -257,17 +254,3 @@ class Searcher:
         if stop:
             s.stop = stop
         return True, payload
-
-    def _direct(self, targets: Sequence[tuple[str, str]]) -> Iterator[tuple[str, bytes, list[LineHit]]]:
-        for shown, canonical in targets:
-            data = self.load(canonical)
-            if data is None:
-                if self.stats.stop:
-                    return
-                continue
-            found = self.hits(data)
-            if found:
-                self.stats.files_matched += 1
-                yield shown, data, found
-            if self.stats.stop:
-                return
