@@ -107,7 +107,10 @@ def _child(items: Sequence[Any], fn: Callable[[Any], Any], read_fd: int, write_f
     code = 1
     try:
         os.close(read_fd)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends the child quietly, with the parent
+        # Ctrl-C or a SIGTERM to the group ends the child at once: the parent's Python handlers (the
+        # job worker's, the tool call's) are not the child's to run.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_DFL)
         # Everything is computed before anything is written: the parent reads only once its own
         # half is done, and a full pipe would stall the child until then.
         results = [fn(item) for item in items]

@@ -110,3 +110,27 @@ def test_a_lazy_source_is_pulled_one_batch_at_a_time() -> None:
     assert [r for _, r in ordered_map(source(), lambda i: i * 2, min_items=2, first_batch=10, batch=30)] == [
         i * 2 for i in range(100)
     ]
+
+
+def test_the_child_ends_on_sigterm_without_running_the_parents_handler(tmp_path) -> None:
+    import signal
+    import time
+
+    marker = tmp_path / "handler-ran"
+    parent = os.getpid()
+
+    def handler(signum: int, frame: Any) -> None:
+        marker.write_text(str(os.getpid()))
+
+    def fn(i: int) -> int:
+        if os.getpid() != parent and i == 20:
+            os.kill(os.getpid(), signal.SIGTERM)  # the child is terminated by its own SIGTERM
+            time.sleep(5)
+        return i
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        assert [r for _, r in ordered_map(ITEMS, fn, min_items=2)] == ITEMS
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert not marker.exists()
