@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,40 @@ class Env:
         self, name: str, args: dict[str, Any] | None = None, *extra: str, cwd: Path | None = None
     ) -> Result:
         return self.run("tool", name, "--json", json.dumps(args or {}), *extra, cwd=cwd)
+
+    def imports_of(
+        self,
+        argv: list[str],
+        watched: Iterable[str],
+        *,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> tuple[Result, list[str]]:
+        """Run `fermix ARGV` in a fresh interpreter: its result, and which `watched` modules it imported.
+
+        A watched name ending in `.*` stands for the package and everything below it.
+        """
+        code = (
+            "import sys\n"
+            "from fermix_cli.__main__ import main\n"
+            "try:\n    rc = main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
+            f"watched = {list(watched)!r}\n"
+            "loaded = [w for w in watched if w in sys.modules or (w.endswith('.*') and any("
+            "m == w[:-2] or m.startswith(w[:-1]) for m in sys.modules))]\n"
+            "print('LOADED', loaded, file=sys.stderr)\n"
+            "sys.exit(rc)\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *argv],
+            capture_output=True,
+            text=True,
+            env=env or self.env,
+            cwd=cwd or self.project,
+            timeout=60,
+        )
+        stderr, _, last = proc.stderr.rstrip("\n").rpartition("\n")
+        assert last.startswith("LOADED "), proc.stderr
+        return Result(proc.returncode, proc.stdout, stderr), ast.literal_eval(last.removeprefix("LOADED "))
 
     def context(self, **kw: Any) -> Any:
         """An in-process ToolContext for this world (operator at the CLI unless told otherwise)."""

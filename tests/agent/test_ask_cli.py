@@ -415,30 +415,17 @@ def test_empty_reply_is_a_failure(world: Env) -> None:
 
 
 def test_ask_starts_without_http_or_rich_markdown(world: Env) -> None:
-    code = (
-        "import sys; sys.argv=['fermix','ask','-m','echo','hi'];"
-        "from fermix_cli.__main__ import main;"
-        "import contextlib, io\n"
-        "try:\n  main()\nexcept SystemExit: pass\n"
-        "bad=[m for m in ('httpx','httpcore','rich.markdown','rich.live') if m in sys.modules];"
-        "print('LOADED', bad, file=sys.stderr)"
+    r, loaded = world.imports_of(
+        ["ask", "-m", "echo", "hi"], ["httpx", "httpcore", "rich.markdown", "rich.live"]
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=world.env, cwd=world.project
-    )
-    assert proc.stderr.strip().endswith("LOADED []"), proc.stderr
+    assert r.code == 0, r.stderr
+    assert loaded == []
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
 def test_tool_fast_path_still_skips_agent_modules(world: Env) -> None:
     (world.project / "n.txt").write_text("x")
-    code = (
-        "import sys; sys.argv=['fermix','tool','file_read','--json','{\"path\":\"n.txt\"}'];"
-        "from fermix_cli.__main__ import main; rc=main();"
-        "bad=[m for m in sys.modules if m.startswith('fermix_cli.agent') or m in ('typer','rich','httpx')];"
-        "print('LOADED', bad)"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=world.env, cwd=world.project
-    )
-    assert proc.stdout.strip().endswith("LOADED []"), proc.stdout + proc.stderr
+    argv = ["tool", "file_read", "--json", '{"path":"n.txt"}']
+    r, loaded = world.imports_of(argv, ["fermix_cli.agent.*", "typer", "rich", "httpx"])
+    assert r.code == 0, r.stderr
+    assert loaded == []

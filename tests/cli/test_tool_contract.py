@@ -337,17 +337,9 @@ def test_fast_path_imports_neither_typer_nor_rich(world: Env, notes: Path) -> No
     # Once the config is cached (every call but the first), not even dataclasses: it imports
     # inspect, and the two cost a machine call about 7 ms. Nor logging (4 ms) when nothing is logged.
     for watched in (heavy, (*heavy, "dataclasses", "inspect", "logging")):
-        code = (
-            "import sys; sys.argv=['fermix','tool','file_read','--json','{\"path\":\"notes.txt\"}'];"
-            "from fermix_cli.__main__ import main; rc=main();"
-            f"bad=[m for m in {watched!r} if m in sys.modules];"
-            "print('LOADED', bad); sys.exit(rc)"
-        )
-        proc = subprocess.run(
-            [os.sys.executable, "-c", code], capture_output=True, text=True, env=world.env, cwd=world.project
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert proc.stdout.strip().endswith("LOADED []")
+        r, loaded = world.imports_of(["tool", "file_read", "--json", '{"path":"notes.txt"}'], watched)
+        assert r.code == 0, r.stderr
+        assert loaded == []
 
 
 @pytest.mark.parametrize(
@@ -368,16 +360,9 @@ def test_fast_path_does_not_import_pydantic(world: Env, notes: Path, argv: list[
     (world.fermix_home / "config.toml").write_text('[fermix_core.routing]\ncron_model = "small"\n')
     assert world.tool("file_read", {"path": "notes.txt"}).code == 0
     assert list((world.fermix_home / "run").glob("config*"))
-    code = (
-        f"import sys; sys.argv=['fermix','tool',*{argv!r}];"
-        "from fermix_cli.__main__ import main; rc=main();"
-        "print('LOADED', [m for m in ('pydantic','pydantic_core') if m in sys.modules]); sys.exit(rc)"
-    )
-    proc = subprocess.run(
-        [os.sys.executable, "-c", code], capture_output=True, text=True, env=world.env, cwd=world.project
-    )
-    assert proc.returncode == (2 if '"path":7' in argv[-1] else 0), proc.stderr
-    assert proc.stdout.strip().endswith("LOADED []")
+    r, loaded = world.imports_of(["tool", *argv], ["pydantic", "pydantic_core"])
+    assert r.code == (2 if '"path":7' in argv[-1] else 0), r.stderr
+    assert loaded == []
 
 
 def test_console_script_when_installed(world: Env, notes: Path) -> None:

@@ -63,15 +63,11 @@ def test_a_held_scheduler_lock_makes_a_tick_exit_0_at_once(jobs: Jobs) -> None:
 
 
 def test_the_fast_path_imports_neither_typer_nor_rich(jobs: Jobs) -> None:
-    code = (
-        "import sys; from fermix_cli.__main__ import main; rc = main(['jobs', 'run', '--json']);"
-        "print('LOADED', [m for m in ('typer', 'rich', 'click', 'httpx') if m in sys.modules]); sys.exit(rc)"
+    r, loaded = jobs.world.imports_of(
+        ["jobs", "run", "--json"], ["typer", "rich", "click", "httpx"], env=jobs.env()
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=jobs.env(), cwd=jobs.world.project
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().endswith("LOADED []")
+    assert r.code == 0, r.stderr
+    assert loaded == []
 
 
 def test_jobs_run_usage(jobs: Jobs) -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from typing import Any
 
 import pytest
@@ -31,15 +29,7 @@ def test_warm_search_call_imports_neither_dataclasses_nor_inspect(
     assert world.tool(tool, args).code == 0
     # `import dataclasses` brings in inspect (with ast, dis and tokenize), and each @dataclass
     # compiles generated code at import: together about 15 ms of a fresh grep process.
-    code = (
-        f"import sys; sys.argv=['fermix','tool',{tool!r},'--json',{json.dumps(args)!r}];"
-        "from fermix_cli.__main__ import main; rc=main();"
-        "print('LOADED', [m for m in ('dataclasses', 'inspect') if m in sys.modules]); sys.exit(rc)"
-    )
-    proc = subprocess.run(
-        [os.sys.executable, "-c", code], capture_output=True, text=True, env=world.env, cwd=world.project
-    )
-    assert proc.returncode == 0, proc.stderr
-    result, loaded = proc.stdout.strip().rsplit("\n", 1)
-    assert loaded == "LOADED []"
-    assert json.loads(result)["returned"] > 0, "the call walked, matched and printed"
+    r, loaded = world.imports_of(["tool", tool, "--json", json.dumps(args)], ["dataclasses", "inspect"])
+    assert r.code == 0, r.stderr
+    assert loaded == []
+    assert r.json()["returned"] > 0, "the call walked, matched and printed"
