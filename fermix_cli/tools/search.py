@@ -138,7 +138,22 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     truncated = False
     reader = FileReader()
 
+    probed = 0  # matching lines found by this process's probes
+
     def probe(item: tuple[str, int]) -> Any:
+        """`probe_file`, or "later" once this process has found more matches than the call wants.
+
+        A child probing ahead stops there: the call cannot get past those matches to this file.
+        """
+        nonlocal probed
+        if probed > limit:
+            return "later"
+        outcome = probe_file(item)
+        if isinstance(outcome, tuple):
+            probed += len(outcome[0])
+        return outcome
+
+    def probe_file(item: tuple[str, int]) -> Any:
         """One file's matching lines (at most one past the limit), "large", or None (skipped)."""
         path, size = item
         if size > CONTENT_FILE_CAP:
@@ -162,7 +177,10 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     # The second half of each batch of files is probed in a forked child (see core.forkmap).
     results = ordered_map(files, probe)
     try:
-        for (path, _), outcome in results:
+        for item, outcome in results:
+            path = item[0]
+            if outcome == "later":
+                outcome = probe_file(item)
             if outcome == "large":
                 skipped_large += 1
                 continue

@@ -112,7 +112,9 @@ def _validate_patterns(patterns: list[str]) -> None:
             )
 
 
-def _targets(ctx: ToolContext, root: str, walk_stats: WalkStats, deadline: float) -> Iterator[tuple[str, str]]:
+def _targets(
+    ctx: ToolContext, root: str, walk_stats: WalkStats, deadline: float
+) -> Iterator[tuple[str, str]]:
     if not os.path.isdir(root):
         return iter([(root, root)])
     opts = WalkOptions(

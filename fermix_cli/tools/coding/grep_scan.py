@@ -122,6 +122,7 @@ class Searcher:
         self.deadline = deadline
         self.stats = ScanStats()
         self.reader = FileReader()
+        self.probed_bytes = 0  # read by this process's probes: past the call cap, probes stop reading
 
     def load(self, path: str) -> bytes | None:
         """The searchable bytes of a file, or None (skipped, counted). Sets `stats.stop` on a budget."""
@@ -203,12 +204,16 @@ class Searcher:
         finally:
             results.close()
 
-    def probe(self, path: str) -> int | tuple[Any, ...]:
+    def probe(self, path: str) -> int | tuple[Any, ...] | None:
         """Load and match one file against fresh budgets.
 
         The common outcome, a whole text file read without a hit, is just its size; anything else
-        is the counters, the stop and the (bytes, hits).
+        is the counters, the stop and the (bytes, hits). None: not probed, because this process has
+        already probed a whole call's worth of bytes, so the call cannot get to this file on what
+        it read before (a child probing ahead must not read or hold more than the call may).
         """
+        if self.probed_bytes >= CALL_BYTES_CAP:
+            return None
         saved, self.stats = self.stats, ScanStats()
         try:
             payload = None
@@ -218,6 +223,7 @@ class Searcher:
                 if found:
                     payload = (data, [tuple(h) for h in found])
             s = self.stats
+            self.probed_bytes += s.bytes_scanned
             plain = s.files_scanned == 1 and not (s.files_truncated or s.binary or s.invalid_utf8)
             if plain and payload is None and s.stop is None:
                 return s.bytes_scanned
@@ -225,7 +231,7 @@ class Searcher:
         finally:
             self.stats = saved
 
-    def _account(self, probe: int | tuple[Any, ...]) -> tuple[bool, tuple[bytes, list[Any]] | None]:
+    def _account(self, probe: int | tuple[Any, ...] | None) -> tuple[bool, tuple[bytes, list[Any]] | None]:
         """Add a probe to the stats. Returns whether it was usable, and its (bytes, hits) if any."""
         s = self.stats
         room = CALL_BYTES_CAP - s.bytes_scanned
@@ -238,6 +244,8 @@ class Searcher:
         if time.monotonic() > self.deadline:
             s.stop = "deadline"
             return True, None
+        if probe is None:
+            return False, None
         if isinstance(probe, int):  # a whole text file without hits
             if probe > room:
                 return False, None

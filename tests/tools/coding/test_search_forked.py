@@ -118,3 +118,36 @@ def test_content_search_forked_matches_the_plain_loop(
     assert r["truncated"] == ("max_results" in args)
     if not r["truncated"]:
         assert r["files_skipped_large"] == 1
+
+
+def test_a_child_probing_ahead_stops_reading_at_the_call_cap(
+    world: Env, invoke, monkeypatch, tmp_path
+) -> None:
+    _tree(world.project)
+    log = tmp_path / "skipped"
+    real_probe = grep_scan.Searcher.probe
+
+    def probe(self: grep_scan.Searcher, path: str) -> Any:
+        out = real_probe(self, path)
+        if out is None:  # record, from whichever process, that a probe did not read its file
+            with open(log, "a") as f:
+                f.write(f"{os.getpid()}\n")
+        return out
+
+    monkeypatch.setattr(grep_scan.Searcher, "probe", probe)
+    monkeypatch.setattr(grep_scan, "CALL_BYTES_CAP", 1_500)  # less than the child's half of the tree
+    r = _both(invoke, monkeypatch, {"patterns": ["target"]})
+    assert r["scan_stop"] == "byte_cap"
+    pids = set(log.read_text().split())
+    assert pids and str(os.getpid()) not in pids  # the child skipped; fermix itself stopped at the cap first
+
+
+def test_a_content_search_child_stops_once_it_has_more_than_the_limit(
+    world: Env, invoke, monkeypatch
+) -> None:
+    files = {f"d/f{i:03d}.txt": "target\n" * 5 for i in range(80)}
+    make_tree(world.project, files)
+    r = _both(invoke, monkeypatch, {"pattern": "target", "max_results": 3}, tool="content_search")
+    assert r["truncated"] and len(r["matches"]) == 3
+    r = _both(invoke, monkeypatch, {"pattern": "target", "max_results": 300}, tool="content_search")
+    assert r["truncated"] and len(r["matches"]) == 300
