@@ -123,7 +123,11 @@ def test_content_search_forked_matches_the_plain_loop(
 def test_a_child_probing_ahead_stops_reading_at_the_call_cap(
     world: Env, invoke, monkeypatch, tmp_path
 ) -> None:
-    _tree(world.project)
+    # fermix's half (a/) is well under the cap, the child's half (b/) well over it: the call stops in
+    # the child's half, after the child has probed (and logged) all of it.
+    small = {f"a/f{i:02d}.txt": "target\n" for i in range(40)}
+    large = {f"b/f{i:02d}.txt": "target " + "x" * 192 + "\n" for i in range(40)}
+    make_tree(world.project, small | large)
     log = tmp_path / "skipped"
     real_probe = grep_scan.Searcher.probe
 
@@ -135,11 +139,12 @@ def test_a_child_probing_ahead_stops_reading_at_the_call_cap(
         return out
 
     monkeypatch.setattr(grep_scan.Searcher, "probe", probe)
-    monkeypatch.setattr(grep_scan, "CALL_BYTES_CAP", 1_500)  # less than the child's half of the tree
+    monkeypatch.setattr(grep_scan, "CALL_BYTES_CAP", 1_500)
     r = _both(invoke, monkeypatch, {"patterns": ["target"]})
     assert r["scan_stop"] == "byte_cap"
     pids = set(log.read_text().split())
-    assert pids and str(os.getpid()) not in pids  # the child skipped; fermix itself stopped at the cap first
+    assert len(log.read_text().split()) > 20  # most of b/ was never read by the child
+    assert pids and str(os.getpid()) not in pids  # only the child skipped files
 
 
 def test_a_content_search_child_stops_once_it_has_more_than_the_limit(
