@@ -12,12 +12,12 @@ ignore files of ancestors up to the enclosing git work tree, and, when asked, Pe
 from __future__ import annotations
 
 import os
-import re
 import stat
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .gitignore import IgnoreRules
 from .p4ignore import MAX_RULE_BYTES, P4Rules, read_bounded, translate_rules
 from .records import FrozenRecord, Record
 
@@ -145,79 +145,29 @@ class Entry(FrozenRecord):
 # ----- ignore layers ---------------------------------------------------------------------------
 
 
-def _fast_regex(patterns: list[Any]) -> re.Pattern[str] | None:
-    """One alternation of several pathspec patterns, to learn quickly whether any of them matches."""
-    sources = []
-    for p in patterns:
-        rx = getattr(p, "regex", None)
-        if rx is None:
-            continue
-        sources.append("(?:" + rx.pattern.replace("(?P<ps_d>", "(?:") + ")")
-    if not sources:
-        return None
-    try:
-        return re.compile("|".join(sources))
-    except re.error:
-        return None
-
-
 class _IgnoreLayer(Record):
     """The rules of one directory. A walk path `rel` maps to `prefix + rel[cut:]` in its terms."""
 
-    _fields = ("spec", "prefix", "cut", "include_rx", "exclude_rx", "exact_only")
+    _fields = ("rules", "prefix", "cut")
     __slots__ = _fields
-    spec: Any  # pathspec.GitIgnoreSpec
+    rules: IgnoreRules
     prefix: str
     cut: int
-    include_rx: re.Pattern[str] | None
-    exclude_rx: re.Pattern[str] | None
-    exact_only: bool
 
-    def __init__(
-        self,
-        spec: Any,
-        prefix: str,
-        cut: int,
-        include_rx: re.Pattern[str] | None = None,
-        exclude_rx: re.Pattern[str] | None = None,
-        exact_only: bool = False,
-    ) -> None:
-        self.spec = spec
+    def __init__(self, rules: IgnoreRules, prefix: str, cut: int) -> None:
+        self.rules = rules
         self.prefix = prefix
         self.cut = cut
-        self.include_rx = include_rx
-        self.exclude_rx = exclude_rx
-        self.exact_only = exact_only
 
     @classmethod
     def build(cls, lines: list[str], prefix: str, cut: int) -> _IgnoreLayer | None:
-        if not any(ln.strip() and not ln.lstrip().startswith("#") for ln in lines):
-            return None
-        import pathspec
-
-        spec = pathspec.GitIgnoreSpec.from_lines(lines)
-        inc = [p for p in spec.patterns if p.include is True]
-        exc = [p for p in spec.patterns if p.include is False]
-        layer = cls(spec, prefix, cut, _fast_regex(inc), _fast_regex(exc))
-        layer.exact_only = (bool(inc) and layer.include_rx is None) or (
-            bool(exc) and layer.exclude_rx is None
-        )
-        return layer
+        rules = IgnoreRules(lines)
+        return cls(rules, prefix, cut) if rules else None
 
     def verdict(self, rel: str, is_dir: bool) -> bool | None:
         """True: ignored; False: re-included; None: no opinion."""
         path = self.prefix + rel[self.cut :] if self.cut or self.prefix else rel
-        if is_dir:
-            path += "/"
-        if not self.exact_only:
-            inc = self.include_rx is not None and self.include_rx.match(path) is not None
-            exc = self.exclude_rx is not None and self.exclude_rx.match(path) is not None
-            if not inc and not exc:
-                return None
-            if inc != exc:
-                return inc
-        res = self.spec.check_file(path)
-        return None if res.include is None else bool(res.include)
+        return self.rules.check(path + "/" if is_dir else path)
 
 
 def _rule_lines(directory: str, names: set[str] | None, p4: P4Rules | None) -> list[str]:

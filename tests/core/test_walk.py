@@ -97,7 +97,8 @@ def test_perforce_global_rule_files(tmp_path: Path) -> None:
 
 RULE = st.sampled_from(
     ["*.log", "!keep.log", "build/", "/root.txt", "a/**/b", "!a/x/b", "doc", "*.py", "!*.py", "src/*.gen",
-     "**/tmp", "[ab].c", "x?z", "!build/", "# comment", "", "\\#hash", "dir/sub/", "!dir/sub/keep"]
+     "**/tmp", "[ab].c", "x?z", "!build/", "# comment", "", "\\#hash", "dir/sub/", "!dir/sub/keep", "*/",
+     "**/", "!doc/", "**", "*"]
 )  # fmt: skip
 PATH = st.lists(
     st.sampled_from(["a", "b", "x", "build", "src", "doc", "tmp", "dir", "sub"]), min_size=1, max_size=4
@@ -115,6 +116,15 @@ def test_fast_ignore_verdict_matches_pathspec(rules: list[str], base: str, leaf:
     expected = pathspec.GitIgnoreSpec.from_lines(rules).check_file(path + ("/" if is_dir else "")).include
     got = None if layer is None else layer.verdict(path, is_dir)
     assert got == expected
+
+
+def test_a_rule_for_every_directory_is_honoured(tmp_path: Path) -> None:
+    # `*/` ignores every directory; `!keep/` brings one back. (The walk once missed `*/` and `**/`.)
+    make(tmp_path, ["top.txt", "a/x", "b/c/y", "keep/z"])
+    (tmp_path / ".gitignore").write_text("*/\n!keep/\n")
+    assert rels(tmp_path) == [".gitignore", "keep/z", "top.txt"]
+    (tmp_path / ".gitignore").write_text("**/\n")
+    assert rels(tmp_path) == [".gitignore", "top.txt"]
 
 
 # ----- Perforce settings resolution ---------------------------------------------------------------
