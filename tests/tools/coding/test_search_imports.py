@@ -1,4 +1,5 @@
-"""The search tools' start-up: a warm grep, find or list_files call imports neither dataclasses nor inspect."""
+"""The search tools' start-up: a warm grep, find or list_files call imports neither dataclasses, inspect
+nor pathspec, also in a tree with ignore files (fermix matches their rules itself)."""
 
 from __future__ import annotations
 
@@ -23,13 +24,13 @@ from tests.conftest import Env
 def test_warm_search_call_imports_neither_dataclasses_nor_inspect(
     world: Env, tool: str, args: dict[str, Any]
 ) -> None:
-    # No ignore files: their rules are matched with pathspec, which uses dataclasses itself.
-    make_tree(world.project, {path: body for path, body in FIXTURE.items() if not path.startswith(".")})
+    make_tree(world.project, FIXTURE)  # with .gitignore, .ignore and .p4ignore
     # The first call caches the config, as on every call but the first.
     assert world.tool(tool, args).code == 0
     # `import dataclasses` brings in inspect (with ast, dis and tokenize), and each @dataclass
     # compiles generated code at import: together about 15 ms of a fresh grep process.
-    r, loaded = world.imports_of(["tool", tool, "--json", json.dumps(args)], ["dataclasses", "inspect"])
+    watched = ["dataclasses", "inspect", "pathspec"]
+    r, loaded = world.imports_of(["tool", tool, "--json", json.dumps(args)], watched)
     assert r.code == 0, r.stderr
     assert loaded == []
     assert r.json()["returned"] > 0, "the call walked, matched and printed"
