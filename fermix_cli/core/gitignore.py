@@ -133,7 +133,7 @@ def translate(line: str) -> tuple[str | None, bool | None]:
 class IgnoreRules:
     """The rules of one ignore file, in file order."""
 
-    __slots__ = ("_any_exclude", "_any_include", "_rules")
+    __slots__ = ("_any_ignoring", "_any_reincluding", "_rules")
 
     def __init__(self, lines: list[str]) -> None:
         rules: list[tuple[re.Pattern[str], bool]] = []
@@ -146,8 +146,8 @@ class IgnoreRules:
             except re.error:
                 continue  # a range such as `[z-a]`, which matches nothing in Git either
         self._rules = rules
-        self._any_include = _union([rx.pattern for rx, ign in rules if ign])
-        self._any_exclude = _union([rx.pattern for rx, ign in rules if not ign])
+        self._any_ignoring = _union([rx.pattern for rx, ign in rules if ign])
+        self._any_reincluding = _union([rx.pattern for rx, ign in rules if not ign])
 
     def __bool__(self) -> bool:
         return bool(self._rules)
@@ -157,8 +157,8 @@ class IgnoreRules:
 
         `path` is relative and `/`-separated, with a trailing `/` for a directory.
         """
-        ignored = self._any_include is not None and self._any_include.search(path) is not None
-        included = self._any_exclude is not None and self._any_exclude.search(path) is not None
+        ignored = self._any_ignoring is not None and self._any_ignoring.search(path) is not None
+        included = self._any_reincluding is not None and self._any_reincluding.search(path) is not None
         if ignored != included:
             return ignored  # only one kind of rule matches: no need to weigh them
         if not ignored:
