@@ -127,6 +127,13 @@ def test_a_rule_for_every_directory_is_honoured(tmp_path: Path) -> None:
     assert rels(tmp_path) == [".gitignore", "top.txt"]
 
 
+def test_lines_git_drops_do_not_break_the_walk(tmp_path: Path) -> None:
+    # pathspec raised on each of these, and every search below such a file failed.
+    make(tmp_path, ["a.log", "b.txt"])
+    (tmp_path / ".gitignore").write_text("!\nfoo\\\n[z-a]x\n*.log\n")
+    assert rels(tmp_path) == [".gitignore", "b.txt"]
+
+
 # ----- Perforce settings resolution ---------------------------------------------------------------
 
 
