@@ -71,6 +71,24 @@ class PinnedBackend(httpcore.NetworkBackend):
         time.sleep(seconds)
 
 
+def to_core_request(request: httpx.Request) -> httpcore.Request:
+    """The httpcore request for an httpx one, for the guarded transports (sync and async)."""
+    # SNI and certificate checks must use the URL's own host, so a caller cannot override them.
+    extensions = {k: v for k, v in request.extensions.items() if k != "sni_hostname"}
+    return httpcore.Request(
+        method=request.method,
+        url=httpcore.URL(
+            scheme=request.url.raw_scheme,
+            host=request.url.raw_host,
+            port=request.url.port,
+            target=request.url.raw_path,
+        ),
+        headers=request.headers.raw,
+        content=request.stream,
+        extensions=extensions,
+    )
+
+
 def network_error(exc: Exception, request: httpx.Request) -> ToolError:
     """The `network` ToolError for an httpcore failure, naming the timeout that expired."""
     timeouts = request.extensions.get("timeout", {})
@@ -152,20 +170,7 @@ class GuardedTransport(httpx.BaseTransport):
         if self._judge_each_request:
             self._guard.addresses(request.url.host)
         assert isinstance(request.stream, httpx.SyncByteStream)
-        # SNI and certificate checks must use the URL's own host, so a caller cannot override them.
-        extensions = {k: v for k, v in request.extensions.items() if k != "sni_hostname"}
-        core_request = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=extensions,
-        )
+        core_request = to_core_request(request)
         try:
             core_response = self._pool.handle_request(core_request)
         except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as exc:

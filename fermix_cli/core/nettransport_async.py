@@ -17,7 +17,7 @@ import httpcore
 import httpx
 
 from fermix_cli.core.netguard import HostGuard, blocked_url_error, check_url
-from fermix_cli.core.nettransport import network_error
+from fermix_cli.core.nettransport import network_error, to_core_request
 
 
 class AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
@@ -101,19 +101,7 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
         check_url(str(request.url))
         await anyio.to_thread.run_sync(self._guard.addresses, request.url.host)
         assert isinstance(request.stream, httpx.AsyncByteStream)
-        extensions = {k: v for k, v in request.extensions.items() if k != "sni_hostname"}
-        core_request = httpcore.Request(
-            method=request.method,
-            url=httpcore.URL(
-                scheme=request.url.raw_scheme,
-                host=request.url.raw_host,
-                port=request.url.port,
-                target=request.url.raw_path,
-            ),
-            headers=request.headers.raw,
-            content=request.stream,
-            extensions=extensions,
-        )
+        core_request = to_core_request(request)
         try:
             core_response = await self._pool.handle_async_request(core_request)
         except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as exc:
