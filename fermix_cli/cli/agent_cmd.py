@@ -16,6 +16,7 @@ import typer
 
 from ..core.errors import ToolError
 from .app import handles_errors
+from .ask_cmd import ContinueOpt, ModelOpt, ProviderOpt, SessionOpt, SystemOpt, ToolsetOpt, ToolsOpt
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -145,21 +146,13 @@ def _report(console: Console, status: str, error: ToolError | None) -> None:
 
 @handles_errors
 def agent(
-    model: Annotated[str | None, typer.Option("-m", "--model", help="Model, or a provider name.")] = None,
-    provider: Annotated[str | None, typer.Option("--provider", help="Provider name from config.")] = None,
-    system: Annotated[
-        str | None, typer.Option("--system", help="System prompt (replaces the default).")
-    ] = None,
-    toolset: Annotated[str | None, typer.Option("--toolset", help="fermix (default) or coding.")] = None,
-    tools: Annotated[
-        str | None, typer.Option("--tools", help="Exactly these tools, comma-separated.")
-    ] = None,
-    session: Annotated[
-        str | None, typer.Option("--session", help="Continue (or start) this session.")
-    ] = None,
-    continue_last: Annotated[
-        bool, typer.Option("-c", "--continue", help="Continue the latest session.")
-    ] = False,
+    model: ModelOpt = None,
+    provider: ProviderOpt = None,
+    system: SystemOpt = None,
+    toolset: ToolsetOpt = None,
+    tools: ToolsOpt = None,
+    session: SessionOpt = None,
+    continue_last: ContinueOpt = False,
     max_iterations: Annotated[
         int | None, typer.Option("--max-iterations", min=1, help="Cap on model calls per turn.")
     ] = None,

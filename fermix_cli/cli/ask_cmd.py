@@ -19,6 +19,19 @@ if TYPE_CHECKING:
 
 EXIT_INTERRUPTED = 130
 
+# The options `fermix ask` and `fermix agent` share.
+ModelOpt = Annotated[
+    str | None, typer.Option("-m", "--model", help="Model, or a provider name (-m echo, -m mock).")
+]
+ProviderOpt = Annotated[str | None, typer.Option("--provider", help="Provider name from config.")]
+SystemOpt = Annotated[str | None, typer.Option("--system", help="System prompt (replaces the default).")]
+ToolsetOpt = Annotated[str | None, typer.Option("--toolset", help="fermix (default) or coding.")]
+ToolsOpt = Annotated[
+    str | None, typer.Option("--tools", help="Exactly these tools, comma-separated ('' for none).")
+]
+SessionOpt = Annotated[str | None, typer.Option("--session", help="Continue (or start) this session.")]
+ContinueOpt = Annotated[bool, typer.Option("-c", "--continue", help="Continue the most recent session.")]
+
 
 def run_exit_code(result: RunResult) -> int:
     """0 ok; 1 when the cap or the repeat guard stopped it; 130 for Ctrl-C; else the error's class."""
@@ -102,23 +115,13 @@ def ask(
         list[str] | None,
         typer.Argument(help="The message; its words are joined with spaces.", show_default=False),
     ] = None,
-    model: Annotated[
-        str | None, typer.Option("-m", "--model", help="Model, or a provider name (-m echo, -m mock).")
-    ] = None,
-    provider: Annotated[str | None, typer.Option("--provider", help="Provider name from config.")] = None,
-    system: Annotated[
-        str | None, typer.Option("--system", help="System prompt (replaces the default).")
-    ] = None,
-    toolset: Annotated[str | None, typer.Option("--toolset", help="fermix (default) or coding.")] = None,
-    tools: Annotated[
-        str | None, typer.Option("--tools", help="Exactly these tools, comma-separated ('' for none).")
-    ] = None,
-    session: Annotated[
-        str | None, typer.Option("--session", help="Continue (or start) this session.")
-    ] = None,
-    continue_last: Annotated[
-        bool, typer.Option("-c", "--continue", help="Continue the most recent session.")
-    ] = False,
+    model: ModelOpt = None,
+    provider: ProviderOpt = None,
+    system: SystemOpt = None,
+    toolset: ToolsetOpt = None,
+    tools: ToolsOpt = None,
+    session: SessionOpt = None,
+    continue_last: ContinueOpt = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print {status, response, session_id, tool_calls, usage}.")
     ] = False,
