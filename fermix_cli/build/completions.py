@@ -92,6 +92,25 @@ def _words(items: Iterable[str]) -> str:
 # ----- bash --------------------------------------------------------------------------------------
 
 
+def _value_function(ns: list[Node], action_for: Callable[[Opt], str | None], case_label: str) -> list[str]:
+    """`_fermix_value NODE OPTION` (bash and zsh): one case per option that completes its value.
+
+    `case_label` wraps the `|`-joined patterns: `{})` for bash, `({})` for zsh.
+    """
+    out = [
+        "# Completes the value of option $2 at command path $1.",
+        "_fermix_value() {",
+        '    case "$1|$2" in',
+    ]
+    for n in ns:
+        for o in n.opts:
+            action = action_for(o) if o.takes_value else None
+            if action:
+                pattern = "|".join(_sq(f"{n.key}|{f}") for f in o.flags)
+                out.append(f"        {case_label.format(pattern)} {action} ;;")
+    return [*out, "    esac", "}", ""]
+
+
 def _bash_complete(choices: tuple[str, ...], kind: str) -> str | None:
     if choices:
         return f"_fermix_words {_sq(_words(choices))}"
@@ -126,18 +145,7 @@ def _bash(ns: list[Node]) -> str:
         out.append(f"            _fx_opts={_sq(_words(flags))}")
         out.append(f"            _fx_valopts={_sq(_words(n.valopts))} ;;")
     out += ["        *) _fx_subs='' _fx_opts='' _fx_valopts='' ;;", "    esac", "}", ""]
-    out += [
-        "# Completes the value of option $2 at command path $1.",
-        "_fermix_value() {",
-        '    case "$1|$2" in',
-    ]
-    for n in ns:
-        for o in n.opts:
-            action = _bash_complete(o.choices, o.complete) if o.takes_value else None
-            if action:
-                pattern = "|".join(_sq(f"{n.key}|{f}") for f in o.flags)
-                out.append(f"        {pattern}) {action} ;;")
-    out += ["    esac", "}", ""]
+    out += _value_function(ns, lambda o: _bash_complete(o.choices, o.complete), "{})")
     out += ["# Completes positional argument number $2 (from 0) at command path $1.", "_fermix_arg() {"]
     out += ['    case "$1|$2" in']
     for n in ns:
@@ -225,18 +233,7 @@ def _zsh(ns: list[Node]) -> str:
         out.append(f"            opts=({opts})")
         out.append(f"            valopts=({' '.join(n.valopts)}) ;;")
     out += ["        (*) subs=() subnames=() opts=() valopts=() ;;", "    esac", "}", ""]
-    out += [
-        "# Completes the value of option $2 at command path $1.",
-        "_fermix_value() {",
-        '    case "$1|$2" in',
-    ]
-    for n in ns:
-        for o in n.opts:
-            action = _zsh_complete(o.choices, o.complete, o.metavar or "value") if o.takes_value else None
-            if action:
-                pattern = "|".join(_sq(f"{n.key}|{f}") for f in o.flags)
-                out.append(f"        ({pattern}) {action} ;;")
-    out += ["    esac", "}", ""]
+    out += _value_function(ns, lambda o: _zsh_complete(o.choices, o.complete, o.metavar or "value"), "({})")
     out += ["# Completes positional argument number $2 (from 0) at command path $1.", "_fermix_arg() {"]
     out += ['    case "$1|$2" in']
     for n in ns:
