@@ -14,6 +14,7 @@ on the same IP could reuse a connection whose certificate was checked for the fi
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 import time
 from collections.abc import Iterable, Iterator
@@ -87,6 +88,17 @@ def to_core_request(request: httpx.Request) -> httpcore.Request:
         content=request.stream,
         extensions=extensions,
     )
+
+
+@contextlib.contextmanager
+def core_errors(request: httpx.Request) -> Iterator[None]:
+    """httpcore's failures as fermix's: `network` (naming the timeout) or `unsupported_scheme`."""
+    try:
+        yield
+    except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as exc:
+        raise network_error(exc, request) from exc
+    except httpcore.UnsupportedProtocol as exc:
+        raise blocked_url_error("unsupported_scheme", str(exc), url=str(request.url)) from exc
 
 
 def network_error(exc: Exception, request: httpx.Request) -> ToolError:
@@ -171,12 +183,8 @@ class GuardedTransport(httpx.BaseTransport):
             self._guard.addresses(request.url.host)
         assert isinstance(request.stream, httpx.SyncByteStream)
         core_request = to_core_request(request)
-        try:
+        with core_errors(request):
             core_response = self._pool.handle_request(core_request)
-        except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as exc:
-            raise network_error(exc, request) from exc
-        except httpcore.UnsupportedProtocol as exc:
-            raise blocked_url_error("unsupported_scheme", str(exc), url=str(request.url)) from exc
         assert isinstance(core_response.stream, Iterable)
         return httpx.Response(
             status_code=core_response.status,

@@ -17,7 +17,7 @@ import httpcore
 import httpx
 
 from fermix_cli.core.netguard import HostGuard, blocked_url_error, check_url
-from fermix_cli.core.nettransport import network_error, to_core_request
+from fermix_cli.core.nettransport import core_errors, network_error, to_core_request
 
 
 class AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
@@ -102,12 +102,8 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
         await anyio.to_thread.run_sync(self._guard.addresses, request.url.host)
         assert isinstance(request.stream, httpx.AsyncByteStream)
         core_request = to_core_request(request)
-        try:
+        with core_errors(request):
             core_response = await self._pool.handle_async_request(core_request)
-        except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as exc:
-            raise network_error(exc, request) from exc
-        except httpcore.UnsupportedProtocol as exc:
-            raise blocked_url_error("unsupported_scheme", str(exc), url=str(request.url)) from exc
         assert isinstance(core_response.stream, AsyncIterable)
         return httpx.Response(
             status_code=core_response.status,
