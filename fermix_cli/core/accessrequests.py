@@ -7,6 +7,7 @@ it to `[sandbox] allowed_roots`; denying discards it. Both consume the token.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +131,28 @@ class _Expired(Exception):
 
 def confirm_request(ctx: ToolContext, token: str) -> tuple[AccessRequest, bool]:
     """Grant the requested directory and consume the token. Returns (request, newly added)."""
+    added = False
+
+    def grant(req: AccessRequest) -> None:
+        nonlocal added
+        # The grant is checked again now: config or the filesystem may have changed since.
+        _, added = grant_path(ctx.sandbox, ctx.paths, req.path)
+
+    return _resolve(ctx, token, "confirmed", grant), added
+
+
+def deny_request(ctx: ToolContext, token: str) -> AccessRequest:
+    """Discard a pending request and consume its token."""
+    return _resolve(ctx, token, "denied", lambda req: None)
+
+
+def _resolve(
+    ctx: ToolContext, token: str, status: str, act: Callable[[AccessRequest], None]
+) -> AccessRequest:
+    """Claim the pending request `token`, `act` on it and mark it `status`, in one transaction.
+
+    An expired token is marked so (that is committed) and then reported.
+    """
     now = ctx.now().timestamp()
     expired: _Expired | None = None
     with ctx.state.write() as db:
@@ -138,30 +161,10 @@ def confirm_request(ctx: ToolContext, token: str) -> tuple[AccessRequest, bool]:
         except _Expired as e:
             expired = e  # commit the 'expired' mark, then report
         else:
-            # The grant is checked again now: config or the filesystem may have changed since.
-            _, added = grant_path(ctx.sandbox, ctx.paths, req.path)
+            act(req)
             db.execute(
-                "UPDATE directory_access_requests SET status = 'confirmed', resolved_at = ? WHERE token = ?",
-                (now, req.token),
-            )
-            return req, added
-    assert expired is not None
-    raise expired.error()
-
-
-def deny_request(ctx: ToolContext, token: str) -> AccessRequest:
-    """Discard a pending request and consume its token."""
-    now = ctx.now().timestamp()
-    expired: _Expired | None = None
-    with ctx.state.write() as db:
-        try:
-            req = _claim(db, token, now)
-        except _Expired as e:
-            expired = e
-        else:
-            db.execute(
-                "UPDATE directory_access_requests SET status = 'denied', resolved_at = ? WHERE token = ?",
-                (now, req.token),
+                "UPDATE directory_access_requests SET status = ?, resolved_at = ? WHERE token = ?",
+                (status, now, req.token),
             )
             return req
     assert expired is not None
