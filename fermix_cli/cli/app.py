@@ -59,6 +59,25 @@ def emit_json(value: Any) -> None:
     typer.echo(json.dumps(value, ensure_ascii=False, indent=2 if pretty else None))
 
 
+def emit_result(result: dict[str, Any], as_json: bool) -> None:
+    """A tool's result for a person: its `message`, or (with --json) the whole object."""
+    if as_json:
+        emit_json(result)
+    else:
+        typer.echo(result["message"])
+
+
+def invoke_tool(name: str, args: dict[str, Any]) -> Any:
+    """Call a tool through the registry with the CLI's context; None-valued arguments are left out."""
+    from ..core.registry import default_registry
+
+    ctx = context()
+    try:
+        return default_registry().invoke(name, {k: v for k, v in args.items() if v is not None}, ctx)
+    finally:
+        ctx.close()
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"fermix {__version__}")

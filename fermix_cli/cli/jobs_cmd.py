@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from ..core.errors import ToolError
-from .app import GLOBAL, context, emit_json, handles_errors
+from .app import GLOBAL, context, emit_json, emit_result, handles_errors, invoke_tool
 
 app = typer.Typer(
     help="Scheduled jobs: add, list, pause, resume, remove, run now, read runs; `jobs install` sets up cron.",
@@ -21,16 +21,6 @@ app = typer.Typer(
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output.")]
 JobArg = Annotated[str, typer.Argument(metavar="JOB_ID", help="The job's id (see fermix jobs list).")]
-
-
-def _invoke(name: str, args: dict[str, Any]) -> Any:
-    from ..core.registry import default_registry
-
-    ctx = context()
-    try:
-        return default_registry().invoke(name, {k: v for k, v in args.items() if v is not None}, ctx)
-    finally:
-        ctx.close()
 
 
 def _job_block(job: dict[str, Any]) -> str:
@@ -78,7 +68,7 @@ def list_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """List scheduled jobs, oldest first."""
-    result = _invoke("list_jobs", {"state": state, "limit": limit})
+    result = invoke_tool("list_jobs", {"state": state, "limit": limit})
     if as_json:
         emit_json(result)
         return
@@ -103,7 +93,7 @@ def show_cmd(
 ) -> None:
     """Show a job with its latest runs, or one run in full."""
     if ident.startswith("run_"):
-        run = _invoke("get_job_run", {"run_id": ident})["run"]
+        run = invoke_tool("get_job_run", {"run_id": ident})["run"]
         if as_json:
             emit_json(run)
             return
@@ -119,11 +109,11 @@ def show_cmd(
         if run["final_response"]:
             typer.echo("\n" + run["final_response"])
         return
-    jobs = _invoke("list_jobs", {"limit": 1000})
+    jobs = invoke_tool("list_jobs", {"limit": 1000})
     job = next((j for j in jobs["jobs"] if j["id"] == ident), None)
     if job is None:
         raise ToolError("not_found", f"No job with id {ident!r}. Run: fermix jobs list", {"job_id": ident})
-    runs = _invoke("list_job_runs", {"job_id": ident, "limit": 5})
+    runs = invoke_tool("list_job_runs", {"job_id": ident, "limit": 5})
     if as_json:
         emit_json({"job": job, "runs": runs["runs"]})
         return
@@ -208,11 +198,8 @@ def add_cmd(
         "delivery_mode": delivery,
         "delivery_target": parsed_target,
     }
-    result = _add_command_job(args, command) if command is not None else _invoke("schedule_job", args)
-    if as_json:
-        emit_json(result)
-    else:
-        typer.echo(result["message"])
+    result = _add_command_job(args, command) if command is not None else invoke_tool("schedule_job", args)
+    emit_result(result, as_json)
 
 
 def _add_command_job(args: dict[str, Any], command: str) -> dict[str, Any]:
@@ -245,11 +232,8 @@ def _add_command_job(args: dict[str, Any], command: str) -> dict[str, Any]:
 
 
 def _simple(tool: str, job_id: str, as_json: bool) -> None:
-    result = _invoke(tool, {"job_id": job_id})
-    if as_json:
-        emit_json(result)
-    else:
-        typer.echo(result["message"])
+    result = invoke_tool(tool, {"job_id": job_id})
+    emit_result(result, as_json)
 
 
 @app.command("pause")
@@ -286,7 +270,7 @@ def runs_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """A job's runs, newest first."""
-    result = _invoke("list_job_runs", {"job_id": job_id, "status": status, "limit": limit})
+    result = invoke_tool("list_job_runs", {"job_id": job_id, "status": status, "limit": limit})
     if as_json:
         emit_json(result)
         return

@@ -8,7 +8,7 @@ import typer
 
 from ..core import memories as mem
 from ..core.errors import ToolError
-from .app import context, emit_json, handles_errors
+from .app import context, emit_json, emit_result, handles_errors, invoke_tool
 
 app = typer.Typer(
     help="What fermix remembers: list, search, forget (archive) and restore memories.", no_args_is_help=True
@@ -120,17 +120,7 @@ def forget_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Archive a memory: it is no longer recalled, but kept; `fermix memory restore ID` undoes it."""
-    from ..core.registry import default_registry
-
-    ctx = context()
-    try:
-        result = default_registry().invoke("memory_forget", {"id": memory_id, "reason": reason}, ctx)
-    finally:
-        ctx.close()
-    if as_json:
-        emit_json(result)
-    else:
-        typer.echo(result["message"])
+    emit_result(invoke_tool("memory_forget", {"id": memory_id, "reason": reason}), as_json)
 
 
 @app.command("restore")
@@ -156,7 +146,4 @@ def restore_cmd(
         if changed
         else f"Memory id={memory_id} is not archived; nothing changed."
     )
-    if as_json:
-        emit_json({"action": "restored" if changed else "unchanged", "memory": m, "message": message})
-    else:
-        typer.echo(message)
+    emit_result({"action": "restored" if changed else "unchanged", "memory": m, "message": message}, as_json)
