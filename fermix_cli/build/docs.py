@@ -1,4 +1,4 @@
-"""Write (or check) every file derived from the registry: completions/ and man/."""
+"""Write (or check) every file derived from the registry: completions/, man/ and docs/tools/."""
 
 from __future__ import annotations
 
@@ -8,8 +8,12 @@ from .clitree import build_model
 from .completions import FILENAMES, SHELLS
 from .completions import render as render_completion
 from .manpages import render_all
+from .tooldocs import render_all as render_tool_docs
 
 COMMAND = "python -m fermix_cli.build docs"
+
+# Folders whose every file is generated (a file nothing generates any more is stale).
+FOLDERS = ("completions", "man", "docs/tools")
 
 
 def generated(repo: Path) -> dict[Path, str]:
@@ -17,6 +21,8 @@ def generated(repo: Path) -> dict[Path, str]:
     model = build_model()
     files = {repo / "completions" / FILENAMES[sh]: render_completion(sh, model) for sh in SHELLS}
     files.update({repo / "man" / name: text for name, text in render_all(model).items()})
+    tool_docs = render_tool_docs(t.spec for t in model.tools)
+    files.update({repo / "docs" / "tools" / name: text for name, text in tool_docs.items()})
     return files
 
 
@@ -24,7 +30,7 @@ def stale(repo: Path) -> list[str]:
     """Generated files that are missing or differ, plus files in those folders that nothing generates."""
     files = generated(repo)
     out = [str(p.relative_to(repo)) for p, text in files.items() if not p.exists() or p.read_text() != text]
-    for folder in ("completions", "man"):
+    for folder in FOLDERS:
         for p in sorted((repo / folder).glob("*")):
             if p not in files:
                 out.append(f"{p.relative_to(repo)} (not generated any more)")
@@ -35,7 +41,7 @@ def write(repo: Path) -> list[str]:
     """Write every generated file; remove generated-folder files nothing generates. Returns changed paths."""
     changed = stale(repo)
     files = generated(repo)
-    for folder in ("completions", "man"):
+    for folder in FOLDERS:
         for p in (repo / folder).glob("*"):
             if p not in files:
                 p.unlink()

@@ -1,4 +1,4 @@
-"""completions/ and man/ are generated from the registry and the command tree; they must be current."""
+"""completions/, man/ and docs/tools/ are generated from the registry and the command tree; they must be current."""
 
 from __future__ import annotations
 
@@ -36,16 +36,21 @@ def test_check_mode_names_the_command_to_rerun(tmp_path: Path) -> None:
     )
     shutil.copytree(REPO / "man", tmp_path / "man")
     shutil.copytree(REPO / "completions", tmp_path / "completions")
+    shutil.copytree(REPO / "docs" / "tools", tmp_path / "docs" / "tools")
     (tmp_path / "man" / "fermix-tool.1").write_text("stale\n")
     (tmp_path / "man" / "fermix-gone.1").write_text("left over\n")
+    (tmp_path / "docs" / "tools" / "files.md").write_text("stale\n")
+    (tmp_path / "docs" / "tools" / "gone.md").write_text("left over\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     run = [sys.executable, "-m", "fermix_cli.build", "docs"]
     r = subprocess.run([*run, "--check"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert r.returncode == 1
     assert "man/fermix-tool.1" in r.stderr and "fermix-gone.1" in r.stderr
+    assert "docs/tools/files.md" in r.stderr and "docs/tools/gone.md (not generated any more)" in r.stderr
     assert f"run: {COMMAND}" in r.stderr
     assert subprocess.run(run, cwd=tmp_path, env=env, capture_output=True).returncode == 0
     assert not (tmp_path / "man" / "fermix-gone.1").exists()
+    assert not (tmp_path / "docs" / "tools" / "gone.md").exists()
     r = subprocess.run([*run, "--check"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
 
