@@ -35,7 +35,7 @@ def main() -> None:
         os.chdir(project)
         (project / "bench.txt").write_text("alpha\nbeta\ngamma\n")
 
-        from fermix_cli.agent.runner import Agent, AgentOptions
+        from fermix_cli.agent.assemble import Agent, AgentOptions
         from fermix_cli.core.context import ToolContext
         from fermix_cli.core.registry import default_registry
         from fermix_cli.tools.files import FileReadParams, file_read
@@ -79,7 +79,9 @@ def main() -> None:
         print(f"file_read x {n} calls, {repeats} repeats (medians, ms per call)")
         print(f"  direct handler      {med_direct:8.4f}")
         print(f"  registry.invoke     {med_invoke:8.4f}   overhead {med_invoke - med_direct:7.4f}")
-        print(f"  mock-provider loop  {med_loop:8.4f}   overhead {med_loop - med_direct:7.4f}  (target < 1 ms)")
+        print(
+            f"  mock-provider loop  {med_loop:8.4f}   overhead {med_loop - med_direct:7.4f}  (target < 1 ms)"
+        )
 
 
 if __name__ == "__main__":

@@ -19,16 +19,31 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, FERMIX_HOME=os.path.join(tmp, "home"))
         fermix = [sys.executable, "-m", "fermix_cli"]
-        subprocess.run([*fermix, "tool", "file_write", "--json", '{"path":"b.txt","content":"a\\nb\\nc\\n"}'], env=env, check=True, capture_output=True, cwd=tmp)
+        subprocess.run(
+            [*fermix, "tool", "file_write", "--json", '{"path":"b.txt","content":"a\\nb\\nc\\n"}'],
+            env=env,
+            check=True,
+            capture_output=True,
+            cwd=tmp,
+        )
         lines = "".join(json.dumps({"path": "b.txt", "offset": 1 + i % 3}) + "\n" for i in range(n)).encode()
         runs = []
         for _ in range(3):
             t0 = time.perf_counter()
-            out = subprocess.run([*fermix, "tool", "file_read", "--jsonl"], input=lines, env=env, capture_output=True, cwd=tmp, check=True)
+            out = subprocess.run(
+                [*fermix, "tool", "file_read", "--jsonl"],
+                input=lines,
+                env=env,
+                capture_output=True,
+                cwd=tmp,
+                check=True,
+            )
             runs.append(time.perf_counter() - t0)
             assert out.stdout.count(b'"ok":true') == n, out.stderr[:500]
         med = statistics.median(runs)
-        print(f"{n} file_read calls over --jsonl: median {med:.3f} s = {n / med:,.0f} calls/s (runs: {', '.join(f'{r:.3f}' for r in runs)})")
+        print(
+            f"{n} file_read calls over --jsonl: median {med:.3f} s = {n / med:,.0f} calls/s (runs: {', '.join(f'{r:.3f}' for r in runs)})"
+        )
 
 
 if __name__ == "__main__":

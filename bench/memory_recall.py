@@ -28,10 +28,10 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     n_queries = int(sys.argv[2]) if len(sys.argv) > 2 else 500
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from fermix_cli.core import memories as mem
     from fermix_cli.core.context import ToolContext
     from fermix_cli.core.paths import resolve_paths
     from fermix_cli.core.registry import default_registry
+    from fermix_cli.memory import store as mem
 
     rng = random.Random(7)
     letters = "abcdefghijklmnopqrstuvwxyz"

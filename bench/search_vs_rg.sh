@@ -51,7 +51,7 @@ hyperfine -N --warmup 2 --runs "${RUNS:-10}" --export-json "$WORK/search.json" "
 import json, statistics, sys, time
 from fermix_cli.core.context import ToolContext
 from fermix_cli.core.registry import default_registry
-from fermix_cli.core.walk import clear_listing_cache
+from fermix_cli.core.search.walk import clear_listing_cache
 
 res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 lit, rx = sys.argv[2], sys.argv[3]

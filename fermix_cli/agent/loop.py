@@ -306,7 +306,7 @@ class AgentLoop:
         """The tool really called: tool_call bridges are unwrapped so policy and logs see the target."""
         arguments = parse_arguments(call.arguments)
         if call.name == "tool_call" and self.toolbox.deferral:
-            from ..tools.meta import unwrap_tool_call
+            from ..tools.meta.tools import unwrap_tool_call
 
             target = unwrap_tool_call(arguments)
             if target is not None:

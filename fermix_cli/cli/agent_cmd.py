@@ -21,7 +21,7 @@ from .ask_cmd import ContinueOpt, ModelOpt, ProviderOpt, SessionOpt, SystemOpt, 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..agent.runner import Agent
+    from ..agent.assemble import Agent
     from .render import RichObserver
 
 HELP = """\
@@ -160,7 +160,7 @@ def agent(
     """Chat with the model interactively; its tool calls run in-process under the same policy."""
     from rich.console import Console
 
-    from ..agent.runner import Agent, AgentOptions
+    from ..agent.assemble import Agent, AgentOptions
     from ..core.logs import setup_logging
     from .app import context
     from .ask_cmd import parse_tool_list

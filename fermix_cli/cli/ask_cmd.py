@@ -136,7 +136,7 @@ def ask(
 
     Exit codes: 0 ok, 1 provider failure or a stopped run (iteration cap, repeated calls), 2 bad input, 3 refused by policy, 4 internal error, 130 interrupted.
     """
-    from ..agent.runner import Agent, AgentOptions
+    from ..agent.assemble import Agent, AgentOptions
     from ..core.logs import setup_logging
 
     if toolset is not None and tools is not None:

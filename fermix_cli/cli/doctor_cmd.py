@@ -14,8 +14,8 @@ def doctor_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output
 
     Each line reads `[ OK |WARN|FAIL|N/A ] NAME DETAIL`; a summary line follows. Exit 1 when any check fails.
     """
-    from ..core.doctor import DoctorInput, report, run_checks, summary_line
     from ..core.paths import os_home, resolve_paths
+    from .doctor_checks import DoctorInput, report, run_checks, summary_line
 
     checks = run_checks(DoctorInput(paths=resolve_paths(GLOBAL.home), os_home=os_home()))
     if as_json:

@@ -207,7 +207,7 @@ def _add_command_job(args: dict[str, Any], command: str) -> dict[str, Any]:
     from ..core import policy
     from ..core.registry import default_registry
     from ..jobs import store
-    from ..tools.jobs import ScheduleJobParams, _delivery, _describe
+    from ..jobs.tools import ScheduleJobParams, _delivery, _describe
 
     registry = default_registry()
     ctx = context()

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..core import memories as mem
 from ..core.errors import ToolError
+from ..memory import store as mem
 from .app import context, emit_json, emit_result, handles_errors, invoke_tool
 
 app = typer.Typer(

@@ -17,14 +17,14 @@ Name = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
 def _allowed_host(entry: str) -> str:
-    from .netguard import normalise_allowed_host
+    from .net.guard import normalise_allowed_host
 
     normalise_allowed_host(entry)  # ValueError names what is wrong with the entry
     return entry
 
 
 def _endpoint(url: str) -> str:
-    from .netguard import check_url
+    from .net.guard import check_url
 
     try:
         check_url(url)

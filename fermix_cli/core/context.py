@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from .config import Config
-    from .netclient import GuardedClient
+    from .net.httpclient import GuardedClient
     from .sandbox import Sandbox
     from .state import StateDB
 
@@ -175,7 +175,7 @@ class ToolContext(Record):
         options.setdefault("allowed_private_hosts", tuple(self.config.fermix_core.net.allowed_private_hosts))
         if self.http_factory is not None:
             return self.http_factory(**options)
-        from .netguard import guarded_client
+        from .net.guard import guarded_client
 
         return guarded_client(**options)
 

@@ -124,7 +124,7 @@ def m002_memories(db: sqlite3.Connection) -> None:
 
 
 def m003_hashline_snapshots(db: sqlite3.Connection) -> None:
-    """Hashline snapshots per session (core/snapshots_db.py), and the per-path no-op streak."""
+    """Hashline snapshots per session (tools/coding/snapshot_db.py), and the per-path no-op streak."""
     db.execute(
         """
         CREATE TABLE hashline_snapshots (

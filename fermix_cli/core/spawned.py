@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from .execproc import SPAWN_MARKER
+from .shell.procgroup import SPAWN_MARKER
 
 MAX_ANCESTORS = 64
 _FERMIX_NAMES = frozenset({"fermix", "fermix.pyz"})

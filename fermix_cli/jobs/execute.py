@@ -177,11 +177,11 @@ def execute(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
 def run_command(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
     """The job's command through the exec engine, as the `shell` tool would run it."""
     try:
-        from ..core.shellexec import run_shell
+        from ..core.shell.engine import run_shell
     except ImportError:
         return RunOutcome.failure(
             "not_wired",
-            "command jobs need the exec engine (fermix_cli.core.shellexec), which is not installed",
+            "command jobs need the exec engine (fermix_cli.core.shell.engine), which is not installed",
         )
     from ..core import policy
     from ..core.registry import default_registry
@@ -228,7 +228,7 @@ class _ProgressObserver:
 
 def run_model(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
     """The isolated agent loop: job prompt as system, the task as the one user message."""
-    from ..agent.runner import Agent, AgentOptions
+    from ..agent.assemble import Agent, AgentOptions
 
     ctx = prepared.ctx
     routing = ctx.config.fermix_core.routing

@@ -26,7 +26,7 @@ from typing import Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.logs import logger
-from . import records
+from . import outcomes as records
 from .claims import ClaimedRun, TickReport, claim_manual, tick
 from .delivery import deliver, message_text, write_output
 from .execute import RunOutcome

@@ -15,8 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import memories
 from ..core.errors import ToolError
+from ..memory import store as memories
 from . import validate as v
 from .model import (
     RUN_SUMMARY_COLUMNS,

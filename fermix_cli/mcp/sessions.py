@@ -194,7 +194,7 @@ def _start(
 
 def _preflight(name: str, url: str, allowed_hosts: list[str]) -> None:
     """Judge a URL server's host up front, so a refusal says why (the transport judges every request too)."""
-    from ..core.netguard import HostGuard, check_url
+    from ..core.net.guard import HostGuard, check_url
 
     try:
         HostGuard(allowed_hosts).addresses(check_url(url).host)
@@ -243,7 +243,7 @@ async def _stdio(name: str, config: McpServerConfig, paths: FermixPaths) -> Any:
 @contextlib.asynccontextmanager
 async def _http(config: McpServerConfig, allowed_hosts: list[str]) -> Any:
     """A URL server, over the network guard: its host must be public or in allowed_private_hosts."""
-    from ..core.nettransport_async import guarded_async_client
+    from ..core.net.transport_async import guarded_async_client
 
     def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
         return guarded_async_client(

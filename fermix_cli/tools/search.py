@@ -9,13 +9,13 @@ from typing import Annotated, Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from ..core.forkmap import ordered_map
 from ..core.fsops import FileReader
-from ..core.globpat import compile_glob, literal_prefix, max_depth
-from ..core.match import Matcher, MatchTimeout, is_binary, line_text
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ..core.walk import WalkOptions, WalkStats, walk
+from ..core.search.forkmap import ordered_map
+from ..core.search.globpat import compile_glob, literal_prefix, max_depth
+from ..core.search.match import Matcher, MatchTimeout, is_binary, line_text
+from ..core.search.walk import WalkOptions, WalkStats, walk
 
 GLOB_MAX_ENTRIES = 100_000
 GLOB_DEADLINE_S = 30.0

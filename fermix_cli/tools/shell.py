@@ -1,6 +1,6 @@
 """Shell tools: fermix's `shell` (agent toolset) and the coding contract's `bash` (coding toolset).
 
-Both run through one engine (`core/shellexec.py`): the hardline blocklist before anything runs,
+Both run through one engine (`core/shell/engine.py`): the hardline blocklist before anything runs,
 `sh -c` in its own process group, a replaced and redacted environment, a timeout that ends the whole
 group, and a 1 MiB output cap. The blocklist catches common mistakes; it is not an OS sandbox.
 """
@@ -11,10 +11,16 @@ from typing import Annotated, Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from ..core.hardline import check_no_expansion
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ..core.shellexec import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS, check_command_text, render_result, run_shell
+from ..core.shell.engine import (
+    DEFAULT_TIMEOUT_MS,
+    MAX_TIMEOUT_MS,
+    check_command_text,
+    render_result,
+    run_shell,
+)
+from ..core.shell.hardline.judge import check_no_expansion
 
 COMMAND_MAX = 256 * 1024
 

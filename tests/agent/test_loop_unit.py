@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from fermix_cli.agent.assemble import Agent, AgentOptions
 from fermix_cli.agent.loop import RepeatGuard, RunResult
 from fermix_cli.agent.messages import ModelRequest, StreamEvent, TextDelta, Usage
 from fermix_cli.agent.providers.echo import EchoProvider
-from fermix_cli.agent.runner import Agent, AgentOptions
 from fermix_cli.cli.ask_cmd import run_exit_code
 from fermix_cli.core.approval import confirm_with_owner
 from fermix_cli.core.errors import ToolError

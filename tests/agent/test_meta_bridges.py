@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from fermix_cli.agent.runner import Agent, AgentOptions
-from fermix_cli.core.bm25 import bm25_scores, tokenize
+from fermix_cli.agent.assemble import Agent, AgentOptions
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.registry import Params, Registry, ToolSpec
+from fermix_cli.tools.meta.bm25 import bm25_scores, tokenize
 from tests.conftest import Env
 
 

@@ -6,7 +6,7 @@ import tomllib
 
 import pytest
 
-from fermix_cli.agent.runner import Agent, AgentOptions
+from fermix_cli.agent.assemble import Agent, AgentOptions
 from tests.conftest import Env
 
 

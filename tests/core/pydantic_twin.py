@@ -19,9 +19,9 @@ from typing import Annotated, Any, ClassVar, Union, get_args, get_origin
 import pydantic
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from fermix_cli.core import params as fp
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.paramtypes import AfterValidator, FieldInfo
+from fermix_cli.core.params import model as fp
+from fermix_cli.core.params.fieldtypes import AfterValidator, FieldInfo
 from fermix_cli.core.registry import _validation_error
 
 

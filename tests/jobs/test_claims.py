@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from fermix_cli.jobs import claims, records
+from fermix_cli.jobs import claims
+from fermix_cli.jobs import outcomes as records
 from fermix_cli.jobs.execute import RunOutcome
 from fermix_cli.jobs.liveness import Runner, liveness
 from fermix_cli.jobs.tick import nothing_to_do

@@ -21,7 +21,7 @@ from ...core.logs import logger
 
 if TYPE_CHECKING:
     from ...core.context import ToolContext
-    from ...core.netresponse import GuardedStream
+    from ...core.net.response import GuardedStream
     from . import ProviderChoice
 
 log = logger("fermix.providers")

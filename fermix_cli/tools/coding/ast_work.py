@@ -10,14 +10,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.codingpaths import display_path
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.fsops import FileReader
-from ...core.p4ignore import resolve_p4
-from ...core.walk import WalkOptions, WalkStats, walk
+from ...core.search.p4ignore import resolve_p4
+from ...core.search.walk import WalkOptions, WalkStats, walk
 from . import ast_lang
 from .ast_lang import TreeTooComplex
+from .paths import display_path
 
 FILE_MAX_BYTES = 256 * 1024
 MAX_FILES = 10_000

@@ -13,7 +13,6 @@ import time
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from ...core.codingpaths import resolve_source
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.fsops import FileReader
@@ -24,6 +23,7 @@ from .ast_lang import DeadlinePassed
 from .ast_search import search
 from .ast_work import Output, Work, common_result, load_tree, notes, with_notes, work_files
 from .outline import OutlineOptions, check_filter_size, compile_name, entry, parse_types, selected, symbols
+from .paths import resolve_source
 
 PATTERN_MAX_BYTES = 4096
 DEADLINE_S = 30.0

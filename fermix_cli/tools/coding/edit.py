@@ -15,13 +15,11 @@ import posixpath
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fermix_cli.core.codingpaths import Target, ToolPath, check_parents, display_path, resolve_target
 from fermix_cli.core.context import ToolContext
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.params import Field
 from fermix_cli.core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from fermix_cli.core.snapshots_db import SqliteSnapshotStore
-from fermix_cli.tools.coding.access import lock_dir, not_regular, read_limited, session_store
+from fermix_cli.tools.coding.diskio import lock_dir, not_regular, read_limited, session_store
 from fermix_cli.tools.coding.hashedit import (
     Destination,
     EditPlan,
@@ -34,6 +32,7 @@ from fermix_cli.tools.coding.hashedit import (
     repeated_noop_error,
 )
 from fermix_cli.tools.coding.patchparse import Section, parse_patch
+from fermix_cli.tools.coding.paths import Target, ToolPath, check_parents, display_path, resolve_target
 from fermix_cli.tools.coding.refusals import (
     edit_not_found,
     edit_symlink,
@@ -42,6 +41,7 @@ from fermix_cli.tools.coding.refusals import (
     read_directory,
     rem_not_regular,
 )
+from fermix_cli.tools.coding.snapshot_db import SqliteSnapshotStore
 
 WARNINGS = "\n\nWarnings:\n"
 

@@ -6,14 +6,14 @@ import os
 import time
 from typing import Annotated, Any, Literal
 
-from ...core.codingpaths import ToolPath, display_path, resolve_source
 from ...core.context import ToolContext
 from ...core.errors import ToolError
-from ...core.p4ignore import resolve_p4
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ...core.walk import WalkOptions, WalkStats, walk
+from ...core.search.p4ignore import resolve_p4
+from ...core.search.walk import WalkOptions, WalkStats, walk
 from .fuzzy import Query, rank_key
+from .paths import ToolPath, display_path, resolve_source
 
 MAX_QUERY_CHARS = 512
 FIND_MAX_ENTRIES = 100_000

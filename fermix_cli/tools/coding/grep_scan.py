@@ -9,10 +9,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ...core.errors import ToolError
-from ...core.forkmap import ordered_map
 from ...core.fsops import FileReader
-from ...core.match import LineHit, Matcher, MatchTimeout, is_binary
 from ...core.records import Record
+from ...core.search.forkmap import ordered_map
+from ...core.search.match import LineHit, Matcher, MatchTimeout, is_binary
 
 FILE_CAP = 4 * 1024 * 1024
 CALL_BYTES_CAP = 128 * 1024 * 1024

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from fermix_cli.core.snapshots_db import Snapshot
+from fermix_cli.tools.coding.snapshot_db import Snapshot
 
 __all__ = ["MemorySnapshotStore", "Snapshot", "SnapshotRecord", "SnapshotStore"]
 

@@ -13,7 +13,7 @@ from fermix_cli.core.context import ToolContext
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.params import Field
 from fermix_cli.core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from fermix_cli.tools.coding.access import lock_dir, session_store
+from fermix_cli.tools.coding.diskio import lock_dir, session_store
 from fermix_cli.tools.coding.hashline import MAX_FILE_BYTES, compute_tag, normalise_eol, split_rows
 
 
@@ -39,9 +39,9 @@ def _symlink_refused(display: str) -> ToolError:
 
 
 def write(p: WriteParams, ctx: ToolContext) -> dict[str, Any]:
-    from fermix_cli.core.codingpaths import check_parents, resolve_target
     from fermix_cli.core.filelocks import mutation_locks
     from fermix_cli.core.fsops import DirSyncError, atomic_write
+    from fermix_cli.tools.coding.paths import check_parents, resolve_target
 
     try:
         data = p.content.encode("utf-8")

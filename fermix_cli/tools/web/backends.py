@@ -20,7 +20,7 @@ from ...core.errors import ToolError
 from .providers import changed, clean_text, hit, object_list, request_json
 
 if TYPE_CHECKING:
-    from ...core.netclient import GuardedClient
+    from ...core.net.httpclient import GuardedClient
 
 MAX_RESULTS = 10
 Results = list[dict[str, str]]

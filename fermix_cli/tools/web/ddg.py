@@ -26,7 +26,7 @@ from ...core.errors import ToolError
 from .providers import hit
 
 if TYPE_CHECKING:
-    from ...core.netclient import GuardedClient
+    from ...core.net.httpclient import GuardedClient
 
 CHALLENGE_MARKERS = ("checking if the site connection is secure", "captcha", "anomaly")
 NO_RESULTS_MARKERS = ('class="no-results"', "no results.", "no  results.")

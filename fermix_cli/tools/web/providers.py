@@ -23,7 +23,7 @@ from ...core.errors import ToolError
 
 if TYPE_CHECKING:
     from ...core.config import WebSearchConfig
-    from ...core.netclient import GuardedClient
+    from ...core.net.httpclient import GuardedClient
 
 KEY_ENV: dict[str, tuple[str, ...]] = {
     "brave": ("BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY"),

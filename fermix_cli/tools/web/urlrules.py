@@ -7,8 +7,14 @@ from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlsplit
 
 from ...core.errors import ToolError
-from ...core.iptable import blocked_range, parse_address
-from ...core.netguard import CheckedURL, blocked_url_error, check_url, is_blocked_name, normalise_allowed_host
+from ...core.net.guard import (
+    CheckedURL,
+    blocked_url_error,
+    check_url,
+    is_blocked_name,
+    normalise_allowed_host,
+)
+from ...core.net.iptable import blocked_range, parse_address
 
 # Query (or fragment) parameters that carry credentials; compared lower-cased with '-' read as '_'.
 SENSITIVE_PARAMETERS = frozenset(

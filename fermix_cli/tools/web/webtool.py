@@ -20,7 +20,7 @@ from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
-from . import snapshots
+from . import pagecache as snapshots
 from .pagetext import body_kind, decode_body, html_title, media_type, page_text
 from .providers import clean_text, object_list, request_json
 from .urlrules import domain_filter, public_url

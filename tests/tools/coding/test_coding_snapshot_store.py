@@ -12,13 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fermix_cli.core.snapshots_db import (
-    SqliteSnapshotStore,
-    StoreLimits,
-    decode_seen,
-    encode_seen,
-)
 from fermix_cli.core.state import StateDB
+from fermix_cli.tools.coding.snapshot_db import SqliteSnapshotStore, StoreLimits, decode_seen, encode_seen
 from fermix_cli.tools.coding.snapshots import MemorySnapshotStore, Snapshot
 
 REPO = Path(__file__).resolve().parents[3]
@@ -237,7 +232,7 @@ def test_seen_encoding_is_compact() -> None:
 WORKER = """
 import sys, time
 from pathlib import Path
-from fermix_cli.core.snapshots_db import SqliteSnapshotStore
+from fermix_cli.tools.coding.snapshot_db import SqliteSnapshotStore
 from fermix_cli.core.state import StateDB
 path, first = sys.argv[1], int(sys.argv[2])
 store = SqliteSnapshotStore(StateDB(Path(path)), "shared")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from search_fixture import make_tree
 
-from fermix_cli.core import forkmap
+from fermix_cli.core.search import forkmap
 from fermix_cli.tools import search
 from fermix_cli.tools.coding import grep_scan
 from tests.conftest import Env

@@ -1,0 +1,286 @@
+"""`fermix doctor`: one line per check, each OK, WARN, FAIL or N/A, judged without changing anything.
+
+Checks are pure functions of the paths, the environment and the files they read, so tests can build
+each case on disk. Nothing here migrates state.db or creates a directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..core.errors import ToolError
+from ..core.paths import FermixPaths
+
+if TYPE_CHECKING:
+    from ..core.config import Config
+
+Status = Literal["ok", "warn", "fail", "n/a"]
+TAGS: dict[Status, str] = {"ok": " OK ", "warn": "WARN", "fail": "FAIL", "n/a": "N/A "}
+NAME_WIDTH = 18
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def line(self) -> str:
+        return f"[{TAGS[self.status]}] {self.name:<{NAME_WIDTH}} {self.detail}"
+
+
+@dataclass
+class DoctorInput:
+    """Everything the checks look at; tests substitute any part."""
+
+    paths: FermixPaths
+    os_home: str
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    which: Callable[[str], str | None] = shutil.which
+    uid: int = field(default_factory=os.getuid)
+
+
+# ----- individual checks -------------------------------------------------------------------------
+
+
+def check_python() -> Check:
+    v = sys.version_info
+    detail = f"{v.major}.{v.minor}.{v.micro} at {sys.executable}"
+    return Check("python", "ok" if v >= (3, 11) else "fail", detail)
+
+
+def check_config(inp: DoctorInput) -> tuple[Check, Config | None]:
+    from ..core.config import read_raw, validate_config
+
+    path = inp.paths.config_file
+    try:
+        raw = read_raw(path)
+        config = validate_config(raw, str(path))
+    except ToolError as e:
+        return Check("config", "fail", e.message, {"path": str(path), "code": e.code}), None
+    if not path.exists():
+        return Check("config", "ok", f"no {path.name} at {path}; defaults apply", {"path": str(path)}), config
+    return Check("config", "ok", f"{path} is valid", {"path": str(path)}), config
+
+
+def _mode_problem(path: Path, want: int, uid: int) -> tuple[Status, str] | None:
+    """None when `path` is owned by `uid` with no more access than `want`, else (status, why)."""
+    st = path.lstat()
+    mode = stat.S_IMODE(st.st_mode)
+    if stat.S_ISLNK(st.st_mode):
+        return "warn", f"{path} is a symlink"
+    if st.st_uid != uid:
+        return "fail", f"{path} is owned by uid {st.st_uid}, not you (uid {uid})"
+    if mode & 0o022:
+        return "fail", f"{path} is writable by others (mode {mode:04o}); run: chmod {want:o} {path}"
+    if mode & ~want:
+        return "warn", f"{path} has mode {mode:04o}, expected {want:04o}; run: chmod {want:o} {path}"
+    return None
+
+
+def check_home(inp: DoctorInput) -> Check:
+    """Home directories 0700 and owned by the user; config.toml and state.db no looser than 0600."""
+    items: list[tuple[Path, int]] = [(d, 0o700) for d in inp.paths.homes()]
+    items += [(inp.paths.config_file, 0o600), (inp.paths.state_db, 0o600)]
+    problems: list[tuple[Status, str]] = []
+    seen: list[str] = []
+    for path, want in items:
+        if not os.path.lexists(path):
+            continue
+        seen.append(str(path))
+        found = _mode_problem(path, want, inp.uid)
+        if found:
+            problems.append(found)
+    homes = ", ".join(str(d) for d in inp.paths.homes())
+    if not seen:
+        return Check("home", "ok", f"{homes} not created yet (created 0700 on first use)")
+    if not problems:
+        return Check("home", "ok", f"{homes}: private (0700, files 0600)", {"checked": seen})
+    worst: Status = "fail" if any(s == "fail" for s, _ in problems) else "warn"
+    detail = "; ".join(why for _, why in problems)
+    return Check("home", worst, detail, {"checked": seen})
+
+
+def check_state(inp: DoctorInput) -> Check:
+    from ..core.state import inspect_state
+
+    path = inp.paths.state_db
+    r = inspect_state(path)
+    data = {"path": str(path), "schema_version": r.schema_version, "latest_version": r.latest_version}
+    if not r.exists:
+        return Check(
+            "state.db", "ok", f"{path} not created yet (the first tool that needs it creates it)", data
+        )
+    if not r.ok:
+        return Check("state.db", "fail", f"{path}: {r.detail}; move it aside to start afresh", data)
+    version = r.schema_version or 0
+    schema = f"schema {version}/{r.latest_version}"
+    if version > r.latest_version:
+        return Check("state.db", "fail", f"{path}: {schema}, newer than this fermix; upgrade fermix", data)
+    if version < r.latest_version:
+        detail = f"{path}: {r.detail}, {schema}; the next command that opens it migrates it"
+        return Check("state.db", "warn", detail, data)
+    return Check("state.db", "ok", f"{path}: {r.detail}, {schema}, {r.bytes} bytes", data)
+
+
+def check_sandbox(inp: DoctorInput, config: Config | None) -> Check:
+    from ..core.pathcanon import canonicalize
+    from ..core.sandbox import Sandbox
+
+    if config is None:
+        return Check("sandbox", "n/a", "config is invalid; fix it first")
+    cwd = os.getcwd()
+    sb = Sandbox.from_config(config.sandbox, inp.paths, home=inp.os_home, launch_cwd=cwd)
+    try:
+        roots = sb.roots
+    except ToolError as e:
+        return Check("sandbox", "fail", e.message)
+    issues: list[str] = []
+    if sb.refused_grants:
+        issues.append("refused grants (unsafe roots, ignored): " + ", ".join(sb.refused_grants))
+    for raw in config.sandbox.allowed_roots:
+        if raw in sb.refused_grants:
+            continue
+        expanded = inp.os_home + raw[1:] if raw == "~" or raw.startswith("~/") else raw
+        try:
+            target = canonicalize(expanded if expanded.startswith("/") else os.path.join(cwd, expanded))
+        except (ToolError, ValueError):
+            issues.append(f"grant {raw} cannot be resolved")
+            continue
+        if not os.path.isdir(target):
+            issues.append(f"granted root {raw} is not a directory")
+    data = {"mode": sb.mode, "roots": [{"path": r.path, "source": r.source} for r in roots]}
+    summary = f"mode {sb.mode}; {len(roots)} root(s): " + ", ".join(r.path for r in roots)
+    if issues:
+        return Check("sandbox", "warn", summary + "; " + "; ".join(issues), data)
+    return Check("sandbox", "ok", summary, data)
+
+
+def check_binary(name: str, found: str | None, missing: str, status_if_missing: Status = "warn") -> Check:
+    if found:
+        return Check(name, "ok", found, {"path": found})
+    return Check(name, status_if_missing, missing)
+
+
+def check_chromium(inp: DoctorInput) -> Check:
+    for candidate in CHROMIUM_NAMES:
+        path = inp.which(candidate)
+        if path:
+            return Check("chromium", "ok", path, {"path": path})
+    return Check("chromium", "warn", "not found on PATH; the browser tool is unavailable")
+
+
+OFFICIAL_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+OFFICIAL_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+
+
+def _key_found(name: str, block: Any, env: Mapping[str, str]) -> bool | None:
+    """Whether a provider's API key resolves; None when it needs none (offline, or a custom base_url)."""
+    kind = getattr(block, "type", None) or name
+    if kind not in OFFICIAL_KEYS:
+        return None  # mock and echo
+    if getattr(block, "api_key", None):
+        return True
+    var = getattr(block, "api_key_env", None)
+    if var:
+        return bool(env.get(var, "").strip())
+    base_url = getattr(block, "base_url", None)
+    if base_url and base_url.rstrip("/") != OFFICIAL_URLS[kind]:
+        return None  # a local OpenAI-compatible server may need no key
+    return bool(env.get(OFFICIAL_KEYS[kind], "").strip())
+
+
+def check_providers(inp: DoctorInput, config: Config | None) -> Check:
+    if config is None:
+        return Check("providers", "n/a", "config is invalid; fix it first")
+    providers: Mapping[str, Any] | None = getattr(config.fermix_core, "providers", None)
+    if providers is None:
+        return Check("providers", "n/a", "this fermix has no model providers")
+    names = sorted(providers)
+    if not names:
+        from_env = [k for k, var in sorted(OFFICIAL_KEYS.items()) if inp.env.get(var, "").strip()]
+        if from_env:
+            return Check("providers", "ok", f"none configured; {', '.join(from_env)} from the environment")
+        return Check(
+            "providers", "warn", "none configured and no API key in the environment; only mock and echo work"
+        )
+    missing = [n for n in names if _key_found(n, providers[n], inp.env) is False]
+    if missing:
+        return Check("providers", "warn", f"{', '.join(names)}; no API key found for: {', '.join(missing)}")
+    return Check("providers", "ok", ", ".join(names), {"providers": names})
+
+
+def check_mcp_servers(inp: DoctorInput, config: Config | None) -> Check:
+    if config is None:
+        return Check("mcp servers", "n/a", "config is invalid; fix it first")
+    servers = config.mcp.servers
+    if not servers:
+        return Check("mcp servers", "n/a", "none configured")
+    missing = []
+    for name, server in sorted(servers.items()):
+        if server.enabled and server.command is not None and not _command_found(server.command, inp):
+            missing.append(f"{name} ({server.command})")
+    enabled = sorted(n for n, s in servers.items() if s.enabled)
+    detail = f"{len(enabled)} enabled: {', '.join(enabled) or '(none)'}"
+    if missing:
+        return Check("mcp servers", "warn", f"{detail}; command not found for {', '.join(missing)}")
+    return Check("mcp servers", "ok", detail)
+
+
+def _command_found(command: str, inp: DoctorInput) -> bool:
+    if "/" in command:
+        return os.access(os.path.expanduser(command), os.X_OK)
+    return inp.which(command) is not None
+
+
+# ----- all together ------------------------------------------------------------------------------
+
+
+def run_checks(inp: DoctorInput) -> list[Check]:
+    """Every check, in a fixed order."""
+    config_check, config = check_config(inp)
+    return [
+        check_python(),
+        config_check,
+        check_home(inp),
+        check_state(inp),
+        check_sandbox(inp, config),
+        check_providers(inp, config),
+        check_mcp_servers(inp, config),
+        check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),
+        check_chromium(inp),
+        check_binary(
+            "ripgrep", inp.which("rg"), "not found on PATH; only the search benchmarks use it", "n/a"
+        ),
+    ]
+
+
+def summary(checks: list[Check]) -> dict[str, int]:
+    counts = {"ok": 0, "warn": 0, "fail": 0, "n/a": 0}
+    for c in checks:
+        counts[c.status] += 1
+    return counts
+
+
+def summary_line(checks: list[Check]) -> str:
+    n = summary(checks)
+    return f"{n['ok']} ok, {n['warn']} warning(s), {n['fail']} failure(s), {n['n/a']} not applicable"
+
+
+def report(checks: list[Check]) -> dict[str, Any]:
+    """The `--json` form."""
+    return {
+        "ok": not any(c.status == "fail" for c in checks),
+        "checks": [asdict(c) for c in checks],
+        "summary": summary(checks),
+    }

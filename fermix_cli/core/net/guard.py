@@ -1,0 +1,316 @@
+"""The network guard's rules: which URLs fermix may fetch and which addresses it may connect to.
+
+Every outbound request goes through `guarded_client()` (or `GuardedTransport` in `nettransport`), which
+applies these rules at send time and again at connect time. Reference section 5.1, steps 1 to 4:
+
+1. syntax: non-empty, no whitespace, http/https, a host, no userinfo, at most 2,048 bytes;
+2. host names: lower-case, one trailing dot stripped, IDNA UTS-46 with NFKC; `localhost`, `*.localhost`,
+   `*.local`, `*.internal` and `*.home.arpa` refused;
+3. IP literals judged against the table in `iptable`;
+4. other names resolved (A and AAAA) and every answer judged.
+
+`[fermix_core.net] allowed_private_hosts` (exact names or IP literals) is the only bypass: for those hosts
+steps 2 to 4 allow any address. This module does not import httpx.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import unicodedata
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from fermix_cli.core.errors import ToolError
+from fermix_cli.core.net.iptable import blocked_range, parse_address
+
+if TYPE_CHECKING:
+    import ssl
+
+    import httpcore
+
+    from fermix_cli.core.net.httpclient import GuardedClient
+
+Resolver = Callable[[str], Iterable[str]]
+"""Maps a host name to its A and AAAA answers as address strings; no answers or OSError means none."""
+
+MAX_URL_BYTES = 2048
+DEFAULT_MAX_BODY = 1_048_576
+DEFAULT_PORTS = {"http": 80, "https": 443}
+BLOCKED_NAME_SUFFIXES = ("localhost", "local", "internal", "home.arpa")
+CONFIG_HINT = "[fermix_core.net] allowed_private_hosts"
+
+_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def blocked_url_error(reason: str, message: str, **details: Any) -> ToolError:
+    """A `blocked_url` error whose details carry a machine-readable `reason`."""
+    return ToolError("blocked_url", message, {"reason": reason, **details})
+
+
+@dataclass(frozen=True)
+class CheckedURL:
+    """A URL that passed the syntax and name checks, rebuilt from its normalised parts."""
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+
+
+def normalise_host(raw: str) -> str:
+    """The canonical ASCII form of a URL host; IPv6 without brackets. Raises `blocked_url` if invalid.
+
+    Lower-cases, strips one trailing dot and maps non-ASCII names through NFKC and IDNA (UTS-46), so
+    `127。0。0。1` and `①②⑦.0.0.1` become `127.0.0.1`.
+    """
+    if raw.startswith("[") or ":" in raw:
+        # `[v6]` from a URL, or a bare v6 literal as httpcore hands it to the connect step.
+        bracketed = raw.startswith("[") and raw.endswith("]")
+        ip = parse_address(raw) if bracketed or "[" not in raw else None
+        if ip is None or ip.version != 6:
+            raise blocked_url_error("invalid_host", f"invalid host {raw!r}: not an IPv6 address", host=raw)
+        return str(ip)
+    host = raw
+    if not host.isascii():
+        host = _idna_to_ascii(unicodedata.normalize("NFKC", host), raw)
+    host = host.lower()
+    if host.endswith("."):
+        host = host[:-1]
+    _check_labels(host, raw)
+    ip = parse_address(host)
+    return str(ip) if ip is not None else host
+
+
+def _idna_to_ascii(host: str, raw: str) -> str:
+    try:
+        import idna
+
+        return str(idna.encode(host, uts46=True, transitional=False).decode("ascii"))
+    except ImportError:
+        # `idna` comes with httpx; the stdlib codec (IDNA 2003, NFKC nameprep) is the fallback.
+        pass
+    except (UnicodeError, ValueError) as exc:
+        raise blocked_url_error("invalid_host", f"invalid host {raw!r}: {exc}", host=raw) from exc
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError as exc:
+        raise blocked_url_error("invalid_host", f"invalid host {raw!r}: {exc}", host=raw) from exc
+
+
+def _check_labels(host: str, raw: str) -> None:
+    labels = host.split(".")
+    if not host or len(host) > 253 or any(not 0 < len(label) <= 63 for label in labels):
+        raise blocked_url_error("invalid_host", f"invalid host {raw!r}: empty or over-long label", host=raw)
+    if not set(host) - {"."} <= _LABEL_CHARS:
+        raise blocked_url_error(
+            "invalid_host", f"invalid host {raw!r}: characters not allowed in a host name", host=raw
+        )
+
+
+def is_blocked_name(host: str) -> bool:
+    """Whether a normalised host is a local-only name (`localhost`, `*.local`, `*.internal`, ...)."""
+    return any(host == suffix or host.endswith("." + suffix) for suffix in BLOCKED_NAME_SUFFIXES)
+
+
+def check_url(url: str) -> CheckedURL:
+    """Check a URL's syntax and host name (no DNS) and return it with its host normalised."""
+    if not url:
+        raise blocked_url_error("empty_url", "empty_url")
+    if any(ch.isspace() for ch in url):
+        raise blocked_url_error("url_has_whitespace", "url_has_whitespace", url=url)
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
+        raise blocked_url_error("invalid_url", "URL contains control characters", url=url)
+    size = len(url.encode("utf-8", "surrogatepass"))
+    if size > MAX_URL_BYTES:
+        raise blocked_url_error(
+            "url_too_long", f"URL is {size} bytes; the limit is {MAX_URL_BYTES}", url=url[:200]
+        )
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise blocked_url_error("invalid_url", f"invalid URL: {exc}", url=url) from exc
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        message = f"scheme {scheme!r} is not allowed" if scheme else "the URL has no scheme"
+        raise blocked_url_error("unsupported_scheme", f"{message}; use http:// or https://", url=url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        raise blocked_url_error(
+            "userinfo", "URLs with user:password@ are refused; send credentials in headers", url=url
+        )
+    raw_host, port = _split_host_port(netloc, url)
+    if not raw_host:
+        raise blocked_url_error("missing_host", "the URL has no host", url=url)
+    host = normalise_host(raw_host)
+    if port is None:
+        port = DEFAULT_PORTS[scheme]
+    authority = f"[{host}]" if ":" in host else host
+    if port != DEFAULT_PORTS[scheme]:
+        authority += f":{port}"
+    rebuilt = f"{scheme}://{authority}{parts.path or '/'}"
+    if parts.query:
+        rebuilt += "?" + parts.query
+    return CheckedURL(rebuilt, scheme, host, port)
+
+
+def _split_host_port(netloc: str, url: str) -> tuple[str, int | None]:
+    if netloc.startswith("["):
+        end = netloc.find("]")
+        if end < 0:
+            raise blocked_url_error("invalid_url", "invalid URL: unclosed '[' in host", url=url)
+        host, rest = netloc[: end + 1], netloc[end + 1 :]
+        if rest and not rest.startswith(":"):
+            raise blocked_url_error("invalid_url", "invalid URL: text after ']' in host", url=url)
+        port_text = rest[1:]
+    elif ":" in netloc:
+        host, port_text = netloc.rsplit(":", 1)
+        if ":" in host:
+            raise blocked_url_error(
+                "invalid_url", "invalid URL: IPv6 hosts must be written in [brackets]", url=url
+            )
+    else:
+        host, port_text = netloc, ""
+    if not port_text:
+        return host, None
+    if not port_text.isascii() or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise blocked_url_error("invalid_url", f"invalid port {port_text!r}", url=url)
+    return host, int(port_text)
+
+
+def normalise_allowed_host(entry: str) -> str:
+    """The normalised form of one `allowed_private_hosts` entry; ValueError when it is not usable.
+
+    Entries are exact host names or IP literals (`[::1]` or `::1`); wildcards and ports are refused.
+    """
+    text = entry.strip()
+    if not text or "*" in text or "/" in text or "@" in text:
+        raise ValueError(f"{entry!r} is not a host name or IP literal (no wildcards, ports or URLs)")
+    try:
+        return normalise_host(text)
+    except ToolError as exc:
+        raise ValueError(f"{entry!r}: {exc.message}") from None
+
+
+def system_resolver(host: str) -> list[str]:
+    """A and AAAA answers from `socket.getaddrinfo`, in its order, without duplicates."""
+    infos = socket.getaddrinfo(host, None, family=socket.AF_UNSPEC, type=socket.SOCK_STREAM)
+    answers: list[str] = []
+    for _family, _type, _proto, _canon, sockaddr in infos:
+        address = str(sockaddr[0])
+        if address not in answers:
+            answers.append(address)
+    return answers
+
+
+class HostGuard:
+    """Decides which addresses fermix may connect to for a host: the connect-time half of the guard."""
+
+    def __init__(self, allowed_private_hosts: Iterable[str] = (), resolver: Resolver | None = None) -> None:
+        self.allowed_private_hosts = frozenset(normalise_allowed_host(h) for h in allowed_private_hosts)
+        self._resolver: Resolver = resolver or system_resolver
+
+    def addresses(self, raw_host: str) -> list[str]:
+        """The addresses to connect to for `raw_host`, each already judged; raises `blocked_url`.
+
+        The resolver is asked once per call, so a caller that connects only to what this returns cannot
+        be redirected by a later, different DNS answer (rebinding).
+        """
+        host = normalise_host(raw_host)
+        allowed = host in self.allowed_private_hosts
+        if not allowed and is_blocked_name(host):
+            raise blocked_url_error(
+                "blocked_name",
+                f"{host!r} is a local-only host name; to allow it add it to {CONFIG_HINT}",
+                host=host,
+            )
+        literal = parse_address(host)
+        if literal is not None:
+            row = None if allowed else blocked_range(literal)
+            if row is not None:
+                raise blocked_url_error(
+                    "non_global_address",
+                    f"address {literal} is not global ({row.name}); to allow it add it to {CONFIG_HINT}",
+                    host=host,
+                    ip=str(literal),
+                    range=str(row.network),
+                )
+            return [str(literal)]
+        return self._resolve_checked(host, allowed)
+
+    def _resolve_checked(self, host: str, allowed: bool) -> list[str]:
+        try:
+            answers = list(self._resolver(host))
+        except (OSError, UnicodeError, ValueError):
+            # The resolver's reason (NXDOMAIN, no network, ...) matters less than the tag; callers retry.
+            answers = []
+        if not answers:
+            raise ToolError(
+                "blocked_url",
+                f"dns_resolution_failed ({host})",
+                {"reason": "dns_resolution_failed", "host": host},
+            )
+        checked: list[str] = []
+        for answer in answers:
+            ip = parse_address(answer)
+            row = blocked_range(answer) if ip is None or not allowed else None
+            if row is not None:
+                shown = answer if ip is None else str(ip)
+                raise blocked_url_error(
+                    "non_global_answer",
+                    f"resolved to {shown} ({row.name}); if {host!r} is a host you trust, "
+                    f"add it to {CONFIG_HINT}",
+                    host=host,
+                    ip=shown,
+                    range=str(row.network),
+                )
+            if ip is not None and str(ip) not in checked:
+                checked.append(str(ip))
+        return checked
+
+
+def guarded_client(
+    *,
+    allowed_private_hosts: Iterable[str] = (),
+    resolver: Resolver | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    user_agent: str | None = None,
+    follow_redirects: bool = True,
+    max_redirects: int = 5,
+    connect_timeout: float = 3.0,
+    read_timeout: float = 15.0,
+    total_timeout: float | None = 60.0,
+    verify: ssl.SSLContext | None = None,
+    socket_backend: httpcore.NetworkBackend | None = None,
+) -> GuardedClient:
+    """The HTTP client every fermix request goes through; close it (or use `with`) when done.
+
+    `max_body` caps decoded response bytes; `total_timeout` bounds a whole exchange including redirects
+    and body (None: no overall bound, for long model streams). `verify` replaces the certifi trust
+    store; `socket_backend` opens sockets to addresses the guard has already approved (a test seam).
+    The user agent defaults to `fermix/<version>`.
+    """
+    if "httpx" not in sys.modules:
+        # httpx imports its optional command line (rich, click, pygments: ~90 ms) when they are installed;
+        # fermix never uses it, so a machine call that sends a request does not pay for it.
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    from fermix_cli.core.net.httpclient import GuardedClient, NetLimits
+
+    guard = HostGuard(allowed_private_hosts, resolver)
+    limits = NetLimits(
+        max_body=max_body,
+        max_redirects=max_redirects if follow_redirects else 0,
+        connect_timeout=connect_timeout,
+        read_timeout=read_timeout,
+        total_timeout=total_timeout,
+    )
+    return GuardedClient(
+        guard,
+        limits=limits,
+        follow_redirects=follow_redirects,
+        user_agent=user_agent,
+        verify=verify,
+        socket_backend=socket_backend,
+    )

@@ -1,0 +1,248 @@
+"""The guarded HTTP client: every hop judged, redirects followed by fermix, time limits per exchange.
+
+Imported only when a client is built (`netguard.guarded_client`), so it may import httpx at the top.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode, urljoin
+
+import httpcore
+import httpx
+
+from fermix_cli import __version__
+from fermix_cli.core.errors import ToolError
+from fermix_cli.core.net.guard import DEFAULT_MAX_BODY, HostGuard, blocked_url_error, check_url
+from fermix_cli.core.net.response import GuardedResponse, GuardedStream
+from fermix_cli.core.net.transport import GuardedTransport
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# Headers kept when a redirect leaves the origin; credentials of any spelling are dropped.
+CROSS_ORIGIN_HEADERS = frozenset(
+    {"user-agent", "accept", "accept-language", "accept-encoding", "content-type"}
+)
+BODY_HEADERS = ("content-type", "content-length", "transfer-encoding", "content-encoding")
+
+
+@dataclass(frozen=True)
+class NetLimits:
+    """Size and time limits of a guarded client; `total_timeout` None means no overall bound."""
+
+    max_body: int = DEFAULT_MAX_BODY
+    max_redirects: int = 5
+    connect_timeout: float = 3.0
+    read_timeout: float = 15.0
+    total_timeout: float | None = 60.0
+
+
+@dataclass
+class _Body:
+    content: bytes | None = None
+    json: Any = None
+    data: Mapping[str, Any] | None = None
+
+
+@dataclass
+class _Exchange:
+    """One request as it moves through redirects."""
+
+    method: str
+    url: str
+    headers: dict[str, str]
+    body: _Body
+    redirects: list[str] = field(default_factory=list)
+
+
+class GuardedClient:
+    """The HTTP client every fermix request goes through (build it with `netguard.guarded_client`)."""
+
+    def __init__(
+        self,
+        guard: HostGuard,
+        *,
+        limits: NetLimits | None = None,
+        follow_redirects: bool = True,
+        user_agent: str | None = None,
+        verify: ssl.SSLContext | None = None,
+        socket_backend: httpcore.NetworkBackend | None = None,
+    ) -> None:
+        self.guard = guard
+        self.limits = limits or NetLimits()
+        self.follow_redirects = follow_redirects
+        self.user_agent = user_agent or f"fermix/{__version__}"
+        # This client judges each hop itself, before httpx parses the URL (httpx refuses spellings such
+        # as 0177.0.0.1 that the resolver accepts); the transport still judges every new connection.
+        self.transport = GuardedTransport(
+            guard, verify=verify, socket_backend=socket_backend, judge_each_request=False
+        )
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, Any] | None = None,
+        content: bytes | str | None = None,
+        json: Any = None,
+        data: Mapping[str, Any] | None = None,
+        truncate: bool = False,
+        max_body: int | None = None,
+        read_timeout: float | None = None,
+        total_timeout: float | None = None,
+    ) -> GuardedResponse:
+        """Send a request, follow redirects, and read the whole body (any status; see `raise_for_status`).
+
+        The last three override the client's limits for this call (None keeps the client's; pass
+        `math.inf` as `total_timeout` for no overall bound). With `truncate`, a body over the cap is cut
+        and `truncated` set instead of raising `too_large`.
+        """
+        with self.stream(
+            method,
+            url,
+            headers=headers,
+            params=params,
+            content=content,
+            json=json,
+            data=data,
+            max_body=max_body,
+            read_timeout=read_timeout,
+            total_timeout=total_timeout,
+        ) as response:
+            body = response.read(truncate=truncate)
+            return GuardedResponse(
+                status_code=response.status_code,
+                headers=response.headers,
+                url=response.url,
+                content=body,
+                truncated=response.truncated,
+                redirects=response.redirects,
+            )
+
+    def get(self, url: str, **kwargs: Any) -> GuardedResponse:
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, **kwargs: Any) -> GuardedResponse:
+        return self.request("POST", url, **kwargs)
+
+    def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, Any] | None = None,
+        content: bytes | str | None = None,
+        json: Any = None,
+        data: Mapping[str, Any] | None = None,
+        max_body: int | None = None,
+        read_timeout: float | None = None,
+        total_timeout: float | None = None,
+    ) -> GuardedStream:
+        """Send a request and follow redirects; the body is read from the returned stream (close it).
+
+        Use as `with client.stream("POST", url, json=...) as response: for line in response.iter_lines()`.
+        """
+        timeout = self.limits.total_timeout if total_timeout is None else total_timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        checked = check_url(url).url
+        if params:
+            separator = "&" if "?" in checked else "?"
+            checked = check_url(checked + separator + urlencode(params, doseq=True)).url
+        raw = content.encode("utf-8") if isinstance(content, str) else content
+        exchange = _Exchange(method.upper(), checked, self._headers(headers), _Body(raw, json, data))
+        read = self.limits.read_timeout if read_timeout is None else read_timeout
+        response = self._follow(exchange, read, deadline)
+        return GuardedStream(
+            response,
+            max_body=self.limits.max_body if max_body is None else max_body,
+            deadline=deadline,
+            redirects=tuple(exchange.redirects),
+        )
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def __enter__(self) -> GuardedClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        headers = {"user-agent": self.user_agent, "accept": "*/*"}
+        headers.update({k.lower(): v for k, v in (extra or {}).items()})
+        # The body decoder only undoes gzip and deflate, each bounded; never ask for anything else.
+        headers["accept-encoding"] = "gzip, deflate"
+        return headers
+
+    def _follow(self, exchange: _Exchange, read_timeout: float, deadline: float | None) -> httpx.Response:
+        while True:
+            response = self._send(exchange, read_timeout, deadline)
+            if not self.follow_redirects or response.status_code not in REDIRECT_STATUSES:
+                return response
+            location = response.headers.get("location", "").strip()
+            response.close()
+            if not location:
+                raise ToolError("network", "redirect missing location", {"url": exchange.url})
+            if len(exchange.redirects) >= self.limits.max_redirects:
+                raise ToolError(
+                    "redirect_limit",
+                    f"exceeded {self.limits.max_redirects} redirects",
+                    {"url": exchange.url, "redirects": [*exchange.redirects, exchange.url]},
+                )
+            self._redirect(exchange, response.status_code, urljoin(exchange.url, location))
+
+    def _redirect(self, exchange: _Exchange, status: int, target: str) -> None:
+        """Move `exchange` to the next hop, re-checking its URL (the address is checked at connect)."""
+        next_url = check_url(target).url
+        if (status == 303 and exchange.method != "HEAD") or (
+            status in (301, 302) and exchange.method == "POST"
+        ):
+            exchange.method = "GET"
+            exchange.body = _Body()
+            for name in BODY_HEADERS:
+                exchange.headers.pop(name, None)
+        if _origin(next_url) != _origin(exchange.url):
+            exchange.headers = {k: v for k, v in exchange.headers.items() if k in CROSS_ORIGIN_HEADERS}
+        exchange.redirects.append(exchange.url)
+        exchange.url = next_url
+
+    def _send(self, exchange: _Exchange, read_timeout: float, deadline: float | None) -> httpx.Response:
+        connect, read = self.limits.connect_timeout, read_timeout
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ToolError(
+                    "network", "the exchange took longer than its total time limit", {"url": exchange.url}
+                )
+            connect, read = min(connect, remaining), min(read, remaining)
+        self.guard.addresses(check_url(exchange.url).host)
+        body = exchange.body
+        try:
+            request = httpx.Request(
+                exchange.method,
+                exchange.url,
+                headers=exchange.headers,
+                content=body.content,
+                json=body.json,
+                data=body.data,
+                extensions={"timeout": {"connect": connect, "read": read, "write": read, "pool": connect}},
+            )
+        except httpx.InvalidURL as exc:
+            raise blocked_url_error(
+                "invalid_url",
+                f"cannot send to this URL ({exc}); spell IPv4 addresses as a.b.c.d",
+                url=exchange.url,
+            ) from exc
+        return self.transport.handle_request(request)
+
+
+def _origin(url: str) -> tuple[str, str, int]:
+    checked = check_url(url)
+    return checked.scheme, checked.host, checked.port

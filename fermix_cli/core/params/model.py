@@ -1,0 +1,265 @@
+"""Tool input models: declared with pydantic's API, validated by fermix's own strict validator.
+
+A machine call (`fermix tool NAME`) validates its arguments without importing pydantic, which
+costs more than the rest of the call's start-up. Tool modules write their `Params` exactly as
+they would with pydantic (`Annotated[str, Field(max_length=4096, description=...)] = None`,
+`AfterValidator`, `model_validator(mode="before")`) and get pydantic's strict-mode behaviour:
+the same accepted values, the same error types, messages and locations, the same JSON schema
+(`paramschema.py`). The subset is listed in `paramtypes.py`; the tests check every registered
+tool against a real pydantic model built from the same declarations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, Self
+
+from .check import Check, FloatCheck, Invalid, LineError, fail, require_utf8, run_validator, under
+from .compound import AfterCheck, DictCheck, ListCheck, NullableCheck
+from .fieldtypes import AfterValidator, ConfigDict, Field, FieldInfo, ParamField, compile_fields
+
+__all__ = [
+    "AfterValidator",
+    "ConfigDict",
+    "Field",
+    "FieldInfo",
+    "Params",
+    "ValidationError",
+    "model_validator",
+]
+
+
+class ValidationError(ValueError):
+    """Input a Params class refused; `errors()` lists each failure as pydantic does."""
+
+    def __init__(self, title: str, line_errors: list[LineError]) -> None:
+        super().__init__(title, line_errors)
+        self.title = title
+        self.line_errors = line_errors
+
+    def errors(self, *, include_url: bool = True, include_input: bool = True) -> list[dict[str, Any]]:
+        """One dict per failure: `type`, `loc`, `msg`, `input` and, where pydantic gives one, `ctx`."""
+        out = []
+        for e in self.line_errors:
+            item: dict[str, Any] = {"type": e.type, "loc": e.loc, "msg": e.msg}
+            if include_input:
+                item["input"] = e.input
+            if e.ctx is not None:
+                item["ctx"] = e.ctx
+            out.append(item)
+        return out
+
+    def error_count(self) -> int:
+        return len(self.line_errors)
+
+    def __str__(self) -> str:
+        n = len(self.line_errors)
+        lines = [f"{n} validation error{'' if n == 1 else 's'} for {self.title}"]
+        for e in self.line_errors:
+            lines.append(".".join(str(p) for p in e.loc) or "(input)")
+            lines.append(
+                f"  {e.msg} [type={e.type}, input_value={e.input!r}, input_type={type(e.input).__name__}]"
+            )
+        return "\n".join(lines)
+
+
+class _BeforeValidator:
+    """A `model_validator(mode="before")` in a class body; still callable as the classmethod it wraps."""
+
+    def __init__(self, func: Any) -> None:
+        self.func = func if isinstance(func, classmethod) else classmethod(func)
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Callable[[Any], Any]:
+        return self.func.__get__(obj, owner)  # type: ignore[no-any-return]
+
+
+def model_validator(*, mode: Literal["before"]) -> Callable[[Any], Any]:
+    """Run a classmethod on the raw input before the fields are checked (pydantic's "before" mode).
+
+    Validators run subclass first; a ValueError becomes an input error, any other exception
+    (a ToolError, say) propagates as it is.
+    """
+    if mode != "before":
+        raise TypeError(f"model_validator(mode={mode!r}): fermix's Params support only mode='before'")
+    return _BeforeValidator
+
+
+class _Plan:
+    """What validating one Params class takes, worked out on its first use."""
+
+    def __init__(self, cls: type[Params]) -> None:
+        self.fields: tuple[ParamField, ...] = compile_fields(cls)
+        self.names = frozenset(f.name for f in self.fields)
+        config = cls.model_config
+        self.extra = config.get("extra", "forbid")
+        supported = set(config) <= {"extra", "strict", "defer_build"} and config.get("strict", True) is True
+        if not supported or self.extra not in ("forbid", "allow"):
+            raise TypeError(f"{cls.__name__}: model_config {config!r} is not supported")
+        found: dict[str, _BeforeValidator] = {}
+        for klass in reversed(cls.__mro__):  # an override keeps its parent's place, as in pydantic
+            for name, attr in vars(klass).items():
+                if isinstance(attr, _BeforeValidator):
+                    found[name] = attr
+                elif name in found:
+                    del found[name]
+        self.before = [getattr(cls, name) for name in reversed(found)]
+
+
+def _default(field: ParamField) -> Any:
+    if field.default_factory is not None:
+        return field.default_factory()
+    value = field.default
+    try:
+        hash(value)
+    except TypeError:  # a mutable default is copied for each instance, as pydantic does
+        import copy
+
+        return copy.deepcopy(value)
+    return value
+
+
+def _dump(value: Any, mode: str) -> Any:
+    if isinstance(value, Params):
+        return value.model_dump(mode=mode)  # type: ignore[arg-type]
+    if isinstance(value, list):
+        return [_dump(v, mode) for v in value]
+    if isinstance(value, dict):
+        return {k: _dump(v, mode) for k, v in value.items()}
+    return value
+
+
+def _as_json(check: Check, value: Any) -> Any:
+    """`value` as pydantic serialises a field of this type to JSON: a float field's int as a float.
+
+    Only defaults can need it (validation already made them floats).
+    """
+    while isinstance(check, AfterCheck | NullableCheck) and value is not None:
+        check = check.inner
+    if isinstance(check, FloatCheck) and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(check, ListCheck) and isinstance(value, list):
+        return [_as_json(check.item, v) for v in value]
+    if isinstance(check, DictCheck) and isinstance(value, dict):
+        return {k: _as_json(check.value, v) for k, v in value.items()}
+    return _dump(value, "json")
+
+
+class Params:
+    """Base of every tool's input model: strict types, unknown fields refused, null means absent.
+
+    A validated instance reads like a pydantic model: one attribute per field, plus
+    `model_dump()` and `model_extra`.
+    """
+
+    model_config: ClassVar[ConfigDict] = {"extra": "forbid", "strict": True}
+    _plan: ClassVar[_Plan | None] = None
+
+    def __init__(self, /, **data: Any) -> None:
+        self.__dict__.update(type(self).model_validate(data).__dict__)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_absent(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: v for k, v in value.items() if v is not None}
+        return value
+
+    @classmethod
+    def _params_plan(cls) -> _Plan:
+        plan = cls.__dict__.get("_plan")  # the class's own: a subclass has fields of its own
+        if plan is None:
+            plan = cls._plan = _Plan(cls)
+        return plan  # type: ignore[no-any-return]
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Self:
+        """A validated instance of `cls`, or ValidationError."""
+        try:
+            return cls._params_check(obj)  # type: ignore[no-any-return]
+        except Invalid as e:
+            raise ValidationError(cls.__name__, e.errors) from None
+
+    @classmethod
+    def _params_check(cls, value: Any) -> Any:
+        plan = cls._params_plan()
+        for validator in plan.before:
+            value = run_validator(validator, value)
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, dict):
+            msg = f"Input should be a valid dictionary or instance of {cls.__name__}"
+            raise fail("model_type", msg, value, {"class_name": cls.__name__})
+        values: dict[str, Any] = {}
+        errors: list[LineError] = []
+        for field in plan.fields:
+            name = field.name
+            if name in value:
+                try:
+                    values[name] = field.check(value[name])
+                except Invalid as e:
+                    errors.extend(under(name, e.errors))
+            elif not field.required:
+                values[name] = _default(field)
+            else:
+                errors.append(LineError("missing", (name,), "Field required", value))
+        extra: dict[str, Any] | None = None
+        if not plan.names.issuperset(value):
+            for key, item in value.items():
+                if key in plan.names:
+                    continue
+                if isinstance(key, str):
+                    require_utf8(key)  # pydantic stops at such a key, dropping the errors found so far
+                if plan.extra == "forbid":
+                    errors.append(
+                        LineError("extra_forbidden", (key,), "Extra inputs are not permitted", item)
+                    )
+                else:
+                    extra = {} if extra is None else extra
+                    extra[key] = item
+        if errors:
+            raise Invalid(errors)
+        obj = cls.__new__(cls)
+        obj.__dict__.update(values)
+        if plan.extra == "allow":
+            obj.__dict__["_extra"] = extra or {}
+        return obj
+
+    @classmethod
+    def model_json_schema(cls) -> dict[str, Any]:
+        """The JSON schema pydantic's `model_json_schema()` gives for the same declarations."""
+        from .schema import model_json_schema
+
+        return model_json_schema(cls)
+
+    @property
+    def model_extra(self) -> dict[str, Any] | None:
+        """Unknown fields kept by a class with `extra="allow"`; None for other classes."""
+        return self.__dict__.get("_extra")
+
+    def model_dump(self, *, mode: Literal["python", "json"] = "python") -> dict[str, Any]:
+        """Field values (nested models as dicts), then any extra fields.
+
+        In "json" mode a float field's int default comes out as a float, as in pydantic.
+        """
+        fields = self._params_plan().fields
+        if mode == "json":
+            out = {f.name: _as_json(f.check, self.__dict__[f.name]) for f in fields}
+        else:
+            out = {f.name: _dump(self.__dict__[f.name], mode) for f in fields}
+        out.update(_dump(self.__dict__.get("_extra") or {}, mode))
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        extra = self.__dict__.get("_extra")
+        if extra is not None and name in extra:
+            return extra[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.__dict__ == self.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.model_dump().items())
+        return f"{type(self).__name__}({shown})"

@@ -1,0 +1,312 @@
+"""Running git for the git tools, hardened: known environment, fixed command line, repository checks.
+
+Before the requested subcommand runs, the repository must be a work tree whose top level and git
+directories lie inside the sandbox roots, and its config must set no key that makes git run a
+program. Every git process (including the inspection ones) gets the same scrubbed environment and
+the same fixed `-c` options.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ...core.errors import ToolError
+from ...core.pathcanon import canonicalize
+from ...core.shell.childenv import base_env
+from ...core.shell.procgroup import ProcessOutcome, run_captured
+from .args import check_remote_url
+
+if TYPE_CHECKING:
+    from ...core.context import ToolContext
+
+GIT_TIMEOUT_S = 120
+INSPECT_TIMEOUT_S = 30
+Tool = Literal["git_read", "git_write"]
+
+# Always set for git children; every other GIT_* variable is dropped.
+KNOWN_GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_ALLOW_PROTOCOL": "https:ssh:git",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+}
+FIXED_OPTIONS = (
+    "--no-pager",
+    "-c", "core.fsmonitor=false",
+    "-c", "protocol.ext.allow=never",
+    "-c", "protocol.file.allow=never",
+    "-c", "core.editor=:",
+    "-c", "sequence.editor=:",
+)  # fmt: skip
+HOOKS_OFF = ("-c", "core.hooksPath=/dev/null")
+NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
+DRIVER_COMMANDS = frozenset({"diff", "log", "show"})
+
+# Config keys that make git run a program (lower-cased; `*` is any subsection, dots included).
+_CODE_KEYS = (
+    "core.fsmonitor", "core.hookspath", "core.sshcommand", "core.gitproxy", "core.pager", "core.editor",
+    "core.askpass", "core.alternaterefscommand", "core.worktree",
+    "sequence.editor", "diff.external", "diff.*.textconv", "*.textconv", "diff.*.command",
+    "filter.*", "merge.*.driver",
+    "credential.helper", "credential.*.helper", "gpg.program", "gpg.*.program", "pager.*",
+    "interactive.difffilter", "uploadpack.packobjectshook", "remote.*.uploadpack", "remote.*.receivepack",
+    "remote.*.vcs", "trailer.*.command", "trailer.*.cmd", "mergetool.*.cmd", "difftool.*.cmd",
+    "include.*", "includeif.*",
+)  # fmt: skip
+_CODE_KEY_RES = tuple(re.compile("^" + re.escape(k).replace(r"\*", ".+") + "$") for k in _CODE_KEYS)
+_FALSE_VALUES = frozenset({"", "false", "no", "off", "0"})
+
+
+def code_running_key(key: str, value: str | None) -> bool:
+    """True when a repository config entry would make git run a program."""
+    k = key.lower()
+    if k == "core.fsmonitor":
+        return (value or "").strip().lower() not in _FALSE_VALUES
+    if k.startswith("submodule.") and k.endswith(".update"):
+        return (value or "").lstrip().startswith("!")
+    return any(r.match(k) for r in _CODE_KEY_RES)
+
+
+def parse_config_list(raw: bytes) -> list[tuple[str, str, str | None]]:
+    """(scope, key, value) from `git config --list --null --show-scope`; value None for a bare key."""
+    parts = raw.split(b"\0")
+    out: list[tuple[str, str, str | None]] = []
+    for i in range(0, len(parts) - 1, 2):
+        scope = parts[i].decode("utf-8", "replace")
+        entry = parts[i + 1].decode("utf-8", "replace")
+        key, nl, value = entry.partition("\n")
+        out.append((scope, key, value if nl else None))
+    return out
+
+
+@dataclass(frozen=True)
+class Repo:
+    workdir: str  # where the command runs (the canonical `repo` argument)
+    toplevel: str
+    git_dir: str
+    common_dir: str
+
+
+class GitRunner:
+    """One git tool call: the environment, the command line, the checks and the run."""
+
+    def __init__(self, ctx: ToolContext, tool: Tool) -> None:
+        self.ctx = ctx
+        self.tool = tool
+        self.cfg = ctx.config.fermix_core.tools.git
+        self.env = hardened_env(base_env(os.environ), read=tool == "git_read")
+        found = shutil.which("git", path=self.env.get("PATH", os.defpath))
+        if not found:
+            raise ToolError("executable_not_found", "git executable not found", {})
+        self.git = found
+
+    def argv(self, command: str, args: Sequence[str], *, identity: Sequence[str] = ()) -> list[str]:
+        out = [self.git, *FIXED_OPTIONS]
+        if not self.cfg.allow_hooks:
+            out += HOOKS_OFF
+        out += ["-c", "credential.helper="]
+        for helper in self.cfg.credential_helpers:
+            out += ["-c", f"credential.helper={helper}"]
+        out += identity
+        out.append(command)
+        if command in DRIVER_COMMANDS:
+            out += NO_DRIVERS
+        return [*out, *args]
+
+    def _inspect_run(self, args: Sequence[str], cwd: str) -> ProcessOutcome:
+        try:
+            return run_captured(
+                self.argv(args[0], args[1:]), cwd=cwd, env=self.env, timeout_s=INSPECT_TIMEOUT_S
+            )
+        except OSError as e:
+            raise ToolError("executable_not_found", f"git executable not found ({e.strerror})", {}) from None
+
+    # ----- repository checks -------------------------------------------------------------------
+
+    def open_repo(self, raw: str | None) -> Repo:
+        """The checked repository for `raw` (default: the working directory)."""
+        sandbox = self.ctx.sandbox
+        try:
+            workdir = sandbox.working_dir(raw, tool=self.tool)
+        except ToolError as e:
+            if e.code == "missing_working_dir":
+                raise ToolError(
+                    "invalid_repo", f"repo does not exist: {e.details.get('path', raw)}", e.details
+                ) from None
+            raise
+        out = self._inspect_run(
+            [
+                "rev-parse",
+                "--is-inside-work-tree",
+                "--show-toplevel",
+                "--absolute-git-dir",
+                "--git-common-dir",
+            ],
+            workdir,
+        )
+        lines = out.text().splitlines()
+        if out.exit_code != 0 or len(lines) != 4 or lines[0].strip() != "true":
+            raise ToolError(
+                "invalid_repo",
+                f"not a git work tree: {workdir}. git tools run only inside a repository's work tree "
+                "(outside one, git diff silently compares arbitrary files)",
+                {"path": workdir},
+            )
+        toplevel = canonicalize(lines[1])
+        git_dir = canonicalize(lines[2])
+        common = lines[3] if lines[3].startswith("/") else posixpath.join(workdir, lines[3])
+        common_dir = canonicalize(posixpath.normpath(common))
+        repo = Repo(workdir, toplevel, git_dir, common_dir)
+        self._check_locations(repo, raw)
+        self._check_config(repo)
+        return repo
+
+    def _check_locations(self, repo: Repo, raw: str | None) -> None:
+        sandbox = self.ctx.sandbox
+        top = sandbox.decide(repo.toplevel)
+        if not top.allowed:
+            verb = "git_write" if self.tool == "git_write" else "git_read"
+            raise ToolError(
+                top.code or "outside_root",
+                f"Sandbox denied {verb} repo root outside roots: {repo.toplevel} (resolved from input "
+                f"{raw or repo.workdir}). To allow it, run: fermix grant path {repo.toplevel}, "
+                "or call the request_directory_access tool",
+                {"path": repo.toplevel, "input": raw or repo.workdir},
+            )
+        for label, path in (("git dir", repo.git_dir), ("git common dir", repo.common_dir)):
+            d = sandbox.decide(path)
+            if not d.allowed:
+                raise ToolError(
+                    d.code or "outside_root",
+                    f"the repository's {label} {path} is outside the sandbox roots or protected "
+                    "(a .git file can point anywhere); git tools refuse this repository",
+                    {"path": path, "toplevel": repo.toplevel},
+                )
+
+    def _check_config(self, repo: Repo) -> None:
+        out = self._inspect_run(["config", "--list", "--null", "--show-scope", "--no-includes"], repo.workdir)
+        if out.exit_code != 0 or out.truncated:
+            raise ToolError(
+                "invalid_repo",
+                f"cannot read the repository config of {repo.toplevel}; git tools refuse this repository",
+                {"path": repo.toplevel, "output": out.text()[-2000:]},
+            )
+        for scope, key, value in parse_config_list(out.output):
+            if scope == "command":
+                continue
+            if code_running_key(key, value):
+                raise ToolError(
+                    "invalid_repo",
+                    f"repository config sets {key}, which can run programs; git tools refuse this repository",
+                    {"path": repo.toplevel, "key": key},
+                )
+            low = key.lower()
+            url = None
+            if low.startswith("remote.") and low.endswith((".url", ".pushurl")):
+                url = value or ""
+            elif low.startswith("url.") and low.endswith((".insteadof", ".pushinsteadof")):
+                url = key[4 : key.rfind(".")]
+            if url is not None and _dash_host(url):
+                raise ToolError(
+                    "invalid_repo",
+                    f"repository config sets {key} to a host that starts with '-'; git tools refuse this repository",
+                    {"path": repo.toplevel, "key": key},
+                )
+
+    # ----- running -----------------------------------------------------------------------------
+
+    def identity(self) -> list[str]:
+        """`-c user.name=… -c user.email=…` from fermix config, else from the global git config."""
+        name, email = self.cfg.user_name, self.cfg.user_email
+        if name is None or email is None:
+            g_name, g_email = self._global_identity()
+            name = name if name is not None else g_name
+            email = email if email is not None else g_email
+        out: list[str] = []
+        if name:
+            out += ["-c", f"user.name={name}"]
+        if email:
+            out += ["-c", f"user.email={email}"]
+        return out
+
+    def _global_identity(self) -> tuple[str | None, str | None]:
+        home = self.ctx.os_home
+        xdg = os.environ.get("XDG_CONFIG_HOME") or posixpath.join(home, ".config")
+        found: dict[str, str] = {}
+        for path in (posixpath.join(xdg, "git", "config"), posixpath.join(home, ".gitconfig")):
+            if not os.path.isfile(path):
+                continue
+            out = run_captured(
+                [self.git, "config", "--file", path, "--null", "--get-regexp", r"^user\.(name|email)$"],
+                cwd="/",
+                env=self.env,
+                timeout_s=INSPECT_TIMEOUT_S,
+            )
+            for chunk in out.output.split(b"\0"):
+                key, _, value = chunk.decode("utf-8", "replace").partition("\n")
+                if key in ("user.name", "user.email") and value:
+                    found[key] = value
+        return found.get("user.name"), found.get("user.email")
+
+    def run(self, repo: Repo, command: str, args: Sequence[str]) -> dict[str, Any]:
+        from ...core.shell.engine import child_env
+
+        resolved = child_env(self.ctx, repo.workdir, tool=self.tool)
+        env = hardened_env(resolved.env, read=self.tool == "git_read")
+        identity = self.identity() if self.tool == "git_write" and command in ("commit", "pull") else []
+        try:
+            outcome = run_captured(
+                self.argv(command, args, identity=identity),
+                cwd=repo.workdir,
+                env=env,
+                timeout_s=GIT_TIMEOUT_S,
+                redact=resolved.secrets,
+            )
+        except OSError as e:
+            raise ToolError("executable_not_found", f"git executable not found ({e.strerror})", {}) from None
+        result: dict[str, Any] = {
+            "command": command,
+            "args": list(args),
+            "repo": repo.toplevel,
+            "exit_code": outcome.exit_code,
+            "output": outcome.text(),
+            "truncated": outcome.truncated,
+            "duration_ms": outcome.duration_ms,
+            "env_missing": resolved.missing_names,
+        }
+        if outcome.timed_out:
+            raise ToolError("timeout", f"git {command} timed out after {GIT_TIMEOUT_S}s", result)
+        if outcome.exit_code != 0 and not outcome.truncated:
+            raise ToolError(
+                "git_failed", f"git {command} failed (exit {outcome.exit_code}):\n{result['output']}", result
+            )
+        return result
+
+
+def hardened_env(env: dict[str, str], *, read: bool) -> dict[str, str]:
+    """`env` without any GIT_* variable, plus the known git settings (and SSH_AUTH_SOCK for ssh pulls)."""
+    out = {k: v for k, v in env.items() if not k.startswith("GIT_")}
+    out.update(KNOWN_GIT_ENV)
+    if read:
+        out["GIT_OPTIONAL_LOCKS"] = "0"
+    sock = os.environ.get("SSH_AUTH_SOCK")
+    if sock and "SSH_AUTH_SOCK" not in out:
+        out["SSH_AUTH_SOCK"] = sock
+    return out
+
+
+def _dash_host(url: str) -> bool:
+    """A configured URL whose host or user starts with `-` (other transports are git's to refuse)."""
+    try:
+        check_remote_url(url)
+    except ToolError as e:
+        return e.details.get("rule") == "dash_host"
+    return False

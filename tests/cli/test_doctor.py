@@ -1,0 +1,257 @@
+"""`fermix doctor`: one line per check in the reference format, a summary, exit 1 on any FAIL."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fermix_cli.cli.doctor_checks import DoctorInput, run_checks, summary_line
+from fermix_cli.core.migrations import MIGRATIONS
+from fermix_cli.core.paths import resolve_paths
+from fermix_cli.core.state import StateDB
+from tests.conftest import Env
+
+LATEST = len(MIGRATIONS)
+LINE = re.compile(r"^\[( OK |WARN|FAIL|N/A )\] (.{18}) (\S.*)$")
+SUMMARY = re.compile(r"^(\d+) ok, (\d+) warning\(s\), (\d+) failure\(s\), (\d+) not applicable$")
+
+
+def parse(stdout: str) -> tuple[dict[str, tuple[str, str]], str]:
+    *lines, last = stdout.rstrip("\n").split("\n")
+    checks: dict[str, tuple[str, str]] = {}
+    for line in lines:
+        m = LINE.match(line)
+        assert m, f"bad doctor line: {line!r}"
+        checks[m.group(2).strip()] = (m.group(1).strip(), m.group(3))
+    assert SUMMARY.match(last), last
+    return checks, last
+
+
+def doctor(world: Env, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fermix_cli", "doctor", *args],
+        env={**world.env, **(env or {})},
+        cwd=world.project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def status(world: Env, name: str, **kw: Any) -> tuple[str, str]:
+    r = doctor(world, **kw)
+    checks, _ = parse(r.stdout)
+    return checks[name]
+
+
+def test_fresh_install_is_healthy(world: Env) -> None:
+    assert world.tool("file_write", {"path": "a.txt", "content": "x"}).code == 0
+    r = doctor(world)
+    assert r.returncode == 0, r.stdout + r.stderr
+    checks, last = parse(r.stdout)
+    expected = ["python", "config", "home", "state.db", "sandbox", "providers", "mcp servers"]
+    assert list(checks)[: len(expected)] == expected
+    assert {"git", "chromium", "ripgrep"} <= set(checks)
+    for name in ("config", "home", "sandbox"):
+        assert checks[name][0] == "OK", checks[name]
+    n = SUMMARY.match(last)
+    assert n and int(n.group(3)) == 0
+    assert sum(int(x) for x in n.groups()) == len(checks)
+
+
+def test_json_report(world: Env) -> None:
+    r = doctor(world, "--json")
+    assert r.returncode == 0
+    data = json.loads(r.stdout)
+    assert data["ok"] is True
+    names = [c["name"] for c in data["checks"]]
+    assert "state.db" in names and "sandbox" in names
+    assert all(c["status"] in ("ok", "warn", "fail", "n/a") for c in data["checks"])
+    assert sum(data["summary"].values()) == len(names)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('[sandbox]\nmode = "sideways"\n', "sandbox.mode"),
+        ("[sandbox\nmode = 1\n", "not valid TOML"),
+        ('[mcp.servers.gh]\ncommand = "x"\nurl = "http://127.0.0.1:9"\n', "mcp.servers.gh"),
+        ("[nonsense]\nx = 1\n", "nonsense"),
+    ],
+)
+def test_bad_config_fails(world: Env, text: str, needle: str) -> None:
+    world.fermix_home.mkdir(mode=0o700)
+    (world.fermix_home / "config.toml").write_text(text)
+    r = doctor(world)
+    assert r.returncode == 1
+    checks, _ = parse(r.stdout)
+    assert checks["config"][0] == "FAIL" and needle in checks["config"][1]
+    assert checks["sandbox"][0] == "N/A"
+    data = json.loads(doctor(world, "--json").stdout)
+    assert data["ok"] is False and data["summary"]["fail"] >= 1
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"), [(0o700, "OK"), (0o750, "WARN"), (0o755, "WARN"), (0o777, "FAIL")]
+)
+def test_home_permissions(world: Env, mode: int, expected: str) -> None:
+    world.fermix_home.mkdir(mode=0o700)
+    os.chmod(world.fermix_home, mode)
+    tag, detail = status(world, "home")
+    assert tag == expected, detail
+    if expected != "OK":
+        assert "chmod 700" in detail
+    assert (doctor(world).returncode == 1) == (expected == "FAIL")
+
+
+def test_loose_config_file_mode_warns(world: Env) -> None:
+    world.fermix_home.mkdir(mode=0o700)
+    cfg = world.fermix_home / "config.toml"
+    cfg.write_text('[sandbox]\nmode = "strict"\n')
+    os.chmod(cfg, 0o644)
+    tag, detail = status(world, "home")
+    assert tag == "WARN" and "config.toml" in detail and "chmod 600" in detail
+
+
+def _state(world: Env) -> Path:
+    paths = resolve_paths(str(world.fermix_home))
+    paths.ensure_dir(paths.data_dir)
+    db = StateDB(paths.state_db)
+    with db.write() as conn:
+        for i in range(400):
+            conn.execute(
+                "INSERT INTO tool_calls (id, session_id, tool, origin, trust, args_json, ok, started_at,"
+                " duration_ms) VALUES (?,?,?,?,?,?,?,?,?)",
+                (f"c{i}", "s", "file_read", "cli", "operator", "x" * 200, 1, "2024-01-01T00:00:00Z", 1.0),
+            )
+    db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return paths.state_db
+
+
+def test_state_ok_then_corrupted(world: Env) -> None:
+    path = _state(world)
+    tag, detail = status(world, "state.db")
+    assert tag == "OK" and f"schema {LATEST}/{LATEST}" in detail
+    data = bytearray(path.read_bytes())
+    page = 4096
+    assert len(data) > 6 * page
+    for n in range(2, 6):  # scribble over b-tree pages, keep the header page intact
+        data[n * page : n * page + 600] = os.urandom(600)
+    path.write_bytes(bytes(data))
+    r = doctor(world)
+    assert r.returncode == 1
+    checks, _ = parse(r.stdout)
+    assert checks["state.db"][0] == "FAIL"
+
+
+def test_state_not_a_database(world: Env) -> None:
+    world.fermix_home.mkdir(mode=0o700)
+    (world.fermix_home / "state.db").write_bytes(b"this is not sqlite" * 100)
+    os.chmod(world.fermix_home / "state.db", 0o600)
+    tag, detail = status(world, "state.db")
+    assert tag == "FAIL" and "not a database" in detail
+
+
+@pytest.mark.parametrize(("version", "expected"), [(99, "FAIL"), (0, "WARN")])
+def test_state_schema_version(world: Env, version: int, expected: str) -> None:
+    path = _state(world)
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {version}")
+    conn.close()
+    tag, detail = status(world, "state.db")
+    assert tag == expected and f"schema {version}/{LATEST}" in detail
+
+
+def test_missing_granted_root_warns(world: Env) -> None:
+    world.fermix_home.mkdir(mode=0o700)
+    gone = world.home / "gone"
+    (world.fermix_home / "config.toml").write_text(f'[sandbox]\nallowed_roots = ["{gone}", "/"]\n')
+    tag, detail = status(world, "sandbox")
+    assert tag == "WARN"
+    assert "gone is not a directory" in detail and "refused grants" in detail
+
+
+def test_missing_optional_binaries(world: Env, tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    r = doctor(world, env={"PATH": str(empty)})
+    assert r.returncode == 0
+    checks, _ = parse(r.stdout)
+    assert checks["git"][0] == "WARN" and "git tools" in checks["git"][1]
+    assert checks["chromium"][0] == "WARN"
+    assert checks["ripgrep"][0] == "N/A"
+
+
+def test_present_optional_binaries(world: Env, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("git", "chromium", "rg"):
+        exe = bin_dir / name
+        exe.write_text("#!/bin/sh\nexit 0\n")
+        exe.chmod(0o755)
+    checks, _ = parse(doctor(world, env={"PATH": str(bin_dir)}).stdout)
+    for name in ("git", "chromium", "ripgrep"):
+        assert checks[name][0] == "OK" and str(bin_dir) in checks[name][1]
+
+
+def test_mcp_server_command_missing(world: Env) -> None:
+    world.fermix_home.mkdir(mode=0o700)
+    (world.fermix_home / "config.toml").write_text(
+        '[mcp.servers.gh]\ncommand = "no-such-mcp-server-binary"\n[mcp.servers.off]\ncommand = "nope"\nenabled = false\n'
+    )
+    tag, detail = status(world, "mcp servers")
+    assert tag == "WARN" and "gh (no-such-mcp-server-binary)" in detail and "off (" not in detail
+
+
+def test_checks_are_pure_functions_of_their_input(world: Env) -> None:
+    inp = DoctorInput(
+        paths=resolve_paths(str(world.fermix_home)), os_home=str(world.home), which=lambda _: None
+    )
+    checks = run_checks(inp)
+    by_name = {c.name: c for c in checks}
+    assert by_name["git"].status == "warn" and by_name["ripgrep"].status == "n/a"
+    assert by_name["state.db"].status == "ok"
+    assert not world.fermix_home.exists()  # the doctor creates nothing
+    assert summary_line(checks).endswith("not applicable")
+    for c in checks:
+        assert LINE.match(c.line()), c.line()
+
+
+@pytest.mark.parametrize(
+    ("config", "env", "expected", "needle"),
+    [
+        ("", {}, "WARN", "only mock and echo"),
+        ("", {"OPENAI_API_KEY": "sk-x"}, "OK", "openai from the environment"),
+        ('[fermix_core.providers.openai]\ndefault_model = "m"\n', {}, "WARN", "no API key found for: openai"),
+        ('[fermix_core.providers.openai]\ndefault_model = "m"\n', {"OPENAI_API_KEY": "sk"}, "OK", "openai"),
+        ('[fermix_core.providers.work]\ntype = "anthropic"\napi_key_env = "WORK_KEY"\n', {}, "WARN", "work"),
+        (
+            '[fermix_core.providers.work]\ntype = "anthropic"\napi_key_env = "WORK_KEY"\n',
+            {"WORK_KEY": "k"},
+            "OK",
+            "work",
+        ),
+        (
+            '[fermix_core.providers.local]\ntype = "openai"\nbase_url = "http://127.0.0.1:8080/v1"\n',
+            {},
+            "OK",
+            "local",
+        ),
+        ("[fermix_core.providers.mock]\n", {}, "OK", "mock"),
+    ],
+)
+def test_providers(world: Env, config: str, env: dict[str, str], expected: str, needle: str) -> None:
+    world.fermix_home.mkdir(mode=0o700)
+    (world.fermix_home / "config.toml").write_text(config)
+    clean = {k: "" for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "WORK_KEY")}
+    tag, detail = status(world, "providers", env={**clean, **env})
+    assert tag == expected and needle in detail, detail

@@ -1,0 +1,161 @@
+"""The process runner: process group endings, the output cap, redaction before the cut."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fermix_cli.core.shell.procgroup import MAX_OUTPUT_BYTES, REDACTED, SPAWN_MARKER, _cut_utf8, run_captured
+
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+linux_only = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc")
+
+
+def run(script: str, timeout: float = 10, **kw):
+    return run_captured(["/bin/sh", "-c", script], cwd="/", env=ENV, timeout_s=timeout, **kw)
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting for a reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return False
+    return raw[raw.rfind(b")") + 2 :].split()[0] != b"Z"
+
+
+def wait_gone(pid: int, seconds: float = 2.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not alive(pid):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def pids_in(output: bytes) -> list[int]:
+    return [int(w) for w in output.split() if w.isdigit()]
+
+
+def test_merged_output_and_exit_code() -> None:
+    out = run("echo out; echo err >&2; exit 7")
+    assert out.exit_code == 7
+    assert out.output == b"out\nerr\n"
+    assert not out.truncated and not out.timed_out
+
+
+def test_stdin_is_empty() -> None:
+    assert run("cat; echo done").output == b"done\n"
+
+
+def test_signal_death_reports_128_plus_signal() -> None:
+    assert run("kill -TERM $$").exit_code == 128 + 15
+
+
+@linux_only
+def test_sleeping_grandchild_is_killed_after_a_normal_exit() -> None:
+    out = run("sleep 30 & echo $!")
+    assert out.exit_code == 0
+    (pid,) = pids_in(out.output)
+    assert wait_gone(pid), f"grandchild {pid} survived the command"
+
+
+@linux_only
+def test_sleeping_grandchild_is_killed_on_timeout() -> None:
+    t0 = time.monotonic()
+    out = run("sleep 30 & echo $!; sleep 30", timeout=0.4)
+    assert out.timed_out
+    assert time.monotonic() - t0 < 3
+    (pid,) = pids_in(out.output)
+    assert wait_gone(pid)
+
+
+@linux_only
+def test_grandchild_that_left_the_group_is_swept() -> None:
+    # setsid leaves both group and session; the spawn marker in its environment gives it away.
+    out = run("setsid sleep 30 & echo $!; sleep 0.1")
+    (pid,) = pids_in(out.output)
+    assert wait_gone(pid)
+
+
+@linux_only
+def test_grandchild_that_changed_its_group_but_kept_the_session_is_swept() -> None:
+    code = "import os,time; os.setpgid(0,0); print(os.getpid(), flush=True); time.sleep(30)"
+    out = run_captured(
+        ["/bin/sh", "-c", f'env -u {SPAWN_MARKER} "{sys.executable}" -c "{code}" & sleep 0.5'],
+        cwd="/",
+        env=ENV,
+        timeout_s=10,
+    )
+    (pid,) = pids_in(out.output)
+    assert wait_gone(pid)
+
+
+def test_term_is_sent_first_then_kill() -> None:
+    t0 = time.monotonic()
+    out = run("trap 'echo got-term; exit 3' TERM; sleep 30 & wait", timeout=0.3)
+    assert out.timed_out
+    assert b"got-term" in out.output
+    t1 = time.monotonic()
+    out2 = run("trap '' TERM; sleep 30 & wait; sleep 30", timeout=0.3)
+    assert out2.timed_out
+    assert time.monotonic() - t1 < 2.5, "a group ignoring SIGTERM is SIGKILLed after the grace"
+    assert t1 - t0 < 2.5
+
+
+def test_output_cap_truncates_kills_and_reports_124() -> None:
+    t0 = time.monotonic()
+    out = run("yes 0123456789abcdef", timeout=20)
+    assert out.truncated and out.exit_code == 124
+    assert len(out.output) == MAX_OUTPUT_BYTES
+    assert out.total_bytes > MAX_OUTPUT_BYTES
+    assert time.monotonic() - t0 < 10
+
+
+def test_small_cap_is_exact() -> None:
+    out = run("printf 'abcdefghij'", cap=4)
+    assert out.output == b"abcd" and out.truncated and out.exit_code == 124
+
+
+def test_redaction_happens_before_truncation() -> None:
+    secret = "S3CRET-value-123"
+    # The secret straddles the cap: cut first and its first bytes would leak.
+    cap = 100
+    prefix = "a" * (cap - 5)
+    out = run(f"printf '%s' '{prefix}{secret}tail'", cap=cap, redact=[secret])
+    assert out.truncated
+    text = out.output.decode()
+    assert "S3CR" not in text and "S3C" not in text
+    assert text.startswith(prefix)
+    assert len(out.output) <= cap
+    assert REDACTED.encode()[:5] == out.output[cap - 5 : cap]
+
+
+def test_redaction_in_full_output() -> None:
+    out = run("echo key=abcdefgh123; echo again abcdefgh123", redact=["abcdefgh123"])
+    assert out.output == f"key={REDACTED}\nagain {REDACTED}\n".encode()
+
+
+def test_cut_never_splits_a_utf8_sequence() -> None:
+    data = ("x" * 9 + "é€😀").encode()
+    for limit in range(len(data) + 1):
+        cut = _cut_utf8(data, limit)
+        assert len(cut) <= limit
+        cut.decode("utf-8")  # raises if split
+        assert data.startswith(cut)
+
+
+def test_children_carry_a_fresh_spawn_marker(tmp_path: Path) -> None:
+    a = run(f"echo ${SPAWN_MARKER}").output.strip()
+    b = run(f"echo ${SPAWN_MARKER}").output.strip()
+    assert len(a) == 32 and a != b
+
+
+def test_missing_program_raises() -> None:
+    with pytest.raises(FileNotFoundError):
+        run_captured(["/nonexistent/prog"], cwd="/", env=ENV, timeout_s=1)
