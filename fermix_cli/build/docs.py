@@ -1,9 +1,11 @@
-"""Write (or check) every file derived from the registry: completions/, man/ and docs/tools/."""
+"""Write (or check) every file derived from the registry: the catalog, completions/, man/ and docs/tools/."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from .catalog import discover
+from .catalog import render as render_catalog
 from .clitree import build_model
 from .completions import FILENAMES, SHELLS
 from .completions import render as render_completion
@@ -18,10 +20,12 @@ FOLDERS = ("completions", "man", "docs/tools")
 
 def generated(repo: Path) -> dict[Path, str]:
     """Every generated file under `repo`, with its expected content."""
+    catalog = discover()
+    files = {repo / "fermix_cli" / "catalog.py": render_catalog(catalog)}
     model = build_model()
-    files = {repo / "completions" / FILENAMES[sh]: render_completion(sh, model) for sh in SHELLS}
+    files |= {repo / "completions" / FILENAMES[sh]: render_completion(sh, model) for sh in SHELLS}
     files.update({repo / "man" / name: text for name, text in render_all(model).items()})
-    tool_docs = render_tool_docs(t.spec for t in model.tools)
+    tool_docs = render_tool_docs((t.spec for t in model.tools), catalog.tool_modules)
     files.update({repo / "docs" / "tools" / name: text for name, text in tool_docs.items()})
     return files
 

@@ -1,17 +1,16 @@
 """docs/tools/: one Markdown page per tool family plus an index, rendered from the tool registry.
 
-A tool's family is read from the module that declares it (the module whose `TOOLS` holds its spec),
-so a family moved into a domain package (`fermix_cli/jobs/tools.py`) keeps its page without any edit
+A tool's family is read from the module that declares it (the catalog's module for that tool), so a family moved into a domain package (`fermix_cli/jobs/tools.py`) keeps its page without any edit
 here. Tools and families are sorted and nothing depends on the clock, so the output is deterministic.
 """
 
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..core.catalog import default_catalog
 from .clitree import first_sentence
 
 GENERATOR = "python -m fermix_cli.build docs"
@@ -48,30 +47,14 @@ def family_of(module: str) -> str:
     return parts[0]
 
 
-def declaring_modules(specs: Iterable[Any]) -> dict[str, str]:
-    """Tool name -> the loaded module whose `TOOLS` holds that spec (the deepest one, if re-exported)."""
-    wanted = {id(s): s.name for s in specs}
-    found: dict[str, str] = {}
-    for mod_name, mod in sorted(sys.modules.items()):
-        if mod is None or not (mod_name == PACKAGE or mod_name.startswith(PACKAGE + ".")):
-            continue
-        tools = getattr(mod, "TOOLS", None)
-        if not isinstance(tools, tuple | list):
-            continue
-        for spec in tools:
-            name = wanted.get(id(spec))
-            if name is not None and mod_name.count(".") >= found.get(name, "").count("."):
-                found[name] = mod_name
-    missing = sorted(set(wanted.values()) - set(found))
-    if missing:
-        raise RuntimeError(f"no loaded module declares these tools in TOOLS: {', '.join(missing)}")
-    return found
+def by_family(specs: Iterable[Any], modules: Mapping[str, str] | None = None) -> dict[str, list[Any]]:
+    """Family name -> its tools sorted by name; families sorted by name.
 
-
-def by_family(specs: Iterable[Any]) -> dict[str, list[Any]]:
-    """Family name -> its tools sorted by name; families sorted by name."""
+    `modules` maps each tool to its declaring module (default: fermix's catalog).
+    """
     specs = list(specs)
-    modules = declaring_modules(specs)
+    if modules is None:
+        modules = default_catalog().tool_modules
     out: dict[str, list[Any]] = {}
     for spec in sorted(specs, key=lambda s: s.name):
         out.setdefault(family_of(modules[spec.name]), []).append(spec)
@@ -251,9 +234,9 @@ def index_page(families: dict[str, list[Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_all(specs: Iterable[Any]) -> dict[str, str]:
+def render_all(specs: Iterable[Any], modules: Mapping[str, str] | None = None) -> dict[str, str]:
     """File name (inside docs/tools/) -> page text."""
-    families = by_family(specs)
+    families = by_family(specs, modules)
     pages = {f"{fam}.md": family_page(fam, tools) for fam, tools in families.items()}
     pages["README.md"] = index_page(families)
     return dict(sorted(pages.items()))

@@ -1,7 +1,7 @@
 """The tool registry: each tool declared once, as data plus a handler; `invoke` is the one entry point.
 
 Tool family modules are imported only when one of their tools is needed, so a machine call pays
-for exactly one family. `fermix_cli.tools.index` maps names to modules; a test keeps it honest.
+for exactly one family. The generated catalog (`core/catalog.py`) maps names to modules.
 """
 
 from __future__ import annotations
@@ -224,10 +224,11 @@ class Registry:
         aliases: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         if modules is None:
-            from ..tools.index import TOOL_MODULES, TOOLSET_ALIASES
+            from .catalog import default_catalog
 
-            modules = TOOL_MODULES
-            aliases = TOOLSET_ALIASES if aliases is None else aliases
+            catalog = default_catalog()
+            modules = catalog.tool_modules
+            aliases = catalog.toolset_aliases if aliases is None else aliases
         self._modules = dict(modules)
         self._aliases = {ts: dict(table) for ts, table in (aliases or {}).items()}
         self._specs: dict[str, ToolSpec] = {}

@@ -94,6 +94,10 @@ def bash(p: BashParams, ctx: ToolContext) -> dict[str, Any]:
     return {"intent": p.intent.strip(), **result}
 
 
+# The coding contract's runtime aliases of `bash`: in the coding toolset `shell` and `cmd` mean `bash`,
+# while everywhere else `shell` is fermix's own shell tool (registry names stay unique).
+TOOLSET_ALIASES = {"coding": {"shell": "bash", "cmd": "bash"}}
+
 TOOLS = specs(
     ToolSpec(
         name="shell",

@@ -6,10 +6,12 @@ import importlib
 
 import pytest
 
+from fermix_cli.core.catalog import default_catalog
 from fermix_cli.core.context import POLICY_CLASSES
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.registry import Params, Registry, ToolSpec, default_registry
-from fermix_cli.tools.index import TOOL_MODULES
+
+TOOL_MODULES = default_catalog().tool_modules
 
 
 def test_index_matches_what_each_family_declares() -> None:

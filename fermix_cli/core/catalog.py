@@ -1,0 +1,54 @@
+"""The families fermix is made of, found through a generated catalog instead of imports.
+
+A family (a `tools/` module or package, or a domain package such as `jobs/` or `memory/`) declares its
+parts where it lives: `TOOLS` (its ToolSpecs), `TOOLSET_ALIASES`, `CONFIG_SECTIONS`, `MIGRATIONS` and
+`DUE_WORK`. `python -m fermix_cli.build docs` finds those declarations and writes them, as module
+names, into `fermix_cli/catalog.py`. The kernel reads that catalog by name, the way a plugin host reads
+entry points, and imports a family's module only when one of its parts is needed, so the kernel never
+imports a family and a new family edits no file in `core/`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+CATALOG_MODULE = "fermix_cli.catalog"
+
+
+class Catalog(NamedTuple):
+    """Where each family's declarations live, as module names (values are imported on first use)."""
+
+    tool_modules: Mapping[str, str] = {}  # tool name -> the module whose TOOLS declares it
+    toolset_aliases: Mapping[str, Mapping[str, str]] = {}  # toolset -> {alias: tool name}
+    config_modules: tuple[str, ...] = ()  # modules declaring CONFIG_SECTIONS
+    migration_modules: tuple[str, ...] = ()  # modules declaring MIGRATIONS
+    due_work_modules: tuple[str, ...] = ()  # modules declaring DUE_WORK
+
+    def declared(self, attribute: str, modules: tuple[str, ...]) -> list[tuple[str, Any]]:
+        """(module, value of `attribute`) for each module, imported now, in catalog order."""
+        return [(name, getattr(importlib.import_module(name), attribute)) for name in modules]
+
+
+def load_catalog(module: str = CATALOG_MODULE) -> Catalog:
+    """The catalog a generated module holds (its upper-case names are the Catalog's fields)."""
+    mod = importlib.import_module(module)
+    return Catalog(
+        tool_modules=mod.TOOL_MODULES,
+        toolset_aliases=mod.TOOLSET_ALIASES,
+        config_modules=tuple(mod.CONFIG_MODULES),
+        migration_modules=tuple(mod.MIGRATION_MODULES),
+        due_work_modules=tuple(mod.DUE_WORK_MODULES),
+    )
+
+
+_DEFAULT: Catalog | None = None
+
+
+def default_catalog() -> Catalog:
+    """fermix's own catalog, loaded once per process."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = load_catalog()
+    return _DEFAULT
