@@ -15,7 +15,7 @@ from fermix_cli.core.context import ToolContext
 from fermix_cli.core.paths import resolve_paths
 from fermix_cli.core.registry import Registry
 
-TOY_TOOLS = '''
+TOY_TOOLS = """
 from fermix_cli.core.params import Field, Params
 from fermix_cli.core.registry import FailureMode, ToolSpec, specs
 
@@ -39,7 +39,7 @@ TOOLS = specs(
         failure_modes=(FailureMode("invalid_input", "text is longer than 100 characters"),),
     ),
 )
-'''
+"""
 
 
 @pytest.fixture
