@@ -207,7 +207,7 @@ def _add_command_job(args: dict[str, Any], command: str) -> dict[str, Any]:
     from ..core import policy
     from ..core.registry import default_registry
     from ..jobs import store
-    from ..jobs.tools import ScheduleJobParams, _delivery, _describe
+    from ..jobs.tools import ScheduleJobParams, describe_delivery, describe_schedule
 
     registry = default_registry()
     ctx = context()
@@ -225,8 +225,8 @@ def _add_command_job(args: dict[str, Any], command: str) -> dict[str, Any]:
     finally:
         ctx.close()
     message = (
-        f"Scheduled command job {job.id} ({job.name}): {_describe(job)}; next run {job.next_run_at}. "
-        f"Delivery: {_delivery(job)}."
+        f"Scheduled command job {job.id} ({job.name}): {describe_schedule(job)}; next run {job.next_run_at}. "
+        f"Delivery: {describe_delivery(job)}."
     )
     return {"job": job.as_dict(), "message": message}
 

@@ -65,7 +65,7 @@ def main_run(argv: list[str], g: GlobalOptions) -> int:
             code, summary = adopt_and_run(ctx, manual["run"], manual["claimant"], int(manual["lock-fd"]))
         else:
             use_lock = os.environ.get("FERMIX_JOBS_SCHEDULER_LOCK", "1") != "0"
-            from ..jobs.tick import run_tick
+            from ..jobs.conductor import run_tick
 
             code, summary = run_tick(ctx, use_lock=use_lock)
     finally:

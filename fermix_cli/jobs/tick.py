@@ -1,20 +1,16 @@
-"""The front of `fermix jobs run`: the scheduler lock and the idle check, before anything heavy is imported.
+"""The light pieces of a `fermix jobs run` tick: its summary, the idle check and the settings it reads.
 
-Most minutes nothing is due. Then a tick is: start Python, take the lock, three indexed reads, exit;
-the claim machinery, the config validators and subprocess handling are imported only when there is
-something to do.
+`conductor` drives a tick with these before anything heavy is imported; `runner` reports into `Summary`.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
-from .liveness import SchedulerLock
 from .model import ts
 
 if TYPE_CHECKING:
@@ -94,22 +90,3 @@ def jobs_config(ctx: ToolContext) -> JobsSettings:
     settings = JobsSettings(**{k: getattr(section, k) for k in _SETTINGS})
     ctx.extras["jobs_settings"] = settings
     return settings
-
-
-def run_tick(ctx: ToolContext, *, use_lock: bool = True) -> tuple[int, Summary]:
-    """One `fermix jobs run`: (exit code, summary). A held scheduler lock means another tick is claiming."""
-    t0 = time.monotonic()
-    lock = SchedulerLock(ctx.paths)
-    if use_lock and not lock.try_acquire():
-        return 0, Summary(status="busy")
-    try:
-        idle = nothing_to_do(ctx.state.conn, ctx.now())
-    except BaseException:
-        lock.release()
-        raise
-    if idle:
-        lock.release()
-        return 0, Summary(status="idle", timings_ms={"total": round((time.monotonic() - t0) * 1000, 2)})
-    from .runner import run_scheduler
-
-    return run_scheduler(ctx, lock if use_lock else None, t0)

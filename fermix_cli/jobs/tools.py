@@ -32,7 +32,8 @@ TARGET_DOC = (
 Target = dict[Annotated[str, Field(max_length=64)], str | int]
 
 
-def _describe(job: Job) -> str:
+def describe_schedule(job: Job) -> str:
+    """A job's schedule in words: `cron `...` in TZ`, `once at ...`, or the interval as written."""
     if job.schedule_kind == "cron":
         return f"cron `{job.schedule}` in {job.timezone}"
     if job.schedule_kind == "once":
@@ -40,7 +41,8 @@ def _describe(job: Job) -> str:
     return job.schedule
 
 
-def _delivery(job: Job) -> str:
+def describe_delivery(job: Job) -> str:
+    """Where a job's output goes: the mode, and the target's platform and address if it has one."""
     if job.delivery_target:
         addr = ", ".join(f"{k}={v}" for k, v in job.delivery_target.items() if k != "platform")
         return f"{job.delivery_mode} ({job.delivery_target.get('platform')}: {addr})"
@@ -151,8 +153,8 @@ def schedule_job(p: ScheduleJobParams, ctx: ToolContext) -> dict[str, Any]:
         ),
     )
     message = (
-        f"Scheduled job {job.id} ({job.name}): {_describe(job)}; next run {job.next_run_at}. "
-        f"Delivery: {_delivery(job)}."
+        f"Scheduled job {job.id} ({job.name}): {describe_schedule(job)}; next run {job.next_run_at}. "
+        f"Delivery: {describe_delivery(job)}."
     )
     return {"job": job.as_dict(), "message": message}
 
