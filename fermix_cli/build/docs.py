@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..cli.clitree import build_model
+from ..cli.completions import FILENAMES, SHELLS
+from ..cli.completions import render as render_completion
 from .catalog import discover
 from .catalog import render as render_catalog
-from .clitree import build_model
-from .completions import FILENAMES, SHELLS
-from .completions import render as render_completion
 from .manpages import render_all
 from .tooldocs import render_all as render_tool_docs
 

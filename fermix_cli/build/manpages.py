@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from .. import __version__
-from .clitree import Arg, CliModel, Command, Opt, Tool, build_model, first_sentence
+from ..cli.clitree import Arg, CliModel, Command, Opt, Tool, build_model, first_sentence
 
 GENERATOR = "python -m fermix_cli.build docs"
 

@@ -10,8 +10,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..cli.clitree import first_sentence
 from ..core.catalog import default_catalog
-from .clitree import first_sentence
 
 GENERATOR = "python -m fermix_cli.build docs"
 PACKAGE = "fermix_cli"

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..core.errors import ToolError
-from .app import handles_errors
 from .ask_cmd import ContinueOpt, ModelOpt, ProviderOpt, SessionOpt, SystemOpt, ToolsetOpt, ToolsOpt
+from .common import handles_errors
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -162,8 +162,8 @@ def agent(
 
     from ..agent.assemble import Agent, AgentOptions
     from ..core.logs import setup_logging
-    from .app import context
     from .ask_cmd import parse_tool_list
+    from .common import context
     from .render import RichObserver
 
     if toolset is not None and tools is not None:

@@ -10,7 +10,7 @@ from typing import IO, TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..core.errors import ToolError
-from .app import GLOBAL, context, emit_json, handles_errors
+from .common import GLOBAL, context, emit_json, handles_errors
 
 if TYPE_CHECKING:
     from ..agent.loop import RunResult

@@ -21,6 +21,6 @@ def completions_cmd(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fi
     zsh `fermix completions zsh > ~/.zfunc/_fermix` (with ~/.zfunc on fpath);
     fish `fermix completions fish > ~/.config/fish/completions/fermix.fish`.
     """
-    from ..build.completions import render
+    from .completions import render
 
     typer.echo(render(shell.value), nl=False)

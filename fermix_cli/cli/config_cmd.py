@@ -9,7 +9,7 @@ import typer
 
 from ..core.config import get_key, load_config, parse_cli_value, set_key, unset_key
 from ..core.grants import update_config
-from .app import context, handles_errors
+from .common import context, handles_errors
 
 app = typer.Typer(help="Read and change config.toml (validated before it is written).", no_args_is_help=True)
 

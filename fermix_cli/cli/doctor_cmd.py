@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .app import GLOBAL, emit_json
+from .common import GLOBAL, emit_json
 
 
 def doctor_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False) -> None:

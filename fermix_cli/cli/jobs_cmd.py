@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from ..core.errors import ToolError
-from .app import GLOBAL, context, emit_json, emit_result, handles_errors, invoke_tool
+from .common import GLOBAL, context, emit_json, emit_result, handles_errors, invoke_tool
 
 app = typer.Typer(
     help="Scheduled jobs: add, list, pause, resume, remove, run now, read runs; `jobs install` sets up cron.",

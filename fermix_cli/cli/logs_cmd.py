@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from .app import context, emit_json, handles_errors
+from .common import context, emit_json, handles_errors
 
 OUTPUT_PREVIEW = 300
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .app import context, emit_json, handles_errors
+from .common import context, emit_json, handles_errors
 
 app = typer.Typer(
     help="Model Context Protocol: serve fermix's tools over stdio, and inspect configured MCP servers.",

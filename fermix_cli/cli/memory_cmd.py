@@ -8,7 +8,7 @@ import typer
 
 from ..core.errors import ToolError
 from ..memory import store as mem
-from .app import context, emit_json, emit_result, handles_errors, invoke_tool
+from .common import context, emit_json, emit_result, handles_errors, invoke_tool
 
 app = typer.Typer(
     help="What fermix remembers: list, search, forget (archive) and restore memories.", no_args_is_help=True

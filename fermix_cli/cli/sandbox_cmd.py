@@ -9,7 +9,7 @@ import typer
 
 from ..core.config import set_key
 from ..core.grants import grant_path, revoke_path, update_config
-from .app import context, emit_json, handles_errors
+from .common import context, emit_json, handles_errors
 
 
 class Mode(StrEnum):

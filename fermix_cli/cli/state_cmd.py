@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..core.migrations import MIGRATIONS
-from .app import context, emit_json, handles_errors
+from .common import context, emit_json, handles_errors
 
 app = typer.Typer(help="The SQLite state file.", no_args_is_help=True)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fermix_cli.build.clitree import build_model
-from fermix_cli.build.completions import nodes
+from fermix_cli.cli.clitree import build_model
+from fermix_cli.cli.completions import nodes
 from fermix_cli.cli.toolcall import parse_tool_argv
 from fermix_cli.core.errors import ToolError
 from tests.conftest import REPO

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fermix_cli.build.clitree import build_model
 from fermix_cli.build.docs import COMMAND, generated, stale
 from fermix_cli.build.manpages import render_all
+from fermix_cli.cli.clitree import build_model
 from tests.conftest import REPO, Env
 
 

@@ -7,8 +7,8 @@ import shlex
 
 import pytest
 
-from fermix_cli.build.clitree import build_model
 from fermix_cli.build.tooldocs import by_family, cell, constraints, family_of, render_all, type_name
+from fermix_cli.cli.clitree import build_model
 from fermix_cli.core.registry import default_registry
 
 

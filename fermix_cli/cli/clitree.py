@@ -13,7 +13,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from ..cli.toolcall import RESERVED
+from .toolcall import RESERVED
 
 # Parameter names whose values are paths (tool parameters and command arguments).
 PATH_NAMES = frozenset({"path", "paths", "file", "files", "dir", "directory", "cwd", "working_dir", "root"})
@@ -195,8 +195,8 @@ def build_model() -> CliModel:
     """Read the Typer app (every command group registered) and the registry's built-in tools."""
     import typer
 
-    from ..cli.app import full_app
     from ..core.registry import default_registry
+    from .app import full_app
 
     root = _command(typer.main.get_command(full_app()), ())
     tools = tuple(
