@@ -1,7 +1,8 @@
 """`python -m fermix_cli.build docs [--check]` and `python -m fermix_cli.build pyz [--spec FILE]`.
 
-docs: regenerate completions/, man/ and docs/tools/ from the command tree and the tool registry (run it after
-adding or changing a tool or a command; a test fails while they are out of date). pyz: build
+docs: regenerate completions/, man/ and docs/tools/ from the command tree and the tool registry, and
+core/net/transport_async.py from core/net/transport.py (run it after adding or changing a tool, a command
+or the sync transport; a test fails while they are out of date). pyz: build
 dist/fermix.pyz as zipapp.spec says.
 """
 
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     parser = argparse.ArgumentParser(prog="python -m fermix_cli.build", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
-    docs = sub.add_parser("docs", help="regenerate completions/, man/ and docs/tools/")
+    docs = sub.add_parser("docs", help="regenerate completions/, man/, docs/tools/ and the async transport")
     docs.add_argument("--check", action="store_true", help="exit 1 if any generated file is out of date")
     pyz = sub.add_parser("pyz", help="build dist/fermix.pyz from zipapp.spec")
     pyz.add_argument("--spec", default=None, help="spec file (default: zipapp.spec in the checkout)")

@@ -1,4 +1,6 @@
-"""Write (or check) every file derived from the registry: the catalog, completions/, man/ and docs/tools/."""
+"""Write (or check) every generated file: the catalog, completions/, man/ and docs/tools/ (derived from the
+registry and the command tree), and the async network transport (derived from the sync one).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from .catalog import discover
 from .catalog import render as render_catalog
 from .manpages import render_all
 from .tooldocs import render_all as render_tool_docs
+from .unasync import generated as unasync_generated
 
 COMMAND = "python -m fermix_cli.build docs"
 
@@ -27,6 +30,7 @@ def generated(repo: Path) -> dict[Path, str]:
     files.update({repo / "man" / name: text for name, text in render_all(model).items()})
     tool_docs = render_tool_docs((t.spec for t in model.tools), catalog.tool_modules)
     files.update({repo / "docs" / "tools" / name: text for name, text in tool_docs.items()})
+    files.update(unasync_generated(repo))
     return files
 
 

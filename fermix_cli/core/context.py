@@ -80,7 +80,7 @@ class ToolContext(Record):
         clock: Callable[[], datetime] = utc_now,
         os_home: str | None = None,  # default: the user's real home
         extras: dict[str, Any] | None = None,
-        # Builds HTTP clients (default: `netguard.guarded_client`); tests wrap it, e.g. to shorten timeouts.
+        # Builds HTTP clients (default: `net.client.guarded_client`); tests wrap it, e.g. to shorten timeouts.
         http_factory: Callable[..., GuardedClient] | None = None,
         _config: Config | None = None,
         _sandbox: Sandbox | None = None,
@@ -175,7 +175,7 @@ class ToolContext(Record):
         options.setdefault("allowed_private_hosts", tuple(self.config.fermix_core.net.allowed_private_hosts))
         if self.http_factory is not None:
             return self.http_factory(**options)
-        from .net.guard import guarded_client
+        from .net.client import guarded_client
 
         return guarded_client(**options)
 

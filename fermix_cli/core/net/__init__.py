@@ -1,8 +1,10 @@
 """The network guard, shared by every family that talks HTTP: one transport judges every connection.
 
-- `guard`: URL and host checks, the allowed-private-hosts table, `guarded_client()`.
+- `guard`: URL and host checks, the allowed-private-hosts table.
+- `client`: `guarded_client()` and `guarded_async_client()`, the factories every request starts from.
 - `iptable`: the explicit table of non-global address ranges.
-- `transport` / `transport_async`: the httpx transports that resolve, judge and pin each connection.
+- `transport`: the httpx transport that resolves, judges and pins each connection; `transport_async` is
+  generated from it (`fermix_cli/build/unasync.py`). `exchange`: what the two share.
 - `httpclient`: `GuardedClient`, redirects followed by fermix with per-exchange time limits.
 - `response`: reading a guarded response under size and decompression caps.
 
@@ -15,18 +17,27 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .guard import HostGuard, blocked_url_error, check_url, guarded_client
+    from .client import guarded_async_client, guarded_client
+    from .guard import HostGuard, blocked_url_error, check_url
     from .httpclient import GuardedClient
 
 _EXPORTS = {
     "HostGuard": "guard",
     "blocked_url_error": "guard",
     "check_url": "guard",
-    "guarded_client": "guard",
+    "guarded_client": "client",
+    "guarded_async_client": "client",
     "GuardedClient": "httpclient",
 }
 
-__all__ = ["GuardedClient", "HostGuard", "blocked_url_error", "check_url", "guarded_client"]
+__all__ = [
+    "GuardedClient",
+    "HostGuard",
+    "blocked_url_error",
+    "check_url",
+    "guarded_async_client",
+    "guarded_client",
+]
 
 
 def __getattr__(name: str) -> Any:  # PEP 562: submodules load on first use

@@ -1,7 +1,7 @@
 """The network guard's rules: which URLs fermix may fetch and which addresses it may connect to.
 
-Every outbound request goes through `guarded_client()` (or `GuardedTransport` in `nettransport`), which
-applies these rules at send time and again at connect time. Reference section 5.1, steps 1 to 4:
+Every outbound request goes through `client.guarded_client()` (or `GuardedTransport` in `transport`),
+which applies these rules at send time and again at connect time. Reference section 5.1, steps 1 to 4:
 
 1. syntax: non-empty, no whitespace, http/https, a host, no userinfo, at most 2,048 bytes;
 2. host names: lower-case, one trailing dot stripped, IDNA UTS-46 with NFKC; `localhost`, `*.localhost`,
@@ -16,22 +16,14 @@ steps 2 to 4 allow any address. This module does not import httpx.
 from __future__ import annotations
 
 import socket
-import sys
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.net.iptable import blocked_range, parse_address
-
-if TYPE_CHECKING:
-    import ssl
-
-    import httpcore
-
-    from fermix_cli.core.net.httpclient import GuardedClient
 
 Resolver = Callable[[str], Iterable[str]]
 """Maps a host name to its A and AAAA answers as address strings; no answers or OSError means none."""
@@ -269,48 +261,3 @@ class HostGuard:
             if ip is not None and str(ip) not in checked:
                 checked.append(str(ip))
         return checked
-
-
-def guarded_client(
-    *,
-    allowed_private_hosts: Iterable[str] = (),
-    resolver: Resolver | None = None,
-    max_body: int = DEFAULT_MAX_BODY,
-    user_agent: str | None = None,
-    follow_redirects: bool = True,
-    max_redirects: int = 5,
-    connect_timeout: float = 3.0,
-    read_timeout: float = 15.0,
-    total_timeout: float | None = 60.0,
-    verify: ssl.SSLContext | None = None,
-    socket_backend: httpcore.NetworkBackend | None = None,
-) -> GuardedClient:
-    """The HTTP client every fermix request goes through; close it (or use `with`) when done.
-
-    `max_body` caps decoded response bytes; `total_timeout` bounds a whole exchange including redirects
-    and body (None: no overall bound, for long model streams). `verify` replaces the certifi trust
-    store; `socket_backend` opens sockets to addresses the guard has already approved (a test seam).
-    The user agent defaults to `fermix/<version>`.
-    """
-    if "httpx" not in sys.modules:
-        # httpx imports its optional command line (rich, click, pygments: ~90 ms) when they are installed;
-        # fermix never uses it, so a machine call that sends a request does not pay for it.
-        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    from fermix_cli.core.net.httpclient import GuardedClient, NetLimits
-
-    guard = HostGuard(allowed_private_hosts, resolver)
-    limits = NetLimits(
-        max_body=max_body,
-        max_redirects=max_redirects if follow_redirects else 0,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        total_timeout=total_timeout,
-    )
-    return GuardedClient(
-        guard,
-        limits=limits,
-        follow_redirects=follow_redirects,
-        user_agent=user_agent,
-        verify=verify,
-        socket_backend=socket_backend,
-    )

@@ -1,6 +1,6 @@
 """The guarded HTTP client: every hop judged, redirects followed by fermix, time limits per exchange.
 
-Imported only when a client is built (`netguard.guarded_client`), so it may import httpx at the top.
+Imported only when a client is built (`net.client.guarded_client`), so it may import httpx at the top.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class _Exchange:
 
 
 class GuardedClient:
-    """The HTTP client every fermix request goes through (build it with `netguard.guarded_client`)."""
+    """The HTTP client every fermix request goes through (build it with `net.client.guarded_client`)."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """Reading a guarded response: decoded bytes under a cap, bounded decompression, text and lines.
 
-Imported only when a client is built (`netguard.guarded_client`), so it may import httpx at the top.
+Imported only when a client is built (`net.client.guarded_client`), so it may import httpx at the top.
 """
 
 from __future__ import annotations

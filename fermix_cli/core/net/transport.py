@@ -1,6 +1,6 @@
 """The guarded httpx transport: hosts judged on every request and connection, connections pinned.
 
-Imported only when a client is built (`netguard.guarded_client`), so it may import httpx at the top.
+Imported only when a client is built (`net.client.guarded_client`), so it may import httpx at the top.
 
 The host is judged twice: per request in `GuardedTransport.handle_request` (so a name that rebinds to a
 private address is refused even when a pooled connection exists), and per connection, where pinning
@@ -10,11 +10,13 @@ an approved address. The request URL keeps its host name, so the `Host` header, 
 verification all use the original name, and the pool keys connections by name. (Rewriting the URL to
 the IP and passing `sni_hostname` would also pin, but would pool TLS connections by IP, so a second host
 on the same IP could reuse a connection whose certificate was checked for the first.)
+
+`transport_async` is generated from this file (`fermix_cli/build/unasync.py`, run by
+`python -m fermix_cli.build docs`): edit this one and regenerate, so the two cannot drift.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ssl
 import time
 from collections.abc import Iterable, Iterator
@@ -23,7 +25,13 @@ from typing import Any
 import httpcore
 import httpx
 
-from fermix_cli.core.errors import ToolError
+from fermix_cli.core.net.exchange import (
+    connect_deadline,
+    core_errors,
+    network_error,
+    time_left,
+    to_core_request,
+)
 from fermix_cli.core.net.guard import HostGuard, blocked_url_error, check_url
 
 
@@ -43,16 +51,15 @@ class PinnedBackend(httpcore.NetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
         addresses = self._guard.addresses(host)
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = connect_deadline(timeout)
         failure: Exception | None = None
         # Try each approved answer in resolver order within one connect budget; never the name itself.
         for address in addresses:
-            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.001)
             try:
                 return self._sockets.connect_tcp(
                     address,
                     port,
-                    timeout=remaining,
+                    timeout=time_left(deadline),
                     local_address=local_address,
                     socket_options=socket_options,
                 )
@@ -72,55 +79,6 @@ class PinnedBackend(httpcore.NetworkBackend):
         time.sleep(seconds)
 
 
-def to_core_request(request: httpx.Request) -> httpcore.Request:
-    """The httpcore request for an httpx one, for the guarded transports (sync and async)."""
-    # SNI and certificate checks must use the URL's own host, so a caller cannot override them.
-    extensions = {k: v for k, v in request.extensions.items() if k != "sni_hostname"}
-    return httpcore.Request(
-        method=request.method,
-        url=httpcore.URL(
-            scheme=request.url.raw_scheme,
-            host=request.url.raw_host,
-            port=request.url.port,
-            target=request.url.raw_path,
-        ),
-        headers=request.headers.raw,
-        content=request.stream,
-        extensions=extensions,
-    )
-
-
-@contextlib.contextmanager
-def core_errors(request: httpx.Request) -> Iterator[None]:
-    """httpcore's failures as fermix's: `network` (naming the timeout) or `unsupported_scheme`."""
-    try:
-        yield
-    except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as exc:
-        raise network_error(exc, request) from exc
-    except httpcore.UnsupportedProtocol as exc:
-        raise blocked_url_error("unsupported_scheme", str(exc), url=str(request.url)) from exc
-
-
-def network_error(exc: Exception, request: httpx.Request) -> ToolError:
-    """The `network` ToolError for an httpcore failure, naming the timeout that expired."""
-    timeouts = request.extensions.get("timeout", {})
-    host = request.url.host
-    details = {"url": str(request.url), "error": type(exc).__name__}
-    if isinstance(exc, httpcore.ConnectTimeout):
-        message = f"connect timeout: {host} did not accept a connection within {timeouts.get('connect')} s"
-    elif isinstance(exc, httpcore.ReadTimeout):
-        message = f"read timeout: {host} sent nothing for {timeouts.get('read')} s"
-    elif isinstance(exc, httpcore.WriteTimeout):
-        message = f"write timeout: {host} accepted nothing for {timeouts.get('write')} s"
-    elif isinstance(exc, httpcore.PoolTimeout):
-        message = f"timed out waiting for a free connection to {host}"
-    elif isinstance(exc, httpcore.ConnectError):
-        message = f"could not connect to {host}: {exc or 'connection failed'}"
-    else:
-        message = f"connection to {host} failed ({type(exc).__name__}: {exc})"
-    return ToolError("network", message, details)
-
-
 class _GuardedByteStream(httpx.SyncByteStream):
     """The raw response body, with httpcore failures turned into `network` ToolErrors."""
 
@@ -131,9 +89,7 @@ class _GuardedByteStream(httpx.SyncByteStream):
     def __iter__(self) -> Iterator[bytes]:
         try:
             yield from self._stream
-        except httpcore.TimeoutException as exc:
-            raise network_error(exc, self._request) from exc
-        except (httpcore.NetworkError, httpcore.ProtocolError) as exc:
+        except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as exc:
             raise network_error(exc, self._request) from exc
 
     def close(self) -> None:
@@ -146,7 +102,7 @@ class GuardedTransport(httpx.BaseTransport):
     """The httpx transport for every fermix request: URL and address checks per request and per connection.
 
     No proxies, no retries, HTTP/1.1. Failures raise `ToolError` (`blocked_url` or `network`), also when
-    the transport is mounted in a plain `httpx.Client`. `verify` replaces the certifi trust store.
+    the transport is mounted in a plain httpx client. `verify` replaces the certifi trust store.
     `judge_each_request=False` is for callers that judge every request themselves (`GuardedClient`);
     new connections are judged and pinned regardless.
     """

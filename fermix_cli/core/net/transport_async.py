@@ -1,9 +1,13 @@
-"""The async twin of `nettransport.GuardedTransport`, for async HTTP clients (the MCP SDK's).
+"""The async twin of `transport.GuardedTransport`, for async HTTP clients (the MCP SDK's).
+
+Generated from `transport.py` by `python -m fermix_cli.build docs` (fermix_cli/build/unasync.py);
+do not edit: change `transport.py` and regenerate.
 
 Same rules, same judge: the URL is checked and the host judged on every request (`check_url`,
 `HostGuard.addresses`), and below httpcore's connection pool every new connection is resolved once,
-judged, and opened to an approved address only. Name resolution runs in a worker thread so the event
-loop never blocks on DNS. Imported only when an async client is built.
+judged, and opened to an approved address only, within one connect deadline for all of a host's
+addresses. Name resolution runs in a worker thread so the event loop never blocks on DNS. Imported only
+when an async client is built.
 """
 
 from __future__ import annotations
@@ -16,12 +20,18 @@ import anyio
 import httpcore
 import httpx
 
+from fermix_cli.core.net.exchange import (
+    connect_deadline,
+    core_errors,
+    network_error,
+    time_left,
+    to_core_request,
+)
 from fermix_cli.core.net.guard import HostGuard, blocked_url_error, check_url
-from fermix_cli.core.net.transport import core_errors, network_error, to_core_request
 
 
 class AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
-    """Connects only to addresses the `HostGuard` approved for the requested host."""
+    """An httpcore network backend that connects only to addresses the `HostGuard` approved."""
 
     def __init__(self, guard: HostGuard, socket_backend: httpcore.AsyncNetworkBackend | None = None) -> None:
         self._guard = guard
@@ -36,11 +46,17 @@ class AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         addresses = await anyio.to_thread.run_sync(self._guard.addresses, host)
+        deadline = connect_deadline(timeout)
         failure: Exception | None = None
+        # Try each approved answer in resolver order within one connect budget; never the name itself.
         for address in addresses:
             try:
                 return await self._sockets.connect_tcp(
-                    address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                    address,
+                    port,
+                    timeout=time_left(deadline),
+                    local_address=local_address,
+                    socket_options=socket_options,
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
@@ -59,6 +75,8 @@ class AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
 
 
 class _AsyncGuardedByteStream(httpx.AsyncByteStream):
+    """The raw response body, with httpcore failures turned into `network` ToolErrors."""
+
     def __init__(self, stream: AsyncIterable[bytes], request: httpx.Request) -> None:
         self._stream = stream
         self._request = request
@@ -77,7 +95,13 @@ class _AsyncGuardedByteStream(httpx.AsyncByteStream):
 
 
 class AsyncGuardedTransport(httpx.AsyncBaseTransport):
-    """Every request judged, every connection pinned; HTTP/1.1, no proxies, no retries."""
+    """The httpx transport for every fermix request: URL and address checks per request and per connection.
+
+    No proxies, no retries, HTTP/1.1. Failures raise `ToolError` (`blocked_url` or `network`), also when
+    the transport is mounted in a plain httpx client. `verify` replaces the certifi trust store.
+    `judge_each_request=False` is for callers that judge every request themselves (`GuardedClient`);
+    new connections are judged and pinned regardless.
+    """
 
     def __init__(
         self,
@@ -86,11 +110,17 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
         verify: ssl.SSLContext | None = None,
         socket_backend: httpcore.AsyncNetworkBackend | None = None,
         max_connections: int = 10,
+        keepalive_expiry: float = 5.0,
+        judge_each_request: bool = True,
     ) -> None:
+        self._judge_each_request = judge_each_request
+        # trust_env=False: SSL_CERT_FILE / SSL_CERT_DIR from the environment are ignored.
         self._guard = guard
+        ssl_context = verify or httpx.create_ssl_context(trust_env=False)
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=verify or httpx.create_ssl_context(trust_env=False),
+            ssl_context=ssl_context,
             max_connections=max_connections,
+            keepalive_expiry=keepalive_expiry,
             http1=True,
             http2=False,
             retries=0,
@@ -99,7 +129,10 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         check_url(str(request.url))
-        await anyio.to_thread.run_sync(self._guard.addresses, request.url.host)
+        # Judge the host on every request, even one that will reuse a pooled connection: a name that now
+        # resolves to a private address is refused although the open connection goes to a checked one.
+        if self._judge_each_request:
+            await anyio.to_thread.run_sync(self._guard.addresses, request.url.host)
         assert isinstance(request.stream, httpx.AsyncByteStream)
         core_request = to_core_request(request)
         with core_errors(request):
@@ -115,23 +148,3 @@ class AsyncGuardedTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._pool.aclose()
-
-
-def guarded_async_client(
-    *,
-    allowed_private_hosts: Iterable[str] = (),
-    headers: dict[str, str] | None = None,
-    timeout: httpx.Timeout | None = None,
-    auth: httpx.Auth | None = None,
-) -> httpx.AsyncClient:
-    """An `httpx.AsyncClient` whose every request goes through the network guard (redirects included)."""
-    transport = AsyncGuardedTransport(HostGuard(allowed_private_hosts))
-    return httpx.AsyncClient(
-        transport=transport,
-        headers=headers,
-        timeout=timeout if timeout is not None else httpx.Timeout(30.0, read=300.0),
-        auth=auth,
-        follow_redirects=True,
-        max_redirects=5,
-        trust_env=False,
-    )

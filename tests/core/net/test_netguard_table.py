@@ -17,10 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fermix_cli.core.errors import ToolError
+from fermix_cli.core.net.client import guarded_client
 from fermix_cli.core.net.guard import (
     HostGuard,
     check_url,
-    guarded_client,
     normalise_allowed_host,
     normalise_host,
 )
