@@ -12,7 +12,6 @@ from ..core.errors import ToolError
 from ..core.fsops import FileReader
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ..core.search.forkmap import ordered_map
 from ..core.search.globpat import compile_glob, literal_prefix, max_depth
 from ..core.search.match import Matcher, MatchTimeout, is_binary, line_text
 from ..core.search.walk import WalkOptions, WalkStats, walk
@@ -138,63 +137,25 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     truncated = False
     reader = FileReader()
 
-    probed = 0  # matching lines found by this process's probes
-
-    def probe(item: tuple[str, int]) -> Any:
-        """`probe_file`, or "later" once this process has found more matches than the call wants.
-
-        A child probing ahead stops there: the call cannot get past those matches to this file.
-        """
-        nonlocal probed
-        if probed > limit:
-            return "later"
-        outcome = probe_file(item)
-        if isinstance(outcome, tuple):
-            probed += len(outcome[0])
-        return outcome
-
-    def probe_file(item: tuple[str, int]) -> Any:
-        """One file's matching lines (at most one past the limit), "large", or None (skipped)."""
-        path, size = item
-        if size > CONTENT_FILE_CAP:
-            return "large"
-        try:
-            data, _ = reader.read(path, CONTENT_FILE_CAP)
-        except (OSError, ToolError):
-            return None
-        if is_binary(data):
-            return None
-        found: list[tuple[int, str]] = []
-        try:
-            for hit in matcher.lines(data, deadline):
-                found.append((hit.line, line_text(data, hit)))
-                if len(found) > limit:
-                    break
-        except MatchTimeout:
-            return found, True
-        return found, False
-
-    # The second half of each batch of files is probed in a forked child (see core.forkmap).
-    results = ordered_map(files, probe)
     try:
-        for item, outcome in results:
-            path = item[0]
-            if outcome == "later":
-                outcome = probe_file(item)
-            if outcome == "large":
+        for path, size in files:
+            if size > CONTENT_FILE_CAP:
                 skipped_large += 1
                 continue
-            if outcome is None:
+            try:
+                data, _ = reader.read(path, CONTENT_FILE_CAP)
+            except (OSError, ToolError):
                 continue
-            found, timed_out = outcome
-            for line, text in found:
+            if is_binary(data):
+                continue
+            for hit in matcher.lines(data, deadline):
                 if len(matches) >= limit:
                     truncated = True
                     break
-                matches.append({"path": path, "line": line, "text": text})
+                matches.append({"path": path, "line": hit.line, "text": line_text(data, hit)})
             if truncated:
                 break
-            if timed_out or time.monotonic() > deadline:
+            if time.monotonic() > deadline:
                 raise MatchTimeout()
     except MatchTimeout:
         raise ToolError(
@@ -204,7 +165,6 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
             {"timeout_ms": timeout_ms, "matches_so_far": len(matches)},
         ) from None
     finally:
-        results.close()
         reader.close()
     if stats is not None and stats.stopped == "deadline":
         raise ToolError(

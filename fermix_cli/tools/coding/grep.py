@@ -2,8 +2,7 @@
 
 The pipeline is the shared one: the workspace walker (ignore, hidden and Perforce rules, sandbox),
 the shared matcher (regex after repairs, literal fallback), a bounded reader, then this module's
-ranking and printer. No program is run; on two or more cores, half of each batch of files is read
-and matched in a forked child (`core.forkmap`), with the same result as a plain loop.
+ranking and printer. No program is run: one loop reads and matches the walked files in order.
 """
 
 from __future__ import annotations
