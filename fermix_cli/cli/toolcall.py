@@ -276,14 +276,13 @@ def run_tool_list(argv: list[str], g: GlobalOptions) -> int:
         else:
             raise ToolError("unknown_flag", f"unknown argument {arg!r} for tool list", {"flag": arg})
     from ..core import policy
-    from ..core.logs import setup_logging
     from ..core.registry import default_registry
-    from ..core.toolsets import FilteredToolset
+    from ..core.toolsets import FilteredToolset, RegistryToolset
 
     ctx = _context(g)
-    setup_logging(ctx.paths.log_file)  # a configured MCP server that fails to start is logged, and skipped
     try:
-        tools = FilteredToolset(default_registry().toolset(), policy.can_see).tools(ctx)  # MCP tools too
+        # The built-ins: listing starts no MCP server (`fermix mcp tools` does; tool_search finds them).
+        tools = FilteredToolset(RegistryToolset(default_registry()), policy.can_see).tools(ctx)
     finally:
         ctx.close()
     rows: list[dict[str, Any]] = [
