@@ -50,6 +50,10 @@ TOOLSET_ALIASES: dict[str, dict[str, str]] = {
     "coding": {"cmd": "bash", "shell": "bash"},
 }
 
+TOOLSET_MODULES: tuple[str, ...] = (
+    "fermix_cli.mcp.toolset",
+)
+
 CONFIG_MODULES: tuple[str, ...] = ()
 
 MIGRATION_MODULES: tuple[str, ...] = (

@@ -49,7 +49,7 @@ class Agent:
         self.observer = observer
         self.registry = registry or default_registry()
         self.extras = dict(extras or {})
-        self.mcp_failures: dict[str, str] = {}
+        self.source_failures: dict[str, str] = {}  # tool sources (an MCP server ...) that did not load
         if options.session is not None and not SESSION_ID.fullmatch(options.session):
             raise ToolError(
                 "usage",
@@ -91,20 +91,6 @@ class Agent:
         )
         return select_tools(self.registry, ctx, toolset=toolset, names=self.options.tools)
 
-    def _load_mcp_tools(self, ctx: ToolContext) -> None:
-        """Register the configured MCP servers' tools (deferred: found through tool_search) for this run.
-
-        Servers start only when some are enabled and the run could use them; one that fails is skipped
-        (its reason is in the fermix log and in `mcp_failures`).
-        """
-        if not any(s.enabled for s in ctx.config.mcp.servers.values()):
-            return
-        if self.options.tools is not None and not any(n.startswith("mcp_") for n in self.options.tools):
-            return
-        from ..mcp.client import load_servers
-
-        self.mcp_failures.update(load_servers(self.registry, ctx).failed)
-
     def open(self) -> AgentLoop:
         """The loop of the current session, loading its history the first time."""
         if self.loop is not None:
@@ -113,13 +99,14 @@ class Agent:
         stamped = self._stamped_trust()
         if stamped == "guest" and ctx.trust != "guest":
             ctx = ctx.derive(trust="guest")
-        self._load_mcp_tools(ctx)
         toolbox = self._toolbox(ctx)
+        self.source_failures.update(toolbox.tools.failures())
         run_ctx = ctx.derive(
             allowed_tools=toolbox.dispatchable,
             record_calls=True,
             session_id=self.session_id,
             toolset=toolbox.toolset,
+            toolsets=toolbox.tools,
             extras={**ctx.extras, **self.extras, "registry": self.registry},
         )
         custom = self.options.system

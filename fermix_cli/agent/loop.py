@@ -303,15 +303,8 @@ class AgentLoop:
         return stop
 
     def _target(self, call: ToolCall) -> tuple[str, Any]:
-        """The tool really called: tool_call bridges are unwrapped so policy and logs see the target."""
-        arguments = parse_arguments(call.arguments)
-        if call.name == "tool_call" and self.toolbox.deferral:
-            from ..tools.meta.tools import unwrap_tool_call
-
-            target = unwrap_tool_call(arguments)
-            if target is not None:
-                return target
-        return call.name, arguments
+        """The tool really called, as the run's toolset routes it (policy and logs see the target)."""
+        return self.toolbox.tools.route(call.name, parse_arguments(call.arguments), self.ctx)
 
     def _dispatch(self, call: ToolCall, name: str, arguments: Any) -> ToolOutcome:
         self.ctx.extras["call_id"] = call.call_id
@@ -327,9 +320,10 @@ class AgentLoop:
 
     def _may_see(self, name: str) -> bool:
         try:
-            return policy.can_see(self.registry.get(name), self.ctx)
+            spec = self.toolbox.tools.get(name, self.ctx)
         except ToolError:
             return False
+        return spec is not None and policy.can_see(spec, self.ctx)
 
     def _answer(self, state: _TurnState, outcome: ToolOutcome) -> None:
         self.history.append(

@@ -1,4 +1,9 @@
-"""Which tools a run offers the model and may dispatch: toolsets, `--tools`, policy and deferral."""
+"""Which tools a run offers the model and may dispatch: the registry's toolsets, wrapped for the run.
+
+The run's toolset is the registry's (built-ins, then the declared toolsets such as MCP servers), renamed
+for the named toolset (coding's aliases) and wrapped for deferral; what the model is shown is that,
+filtered by membership or `--tools` and by what the context may see.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +12,25 @@ from dataclasses import dataclass
 
 from ..core import policy
 from ..core.context import ToolContext
-from ..core.deferral import BRIDGES, deferral_enabled, is_deferrable
+from ..core.deferral import DeferredToolset, deferral_enabled
 from ..core.errors import ToolError
-from ..core.registry import Registry, ToolSpec
+from ..core.registry import Registry, ToolSpec, unknown_tool
+from ..core.toolsets import Toolset, member_of, policy_visible
 from .messages import ToolSchema
 
-TOOLSETS = ("fermix", "coding")
+TOOLSET_NAMES = ("fermix", "coding")
 
 
 @dataclass(frozen=True)
 class Toolbox:
-    """`advertised` go on the wire, `deferred` are listed by name, `unlisted` neither; all may run."""
+    """`advertised` go on the wire, `deferred` are listed by name, `unlisted` neither; all may run.
+
+    `tools` is the toolset the run finds names through (and routes bridge calls with).
+    """
 
     advertised: tuple[ToolSpec, ...]
     deferred: tuple[ToolSpec, ...]
-    deferral: bool
+    tools: Toolset
     toolset: str | None
     unlisted: tuple[ToolSpec, ...] = ()
 
@@ -37,23 +46,27 @@ def select_tools(
     registry: Registry, ctx: ToolContext, *, toolset: str | None, names: Sequence[str] | None = None
 ) -> Toolbox:
     """The run's tools: exactly `names` when given (each must be visible), else the toolset's."""
-    deferral = deferral_enabled(ctx)
     if names is not None:
+        source = registry.toolset()
         chosen = []
         for name in dict.fromkeys(names):
-            spec = registry.get(name)
+            spec = source.get(name, ctx)
+            if spec is None:
+                raise unknown_tool(name)
             reason = policy.denial_reason(spec, ctx)
             if reason is not None:
                 raise ToolError("policy_denied", f"--tools: {reason}.", {"tool": name})
             if not policy.can_see(spec, ctx) or spec.hidden_from_agent:
                 raise ToolError("unknown_tool", f"--tools: {name} is not available here", {"tool": name})
             chosen.append(spec)
-        return Toolbox(tuple(chosen), (), deferral, None)
-    if toolset is not None and toolset not in TOOLSETS:
-        raise ToolError("invalid_toolset", f"unknown toolset {toolset!r}; choose {' or '.join(TOOLSETS)}", {})
-    visible = registry.visible(ctx, toolset=toolset)
-    deferred = tuple(s for s in visible if deferral and is_deferrable(s))
-    # With nothing deferred the bridges have nothing to find: keep them off the wire (still dispatchable).
-    advertised = tuple(s for s in visible if s not in deferred and (deferred or s.name not in BRIDGES))
-    bridges = tuple(s for s in visible if s.name in BRIDGES and not deferred)
-    return Toolbox(advertised, deferred, deferral, toolset, bridges)
+        return Toolbox(tuple(chosen), (), DeferredToolset(source, deferral_enabled(ctx)), None)
+    if toolset is not None and toolset not in TOOLSET_NAMES:
+        raise ToolError(
+            "invalid_toolset", f"unknown toolset {toolset!r}; choose {' or '.join(TOOLSET_NAMES)}", {}
+        )
+    source, deferral = registry.toolset(toolset), deferral_enabled(ctx)
+    shown = policy_visible(source if toolset is None else member_of(source, toolset))
+    advertised, deferred, unlisted = DeferredToolset(shown, deferral).split(ctx)
+    return Toolbox(
+        tuple(advertised), tuple(deferred), DeferredToolset(source, deferral), toolset, tuple(unlisted)
+    )

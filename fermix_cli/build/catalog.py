@@ -1,7 +1,7 @@
 """Find every family's declarations and render `fermix_cli/catalog.py`, the kernel's map of them.
 
 Every module of the given packages is imported (build time only; nothing here runs in a tool call)
-and inspected for `TOOLS`, `TOOLSET_ALIASES`, `CONFIG_SECTIONS`, `MIGRATIONS` and `DUE_WORK`.
+and inspected for `TOOLS`, `TOOLSET_ALIASES`, `TOOLSETS`, `CONFIG_SECTIONS`, `MIGRATIONS` and `DUE_WORK`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def discover(packages: Sequence[str] = ("fermix_cli",)) -> Catalog:
     """The catalog of every family found in `packages` (a tool declared twice is an error)."""
     tools: dict[str, str] = {}
     aliases: dict[str, dict[str, str]] = {}
-    parts: dict[str, list[str]] = {"CONFIG_SECTIONS": [], "MIGRATIONS": [], "DUE_WORK": []}
+    parts: dict[str, list[str]] = {"TOOLSETS": [], "CONFIG_SECTIONS": [], "MIGRATIONS": [], "DUE_WORK": []}
     seen: set[int] = set()  # a declaration imported into another module is found once, where it lives
     for name in sorted(set(_modules(packages))):
         mod = importlib.import_module(name)
@@ -48,6 +48,7 @@ def discover(packages: Sequence[str] = ("fermix_cli",)) -> Catalog:
     return Catalog(
         tool_modules=dict(sorted(tools.items())),
         toolset_aliases={k: dict(sorted(v.items())) for k, v in sorted(aliases.items())},
+        toolset_modules=tuple(parts["TOOLSETS"]),
         config_modules=tuple(parts["CONFIG_SECTIONS"]),
         migration_modules=tuple(parts["MIGRATIONS"]),
         due_work_modules=tuple(parts["DUE_WORK"]),
@@ -74,6 +75,7 @@ def render(catalog: Catalog) -> str:
         'its parts is needed (a machine call imports the one family its tool belongs to).\n"""\n\n'
         f"TOOL_MODULES: dict[str, str] = {value(dict(catalog.tool_modules))}\n\n"
         f"TOOLSET_ALIASES: dict[str, dict[str, str]] = {value({k: dict(v) for k, v in catalog.toolset_aliases.items()})}\n\n"
+        f"TOOLSET_MODULES: tuple[str, ...] = {value(catalog.toolset_modules)}\n\n"
         f"CONFIG_MODULES: tuple[str, ...] = {value(catalog.config_modules)}\n\n"
         f"MIGRATION_MODULES: tuple[str, ...] = {value(catalog.migration_modules)}\n\n"
         f"DUE_WORK_MODULES: tuple[str, ...] = {value(catalog.due_work_modules)}\n"

@@ -89,8 +89,8 @@ def tools_cmd(
     Call one with `fermix tool mcp_SERVER_TOOL --json '{...}'`; a model finds them through tool_search.
     Exit 1 when a server could not be started.
     """
-    from ..core.registry import default_registry
-    from ..mcp.client import load_servers, server_for
+    from ..mcp.client import server_for
+    from ..mcp.toolset import McpToolset
 
     ctx = context()
     configured = ctx.config.mcp.servers
@@ -99,8 +99,9 @@ def tools_cmd(
         from ..core.errors import ToolError
 
         raise ToolError("usage", f"no [mcp.servers.{unknown[0]}] in config.toml", {"servers": unknown})
-    reg = default_registry()
-    report = load_servers(reg, ctx, only=servers or None)
+    toolset = McpToolset()
+    loaded = toolset.load(ctx, only=list(servers) if servers else None)
+    failed = toolset.failures()
     rows = [
         {
             "name": s.name,
@@ -108,14 +109,14 @@ def tools_cmd(
             "policy_class": s.policy_class,
             "description": s.description,
         }
-        for s in (reg.get(n) for n in sorted(report.registered))
+        for s in (loaded[n] for n in sorted(loaded))
     ]
     if as_json:
-        emit_json({"tools": rows, "failed": report.failed})
+        emit_json({"tools": rows, "failed": failed})
     else:
         for row in rows:
             first = str(row["description"]).split("\n")[0][:100]
             typer.echo(f"{row['name']:<40} {row['policy_class']:<13} {first}")
-        for name, why in sorted(report.failed.items()):
+        for name, why in sorted(failed.items()):
             typer.echo(f"{name}: {why}", err=True)
-    raise typer.Exit(1 if report.failed else 0)
+    raise typer.Exit(1 if failed else 0)

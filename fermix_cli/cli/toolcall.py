@@ -188,30 +188,28 @@ def _context(g: GlobalOptions) -> Any:
 
 
 def run_tool(name: str, argv: list[str], g: GlobalOptions) -> int:
+    from ..core.logs import setup_logging
     from ..core.registry import default_registry
 
     reg = default_registry()
-    if name.startswith("mcp_") and name not in reg.names():
-        # A tool of a configured MCP server: start that server (only that one) and register its tools.
-        from ..mcp.client import ensure_tool
-
-        ensure_tool(reg, name, lambda: _context(g))
-    spec = reg.get(name)
-    args = parse_tool_argv(argv, spec.input_schema)
-    out = sys.stdout
-    if args.help:
-        out.write(tool_usage(spec))
-        return 0
-    if args.schema:
-        out.write(_dumps(spec.input_schema(), args.pretty or out.isatty()) + "\n")
-        return 0
-    if args.jsonl and args.json_source is not None:
-        _usage("--jsonl reads objects from stdin; it cannot be combined with --json")
     ctx = _context(g)
-    from ..core.logs import setup_logging
-
-    setup_logging(ctx.paths.log_file)
     try:
+        spec = reg.find(name)  # a built-in: its family alone is imported
+        if spec is None:
+            # Another toolset's (an MCP server's tool starts that server): failures go to the log.
+            setup_logging(ctx.paths.log_file)
+            spec = reg.resolve(name, ctx)
+        args = parse_tool_argv(argv, spec.input_schema)
+        out = sys.stdout
+        if args.help:
+            out.write(tool_usage(spec))
+            return 0
+        if args.schema:
+            out.write(_dumps(spec.input_schema(), args.pretty or out.isatty()) + "\n")
+            return 0
+        if args.jsonl and args.json_source is not None:
+            _usage("--jsonl reads objects from stdin; it cannot be combined with --json")
+        setup_logging(ctx.paths.log_file)
         if args.jsonl:
             return _run_jsonl(reg, spec.name, args, ctx)
         data: dict[str, Any] = {}
@@ -279,8 +277,14 @@ def run_tool_list(argv: list[str], g: GlobalOptions) -> int:
             raise ToolError("unknown_flag", f"unknown argument {arg!r} for tool list", {"flag": arg})
     from ..core import policy
     from ..core.registry import default_registry
+    from ..core.toolsets import FilteredToolset, RegistryToolset
 
     ctx = _context(g)
+    try:
+        # The built-ins: listing starts no MCP server (`fermix mcp tools` does; tool_search finds them).
+        tools = FilteredToolset(RegistryToolset(default_registry()), policy.can_see).tools(ctx)
+    finally:
+        ctx.close()
     rows: list[dict[str, Any]] = [
         {
             "name": s.name,
@@ -290,8 +294,7 @@ def run_tool_list(argv: list[str], g: GlobalOptions) -> int:
             "toolsets": sorted(s.toolsets),
             "description": s.description,
         }
-        for s in default_registry().all()
-        if policy.can_see(s, ctx)
+        for s in tools
     ]
     if as_json:
         sys.stdout.write(_dumps(rows, sys.stdout.isatty()) + "\n")

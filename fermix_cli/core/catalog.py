@@ -1,7 +1,8 @@
 """The families fermix is made of, found through a generated catalog instead of imports.
 
 A family (a `tools/` module or package, or a domain package such as `jobs/` or `memory/`) declares its
-parts where it lives: `TOOLS` (its ToolSpecs), `TOOLSET_ALIASES`, `CONFIG_SECTIONS`, `MIGRATIONS` and
+parts where it lives: `TOOLS` (its ToolSpecs), `TOOLSET_ALIASES`, `TOOLSETS` (factories of the toolsets
+it provides beyond its own tools, such as the MCP servers'), `CONFIG_SECTIONS`, `MIGRATIONS` and
 `DUE_WORK`. `python -m fermix_cli.build docs` finds those declarations and writes them, as module
 names, into `fermix_cli/catalog.py`. The kernel reads that catalog by name, the way a plugin host reads
 entry points, and imports a family's module only when one of its parts is needed, so the kernel never
@@ -22,6 +23,7 @@ class Catalog(NamedTuple):
 
     tool_modules: Mapping[str, str] = {}  # tool name -> the module whose TOOLS declares it
     toolset_aliases: Mapping[str, Mapping[str, str]] = {}  # toolset -> {alias: tool name}
+    toolset_modules: tuple[str, ...] = ()  # modules declaring TOOLSETS (toolset providers)
     config_modules: tuple[str, ...] = ()  # modules declaring CONFIG_SECTIONS
     migration_modules: tuple[str, ...] = ()  # modules declaring MIGRATIONS
     due_work_modules: tuple[str, ...] = ()  # modules declaring DUE_WORK
@@ -37,6 +39,7 @@ def load_catalog(module: str = CATALOG_MODULE) -> Catalog:
     return Catalog(
         tool_modules=mod.TOOL_MODULES,
         toolset_aliases=mod.TOOLSET_ALIASES,
+        toolset_modules=tuple(getattr(mod, "TOOLSET_MODULES", ())),
         config_modules=tuple(mod.CONFIG_MODULES),
         migration_modules=tuple(mod.MIGRATION_MODULES),
         due_work_modules=tuple(mod.DUE_WORK_MODULES),

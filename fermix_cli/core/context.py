@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .net.httpclient import GuardedClient
     from .sandbox import Sandbox
     from .state import StateDB
+    from .toolsets import Toolset
 
 Trust = Literal["operator", "guest"]
 Origin = Literal["cli", "interactive", "scheduled", "subagent", "skill", "mcp"]
@@ -56,11 +57,11 @@ class ToolContext(Record):
 
     _fields = (
         "paths", "trust", "origin", "attended", "depth", "session_id", "cwd", "launch_cwd",
-        "allowed_tools", "policy_ceiling", "job_id", "record_calls", "toolset", "clock", "os_home",
-        "extras", "http_factory", "_config", "_sandbox", "_state",
+        "allowed_tools", "policy_ceiling", "job_id", "record_calls", "toolset", "toolsets", "clock",
+        "os_home", "extras", "http_factory", "_config", "_sandbox", "_state",
     )  # fmt: skip
     __slots__ = _fields
-    _hidden = frozenset({"http_factory", "_config", "_sandbox", "_state"})
+    _hidden = frozenset({"toolsets", "http_factory", "_config", "_sandbox", "_state"})
 
     def __init__(
         self,
@@ -77,6 +78,8 @@ class ToolContext(Record):
         job_id: str | None = None,
         record_calls: bool = False,
         toolset: str | None = None,
+        # Where names are found (a model run's toolbox); default: the registry's toolsets for `toolset`.
+        toolsets: Toolset | None = None,
         clock: Callable[[], datetime] = utc_now,
         os_home: str | None = None,  # default: the user's real home
         extras: dict[str, Any] | None = None,
@@ -99,6 +102,7 @@ class ToolContext(Record):
         self.job_id = job_id
         self.record_calls = record_calls
         self.toolset = toolset
+        self.toolsets = toolsets
         self.clock = clock
         self.os_home: str = _os_home() if os_home is None else os_home
         self.extras: dict[str, Any] = {} if extras is None else extras

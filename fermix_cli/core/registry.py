@@ -1,7 +1,9 @@
 """The tool registry: each tool declared once, as data plus a handler; `invoke` is the one entry point.
 
 Tool family modules are imported only when one of their tools is needed, so a machine call pays
-for exactly one family. The generated catalog (`core/catalog.py`) maps names to modules.
+for exactly one family. The generated catalog (`core/catalog.py`) maps names to modules. `invoke`
+finds a name through the context's toolsets (`core/toolsets.py`): the built-ins here, then the toolsets
+families declare (MCP servers, ...).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ import importlib
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from . import policy
@@ -19,6 +21,15 @@ from .errors import ExitClass, ToolError
 from .jsonin import parse_object
 from .params import Params, ValidationError  # tool modules import Params from here
 from .records import FrozenRecord
+from .toolsets import (
+    CombinedToolset,
+    DeclaredToolsets,
+    RegistryToolset,
+    RenamedToolset,
+    Toolset,
+    member_of,
+    policy_visible,
+)
 
 PolicyClass = Literal["read_only", "read_write", "exec", "network", "external_api", "gui_control"]
 
@@ -216,12 +227,13 @@ def _validation_error(tool: str, e: ValidationError) -> ToolError:
 
 
 class Registry:
-    """Name → ToolSpec, with family modules imported on first use."""
+    """Name → ToolSpec, with family modules imported on first use; the built-in toolset's store."""
 
     def __init__(
         self,
         modules: Mapping[str, str] | None = None,
         aliases: Mapping[str, Mapping[str, str]] | None = None,
+        toolset_modules: Sequence[str] | None = None,
     ) -> None:
         if modules is None:
             from .catalog import default_catalog
@@ -229,10 +241,14 @@ class Registry:
             catalog = default_catalog()
             modules = catalog.tool_modules
             aliases = catalog.toolset_aliases if aliases is None else aliases
+            toolset_modules = catalog.toolset_modules if toolset_modules is None else toolset_modules
         self._modules = dict(modules)
         self._aliases = {ts: dict(table) for ts, table in (aliases or {}).items()}
         self._specs: dict[str, ToolSpec] = {}
         self._loaded: set[str] = set()
+        self._toolset_modules = tuple(toolset_modules or ())
+        self._sources: Toolset | None = None
+        self._toolsets: dict[str | None, Toolset] = {}
 
     def _load_module(self, module: str) -> None:
         if module in self._loaded:
@@ -242,26 +258,40 @@ class Registry:
         for spec in getattr(mod, "TOOLS", ()):
             self._specs.setdefault(spec.name, spec)
 
-    def resolve_name(self, name: str, toolset: str | None) -> str:
-        """The registry name `name` stands for in `toolset` (coding's `shell`/`cmd` mean `bash`)."""
-        if toolset is not None:
-            return self._aliases.get(toolset, {}).get(name, name)
-        return name
+    def toolset(self, membership: str | None = None) -> Toolset:
+        """Every source of tools as one toolset: the built-ins first, then the declared toolsets (MCP ...).
+
+        `membership` names a toolset (`coding`) whose aliases apply (coding's `shell`/`cmd` mean `bash`).
+        The declared toolsets' modules are imported only when a name misses the built-ins, or on a listing.
+        """
+        found = self._toolsets.get(membership)
+        if found is None:
+            if self._sources is None:
+                self._sources = CombinedToolset(
+                    [RegistryToolset(self), DeclaredToolsets(self._toolset_modules)]
+                )
+            found = self._sources
+            aliases = self._aliases.get(membership or "", {})
+            if aliases:
+                found = RenamedToolset(found, aliases)
+            self._toolsets[membership] = found
+        return found
 
     def names(self) -> list[str]:
         return sorted(set(self._modules) | set(self._specs))
 
-    def get(self, name: str) -> ToolSpec:
+    def find(self, name: str) -> ToolSpec | None:
+        """The registered tool `name` (its family imported on first use), or None."""
         spec = self._specs.get(name)
         if spec is None and name in self._modules:
             self._load_module(self._modules[name])
             spec = self._specs.get(name)
+        return spec
+
+    def get(self, name: str) -> ToolSpec:
+        spec = self.find(name)
         if spec is None:
-            raise ToolError(
-                "unknown_tool",
-                f"Unknown tool: {name}. Run: fermix tool list",
-                {"tool": name},
-            )
+            raise unknown_tool(name)
         return spec
 
     def all(self) -> list[ToolSpec]:
@@ -278,14 +308,18 @@ class Registry:
         self._specs[spec.name] = spec
 
     def visible(self, ctx: ToolContext, *, toolset: str | None = None) -> list[ToolSpec]:
-        """The tools `ctx` may see (and so run), optionally within one toolset."""
-        return [
-            s
-            for s in self.all()
-            if (toolset is None or toolset in s.toolsets)
-            and not s.hidden_from_agent
-            and policy.can_see(s, ctx)
-        ]
+        """The registered tools `ctx` may see (and so run), optionally within one toolset."""
+        tools: Toolset = RegistryToolset(self)
+        if toolset is not None:
+            tools = member_of(tools, toolset)
+        return policy_visible(tools).tools(ctx)
+
+    def resolve(self, name: str, ctx: ToolContext) -> ToolSpec:
+        """The tool `name` stands for in `ctx`, found through the context's toolsets."""
+        spec = (ctx.toolsets or self.toolset(ctx.toolset)).get(name, ctx)
+        if spec is None:
+            raise unknown_tool(name)
+        return spec
 
     def parse(self, spec: ToolSpec, raw_args: str | bytes | Mapping[str, Any] | None) -> Params:
         """Strictly parse and validate arguments for `spec`."""
@@ -304,7 +338,7 @@ class Registry:
         result: Any = None
         error: ToolError | None = None
         try:
-            spec = self.get(self.resolve_name(name, ctx.toolset))
+            spec = self.resolve(name, ctx)
             policy.check(spec, ctx)
             params = self.parse(spec, raw_args)
             result = to_jsonable(spec.handler(params, ctx))
@@ -335,7 +369,7 @@ class Registry:
             result = self.invoke(name, raw_args, ctx)
         except ToolError as e:
             return False, e.model_text(), e.to_dict()
-        return True, self.get(self.resolve_name(name, ctx.toolset)).render_for_model(result), result
+        return True, self.resolve(name, ctx).render_for_model(result), result
 
 
 def to_jsonable(result: Any) -> Any:
@@ -399,6 +433,15 @@ def registry_of(ctx: ToolContext) -> Registry:
     """The registry serving `ctx`: the one a model loop put in `ctx.extras`, else the default."""
     reg = ctx.extras.get("registry")
     return reg if isinstance(reg, Registry) else default_registry()
+
+
+def toolset_of(ctx: ToolContext) -> Toolset:
+    """The toolsets `ctx` sees, as one: those a run put in the context, else its registry's."""
+    return ctx.toolsets or registry_of(ctx).toolset(ctx.toolset)
+
+
+def unknown_tool(name: str) -> ToolError:
+    return ToolError("unknown_tool", f"Unknown tool: {name}. Run: fermix tool list", {"tool": name})
 
 
 def specs(*items: ToolSpec) -> tuple[ToolSpec, ...]:

@@ -1,14 +1,14 @@
-"""fermix as an MCP client: each `[mcp.servers.NAME]` server's tools become registry tools `mcp_NAME_TOOL`.
+"""fermix as an MCP client: each `[mcp.servers.NAME]` server's tools become tools `mcp_NAME_TOOL`.
 
-They are ordinary `ToolSpec`s (kind "mcp", deferred, policy class from the server's config), so every
-call goes through `registry.invoke` and the policy layer like any other tool; the handler forwards the
-arguments to the server over its session (`sessions.py`).
+They are ordinary `ToolSpec`s (kind "mcp", deferred, policy class from the server's config), offered
+through the MCP toolset (`toolset.py`), so every call goes through `registry.invoke` and the policy layer
+like any other tool; the handler forwards the arguments to the server over its session (`sessions.py`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +19,14 @@ from ..core.registry import FailureMode, Hints, Params, Registry, ToolSpec
 from .sessions import Connection, describe_error, pool, unavailable
 
 if TYPE_CHECKING:
+    from ..core.config import McpServerConfig
     from ..core.context import ToolContext
 
 log = logger("fermix.mcp.client")
 
 PREFIX = "mcp_"
 MAX_NAME = 64  # what provider APIs accept for a function name
-TOOLSETS = frozenset({"fermix", "coding"})
+MEMBERSHIP = frozenset({"fermix", "coding"})  # the named toolsets MCP tools belong to
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -171,7 +172,7 @@ def specs_for(conn: Connection) -> list[ToolSpec]:
                 handler=_handler(name, conn.name, tool.name, schema, conn),
                 hints=_hints(tool.annotations),
                 failure_modes=FAILURES,
-                toolsets=TOOLSETS,
+                toolsets=MEMBERSHIP,
                 kind="mcp",
                 deferred=True,
                 render=_render,
@@ -181,7 +182,7 @@ def specs_for(conn: Connection) -> list[ToolSpec]:
     return out
 
 
-# ----- loading into a registry --------------------------------------------------------------------
+# ----- starting servers --------------------------------------------------------------------------
 
 
 @dataclass
@@ -190,12 +191,19 @@ class LoadReport:
     failed: dict[str, str] = field(default_factory=dict)
 
 
+def server_specs(name: str, config: McpServerConfig, ctx: ToolContext) -> tuple[Connection, list[ToolSpec]]:
+    """Start server `name` (once per process) and make its tools; raises its `mcp_unavailable` error."""
+    conn = pool().connect(name, config, ctx)
+    return conn, specs_for(conn)
+
+
 def load_servers(
     registry: Registry, ctx: ToolContext, *, only: Iterable[str] | None = None, strict: bool = False
 ) -> LoadReport:
-    """Start the enabled servers (or just `only`) and register their tools; failures are reported.
+    """Start the enabled servers (or just `only`) and register their tools in `registry`.
 
-    With `strict` a server that fails raises its `mcp_unavailable` error instead of being skipped.
+    Failures are reported; with `strict` a server that fails raises its `mcp_unavailable` error instead.
+    (Runs reach MCP tools through the MCP toolset; this is for a registry of one's own, as in tests.)
     """
     report = LoadReport()
     servers = ctx.config.mcp.servers
@@ -205,14 +213,14 @@ def load_servers(
         if config is None or not config.enabled:
             continue
         try:
-            conn = pool().connect(name, config, ctx)
+            _, specs = server_specs(name, config, ctx)
         except ToolError as e:
             if strict:
                 raise
             log.warning("MCP server %s skipped: %s", name, e.message)
             report.failed[name] = e.message
             continue
-        for spec in specs_for(conn):
+        for spec in specs:
             try:
                 registry.register(spec)
             except ToolError:
@@ -225,19 +233,3 @@ def server_for(name: str, servers: Iterable[str]) -> str | None:
     """Which configured server an `mcp_<server>_<tool>` name belongs to (the longest match)."""
     matches = [s for s in servers if name.startswith(f"{PREFIX}{s}_")]
     return max(matches, key=len) if matches else None
-
-
-def ensure_tool(registry: Registry, name: str, make_context: Callable[[], ToolContext]) -> None:
-    """Make `mcp_<server>_<tool>` callable by name: start its server and register its tools."""
-    if name in registry.names():
-        return
-    from ..core.logs import setup_logging
-
-    ctx = make_context()
-    setup_logging(ctx.paths.log_file)  # start-up failures go to the log, never to stderr
-    try:
-        server = server_for(name, [s for s, c in ctx.config.mcp.servers.items() if c.enabled])
-        if server is not None:
-            load_servers(registry, ctx, only=[server], strict=True)
-    finally:
-        ctx.close()

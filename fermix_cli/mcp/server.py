@@ -1,8 +1,10 @@
 """`fermix mcp serve`: the registry's tools over MCP (stdio), called through `registry.invoke`.
 
 Every call gets its own `origin="mcp"` context (model-driven, not attended), narrowed to the served
-tools, so the policy layer refuses anything else exactly as it would for any other caller. Tool calls
-run in a worker thread; each builds and closes its own context, so no SQLite handle crosses threads.
+tools, so the policy layer refuses anything else exactly as it would for any other caller. Its toolset
+is the built-ins alone: fermix does not pass other MCP servers' tools on (nor start them, which could be
+this very server). Tool calls run in a worker thread; each builds and closes its own context, so no
+SQLite handle crosses threads.
 """
 
 from __future__ import annotations
@@ -32,9 +34,18 @@ INSTRUCTIONS = (
 ContextFactory = Callable[[], "ToolContext"]
 
 
-def mcp_context(base: ToolContext, served: frozenset[str]) -> ToolContext:
+def mcp_context(base: ToolContext, served: frozenset[str], registry: Registry) -> ToolContext:
     """A model-driven MCP context: origin mcp, not attended, narrowed to the served tools."""
-    return base.derive(origin="mcp", attended=False, allowed_tools=served, record_calls=True)
+    from ..core.toolsets import RegistryToolset
+
+    return base.derive(
+        origin="mcp",
+        attended=False,
+        allowed_tools=served,
+        record_calls=True,
+        toolsets=RegistryToolset(registry),
+        extras={**base.extras, "registry": registry},
+    )
 
 
 def build_server(registry: Registry, make_context: ContextFactory, allow: Iterable[str] = ()) -> Server:
@@ -44,7 +55,7 @@ def build_server(registry: Registry, make_context: ContextFactory, allow: Iterab
     from mcp.server.lowlevel import Server
 
     served = served_names(registry, allow)
-    probe = mcp_context(make_context(), served)
+    probe = mcp_context(make_context(), served, registry)
     try:
         specs = [s for s in registry.visible(probe) if s.name in served]
     finally:
@@ -58,7 +69,7 @@ def build_server(registry: Registry, make_context: ContextFactory, allow: Iterab
         return tools
 
     def call_sync(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        ctx = mcp_context(make_context(), served)
+        ctx = mcp_context(make_context(), served, registry)
         try:
             ok, text, payload = registry.invoke_for_model(name, arguments or {}, ctx)
         finally:
@@ -102,7 +113,7 @@ def serve_stdio(registry: Registry, make_context: ContextFactory, allow: Iterabl
 def served_tools(registry: Registry, make_context: ContextFactory, allow: Iterable[str] = ()) -> list[str]:
     """The names `fermix mcp serve` would list with this `allow` (for `--list`)."""
     served = served_names(registry, allow)
-    probe = mcp_context(make_context(), served)
+    probe = mcp_context(make_context(), served, registry)
     try:
         return [s.name for s in registry.visible(probe) if s.name in served]
     finally:

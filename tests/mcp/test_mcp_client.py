@@ -115,6 +115,31 @@ def test_call_by_name_from_the_cli(world: Env) -> None:
     assert r.code == 0 and r.stdout == "hi there\n"
 
 
+def test_the_bridges_from_the_cli_see_the_mcp_servers(world: Env) -> None:
+    # `fermix tool tool_search` reaches the same toolsets as a model run: the servers' tools are found.
+    configure(world, {"stub": stub()})
+    r = world.tool("tool_search", {"query": "add two integers sum"})
+    assert r.code == 0, r.stderr
+    found = r.json()
+    assert found["total_available"] >= 4
+    assert found["matches"][0] == {
+        "name": "mcp_stub_add",
+        "plugin": "mcp",
+        "description": found["matches"][0]["description"],
+    }
+    r = world.tool("tool_describe", {"name": "mcp_stub_add"})
+    assert r.code == 0 and r.json()["input_schema"]["required"] == ["a", "b"]
+    r = world.tool("tool_call", {"name": "mcp_stub_add", "arguments": {"a": 19, "b": 23}})
+    assert r.code == 0, r.stderr
+    assert r.json()["structured_content"] == {"sum": 42}
+    listed = {t["name"] for t in world.run("tool", "list", "--json").json()}
+    assert "tool_search" in listed and "mcp_stub_add" not in listed  # listing starts no server
+    r = world.run("--trust", "guest", "tool", "tool_search", "--json", '{"query": "add"}')
+    assert r.code == 0 and r.json()["total_available"] == 0  # the server's policy class is external_api
+    r = world.run("--trust", "guest", "tool", "tool_call", "--json", '{"name": "mcp_stub_add"}')
+    assert r.code == 2 and r.error()["message"] == "Unknown capability: mcp_stub_add"
+
+
 def test_schema_comes_from_the_server(world: Env) -> None:
     configure(world, {"stub": stub()})
     schema = world.run("tool", "mcp_stub_add", "--schema").json()

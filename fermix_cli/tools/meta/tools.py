@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 from ...core import policy
 from ...core.context import ToolContext
-from ...core.deferral import BRIDGES, deferral_enabled, is_deferrable, require_deferral
+from ...core.deferral import deferral_enabled, is_deferrable, require_deferral, unwrap_tool_call
 from ...core.errors import ToolError
 from ...core.params import Field
-from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, registry_of, specs
+from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, registry_of, specs, toolset_of
 from ...core.tooldoc import tool_markdown
 
 SEARCH_DEFAULT_LIMIT = 5
@@ -25,11 +25,8 @@ def unknown_capability(name: str) -> ToolError:
 
 def visible_spec(ctx: ToolContext, name: str) -> ToolSpec:
     """The spec of `name` if the caller may see it, else `Unknown capability` either way."""
-    try:
-        spec = registry_of(ctx).get(name)
-    except ToolError:
-        raise unknown_capability(name) from None
-    if not policy.can_see(spec, ctx):
+    spec = toolset_of(ctx).get(name, ctx)
+    if spec is None or not policy.can_see(spec, ctx):
         raise unknown_capability(name)
     return spec
 
@@ -58,8 +55,8 @@ def _plugin_of(spec: ToolSpec) -> str:
 
 
 def deferred_catalog(ctx: ToolContext) -> list[ToolSpec]:
-    """The deferred tools this caller could dispatch, sorted by name."""
-    return [s for s in registry_of(ctx).all() if is_deferrable(s) and policy.can_see(s, ctx)]
+    """The deferred tools this caller could dispatch, from every toolset it sees, sorted by name."""
+    return [s for s in toolset_of(ctx).tools(ctx) if is_deferrable(s) and policy.can_see(s, ctx)]
 
 
 class ToolSearchParams(Params):
@@ -125,22 +122,8 @@ def malformed_tool_call(name: Any, arguments: Any) -> ToolError:
     )
 
 
-def unwrap_tool_call(raw_args: Any) -> tuple[str, dict[str, Any]] | None:
-    """(target, arguments) of a well-formed tool_call, or None (the call then reaches the tool)."""
-    if not isinstance(raw_args, dict):
-        return None
-    name, arguments = raw_args.get("name"), raw_args.get("arguments")
-    if set(raw_args) - {"name", "arguments"} or not isinstance(name, str) or name in BRIDGES:
-        return None
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        return None
-    return name, arguments
-
-
 def tool_call(p: ToolCallParams, ctx: ToolContext) -> Any:
-    # A model loop unwraps tool_call before dispatch; this runs for direct calls and malformed ones.
+    # A model run routes tool_call to its target before dispatch; this runs for direct and malformed calls.
     target = unwrap_tool_call({"name": p.name, "arguments": p.arguments})
     if target is None:
         raise malformed_tool_call(p.name, p.arguments)

@@ -1,0 +1,88 @@
+"""The MCP toolset: the configured servers' tools, `mcp_SERVER_TOOL`, as every surface sees them.
+
+Declared in `TOOLSETS`, so the kernel finds it through the catalog and imports this module only when a
+name misses the built-ins or a caller lists every tool. A server starts on first need: a name of its
+own, or a listing (`tool_search`, a model run). One that fails to start is skipped in a listing (the
+reason is in the fermix log and in `failures()`), and its error is raised when a caller names its tool.
+This module does not import the `mcp` SDK; the client does, when a server starts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core.errors import ToolError
+from ..core.logs import logger
+from ..core.toolsets import Toolset
+
+if TYPE_CHECKING:
+    from ..core.config import McpServerConfig
+    from ..core.context import ToolContext
+    from ..core.registry import ToolSpec
+
+log = logger("fermix.mcp.client")
+
+PREFIX = "mcp_"
+
+
+class McpToolset(Toolset):
+    """Every enabled `[mcp.servers.NAME]` server's tools."""
+
+    def __init__(self) -> None:
+        self._specs: dict[str, tuple[Any, dict[str, ToolSpec]]] = {}  # server -> (connection, its tools)
+        self._failed: dict[str, str] = {}
+
+    @staticmethod
+    def servers(ctx: ToolContext) -> dict[str, McpServerConfig]:
+        return {name: c for name, c in ctx.config.mcp.servers.items() if c.enabled}
+
+    def server_tools(self, name: str, config: McpServerConfig, ctx: ToolContext) -> dict[str, ToolSpec]:
+        """Server `name`'s tools, starting it if need be; raises its `mcp_unavailable` error."""
+        from .client import server_specs
+
+        conn, specs = server_specs(name, config, ctx)
+        cached = self._specs.get(name)
+        if cached is None or cached[0] is not conn:  # a restarted server gets new handlers
+            cached = (conn, {s.name: s for s in specs})
+            self._specs[name] = cached
+        self._failed.pop(name, None)
+        return cached[1]
+
+    def load(self, ctx: ToolContext, only: list[str] | None = None) -> dict[str, ToolSpec]:
+        """The tools of the enabled servers (or just `only`); a server that fails is skipped and logged."""
+        out: dict[str, ToolSpec] = {}
+        for name, config in sorted(self.servers(ctx).items()):
+            if only is not None and name not in only:
+                continue
+            try:
+                tools = self.server_tools(name, config, ctx)
+            except ToolError as e:
+                log.warning("MCP server %s skipped: %s", name, e.message)
+                self._failed[name] = e.message
+                continue
+            for tool_name, spec in tools.items():
+                out.setdefault(tool_name, spec)
+        return out
+
+    def tools(self, ctx: ToolContext) -> list[ToolSpec]:
+        if not self.servers(ctx):
+            return []
+        loaded = self.load(ctx)
+        return [loaded[n] for n in sorted(loaded)]
+
+    def get(self, name: str, ctx: ToolContext) -> ToolSpec | None:
+        if not name.startswith(PREFIX):
+            return None
+        from .client import server_for
+
+        servers = self.servers(ctx)
+        server = server_for(name, servers)
+        if server is None:
+            return None
+        return self.server_tools(server, servers[server], ctx).get(name)
+
+    def failures(self) -> dict[str, str]:
+        return dict(self._failed)
+
+
+TOOLSETS = (McpToolset,)
