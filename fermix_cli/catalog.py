@@ -25,7 +25,7 @@ TOOL_MODULES: dict[str, str] = {
     "memory_recall": "fermix_cli.memory.tools",
     "memory_sources_list": "fermix_cli.memory.tools",
     "memory_store": "fermix_cli.memory.tools",
-    "model_routing_config": "fermix_cli.tools.meta.tools",
+    "model_routing_config": "fermix_cli.agent.tools",
     "pause_job": "fermix_cli.jobs.tools",
     "place_search": "fermix_cli.tools.web",
     "read": "fermix_cli.tools.coding.read",

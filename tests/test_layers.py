@@ -52,17 +52,7 @@ MIDDLE_ALLOWED: frozenset[tuple[str, str]] = frozenset(
 
 # Edges known to be going away, between units (a top-level package, or a tool family `tools.X`): tolerated
 # by every test here, and reported as warnings, until the work that removes them lands.
-PENDING: frozenset[tuple[str, str]] = frozenset(
-    {
-        # agent/assemble.py connects MCP servers itself; MCP becomes a toolset behind the registry (another
-        # branch of the restructure), which removes this edge.
-        ("agent", "mcp"),
-        # tools/meta/tools.py (model_routing_config) reads provider names and base URLs from agent.providers:
-        # a family importing the middle layer. tools/meta/ is being rebuilt around the Toolset seam on
-        # another branch; the provider table belongs below tools (core) or behind that seam.
-        ("tools.meta", "agent"),
-    }
-)
+PENDING: frozenset[tuple[str, str]] = frozenset()
 
 # Cycles between packages through function-level imports, known and tolerated until fixed (reported).
 PENDING_PACKAGE_CYCLES: frozenset[frozenset[str]] = frozenset()

@@ -9,6 +9,7 @@ from pathlib import Path
 from ..cli.clitree import build_model
 from ..cli.completions import FILENAMES, SHELLS
 from ..cli.completions import render as render_completion
+from ..core.registry import Registry
 from .catalog import discover
 from .catalog import render as render_catalog
 from .manpages import render_all
@@ -25,7 +26,8 @@ def generated(repo: Path) -> dict[Path, str]:
     """Every generated file under `repo`, with its expected content."""
     catalog = discover()
     files = {repo / "fermix_cli" / "catalog.py": render_catalog(catalog)}
-    model = build_model()
+    # The registry as the discovered catalog has it (the catalog file on disk may be the stale one).
+    model = build_model(Registry(catalog.tool_modules, catalog.toolset_aliases, catalog.toolset_modules))
     files |= {repo / "completions" / FILENAMES[sh]: render_completion(sh, model) for sh in SHELLS}
     files.update({repo / "man" / name: text for name, text in render_all(model).items()})
     tool_docs = render_tool_docs((t.spec for t in model.tools), catalog.tool_modules)

@@ -11,9 +11,12 @@ from __future__ import annotations
 import enum
 import typing
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .toolcall import RESERVED
+
+if TYPE_CHECKING:
+    from ..core.registry import Registry
 
 # Parameter names whose values are paths (tool parameters and command arguments).
 PATH_NAMES = frozenset({"path", "paths", "file", "files", "dir", "directory", "cwd", "working_dir", "root"})
@@ -191,7 +194,7 @@ def tool_flags(schema: dict[str, Any]) -> tuple[Opt, ...]:
     return tuple(out)
 
 
-def build_model() -> CliModel:
+def build_model(registry: Registry | None = None) -> CliModel:
     """Read the Typer app (every command group registered) and the registry's built-in tools."""
     import typer
 
@@ -199,9 +202,8 @@ def build_model() -> CliModel:
     from .app import full_app
 
     root = _command(typer.main.get_command(full_app()), ())
-    tools = tuple(
-        Tool(s.name, s, tool_flags(s.input_schema())) for s in default_registry().all() if s.kind == "builtin"
-    )
+    specs = (registry or default_registry()).all()
+    tools = tuple(Tool(s.name, s, tool_flags(s.input_schema())) for s in specs if s.kind == "builtin")
     return CliModel(root, tools, TOOL_OPTIONS)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 from ..core.context import ToolContext
@@ -123,6 +124,7 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     timeout_ms = _clamp(p.timeout_ms, 30_000, 1, 120_000)
     deadline = time.monotonic() + timeout_ms / 1000
     root = _search_root(ctx, p.path, "content_search")
+    files: Iterator[tuple[str, int]]
     if os.path.isdir(root):
         stats = WalkStats()
         files = (

@@ -12,6 +12,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import closing
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from ...core.context import ToolContext
@@ -140,6 +141,7 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
     deadline = time.monotonic() + DEADLINE_S
     walk_stats = WalkStats()
     searcher = Searcher(matcher, deadline)
+    scan: Scan | list[FileResult]
     try:
         if mode == "raw":
             scan = _scan_raw(ctx, target.path, target.cwd, searcher, walk_stats, offset, limit, ctx_lines)
@@ -167,7 +169,7 @@ def _rank_file(path: str, data: bytes, found: list[LineHit], matcher: Matcher, n
             fh.count()
         elif not fh.only_definitions_matter():
             fh.add(hit, label(hit))
-        elif is_def_like(data, hit.start, hit.end, lambda h=hit: matcher.spans(data, h.start, h.end)):
+        elif is_def_like(data, hit.start, hit.end, partial(matcher.spans, data, hit.start, hit.end)):
             fh.add(hit, DEF_LIKE)
         else:
             fh.count()

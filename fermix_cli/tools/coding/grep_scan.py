@@ -5,7 +5,7 @@ skips binary and non-UTF-8 text, and extracts hit and context lines.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 
 from ...core.errors import ToolError
 from ...core.fsops import FileReader
@@ -162,7 +162,7 @@ class Searcher:
             return None
         return found
 
-    def scan(self, targets: Iterable[tuple[str, str]]) -> Iterator[tuple[str, bytes, list[LineHit]]]:
+    def scan(self, targets: Iterable[tuple[str, str]]) -> Generator[tuple[str, bytes, list[LineHit]]]:
         """(shown path, bytes, hits) of each file with hits, in order, until the targets or a budget end."""
         for shown, canonical in targets:
             data = self.load(canonical)

@@ -1,4 +1,4 @@
-"""Meta tools: documentation of the registry itself, the deferral bridges, and model routing."""
+"""Meta tools: documentation of the registry itself and the deferral bridges."""
 
 from __future__ import annotations
 
@@ -136,129 +136,6 @@ def _bridge_gate(name: str) -> Any:
     return lambda ctx: require_deferral(ctx, name)
 
 
-# ----- model_routing_config ----------------------------------------------------------------------
-
-ROUTING_ACTIONS = ("read", "set", "delete")
-SETTABLE_KEYS = ("subagent_provider", "subagent_model", "subagent_reasoning_effort")
-EFFORTS = ("none", "low", "medium", "high", "xhigh", "max")
-_OPENAI_MODEL_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "davinci", "babbage")
-
-
-class RoutingParams(Params):
-    action: Annotated[
-        str, Field(description="read, set or delete", json_schema_extra={"enum": list(ROUTING_ACTIONS)})
-    ]
-    key: Annotated[
-        str | None,
-        Field(
-            description="For set/delete: subagent_provider, subagent_model or subagent_reasoning_effort",
-            json_schema_extra={"enum": list(SETTABLE_KEYS)},
-        ),
-    ] = None
-    value: Annotated[str | None, Field(max_length=256, description="New value, for set")] = None
-
-
-def _mismatch(kind: str, official: bool, model: str) -> bool:
-    """A provider/model pair that cannot work: an OpenAI model on Anthropic, or Claude on OpenAI itself."""
-    m = model.lower()
-    if kind == "anthropic":
-        return m.startswith(_OPENAI_MODEL_PREFIXES)
-    if kind == "openai" and official:
-        return m.startswith("claude")
-    return False
-
-
-def _check_pair(ctx: ToolContext, provider: str | None, model: str | None) -> None:
-    from ...agent.providers import OFFICIAL_BASE_URLS, kind_of, known_providers
-
-    known = known_providers(ctx.config)
-    if provider is None or model is None or provider not in known:
-        return
-    settings = known[provider]
-    kind = kind_of(provider, settings)
-    official = settings.base_url is None or settings.base_url.rstrip("/") == OFFICIAL_BASE_URLS.get(kind)
-    if _mismatch(kind, official, model):
-        raise ToolError(
-            "invalid_value",
-            f"model {model!r} does not run on provider {provider!r} ({kind}); set a matching pair",
-            {"provider": provider, "model": model},
-        )
-
-
-def _validated_value(ctx: ToolContext, key: str, value: str) -> str:
-    from ...agent.providers import known_providers
-
-    routing = ctx.config.fermix_core.routing
-    value = value.strip()
-    if not value:
-        raise ToolError("invalid_value", f"{key} cannot be empty; use delete to unset it", {"key": key})
-    if key == "subagent_provider":
-        known = known_providers(ctx.config)
-        if value not in known:
-            raise ToolError(
-                "invalid_value",
-                f"unknown provider {value!r}; known: {', '.join(sorted(known))}",
-                {"key": key, "value": value},
-            )
-        _check_pair(ctx, value, routing.subagent_model)
-    elif key == "subagent_model":
-        if any(c.isspace() for c in value):
-            raise ToolError("invalid_value", f"model {value!r} contains whitespace", {"key": key})
-        _check_pair(ctx, routing.subagent_provider or ctx.config.fermix_core.agent.provider, value)
-    elif value not in EFFORTS:
-        raise ToolError(
-            "invalid_value",
-            f"reasoning effort must be one of {', '.join(EFFORTS)}, got {value!r}",
-            {"key": key, "value": value},
-        )
-    return value
-
-
-def model_routing_config(p: RoutingParams, ctx: ToolContext) -> dict[str, Any]:
-    from ...core.grants import update_config
-
-    if p.action not in ROUTING_ACTIONS:
-        raise ToolError("invalid_action", f"{p.action} (use read, set or delete)", {"action": p.action})
-    if p.action == "read":
-        return ctx.config.fermix_core.routing.model_dump(mode="json")
-    if p.key is None:
-        raise ToolError("missing_parameters", "Missing required parameter: key", {"parameter": "key"})
-    if p.key not in SETTABLE_KEYS:
-        raise ToolError(
-            "invalid_key",
-            f"{p.key} (only {', '.join(SETTABLE_KEYS)} can be changed here; cron_* and meeting_* keys "
-            "are changed by editing config.toml)",
-            {"key": p.key},
-        )
-    key = p.key
-
-    def section(doc: dict[str, Any]) -> dict[str, Any]:
-        core = doc.setdefault("fermix_core", {})
-        routing: dict[str, Any] = core.setdefault("routing", {})
-        return routing
-
-    if p.action == "set":
-        if p.value is None:
-            raise ToolError("missing_parameters", "Missing required parameter: value", {"parameter": "value"})
-        value = _validated_value(ctx, key, p.value)
-
-        def set_value(doc: dict[str, Any]) -> dict[str, Any]:
-            section(doc)[key] = value
-            return doc
-
-        update_config(ctx.paths, set_value)
-        ctx.reload_config()
-        return {"updated": key, "value": value}
-
-    def delete_value(doc: dict[str, Any]) -> dict[str, Any]:
-        section(doc).pop(key, None)
-        return doc
-
-    update_config(ctx.paths, delete_value)
-    ctx.reload_config()
-    return {"deleted": key}
-
-
 # ----- declarations ------------------------------------------------------------------------------
 
 _BRIDGE_NOTE = " Registered when tool-schema deferral is on ([fermix_core.tools.tool_search] enabled)."
@@ -336,30 +213,5 @@ TOOLS = specs(
         ),
         available=deferral_enabled,
         gate=_bridge_gate("tool_call"),
-    ),
-    ToolSpec(
-        name="model_routing_config",
-        category="config",
-        policy_class="read_write",
-        description=(
-            "Read or change which model delegated sub-agents run on (never the main agent's). `read` returns "
-            "the whole [fermix_core.routing] block; `set` and `delete` change subagent_provider, "
-            "subagent_model or subagent_reasoning_effort in config.toml, applied live."
-        ),
-        params=RoutingParams,
-        handler=model_routing_config,
-        hints=Hints(idempotent=True),
-        when_to_use="Run sub-agents on a smaller or different model.",
-        examples=(
-            Example({"action": "read"}, "show the routing block"),
-            Example({"action": "set", "key": "subagent_model", "value": "gpt-4o-mini"}, "a cheaper model"),
-            Example({"action": "delete", "key": "subagent_reasoning_effort"}, "back to the default"),
-        ),
-        failure_modes=(
-            FailureMode("invalid_action", "action is not read, set or delete"),
-            FailureMode("invalid_key", "the key is not one of the three sub-agent keys"),
-            FailureMode("invalid_value", "unknown provider, bad effort, or a mismatched provider/model pair"),
-            FailureMode("missing_parameters", "set without key or value, delete without key"),
-        ),
     ),
 )
