@@ -5,7 +5,7 @@ its parts is needed (a machine call imports the one family its tool belongs to).
 """
 
 TOOL_MODULES: dict[str, str] = {
-    "ast_grep": "fermix_cli.tools.coding.astgrep",
+    "ast_grep": "fermix_cli.tools.coding.astgrep.tool",
     "bash": "fermix_cli.tools.shell",
     "content_search": "fermix_cli.tools.search",
     "file_edit": "fermix_cli.tools.files",
@@ -16,7 +16,7 @@ TOOL_MODULES: dict[str, str] = {
     "git_read": "fermix_cli.tools.git.tools",
     "git_write": "fermix_cli.tools.git.tools",
     "glob_search": "fermix_cli.tools.search",
-    "grep": "fermix_cli.tools.coding.grep",
+    "grep": "fermix_cli.tools.coding.grep.tool",
     "hash_edit": "fermix_cli.tools.coding.edit",
     "list_files": "fermix_cli.tools.coding.find",
     "list_job_runs": "fermix_cli.jobs.tools",

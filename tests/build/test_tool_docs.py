@@ -18,7 +18,7 @@ from fermix_cli.core.registry import default_registry
         ("fermix_cli.tools.files", "files"),
         ("fermix_cli.tools.web", "web"),
         ("fermix_cli.tools.web.fetch", "web"),
-        ("fermix_cli.tools.coding.grep", "coding"),
+        ("fermix_cli.tools.coding.grep.tool", "coding"),
         ("fermix_cli.jobs.tools", "jobs"),
         ("fermix_cli.memory.tools", "memory"),
         ("fermix_cli.browser.tools", "browser"),

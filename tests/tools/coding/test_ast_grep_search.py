@@ -9,8 +9,10 @@ import pytest
 from search_fixture import make_tree
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.tools.coding import ast_lang, ast_search, ast_work
-from fermix_cli.tools.coding import astgrep as ag
+from fermix_cli.tools.coding.astgrep import languages as ast_lang
+from fermix_cli.tools.coding.astgrep import matches as ast_search
+from fermix_cli.tools.coding.astgrep import tool as ag
+from fermix_cli.tools.coding.astgrep import workset as ast_work
 from tests.conftest import Env
 
 PY = 'import logging\n\ndef f(x):\n    print("é", x)\n    foo(print(1,\n      2))\n    return x\n'

@@ -8,8 +8,8 @@ import pytest
 from search_fixture import FIXTURE, make_tree
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.tools.coding import grep as grep_mod
-from fermix_cli.tools.coding import grep_scan
+from fermix_cli.tools.coding.grep import searcher as grep_scan
+from fermix_cli.tools.coding.grep import tool as grep_mod
 from tests.conftest import Env
 
 

@@ -17,7 +17,7 @@ from search_fixture import make_tree
 
 from fermix_cli.core import fsops
 from fermix_cli.tools import search
-from fermix_cli.tools.coding import grep_scan
+from fermix_cli.tools.coding.grep import searcher as grep_scan
 from tests.conftest import Env
 
 

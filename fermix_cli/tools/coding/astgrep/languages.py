@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.errors import ToolError
+from ....core.errors import ToolError
 
 MAX_TREE_NODES = 16_384
 MAX_TREE_DEPTH = 64

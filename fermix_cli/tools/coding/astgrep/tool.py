@@ -13,17 +13,17 @@ import time
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from ...core.context import ToolContext
-from ...core.errors import ToolError
-from ...core.fsops import FileReader
-from ...core.params import Field, model_validator
-from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from . import ast_lang
-from .ast_lang import DeadlinePassed
-from .ast_search import search
-from .ast_work import Output, Work, common_result, load_tree, notes, with_notes, work_files
+from ....core.context import ToolContext
+from ....core.errors import ToolError
+from ....core.fsops import FileReader
+from ....core.params import Field, model_validator
+from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from ..paths import resolve_source
+from . import languages
+from .languages import DeadlinePassed
+from .matches import search
 from .outline import OutlineOptions, check_filter_size, compile_name, entry, parse_types, selected, symbols
-from .paths import resolve_source
+from .workset import Output, Work, common_result, load_tree, notes, with_notes, work_files
 
 PATTERN_MAX_BYTES = 4096
 DEADLINE_S = 30.0
@@ -173,7 +173,7 @@ def _outline(
                     break
                 out.add([text])
                 entries.append(line)
-                ast_lang.check_deadline(work.deadline)
+                languages.check_deadline(work.deadline)
             if out.truncated:
                 break
     except DeadlinePassed:
@@ -190,11 +190,11 @@ def _outline(
 def ast_grep(p: AstGrepParams, ctx: ToolContext) -> dict[str, Any]:
     op = p.operation or "search"
     _check_mode(p, op)
-    language = ast_lang.normalize_language(p.language) if p.language is not None else None
-    if op == "outline" and language is not None and language not in ast_lang.OUTLINE_LANGUAGES:
+    language = languages.normalize_language(p.language) if p.language is not None else None
+    if op == "outline" and language is not None and language not in languages.OUTLINE_LANGUAGES:
         raise ToolError(
             "invalid_language",
-            f"outline supports {', '.join(sorted(ast_lang.OUTLINE_LANGUAGES))}; not {language}",
+            f"outline supports {', '.join(sorted(languages.OUTLINE_LANGUAGES))}; not {language}",
             {"language": language},
         )
     limit = min(p.limit or DEFAULT_LIMIT, MAX_LIMIT)
@@ -203,7 +203,7 @@ def ast_grep(p: AstGrepParams, ctx: ToolContext) -> dict[str, Any]:
         raise ToolError("not_found", f"Path not found: {target.display}", {"path": target.path})
     work = Work(deadline=time.monotonic() + DEADLINE_S)
     if op == "search" and language is not None:
-        err = ast_lang.compile_pattern(p.pattern or "", language, work.deadline)
+        err = languages.compile_pattern(p.pattern or "", language, work.deadline)
         if err is not None:
             raise ToolError(
                 "invalid_pattern",

@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterable
 
-from ...core.errors import ToolError
-from ...core.fsops import FileReader
-from ...core.records import Record
-from ...core.search.match import LineHit, Matcher, MatchTimeout, is_binary
+from ....core.errors import ToolError
+from ....core.fsops import FileReader
+from ....core.records import Record
+from ....core.search.match import LineHit, Matcher, MatchTimeout, is_binary
 
 FILE_CAP = 4 * 1024 * 1024
 CALL_BYTES_CAP = 128 * 1024 * 1024

@@ -6,14 +6,14 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from ...core.errors import ToolError
-from ...core.fsops import FileReader
-from . import ast_lang
-from .ast_lang import DeadlinePassed, library_error
-from .ast_work import Output, Work, common_result, load_tree, notes, with_notes
+from ....core.errors import ToolError
+from ....core.fsops import FileReader
+from . import languages
+from .languages import DeadlinePassed, library_error
+from .workset import Output, Work, common_result, load_tree, notes, with_notes
 
 if TYPE_CHECKING:
-    from .astgrep import AstGrepParams
+    from .tool import AstGrepParams
 
 REPLACEMENT_CAP = 1024 * 1024
 
@@ -81,7 +81,7 @@ def search(
     try:
         for shown, canonical, lang in files:
             if lang not in compiled:
-                err = ast_lang.compile_pattern(pattern, lang, work.deadline)
+                err = languages.compile_pattern(pattern, lang, work.deadline)
                 compiled[lang] = err is None
                 if err is not None:
                     pattern_errors[lang] = err
@@ -100,7 +100,7 @@ def search(
             except BaseException as e:
                 pattern_errors[lang] = library_error(e)
                 continue
-            ast_lang.check_deadline(work.deadline)
+            languages.check_deadline(work.deadline)
             if not nodes:
                 continue
             files_matched += 1

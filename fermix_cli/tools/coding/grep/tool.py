@@ -15,18 +15,18 @@ from contextlib import closing
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from ...core.context import ToolContext
-from ...core.errors import ToolError
-from ...core.params import Field
-from ...core.records import Record
-from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ...core.search.match import LineHit, Matcher
-from ...core.search.p4ignore import resolve_p4
-from ...core.search.walk import ALWAYS_SKIP, WalkOptions, WalkStats, walk
-from .grep_print import Block, Hit, render_ranked, render_raw
-from .grep_rank import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
-from .grep_scan import CALL_BYTES_CAP, FILE_CAP, MAX_FILES, ScanStats, Searcher, context_rows, line_str
-from .paths import display_path, resolve_source
+from ....core.context import ToolContext
+from ....core.errors import ToolError
+from ....core.params import Field
+from ....core.records import Record
+from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from ....core.search.match import LineHit, Matcher
+from ....core.search.p4ignore import resolve_p4
+from ....core.search.walk import ALWAYS_SKIP, WalkOptions, WalkStats, walk
+from ..paths import display_path, resolve_source
+from .printer import Block, Hit, render_ranked, render_raw
+from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
+from .searcher import CALL_BYTES_CAP, FILE_CAP, MAX_FILES, ScanStats, Searcher, context_rows, line_str
 
 MAX_PATTERNS = 8
 MAX_PATTERN_BYTES = 1024

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.errors import ToolError
-from .ast_lang import check_deadline
-from .outline_langs import EXTRACTORS, SYMBOL_TYPES, Node, Symbol
+from ....core.errors import ToolError
+from .languages import check_deadline
+from .symbol_rules import EXTRACTORS, SYMBOL_TYPES, Node, Symbol
 
 ITEMS = ("structure", "exports", "imports", "all")
 VIEWS = ("digest", "names", "signatures", "expanded")

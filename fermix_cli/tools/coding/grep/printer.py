@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ...core.records import FrozenRecord, Record
+from ....core.records import FrozenRecord, Record
 
 MAX_LINE_CHARS = 1000
 GROUPED_HEADER = "grouped_v1"

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ...core.records import Record
-from ...core.search.match import LineHit
+from ....core.records import Record
+from ....core.search.match import LineHit
 
 DEF_LIKE, MATCH, IMPORT = "def-like", "match", "import"
 RANK = {DEF_LIKE: 0, MATCH: 1, IMPORT: 2}

@@ -10,14 +10,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...core.context import ToolContext
-from ...core.errors import ToolError
-from ...core.fsops import FileReader
-from ...core.search.p4ignore import resolve_p4
-from ...core.search.walk import WalkOptions, WalkStats, walk
-from . import ast_lang
-from .ast_lang import TreeTooComplex
-from .paths import display_path
+from ....core.context import ToolContext
+from ....core.errors import ToolError
+from ....core.fsops import FileReader
+from ....core.search.p4ignore import resolve_p4
+from ....core.search.walk import WalkOptions, WalkStats, walk
+from ..paths import display_path
+from . import languages
+from .languages import TreeTooComplex
 
 FILE_MAX_BYTES = 256 * 1024
 MAX_FILES = 10_000
@@ -53,9 +53,9 @@ def work_files(
     ctx: ToolContext, root: str, cwd: str, language: str | None, outline: bool, work: Work
 ) -> Iterator[tuple[str, str, str]]:
     """(shown path, canonical path, language) of each file to parse."""
-    wanted = ast_lang.OUTLINE_LANGUAGES if outline else ast_lang.LANGUAGES
+    wanted = languages.OUTLINE_LANGUAGES if outline else languages.LANGUAGES
     if not os.path.isdir(root):
-        lang = language or ast_lang.language_for_path(root)
+        lang = language or languages.language_for_path(root)
         if lang is None:
             raise ToolError(
                 "invalid_language",
@@ -79,7 +79,7 @@ def work_files(
         want_size=False,
     )
     for e in walk(root, ctx.sandbox, opts, stats):
-        lang = ast_lang.language_for_path(e.rel)
+        lang = languages.language_for_path(e.rel)
         if lang is None or lang not in wanted or (language is not None and lang != language):
             work.unsupported += 1
             continue
@@ -96,7 +96,7 @@ def load_tree(reader: FileReader, shown: str, canonical: str, lang: str, work: W
     if work.bytes_read >= CALL_BYTES_CAP:
         work.stop = "byte_cap"
         return None
-    ast_lang.check_deadline(work.deadline)
+    languages.check_deadline(work.deadline)
     try:
         data, longer = reader.read(canonical, min(FILE_MAX_BYTES, CALL_BYTES_CAP - work.bytes_read))
     except (OSError, ToolError):
@@ -118,7 +118,7 @@ def load_tree(reader: FileReader, shown: str, canonical: str, lang: str, work: W
         work.skip(shown, "binary")
         return None
     try:
-        parsed = ast_lang.parse(source, lang, work.deadline)
+        parsed = languages.parse(source, lang, work.deadline)
     except TreeTooComplex:
         work.skip(shown, "too_complex")
         return None
