@@ -9,7 +9,7 @@ import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 from urllib.parse import urlencode, urljoin
 
 import httpcore
@@ -58,6 +58,19 @@ class _Exchange:
     redirects: list[str] = field(default_factory=list)
 
 
+class RequestOptions(TypedDict, total=False):
+    """What a request may carry besides its method and URL; the last three override the client's limits."""
+
+    headers: Mapping[str, str] | None
+    params: Mapping[str, Any] | None
+    content: bytes | str | None
+    json: Any
+    data: Mapping[str, Any] | None
+    max_body: int | None
+    read_timeout: float | None
+    total_timeout: float | None
+
+
 class GuardedClient:
     """The HTTP client every fermix request goes through (build it with `net.client.guarded_client`)."""
 
@@ -82,38 +95,15 @@ class GuardedClient:
         )
 
     def request(
-        self,
-        method: str,
-        url: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        params: Mapping[str, Any] | None = None,
-        content: bytes | str | None = None,
-        json: Any = None,
-        data: Mapping[str, Any] | None = None,
-        truncate: bool = False,
-        max_body: int | None = None,
-        read_timeout: float | None = None,
-        total_timeout: float | None = None,
+        self, method: str, url: str, *, truncate: bool = False, **options: Unpack[RequestOptions]
     ) -> GuardedResponse:
         """Send a request, follow redirects, and read the whole body (any status; see `raise_for_status`).
 
-        The last three override the client's limits for this call (None keeps the client's; pass
+        `max_body`, `read_timeout` and `total_timeout` override the client's limits (None keeps them; pass
         `math.inf` as `total_timeout` for no overall bound). With `truncate`, a body over the cap is cut
         and `truncated` set instead of raising `too_large`.
         """
-        with self.stream(
-            method,
-            url,
-            headers=headers,
-            params=params,
-            content=content,
-            json=json,
-            data=data,
-            max_body=max_body,
-            read_timeout=read_timeout,
-            total_timeout=total_timeout,
-        ) as response:
+        with self.stream(method, url, **options) as response:
             body = response.read(truncate=truncate)
             return GuardedResponse(
                 status_code=response.status_code,
@@ -130,34 +120,27 @@ class GuardedClient:
     def post(self, url: str, **kwargs: Any) -> GuardedResponse:
         return self.request("POST", url, **kwargs)
 
-    def stream(
-        self,
-        method: str,
-        url: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        params: Mapping[str, Any] | None = None,
-        content: bytes | str | None = None,
-        json: Any = None,
-        data: Mapping[str, Any] | None = None,
-        max_body: int | None = None,
-        read_timeout: float | None = None,
-        total_timeout: float | None = None,
-    ) -> GuardedStream:
+    def stream(self, method: str, url: str, **options: Unpack[RequestOptions]) -> GuardedStream:
         """Send a request and follow redirects; the body is read from the returned stream (close it).
 
         Use as `with client.stream("POST", url, json=...) as response: for line in response.iter_lines()`.
         """
+        total_timeout = options.get("total_timeout")
         timeout = self.limits.total_timeout if total_timeout is None else total_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
         checked = check_url(url).url
+        params = options.get("params")
         if params:
             separator = "&" if "?" in checked else "?"
             checked = check_url(checked + separator + urlencode(params, doseq=True)).url
+        content = options.get("content")
         raw = content.encode("utf-8") if isinstance(content, str) else content
-        exchange = _Exchange(method.upper(), checked, self._headers(headers), _Body(raw, json, data))
+        body = _Body(raw, options.get("json"), options.get("data"))
+        exchange = _Exchange(method.upper(), checked, self._headers(options.get("headers")), body)
+        read_timeout = options.get("read_timeout")
         read = self.limits.read_timeout if read_timeout is None else read_timeout
         response = self._follow(exchange, read, deadline)
+        max_body = options.get("max_body")
         return GuardedStream(
             response,
             max_body=self.limits.max_body if max_body is None else max_body,

@@ -32,6 +32,7 @@ _PARAM_OPS = (
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SPECIAL = re.compile(r"[0-9]+|[@*#?$!0-]")
 _WORD_END = frozenset(" \t\n;&|()<>")
+_QUOTING = frozenset("'\"$`")  # single and double quotes, `$` and backticks
 _MARKERS: dict[str, RawKind] = {"~": "tilde", "{": "open", ",": "comma", "}": "close"}
 _DEFAULTING_OPS = frozenset({":-", "-", ":=", "="})
 _HOME_KEEPING_OPS = frozenset({":-", "-", ":=", "=", ":?", "?", "%", "%%"})
@@ -62,19 +63,8 @@ class WordReader:
                 self.pos += 2
                 if nxt != "\n":
                     _add(parts, "qlit", nxt or "\\")
-            elif c == "'":
-                end = text.find("'", self.pos + 1)
-                if end < 0:
-                    raise ShellSyntaxError("unbalanced single quote")
-                _add(parts, "qlit", text[self.pos + 1 : end])
-                self.pos = end + 1
-            elif c == '"':
-                self.pos += 1
-                parts.extend(self.read_dquote('"'))
-            elif c == "$":
-                parts.extend(self.dollar(quoted=False))
-            elif c == "`":
-                parts.append(self.backtick(quoted=False))
+            elif c in _QUOTING:
+                self.read_quoting(c, parts, quoted=False)
             else:
                 self.pos += 1
                 marker = _MARKERS.get(c)
@@ -83,6 +73,22 @@ class WordReader:
                 else:
                     _add(parts, "lit", c)
         return parts
+
+    def read_quoting(self, c: str, parts: list[RawPart], *, quoted: bool) -> None:
+        """Read what starts at `c`, one of `_QUOTING`, alike in a word and in `${name<op>word}`."""
+        if c == "'":
+            end = self.text.find("'", self.pos + 1)
+            if end < 0:
+                raise ShellSyntaxError("unbalanced single quote")
+            _add(parts, "qlit", self.text[self.pos + 1 : end])
+            self.pos = end + 1
+        elif c == '"':
+            self.pos += 1
+            parts.extend(self.read_dquote('"'))
+        elif c == "$":
+            parts.extend(self.dollar(quoted=quoted))
+        else:  # "`"
+            parts.append(self.backtick(quoted=quoted))
 
     def read_dquote(self, terminator: str | None) -> list[RawPart]:
         """Read a double-quoted body (or a here-document body when terminator is None)."""
@@ -232,19 +238,8 @@ class WordReader:
             if c == "\\":
                 _add(parts, "qlit", text[self.pos + 1 : self.pos + 2])
                 self.pos += 2
-            elif c == "'":
-                end = text.find("'", self.pos + 1)
-                if end < 0:
-                    raise ShellSyntaxError("unbalanced single quote")
-                _add(parts, "qlit", text[self.pos + 1 : end])
-                self.pos = end + 1
-            elif c == '"':
-                self.pos += 1
-                parts.extend(self.read_dquote('"'))
-            elif c == "$":
-                parts.extend(self.dollar(quoted=True))
-            elif c == "`":
-                parts.append(self.backtick(quoted=True))
+            elif c in _QUOTING:
+                self.read_quoting(c, parts, quoted=True)
             else:
                 depth += {"{": 1, "}": -1}.get(c, 0)
                 if c == "~" and not parts:
