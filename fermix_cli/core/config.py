@@ -1,4 +1,4 @@
-"""config.toml: read with tomllib, validated by pydantic, written atomically with tomli-w.
+"""config.toml: read with tomllib, validated by fermix's `Params` (like tool input), written with tomli-w.
 
 An invalid file never runs with defaults: loading fails closed with an error naming the key.
 """
@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
-
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from typing import Annotated, Any, Literal, Self
 
 from .errors import ToolError
+from .params import AfterValidator, Field, Params, ValidationError, model_validator
 
 Name = Annotated[str, Field(min_length=1, max_length=4096)]
 
@@ -38,10 +37,8 @@ Endpoint = Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_
 Secret = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
-class Section(BaseModel):
+class Section(Params):
     """A strictly checked config section: unknown keys and wrong types are errors."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
 
 # An environment variable name as POSIX shells accept it.
@@ -58,7 +55,7 @@ class EnvVarSource(Section):
     timeout_ms: Annotated[int, Field(ge=1, le=5_000)] = 3000
 
     @model_validator(mode="after")
-    def _source_fields(self) -> EnvVarSource:
+    def _source_fields(self) -> Self:
         if self.source == "command" and self.command is None:
             raise ValueError('source = "command" needs command = "PROGRAM"')
         if self.source == "env" and (self.command is not None or self.args):
@@ -274,7 +271,7 @@ class McpServerConfig(Section):
     call_timeout_ms: Annotated[int, Field(ge=100, le=3_600_000)] = 120_000
 
     @model_validator(mode="after")
-    def _one_endpoint(self) -> McpServerConfig:
+    def _one_endpoint(self) -> Self:
         if (self.command is None) == (self.url is None):
             raise ValueError("set exactly one of command (a stdio server) or url (an HTTP server)")
         if self.url is None and (self.headers or self.transport != "streamable_http"):
@@ -300,7 +297,7 @@ def _dotted(loc: tuple[Any, ...]) -> str:
 
 
 def _config_error(e: ValidationError, source: str, prefix: tuple[str, ...] = ()) -> ToolError:
-    errs = e.errors()
+    errs = e.errors(include_input=False)
     first = errs[0]
     key = _dotted((*prefix, *first["loc"])) or "(top level)"
     return ToolError(
@@ -350,26 +347,36 @@ def read_raw(path: Path) -> dict[str, Any]:
 
 
 def load_config(path: Path) -> Config:
-    """Read and validate config.toml (fermix_cli.core.configcache caches the result per process call)."""
+    """Read and validate config.toml."""
     return validate_config(read_raw(path), str(path))
 
 
-def load_jobs_config(path: Path) -> JobsConfig:
-    """Only `[fermix_core.jobs]`, validated as strictly as the whole file would be.
+def load_section(path: Path, keys: tuple[str, ...]) -> Any:
+    """One section of config.toml (`("fermix_core", "jobs")`), validated as strictly as in the whole file.
 
-    For `fermix jobs run`, which cron starts every minute and which needs nothing else: building the
-    validators of every section costs more than the rest of a tick. The runs it starts read the whole
-    file, so an error anywhere else still stops them.
+    For a caller that must go on while another section is invalid (a jobs tick records that error on
+    the runs it starts). A section that is not a table is reported by the full check.
     """
+    import typing
+
     data = read_raw(path)
-    core = data.get("fermix_core", {})
-    section = core.get("jobs", {}) if isinstance(core, dict) else None
-    if not isinstance(section, dict):
-        return validate_config(data, str(path)).fermix_core.jobs  # let the full check name the problem
+    cls: Any = Config
+    node: Any = data
+    for key in keys:
+        cls = typing.get_type_hints(cls)[key]
+        node = node.get(key, {}) if isinstance(node, dict) else None
+    if not isinstance(node, dict):
+        return _section(validate_config(data, str(path)), keys)  # let the full check name the problem
     try:
-        return JobsConfig.model_validate(section)
+        return cls.model_validate(node)
     except ValidationError as e:
-        raise _config_error(e, str(path), ("fermix_core", "jobs")) from None
+        raise _config_error(e, str(path), keys) from None
+
+
+def _section(config: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        config = getattr(config, key)
+    return config
 
 
 def write_raw(path: Path, data: dict[str, Any]) -> None:

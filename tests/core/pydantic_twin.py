@@ -61,6 +61,13 @@ def twin(cls: type) -> type[BaseModel]:
         for name, attr in vars(cls).items()
         if isinstance(attr, fp._BeforeValidator)
     }
+    validators.update(
+        {
+            name: model_validator(mode="after")(attr.func)
+            for name, attr in vars(cls).items()
+            if isinstance(attr, fp._AfterValidator)
+        }
+    )
     own_config = cls.__dict__.get("model_config")
     model = pydantic.create_model(  # type: ignore[call-overload]
         cls.__name__,

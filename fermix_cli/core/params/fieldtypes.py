@@ -1,7 +1,7 @@
 """Declaring Params fields (`Field`, `AfterValidator`) and turning annotations into checks.
 
 The supported subset: str, int, float, bool, Any, `Literal[...]`, `X | None`, unions of scalars and
-literals, `list[T]`, `dict[str, T]` (keys may carry length bounds) and nested Params classes, with
+literals, `list[T]`, `dict[str, T]` (keys may carry length bounds and a pattern) and nested Params classes, with
 `Field(...)` and `AfterValidator(...)` in `Annotated[...]`. Anything else is refused with a
 TypeError when the class is first used, rather than validated differently from pydantic.
 """
@@ -208,8 +208,10 @@ def compile_type(tp: Any) -> Check:
     if tp is dict or origin is dict:
         key_type, value_type = get_args(tp) or (str, Any)
         key = compile_type(key_type)
-        if not isinstance(key, StrCheck) or key.pattern is not None or key.js_updates or key.js_extra:
-            raise TypeError(f"dict keys must be str, optionally with length bounds, not {key_type!r}")
+        if not isinstance(key, StrCheck) or key.js_updates or key.js_extra:
+            raise TypeError(
+                f"dict keys must be str, optionally with length bounds or a pattern, not {key_type!r}"
+            )
         return DictCheck(key, compile_type(value_type))
     if isinstance(tp, type) and hasattr(tp, "_params_check"):
         return ModelCheck(tp)

@@ -14,7 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, Self
 
-from .check import Check, FloatCheck, Invalid, LineError, fail, require_utf8, run_validator, under
+from .check import (
+    Check,
+    FloatCheck,
+    Invalid,
+    LineError,
+    fail,
+    require_utf8,
+    run_validator,
+    run_validator_error,
+    under,
+)
 from .compound import AfterCheck, DictCheck, ListCheck, NullableCheck
 from .fieldtypes import AfterValidator, ConfigDict, Field, FieldInfo, ParamField, compile_fields
 
@@ -73,15 +83,31 @@ class _BeforeValidator:
         return self.func.__get__(obj, owner)  # type: ignore[no-any-return]
 
 
-def model_validator(*, mode: Literal["before"]) -> Callable[[Any], Any]:
-    """Run a classmethod on the raw input before the fields are checked (pydantic's "before" mode).
+class _AfterValidator:
+    """A `model_validator(mode="after")` in a class body: a method that checks the built instance."""
 
-    Validators run subclass first; a ValueError becomes an input error, any other exception
-    (a ToolError, say) propagates as it is.
+    def __init__(self, func: Any) -> None:
+        self.func = func
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self.func.__get__(obj, owner) if obj is not None else self.func
+
+
+def model_validator(*, mode: Literal["before", "after"]) -> Callable[[Any], Any]:
+    """Run a validator on the whole model, as pydantic's `model_validator` does.
+
+    "before": a classmethod on the raw input, before the fields are checked; validators run subclass
+    first. "after": a method on the validated instance, returning it; parents' run first. A
+    ValueError becomes an input error located at the model, any other exception (a ToolError, say)
+    propagates as it is.
     """
-    if mode != "before":
-        raise TypeError(f"model_validator(mode={mode!r}): fermix's Params support only mode='before'")
-    return _BeforeValidator
+    if mode == "before":
+        return _BeforeValidator
+    if mode == "after":
+        return _AfterValidator
+    raise TypeError(
+        f"model_validator(mode={mode!r}): fermix's Params support only mode='before' and mode='after'"
+    )
 
 
 class _Plan:
@@ -95,14 +121,15 @@ class _Plan:
         supported = set(config) <= {"extra", "strict", "defer_build"} and config.get("strict", True) is True
         if not supported or self.extra not in ("forbid", "allow"):
             raise TypeError(f"{cls.__name__}: model_config {config!r} is not supported")
-        found: dict[str, _BeforeValidator] = {}
+        found: dict[str, _BeforeValidator | _AfterValidator] = {}
         for klass in reversed(cls.__mro__):  # an override keeps its parent's place, as in pydantic
             for name, attr in vars(klass).items():
-                if isinstance(attr, _BeforeValidator):
+                if isinstance(attr, _BeforeValidator | _AfterValidator):
                     found[name] = attr
                 elif name in found:
                     del found[name]
-        self.before = [getattr(cls, name) for name in reversed(found)]
+        self.before = [getattr(cls, n) for n, v in reversed(found.items()) if isinstance(v, _BeforeValidator)]
+        self.after = [v.func for v in found.values() if isinstance(v, _AfterValidator)]
 
 
 def _default(field: ParamField) -> Any:
@@ -182,6 +209,7 @@ class Params:
     @classmethod
     def _params_check(cls, value: Any) -> Any:
         plan = cls._params_plan()
+        original = value
         for validator in plan.before:
             value = run_validator(validator, value)
         if isinstance(value, cls):
@@ -222,6 +250,11 @@ class Params:
         obj.__dict__.update(values)
         if plan.extra == "allow":
             obj.__dict__["_extra"] = extra or {}
+        for check in plan.after:
+            try:
+                obj = check(obj)
+            except (ValueError, AssertionError) as e:
+                raise run_validator_error(e, original) from None
         return obj
 
     @classmethod
