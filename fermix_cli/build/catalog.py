@@ -12,6 +12,7 @@ import pkgutil
 from collections.abc import Iterable, Sequence
 
 from ..core.catalog import Catalog
+from ..core.migrations import all_migrations
 
 # Modules that are not families: the CLI, the generators and the catalog itself.
 SKIP = ("fermix_cli.__main__", "fermix_cli.build", "fermix_cli.catalog", "fermix_cli.cli")
@@ -45,13 +46,15 @@ def discover(packages: Sequence[str] = ("fermix_cli",)) -> Catalog:
             if attribute in own and id(own[attribute]) not in seen:
                 seen.add(id(own[attribute]))
                 found.append(name)
-    return Catalog(
+    catalog = Catalog(
         tool_modules=dict(sorted(tools.items())),
         toolset_aliases={k: dict(sorted(v.items())) for k, v in sorted(aliases.items())},
         config_modules=tuple(parts["CONFIG_SECTIONS"]),
         migration_modules=tuple(parts["MIGRATIONS"]),
         due_work_modules=tuple(parts["DUE_WORK"]),
     )
+    names = tuple(m.name for m in all_migrations(catalog))
+    return catalog._replace(migration_names=names)
 
 
 def render(catalog: Catalog) -> str:
@@ -76,5 +79,6 @@ def render(catalog: Catalog) -> str:
         f"TOOLSET_ALIASES: dict[str, dict[str, str]] = {value({k: dict(v) for k, v in catalog.toolset_aliases.items()})}\n\n"
         f"CONFIG_MODULES: tuple[str, ...] = {value(catalog.config_modules)}\n\n"
         f"MIGRATION_MODULES: tuple[str, ...] = {value(catalog.migration_modules)}\n\n"
+        f"MIGRATION_NAMES: tuple[str, ...] = {value(catalog.migration_names)}\n\n"
         f"DUE_WORK_MODULES: tuple[str, ...] = {value(catalog.due_work_modules)}\n"
     )

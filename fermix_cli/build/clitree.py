@@ -209,7 +209,7 @@ def config_keys() -> tuple[str, ...]:
     """Dotted config keys with fixed names (for completing `fermix config get|set|unset KEY`)."""
     import typing
 
-    from ..core.config import Config
+    from ..core.config import root_class
     from ..core.params import Params
 
     keys: list[str] = []
@@ -223,5 +223,5 @@ def config_keys() -> tuple[str, ...]:
             else:
                 keys.append(prefix + name)
 
-    walk(Config, "")
+    walk(root_class(), "")
     return tuple(sorted(keys))

@@ -24,6 +24,7 @@ class Catalog(NamedTuple):
     toolset_aliases: Mapping[str, Mapping[str, str]] = {}  # toolset -> {alias: tool name}
     config_modules: tuple[str, ...] = ()  # modules declaring CONFIG_SECTIONS
     migration_modules: tuple[str, ...] = ()  # modules declaring MIGRATIONS
+    migration_names: tuple[str, ...] = ()  # every migration's name, in run order (state.db's fast check)
     due_work_modules: tuple[str, ...] = ()  # modules declaring DUE_WORK
 
     def declared(self, attribute: str, modules: tuple[str, ...]) -> list[tuple[str, Any]]:
@@ -39,6 +40,7 @@ def load_catalog(module: str = CATALOG_MODULE) -> Catalog:
         toolset_aliases=mod.TOOLSET_ALIASES,
         config_modules=tuple(mod.CONFIG_MODULES),
         migration_modules=tuple(mod.MIGRATION_MODULES),
+        migration_names=tuple(getattr(mod, "MIGRATION_NAMES", ())),
         due_work_modules=tuple(mod.DUE_WORK_MODULES),
     )
 

@@ -18,8 +18,8 @@ from .liveness import SchedulerLock
 from .model import ts
 
 if TYPE_CHECKING:
-    from ..core.config import JobsConfig
     from ..core.context import ToolContext
+    from .config import JobsConfig
 
 
 @dataclass

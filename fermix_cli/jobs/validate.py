@@ -16,8 +16,9 @@ from ..core.errors import ExitClass, ToolError
 from .model import DELIVERY_MODES
 
 if TYPE_CHECKING:
-    from ..core.config import Config, JobsConfig
+    from ..core.config import Config
     from ..core.context import ToolContext
+    from .config import JobsConfig
 
 NAME_MAX = 200
 TASK_MAX = 20_000

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fermix_cli.core.config import Config
+from fermix_cli.core.config import root_class
 from fermix_cli.core.params import Params
 from tests.core.pydantic_twin import outcome, twin
 from tests.core.schema_inputs import objects
@@ -32,7 +32,7 @@ def _sections(cls: type[Params], found: dict[str, type[Params]]) -> dict[str, ty
     return found
 
 
-SECTIONS = _sections(Config, {})
+SECTIONS = _sections(root_class(), {})
 
 
 def test_every_section_is_found() -> None:
