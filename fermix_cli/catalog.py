@@ -79,4 +79,6 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "web_001_snapshots",
 )
 
-DUE_WORK_MODULES: tuple[str, ...] = ()
+DUE_WORK_MODULES: tuple[str, ...] = (
+    "fermix_cli.jobs.duework",
+)

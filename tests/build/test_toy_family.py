@@ -17,6 +17,7 @@ from fermix_cli.core.errors import ToolError
 from fermix_cli.core.paths import resolve_paths
 from fermix_cli.core.registry import Registry
 from fermix_cli.core.state import StateDB
+from fermix_cli.jobs.duework import run_due_work
 
 TOY_TOOLS = """
 from fermix_cli.core.params import Field, Params
@@ -71,6 +72,22 @@ MIGRATIONS = (Migration("toy_001_echoes", echoes),)
 """
 
 
+TOY_DUE_WORK = """
+class Chime:
+    name = "toy_chime"
+    quiet = False
+
+    def tick(self, ctx, *, use_lock):
+        return 0, self
+
+    def as_dict(self):
+        return {"status": "chimed"}
+
+
+DUE_WORK = (Chime(),)
+"""
+
+
 @pytest.fixture
 def toyfam(tmp_path: Path) -> Iterator[str]:
     pkg = tmp_path / "toyfam"
@@ -79,6 +96,7 @@ def toyfam(tmp_path: Path) -> Iterator[str]:
     (pkg / "tools.py").write_text(textwrap.dedent(TOY_TOOLS))
     (pkg / "config.py").write_text(textwrap.dedent(TOY_CONFIG))
     (pkg / "migrations.py").write_text(textwrap.dedent(TOY_MIGRATIONS))
+    (pkg / "duework.py").write_text(textwrap.dedent(TOY_DUE_WORK))
     sys.path.insert(0, str(tmp_path))
     try:
         yield "toyfam"
@@ -125,6 +143,19 @@ def test_a_toy_family_brings_its_config_section_and_migration(toyfam: str, tmp_p
     assert db.query("SELECT text FROM toy_echoes")[0][0] == "hi"
     assert db.query("SELECT count(*) FROM scheduled_jobs")[0][0] == 0  # fermix's own tables too
     db.close()
+
+
+def test_jobs_run_drives_a_toy_due_work_source(toyfam: str, tmp_path: Path) -> None:
+    catalog = discover(("fermix_cli", toyfam))
+    assert catalog.due_work_modules == ("fermix_cli.jobs.duework", "toyfam.duework")
+    ctx = ToolContext(paths=resolve_paths(str(tmp_path / "home")))
+    try:
+        code, output = run_due_work(ctx, use_lock=False, catalog=catalog)
+    finally:
+        ctx.close()
+    assert code == 0 and not output.quiet
+    out = output.as_dict()
+    assert out["status"] == "idle" and out["due_work"] == {"toy_chime": {"status": "chimed"}}
 
 
 def test_fermix_catalog_lists_no_toy(toyfam: str) -> None:
