@@ -130,12 +130,21 @@ class _Plan:
                     del found[name]
         self.before = [getattr(cls, n) for n, v in reversed(found.items()) if isinstance(v, _BeforeValidator)]
         self.after = [v.func for v in found.values() if isinstance(v, _AfterValidator)]
+        # Nested models left out of the input are built when first read: a config file names few of
+        # its sections, and building the others' defaults would compile every section's checks.
+        self.lazy = {
+            f.name: f
+            for f in self.fields
+            if isinstance(f.default_factory, type) and issubclass(f.default_factory, Params)
+        }
 
 
 def _default(field: ParamField) -> Any:
     if field.default_factory is not None:
         return field.default_factory()
     value = field.default
+    if type(value) in _EMPTY and not value:  # the usual mutable default: a fresh empty one is its copy
+        return type(value)()
     try:
         hash(value)
     except TypeError:  # a mutable default is copied for each instance, as pydantic does
@@ -143,6 +152,9 @@ def _default(field: ParamField) -> Any:
 
         return copy.deepcopy(value)
     return value
+
+
+_EMPTY = (list, dict)
 
 
 def _dump(value: Any, mode: str) -> Any:
@@ -226,6 +238,8 @@ class Params:
                     values[name] = field.check(value[name])
                 except Invalid as e:
                     errors.extend(under(name, e.errors))
+            elif name in plan.lazy:
+                pass  # a nested model's default, built on first read (`__getattr__`)
             elif not field.required:
                 values[name] = _default(field)
             else:
@@ -276,20 +290,35 @@ class Params:
         """
         fields = self._params_plan().fields
         if mode == "json":
-            out = {f.name: _as_json(f.check, self.__dict__[f.name]) for f in fields}
+            out = {f.name: _as_json(f.check, getattr(self, f.name)) for f in fields}
         else:
-            out = {f.name: _dump(self.__dict__[f.name], mode) for f in fields}
+            out = {f.name: _dump(getattr(self, f.name), mode) for f in fields}
         out.update(_dump(self.__dict__.get("_extra") or {}, mode))
         return out
 
+    def _lazy_default(self, name: str) -> Any:
+        """The default of a nested model left out of the input, built on first read and kept."""
+        lazy = self._params_plan().lazy.get(name)
+        if lazy is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = self.__dict__[name] = _default(lazy)
+        return value
+
     def __getattr__(self, name: str) -> Any:
+        if name in self._params_plan().lazy:
+            return self._lazy_default(name)
         extra = self.__dict__.get("_extra")
         if extra is not None and name in extra:
             return extra[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.__dict__ == self.__dict__
+        if type(other) is not type(self):
+            return False
+        names = [f.name for f in self._params_plan().fields]
+        return [getattr(self, n) for n in names] == [getattr(other, n) for n in names] and (
+            self.__dict__.get("_extra") == other.__dict__.get("_extra")
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
