@@ -11,25 +11,23 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the shapes are for readers and mypy; a tick does not pay for building Protocols
     from ..core.catalog import Catalog
     from ..core.context import ToolContext
     from .tick import Summary
 
+    class Report(Protocol):
+        """What a source's tick reports: whether anything happened, and the JSON to print."""
 
-class Report(Protocol):
-    """What a source's tick reports: whether anything happened, and the JSON to print."""
+        @property
+        def quiet(self) -> bool: ...
 
-    @property
-    def quiet(self) -> bool: ...
+        def as_dict(self) -> dict[str, Any]: ...
 
-    def as_dict(self) -> dict[str, Any]: ...
+    class DueWorkSource(Protocol):
+        name: str
 
-
-class DueWorkSource(Protocol):
-    name: str
-
-    def tick(self, ctx: ToolContext, *, use_lock: bool) -> tuple[int, Report]: ...
+        def tick(self, ctx: ToolContext, *, use_lock: bool) -> tuple[int, Report]: ...
 
 
 class ScheduledJobs:
