@@ -27,7 +27,7 @@ TOOL_MODULES: dict[str, str] = {
     "memory_store": "fermix_cli.memory.tools",
     "model_routing_config": "fermix_cli.agent.tools",
     "pause_job": "fermix_cli.jobs.tools",
-    "place_search": "fermix_cli.tools.web",
+    "place_search": "fermix_cli.tools.web.tools",
     "read": "fermix_cli.tools.coding.read",
     "remove_job": "fermix_cli.jobs.tools",
     "request_directory_access": "fermix_cli.tools.access",
@@ -40,9 +40,9 @@ TOOL_MODULES: dict[str, str] = {
     "tool_help": "fermix_cli.tools.meta.tools",
     "tool_search": "fermix_cli.tools.meta.tools",
     "update_job": "fermix_cli.jobs.tools",
-    "web": "fermix_cli.tools.web",
-    "web_fetch": "fermix_cli.tools.web",
-    "web_search": "fermix_cli.tools.web",
+    "web": "fermix_cli.tools.web.tools",
+    "web_fetch": "fermix_cli.tools.web.tools",
+    "web_search": "fermix_cli.tools.web.tools",
     "write": "fermix_cli.tools.coding.write",
 }
 
@@ -54,10 +54,35 @@ TOOLSET_MODULES: tuple[str, ...] = (
     "fermix_cli.mcp.toolset",
 )
 
-CONFIG_MODULES: tuple[str, ...] = ()
-
-MIGRATION_MODULES: tuple[str, ...] = (
-    "fermix_cli.core.migrations",
+CONFIG_MODULES: tuple[str, ...] = (
+    "fermix_cli.agent.config",
+    "fermix_cli.core.config",
+    "fermix_cli.jobs.config",
+    "fermix_cli.mcp.config",
+    "fermix_cli.tools.coding.config",
+    "fermix_cli.tools.git.config",
+    "fermix_cli.tools.web.config",
 )
 
-DUE_WORK_MODULES: tuple[str, ...] = ()
+MIGRATION_MODULES: tuple[str, ...] = (
+    "fermix_cli.agent.migrations",
+    "fermix_cli.core.migrations",
+    "fermix_cli.jobs.migrations",
+    "fermix_cli.memory.migrations",
+    "fermix_cli.tools.coding.migrations",
+    "fermix_cli.tools.web.migrations",
+)
+
+MIGRATION_NAMES: tuple[str, ...] = (
+    "core_001_tool_calls",
+    "core_002_directory_access_requests",
+    "agent_001_transcripts",
+    "jobs_001_scheduled_jobs",
+    "memory_001_memories",
+    "coding_001_hashline_snapshots",
+    "web_001_snapshots",
+)
+
+DUE_WORK_MODULES: tuple[str, ...] = (
+    "fermix_cli.jobs.duework",
+)

@@ -12,6 +12,7 @@ import pkgutil
 from collections.abc import Iterable, Sequence
 
 from ..core.catalog import Catalog
+from ..core.migrations import all_migrations
 
 # Modules that are not families: the CLI, the generators and the catalog itself.
 SKIP = ("fermix_cli.__main__", "fermix_cli.build", "fermix_cli.catalog", "fermix_cli.cli")
@@ -45,7 +46,7 @@ def discover(packages: Sequence[str] = ("fermix_cli",)) -> Catalog:
             if attribute in own and id(own[attribute]) not in seen:
                 seen.add(id(own[attribute]))
                 found.append(name)
-    return Catalog(
+    catalog = Catalog(
         tool_modules=dict(sorted(tools.items())),
         toolset_aliases={k: dict(sorted(v.items())) for k, v in sorted(aliases.items())},
         toolset_modules=tuple(parts["TOOLSETS"]),
@@ -53,6 +54,8 @@ def discover(packages: Sequence[str] = ("fermix_cli",)) -> Catalog:
         migration_modules=tuple(parts["MIGRATIONS"]),
         due_work_modules=tuple(parts["DUE_WORK"]),
     )
+    names = tuple(m.name for m in all_migrations(catalog))
+    return catalog._replace(migration_names=names)
 
 
 def render(catalog: Catalog) -> str:
@@ -78,5 +81,6 @@ def render(catalog: Catalog) -> str:
         f"TOOLSET_MODULES: tuple[str, ...] = {value(catalog.toolset_modules)}\n\n"
         f"CONFIG_MODULES: tuple[str, ...] = {value(catalog.config_modules)}\n\n"
         f"MIGRATION_MODULES: tuple[str, ...] = {value(catalog.migration_modules)}\n\n"
+        f"MIGRATION_NAMES: tuple[str, ...] = {value(catalog.migration_names)}\n\n"
         f"DUE_WORK_MODULES: tuple[str, ...] = {value(catalog.due_work_modules)}\n"
     )

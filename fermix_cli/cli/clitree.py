@@ -209,19 +209,21 @@ def build_model(registry: Registry | None = None) -> CliModel:
 
 def config_keys() -> tuple[str, ...]:
     """Dotted config keys with fixed names (for completing `fermix config get|set|unset KEY`)."""
-    from pydantic import BaseModel
+    import typing
 
-    from ..core.config import Config
+    from ..core.config import root_class
+    from ..core.params import Params
 
     keys: list[str] = []
 
-    def walk(model: type[BaseModel], prefix: str) -> None:
-        for name, field in model.model_fields.items():
-            ann = field.annotation
-            if isinstance(ann, type) and issubclass(ann, BaseModel):
+    def walk(model: type[Params], prefix: str) -> None:
+        for name, ann in typing.get_type_hints(model).items():
+            if name.startswith("_") or name == "model_config":
+                continue
+            if isinstance(ann, type) and issubclass(ann, Params):
                 walk(ann, f"{prefix}{name}.")
             else:
                 keys.append(prefix + name)
 
-    walk(Config, "")
+    walk(root_class(), "")
     return tuple(sorted(keys))

@@ -333,7 +333,7 @@ def inbox_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Read the local inbox that jobs deliver to with {"platform":"inbox","recipient":NAME}."""
-    from ..jobs.delivery import read_inbox
+    from ..channels.inbox import read_inbox
     from ..jobs.validate import INBOX_NAME
 
     if not INBOX_NAME.fullmatch(name):

@@ -9,9 +9,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from ..core.errors import ToolError
 from .globalopts import GlobalOptions
+
+if TYPE_CHECKING:
+    from ..jobs.duework import Report
 
 RUN_USAGE = """\
 Usage: fermix jobs run [--json | --quiet]
@@ -54,6 +58,7 @@ def main_run(argv: list[str], g: GlobalOptions) -> int:
     from ..core.context import ToolContext
 
     ctx = ToolContext.for_cli(home=g.home, cwd=g.cwd, session=g.session, trust=g.trust)  # type: ignore[arg-type]
+    summary: Report  # the scheduled jobs' Summary, or every due-work source's output
     try:
         if manual:
             if set(manual) != {"run", "claimant", "lock-fd"} or not manual["lock-fd"].isdigit():
@@ -65,9 +70,9 @@ def main_run(argv: list[str], g: GlobalOptions) -> int:
             code, summary = adopt_and_run(ctx, manual["run"], manual["claimant"], int(manual["lock-fd"]))
         else:
             use_lock = os.environ.get("FERMIX_JOBS_SCHEDULER_LOCK", "1") != "0"
-            from ..jobs.conductor import run_tick
+            from ..jobs.duework import run_due_work
 
-            code, summary = run_tick(ctx, use_lock=use_lock)
+            code, summary = run_due_work(ctx, use_lock=use_lock)
     finally:
         ctx.close()
     show = mode == "json" or (mode == "auto" and (not summary.quiet or sys.stdout.isatty()))

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..core.migrations import MIGRATIONS
+from ..core.state import known_count
 from .common import context, emit_json, handles_errors
 
 app = typer.Typer(help="The SQLite state file.", no_args_is_help=True)
@@ -22,7 +22,7 @@ def status_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output
     info = {
         "path": str(db.path),
         "schema_version": db.schema_version,
-        "latest_version": len(MIGRATIONS),
+        "latest_version": known_count(),
         "bytes": db.path.stat().st_size,
         "tables": tables,
     }

@@ -26,6 +26,7 @@ class Catalog(NamedTuple):
     toolset_modules: tuple[str, ...] = ()  # modules declaring TOOLSETS (toolset providers)
     config_modules: tuple[str, ...] = ()  # modules declaring CONFIG_SECTIONS
     migration_modules: tuple[str, ...] = ()  # modules declaring MIGRATIONS
+    migration_names: tuple[str, ...] = ()  # every migration's name, in run order (state.db's fast check)
     due_work_modules: tuple[str, ...] = ()  # modules declaring DUE_WORK
 
     def declared(self, attribute: str, modules: tuple[str, ...]) -> list[tuple[str, Any]]:
@@ -42,6 +43,7 @@ def load_catalog(module: str = CATALOG_MODULE) -> Catalog:
         toolset_modules=tuple(getattr(mod, "TOOLSET_MODULES", ())),
         config_modules=tuple(mod.CONFIG_MODULES),
         migration_modules=tuple(mod.MIGRATION_MODULES),
+        migration_names=tuple(getattr(mod, "MIGRATION_NAMES", ())),
         due_work_modules=tuple(mod.DUE_WORK_MODULES),
     )
 

@@ -1,17 +1,22 @@
-"""config.toml: read with tomllib, validated by pydantic, written atomically with tomli-w.
+"""config.toml: read with tomllib, validated by fermix's `Params` (like tool input), written with tomli-w.
 
-An invalid file never runs with defaults: loading fails closed with an error naming the key.
+Each family declares its own sections where it lives, as `CONFIG_SECTIONS` (a dotted table name ->
+its `Params` class, or a `dict[Name, Section]` for named blocks); the kernel declares `[sandbox]`,
+`[fermix_core.net]` and `[fermix_core.tools.tool_search]` here. `root_class()` composes the root
+model from the catalog, kernel first, so a new family edits no file in `core/`. Validation is as
+strict as ever: an unknown key anywhere is an error, and an invalid file never runs with defaults,
+failing closed with an error naming the key.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self, cast
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
-
+from .catalog import Catalog, default_catalog
 from .errors import ToolError
+from .params import AfterValidator, Field, Params, ValidationError, model_validator
 
 Name = Annotated[str, Field(min_length=1, max_length=4096)]
 
@@ -38,10 +43,8 @@ Endpoint = Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_
 Secret = Annotated[str, Field(min_length=1, max_length=4096)]
 
 
-class Section(BaseModel):
+class Section(Params):
     """A strictly checked config section: unknown keys and wrong types are errors."""
-
-    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
 
 # An environment variable name as POSIX shells accept it.
@@ -58,7 +61,7 @@ class EnvVarSource(Section):
     timeout_ms: Annotated[int, Field(ge=1, le=5_000)] = 3000
 
     @model_validator(mode="after")
-    def _source_fields(self) -> EnvVarSource:
+    def _source_fields(self) -> Self:
         if self.source == "command" and self.command is None:
             raise ValueError('source = "command" needs command = "PROGRAM"')
         if self.source == "env" and (self.command is not None or self.args):
@@ -93,206 +96,67 @@ class NetConfig(Section):
     allowed_private_hosts: list[AllowedHost] = []
 
 
-class WebSearchConfig(Section):
-    """`[fermix_core.tools.web_search]`: the web_search backend, its keys, and the endpoints (for tests/proxies).
-
-    `backend` is kept as written; an unknown name runs DuckDuckGo with a warning (tools/web/backends.py).
-    Keys may instead come from environment variables (BRAVE_API_KEY, EXA_API_KEY, ...); the config wins.
-    """
-
-    backend: Annotated[str, Field(min_length=1, max_length=64)] = "duckduckgo"
-    brave_api_key: Secret | None = None
-    exa_api_key: Secret | None = None
-    firecrawl_api_key: Secret | None = None
-    parallel_api_key: Secret | None = None
-    perplexity_api_key: Secret | None = None
-    tavily_api_key: Secret | None = None
-    duckduckgo_url: Endpoint = "https://html.duckduckgo.com/html/"
-    brave_url: Endpoint = "https://api.search.brave.com/res/v1/web/search"
-    brave_place_url: Endpoint = "https://api.search.brave.com/res/v1/local/place_search"
-    exa_url: Endpoint = "https://api.exa.ai/search"
-    firecrawl_url: Endpoint = "https://api.firecrawl.dev/v1/search"
-    parallel_url: Endpoint = "https://api.parallel.ai/v1/search"
-    perplexity_url: Endpoint = "https://api.perplexity.ai/search"
-    tavily_url: Endpoint = "https://api.tavily.com/search"
-
-
-class WebConfig(Section):
-    """`[fermix_core.tools.web]`: the coding `web` tool. Its Exa key is environment-only (EXA_API_KEY)."""
-
-    exa_url: Endpoint = "https://api.exa.ai/search"
-
-
 class ToolSearchConfig(Section):
     """`[fermix_core.tools.tool_search]`: deferral of plugin and MCP tool schemas (core/deferral.py)."""
 
     enabled: bool = True
 
 
-class GitToolConfig(Section):
-    """`[fermix_core.tools.git]`: what the hardened git tools may use besides the repository."""
-
-    allow_hooks: bool = False  # hooks run code; off unless the owner turns them on
-    credential_helpers: list[Annotated[str, Field(min_length=1, max_length=256)]] = []
-    user_name: Name | None = None
-    user_email: Name | None = None
-
-
-class ToolsConfig(Section):
-    web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
-    web: WebConfig = Field(default_factory=WebConfig)
-    tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
-    git: GitToolConfig = Field(default_factory=GitToolConfig)
-
-
-PROVIDER_TYPES = ("openai", "anthropic", "mock", "echo")
-ProviderType = Literal["openai", "anthropic", "mock", "echo"]
-ReasoningEffort = Literal["none", "low", "medium", "high", "xhigh", "max"]
-
-
-class ProviderConfig(Section):
-    """One `[fermix_core.providers.NAME]` block. NAME is the type unless `type` says otherwise."""
-
-    type: ProviderType | None = None
-    base_url: Endpoint | None = None
-    default_model: Name | None = None
-    api_key: Secret | None = None
-    api_key_env: Name | None = None
-    headers: dict[str, str] = {}
-    max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
-    max_retries: Annotated[int, Field(ge=0, le=10)] = 3
-    read_timeout: Annotated[float, Field(gt=0, le=3600)] = 120.0
-    script: Name | None = None
-
-
-class AgentConfig(Section):
-    """`[fermix_core.agent]`: the main agent's defaults (the model loop behind ask and agent)."""
-
-    provider: Name | None = None
-    model: Name | None = None
-    system_prompt: Annotated[str, Field(max_length=100_000)] | None = None
-    toolset: Literal["fermix", "coding"] = "fermix"
-    max_iterations: Annotated[int, Field(ge=1, le=10_000)] = 25
-    max_iterations_scheduled: Annotated[int, Field(ge=1, le=10_000)] = 100
-    repeat_limit: Annotated[int, Field(ge=2, le=100)] = 3
-
-
-class RoutingConfig(Section):
-    """`[fermix_core.routing]`: which model delegated sub-agents, cron runs and meetings use."""
-
-    subagent_provider: Name | None = None
-    subagent_model: Name | None = None
-    subagent_reasoning_effort: ReasoningEffort | None = None
-    cron_provider: Name | None = None
-    cron_model: Name | None = None
-    cron_reasoning_effort: ReasoningEffort | None = None
-    meeting_provider: Name | None = None
-    meeting_model: Name | None = None
-    meeting_reasoning_effort: ReasoningEffort | None = None
-
-
-class JobsConfig(Section):
-    """`[fermix_core.jobs]`: the scheduled-jobs runtime (`fermix jobs run`) and job defaults."""
-
-    # A recurring run found more than this late is recorded as skipped and its schedule advances.
-    run_freshness_window_seconds: Annotated[int, Field(ge=60, le=7 * 86400)] = 3600
-    # Scheduled runs in flight at once, across every `fermix jobs run` process; manual runs are not counted.
-    max_concurrent_runs: Annotated[int, Field(ge=1, le=64)] = 4
-    default_timeout_seconds: Annotated[int, Field(ge=1, le=86400)] = 1800
-    default_inactivity_timeout_seconds: Annotated[int, Field(ge=1, le=86400)] = 600
-    # Used when schedule_job names neither a mode nor a target; checked at creation, never ignored.
-    default_delivery_mode: Literal["none", "origin", "channel", "local"] | None = None
-    default_delivery_target: dict[Name, Name] | None = None
-    # Run history kept per job; older rows (and their output.md) are deleted after each run.
-    max_runs_per_job: Annotated[int, Field(ge=1, le=100_000)] = 200
-    # A model run that fails on the provider (network, rate limit, provider error) before any tool ran
-    # is tried again this many times, after retry_backoff_seconds, then four times that, ...
-    transient_retries: Annotated[int, Field(ge=0, le=5)] = 2
-    retry_backoff_seconds: Annotated[int, Field(ge=1, le=600)] = 10
-
-
-class FermixCoreConfig(Section):
-    net: NetConfig = Field(default_factory=NetConfig)
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    providers: dict[Name, ProviderConfig] = {}
-    agent: AgentConfig = Field(default_factory=AgentConfig)
-    routing: RoutingConfig = Field(default_factory=RoutingConfig)
-    jobs: JobsConfig = Field(default_factory=JobsConfig)
-
-
-class PathToolCapability(Section):
-    """`[capabilities.tools.NAME]` of a tool that takes caller paths."""
-
-    absolute_paths: bool = True  # false: absolute paths outside the working directory are refused
-
-
-class HashEditCapability(PathToolCapability):
-    repairs: bool = True  # the automatic SWAP/INS.POST repairs of hashline.md §4.4
-
-
-class BashCapability(Section):
-    """`[capabilities.tools.bash]` of the coding toolset's bash tool."""
-
-    shell_expansion: bool = True  # false: `$ ~ ` { }` are refused before anything runs
-
-
-class ToolCapabilities(Section):
-    read: PathToolCapability = Field(default_factory=PathToolCapability)
-    write: PathToolCapability = Field(default_factory=PathToolCapability)
-    hash_edit: HashEditCapability = Field(default_factory=HashEditCapability)
-    bash: BashCapability = Field(default_factory=BashCapability)
-    grep: PathToolCapability = Field(default_factory=PathToolCapability)
-    find: PathToolCapability = Field(default_factory=PathToolCapability)
-    list_files: PathToolCapability = Field(default_factory=PathToolCapability)
-    ast_grep: PathToolCapability = Field(default_factory=PathToolCapability)
-
-
-class CapabilitiesConfig(Section):
-    tools: ToolCapabilities = Field(default_factory=ToolCapabilities)
-
-
-McpServerName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$")]
-
-
-class McpServerConfig(Section):
-    """One `[mcp.servers.NAME]` block: a stdio command (with args and env) or a URL, never both."""
-
-    command: Name | None = None
-    args: list[str] = []
-    env: dict[EnvName, str] = {}
-    env_passthrough: list[EnvName] = []
-    cwd: Name | None = None
-    url: Annotated[str, Field(pattern=r"^https?://", max_length=4096)] | None = None
-    transport: Literal["streamable_http", "sse"] = "streamable_http"
-    headers: dict[str, str] = {}
-    enabled: bool = True
-    tools: list[Name] | None = None
-    policy_class: Literal["read_only", "read_write", "exec", "network", "external_api", "gui_control"] = (
-        "external_api"
-    )
-    startup_timeout_ms: Annotated[int, Field(ge=100, le=600_000)] = 20_000
-    call_timeout_ms: Annotated[int, Field(ge=100, le=3_600_000)] = 120_000
-
-    @model_validator(mode="after")
-    def _one_endpoint(self) -> McpServerConfig:
-        if (self.command is None) == (self.url is None):
-            raise ValueError("set exactly one of command (a stdio server) or url (an HTTP server)")
-        if self.url is None and (self.headers or self.transport != "streamable_http"):
-            raise ValueError("headers and transport apply only to a url server")
-        if self.command is None and (self.args or self.env or self.env_passthrough or self.cwd):
-            raise ValueError("args, env, env_passthrough and cwd apply only to a command server")
-        return self
-
-
-class McpConfig(Section):
-    servers: dict[McpServerName, McpServerConfig] = {}
+CONFIG_SECTIONS: dict[str, Any] = {
+    "sandbox": SandboxConfig,
+    "fermix_core.net": NetConfig,
+    "fermix_core.tools.tool_search": ToolSearchConfig,
+}
 
 
 class Config(Section):
-    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
-    fermix_core: FermixCoreConfig = Field(default_factory=FermixCoreConfig)
-    capabilities: CapabilitiesConfig = Field(default_factory=CapabilitiesConfig)
-    mcp: McpConfig = Field(default_factory=McpConfig)
+    """The root of config.toml; its tables come from the catalog (`root_class`), so read it as Any."""
+
+
+def _table_class(path: tuple[str, ...], children: dict[str, Any]) -> type[Section]:
+    """A Section for the table at `path` whose fields are `children` (name -> class, dict type or table)."""
+    annotations: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"__annotations__": annotations, "__module__": __name__}
+    for name, child in children.items():
+        if isinstance(child, dict):
+            child = _table_class((*path, name), child)
+        annotations[name] = child
+        namespace[name] = Field(default_factory=child) if isinstance(child, type) else {}  # or a dict
+    if not path:
+        return type("Config", (Config,), namespace)
+    title = "".join(part.title().replace("_", "") for part in path)
+    return type(f"{title}Config", (Section,), namespace)
+
+
+_ROOTS: dict[tuple[str, ...], type[Config]] = {}
+
+
+def root_class(catalog: Catalog | None = None) -> type[Config]:
+    """The root model of config.toml: the kernel's sections, then each family's in catalog order."""
+    if catalog is None:
+        catalog = default_catalog()
+    modules = tuple(m for m in catalog.config_modules if m != __name__)
+    root = _ROOTS.get(modules)
+    if root is None:
+        declared = [(__name__, CONFIG_SECTIONS), *catalog.declared("CONFIG_SECTIONS", modules)]
+        tree: dict[str, Any] = {}
+        owner: dict[str, str] = {}
+        for module, sections in declared:
+            for dotted, section in sections.items():
+                *parents, leaf = dotted.split(".")
+                node = tree
+                for i, part in enumerate(parents):
+                    node = node.setdefault(part, {})
+                    if not isinstance(node, dict):
+                        raise TypeError(f"{module}: [{dotted}] is inside [{'.'.join(parents[: i + 1])}]")
+                if leaf in node:
+                    raise TypeError(
+                        f"[{dotted}] is declared by {owner.get(dotted, 'another module')} and {module}"
+                    )
+                node[leaf] = section
+                owner[dotted] = module
+        root = _ROOTS[modules] = cast("type[Config]", _table_class((), tree))
+    return root
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:
@@ -300,7 +164,7 @@ def _dotted(loc: tuple[Any, ...]) -> str:
 
 
 def _config_error(e: ValidationError, source: str, prefix: tuple[str, ...] = ()) -> ToolError:
-    errs = e.errors()
+    errs = e.errors(include_input=False)
     first = errs[0]
     key = _dotted((*prefix, *first["loc"])) or "(top level)"
     return ToolError(
@@ -310,22 +174,16 @@ def _config_error(e: ValidationError, source: str, prefix: tuple[str, ...] = ())
     )
 
 
-def validate_config(data: dict[str, Any], source: str = "config.toml") -> Config:
-    """Validate parsed TOML; the error names the first offending key."""
+def validate_config(data: dict[str, Any], source: str = "config.toml", catalog: Catalog | None = None) -> Any:
+    """Validate parsed TOML against the composed root; the error names the first offending key."""
     try:
-        config = Config.model_validate(data)
+        return root_class(catalog).model_validate(data)
     except ValidationError as e:
         raise _config_error(e, source) from None
-    for name, block in config.fermix_core.providers.items():
-        if block.type is None and name not in PROVIDER_TYPES:
-            key = f"fermix_core.providers.{name}.type"
-            raise ToolError(
-                "invalid_config",
-                f"{source}: {key}: missing; a provider named {name!r} must say its type "
-                f"({', '.join(PROVIDER_TYPES)}). Fix or remove this block.",
-                {"key": key, "errors": [{"key": key, "message": "missing"}]},
-            )
-    return config
+    except ToolError as e:  # a section's own check, naming its key
+        if e.code != "invalid_config":
+            raise
+        raise ToolError(e.code, f"{source}: {e.message}", e.details) from None
 
 
 def read_raw(path: Path) -> dict[str, Any]:
@@ -349,27 +207,37 @@ def read_raw(path: Path) -> dict[str, Any]:
         ) from None
 
 
-def load_config(path: Path) -> Config:
-    """Read and validate config.toml (fermix_cli.core.configcache caches the result per process call)."""
-    return validate_config(read_raw(path), str(path))
+def load_config(path: Path, catalog: Catalog | None = None) -> Any:
+    """Read and validate config.toml."""
+    return validate_config(read_raw(path), str(path), catalog)
 
 
-def load_jobs_config(path: Path) -> JobsConfig:
-    """Only `[fermix_core.jobs]`, validated as strictly as the whole file would be.
+def load_section(path: Path, keys: tuple[str, ...]) -> Any:
+    """One section of config.toml (`("fermix_core", "jobs")`), validated as strictly as in the whole file.
 
-    For `fermix jobs run`, which cron starts every minute and which needs nothing else: building the
-    validators of every section costs more than the rest of a tick. The runs it starts read the whole
-    file, so an error anywhere else still stops them.
+    For a caller that must go on while another section is invalid (a jobs tick records that error on
+    the runs it starts). A section that is not a table is reported by the full check.
     """
+    import typing
+
     data = read_raw(path)
-    core = data.get("fermix_core", {})
-    section = core.get("jobs", {}) if isinstance(core, dict) else None
-    if not isinstance(section, dict):
-        return validate_config(data, str(path)).fermix_core.jobs  # let the full check name the problem
+    cls: Any = root_class()
+    node: Any = data
+    for key in keys:
+        cls = typing.get_type_hints(cls)[key]
+        node = node.get(key, {}) if isinstance(node, dict) else None
+    if not isinstance(node, dict):
+        return _section(validate_config(data, str(path)), keys)  # let the full check name the problem
     try:
-        return JobsConfig.model_validate(section)
+        return cls.model_validate(node)
     except ValidationError as e:
-        raise _config_error(e, str(path), ("fermix_core", "jobs")) from None
+        raise _config_error(e, str(path), keys) from None
+
+
+def _section(config: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        config = getattr(config, key)
+    return config
 
 
 def write_raw(path: Path, data: dict[str, Any]) -> None:

@@ -137,9 +137,9 @@ class ToolContext(Record):
     @property
     def config(self) -> Config:
         if self._config is None:
-            from .configcache import load_config_cached
+            from .config import load_config
 
-            self._config = load_config_cached(self.paths.config_file, self.paths.run_dir)
+            self._config = load_config(self.paths.config_file)
         return self._config
 
     def reload_config(self) -> None:

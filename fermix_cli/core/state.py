@@ -11,11 +11,14 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ToolError
-from .migrations import MIGRATIONS, Migration
+from .migrations import Migration, all_migrations, apply_missing
 from .paths import make_private_dirs
+
+if TYPE_CHECKING:
+    from .catalog import Catalog
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -23,9 +26,13 @@ BUSY_TIMEOUT_MS = 10_000
 class StateDB:
     """One connection per process, in autocommit mode; transactions are explicit."""
 
-    def __init__(self, path: Path, migrations: Sequence[Migration] = MIGRATIONS) -> None:
+    def __init__(
+        self, path: Path, migrations: Sequence[Migration] | None = None, *, catalog: Catalog | None = None
+    ) -> None:
+        """Open (creating and migrating) `path`; the migrations are the catalog's unless given."""
         self.path = path
         self._migrations = migrations
+        self._catalog = catalog
         self.conn = self._connect()
         self.migrate()
 
@@ -57,8 +64,12 @@ class StateDB:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
 
     def migrate(self) -> int:
-        """Apply missing migrations in one BEGIN IMMEDIATE transaction; safe with concurrent starters."""
-        target = len(self._migrations)
+        """Apply missing migrations in one BEGIN IMMEDIATE transaction; safe with concurrent starters.
+
+        `user_version` counts the migrations applied, so an up-to-date file costs one PRAGMA and the
+        declaring modules are imported only when something is missing.
+        """
+        target = known_count(self._migrations, self._catalog)
         if self.schema_version == target:
             return target
         with self.write() as db:
@@ -69,10 +80,13 @@ class StateDB:
                     f"{self.path} has schema version {current}, newer than this fermix ({target}). Upgrade fermix.",
                     {"path": str(self.path), "version": current},
                 )
-            for migration in self._migrations[current:]:
-                migration(db)
-            db.execute(f"PRAGMA user_version = {target}")
-        return target
+            migrations = self._migrations if self._migrations is not None else all_migrations(self._catalog)
+            try:
+                return apply_missing(db, migrations)
+            except ToolError as e:
+                raise ToolError(
+                    e.code, f"{self.path}: {e.message}", {"path": str(self.path), **e.details}
+                ) from None
 
     @contextlib.contextmanager
     def write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
@@ -115,8 +129,18 @@ class StateReport:
     ok: bool
     detail: str
     schema_version: int | None = None
-    latest_version: int = len(MIGRATIONS)
+    latest_version: int = 0
     bytes: int = 0
+
+
+def known_count(migrations: Sequence[Migration] | None = None, catalog: Catalog | None = None) -> int:
+    """How many migrations this fermix knows: the given list's, else the catalog's (read by name)."""
+    if migrations is not None:
+        return len(migrations)
+    from .catalog import default_catalog
+
+    catalog = catalog or default_catalog()
+    return len(catalog.migration_names) or len(all_migrations(catalog))
 
 
 def inspect_state(path: Path) -> StateReport:
@@ -125,19 +149,19 @@ def inspect_state(path: Path) -> StateReport:
     Never call this in a process that has a StateDB open on the same file: closing this connection
     would drop that connection's locks.
     """
-    latest = len(MIGRATIONS)
+    latest = known_count()
     if not path.exists():
         return StateReport(False, True, "not created yet", latest_version=latest)
     size = path.stat().st_size
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
     except sqlite3.Error as e:
-        return StateReport(True, False, f"cannot open: {e}", bytes=size)
+        return StateReport(True, False, f"cannot open: {e}", latest_version=latest, bytes=size)
     try:
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         problems = [r[0] for r in conn.execute("PRAGMA quick_check").fetchall()]
     except sqlite3.Error as e:
-        return StateReport(True, False, f"unreadable: {e}", bytes=size)
+        return StateReport(True, False, f"unreadable: {e}", latest_version=latest, bytes=size)
     finally:
         conn.close()
     if problems != ["ok"]:

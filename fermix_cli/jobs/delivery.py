@@ -1,37 +1,31 @@
 """Where a finished run's result goes: nowhere, the run history, or a channel.
 
-What fermix can reach today: the run history (`output.md` next to the run row, for every mode) and
-the local inbox channel, `{"platform": "inbox", "recipient": NAME}`, an append-only JSON-lines file
-`<data dir>/inbox/NAME.jsonl` that `fermix jobs inbox NAME` reads. Targets on platforms fermix has no
-channel for are refused when the job is created (`unsupported_channel`), never accepted and dropped.
-A final answer of exactly `[SILENT]` delivers nothing and writes no output.md.
+The run history (`output.md` next to the run row, for every mode) is the jobs domain's own; messages
+go through `fermix_cli.channels` (today the local inbox, `{"platform": "inbox", "recipient": NAME}`,
+which `fermix jobs inbox NAME` reads). Targets on platforms fermix has no channel for are refused when
+the job is created (`unsupported_channel`), never accepted and dropped. A final answer of exactly
+`[SILENT]` delivers nothing and writes no output.md.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..channels import ChannelError, channel_for
 from ..core.paths import FermixPaths
 from .execute import RunOutcome
 from .model import Job, ts
 from .validate import ADDRESS_KEYS, THREAD_KEYS
-
-INBOX_TEXT_MAX = 256 * 1024
 
 
 @dataclass(frozen=True)
 class DeliveryResult:
     status: str  # none | recorded | delivered | silent | failed
     detail: dict[str, Any] | None = None
-
-
-def inbox_dir(paths: FermixPaths) -> Path:
-    return paths.data_dir / "inbox"
 
 
 def output_path(paths: FermixPaths, job_id: str, run_id: str) -> Path:
@@ -66,22 +60,6 @@ def message_text(job: Job, outcome: RunOutcome) -> str:
     return text
 
 
-def _append_inbox(paths: FermixPaths, address: str, record: dict[str, Any]) -> Path:
-    """One JSON line appended with a single write (O_APPEND), then fsync."""
-    folder = paths.ensure_dir(inbox_dir(paths))
-    target = folder / f"{address}.jsonl"
-    line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        written = os.write(fd, line)
-        if written != len(line):
-            raise OSError(f"short write to {target} ({written} of {len(line)} bytes)")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return target
-
-
 def deliver(
     paths: FermixPaths,
     job: Job,
@@ -100,13 +78,10 @@ def deliver(
         return DeliveryResult("recorded")
     target = job.delivery_target or {}
     address_key = next((k for k in ADDRESS_KEYS if k in target), None)
-    if target.get("platform") != "inbox" or address_key is None:
-        return DeliveryResult(
-            "failed", {"error": f"no channel can deliver to {target!r}; only the inbox platform exists"}
-        )
-    text = message_text(job, outcome)
-    truncated = len(text) > INBOX_TEXT_MAX
-    record = {
+    channel = channel_for(str(target.get("platform", "")), paths)
+    if channel is None or address_key is None:
+        return DeliveryResult("failed", {"error": f"no channel can deliver to {target!r}"})
+    meta = {
         "delivered_at": ts(now),
         "job_id": job.id,
         "job_name": job.name,
@@ -114,30 +89,11 @@ def deliver(
         "trigger": run["trigger"],
         "scheduled_for": run["scheduled_for"],
         "status": outcome.status,
-        "text": text[:INBOX_TEXT_MAX],
-        "truncated": truncated,
         **{k: target[k] for k in THREAD_KEYS if k in target},
     }
     address = str(target[address_key])
     try:
-        where = _append_inbox(paths, address, record)
-    except OSError as e:
-        return DeliveryResult("failed", {"platform": "inbox", "address": address, "error": str(e)})
-    return DeliveryResult("delivered", {"platform": "inbox", "address": address, "path": str(where)})
-
-
-def read_inbox(paths: FermixPaths, address: str, limit: int) -> list[dict[str, Any]]:
-    """The last `limit` messages of an inbox, oldest first; unreadable lines are skipped."""
-    target = inbox_dir(paths) / f"{address}.jsonl"
-    try:
-        with open(target, encoding="utf-8", errors="replace") as f:
-            lines = f.readlines()
-    except FileNotFoundError:
-        return []
-    out: list[dict[str, Any]] = []
-    for line in lines[-limit:] if limit else lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
+        sent = channel.send_text(address, message_text(job, outcome), meta)
+    except ChannelError as e:
+        return DeliveryResult("failed", {"platform": channel.platform, "address": address, "error": str(e)})
+    return DeliveryResult("delivered", sent.as_dict())

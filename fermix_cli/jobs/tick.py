@@ -15,6 +15,7 @@ from .model import ts
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
+    from .config import JobsConfig
 
 
 @dataclass
@@ -56,37 +57,22 @@ def nothing_to_do(db: sqlite3.Connection, now: datetime) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class JobsSettings:
-    """The `[fermix_core.jobs]` keys a tick reads, as validated by `JobsConfig`."""
+def jobs_config(ctx: ToolContext) -> JobsConfig:
+    """`[fermix_core.jobs]` for a tick, from the config loaded the normal way.
 
-    run_freshness_window_seconds: int
-    max_concurrent_runs: int
-    max_runs_per_job: int
-
-
-_SETTINGS = tuple(JobsSettings.__dataclass_fields__)
-
-
-def jobs_config(ctx: ToolContext) -> JobsSettings:
-    """`[fermix_core.jobs]` for a tick.
-
-    `ctx.config` serves a config.toml validated before from fermix's config cache without building
-    pydantic validators, so a tick pays for a full, strict validation only after the file changes. A
-    config that is invalid elsewhere does not stop the tick: its runs fail with `invalid_config`,
-    recorded where `fermix jobs runs` shows them; the jobs section itself is still checked strictly.
+    A config that is invalid elsewhere does not stop the tick: its runs fail with `invalid_config`,
+    recorded where `fermix jobs runs` shows them; the jobs section itself is still checked strictly
+    (an error in it stops the tick, naming the key).
     """
-    cached = ctx.extras.get("jobs_settings")
-    if isinstance(cached, JobsSettings):
-        return cached
     try:
-        section = ctx.config.fermix_core.jobs
+        return ctx.config.fermix_core.jobs
     except ToolError as e:
-        if e.code != "invalid_config":
+        if e.code != "invalid_config" or str(e.details.get("key", "")).startswith("fermix_core.jobs"):
             raise
-        from ..core.config import load_jobs_config
+    cached = ctx.extras.get("jobs_section")
+    if cached is None:
+        from ..core.config import load_section
 
-        section = load_jobs_config(ctx.paths.config_file)
-    settings = JobsSettings(**{k: getattr(section, k) for k in _SETTINGS})
-    ctx.extras["jobs_settings"] = settings
-    return settings
+        cached = ctx.extras["jobs_section"] = load_section(ctx.paths.config_file, ("fermix_core", "jobs"))
+    return cached  # type: ignore[no-any-return]
+

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from ..channels import PLATFORMS
 from ..core.errors import ExitClass, ToolError
 from .model import DELIVERY_MODES
 
 if TYPE_CHECKING:
-    from ..core.config import Config, JobsConfig
+    from ..core.config import Config
     from ..core.context import ToolContext
+    from .config import JobsConfig
 
 NAME_MAX = 200
 TASK_MAX = 20_000
@@ -27,8 +29,8 @@ TIMEOUT_MAX = 86_400
 # Channel targets (reference 8.2): a platform plus one address key, optionally a thread.
 ADDRESS_KEYS = ("chat_id", "channel_id", "recipient", "target", "reply_target")
 THREAD_KEYS = ("thread_ts", "message_thread_id")
-# The one platform fermix can deliver to today: an append-only JSONL inbox under FERMIX_HOME.
-DELIVERABLE_PLATFORMS = ("inbox",)
+# The platforms a channel exists for (fermix_cli/channels); a target on any other is refused.
+DELIVERABLE_PLATFORMS = PLATFORMS
 INBOX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")

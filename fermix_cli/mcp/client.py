@@ -19,7 +19,7 @@ from ..core.registry import FailureMode, Hints, Params, Registry, ToolSpec
 from .sessions import Connection, describe_error, pool, unavailable
 
 if TYPE_CHECKING:
-    from ..core.config import McpServerConfig
+    from .config import McpServerConfig
     from ..core.context import ToolContext
 
 log = logger("fermix.mcp.client")

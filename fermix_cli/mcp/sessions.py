@@ -21,9 +21,9 @@ if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
     from mcp import ClientSession
 
-    from ..core.config import McpServerConfig
     from ..core.context import ToolContext
     from ..core.paths import FermixPaths
+    from .config import McpServerConfig
 
 log = logger("fermix.mcp.client")
 

@@ -16,7 +16,7 @@ from ..core.logs import logger
 from ..core.toolsets import Toolset
 
 if TYPE_CHECKING:
-    from ..core.config import McpServerConfig
+    from .config import McpServerConfig
     from ..core.context import ToolContext
     from ..core.registry import ToolSpec
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from fermix_cli.cli.doctor_checks import DoctorInput, run_checks, summary_line
-from fermix_cli.core.migrations import MIGRATIONS
+from fermix_cli.core.migrations import all_migrations
 from fermix_cli.core.paths import resolve_paths
 from fermix_cli.core.state import StateDB
 from tests.conftest import Env
 
-LATEST = len(MIGRATIONS)
+LATEST = len(all_migrations())
 LINE = re.compile(r"^\[( OK |WARN|FAIL|N/A )\] (.{18}) (\S.*)$")
 SUMMARY = re.compile(r"^(\d+) ok, (\d+) warning\(s\), (\d+) failure\(s\), (\d+) not applicable$")
 

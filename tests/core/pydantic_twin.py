@@ -61,6 +61,13 @@ def twin(cls: type) -> type[BaseModel]:
         for name, attr in vars(cls).items()
         if isinstance(attr, fp._BeforeValidator)
     }
+    validators.update(
+        {
+            name: model_validator(mode="after")(attr.func)
+            for name, attr in vars(cls).items()
+            if isinstance(attr, fp._AfterValidator)
+        }
+    )
     own_config = cls.__dict__.get("model_config")
     model = pydantic.create_model(  # type: ignore[call-overload]
         cls.__name__,
@@ -88,13 +95,17 @@ def _bound(func: Any) -> Any:
 
 
 def _field(info: FieldInfo) -> Any:
-    return pydantic.Field(**{k: _value(v) if k == "default" else v for k, v in info.declared.items()})
+    return pydantic.Field(
+        **{k: _value(v) if k in ("default", "default_factory") else v for k, v in info.declared.items()}
+    )
 
 
 def _value(value: Any) -> Any:
     """A default as the twin holds it: a Params instance becomes an instance of its twin, as it is."""
     if isinstance(value, fp.Params):
         return twin(type(value)).model_construct(**{k: _value(v) for k, v in vars(value).items()})
+    if isinstance(value, type) and issubclass(value, fp.Params):  # a default_factory: the twin builds it
+        return twin(value)
     if isinstance(value, list):
         return [_value(v) for v in value]
     if isinstance(value, dict):

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.migrations import MIGRATIONS
+from fermix_cli.core.migrations import LEGACY_ORDER, Migration, all_migrations, applied_names, run_order
 from fermix_cli.core.state import StateDB
 from tests.conftest import Env
+
+MIGRATIONS = all_migrations()
 
 
 def test_fresh_database_is_migrated_wal_and_private(tmp_path: Path) -> None:
@@ -55,12 +57,13 @@ def test_migrations_apply_in_order_once(tmp_path: Path) -> None:
         calls.append("m2")
         c.execute("CREATE TABLE b (x)")
 
-    StateDB(tmp_path / "s.db", [m1]).close()
-    db = StateDB(tmp_path / "s.db", [m1, m2])
+    one, two = Migration("m1", m1), Migration("m2", m2)
+    StateDB(tmp_path / "s.db", [one]).close()
+    db = StateDB(tmp_path / "s.db", [one, two])
     assert calls == ["m1", "m2"]
     assert db.schema_version == 2
     db.close()
-    StateDB(tmp_path / "s.db", [m1, m2]).close()
+    StateDB(tmp_path / "s.db", [one, two]).close()
     assert calls == ["m1", "m2"]
 
 
@@ -82,9 +85,9 @@ def test_failed_migration_leaves_the_old_version(tmp_path: Path) -> None:
         c.execute("CREATE TABLE b (x)")
         raise sqlite3.OperationalError("broken migration")
 
-    StateDB(tmp_path / "s.db", [ok]).close()
+    StateDB(tmp_path / "s.db", [Migration("ok", ok)]).close()
     with pytest.raises(sqlite3.OperationalError):
-        StateDB(tmp_path / "s.db", [ok, bad])
+        StateDB(tmp_path / "s.db", [Migration("ok", ok), Migration("bad", bad)])
     c = sqlite3.connect(tmp_path / "s.db")
     assert c.execute("PRAGMA user_version").fetchone()[0] == 1
     assert c.execute("SELECT count(*) FROM sqlite_master WHERE name='b'").fetchone()[0] == 0
@@ -131,3 +134,41 @@ def test_recorded_calls_land_in_tool_calls(world: Env, invoke) -> None:
         .fetchall()
     )
     assert rows == [("file_read", 1, None, "sess-1"), ("file_read", 0, "not_found", "sess-1")]
+
+
+@pytest.mark.parametrize("version", range(1, len(LEGACY_ORDER) + 1))
+def test_a_numbered_database_upgrades_without_running_anything_twice(tmp_path: Path, version: int) -> None:
+    """A state.db from before migrations had names: user_version N stands for the first N of the old list."""
+    by_name = {m.name: m for m in MIGRATIONS}
+    c = sqlite3.connect(tmp_path / "s.db")
+    for name in LEGACY_ORDER[:version]:
+        by_name[name].apply(c)  # a second CREATE TABLE of any of these would fail
+    c.execute(f"PRAGMA user_version = {version}")
+    c.commit()
+    c.close()
+    db = StateDB(tmp_path / "s.db")
+    assert db.schema_version == len(MIGRATIONS)
+    with db.write() as w:  # an up-to-date numbered file keeps its number until the next migration
+        applied = applied_names(w)
+    assert sorted(applied) == sorted(m.name for m in MIGRATIONS)
+    assert applied[:version] == list(LEGACY_ORDER[:version])
+    db.close()
+
+
+def test_migrations_run_kernel_first_then_domains_in_catalog_order(tmp_path: Path) -> None:
+    db = StateDB(tmp_path / "s.db")
+    applied = [r[0] for r in db.query("SELECT name FROM _fermix_migrations ORDER BY rowid")]
+    assert applied == [m.name for m in MIGRATIONS]
+    assert applied[:2] == ["core_001_tool_calls", "core_002_directory_access_requests"]
+    db.close()
+
+
+def test_after_waits_for_another_domains_migration() -> None:
+    def noop(c: sqlite3.Connection) -> None:
+        pass
+
+    a, c = Migration("a_001", noop), Migration("c_001", noop)
+    late = Migration("b_001", noop, after=("c_001",))
+    assert [m.name for m in run_order([a, late, c])] == ["a_001", "c_001", "b_001"]
+    with pytest.raises(ValueError, match="unknown"):
+        run_order([Migration("x", noop, after=("nowhere",))])

@@ -12,8 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...core.config import PROVIDER_TYPES, Config, ProviderConfig
+from ...core.config import Config
 from ...core.errors import ToolError
+from ..config import PROVIDER_TYPES, ProviderConfig
 
 if TYPE_CHECKING:
     from ...core.context import ToolContext

@@ -64,6 +64,25 @@ def show_number(value: int | float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def rust_dollar(pattern: str) -> str:
+    """`pattern` for Python's re with each `$` (outside a character class) meaning the end of the text."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if ch == "[" and not in_class:
+            in_class = True
+        elif ch == "]" and in_class:
+            in_class = False
+        out.append(r"\Z" if ch == "$" and not in_class else ch)
+        i += 1
+    return "".join(out)
+
+
 def require_utf8(value: str) -> None:
     """Refuse a string with a lone surrogate (JSON's \\ud800 escapes make them).
 
@@ -144,8 +163,8 @@ class StrCheck(Check):
     def constrain(self, constraints: dict[str, Any]) -> Check:
         self._take(constraints, ("min_length", "max_length", "pattern"))
         # Python's re, searched like pydantic's Rust engine; the two agree on the syntax both accept
-        # (no tool uses `pattern` yet; the table tests pin a simple one).
-        self._regex = None if self.pattern is None else re.compile(self.pattern)
+        # once `$` means the end of the text, as in Rust (Python's also matches before a final newline).
+        self._regex = None if self.pattern is None else re.compile(rust_dollar(self.pattern))
         self._plain = self.min_length is None and self.max_length is None and self.pattern is None
         return self
 
@@ -279,7 +298,12 @@ def run_validator(func: Callable[[Any], Any], value: Any) -> Any:
     """Call a user validator the way pydantic does: ValueError and AssertionError become errors."""
     try:
         return func(value)
-    except ValueError as e:
-        raise fail("value_error", f"Value error, {e}", value, {"error": e}) from None
-    except AssertionError as e:
-        raise fail("assertion_error", f"Assertion failed, {e}", value, {"error": e}) from None
+    except (ValueError, AssertionError) as e:
+        raise run_validator_error(e, value) from None
+
+
+def run_validator_error(e: ValueError | AssertionError, value: Any) -> Invalid:
+    """The input error a validator's ValueError or AssertionError on `value` becomes."""
+    if isinstance(e, AssertionError):
+        return fail("assertion_error", f"Assertion failed, {e}", value, {"error": e})
+    return fail("value_error", f"Value error, {e}", value, {"error": e})

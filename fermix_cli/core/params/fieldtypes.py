@@ -1,15 +1,15 @@
 """Declaring Params fields (`Field`, `AfterValidator`) and turning annotations into checks.
 
 The supported subset: str, int, float, bool, Any, `Literal[...]`, `X | None`, unions of scalars and
-literals, `list[T]`, `dict[str, T]` (keys may carry length bounds) and nested Params classes, with
+literals, `list[T]`, `dict[str, T]` (keys may carry length bounds and a pattern) and nested Params classes, with
 `Field(...)` and `AfterValidator(...)` in `Annotated[...]`. Anything else is refused with a
 TypeError when the class is first used, rather than validated differently from pydantic.
 """
 
 from __future__ import annotations
 
+import sys
 import types
-import typing
 from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal, TypedDict, Union, get_args, get_origin
 
@@ -47,6 +47,15 @@ class FieldInfo:
 
     def __repr__(self) -> str:
         return f"FieldInfo({', '.join(f'{k}={v!r}' for k, v in self.declared.items())})"
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        """On the class, this FieldInfo; on an instance without the value, the lazily built default."""
+        if obj is None:
+            return self
+        return obj._lazy_default(self.name)
 
 
 def Field(
@@ -119,11 +128,35 @@ class ParamField:
 def compile_fields(cls: type) -> tuple[ParamField, ...]:
     """The fields of a Params class, parents' first, from its (possibly string) annotations."""
     fields = []
-    for name, annotation in typing.get_type_hints(cls, include_extras=True).items():
-        if name.startswith("_") or name == "model_config" or get_origin(annotation) is ClassVar:
+    for name, annotation in field_annotations(cls).items():
+        if get_origin(annotation) is ClassVar:
             continue
         fields.append(_field(name, annotation, getattr(cls, name, UNSET)))
     return tuple(fields)
+
+
+def field_annotations(cls: type) -> dict[str, Any]:
+    """`typing.get_type_hints(cls, include_extras=True)` for the names that can be fields.
+
+    Names starting with `_` and `model_config` are skipped before their annotations are evaluated, so
+    the base class's own ClassVars are not evaluated again for every model (eval compiles each string).
+    """
+    hints: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        own = klass.__dict__.get("__annotations__")  # noqa: RUF063 - the class's own, as get_type_hints reads them
+        if not own:
+            continue
+        module = sys.modules.get(klass.__module__)
+        module_ns = getattr(module, "__dict__", {})
+        class_ns: dict[str, Any] | None = None
+        for name, annotation in own.items():
+            if name.startswith("_") or name == "model_config":
+                continue
+            if isinstance(annotation, str):  # evaluated as get_type_hints does: class names, then module's
+                class_ns = dict(vars(klass)) if class_ns is None else class_ns
+                annotation = eval(annotation, class_ns, module_ns)
+            hints[name] = annotation
+    return hints
 
 
 def _field(name: str, annotation: Any, assigned: Any) -> ParamField:
@@ -208,8 +241,10 @@ def compile_type(tp: Any) -> Check:
     if tp is dict or origin is dict:
         key_type, value_type = get_args(tp) or (str, Any)
         key = compile_type(key_type)
-        if not isinstance(key, StrCheck) or key.pattern is not None or key.js_updates or key.js_extra:
-            raise TypeError(f"dict keys must be str, optionally with length bounds, not {key_type!r}")
+        if not isinstance(key, StrCheck) or key.js_updates or key.js_extra:
+            raise TypeError(
+                f"dict keys must be str, optionally with length bounds or a pattern, not {key_type!r}"
+            )
         return DictCheck(key, compile_type(value_type))
     if isinstance(tp, type) and hasattr(tp, "_params_check"):
         return ModelCheck(tp)

@@ -14,7 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, Self
 
-from .check import Check, FloatCheck, Invalid, LineError, fail, require_utf8, run_validator, under
+from .check import (
+    Check,
+    FloatCheck,
+    Invalid,
+    LineError,
+    fail,
+    require_utf8,
+    run_validator,
+    run_validator_error,
+    under,
+)
 from .compound import AfterCheck, DictCheck, ListCheck, NullableCheck
 from .fieldtypes import AfterValidator, ConfigDict, Field, FieldInfo, ParamField, compile_fields
 
@@ -73,15 +83,31 @@ class _BeforeValidator:
         return self.func.__get__(obj, owner)  # type: ignore[no-any-return]
 
 
-def model_validator(*, mode: Literal["before"]) -> Callable[[Any], Any]:
-    """Run a classmethod on the raw input before the fields are checked (pydantic's "before" mode).
+class _AfterValidator:
+    """A `model_validator(mode="after")` in a class body: a method that checks the built instance."""
 
-    Validators run subclass first; a ValueError becomes an input error, any other exception
-    (a ToolError, say) propagates as it is.
+    def __init__(self, func: Any) -> None:
+        self.func = func
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        return self.func.__get__(obj, owner) if obj is not None else self.func
+
+
+def model_validator(*, mode: Literal["before", "after"]) -> Callable[[Any], Any]:
+    """Run a validator on the whole model, as pydantic's `model_validator` does.
+
+    "before": a classmethod on the raw input, before the fields are checked; validators run subclass
+    first. "after": a method on the validated instance, returning it; parents' run first. A
+    ValueError becomes an input error located at the model, any other exception (a ToolError, say)
+    propagates as it is.
     """
-    if mode != "before":
-        raise TypeError(f"model_validator(mode={mode!r}): fermix's Params support only mode='before'")
-    return _BeforeValidator
+    if mode == "before":
+        return _BeforeValidator
+    if mode == "after":
+        return _AfterValidator
+    raise TypeError(
+        f"model_validator(mode={mode!r}): fermix's Params support only mode='before' and mode='after'"
+    )
 
 
 class _Plan:
@@ -95,20 +121,30 @@ class _Plan:
         supported = set(config) <= {"extra", "strict", "defer_build"} and config.get("strict", True) is True
         if not supported or self.extra not in ("forbid", "allow"):
             raise TypeError(f"{cls.__name__}: model_config {config!r} is not supported")
-        found: dict[str, _BeforeValidator] = {}
+        found: dict[str, _BeforeValidator | _AfterValidator] = {}
         for klass in reversed(cls.__mro__):  # an override keeps its parent's place, as in pydantic
             for name, attr in vars(klass).items():
-                if isinstance(attr, _BeforeValidator):
+                if isinstance(attr, _BeforeValidator | _AfterValidator):
                     found[name] = attr
                 elif name in found:
                     del found[name]
-        self.before = [getattr(cls, name) for name in reversed(found)]
+        self.before = [getattr(cls, n) for n, v in reversed(found.items()) if isinstance(v, _BeforeValidator)]
+        self.after = [v.func for v in found.values() if isinstance(v, _AfterValidator)]
+        # Nested models left out of the input are built when first read: a config file names few of
+        # its sections, and building the others' defaults would compile every section's checks.
+        self.lazy = {
+            f.name: f
+            for f in self.fields
+            if isinstance(f.default_factory, type) and issubclass(f.default_factory, Params)
+        }
 
 
 def _default(field: ParamField) -> Any:
     if field.default_factory is not None:
         return field.default_factory()
     value = field.default
+    if type(value) in _EMPTY and not value:  # the usual mutable default: a fresh empty one is its copy
+        return type(value)()
     try:
         hash(value)
     except TypeError:  # a mutable default is copied for each instance, as pydantic does
@@ -116,6 +152,9 @@ def _default(field: ParamField) -> Any:
 
         return copy.deepcopy(value)
     return value
+
+
+_EMPTY = (list, dict)
 
 
 def _dump(value: Any, mode: str) -> Any:
@@ -182,6 +221,7 @@ class Params:
     @classmethod
     def _params_check(cls, value: Any) -> Any:
         plan = cls._params_plan()
+        original = value
         for validator in plan.before:
             value = run_validator(validator, value)
         if isinstance(value, cls):
@@ -198,6 +238,8 @@ class Params:
                     values[name] = field.check(value[name])
                 except Invalid as e:
                     errors.extend(under(name, e.errors))
+            elif name in plan.lazy:
+                pass  # a nested model's default, built on first read (`__getattr__`)
             elif not field.required:
                 values[name] = _default(field)
             else:
@@ -222,6 +264,11 @@ class Params:
         obj.__dict__.update(values)
         if plan.extra == "allow":
             obj.__dict__["_extra"] = extra or {}
+        for check in plan.after:
+            try:
+                obj = check(obj)
+            except (ValueError, AssertionError) as e:
+                raise run_validator_error(e, original) from None
         return obj
 
     @classmethod
@@ -243,20 +290,35 @@ class Params:
         """
         fields = self._params_plan().fields
         if mode == "json":
-            out = {f.name: _as_json(f.check, self.__dict__[f.name]) for f in fields}
+            out = {f.name: _as_json(f.check, getattr(self, f.name)) for f in fields}
         else:
-            out = {f.name: _dump(self.__dict__[f.name], mode) for f in fields}
+            out = {f.name: _dump(getattr(self, f.name), mode) for f in fields}
         out.update(_dump(self.__dict__.get("_extra") or {}, mode))
         return out
 
+    def _lazy_default(self, name: str) -> Any:
+        """The default of a nested model left out of the input, built on first read and kept."""
+        lazy = self._params_plan().lazy.get(name)
+        if lazy is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        value = self.__dict__[name] = _default(lazy)
+        return value
+
     def __getattr__(self, name: str) -> Any:
+        if name in self._params_plan().lazy:
+            return self._lazy_default(name)
         extra = self.__dict__.get("_extra")
         if extra is not None and name in extra:
             return extra[name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.__dict__ == self.__dict__
+        if type(other) is not type(self):
+            return False
+        names = [f.name for f in self._params_plan().fields]
+        return [getattr(self, n) for n in names] == [getattr(other, n) for n in names] and (
+            self.__dict__.get("_extra") == other.__dict__.get("_extra")
+        )
 
     __hash__ = None  # type: ignore[assignment]
 

@@ -113,9 +113,13 @@ class _Writer:
         out: dict[str, Any] = {"type": "object"}
         values = self.check(check.value)
         values.pop("title", None)
-        out["additionalProperties"] = values or True
         keys = self.check(check.key)
         keys.pop("title", None)
+        pattern = keys.pop("pattern", None)
+        if pattern is None:
+            out["additionalProperties"] = values or True
+        else:  # pydantic writes a key pattern as patternProperties
+            out["patternProperties"] = {pattern: values}
         if keys.get("type") == "string" and len(keys) > 1:  # the keys carry constraints
             keys.pop("type")
             out["propertyNames"] = keys

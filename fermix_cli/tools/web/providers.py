@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from ...core.errors import ToolError
 
 if TYPE_CHECKING:
-    from ...core.config import WebSearchConfig
     from ...core.net.httpclient import GuardedClient
+    from .config import WebSearchConfig
 
 KEY_ENV: dict[str, tuple[str, ...]] = {
     "brave": ("BRAVE_API_KEY", "BRAVE_SEARCH_API_KEY"),

@@ -310,6 +310,6 @@ def test_what_the_subset_does_not_cover_is_refused_at_first_use(annotation: str)
         cls.model_validate({})
 
 
-def test_only_before_model_validators_are_supported() -> None:
+def test_only_before_and_after_model_validators_are_supported() -> None:
     with pytest.raises(TypeError, match="mode='before'"):
-        model_validator(mode="after")  # type: ignore[arg-type]
+        model_validator(mode="wrap")  # type: ignore[arg-type]

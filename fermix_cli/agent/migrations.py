@@ -1,0 +1,114 @@
+"""The model loop's state.db tables (transcripts), as an ordered list of named migrations.
+
+Append new migrations at the end, named `<domain>_NNN_<what>`. Never edit, rename or reorder one that
+has shipped: state.db records the names it has applied.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ..core.migrations import Migration
+
+
+def transcripts(db: sqlite3.Connection) -> None:
+    """Model-loop transcripts: conversations, runs (one per prompt), messages, and their FTS5 index.
+
+    A tool message's `call_id` is the id of its `tool_calls` row; `provider_call_id` is the id the model
+    used on the wire, which need not be unique across runs.
+    """
+    db.execute(
+        """
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL DEFAULT '',
+            origin TEXT NOT NULL,
+            trust TEXT NOT NULL,
+            provider TEXT,
+            model TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX conversations_updated ON conversations(updated_at)")
+    db.execute(
+        """
+        CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            status TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            toolset TEXT,
+            prompt TEXT NOT NULL,
+            response TEXT NOT NULL DEFAULT '',
+            iterations INTEGER NOT NULL DEFAULT 0,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            error_json TEXT,
+            started_at TEXT NOT NULL,
+            ended_at TEXT
+        )
+        """
+    )
+    db.execute("CREATE INDEX runs_conversation ON runs(conversation_id, started_at)")
+    db.execute("CREATE INDEX runs_started ON runs(started_at)")
+    db.execute(
+        """
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            run_id TEXT REFERENCES runs(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL DEFAULT '',
+            tool_calls_json TEXT,
+            call_id TEXT,
+            provider_call_id TEXT,
+            tool_name TEXT,
+            is_error INTEGER NOT NULL DEFAULT 0,
+            error_code TEXT,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            created_at TEXT NOT NULL,
+            UNIQUE (conversation_id, seq)
+        )
+        """
+    )
+    db.execute("CREATE INDEX messages_run ON messages(run_id, seq)")
+    db.execute("CREATE INDEX messages_call ON messages(call_id)")
+    db.execute(
+        "CREATE VIRTUAL TABLE messages_fts USING fts5("
+        "role, kind, content, content='messages', content_rowid='id', tokenize='unicode61')"
+    )
+    db.execute(
+        """
+        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts(rowid, role, kind, content)
+            VALUES (new.id, new.role, new.kind, new.content);
+        END
+        """
+    )
+    db.execute(
+        """
+        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, role, kind, content)
+            VALUES ('delete', old.id, old.role, old.kind, old.content);
+        END
+        """
+    )
+    db.execute(
+        """
+        CREATE TRIGGER messages_fts_update AFTER UPDATE OF role, kind, content ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, role, kind, content)
+            VALUES ('delete', old.id, old.role, old.kind, old.content);
+            INSERT INTO messages_fts(rowid, role, kind, content)
+            VALUES (new.id, new.role, new.kind, new.content);
+        END
+        """
+    )
+
+
+MIGRATIONS = (Migration("agent_001_transcripts", transcripts),)

@@ -1,0 +1,39 @@
+"""The interface every delivery channel implements: send text, send a file, say what it can do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+Capability = Literal["text", "file"]
+
+
+class ChannelError(Exception):
+    """A channel could not deliver; the message says why (the caller records it, never drops it)."""
+
+
+class Sent:
+    """Where a delivery landed: the platform, the address and any channel-specific details."""
+
+    __slots__ = ("address", "detail", "platform")
+
+    def __init__(self, platform: str, address: str, detail: dict[str, Any] | None = None) -> None:
+        self.platform = platform
+        self.address = address
+        self.detail = detail or {}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"platform": self.platform, "address": self.address, **self.detail}
+
+
+class Channel(Protocol):
+    platform: str
+    capabilities: frozenset[Capability]
+
+    def send_text(self, address: str, text: str, meta: dict[str, Any]) -> Sent:
+        """Deliver `text` (with `meta`, e.g. what it is about) to `address`; raises ChannelError."""
+        ...
+
+    def send_file(self, address: str, path: Path, caption: str, meta: dict[str, Any]) -> Sent:
+        """Deliver the file at `path` with a caption; raises ChannelError (also when not capable)."""
+        ...

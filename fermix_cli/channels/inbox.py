@@ -1,0 +1,79 @@
+"""The local inbox: an append-only JSON-lines file `<data dir>/inbox/NAME.jsonl` per address.
+
+`fermix jobs inbox NAME` reads it. Each message is one line written with a single O_APPEND write and
+fsynced, so concurrent writers never interleave and a message that was reported delivered is on disk.
+A file is copied into `<data dir>/inbox/NAME.files/` and its message names the copy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ..core.paths import FermixPaths
+from .base import Capability, ChannelError, Sent
+
+TEXT_MAX = 256 * 1024
+
+
+def inbox_dir(paths: FermixPaths) -> Path:
+    return paths.data_dir / "inbox"
+
+
+class InboxChannel:
+    platform = "inbox"
+    capabilities: frozenset[Capability] = frozenset({"text", "file"})
+
+    def __init__(self, paths: FermixPaths) -> None:
+        self.paths = paths
+
+    def send_text(self, address: str, text: str, meta: dict[str, Any]) -> Sent:
+        record = {**meta, "text": text[:TEXT_MAX], "truncated": len(text) > TEXT_MAX}
+        return Sent(self.platform, address, {"path": str(self._append(address, record))})
+
+    def send_file(self, address: str, path: Path, caption: str, meta: dict[str, Any]) -> Sent:
+        folder = self.paths.ensure_dir(inbox_dir(self.paths) / f"{address}.files")
+        try:
+            copy = Path(shutil.copy(path, folder / path.name))
+        except OSError as e:
+            raise ChannelError(f"cannot copy {path} into the inbox: {e}") from None
+        record = {**meta, "text": caption[:TEXT_MAX], "truncated": len(caption) > TEXT_MAX, "file": str(copy)}
+        return Sent(self.platform, address, {"path": str(self._append(address, record)), "file": str(copy)})
+
+    def _append(self, address: str, record: dict[str, Any]) -> Path:
+        """One JSON line appended with a single write (O_APPEND), then fsync."""
+        try:
+            folder = self.paths.ensure_dir(inbox_dir(self.paths))
+            target = folder / f"{address}.jsonl"
+            line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            try:
+                written = os.write(fd, line)
+                if written != len(line):
+                    raise OSError(f"short write to {target} ({written} of {len(line)} bytes)")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            raise ChannelError(str(e)) from None
+        return target
+
+
+def read_inbox(paths: FermixPaths, address: str, limit: int) -> list[dict[str, Any]]:
+    """The last `limit` messages of an inbox, oldest first; unreadable lines are skipped."""
+    target = inbox_dir(paths) / f"{address}.jsonl"
+    try:
+        with open(target, encoding="utf-8", errors="replace") as f:
+            lines = f.readlines()
+    except FileNotFoundError:
+        return []
+    out: list[dict[str, Any]] = []
+    for line in lines[-limit:] if limit else lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out

@@ -1,0 +1,51 @@
+"""The local inbox channel: text and files land as JSON lines a reader can trust."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from fermix_cli.channels import ChannelError, channel_for
+from fermix_cli.channels.inbox import TEXT_MAX, read_inbox
+from fermix_cli.core.paths import resolve_paths
+
+
+def test_inbox_sends_text_and_files(tmp_path: Path) -> None:
+    paths = resolve_paths(str(tmp_path / "home"))
+    inbox = channel_for("inbox", paths)
+    assert inbox is not None and inbox.capabilities == {"text", "file"}
+    sent = inbox.send_text("owner", "hello", {"job_id": "j"})
+    assert sent.as_dict()["platform"] == "inbox" and sent.address == "owner"
+    report = tmp_path / "report.txt"
+    report.write_text("numbers")
+    filed = inbox.send_file("owner", report, "the report", {"job_id": "j"})
+    messages = read_inbox(paths, "owner", 0)
+    assert [(m["text"], m.get("file")) for m in messages] == [
+        ("hello", None),
+        ("the report", filed.detail["file"]),
+    ]
+    assert Path(filed.detail["file"]).read_text() == "numbers"
+    target = Path(sent.detail["path"])
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert all(json.loads(line)["job_id"] == "j" for line in target.read_text().splitlines())
+
+
+def test_long_text_is_cut_and_says_so(tmp_path: Path) -> None:
+    paths = resolve_paths(str(tmp_path / "home"))
+    inbox = channel_for("inbox", paths)
+    assert inbox is not None
+    inbox.send_text("owner", "x" * (TEXT_MAX + 1), {})
+    (message,) = read_inbox(paths, "owner", 1)
+    assert message["truncated"] is True and len(message["text"]) == TEXT_MAX
+
+
+def test_failures_are_channel_errors(tmp_path: Path) -> None:
+    paths = resolve_paths(str(tmp_path / "home"))
+    inbox = channel_for("inbox", paths)
+    assert inbox is not None
+    with pytest.raises(ChannelError):
+        inbox.send_file("owner", tmp_path / "missing.txt", "gone", {})
+    assert channel_for("telegram", paths) is None
