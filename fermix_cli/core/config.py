@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self, cast
 
 from .catalog import Catalog, default_catalog
+
+try:  # hashlib's own SHA-256: importing hashlib loads OpenSSL first, some 2 ms of every tool call
+    from _sha256 import sha256  # Python 3.11 (3.12 renamed it)
+except ImportError:  # pragma: no cover - another Python
+    from hashlib import sha256
 from .errors import ToolError
 from .params import AfterValidator, Field, Params, ValidationError, model_validator
 
@@ -186,30 +191,89 @@ def validate_config(data: dict[str, Any], source: str = "config.toml", catalog: 
         raise ToolError(e.code, f"{source}: {e.message}", e.details) from None
 
 
-def read_raw(path: Path) -> dict[str, Any]:
-    """The parsed TOML document, or {} when the file does not exist."""
+def read_raw(path: Path, cache_dir: Path | None = None) -> dict[str, Any]:
+    """The parsed TOML document, or {} when the file does not exist.
+
+    With `cache_dir`, the parsed document is kept there as JSON keyed by the SHA-256 of the file's exact
+    bytes: importing tomllib compiles its regular expressions, some 8 ms that every tool call would pay
+    to read a file that rarely changes. Only parsing is cached; the document is validated on every load.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise ToolError(
+            "invalid_config", f"{path}: cannot read ({e.strerror})", {"path": str(path)}
+        ) from None
+    if not data.strip():
+        return {}
+    key = sha256(data).hexdigest()
+    if cache_dir is not None:
+        cached = _parsed_cached(cache_dir, key)
+        if cached is not None:
+            return cached
     import tomllib
 
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
-    except FileNotFoundError:
-        return {}
-    except tomllib.TOMLDecodeError as e:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ToolError(
             "invalid_config",
             f"{path}: not valid TOML ({e}). Fix the file; fermix refuses to run on a config it cannot read.",
             {"path": str(path)},
         ) from None
-    except OSError as e:
-        raise ToolError(
-            "invalid_config", f"{path}: cannot read ({e.strerror})", {"path": str(path)}
-        ) from None
+    if cache_dir is not None and _json_exact(doc):
+        _store_parsed(cache_dir, key, doc)
+    return doc
 
 
-def load_config(path: Path, catalog: Catalog | None = None) -> Any:
-    """Read and validate config.toml."""
-    return validate_config(read_raw(path), str(path), catalog)
+PARSED_CACHE = "config-parsed.json"
+
+
+def _parsed_cached(cache_dir: Path, key: str) -> dict[str, Any] | None:
+    import json
+
+    try:
+        with open(cache_dir / PARSED_CACHE, encoding="utf-8") as f:
+            entry = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if isinstance(entry, dict) and entry.get("sha256") == key and isinstance(entry.get("document"), dict):
+        return cast("dict[str, Any]", entry["document"])
+    return None
+
+
+def _json_exact(node: Any) -> bool:
+    """True when JSON gives `node` back unchanged (TOML dates and times do not survive it)."""
+    if isinstance(node, dict):
+        return all(_json_exact(v) for v in node.values())
+    if isinstance(node, list):
+        return all(_json_exact(v) for v in node)
+    return isinstance(node, str | int | float | bool)
+
+
+def _store_parsed(cache_dir: Path, key: str, doc: dict[str, Any]) -> None:
+    """Best effort, atomically and 0600: a cache that cannot be written only costs the next call a parse."""
+    import json
+
+    from .paths import make_private_dirs
+
+    tmp = cache_dir / f".{PARSED_CACHE}.{os.getpid()}.tmp"
+    try:
+        make_private_dirs(cache_dir)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"sha256": key, "document": doc}, f, separators=(",", ":"))
+        os.replace(tmp, cache_dir / PARSED_CACHE)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def load_config(path: Path, catalog: Catalog | None = None, cache_dir: Path | None = None) -> Any:
+    """Read and validate config.toml (`cache_dir`: see `read_raw`)."""
+    return validate_config(read_raw(path, cache_dir), str(path), catalog)
 
 
 def load_section(path: Path, keys: tuple[str, ...]) -> Any:

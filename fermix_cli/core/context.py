@@ -139,7 +139,7 @@ class ToolContext(Record):
         if self._config is None:
             from .config import load_config
 
-            self._config = load_config(self.paths.config_file)
+            self._config = load_config(self.paths.config_file, cache_dir=self.paths.run_dir)
         return self._config
 
     def reload_config(self) -> None:

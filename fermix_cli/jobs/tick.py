@@ -75,4 +75,3 @@ def jobs_config(ctx: ToolContext) -> JobsConfig:
 
         cached = ctx.extras["jobs_section"] = load_section(ctx.paths.config_file, ("fermix_core", "jobs"))
     return cached  # type: ignore[no-any-return]
-

@@ -19,8 +19,8 @@ from ..core.registry import FailureMode, Hints, Params, Registry, ToolSpec
 from .sessions import Connection, describe_error, pool, unavailable
 
 if TYPE_CHECKING:
-    from .config import McpServerConfig
     from ..core.context import ToolContext
+    from .config import McpServerConfig
 
 log = logger("fermix.mcp.client")
 

@@ -16,9 +16,9 @@ from ..core.logs import logger
 from ..core.toolsets import Toolset
 
 if TYPE_CHECKING:
-    from .config import McpServerConfig
     from ..core.context import ToolContext
     from ..core.registry import ToolSpec
+    from .config import McpServerConfig
 
 log = logger("fermix.mcp.client")
 

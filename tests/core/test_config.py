@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,3 +123,41 @@ def test_platformdirs_when_no_home_is_set(tmp_path: Path, monkeypatch: pytest.Mo
     assert p.state_db == tmp_path / "data" / "fermix" / "state.db"
     assert p.workspace == tmp_path / "data" / "fermix" / "workspace"
     assert not p.explicit_home
+
+
+def test_parsed_document_is_cached_by_the_files_bytes(tmp_path: Path) -> None:
+    from fermix_cli.core.config import PARSED_CACHE, read_raw
+
+    cfg, run = tmp_path / "config.toml", tmp_path / "run"
+    cfg.write_text('[sandbox]\nmode = "strict"\n')
+    assert read_raw(cfg, run) == {"sandbox": {"mode": "strict"}}
+    assert (run / PARSED_CACHE).stat().st_mode & 0o777 == 0o600
+    cfg.write_text('[sandbox]\nmode = "open"\n')  # new bytes: parsed again, never the stale document
+    assert read_raw(cfg, run) == {"sandbox": {"mode": "open"}}
+    (run / PARSED_CACHE).write_text("{not json")  # a broken cache only costs a parse
+    assert read_raw(cfg, run) == {"sandbox": {"mode": "open"}}
+    cfg.write_text("[x]\nwhen = 2026-12-02T01:00:00Z\n")  # TOML datetimes do not survive JSON: not cached
+    assert read_raw(cfg, run)["x"]["when"].year == 2026
+    assert read_raw(cfg, run)["x"]["when"].year == 2026
+    cfg.write_text("not = [toml")
+    with pytest.raises(ToolError) as e:
+        read_raw(cfg, run)
+    assert e.value.code == "invalid_config"
+
+
+def test_a_tool_call_with_an_unchanged_config_imports_no_tomllib(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "FERMIX_HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    home.mkdir()
+    (home / "config.toml").write_text('[sandbox]\nmode = "standard"\n')
+    probe = (
+        "import sys, runpy; sys.argv = ['fermix', 'tool', 'file_write', '--json', "
+        '\'{"path": "a.txt", "content": "x"}\']\n'
+        "try:\n    runpy.run_module('fermix_cli', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('tomllib' in sys.modules, file=sys.stderr)"
+    )
+    first = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    second = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
+    assert first.stderr.strip().endswith("True"), first.stderr
+    assert second.stderr.strip().endswith("False"), second.stderr
