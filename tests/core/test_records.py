@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import pickle
@@ -15,6 +16,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from fermix_cli.core import records
 from fermix_cli.core.records import Record, asdict, field, replace
 
 
@@ -139,17 +141,79 @@ def test_records_have_slots_and_no_instance_dict() -> None:
         t.other = 1  # type: ignore[attr-defined]
 
 
-def test_a_generated_init_is_compiled_once_per_class() -> None:
+def test_a_generated_init_is_compiled_after_the_first_instances_then_kept() -> None:
     class Lazy(Record):
         a: int
 
-    first = Lazy.__init__
-    Lazy(1)
+    lazy = Lazy.__init__
+    for n in range(records.COMPILE_AFTER):
+        assert Lazy(n).a == n
+    assert Lazy.__init__ is lazy
+    Lazy(-1)
     compiled = Lazy.__init__
-    assert compiled is not first
-    Lazy(2)
+    assert compiled is not lazy
+    assert Lazy(2).a == 2
     assert Lazy.__init__ is compiled
-    assert Lazy.__init__.__qualname__.endswith("Lazy.__init__")
+    assert compiled.__qualname__.endswith("Lazy.__init__")
+
+
+def _fresh_kinds() -> list[type]:
+    class Mixed(Record):
+        a: int
+        b: list[int] = field(default_factory=list)
+        c: str = "c"
+        d: int = field(default=4, init=False)
+        e: dict[str, int] = field(default_factory=dict, init=False)
+        f: int = field(init=False)
+
+    class FrozenChecked(Record, frozen=True):
+        low: int
+        high: int = 10
+        span: int = field(default=0, init=False)
+
+        def __post_init__(self) -> None:
+            if self.low > self.high:
+                raise ValueError("low > high")
+            object.__setattr__(self, "span", self.high - self.low)
+
+    return [Mixed, FrozenChecked]
+
+
+INIT_CALLS: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+    ((1,), {}),
+    ((1, [2]), {}),
+    ((1,), {"c": "x"}),
+    ((), {"a": 1, "b": [3], "c": "y"}),
+    ((), {"high": 3, "low": 1}),
+    ((1, 2, 3, 4), {}),
+    ((), {}),
+    ((1,), {"a": 2}),
+    ((1,), {"d": 5}),
+    ((1,), {"nope": 5}),
+    ((20,), {}),
+]
+
+
+def _outcome(cls: type, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    try:
+        obj = cls(*args, **kwargs)
+    except (TypeError, ValueError) as e:
+        return type(e)
+    return repr(obj), {f: getattr(obj, f, "unset") for f in cls.__record_fields__}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(("args", "kwargs"), INIT_CALLS)
+def test_the_interpreted_and_the_compiled_init_agree(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    interpreted, compiled = _fresh_kinds(), _fresh_kinds()
+    for cls in compiled:
+        before = cls.__init__
+        for _ in range(records.COMPILE_AFTER + 1):
+            with contextlib.suppress(TypeError, ValueError):
+                cls(1)
+        assert cls.__init__ is not before
+    for lazy, real in zip(interpreted, compiled, strict=True):
+        assert _outcome(lazy, args, kwargs) == _outcome(real, args, kwargs)
+        assert lazy.__init__ is not real.__init__
 
 
 def test_an_explicit_init_is_kept() -> None:
