@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..core.paths import FermixPaths
+from ..core.records import Record
 from .execute import RunOutcome
 from .model import Job, ts
 from .validate import ADDRESS_KEYS, THREAD_KEYS
@@ -24,8 +24,7 @@ from .validate import ADDRESS_KEYS, THREAD_KEYS
 INBOX_TEXT_MAX = 256 * 1024
 
 
-@dataclass(frozen=True)
-class DeliveryResult:
+class DeliveryResult(Record, frozen=True):
     status: str  # none | recorded | delivered | silent | failed
     detail: dict[str, Any] | None = None
 

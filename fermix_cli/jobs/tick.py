@@ -6,19 +6,18 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.records import Record, field
 from .model import ts
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
 
 
-@dataclass
-class Summary:
+class Summary(Record):
     """What `fermix jobs run` prints."""
 
     status: str = "ran"
@@ -56,8 +55,7 @@ def nothing_to_do(db: sqlite3.Connection, now: datetime) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class JobsSettings:
+class JobsSettings(Record, frozen=True):
     """The `[fermix_core.jobs]` keys a tick reads, as validated by `JobsConfig`."""
 
     run_freshness_window_seconds: int
@@ -65,7 +63,7 @@ class JobsSettings:
     max_runs_per_job: int
 
 
-_SETTINGS = tuple(JobsSettings.__dataclass_fields__)
+_SETTINGS = tuple(JobsSettings.__record_fields__)
 
 
 def jobs_config(ctx: ToolContext) -> JobsSettings:
