@@ -272,7 +272,7 @@ def _rebuild(cls: type, state: dict[str, Any]) -> Any:
     return obj
 
 
-R = TypeVar("R", bound="Record")
+R = TypeVar("R", bound=Record)  # not the string "Record": a ForwardRef compiles it at import
 
 
 def replace(obj: R, /, **changes: Any) -> R:
