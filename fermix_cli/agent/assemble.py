@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from ..core.records import Record
 from ..core.registry import Registry, default_registry
 from .loop import AgentLoop, LoopObserver, RunResult
 from .prompts import system_prompt
@@ -20,8 +20,7 @@ SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 LONG_RUN_ORIGINS = ("scheduled", "subagent")
 
 
-@dataclass
-class AgentOptions:
+class AgentOptions(Record):
     provider: str | None = None
     model: str | None = None
     system: str | None = None

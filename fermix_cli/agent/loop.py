@@ -8,13 +8,13 @@ unique id, and every message is written to the transcript as it happens.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..core import policy
 from ..core.context import ToolContext
 from ..core.errors import ExitClass, ToolError
 from ..core.logs import logger
+from ..core.records import Record, field
 from ..core.registry import Registry
 from .messages import (
     Finish,
@@ -93,8 +93,7 @@ class RepeatGuard:
         return "stop"
 
 
-@dataclass
-class RunResult:
+class RunResult(Record):
     run_id: str
     session_id: str
     status: str
@@ -369,8 +368,7 @@ class AgentLoop:
             log.exception("could not store the end of run %s", self.run_id)
 
 
-@dataclass
-class _TurnState:
+class _TurnState(Record):
     """What is in flight: streamed text so far, calls not yet answered, answers not yet stored."""
 
     partial: list[str] | None = None

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from ..core.records import Record, field
 
 Role = Literal["user", "assistant", "tool"]
 
@@ -19,8 +20,7 @@ def new_call_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-@dataclass
-class ToolCall:
+class ToolCall(Record):
     """One call a model asked for. `wire_id` is the model's own id; `call_id` is unique everywhere."""
 
     name: str
@@ -45,8 +45,7 @@ class ToolCall:
         )
 
 
-@dataclass
-class Message:
+class Message(Record):
     """A turn of the conversation. Tool results carry the wire id of the call they answer."""
 
     role: Role
@@ -57,8 +56,7 @@ class Message:
     is_error: bool = False
 
 
-@dataclass
-class Usage:
+class Usage(Record):
     input_tokens: int = 0
     output_tokens: int = 0
 
@@ -70,8 +68,7 @@ class Usage:
         return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
 
 
-@dataclass(frozen=True)
-class ToolSchema:
+class ToolSchema(Record, frozen=True):
     """A tool as a provider advertises it."""
 
     name: str
@@ -79,8 +76,7 @@ class ToolSchema:
     parameters: dict[str, Any]
 
 
-@dataclass
-class ModelRequest:
+class ModelRequest(Record):
     model: str
     system: str
     messages: list[Message]
@@ -90,13 +86,11 @@ class ModelRequest:
 # ----- what a provider streams --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TextDelta:
+class TextDelta(Record, frozen=True):
     text: str
 
 
-@dataclass(frozen=True)
-class ToolCallEvent:
+class ToolCallEvent(Record, frozen=True):
     """A complete tool call (providers assemble streamed fragments before emitting it)."""
 
     wire_id: str | None
@@ -104,21 +98,18 @@ class ToolCallEvent:
     arguments: str
 
 
-@dataclass(frozen=True)
-class UsageEvent:
+class UsageEvent(Record, frozen=True):
     usage: Usage
 
 
-@dataclass(frozen=True)
-class Finish:
+class Finish(Record, frozen=True):
     reason: str
 
 
 StreamEvent = TextDelta | ToolCallEvent | UsageEvent | Finish
 
 
-@dataclass
-class ModelResponse:
+class ModelResponse(Record):
     """One model call, assembled from its stream."""
 
     text: str = ""

@@ -8,12 +8,12 @@ filtered by membership or `--tools` and by what the context may see.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..core import policy
 from ..core.context import ToolContext
 from ..core.deferral import DeferredToolset, deferral_enabled
 from ..core.errors import ToolError
+from ..core.records import Record
 from ..core.registry import Registry, ToolSpec, unknown_tool
 from ..core.toolsets import Toolset, member_of, policy_visible
 from .messages import ToolSchema
@@ -21,8 +21,7 @@ from .messages import ToolSchema
 TOOLSET_NAMES = ("fermix", "coding")
 
 
-@dataclass(frozen=True)
-class Toolbox:
+class Toolbox(Record, frozen=True):
     """`advertised` go on the wire, `deferred` are listed by name, `unlisted` neither; all may run.
 
     `tools` is the toolset the run finds names through (and routes bridge calls with).

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from ..core.records import Record
 from ..core.state import StateDB
 from .messages import Message, ModelResponse, ToolCall, Usage
 
@@ -323,17 +324,14 @@ class Transcript:
         return record
 
 
-class ToolOutcome:
+class ToolOutcome(Record, frozen=True):
     """What one tool call returned, as the model saw it."""
 
-    __slots__ = ("call", "error_code", "name", "ok", "output")
-
-    def __init__(self, call: ToolCall, name: str, ok: bool, output: str, error_code: str | None) -> None:
-        self.call = call
-        self.name = name
-        self.ok = ok
-        self.output = output
-        self.error_code = error_code
+    call: ToolCall
+    name: str
+    ok: bool
+    output: str
+    error_code: str | None
 
 
 def close_open_calls(messages: list[Message]) -> list[Message]:

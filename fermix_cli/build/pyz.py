@@ -6,13 +6,13 @@ import os
 import subprocess
 import sys
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.records import Record, field
 
-@dataclass(frozen=True)
-class PyzSpec:
+
+class PyzSpec(Record, frozen=True):
     output: str = "dist/fermix.pyz"
     entry_point: str = "fermix_cli.__main__:main"
     interpreter: str = "/usr/bin/env python3"

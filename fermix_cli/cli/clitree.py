@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import enum
 import typing
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..core.records import Record
 from .toolcall import RESERVED
 
 if TYPE_CHECKING:
@@ -23,8 +23,7 @@ PATH_NAMES = frozenset({"path", "paths", "file", "files", "dir", "directory", "c
 DIR_NAMES = frozenset({"dir", "directory", "cwd", "working_dir", "root", "home"})
 
 
-@dataclass(frozen=True)
-class Opt:
+class Opt(Record, frozen=True):
     """One option: its spellings, a metavar when it takes a value, and how that value completes."""
 
     flags: tuple[str, ...]
@@ -39,8 +38,7 @@ class Opt:
         return self.metavar is not None
 
 
-@dataclass(frozen=True)
-class Arg:
+class Arg(Record, frozen=True):
     name: str
     help: str
     required: bool
@@ -48,8 +46,7 @@ class Arg:
     complete: str = ""
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(Record, frozen=True):
     path: tuple[str, ...]
     help: str
     options: tuple[Opt, ...] = ()
@@ -70,8 +67,7 @@ class Command:
             yield from sub.walk()
 
 
-@dataclass(frozen=True)
-class Tool:
+class Tool(Record, frozen=True):
     """A registry tool as `fermix tool NAME` sees it."""
 
     name: str
@@ -83,8 +79,7 @@ class Tool:
         return first_sentence(self.spec.description)
 
 
-@dataclass(frozen=True)
-class CliModel:
+class CliModel(Record, frozen=True):
     root: Command
     tools: tuple[Tool, ...]
     tool_options: tuple[Opt, ...]  # the options every `fermix tool NAME` takes

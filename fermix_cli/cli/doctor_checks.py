@@ -11,12 +11,12 @@ import shutil
 import stat
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.errors import ToolError
 from ..core.paths import FermixPaths
+from ..core.records import Record, asdict, field
 
 if TYPE_CHECKING:
     from ..core.config import Config
@@ -28,8 +28,7 @@ NAME_WIDTH = 18
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(Record, frozen=True):
     name: str
     status: Status
     detail: str
@@ -39,8 +38,7 @@ class Check:
         return f"[{TAGS[self.status]}] {self.name:<{NAME_WIDTH}} {self.detail}"
 
 
-@dataclass
-class DoctorInput:
+class DoctorInput(Record):
     """Everything the checks look at; tests substitute any part."""
 
     paths: FermixPaths

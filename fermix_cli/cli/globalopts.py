@@ -9,20 +9,10 @@ GLOBAL_FLAGS = ("--home", "--cwd", "--session", "--trust")
 
 
 class GlobalOptions(Record):
-    _fields = ("home", "cwd", "session", "trust")
-    __slots__ = _fields
-
-    def __init__(
-        self,
-        home: str | None = None,
-        cwd: str | None = None,
-        session: str | None = None,
-        trust: str | None = None,
-    ) -> None:
-        self.home = home
-        self.cwd = cwd
-        self.session = session
-        self.trust = trust
+    home: str | None = None
+    cwd: str | None = None
+    session: str | None = None
+    trust: str | None = None
 
 
 def split_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import ToolError
 from .grants import grant_path
+from .records import Record
 
 if TYPE_CHECKING:
     import sqlite3
@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 TOKEN_TTL_S = 60
 
 
-@dataclass(frozen=True)
-class AccessRequest:
+class AccessRequest(Record, frozen=True):
     token: str
     path: str
     reason: str
@@ -35,7 +34,7 @@ class AccessRequest:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> AccessRequest:
-        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: row[k] for k in cls.__record_fields__})
 
     def to_dict(self, now: float) -> dict[str, Any]:
         return {

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .paths import FermixPaths, resolve_paths
 from .paths import os_home as _os_home
-from .records import Record
+from .records import Record, field
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -55,61 +55,29 @@ def clock_from_env(env: os._Environ[str] | dict[str, str] | None = None) -> Call
 class ToolContext(Record):
     """Everything a handler may consult. Shared handles (config, sandbox, state) open on first use."""
 
-    _fields = (
-        "paths", "trust", "origin", "attended", "depth", "session_id", "cwd", "launch_cwd",
-        "allowed_tools", "policy_ceiling", "job_id", "record_calls", "toolset", "toolsets", "clock",
-        "os_home", "extras", "http_factory", "_config", "_sandbox", "_state",
-    )  # fmt: skip
-    __slots__ = _fields
-    _hidden = frozenset({"toolsets", "http_factory", "_config", "_sandbox", "_state"})
-
-    def __init__(
-        self,
-        paths: FermixPaths,
-        trust: Trust = "operator",
-        origin: Origin = "cli",
-        attended: bool = True,
-        depth: int = 0,
-        session_id: str = DEFAULT_SESSION,
-        cwd: str | None = None,
-        launch_cwd: str | None = None,  # default: the process's working directory
-        allowed_tools: frozenset[str] | None = None,
-        policy_ceiling: frozenset[str] | None = None,
-        job_id: str | None = None,
-        record_calls: bool = False,
-        toolset: str | None = None,
-        # Where names are found (a model run's toolbox); default: the registry's toolsets for `toolset`.
-        toolsets: Toolset | None = None,
-        clock: Callable[[], datetime] = utc_now,
-        os_home: str | None = None,  # default: the user's real home
-        extras: dict[str, Any] | None = None,
-        # Builds HTTP clients (default: `net.client.guarded_client`); tests wrap it, e.g. to shorten timeouts.
-        http_factory: Callable[..., GuardedClient] | None = None,
-        _config: Config | None = None,
-        _sandbox: Sandbox | None = None,
-        _state: StateDB | None = None,
-    ) -> None:
-        self.paths = paths
-        self.trust = trust
-        self.origin = origin
-        self.attended = attended
-        self.depth = depth
-        self.session_id = session_id
-        self.cwd = cwd
-        self.launch_cwd: str = os.getcwd() if launch_cwd is None else launch_cwd
-        self.allowed_tools = allowed_tools
-        self.policy_ceiling = policy_ceiling
-        self.job_id = job_id
-        self.record_calls = record_calls
-        self.toolset = toolset
-        self.toolsets = toolsets
-        self.clock = clock
-        self.os_home: str = _os_home() if os_home is None else os_home
-        self.extras: dict[str, Any] = {} if extras is None else extras
-        self.http_factory = http_factory
-        self._config = _config
-        self._sandbox = _sandbox
-        self._state = _state
+    paths: FermixPaths
+    trust: Trust = "operator"
+    origin: Origin = "cli"
+    attended: bool = True
+    depth: int = 0
+    session_id: str = DEFAULT_SESSION
+    cwd: str | None = None
+    launch_cwd: str = field(default_factory=os.getcwd)  # default: the process's working directory
+    allowed_tools: frozenset[str] | None = None
+    policy_ceiling: frozenset[str] | None = None
+    job_id: str | None = None
+    record_calls: bool = False
+    toolset: str | None = None
+    # Where names are found (a model run's toolbox); default: the registry's toolsets for `toolset`.
+    toolsets: Toolset | None = field(default=None, repr=False)
+    clock: Callable[[], datetime] = utc_now
+    os_home: str = field(default_factory=_os_home)  # default: the user's real home
+    extras: dict[str, Any] = field(default_factory=dict)
+    # Builds HTTP clients (default: `net.client.guarded_client`); tests wrap it, e.g. to shorten timeouts.
+    http_factory: Callable[..., GuardedClient] | None = field(default=None, repr=False)
+    _config: Config | None = field(default=None, repr=False)
+    _sandbox: Sandbox | None = field(default=None, repr=False)
+    _state: StateDB | None = field(default=None, repr=False)
 
     @classmethod
     def for_cli(

@@ -6,25 +6,18 @@ import contextlib
 import os
 from pathlib import Path
 
-from .records import FrozenRecord
+from .records import Record
 
 APP_NAME = "fermix"
 
 
-class FermixPaths(FrozenRecord):
+class FermixPaths(Record, frozen=True):
     """The directories fermix uses. With FERMIX_HOME set, all three are that one directory."""
 
-    _fields = ("config_dir", "data_dir", "log_dir", "explicit_home")
-    __slots__ = _fields
     config_dir: Path
     data_dir: Path
     log_dir: Path
     explicit_home: bool
-
-    def __init__(self, config_dir: Path, data_dir: Path, log_dir: Path, explicit_home: bool) -> None:
-        self._init_fields(
-            config_dir=config_dir, data_dir=data_dir, log_dir=log_dir, explicit_home=explicit_home
-        )
 
     @property
     def config_file(self) -> Path:

@@ -20,7 +20,7 @@ from .context import POLICY_CLASSES, ToolContext
 from .errors import ExitClass, ToolError
 from .jsonin import parse_object
 from .params import Params, ValidationError  # tool modules import Params from here
-from .records import FrozenRecord
+from .records import Record, field
 from .toolsets import (
     CombinedToolset,
     DeclaredToolsets,
@@ -38,46 +38,23 @@ class NoParams(Params):
     """For tools that take no parameters."""
 
 
-class Example(FrozenRecord):
-    _fields = ("args", "note")
-    __slots__ = _fields
+class Example(Record, frozen=True):
     args: Mapping[str, Any]
     note: str
 
-    def __init__(self, args: Mapping[str, Any], note: str) -> None:
-        self._init_fields(args=args, note=note)
 
-
-class FailureMode(FrozenRecord):
-    _fields = ("tag", "description")
-    __slots__ = _fields
+class FailureMode(Record, frozen=True):
     tag: str
     description: str
 
-    def __init__(self, tag: str, description: str) -> None:
-        self._init_fields(tag=tag, description=description)
 
-
-class Hints(FrozenRecord):
+class Hints(Record, frozen=True):
     """MCP-style hints about a tool's effects."""
 
-    _fields = ("read_only", "destructive", "idempotent", "open_world")
-    __slots__ = _fields
-    read_only: bool
-    destructive: bool
-    idempotent: bool
-    open_world: bool
-
-    def __init__(
-        self,
-        read_only: bool = False,
-        destructive: bool = False,
-        idempotent: bool = False,
-        open_world: bool = False,
-    ) -> None:
-        self._init_fields(
-            read_only=read_only, destructive=destructive, idempotent=idempotent, open_world=open_world
-        )
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
 
 
 _NO_HINTS = Hints()
@@ -85,81 +62,33 @@ _NO_HINTS = Hints()
 Handler = Callable[[Any, ToolContext], Any]
 
 
-class ToolSpec(FrozenRecord):
+class ToolSpec(Record, frozen=True):
     """A tool, declared once. Everything else (CLI flags, schemas, docs, listings) derives from it."""
 
-    _fields = (
-        "name", "category", "policy_class", "description", "params", "handler", "owner_only", "hints",
-        "when_to_use", "examples", "failure_modes", "toolsets", "kind", "deferred", "hidden_from_agent",
-        "available", "gate", "render", "_schema",
-    )  # fmt: skip
-    __slots__ = _fields
-    _hidden = _uncompared = frozenset({"_schema"})
     name: str
     category: str
     policy_class: PolicyClass
     description: str
     params: type[Params]
     handler: Handler
-    owner_only: bool
-    hints: Hints
-    when_to_use: str
-    examples: tuple[Example, ...]
-    failure_modes: tuple[FailureMode, ...]
-    toolsets: frozenset[str]
-    kind: Literal["builtin", "skill", "mcp", "plugin"]
-    deferred: bool
-    hidden_from_agent: bool
-    available: Callable[[ToolContext], bool] | None
-    gate: Callable[[ToolContext], None] | None
-    render: Callable[[Any], str] | None
-    _schema: dict[str, Any]
+    owner_only: bool = False
+    hints: Hints = _NO_HINTS
+    when_to_use: str = ""
+    examples: tuple[Example, ...] = ()
+    failure_modes: tuple[FailureMode, ...] = ()
+    toolsets: frozenset[str] = frozenset({"fermix"})
+    kind: Literal["builtin", "skill", "mcp", "plugin"] = "builtin"
+    deferred: bool = False
+    hidden_from_agent: bool = False
+    available: Callable[[ToolContext], bool] | None = None
+    gate: Callable[[ToolContext], None] | None = None
+    render: Callable[[Any], str] | None = None
+    # input_schema()'s cache; MCP tools come with theirs
+    _schema: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    def __init__(
-        self,
-        name: str,
-        category: str,
-        policy_class: PolicyClass,
-        description: str,
-        params: type[Params],
-        handler: Handler,
-        owner_only: bool = False,
-        hints: Hints = _NO_HINTS,
-        when_to_use: str = "",
-        examples: tuple[Example, ...] = (),
-        failure_modes: tuple[FailureMode, ...] = (),
-        toolsets: frozenset[str] = frozenset({"fermix"}),
-        kind: Literal["builtin", "skill", "mcp", "plugin"] = "builtin",
-        deferred: bool = False,
-        hidden_from_agent: bool = False,
-        available: Callable[[ToolContext], bool] | None = None,
-        gate: Callable[[ToolContext], None] | None = None,
-        render: Callable[[Any], str] | None = None,
-        _schema: dict[str, Any] | None = None,  # input_schema()'s cache; MCP tools come with theirs
-    ) -> None:
-        if policy_class not in POLICY_CLASSES:
-            raise ValueError(f"{name}: unknown policy class {policy_class!r}")
-        self._init_fields(
-            name=name,
-            category=category,
-            policy_class=policy_class,
-            description=description,
-            params=params,
-            handler=handler,
-            owner_only=owner_only,
-            hints=hints,
-            when_to_use=when_to_use,
-            examples=examples,
-            failure_modes=failure_modes,
-            toolsets=toolsets,
-            kind=kind,
-            deferred=deferred,
-            hidden_from_agent=hidden_from_agent,
-            available=available,
-            gate=gate,
-            render=render,
-            _schema={} if _schema is None else _schema,
-        )
+    def __post_init__(self) -> None:
+        if self.policy_class not in POLICY_CLASSES:
+            raise ValueError(f"{self.name}: unknown policy class {self.policy_class!r}")
 
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema models and scripts see: refs inlined, titles dropped, null == absent."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal
 from .errors import ToolError
 from .pathcanon import canonicalize, is_inside
 from .paths import FermixPaths, make_private_dirs
-from .records import FrozenRecord, Record
+from .records import Record, field
 
 if TYPE_CHECKING:
     from .config import SandboxConfig
@@ -50,65 +50,33 @@ UNSAFE_EXTRA = ("/proc", "/sys", "/dev")
 RootSource = Literal["mode", "cwd", "granted"]
 
 
-class Root(FrozenRecord):
-    _fields = ("path", "source")
-    __slots__ = _fields
+class Root(Record, frozen=True):
     path: str
     source: RootSource
 
-    def __init__(self, path: str, source: RootSource) -> None:
-        self._init_fields(path=path, source=source)
-
 
 class Decision(Record):
-    _fields = ("allowed", "code", "path")
-    __slots__ = _fields
-
-    def __init__(self, allowed: bool, code: str | None = None, path: str = "") -> None:
-        self.allowed = allowed
-        self.code = code
-        self.path = path
+    allowed: bool
+    code: str | None = None
+    path: str = ""
 
 
 class Sandbox(Record):
     """Effective sandbox for one call: built from config, the fermix paths and the request."""
 
-    _fields = (
-        "mode", "paths", "home", "launch_cwd", "request_cwd", "trusted_local", "allowed_roots",
-        "blocked_roots_raw", "env_allow", "refused_grants", "_roots", "_blocked", "_protected",
-    )  # fmt: skip
-    __slots__ = _fields
-    _hidden = frozenset({"_roots", "_blocked", "_protected"})
-
-    def __init__(
-        self,
-        mode: Mode,
-        paths: FermixPaths,
-        home: str,
-        launch_cwd: str,
-        request_cwd: str | None = None,
-        trusted_local: bool = True,
-        allowed_roots: tuple[str, ...] = (),
-        blocked_roots_raw: tuple[str, ...] = (),
-        env_allow: tuple[str, ...] = (),
-        refused_grants: tuple[str, ...] = (),
-        _roots: list[Root] | None = None,
-        _blocked: list[str] | None = None,
-        _protected: list[str] | None = None,
-    ) -> None:
-        self.mode = mode
-        self.paths = paths
-        self.home = home
-        self.launch_cwd = launch_cwd
-        self.request_cwd = request_cwd
-        self.trusted_local = trusted_local
-        self.allowed_roots = allowed_roots
-        self.blocked_roots_raw = blocked_roots_raw
-        self.env_allow = env_allow
-        self.refused_grants = refused_grants
-        self._roots = _roots
-        self._blocked = _blocked
-        self._protected = _protected
+    mode: Mode
+    paths: FermixPaths
+    home: str
+    launch_cwd: str
+    request_cwd: str | None = None
+    trusted_local: bool = True
+    allowed_roots: tuple[str, ...] = ()
+    blocked_roots_raw: tuple[str, ...] = ()
+    env_allow: tuple[str, ...] = ()
+    refused_grants: tuple[str, ...] = ()
+    _roots: list[Root] | None = field(default=None, repr=False)
+    _blocked: list[str] | None = field(default=None, repr=False)
+    _protected: list[str] | None = field(default=None, repr=False)
 
     @classmethod
     def from_config(

@@ -12,20 +12,19 @@ import os
 import posixpath
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ToolError
 from .fsops import open_regular_file
 from .pathcanon import canonicalize, is_inside
+from .records import Record
 
 SKILL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 SKILL_FILE = "SKILL.md"
 _FRONTMATTER_BYTES = 65_536
 
 
-@dataclass(frozen=True)
-class SkillFile:
+class SkillFile(Record, frozen=True):
     """A resolved skill target: its display form (`skill://…`) and the canonical file to read."""
 
     display: str

@@ -9,13 +9,13 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ToolError
 from .migrations import Migration, all_migrations, apply_missing
 from .paths import make_private_dirs
+from .records import Record
 
 if TYPE_CHECKING:
     from .catalog import Catalog
@@ -121,8 +121,7 @@ class StateDB:
         self.conn.close()
 
 
-@dataclass(frozen=True)
-class StateReport:
+class StateReport(Record, frozen=True):
     """What `inspect_state` found: integrity, schema version and size, without migrating anything."""
 
     exists: bool

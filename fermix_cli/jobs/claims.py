@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.errors import ToolError
 from ..core.paths import FermixPaths
+from ..core.records import Record, asdict, field
 from .liveness import Runner, liveness, split_claimant
 from .model import Job, parse_ts, ts
 from .schedule import Schedule, is_stale, next_run, parse_schedule
@@ -29,16 +29,14 @@ LEASE_GRACE_SECONDS = 300
 MISSED_COUNT_CAP = 1000
 
 
-@dataclass(frozen=True)
-class ClaimedRun:
+class ClaimedRun(Record, frozen=True):
     run_id: str
     job_id: str
     trigger: str
     scheduled_for: str
 
 
-@dataclass
-class TickReport:
+class TickReport(Record):
     """What a tick did; `fermix jobs run` prints it."""
 
     reconciled: list[dict[str, Any]] = field(default_factory=list)
@@ -54,7 +52,7 @@ class TickReport:
             "expired": self.expired,
             "disabled": self.disabled,
             "skipped": self.skipped,
-            "claimed": [c.__dict__ for c in self.claimed],
+            "claimed": [asdict(c) for c in self.claimed],
             "waiting": self.waiting,
         }
 

@@ -10,20 +10,19 @@ the job is created (`unsupported_channel`), never accepted and dropped. A final 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..channels import ChannelError, channel_for
 from ..core.paths import FermixPaths
+from ..core.records import Record
 from .execute import RunOutcome
 from .model import Job, ts
 from .validate import ADDRESS_KEYS, THREAD_KEYS
 
 
-@dataclass(frozen=True)
-class DeliveryResult:
+class DeliveryResult(Record, frozen=True):
     status: str  # none | recorded | delivered | silent | failed
     detail: dict[str, Any] | None = None
 

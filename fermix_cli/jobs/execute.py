@@ -10,13 +10,13 @@ the worker reports it and the runner records and delivers it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from ..core.records import Record, asdict, field
 from .model import SILENT, Job
 
 Progress = Callable[[str], None]
@@ -26,8 +26,7 @@ Progress = Callable[[str], None]
 TRANSIENT_CODES = frozenset({"network", "rate_limited", "provider_error"})
 
 
-@dataclass
-class RunOutcome:
+class RunOutcome(Record):
     """What a run produced: `ok` means the loop (or command) finished, not that the task succeeded."""
 
     status: str
@@ -49,7 +48,7 @@ class RunOutcome:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunOutcome:
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        known = {k: data[k] for k in cls.__record_fields__ if k in data}
         return cls(**known)
 
     @property
@@ -63,8 +62,7 @@ class RunOutcome:
         return self.final_response is not None and self.final_response.strip() == SILENT
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(Record, frozen=True):
     """A run ready to execute: its narrowed context and what it will be told."""
 
     ctx: ToolContext

@@ -11,11 +11,11 @@ import shlex
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ToolError
 from ..core.paths import FermixPaths
+from ..core.records import Record
 
 UNIT = "fermix-jobs"
 
@@ -66,8 +66,7 @@ def cron_line(paths: FermixPaths) -> str:
     return line.replace("%", "\\%")  # cron turns a bare % into a newline
 
 
-@dataclass(frozen=True)
-class SystemdUnits:
+class SystemdUnits(Record, frozen=True):
     directory: Path
     service: str
     timer: str

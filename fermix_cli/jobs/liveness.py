@@ -12,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from ..core.paths import FermixPaths
+from ..core.records import Record
 
 Liveness = Literal["alive", "dead", "remote"]
 
@@ -38,8 +38,7 @@ def _lock_file(paths: FermixPaths, token: str) -> Path:
     return runners_dir(paths) / f"{token}.lock"
 
 
-@dataclass
-class Runner:
+class Runner(Record):
     """This process as a claimant: its `claimed_by` string and the held lock that proves it lives."""
 
     paths: FermixPaths

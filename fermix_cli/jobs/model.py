@@ -10,11 +10,11 @@ import json
 import re
 import sqlite3
 import unicodedata
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import ToolError
+from ..core.records import Record
 
 JOB_STATES = ("scheduled", "paused", "running", "completed", "disabled", "expired")
 RUN_STATUSES = ("queued", "running", "ok", "error", "skipped")
@@ -64,8 +64,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(Record, frozen=True):
     """One `scheduled_jobs` row."""
 
     id: str
@@ -103,7 +102,7 @@ class Job:
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Job:
-        data = {k: row[k] for k in cls.__dataclass_fields__}
+        data = {k: row[k] for k in cls.__record_fields__}
         tools = _loads(data["allowed_tools"])
         data["allowed_tools"] = None if tools is None else tuple(tools)
         data["delivery_target"] = _loads(data["delivery_target"])

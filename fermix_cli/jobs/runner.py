@@ -19,13 +19,13 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.logs import logger
+from ..core.records import Record
 from . import outcomes as records
 from .claims import ClaimedRun, TickReport, claim_manual, tick
 from .delivery import deliver, message_text, write_output
@@ -51,8 +51,7 @@ class Stopped(Exception):
     """SIGTERM or SIGINT reached the runner."""
 
 
-@dataclass
-class Active:
+class Active(Record):
     """A run whose worker is alive (or not yet reaped)."""
 
     claimed: ClaimedRun

@@ -11,12 +11,13 @@ import calendar
 import re
 from bisect import bisect_left
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fermix_cli.core.errors import ToolError
+
+from ..core.records import Record
 
 GRAMMAR = (
     "A schedule is exactly one of: an interval `every N minutes|hours|days` (N >= 1, e.g. `every 15 minutes`, "
@@ -59,8 +60,7 @@ _MAX_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _SEARCH_YEARS = 401
 
 
-@dataclass(frozen=True)
-class CronFields:
+class CronFields(Record, frozen=True):
     """The expanded value sets of a cron expression; day-of-week uses 0 = Sunday (7 already folded in)."""
 
     minutes: tuple[int, ...]
@@ -70,8 +70,7 @@ class CronFields:
     weekdays: frozenset[int]
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(Record, frozen=True):
     """A parsed schedule: its kind, normalised expression, IANA zone and parsed form.
 
     `parsed` is a `timedelta` for an interval, `CronFields` for a cron, and the aware UTC instant for a

@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.records import Record
 from ..memory import store as memories
 from . import validate as v
 from .model import (
@@ -40,8 +40,7 @@ RUNS_LIMIT_DEFAULT = 20
 RUNS_LIMIT_MAX = 100
 
 
-@dataclass
-class NewJob:
+class NewJob(Record):
     """What a caller asks for; `create_job` validates every field."""
 
     name: str
@@ -61,8 +60,7 @@ class NewJob:
     delivery_target: dict[str, Any] | None = None
 
 
-@dataclass
-class JobPatch:
+class JobPatch(Record):
     """update_job's fields; None means unchanged."""
 
     task: str | None = None

@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.records import Record, field
 from .model import ts
 
 if TYPE_CHECKING:
@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from .config import JobsConfig
 
 
-@dataclass
-class Summary:
+class Summary(Record):
     """What `fermix jobs run` prints."""
 
     status: str = "ran"

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..channels import PLATFORMS
 from ..core.errors import ExitClass, ToolError
+from ..core.records import Record
 from .model import DELIVERY_MODES
 
 if TYPE_CHECKING:
@@ -179,8 +179,7 @@ def check_skill(name: str, ctx: ToolContext) -> str:
 # ----- delivery ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Delivery:
+class Delivery(Record, frozen=True):
     mode: str
     target: dict[str, Any] | None
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from ..core.logs import logger
 from ..core.params import ConfigDict
+from ..core.records import Record, field
 from ..core.registry import FailureMode, Hints, Params, Registry, ToolSpec
 from .sessions import Connection, describe_error, pool, unavailable
 
@@ -185,8 +185,7 @@ def specs_for(conn: Connection) -> list[ToolSpec]:
 # ----- starting servers --------------------------------------------------------------------------
 
 
-@dataclass
-class LoadReport:
+class LoadReport(Record):
     registered: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
 

@@ -11,11 +11,11 @@ import atexit
 import contextlib
 import os
 import threading
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from ..core.logs import logger
+from ..core.records import Record, field
 
 if TYPE_CHECKING:
     from anyio.from_thread import BlockingPortal
@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 log = logger("fermix.mcp.client")
 
 
-@dataclass
-class Connection:
+class Connection(Record):
     """A started server: its session (driven through the portal) and the tools it listed."""
 
     name: str

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.records import Record
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -42,8 +42,7 @@ def timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-@dataclass(frozen=True)
-class Caller:
+class Caller(Record, frozen=True):
     """Who is asking, as far as memory cares: trust, the conversation, and the job of a scheduled run."""
 
     trust: str
@@ -60,8 +59,7 @@ class Caller:
         return self.trust != "operator"
 
 
-@dataclass(frozen=True)
-class Scope:
+class Scope(Record, frozen=True):
     """Where one memory lives: (`owner`, owner id), (`agent`, agent), (`conversation`, session) or (`job`, id)."""
 
     type: str
@@ -80,8 +78,7 @@ def job_source_id(job_id: str) -> str:
     return f"job:{job_id}"
 
 
-@dataclass(frozen=True)
-class View:
+class View(Record, frozen=True):
     """The memories a caller may see: a SQL condition over `memories m` and its parameters."""
 
     name: str
@@ -319,8 +316,7 @@ def search_terms(text: str) -> list[str]:
     return ['"' + t.replace('"', '""') + '"' for t in _TERM.findall(text)]
 
 
-@dataclass
-class SearchResult:
+class SearchResult(Record):
     hits: list[dict[str, Any]]
     more: bool
     match: str  # "all_terms", "any_term" or "none"

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ...core.config import Config
 from ...core.errors import ToolError
+from ...core.records import Record
 from ..config import PROVIDER_TYPES, ProviderConfig
 
 if TYPE_CHECKING:
@@ -32,8 +32,7 @@ NO_PROVIDER_HELP = (
 )
 
 
-@dataclass(frozen=True)
-class ProviderChoice:
+class ProviderChoice(Record, frozen=True):
     """A resolved provider: its configured name, its type, the model, and its settings."""
 
     name: str

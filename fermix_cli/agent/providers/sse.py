@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+
+from ...core.records import Record
 
 
-@dataclass(frozen=True)
-class SSEEvent:
+class SSEEvent(Record, frozen=True):
     event: str
     data: str
 

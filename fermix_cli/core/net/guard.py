@@ -18,12 +18,13 @@ from __future__ import annotations
 import socket
 import unicodedata
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.net.iptable import blocked_range, parse_address
+
+from ..records import Record
 
 Resolver = Callable[[str], Iterable[str]]
 """Maps a host name to its A and AAAA answers as address strings; no answers or OSError means none."""
@@ -42,8 +43,7 @@ def blocked_url_error(reason: str, message: str, **details: Any) -> ToolError:
     return ToolError("blocked_url", message, {"reason": reason, **details})
 
 
-@dataclass(frozen=True)
-class CheckedURL:
+class CheckedURL(Record, frozen=True):
     """A URL that passed the syntax and name checks, rebuilt from its normalised parts."""
 
     url: str

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ssl
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, TypedDict, Unpack
 from urllib.parse import urlencode, urljoin
 
@@ -21,6 +20,8 @@ from fermix_cli.core.net.guard import DEFAULT_MAX_BODY, HostGuard, blocked_url_e
 from fermix_cli.core.net.response import GuardedResponse, GuardedStream
 from fermix_cli.core.net.transport import GuardedTransport
 
+from ..records import Record, field
+
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Headers kept when a redirect leaves the origin; credentials of any spelling are dropped.
 CROSS_ORIGIN_HEADERS = frozenset(
@@ -29,8 +30,7 @@ CROSS_ORIGIN_HEADERS = frozenset(
 BODY_HEADERS = ("content-type", "content-length", "transfer-encoding", "content-encoding")
 
 
-@dataclass(frozen=True)
-class NetLimits:
+class NetLimits(Record, frozen=True):
     """Size and time limits of a guarded client; `total_timeout` None means no overall bound."""
 
     max_body: int = DEFAULT_MAX_BODY
@@ -40,15 +40,13 @@ class NetLimits:
     total_timeout: float | None = 60.0
 
 
-@dataclass
-class _Body:
+class _Body(Record):
     content: bytes | None = None
     json: Any = None
     data: Mapping[str, Any] | None = None
 
 
-@dataclass
-class _Exchange:
+class _Exchange(Record):
     """One request as it moves through redirects."""
 
     method: str

@@ -8,8 +8,9 @@ them (CVE-2024-4032) and still reports, for example, `100.64.0.1` as not private
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
 from typing import Literal
+
+from ..records import Record
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -18,8 +19,7 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 RowSource = Literal["original", "R", "fermix"]
 
 
-@dataclass(frozen=True)
-class BlockedRange:
+class BlockedRange(Record, frozen=True):
     """One row of the non-global table."""
 
     network: IPNetwork

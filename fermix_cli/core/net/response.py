@@ -11,18 +11,18 @@ import re
 import time
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from fermix_cli.core.errors import ToolError
 
+from ..records import Record
+
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
-@dataclass
-class GuardedResponse:
+class GuardedResponse(Record):
     """A finished response: status, headers, final URL and the decoded body (capped)."""
 
     status_code: int

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, Literal, NamedTuple
 
 from ..errors import ToolError
-from ..records import FrozenRecord
+from ..records import Record
 from .regexsource import META, as_literal, repair_regex, required_literals
 
 BINARY_PROBE = 4096
@@ -37,21 +37,14 @@ class LineHit(NamedTuple):
 PlanKind = Literal["literal", "regex", "regex_repaired", "literal_fallback"]
 
 
-class PatternPlan(FrozenRecord):
+class PatternPlan(Record, frozen=True):
     """How one pattern is matched."""
 
-    _fields = ("pattern", "kind", "source", "repaired", "error")
-    __slots__ = _fields
     pattern: str
     kind: PlanKind
     source: str  # the regex source used (the escaped pattern for literals)
-    repaired: str | None
-    error: str | None
-
-    def __init__(
-        self, pattern: str, kind: PlanKind, source: str, repaired: str | None = None, error: str | None = None
-    ) -> None:
-        self._init_fields(pattern=pattern, kind=kind, source=source, repaired=repaired, error=error)
+    repaired: str | None = None
+    error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"pattern": self.pattern, "kind": self.kind}

@@ -13,7 +13,7 @@ import posixpath
 import sys
 from collections.abc import Mapping
 
-from ..records import FrozenRecord
+from ..records import Record
 
 DEFAULT_IGNORE_FILES = (".p4ignore", "p4ignore.txt")
 MAX_SETTINGS_BYTES = 64 * 1024
@@ -22,29 +22,13 @@ MAX_IGNORE_FILES = 16
 MAX_CONFIG_LEVELS = 64
 
 
-class P4Rules(FrozenRecord):
+class P4Rules(Record, frozen=True):
     """What a walk needs to know about Perforce."""
 
-    _fields = ("ignore_names", "global_files", "excluded_names", "source")
-    __slots__ = _fields
-    ignore_names: tuple[str, ...]  # looked up in every directory walked
-    global_files: tuple[str, ...]  # absolute rule files, applied from the walk root
-    excluded_names: frozenset[str]
-    source: str  # where P4IGNORE came from: p4config, p4enviro, environment or default
-
-    def __init__(
-        self,
-        ignore_names: tuple[str, ...] = DEFAULT_IGNORE_FILES,
-        global_files: tuple[str, ...] = (),
-        excluded_names: frozenset[str] | None = None,  # default: {".p4root"}
-        source: str = "default",
-    ) -> None:
-        self._init_fields(
-            ignore_names=ignore_names,
-            global_files=global_files,
-            excluded_names=frozenset({".p4root"}) if excluded_names is None else excluded_names,
-            source=source,
-        )
+    ignore_names: tuple[str, ...] = DEFAULT_IGNORE_FILES  # looked up in every directory walked
+    global_files: tuple[str, ...] = ()  # absolute rule files, applied from the walk root
+    excluded_names: frozenset[str] = frozenset({".p4root"})
+    source: str = "default"  # where P4IGNORE came from: p4config, p4enviro, environment or default
 
 
 def read_bounded(path: str, limit: int) -> str | None:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from ..records import FrozenRecord, Record
+from ..records import Record, field
 from .gitignore import IgnoreRules
 from .p4ignore import MAX_RULE_BYTES, P4Rules, read_bounded, translate_rules
 
@@ -34,112 +34,42 @@ LISTING_TTL_S = 10.0
 LISTING_CACHE_MAX = 4096
 
 
-class WalkOptions(FrozenRecord):
-    _fields = (
-        "hidden", "respect_ignore", "perforce", "include_dirs", "include_files", "skip_names",
-        "max_entries", "deadline", "max_depth", "want_size", "count_root", "cache_listings",
-    )  # fmt: skip
-    __slots__ = _fields
-    hidden: bool  # include names starting with "."
-    respect_ignore: bool
-    perforce: P4Rules | None  # apply Perforce rule files and exclusions
-    include_dirs: bool
-    include_files: bool
-    skip_names: frozenset[str]  # never yielded nor descended
-    max_entries: int
-    deadline: float | None  # a time.monotonic() instant
-    max_depth: int | None
-    want_size: bool  # stat regular files for Entry.size (0 otherwise)
-    count_root: bool  # the root itself counts as one visited entry
-    cache_listings: bool  # reuse directory listings (path + mtime, with a TTL)
-
-    def __init__(
-        self,
-        hidden: bool = True,
-        respect_ignore: bool = True,
-        perforce: P4Rules | None = None,
-        include_dirs: bool = False,
-        include_files: bool = True,
-        skip_names: frozenset[str] = ALWAYS_SKIP,
-        max_entries: int = 100_000,
-        deadline: float | None = None,
-        max_depth: int | None = None,
-        want_size: bool = True,
-        count_root: bool = False,
-        cache_listings: bool = False,
-    ) -> None:
-        self._init_fields(
-            hidden=hidden,
-            respect_ignore=respect_ignore,
-            perforce=perforce,
-            include_dirs=include_dirs,
-            include_files=include_files,
-            skip_names=skip_names,
-            max_entries=max_entries,
-            deadline=deadline,
-            max_depth=max_depth,
-            want_size=want_size,
-            count_root=count_root,
-            cache_listings=cache_listings,
-        )
+class WalkOptions(Record, frozen=True):
+    hidden: bool = True  # include names starting with "."
+    respect_ignore: bool = True
+    perforce: P4Rules | None = None  # apply Perforce rule files and exclusions
+    include_dirs: bool = False
+    include_files: bool = True
+    skip_names: frozenset[str] = ALWAYS_SKIP  # never yielded nor descended
+    max_entries: int = 100_000
+    deadline: float | None = None  # a time.monotonic() instant
+    max_depth: int | None = None
+    want_size: bool = True  # stat regular files for Entry.size (0 otherwise)
+    count_root: bool = False  # the root itself counts as one visited entry
+    cache_listings: bool = False  # reuse directory listings (path + mtime, with a TTL)
 
 
 class WalkStats(Record):
-    _fields = ("entries", "denied", "ignored", "hidden", "special", "errors", "stopped")
-    __slots__ = _fields
-    entries: int
-    denied: int
-    ignored: int
-    hidden: int
-    special: int  # sockets, FIFOs, devices
-    errors: int  # unreadable directories, entries whose type could not be read
-    stopped: str | None  # "max_entries" | "deadline" when the walk did not finish
-
-    def __init__(
-        self,
-        entries: int = 0,
-        denied: int = 0,
-        ignored: int = 0,
-        hidden: int = 0,
-        special: int = 0,
-        errors: int = 0,
-        stopped: str | None = None,
-    ) -> None:
-        self.entries = entries
-        self.denied = denied
-        self.ignored = ignored
-        self.hidden = hidden
-        self.special = special
-        self.errors = errors
-        self.stopped = stopped
+    entries: int = 0
+    denied: int = 0
+    ignored: int = 0
+    hidden: int = 0
+    special: int = 0  # sockets, FIFOs, devices
+    errors: int = 0  # unreadable directories, entries whose type could not be read
+    stopped: str | None = None  # "max_entries" | "deadline" when the walk did not finish
 
     @property
     def complete(self) -> bool:
         return self.stopped is None
 
 
-_set_field = object.__setattr__  # what FrozenRecord._init_fields does, one field at a time
-
-
-class Entry(FrozenRecord):
-    _fields = ("path", "rel", "is_dir", "depth", "canonical", "size")
-    __slots__ = _fields
+class Entry(Record, frozen=True):
     path: str  # absolute, as walked (no symlink in the directories above it)
     rel: str  # relative to the walk root, "/"-separated
     is_dir: bool
     depth: int
     canonical: str  # what the sandbox judged (differs from `path` for a symlinked file)
     size: int
-
-    def __init__(self, path: str, rel: str, is_dir: bool, depth: int, canonical: str, size: int) -> None:
-        # One per walked entry: the slots are set directly, without `_init_fields`'s keyword dict
-        # (which would double the cost of building an entry).
-        _set_field(self, "path", path)
-        _set_field(self, "rel", rel)
-        _set_field(self, "is_dir", is_dir)
-        _set_field(self, "depth", depth)
-        _set_field(self, "canonical", canonical)
-        _set_field(self, "size", size)
 
 
 # ----- ignore layers ---------------------------------------------------------------------------
@@ -148,16 +78,9 @@ class Entry(FrozenRecord):
 class _IgnoreLayer(Record):
     """The rules of one directory. A walk path `rel` maps to `prefix + rel[cut:]` in its terms."""
 
-    _fields = ("rules", "prefix", "cut")
-    __slots__ = _fields
     rules: IgnoreRules
     prefix: str
     cut: int
-
-    def __init__(self, rules: IgnoreRules, prefix: str, cut: int) -> None:
-        self.rules = rules
-        self.prefix = prefix
-        self.cut = cut
 
     @classmethod
     def build(cls, lines: list[str], prefix: str, cut: int) -> _IgnoreLayer | None:
@@ -289,33 +212,13 @@ def clear_listing_cache() -> None:
 
 
 class _Frame(Record):
-    _fields = ("path", "rel", "depth", "children", "layers", "checked", "i")
-    __slots__ = _fields
     path: str
     rel: str
     depth: int
     children: Listing
-    layers: list[_IgnoreLayer]
-    checked: bool  # entries below need individual sandbox checks
-    i: int
-
-    def __init__(
-        self,
-        path: str,
-        rel: str,
-        depth: int,
-        children: Listing,
-        layers: list[_IgnoreLayer] | None = None,  # default: a new empty list
-        checked: bool = True,
-        i: int = 0,
-    ) -> None:
-        self.path = path
-        self.rel = rel
-        self.depth = depth
-        self.children = children
-        self.layers = [] if layers is None else layers
-        self.checked = checked
-        self.i = i
+    layers: list[_IgnoreLayer] = field(default_factory=list)
+    checked: bool = True  # entries below need individual sandbox checks
+    i: int = 0
 
 
 def _layers_for(

@@ -13,9 +13,9 @@ import os
 import shutil
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from ..config import EnvVarSource, SandboxEnv
+from ..records import Record, field
 from .procgroup import SPAWN_MARKER, run_captured
 
 BASE_NAMES = ("PATH", "HOME", "USER", "LANG", "SHELL", "TMPDIR")
@@ -24,8 +24,7 @@ HELPER_LINE_MAX = 8192
 SECRET_MIN_BYTES = 8
 
 
-@dataclass(frozen=True)
-class MissingVar:
+class MissingVar(Record, frozen=True):
     name: str
     reason: str
 
@@ -37,8 +36,7 @@ class MissingVar:
         )
 
 
-@dataclass
-class ChildEnv:
+class ChildEnv(Record):
     """The child's environment, the values to redact from its output, and what could not be resolved."""
 
     env: dict[str, str]

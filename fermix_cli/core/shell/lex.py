@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from fermix_cli.core.shell.expand import WordReader
 from fermix_cli.core.shell.script import Command, HereDoc, Redirect, Script
 from fermix_cli.core.shell.words import Part, RawPart, ShellSyntaxError, Word, finish_word
+
+from ..records import Record, field
 
 __all__ = ["MAX_DEPTH", "MAX_INPUT_BYTES", "Command", "HereDoc", "Redirect", "Script", "parse_script"]
 
@@ -44,8 +45,7 @@ def parse_script(
     return Script(tuple(b.freeze() for b in shared.builders if b.words or b.redirects or b.heredocs))
 
 
-@dataclass
-class _Builder:
+class _Builder(Record):
     pipeline: int
     stage: int
     functions: tuple[str, ...]
@@ -66,8 +66,7 @@ class _Builder:
         )
 
 
-@dataclass
-class _Shared:
+class _Shared(Record):
     builders: list[_Builder] = field(default_factory=list)
     next_pipeline: int = 0
 
@@ -76,8 +75,7 @@ class _Shared:
         return self.next_pipeline
 
 
-@dataclass
-class _Group:
+class _Group(Record):
     kind: str
     start: int
     outer_pipeline: int
@@ -86,8 +84,7 @@ class _Group:
     case_depth: int
 
 
-@dataclass
-class _PendingDoc:
+class _PendingDoc(Record):
     builder: _Builder
     delimiter: str
     strip_tabs: bool

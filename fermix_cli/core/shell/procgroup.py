@@ -19,7 +19,8 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+
+from ..records import Record
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 KILL_GRACE_S = 0.2
@@ -32,8 +33,7 @@ _READ_CHUNK = 65536
 _DRAIN_S = 0.5
 
 
-@dataclass(frozen=True)
-class ProcessOutcome:
+class ProcessOutcome(Record, frozen=True):
     """How a child ended. `output` is redacted and cut to the cap; `exit_code` is 124 when cut."""
 
     exit_code: int

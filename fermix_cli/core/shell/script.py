@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from fermix_cli.core.shell.words import Word
 
+from ..records import Record, field
 
-@dataclass(frozen=True)
-class Redirect:
+
+class Redirect(Record, frozen=True):
     """A redirection: `op` as written (`>`, `>>`, `&>`, `<<<`, ...) and its target word."""
 
     op: str
     target: Word
 
 
-@dataclass(frozen=True)
-class HereDoc:
+class HereDoc(Record, frozen=True):
     """A here-document body; `expands` is true when its delimiter was unquoted."""
 
     body: str
     expands: bool
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(Record, frozen=True):
     """One simple command and where it sits: pipeline id, stage in it, background, enclosing functions."""
 
     words: tuple[Word, ...]
@@ -36,8 +33,7 @@ class Command:
     functions: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Script:
+class Script(Record, frozen=True):
     """Every simple command of a command line, substitutions included, in the order they complete."""
 
     commands: tuple[Command, ...]

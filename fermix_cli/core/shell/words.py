@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass
 from typing import Literal
+
+from ..records import Record
 
 MAX_BRACE_WORDS = 64
 # Brace expansion rescans a word once per marker; past this many markers a word is refused rather
@@ -24,8 +25,7 @@ class ShellSyntaxError(ValueError):
     """The command cannot be parsed with confidence, so safety checks must fail closed."""
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(Record, frozen=True):
     """One piece of a word after quote removal.
 
     `lit` is literal text; `home` is a spelling of the home directory (`~`, `$HOME`, `${HOME}`);
@@ -38,8 +38,7 @@ class Part:
     fallback: tuple[Part, ...] | None = None
 
 
-@dataclass(frozen=True)
-class Word:
+class Word(Record, frozen=True):
     """One shell word after brace expansion, tilde expansion, quote removal and IFS splitting."""
 
     parts: tuple[Part, ...]
@@ -105,8 +104,7 @@ class Word:
         return "".join(out)
 
 
-@dataclass(frozen=True)
-class RawPart:
+class RawPart(Record, frozen=True):
     """A piece of a word as the lexer reads it, before brace, tilde and split processing."""
 
     kind: RawKind

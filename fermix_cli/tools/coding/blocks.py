@@ -5,13 +5,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.hashline import context_rows
 from fermix_cli.tools.coding.patchparse import Hunk
 from fermix_cli.tools.coding.splice import POST, SWAP, LineEdit
+
+from ...core.records import Record
 
 # Extensions mapped only to languages ast-grep-py bundles, so SgRoot never panics in practice.
 LANGUAGES = {
@@ -159,8 +160,7 @@ def resolve_block(text: str, path: str, line: int) -> tuple[int, int] | None:
     return line, end + 1
 
 
-@dataclass(frozen=True)
-class LoweredBlocks:
+class LoweredBlocks(Record, frozen=True):
     """Hunks lowered to line edits, with the response's `→ resolved` lines and downgrade warnings."""
 
     edits: tuple[LineEdit, ...]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fermix_cli.core.context import ToolContext
@@ -43,6 +42,8 @@ from fermix_cli.tools.coding.refusals import (
 )
 from fermix_cli.tools.coding.snapshot_db import SqliteSnapshotStore
 
+from ...core.records import Record
+
 WARNINGS = "\n\nWarnings:\n"
 
 
@@ -60,8 +61,7 @@ class HashEditParams(Params):
     ]
 
 
-@dataclass(frozen=True)
-class _Resolved:
+class _Resolved(Record, frozen=True):
     where: ToolPath
     warning: str | None = None
 
@@ -237,15 +237,16 @@ def _commit(plan: EditPlan, store: SqliteSnapshotStore) -> None:
             store.record(snap.path, snap.tag, snap.text, snap.seen)
 
 
+_ACTIONS: dict[type, str] = {WriteFile: "edited", MoveFile: "moved", RemoveFile: "deleted"}
+
+
 def _describe(section: SectionPlan, cwd: str) -> dict[str, Any]:
     effect = section.effect
     _, _, warnings = section.response.partition(WARNINGS)
     out: dict[str, Any] = {
         "path": section.path,
         "tag": section.snapshot.tag if section.snapshot is not None else None,
-        "action": {WriteFile: "edited", MoveFile: "moved", RemoveFile: "deleted"}.get(
-            type(effect), "unchanged"
-        ),
+        "action": _ACTIONS.get(type(effect), "unchanged"),
         "warnings": warnings.split("\n") if warnings else [],
     }
     if isinstance(effect, MoveFile):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from ...core.records import FrozenRecord
+from ...core.records import Record
 
 BOUNDARY_CHARS = frozenset("_-./ ")
 
@@ -96,17 +96,10 @@ def stem_of(base: str) -> str:
     return base[:i] if i > 0 else base
 
 
-class Query(FrozenRecord):
-    _fields = ("text", "tokens", "_filters")
-    __slots__ = _fields
+class Query(Record, frozen=True):
     text: str
     tokens: tuple[str, ...]
     _filters: tuple[tuple[str, re.Pattern[str] | None], ...]
-
-    def __init__(
-        self, text: str, tokens: tuple[str, ...], _filters: tuple[tuple[str, re.Pattern[str] | None], ...]
-    ) -> None:
-        self._init_fields(text=text, tokens=tokens, _filters=_filters)
 
     @classmethod
     def parse(cls, text: str) -> Query:

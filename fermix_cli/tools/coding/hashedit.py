@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from fermix_cli.core.errors import ToolError
@@ -32,12 +31,13 @@ from fermix_cli.tools.coding.repairs import apply_repairs
 from fermix_cli.tools.coding.snapshots import SnapshotRecord, SnapshotStore
 from fermix_cli.tools.coding.splice import LineEdit, check_edits, splice
 
+from ...core.records import Record
+
 UNSEEN_LIST_LIMIT = 40
 UNSEEN_COLUMNS = 512
 
 
-@dataclass(frozen=True)
-class LoadedFile:
+class LoadedFile(Record, frozen=True):
     """A section's file as the caller resolved and read it.
 
     `path` is the display path for headers and messages (cwd-relative inside cwd), `canonical` the
@@ -50,8 +50,7 @@ class LoadedFile:
     warning: str | None = None
 
 
-@dataclass(frozen=True)
-class Destination:
+class Destination(Record, frozen=True):
     """An `MV` destination as the caller resolved it (display path, canonical path, already exists)."""
 
     path: str
@@ -71,16 +70,14 @@ class EditFiles(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class WriteFile:
+class WriteFile(Record, frozen=True):
     """Replace the file at canonical `path` with `data` (atomically)."""
 
     path: str
     data: bytes
 
 
-@dataclass(frozen=True)
-class MoveFile:
+class MoveFile(Record, frozen=True):
     """Write `data` at canonical `dest` (creating parents), remove `source`, and move its snapshot history."""
 
     source: str
@@ -88,8 +85,7 @@ class MoveFile:
     data: bytes
 
 
-@dataclass(frozen=True)
-class RemoveFile:
+class RemoveFile(Record, frozen=True):
     """Delete the regular file at canonical `path`."""
 
     path: str
@@ -98,8 +94,7 @@ class RemoveFile:
 Effect = WriteFile | MoveFile | RemoveFile
 
 
-@dataclass(frozen=True)
-class SectionPlan:
+class SectionPlan(Record, frozen=True):
     """One prepared section: the effect to commit (None for a no-op) and the snapshot to record after it."""
 
     path: str
@@ -110,8 +105,7 @@ class SectionPlan:
     payload: str
 
 
-@dataclass(frozen=True)
-class EditPlan:
+class EditPlan(Record, frozen=True):
     """Every section of a call, all validated; nothing has been written yet."""
 
     sections: tuple[SectionPlan, ...]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from fermix_cli.core.errors import ToolError
+
+from ...core.records import Record
 
 BOM = "\ufeff"
 MAX_FILE_BYTES = 1_048_576
@@ -94,8 +95,7 @@ def decode_text(raw: bytes, path: str) -> str:
         ) from None
 
 
-@dataclass(frozen=True)
-class Selector:
+class Selector(Record, frozen=True):
     """Which rows a read shows: `start`..`end` inclusive (`end` None = open window), raw or hashline."""
 
     start: int = 1
@@ -177,8 +177,7 @@ OUTPUT_CAP = 1_048_576
 CAP_REACHED = "not read: output cap (1 MiB) reached"
 
 
-@dataclass(frozen=True)
-class ReadSection:
+class ReadSection(Record, frozen=True):
     """One rendered read: its text, and what the caller records as a snapshot (tag None for `:raw`).
 
     `next_line` is set when the output stops before EOF with a continuation footer; `capped` when the
@@ -268,8 +267,7 @@ def render_section(
     return ReadSection(content, tag, lf_text, tuple(shown), next_line, capped)
 
 
-@dataclass(frozen=True)
-class ReadEntry:
+class ReadEntry(Record, frozen=True):
     """One requested read entry, loaded by the caller: either decoded text or the error it hit."""
 
     entry: str
@@ -279,8 +277,7 @@ class ReadEntry:
     error: ToolError | None = None
 
 
-@dataclass(frozen=True)
-class ReadOutput:
+class ReadOutput(Record, frozen=True):
     """The whole read result; `sections[i]` is entry i's rendering (None when it failed)."""
 
     content: str

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
 
 from fermix_cli.core.errors import ToolError
+
+from ...core.records import Record, field, replace
 
 MAX_INPUT_BYTES = 1_048_576
 MAX_SECTIONS = 32
@@ -43,8 +44,7 @@ INS_EMPTY_MESSAGE = "`INS` needs at least one `+TEXT` body row."
 NO_SECTIONS_MESSAGE = "No hashline sections found in input."
 
 
-@dataclass(frozen=True)
-class Hunk:
+class Hunk(Record, frozen=True):
     """One line op as written: `start`..`end` in original numbering (0 for INS.HEAD/INS.TAIL)."""
 
     op: str
@@ -54,8 +54,7 @@ class Hunk:
     line: int
 
 
-@dataclass(frozen=True)
-class FileOp:
+class FileOp(Record, frozen=True):
     """A whole-file op: `REM`, or `MV` to `dest` as written."""
 
     kind: str
@@ -63,8 +62,7 @@ class FileOp:
     line: int
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(Record, frozen=True):
     """The edits for one file: PATH as written (unquoted), its tag, hunks, an optional file op."""
 
     path: str
@@ -128,8 +126,7 @@ def _parse_range(rest: str, line: int) -> tuple[int, int]:
     return start, end
 
 
-@dataclass
-class _Pending:
+class _Pending(Record):
     op: str
     start: int
     end: int
@@ -138,8 +135,7 @@ class _Pending:
     blanks: int = 0
 
 
-@dataclass
-class _OpenSection:
+class _OpenSection(Record):
     path: str
     tag: str | None
     line: int

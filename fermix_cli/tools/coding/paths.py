@@ -20,36 +20,26 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import ToolError
 from ...core.pathcanon import canonicalize, is_inside
-from ...core.records import FrozenRecord
+from ...core.records import Record
 from ...core.sandbox import Decision
 
 if TYPE_CHECKING:
     from ...core.context import ToolContext
 
 
-class ToolPath(FrozenRecord):
+class ToolPath(Record, frozen=True):
     """A path a coding tool may use: `path` canonical, `display` as the model sees it, `cwd` it is shown from."""
 
-    _fields = ("path", "display", "cwd")
-    __slots__ = _fields
     path: str
     display: str
     cwd: str
 
-    def __init__(self, path: str, display: str, cwd: str) -> None:
-        self._init_fields(path=path, display=display, cwd=cwd)
 
-
-class Target(FrozenRecord):
+class Target(Record, frozen=True):
     """A mutation target: the path (final component not followed) and what `lstat` found there."""
 
-    _fields = ("where", "lstat")
-    __slots__ = _fields
     where: ToolPath
     lstat: os.stat_result | None
-
-    def __init__(self, where: ToolPath, lstat: os.stat_result | None) -> None:
-        self._init_fields(where=where, lstat=lstat)
 
     @property
     def is_symlink(self) -> bool:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.blocks import is_pure_closer
 from fermix_cli.tools.coding.splice import POST, PRE, SWAP, LineEdit
+
+from ...core.records import replace
 
 _HASH = {".py", ".pyi", ".sh", ".bash", ".rb", ".yaml", ".yml", ".toml", ".mk"}
 _SLASH = {".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".js", ".mjs", ".cjs", ".jsx", ".ts"}

@@ -17,8 +17,9 @@ import hashlib
 import posixpath
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ...core.records import Record
 
 if TYPE_CHECKING:
     import sqlite3
@@ -33,8 +34,7 @@ MAX_TOTAL_PATHS = 2000
 TTL_SECONDS = 24 * 3600
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(Record, frozen=True):
     """What a tag named when it was printed: the LF text (BOM dropped) and the row numbers shown.
 
     `latest` is true when this is the newest version recorded for its path.
@@ -69,8 +69,7 @@ def decode_seen(text: str) -> frozenset[int]:
     return frozenset(out)
 
 
-@dataclass(frozen=True)
-class StoreLimits:
+class StoreLimits(Record, frozen=True):
     """The store's bounds; tests shrink them to exercise eviction."""
 
     max_paths: int = MAX_PATHS

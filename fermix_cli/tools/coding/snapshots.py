@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from fermix_cli.tools.coding.snapshot_db import Snapshot
 
+from ...core.records import Record, field
+
 __all__ = ["MemorySnapshotStore", "Snapshot", "SnapshotRecord", "SnapshotStore"]
 
 
-@dataclass(frozen=True)
-class SnapshotRecord:
+class SnapshotRecord(Record, frozen=True):
     """A snapshot for the caller to record once its effect is committed (for a read: at once)."""
 
     path: str
@@ -38,8 +38,7 @@ class SnapshotStore(Protocol):
         ...
 
 
-@dataclass
-class _Version:
+class _Version(Record):
     tag: str
     text: str
     seen: set[int] = field(default_factory=set)

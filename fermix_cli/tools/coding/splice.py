@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 
 from fermix_cli.core.errors import ToolError
+
+from ...core.records import Record, field, replace
 
 SWAP = "SWAP"
 PRE = "INS.PRE"
@@ -14,8 +15,7 @@ HEAD = "INS.HEAD"
 TAIL = "INS.TAIL"
 
 
-@dataclass(frozen=True)
-class LineEdit:
+class LineEdit(Record, frozen=True):
     """A hunk lowered to a plain line op. A SWAP with an empty body deletes `start`..`end`.
 
     `label` is the op as written (for messages); `block` is the resolved block of a block op; `anchors`
@@ -47,8 +47,7 @@ class LineEdit:
         return replace(self, start=self.start + offset, end=self.end + offset, block=block)
 
 
-@dataclass
-class SpliceResult:
+class SpliceResult(Record):
     """The edited lines with provenance: `origin[j]` is the original line of output row j+1 (None = new).
 
     `deleted_at` lists 1-based output positions where lines vanished with nothing in their place.

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
 from ...core.errors import ToolError
+from ...core.records import Record
 
 READ_COMMANDS = ("status", "log", "diff", "branch", "show")
 WRITE_COMMANDS = ("add", "commit", "checkout", "pull")
@@ -63,8 +63,7 @@ PULL_STRATEGIES = frozenset({"ort", "recursive", "resolve", "octopus", "ours", "
 ALLOWED_SCHEMES = frozenset({"https", "ssh", "git", "git+ssh", "ssh+git"})
 
 
-@dataclass(frozen=True)
-class Grammar:
+class Grammar(Record, frozen=True):
     """Which options of one subcommand take a value, as far as this parser is sure."""
 
     short_required: frozenset[str] = frozenset()  # `-X value` or `-Xvalue`
@@ -130,8 +129,7 @@ GRAMMARS: dict[str, Grammar] = {
 }
 
 
-@dataclass(frozen=True)
-class Arg:
+class Arg(Record, frozen=True):
     """One argument as git will read it."""
 
     kind: Literal["long", "short", "positional", "value", "separator"]

@@ -13,11 +13,11 @@ import posixpath
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...core.errors import ToolError
 from ...core.pathcanon import canonicalize
+from ...core.records import Record
 from ...core.shell.childenv import base_env
 from ...core.shell.procgroup import ProcessOutcome, run_captured
 from .args import check_remote_url
@@ -87,8 +87,7 @@ def parse_config_list(raw: bytes) -> list[tuple[str, str, str | None]]:
     return out
 
 
-@dataclass(frozen=True)
-class Repo:
+class Repo(Record, frozen=True):
     workdir: str  # where the command runs (the canonical `repo` argument)
     toplevel: str
     git_dir: str

@@ -13,10 +13,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ToolError
+from ...core.records import Record
 from .providers import changed, clean_text, hit, object_list, request_json
 
 if TYPE_CHECKING:
@@ -26,8 +26,7 @@ MAX_RESULTS = 10
 Results = list[dict[str, str]]
 
 
-@dataclass(frozen=True)
-class Backend:
+class Backend(Record, frozen=True):
     """One keyed provider: its name, how to ask it, and how to read its answer."""
 
     name: str

@@ -17,12 +17,12 @@ is still a result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 from ...core.errors import ToolError
+from ...core.records import Record, field
 from .providers import hit
 
 if TYPE_CHECKING:
@@ -33,16 +33,14 @@ NO_RESULTS_MARKERS = ('class="no-results"', "no results.", "no  results.")
 MAX_RESULTS = 10
 
 
-@dataclass
-class Row:
+class Row(Record):
     href: str = ""
     title: str = ""
     snippet: str = ""
     ad: bool = False
 
 
-@dataclass
-class Page:
+class Page(Record):
     rows: list[Row] = field(default_factory=list)
 
 

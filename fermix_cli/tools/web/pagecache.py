@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ...core.records import Record
 
 if TYPE_CHECKING:
     from ...core.context import ToolContext
@@ -20,8 +21,7 @@ PREFIX = "web:"
 _REF = re.compile(r"^web:[0-9a-f]{16}$")
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(Record, frozen=True):
     ref: str
     url: str
     title: str | None

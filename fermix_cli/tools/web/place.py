@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Annotated, Any
 
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.params import Field
+from ...core.records import Record
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
 from .providers import changed, clean_text, missing_key, object_list, request_json, resolve_key
 
@@ -91,8 +91,7 @@ class PlaceSearchParams(Params):
     ] = None
 
 
-@dataclass(frozen=True)
-class Lookup:
+class Lookup(Record, frozen=True):
     """A validated lookup: what Brave is asked, and the anchor reported back."""
 
     query: str

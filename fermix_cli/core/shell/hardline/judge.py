@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.shell.hardline.original import original_finding
@@ -37,6 +36,8 @@ from fermix_cli.core.shell.hardline.unwrap import Invocation, dash_c_value, shel
 from fermix_cli.core.shell.lex import MAX_INPUT_BYTES, Command, Script, parse_script
 from fermix_cli.core.shell.words import UNKNOWN_MARK, Part, ShellSyntaxError, Word
 
+from ...records import Record, field
+
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash", "lksh"})
 EXPANSION_CHARACTERS = "$~`{}"
 _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
@@ -47,8 +48,7 @@ _PATH_MAX = 4096
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 
 
-@dataclass(frozen=True)
-class HardlineEnv:
+class HardlineEnv(Record, frozen=True):
     """Where the command would run: the OS home, fermix home, working dir, and more roots to protect.
 
     `home_aliases` lists other spellings of the home (its realpath, say); `extra_roots` are
@@ -122,8 +122,7 @@ def _raise_if(finding: Finding | None) -> None:
         raise _Blocked(finding)
 
 
-@dataclass
-class _State:
+class _State(Record):
     cwd: str | None
     aliases: dict[str, str] = field(default_factory=dict)
 

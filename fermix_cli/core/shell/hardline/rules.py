@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from fermix_cli.core.shell.hardline.targets import Roots, Verdict, judge_target, worst
 from fermix_cli.core.shell.hardline.unwrap import Option, unwrap
 from fermix_cli.core.shell.lex import Command, Redirect, Script
 from fermix_cli.core.shell.words import Word
+
+from ...records import Record
 
 RM_PROTECTED = "recursive delete of a protected root"
 RM_MAY_EXPAND = "recursive delete may expand to a protected root"
@@ -37,16 +38,14 @@ _KILL_SIGNALS = frozenset({"9", "KILL", "SIGKILL"})
 _USER_SELECTORS = ("-u", "-U", "--euid", "--uid", "--user")
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Record, frozen=True):
     """Why a command is refused: the reference's reason text and a short rule id."""
 
     reason: str
     rule: str
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(Record, frozen=True):
     """Option words and operands of a command, split the GNU way (options may follow operands)."""
 
     flags: tuple[str, ...]

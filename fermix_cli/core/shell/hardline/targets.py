@@ -5,10 +5,11 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import Enum
 
 from fermix_cli.core.shell.words import Word
+
+from ...records import Record
 
 # The original seven, the reference's additions from the protected-path list, and the usual
 # top-level directories of macOS and Linux whose loss breaks the machine.
@@ -35,8 +36,7 @@ class Verdict(Enum):
     MAY_EXPAND = "may_expand"
 
 
-@dataclass(frozen=True)
-class Roots:
+class Roots(Record, frozen=True):
     """The protected roots, normalised and case-folded, and the home that `~` stands for."""
 
     home: str

@@ -5,9 +5,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from fermix_cli.core.shell.words import UNKNOWN_MARK, Word
+
+from ...records import Record, field
 
 _GLOB = re.compile(r"[*?\[]")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
@@ -16,8 +17,7 @@ _RESERVED = frozenset({"!", "if", "then", "else", "elif", "do", "while", "until"
 _MAX_LAYERS = 32
 
 
-@dataclass(frozen=True)
-class WrapperSpec:
+class WrapperSpec(Record, frozen=True):
     """How a wrapper's own arguments look: options taking a value, then fixed operands, then the command."""
 
     short_arg: str = ""
@@ -79,16 +79,14 @@ WRAPPERS: dict[str, WrapperSpec] = {
 }
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(Record, frozen=True):
     """One option a wrapper was given: a short letter or `--name`, and its value if it takes one."""
 
     name: str
     value: Word | None = None
 
 
-@dataclass(frozen=True)
-class Invocation:
+class Invocation(Record, frozen=True):
     """A simple command with its wrappers stripped.
 
     `extra_targets` are words that reach the command through `xargs`; `sudo_options` holds the options

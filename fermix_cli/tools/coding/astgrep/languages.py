@@ -9,10 +9,10 @@ refused. Measuring walks every node and checks the shared deadline as it goes.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from ....core.errors import ToolError
+from ....core.records import Record
 
 MAX_TREE_NODES = 16_384
 MAX_TREE_DEPTH = 64
@@ -119,8 +119,7 @@ def library_error(e: BaseException) -> str:
     return rest if sep and head.isdigit() else last
 
 
-@dataclass
-class Parsed:
+class Parsed(Record):
     root: Any  # SgRoot
     nodes: int
 

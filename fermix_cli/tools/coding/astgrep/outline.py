@@ -10,10 +10,10 @@ parent and its members are kept or dropped together.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from ....core.errors import ToolError
+from ....core.records import Record
 from .languages import check_deadline
 from .symbol_rules import EXTRACTORS, SYMBOL_TYPES, Node, Symbol
 
@@ -22,8 +22,7 @@ VIEWS = ("digest", "names", "signatures", "expanded")
 MAX_FILTER_BYTES = 512
 
 
-@dataclass(frozen=True)
-class OutlineOptions:
+class OutlineOptions(Record, frozen=True):
     items: str = "structure"
     view: str = "digest"
     name: Any = None  # a compiled `regex` pattern

@@ -9,8 +9,9 @@ members (fields, methods, variants, ...) are produced on demand, since the `name
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
+
+from ....core.records import Record
 
 Node = Any  # ast_grep_py.SgNode
 
@@ -23,8 +24,7 @@ SYMBOL_TYPES = (
 MAX_SIGNATURE_CHARS = 300
 
 
-@dataclass
-class Symbol:
+class Symbol(Record):
     node: Node  # what the range covers
     name: str
     type: str
@@ -139,14 +139,8 @@ def _rust_members(body: Node, parent: str) -> list[Symbol]:
         elif k == "enum_variant":
             out.append(Symbol(c, field_text(c, "name"), "enumMember", True))
         else:
-            out += [dataclass_replace(s, members_of=None) for s in rust(c, parent)]
+            out += [s.replace(members_of=None) for s in rust(c, parent)]
     return out
-
-
-def dataclass_replace(sym: Symbol, **changes: Any) -> Symbol:
-    from dataclasses import replace
-
-    return replace(sym, **changes)
 
 
 # ----- TypeScript / TSX / JavaScript ---------------------------------------------------------------
@@ -436,7 +430,7 @@ def _kt_members(body: Node | None, ctor: Node | None) -> list[Symbol]:
         if p.kind() == "class_parameter" and child_of(p, "binding_pattern_kind") is not None:
             out.append(Symbol(p, _kt_name(p), "property", _kt_public(p)))
     for c in named(body) if body is not None else []:
-        out += [dataclass_replace(s, members_of=None) for s in kotlin(c, in_class=True)]
+        out += [s.replace(members_of=None) for s in kotlin(c, in_class=True)]
     return out
 
 
@@ -479,7 +473,7 @@ def _java_members(body: Node | None, iface: bool) -> list[Symbol]:
     for c in named(body) if body is not None else []:
         kids = named(c) if c.kind() == "enum_body_declarations" else [c]
         for k in kids:
-            out += [dataclass_replace(s, members_of=None) for s in java(k, in_interface=iface)]
+            out += [s.replace(members_of=None) for s in java(k, in_interface=iface)]
     return out
 
 
@@ -534,7 +528,7 @@ def _swift_members(body: Node | None, every: bool | None = None) -> list[Symbol]
     out: list[Symbol] = []
     for c in named(body) if body is not None else []:
         for s in swift(c, in_type=True):
-            out.append(dataclass_replace(s, members_of=None, exported=s.exported if every is None else every))
+            out.append(s.replace(members_of=None, exported=s.exported if every is None else every))
     return out
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from ....core.context import ToolContext
 from ....core.errors import ToolError
 from ....core.fsops import FileReader
+from ....core.records import Record, field
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.walk import WalkOptions, WalkStats, walk
 from ..paths import display_path
@@ -30,8 +30,7 @@ SKIPPED_LISTED = 20
 # ----- the work set --------------------------------------------------------------------------
 
 
-@dataclass
-class Work:
+class Work(Record):
     """Counters shared by search and outline."""
 
     deadline: float
@@ -126,8 +125,7 @@ def load_tree(reader: FileReader, shown: str, canonical: str, lang: str, work: W
     return source, parsed.root
 
 
-@dataclass
-class Output:
+class Output(Record):
     limit: int
     lines: list[str] = field(default_factory=list)
     size: int = 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ....core.records import FrozenRecord, Record
+from ....core.records import Record, field
 
 MAX_LINE_CHARS = 1000
 GROUPED_HEADER = "grouped_v1"
@@ -19,43 +19,22 @@ def clip(text: str) -> str:
     return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + "…"
 
 
-class Hit(FrozenRecord):
+class Hit(Record, frozen=True):
     """One primary hit with its context rows (line, text), all texts already decoded."""
 
-    _fields = ("line", "label", "text", "context")
-    __slots__ = _fields
     line: int
     label: str | None
     text: str
-    context: tuple[tuple[int, str], ...]
-
-    def __init__(
-        self, line: int, label: str | None, text: str, context: tuple[tuple[int, str], ...] = ()
-    ) -> None:
-        self._init_fields(line=line, label=label, text=text, context=context)
+    context: tuple[tuple[int, str], ...] = ()
 
 
 class Block(Record):
     """The rows of one file on a page."""
 
-    _fields = ("path", "hit_labels", "rows", "hits")
-    __slots__ = _fields
     path: str
     hit_labels: dict[int, str | None]  # every hit line within reach of the page's context windows
-    rows: dict[int, str]  # line -> text
-    hits: list[Hit]
-
-    def __init__(
-        self,
-        path: str,
-        hit_labels: dict[int, str | None],
-        rows: dict[int, str] | None = None,  # default: a new empty dict
-        hits: list[Hit] | None = None,  # default: a new empty list
-    ) -> None:
-        self.path = path
-        self.hit_labels = hit_labels
-        self.rows = {} if rows is None else rows
-        self.hits = [] if hits is None else hits
+    rows: dict[int, str] = field(default_factory=dict)  # line -> text
+    hits: list[Hit] = field(default_factory=list)
 
     def with_hit(self, hit: Hit) -> dict[int, str]:
         rows = dict(self.rows)
@@ -89,16 +68,9 @@ def _size(lines: Iterable[str]) -> int:
 
 
 class Page(Record):
-    _fields = ("text", "printed", "capped")
-    __slots__ = _fields
     text: str
     printed: int  # primary hits printed
     capped: bool  # stopped by the byte budget
-
-    def __init__(self, text: str, printed: int, capped: bool) -> None:
-        self.text = text
-        self.printed = printed
-        self.capped = capped
 
 
 def render_ranked(blocks: list[tuple[Block, list[Hit]]], budget: int) -> Page:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from ....core.records import Record
+from ....core.records import Record, field
 from ....core.search.match import LineHit
 
 DEF_LIKE, MATCH, IMPORT = "def-like", "match", "import"
@@ -88,24 +88,16 @@ def label_for(data: bytes, start: int, end: int, spans: Callable[[], Sequence[tu
     return MATCH
 
 
+def _empty_firsts() -> dict[str, list[LineHit]]:
+    return {DEF_LIKE: [], MATCH: [], IMPORT: []}
+
+
 class FileHits(Record):
     """What ranked mode keeps of one file: counts, the first hits of each label, and their order."""
 
-    _fields = ("hits", "firsts", "labels")
-    __slots__ = _fields
-    hits: int
-    firsts: dict[str, list[LineHit]]
-    labels: dict[int, str]  # hit line -> label, for the hits labelled
-
-    def __init__(
-        self,
-        hits: int = 0,
-        firsts: dict[str, list[LineHit]] | None = None,  # default: an empty list per label
-        labels: dict[int, str] | None = None,  # default: a new empty dict
-    ) -> None:
-        self.hits = hits
-        self.firsts = {DEF_LIKE: [], MATCH: [], IMPORT: []} if firsts is None else firsts
-        self.labels = {} if labels is None else labels
+    hits: int = 0
+    firsts: dict[str, list[LineHit]] = field(default_factory=_empty_firsts)
+    labels: dict[int, str] = field(default_factory=dict)  # hit line -> label, for the hits labelled
 
     def settled(self) -> bool:
         """Five definitions are in: later hits can no longer change what is kept."""

@@ -19,45 +19,16 @@ BINARY_PROBE = 8192
 
 
 class ScanStats(Record):
-    _fields = (
-        "files_scanned", "files_matched", "bytes_scanned", "files_truncated", "binary", "invalid_utf8",
-        "special", "unreadable", "recovery_skips", "stop",
-    )  # fmt: skip
-    __slots__ = _fields
-    files_scanned: int
-    files_matched: int
-    bytes_scanned: int
-    files_truncated: int
-    binary: int
-    invalid_utf8: int
-    special: int
-    unreadable: int
-    recovery_skips: int
-    stop: str | None  # file_cap | byte_cap | deadline | lookahead
-
-    def __init__(
-        self,
-        files_scanned: int = 0,
-        files_matched: int = 0,
-        bytes_scanned: int = 0,
-        files_truncated: int = 0,
-        binary: int = 0,
-        invalid_utf8: int = 0,
-        special: int = 0,
-        unreadable: int = 0,
-        recovery_skips: int = 0,
-        stop: str | None = None,
-    ) -> None:
-        self.files_scanned = files_scanned
-        self.files_matched = files_matched
-        self.bytes_scanned = bytes_scanned
-        self.files_truncated = files_truncated
-        self.binary = binary
-        self.invalid_utf8 = invalid_utf8
-        self.special = special
-        self.unreadable = unreadable
-        self.recovery_skips = recovery_skips
-        self.stop = stop
+    files_scanned: int = 0
+    files_matched: int = 0
+    bytes_scanned: int = 0
+    files_truncated: int = 0
+    binary: int = 0
+    invalid_utf8: int = 0
+    special: int = 0
+    unreadable: int = 0
+    recovery_skips: int = 0
+    stop: str | None = None  # file_cap | byte_cap | deadline | lookahead
 
 
 def line_str(data: bytes, start: int, end: int) -> str:

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from ....core.context import ToolContext
 from ....core.errors import ToolError
 from ....core.params import Field
-from ....core.records import Record
+from ....core.records import Record, field
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ....core.search.match import LineHit, Matcher
 from ....core.search.p4ignore import resolve_p4
@@ -75,27 +75,11 @@ class GrepParams(Params):
 
 
 class FileResult(Record):
-    _fields = ("path", "hits", "best", "kept", "labels")
-    __slots__ = _fields
     path: str
     hits: int
     best: int
     kept: list[Hit]
-    labels: dict[int, str | None]
-
-    def __init__(
-        self,
-        path: str,
-        hits: int,
-        best: int,
-        kept: list[Hit],
-        labels: dict[int, str | None] | None = None,  # default: a new empty dict
-    ) -> None:
-        self.path = path
-        self.hits = hits
-        self.best = best
-        self.kept = kept
-        self.labels = {} if labels is None else labels
+    labels: dict[int, str | None] = field(default_factory=dict)
 
 
 def _validate_patterns(patterns: list[str]) -> None:
@@ -193,27 +177,11 @@ def _rank_file(path: str, data: bytes, found: list[LineHit], matcher: Matcher, n
 
 
 class Scan(Record):
-    _fields = ("blocks", "primary_total", "hits_total", "has_more", "files")
-    __slots__ = _fields
     blocks: list[tuple[Block, list[Hit]]]  # the page, before the byte budget
     primary_total: int  # pageable primary hits seen (after the per-file cap in ranked mode)
     hits_total: int  # every matching line seen
     has_more: bool  # known to have more primary hits after this page
-    files: list[FileResult]
-
-    def __init__(
-        self,
-        blocks: list[tuple[Block, list[Hit]]],
-        primary_total: int,
-        hits_total: int,
-        has_more: bool,
-        files: list[FileResult] | None = None,  # default: a new empty list
-    ) -> None:
-        self.blocks = blocks
-        self.primary_total = primary_total
-        self.hits_total = hits_total
-        self.has_more = has_more
-        self.files = [] if files is None else files
+    files: list[FileResult] = field(default_factory=list)
 
 
 def _scan_ranked(
