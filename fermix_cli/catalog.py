@@ -30,7 +30,7 @@ TOOL_MODULES: dict[str, str] = {
     "place_search": "fermix_cli.tools.web.tools",
     "read": "fermix_cli.tools.coding.read",
     "remove_job": "fermix_cli.jobs.tools",
-    "request_directory_access": "fermix_cli.tools.access",
+    "request_directory_access": "fermix_cli.tools.access.tools",
     "resume_job": "fermix_cli.jobs.tools",
     "run_job_now": "fermix_cli.jobs.tools",
     "schedule_job": "fermix_cli.jobs.tools",
@@ -69,16 +69,17 @@ MIGRATION_MODULES: tuple[str, ...] = (
     "fermix_cli.core.migrations",
     "fermix_cli.jobs.migrations",
     "fermix_cli.memory.migrations",
+    "fermix_cli.tools.access.migrations",
     "fermix_cli.tools.coding.migrations",
     "fermix_cli.tools.web.migrations",
 )
 
 MIGRATION_NAMES: tuple[str, ...] = (
     "core_001_tool_calls",
-    "core_002_directory_access_requests",
     "agent_001_transcripts",
     "jobs_001_scheduled_jobs",
     "memory_001_memories",
+    "core_002_directory_access_requests",
     "coding_001_hashline_snapshots",
     "web_001_snapshots",
 )

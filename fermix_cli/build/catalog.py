@@ -55,7 +55,7 @@ def discover(packages: Sequence[str] = ("fermix_cli",)) -> Catalog:
         due_work_modules=tuple(parts["DUE_WORK"]),
     )
     names = tuple(m.name for m in all_migrations(catalog))
-    return catalog._replace(migration_names=names)
+    return catalog.replace(migration_names=names)
 
 
 def render(catalog: Catalog) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from ..core.records import Record, field
+
 Capability = Literal["text", "file"]
 
 
@@ -12,15 +14,12 @@ class ChannelError(Exception):
     """A channel could not deliver; the message says why (the caller records it, never drops it)."""
 
 
-class Sent:
+class Sent(Record, frozen=True):
     """Where a delivery landed: the platform, the address and any channel-specific details."""
 
-    __slots__ = ("address", "detail", "platform")
-
-    def __init__(self, platform: str, address: str, detail: dict[str, Any] | None = None) -> None:
-        self.platform = platform
-        self.address = address
-        self.detail = detail or {}
+    platform: str
+    address: str
+    detail: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"platform": self.platform, "address": self.address, **self.detail}

@@ -124,7 +124,7 @@ def _command(line: str, console: Console, agent: Agent) -> bool:
 
 
 def _resolve_access(console: Console, agent: Agent, verb: str, token: str) -> None:
-    from ..core.accessrequests import confirm_request, deny_request
+    from ..tools.access.requests import confirm_request, deny_request
 
     try:
         if verb == "confirm":

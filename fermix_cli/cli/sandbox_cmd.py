@@ -145,9 +145,9 @@ def revoke_path_cmd(path: Annotated[str, typer.Argument(help="Directory to stop 
 @handles_errors
 def confirm_cmd(token: Annotated[str, typer.Argument(help="Token from request_directory_access")]) -> None:
     """Approve a pending directory access request (single use, 60 s); the grant goes to allowed_roots."""
-    from ..core.accessrequests import confirm_request
     from ..core.errors import ToolError
     from ..core.spawned import spawned_by_fermix
+    from ..tools.access.requests import confirm_request
 
     if spawned_by_fermix():
         raise ToolError(
@@ -168,7 +168,7 @@ def confirm_cmd(token: Annotated[str, typer.Argument(help="Token from request_di
 @handles_errors
 def deny_cmd(token: Annotated[str, typer.Argument(help="Token from request_directory_access")]) -> None:
     """Discard a pending directory access request."""
-    from ..core.accessrequests import deny_request
+    from ..tools.access.requests import deny_request
 
     ctx = context()
     try:

@@ -13,16 +13,22 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
+
+from .records import Record, field
 
 CATALOG_MODULE = "fermix_cli.catalog"
 
 
-class Catalog(NamedTuple):
+class Catalog(Record, frozen=True):
     """Where each family's declarations live, as module names (values are imported on first use)."""
 
-    tool_modules: Mapping[str, str] = {}  # tool name -> the module whose TOOLS declares it
-    toolset_aliases: Mapping[str, Mapping[str, str]] = {}  # toolset -> {alias: tool name}
+    tool_modules: Mapping[str, str] = field(
+        default_factory=dict
+    )  # tool name -> the module whose TOOLS declares it
+    toolset_aliases: Mapping[str, Mapping[str, str]] = field(
+        default_factory=dict
+    )  # toolset -> {alias: tool name}
     toolset_modules: tuple[str, ...] = ()  # modules declaring TOOLSETS (toolset providers)
     config_modules: tuple[str, ...] = ()  # modules declaring CONFIG_SECTIONS
     migration_modules: tuple[str, ...] = ()  # modules declaring MIGRATIONS

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from .errors import ToolError
+from .records import Record
 
 if TYPE_CHECKING:
     from .catalog import Catalog
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 TABLE = "_fermix_migrations"
 
 
-class Migration(NamedTuple):
+class Migration(Record, frozen=True):
     """One named schema step; `after` names migrations of other domains it needs (a foreign key)."""
 
     name: str
@@ -54,31 +55,7 @@ def tool_calls(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX tool_calls_session ON tool_calls(session_id, started_at)")
 
 
-def directory_access_requests(db: sqlite3.Connection) -> None:
-    """Pending `request_directory_access` grants: single-use tokens the owner confirms or denies."""
-    db.execute(
-        """
-        CREATE TABLE directory_access_requests (
-            token TEXT PRIMARY KEY,
-            path TEXT NOT NULL,
-            reason TEXT NOT NULL,
-            session_id TEXT NOT NULL,
-            origin TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            expires_at REAL NOT NULL,
-            status TEXT NOT NULL DEFAULT 'pending'
-                CHECK (status IN ('pending', 'confirmed', 'denied', 'expired')),
-            resolved_at REAL
-        )
-        """
-    )
-    db.execute("CREATE INDEX directory_access_requests_path ON directory_access_requests(path, status)")
-
-
-MIGRATIONS = (
-    Migration("core_001_tool_calls", tool_calls),
-    Migration("core_002_directory_access_requests", directory_access_requests),
-)
+MIGRATIONS = (Migration("core_001_tool_calls", tool_calls),)
 
 # Before migrations had names, `user_version` N meant the first N of these had run.
 LEGACY_ORDER = (

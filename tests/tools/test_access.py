@@ -114,7 +114,7 @@ def test_unknown_token(world: Env) -> None:
 
 
 def test_expiry_after_sixty_seconds(world: Env, target: Path, invoke) -> None:
-    from fermix_cli.core.accessrequests import confirm_request
+    from fermix_cli.tools.access.requests import confirm_request
 
     t0 = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
     token = invoke("request_directory_access", {"path": str(target), "reason": "r"}, clock=lambda: t0)[

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from ..errors import ToolError
 from ..records import Record
@@ -28,7 +28,7 @@ class MatchTimeout(Exception):
     """The deadline passed while matching."""
 
 
-class LineHit(NamedTuple):
+class LineHit(Record, frozen=True):
     line: int  # 1-based
     start: int  # byte offset of the line in the buffer
     end: int  # byte offset just past the line's text (newline excluded)

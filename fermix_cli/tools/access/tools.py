@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from ..core.accessrequests import TOKEN_TTL_S, AccessRequest, confirm_request, create_request, deny_request
-from ..core.approval import can_confirm, confirm_with_owner
-from ..core.context import ToolContext
-from ..core.errors import ToolError
-from ..core.grants import check_grantable
-from ..core.params import Field
-from ..core.pathcanon import canonicalize
-from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from ...core.approval import can_confirm, confirm_with_owner
+from ...core.context import ToolContext
+from ...core.errors import ToolError
+from ...core.grants import check_grantable
+from ...core.params import Field
+from ...core.pathcanon import canonicalize
+from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from .requests import TOKEN_TTL_S, AccessRequest, confirm_request, create_request, deny_request
 
 NOT_ATTENDED = "directory access requests need an attended owner conversation"
 

@@ -10,14 +10,14 @@ import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import ToolError
-from .grants import grant_path
-from .records import Record
+from ...core.errors import ToolError
+from ...core.grants import grant_path
+from ...core.records import Record
 
 if TYPE_CHECKING:
     import sqlite3
 
-    from .context import ToolContext
+    from ...core.context import ToolContext
 
 TOKEN_TTL_S = 60
 
