@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from .records import Record, field
@@ -54,12 +55,7 @@ def load_catalog(module: str = CATALOG_MODULE) -> Catalog:
     )
 
 
-_DEFAULT: Catalog | None = None
-
-
+@cache
 def default_catalog() -> Catalog:
     """fermix's own catalog, loaded once per process."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = load_catalog()
-    return _DEFAULT
+    return load_catalog()

@@ -5,10 +5,22 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import cast
 
 from .records import Record
 
 APP_NAME = "fermix"
+
+
+class _Inside:
+    """A path inside one of FermixPaths' directories, read like an attribute (`paths.state_db`)."""
+
+    def __init__(self, directory: str, name: str) -> None:
+        self.directory = directory
+        self.name = name
+
+    def __get__(self, paths: object, owner: type | None = None) -> Path:
+        return cast("Path", getattr(paths, self.directory)) / self.name
 
 
 class FermixPaths(Record, frozen=True):
@@ -19,37 +31,15 @@ class FermixPaths(Record, frozen=True):
     log_dir: Path
     explicit_home: bool
 
-    @property
-    def config_file(self) -> Path:
-        return self.config_dir / "config.toml"
-
-    @property
-    def state_db(self) -> Path:
-        return self.data_dir / "state.db"
-
-    @property
-    def workspace(self) -> Path:
-        return self.data_dir / "workspace"
-
-    @property
-    def skills(self) -> Path:
-        return self.data_dir / "skills"
-
-    @property
-    def media(self) -> Path:
-        return self.data_dir / "media"
-
-    @property
-    def traces(self) -> Path:
-        return self.data_dir / "traces"
-
-    @property
-    def run_dir(self) -> Path:
-        return self.data_dir / "run"
-
-    @property
-    def log_file(self) -> Path:
-        return self.log_dir / "fermix.log"
+    # Files and folders inside the three directories (class attributes, not fields).
+    config_file = _Inside("config_dir", "config.toml")
+    state_db = _Inside("data_dir", "state.db")
+    workspace = _Inside("data_dir", "workspace")
+    skills = _Inside("data_dir", "skills")
+    media = _Inside("data_dir", "media")
+    traces = _Inside("data_dir", "traces")
+    run_dir = _Inside("data_dir", "run")
+    log_file = _Inside("log_dir", "fermix.log")
 
     def homes(self) -> tuple[Path, ...]:
         """Every directory that is "the fermix home" for grant and protection rules."""

@@ -13,6 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import Any, Literal
 
 from . import policy
@@ -348,14 +349,10 @@ def _record(
         logger("fermix.registry").exception("could not record tool call %s", name)
 
 
-_DEFAULT: Registry | None = None
-
-
+@cache
 def default_registry() -> Registry:
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = Registry()
-    return _DEFAULT
+    """fermix's own registry (the catalog's families), built once per process."""
+    return Registry()
 
 
 def registry_of(ctx: ToolContext) -> Registry:

@@ -17,7 +17,7 @@ import httpx
 from fermix_cli import __version__
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.net.guard import DEFAULT_MAX_BODY, HostGuard, blocked_url_error, check_url
-from fermix_cli.core.net.response import GuardedResponse, GuardedStream
+from fermix_cli.core.net.response import Closable, GuardedResponse, GuardedStream
 from fermix_cli.core.net.transport import GuardedTransport
 
 from ..records import Record, field
@@ -69,7 +69,7 @@ class RequestOptions(TypedDict, total=False):
     total_timeout: float | None
 
 
-class GuardedClient:
+class GuardedClient(Closable):
     """The HTTP client every fermix request goes through (build it with `net.client.guarded_client`)."""
 
     def __init__(
@@ -148,12 +148,6 @@ class GuardedClient:
 
     def close(self) -> None:
         self.transport.close()
-
-    def __enter__(self) -> GuardedClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         headers = {"user-agent": self.user_agent, "accept": "*/*"}

@@ -11,7 +11,7 @@ import re
 import time
 import zlib
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -102,7 +102,20 @@ class BoundedDecoder:
         return out
 
 
-class GuardedStream:
+class Closable:
+    """Something to close when done; `with` closes it."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class GuardedStream(Closable):
     """An open response whose body is read on demand: decoded, capped and bounded in time."""
 
     def __init__(
@@ -162,12 +175,6 @@ class GuardedStream:
 
     def close(self) -> None:
         self._response.close()
-
-    def __enter__(self) -> GuardedStream:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _too_large(self) -> ToolError:
         return ToolError(

@@ -4,7 +4,8 @@
 (`check`, `compound`); `schema` derives the published JSON schema. Import the public names from here.
 """
 
-from .model import AfterValidator, ConfigDict, Field, FieldInfo, Params, ValidationError, model_validator
+from .fieldtypes import AfterValidator, ConfigDict, Field, FieldInfo
+from .model import Params, ValidationError, model_validator
 
 __all__ = [
     "AfterValidator",

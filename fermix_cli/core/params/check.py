@@ -12,20 +12,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..records import Record
 
-class LineError:
+
+class LineError(Record):
     """One failure, shaped like an entry of pydantic's `ValidationError.errors()`."""
 
-    __slots__ = ("ctx", "input", "loc", "msg", "type")
-
-    def __init__(
-        self, type: str, loc: tuple[Any, ...], msg: str, input: Any, ctx: dict[str, Any] | None = None
-    ) -> None:
-        self.type = type
-        self.loc = loc
-        self.msg = msg
-        self.input = input
-        self.ctx = ctx
+    type: str
+    loc: tuple[Any, ...]
+    msg: str
+    input: Any
+    ctx: dict[str, Any] | None = None
 
     def under(self, key: Any) -> LineError:
         return LineError(self.type, (key, *self.loc), self.msg, self.input, self.ctx)
@@ -198,6 +195,14 @@ class _Bounded(Check):
         self.lt: int | float | None = None
         self.declared: dict[str, int | float] = {}  # as written, for the JSON schema
 
+    def _take_bounds(self, constraints: dict[str, Any], kinds: type | tuple[type, ...], what: str) -> None:
+        """Take `ge`/`gt`/`le`/`lt` from `constraints`, each of `kinds` (never a bool)."""
+        for name, bound in constraints.items():
+            if isinstance(bound, bool) or not isinstance(bound, kinds):
+                raise TypeError(f"{name}={bound!r}: {what}")
+        self._take(constraints, ("ge", "gt", "le", "lt"))
+        self.declared.update(constraints)
+
     def _bounded(self) -> bool:
         return not (self.ge is None and self.gt is None and self.le is None and self.lt is None)
 
@@ -223,11 +228,7 @@ class IntCheck(_Bounded):
         return "constrained-int" if self._bounded() else "int"
 
     def constrain(self, constraints: dict[str, Any]) -> Check:
-        for name, bound in constraints.items():
-            if isinstance(bound, bool) or not isinstance(bound, int):
-                raise TypeError(f"{name}={bound!r}: an int field takes int bounds")
-        self._take(constraints, ("ge", "gt", "le", "lt"))
-        self.declared.update(constraints)
+        self._take_bounds(constraints, int, "an int field takes int bounds")
         return self
 
     def __call__(self, value: Any) -> Any:
@@ -243,11 +244,7 @@ class FloatCheck(_Bounded):
         return "constrained-float" if self._bounded() else "float"
 
     def constrain(self, constraints: dict[str, Any]) -> Check:
-        for name, bound in constraints.items():
-            if isinstance(bound, bool) or not isinstance(bound, int | float):
-                raise TypeError(f"{name}={bound!r}: a float field takes number bounds")
-        self._take(constraints, ("ge", "gt", "le", "lt"))
-        self.declared.update(constraints)
+        self._take_bounds(constraints, (int, float), "a float field takes number bounds")
         for name in ("ge", "gt", "le", "lt"):  # pydantic keeps a float field's bounds as floats
             bound = getattr(self, name)
             if bound is not None:

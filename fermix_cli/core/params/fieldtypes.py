@@ -13,6 +13,7 @@ import types
 from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, Literal, TypedDict, Union, get_args, get_origin
 
+from ..records import Record, field
 from .check import AnyCheck, BoolCheck, Check, FloatCheck, IntCheck, LiteralCheck, StrCheck
 from .compound import AfterCheck, DictCheck, ListCheck, ModelCheck, NullableCheck, UnionCheck
 
@@ -102,27 +103,19 @@ class AfterValidator:
         return f"AfterValidator({self.func!r})"
 
 
-class ParamField:
+class ParamField(Record):
     """One compiled field of a Params class."""
 
-    __slots__ = ("check", "default", "default_factory", "js_extra", "js_updates", "name", "required")
+    name: str
+    check: Check
+    default: Any
+    default_factory: Callable[[], Any] | None
+    js_updates: dict[str, Any] | None
+    js_extra: Any
+    required: bool = field(init=False, default=False)
 
-    def __init__(
-        self,
-        name: str,
-        check: Check,
-        default: Any,
-        default_factory: Callable[[], Any] | None,
-        js_updates: dict[str, Any] | None,
-        js_extra: Any,
-    ) -> None:
-        self.name = name
-        self.check = check
-        self.default = default
-        self.default_factory = default_factory
-        self.js_updates = js_updates
-        self.js_extra = js_extra
-        self.required = default is UNSET and default_factory is None
+    def __post_init__(self) -> None:
+        self.required = self.default is UNSET and self.default_factory is None
 
 
 def compile_fields(cls: type) -> tuple[ParamField, ...]:

@@ -26,17 +26,7 @@ from .check import (
     under,
 )
 from .compound import AfterCheck, DictCheck, ListCheck, NullableCheck
-from .fieldtypes import AfterValidator, ConfigDict, Field, FieldInfo, ParamField, compile_fields
-
-__all__ = [
-    "AfterValidator",
-    "ConfigDict",
-    "Field",
-    "FieldInfo",
-    "Params",
-    "ValidationError",
-    "model_validator",
-]
+from .fieldtypes import ConfigDict, ParamField, compile_fields
 
 
 class ValidationError(ValueError):
