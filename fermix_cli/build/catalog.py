@@ -32,6 +32,7 @@ def discover(packages: Sequence[str] = ("fermix_cli",)) -> Catalog:
     tools: dict[str, str] = {}
     aliases: dict[str, dict[str, str]] = {}
     parts: dict[str, list[str]] = {"TOOLSETS": [], "CONFIG_SECTIONS": [], "MIGRATIONS": [], "DUE_WORK": []}
+    tables: dict[str, tuple[str, ...]] = {}
     seen: set[int] = set()  # a declaration imported into another module is found once, where it lives
     for name in sorted(set(_modules(packages))):
         mod = importlib.import_module(name)
@@ -46,11 +47,14 @@ def discover(packages: Sequence[str] = ("fermix_cli",)) -> Catalog:
             if attribute in own and id(own[attribute]) not in seen:
                 seen.add(id(own[attribute]))
                 found.append(name)
+                if attribute == "CONFIG_SECTIONS":
+                    tables[name] = tuple(own[attribute])
     catalog = Catalog(
         tool_modules=dict(sorted(tools.items())),
         toolset_aliases={k: dict(sorted(v.items())) for k, v in sorted(aliases.items())},
         toolset_modules=tuple(parts["TOOLSETS"]),
         config_modules=tuple(parts["CONFIG_SECTIONS"]),
+        config_tables=tables,
         migration_modules=tuple(parts["MIGRATIONS"]),
         due_work_modules=tuple(parts["DUE_WORK"]),
     )
@@ -80,6 +84,7 @@ def render(catalog: Catalog) -> str:
         f"TOOLSET_ALIASES: dict[str, dict[str, str]] = {value({k: dict(v) for k, v in catalog.toolset_aliases.items()})}\n\n"
         f"TOOLSET_MODULES: tuple[str, ...] = {value(catalog.toolset_modules)}\n\n"
         f"CONFIG_MODULES: tuple[str, ...] = {value(catalog.config_modules)}\n\n"
+        f"CONFIG_TABLES: dict[str, list[str]] = {value({m: list(t) for m, t in catalog.config_tables.items()})}\n\n"
         f"MIGRATION_MODULES: tuple[str, ...] = {value(catalog.migration_modules)}\n\n"
         f"MIGRATION_NAMES: tuple[str, ...] = {value(catalog.migration_names)}\n\n"
         f"DUE_WORK_MODULES: tuple[str, ...] = {value(catalog.due_work_modules)}\n"

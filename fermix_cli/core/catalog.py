@@ -32,6 +32,8 @@ class Catalog(Record, frozen=True):
     )  # toolset -> {alias: tool name}
     toolset_modules: tuple[str, ...] = ()  # modules declaring TOOLSETS (toolset providers)
     config_modules: tuple[str, ...] = ()  # modules declaring CONFIG_SECTIONS
+    # module -> the dotted tables its CONFIG_SECTIONS declares (so a loader imports only those it needs)
+    config_tables: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     migration_modules: tuple[str, ...] = ()  # modules declaring MIGRATIONS
     migration_names: tuple[str, ...] = ()  # every migration's name, in run order (state.db's fast check)
     due_work_modules: tuple[str, ...] = ()  # modules declaring DUE_WORK
@@ -49,6 +51,7 @@ def load_catalog(module: str = CATALOG_MODULE) -> Catalog:
         toolset_aliases=mod.TOOLSET_ALIASES,
         toolset_modules=tuple(getattr(mod, "TOOLSET_MODULES", ())),
         config_modules=tuple(mod.CONFIG_MODULES),
+        config_tables={m: tuple(t) for m, t in getattr(mod, "CONFIG_TABLES", {}).items()},
         migration_modules=tuple(mod.MIGRATION_MODULES),
         migration_names=tuple(getattr(mod, "MIGRATION_NAMES", ())),
         due_work_modules=tuple(mod.DUE_WORK_MODULES),

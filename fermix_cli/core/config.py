@@ -118,6 +118,22 @@ class Config(Section):
     """The root of config.toml; its tables come from the catalog (`root_class`), so read it as Any."""
 
 
+class _LazySection:
+    """A family's section that the file does not name: its module is imported when the section is read."""
+
+    lazy_default = True  # Params builds it on first read, like a nested model's default
+
+    def __init__(self, module: str, dotted: str) -> None:
+        self.module = module
+        self.dotted = dotted
+
+    def __call__(self) -> Any:
+        import importlib
+
+        section = importlib.import_module(self.module).CONFIG_SECTIONS[self.dotted]
+        return section() if isinstance(section, type) else {}  # a Section, or named blocks (a dict)
+
+
 def _table_class(path: tuple[str, ...], children: dict[str, Any]) -> type[Section]:
     """A Section for the table at `path` whose fields are `children` (name -> class, dict type or table)."""
     annotations: dict[str, Any] = {}
@@ -125,6 +141,10 @@ def _table_class(path: tuple[str, ...], children: dict[str, Any]) -> type[Sectio
     for name, child in children.items():
         if isinstance(child, dict):
             child = _table_class((*path, name), child)
+        if isinstance(child, _LazySection):  # absent from the file, so nothing to validate
+            annotations[name] = Any
+            namespace[name] = Field(default_factory=child)
+            continue
         annotations[name] = child
         namespace[name] = Field(default_factory=child) if isinstance(child, type) else {}  # or a dict
     if not path:
@@ -133,17 +153,43 @@ def _table_class(path: tuple[str, ...], children: dict[str, Any]) -> type[Sectio
     return type(f"{title}Config", (Section,), namespace)
 
 
-_ROOTS: dict[tuple[str, ...], type[Config]] = {}
+_ROOTS: dict[tuple[tuple[str, ...], tuple[str, ...]], type[Config]] = {}
 
 
-def root_class(catalog: Catalog | None = None) -> type[Config]:
-    """The root model of config.toml: the kernel's sections, then each family's in catalog order."""
+def _names(data: dict[str, Any], dotted: str) -> bool:
+    """Whether the document has the table `dotted` (or anything at that key)."""
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def root_class(catalog: Catalog | None = None, data: dict[str, Any] | None = None) -> type[Config]:
+    """The root model of config.toml: the kernel's sections, then each family's in catalog order.
+
+    With `data`, a family whose tables the document does not name is not imported: its sections are
+    built from their defaults when first read. The tables themselves all exist either way, so an
+    unknown key is refused as before.
+    """
     if catalog is None:
         catalog = default_catalog()
     modules = tuple(m for m in catalog.config_modules if m != __name__)
-    root = _ROOTS.get(modules)
+    needed = tuple(
+        m
+        for m in modules
+        if data is None
+        or m not in catalog.config_tables
+        or any(_names(data, t) for t in catalog.config_tables[m])
+    )
+    root = _ROOTS.get((modules, needed))
     if root is None:
-        declared = [(__name__, CONFIG_SECTIONS), *catalog.declared("CONFIG_SECTIONS", modules)]
+        real = dict(catalog.declared("CONFIG_SECTIONS", needed))
+        declared = [(__name__, CONFIG_SECTIONS)]
+        for m in modules:  # catalog order either way, so the tables keep their places
+            lazy = {dotted: _LazySection(m, dotted) for dotted in catalog.config_tables.get(m, ())}
+            declared.append((m, real.get(m, lazy)))
         tree: dict[str, Any] = {}
         owner: dict[str, str] = {}
         for module, sections in declared:
@@ -160,7 +206,7 @@ def root_class(catalog: Catalog | None = None) -> type[Config]:
                     )
                 node[leaf] = section
                 owner[dotted] = module
-        root = _ROOTS[modules] = cast("type[Config]", _table_class((), tree))
+        root = _ROOTS[(modules, needed)] = cast("type[Config]", _table_class((), tree))
     return root
 
 
@@ -182,7 +228,7 @@ def _config_error(e: ValidationError, source: str, prefix: tuple[str, ...] = ())
 def validate_config(data: dict[str, Any], source: str = "config.toml", catalog: Catalog | None = None) -> Any:
     """Validate parsed TOML against the composed root; the error names the first offending key."""
     try:
-        return root_class(catalog).model_validate(data)
+        return root_class(catalog, data).model_validate(data)
     except ValidationError as e:
         raise _config_error(e, source) from None
     except ToolError as e:  # a section's own check, naming its key

@@ -161,3 +161,21 @@ def test_a_tool_call_with_an_unchanged_config_imports_no_tomllib(tmp_path: Path)
     second = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert first.stderr.strip().endswith("True"), first.stderr
     assert second.stderr.strip().endswith("False"), second.stderr
+
+
+def test_a_call_imports_only_the_config_sections_its_file_names(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "FERMIX_HOME": str(home), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    home.mkdir()
+    (home / "config.toml").write_text("[fermix_core.jobs]\nmax_concurrent_runs = 2\n")
+    probe = (
+        "import sys\nfrom fermix_cli.core.context import ToolContext\n"
+        "ctx = ToolContext.for_cli()\nctx.config.sandbox.mode\n"
+        "before = sorted(m for m in sys.modules if m.endswith('.config'))\n"
+        "assert ctx.config.fermix_core.jobs.max_concurrent_runs == 2\n"
+        "assert ctx.config.fermix_core.tools.web_search.backend == 'duckduckgo'  # a default, read late\n"
+        "print(before)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    imported = out.stdout.strip()
+    assert "fermix_cli.jobs.config" in imported and "fermix_cli.tools.web.config" not in imported

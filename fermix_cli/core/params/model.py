@@ -125,7 +125,8 @@ class _Plan:
         self.lazy = {
             f.name: f
             for f in self.fields
-            if isinstance(f.default_factory, type) and issubclass(f.default_factory, Params)
+            if (isinstance(f.default_factory, type) and issubclass(f.default_factory, Params))
+            or getattr(f.default_factory, "lazy_default", False)  # e.g. a config section not yet imported
         }
 
 
