@@ -156,32 +156,51 @@ def _lazy_init(cls: _RecordMeta) -> Any:
 def _bind(cls: _RecordMeta, self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """What the compiled `__init__` does, interpreted from the fields: same arguments, same errors."""
     fields = cls.__record_fields__
-    name = f"{cls.__qualname__}.__init__()"
-    names = [f for f, spec in fields.items() if spec.init]
-    if len(args) > len(names):
-        raise TypeError(f"{name} takes {len(names) + 1} positional arguments but {len(args) + 1} were given")
-    values = dict(zip(names, args, strict=False))
-    for key, value in kwargs.items():
-        if key not in fields or not fields[key].init:
-            raise TypeError(f"{name} got an unexpected keyword argument {key!r}")
-        if key in values:
-            raise TypeError(f"{name} got multiple values for argument {key!r}")
-        values[key] = value
+    steps = cls.__dict__.get("_record_steps")
+    if steps is None:  # (name, init, default, factory) per field, built once per class
+        steps = tuple((f, s.init, s.default, s.default_factory) for f, s in fields.items())
+        type.__setattr__(cls, "_record_steps", steps)
+    n_init = sum(1 for step in steps if step[1])
+    if len(args) > n_init:
+        name = f"{cls.__qualname__}.__init__()"
+        raise TypeError(f"{name} takes {n_init + 1} positional arguments but {len(args) + 1} were given")
+    if kwargs:
+        _check_keywords(cls, fields, steps, args, kwargs)
     assign = object.__setattr__ if cls.__record_frozen__ else setattr
-    for fname, spec in fields.items():
-        value = values.get(fname, MISSING)
-        if value is MISSING:
-            if spec.default_factory is not MISSING:
-                value = spec.default_factory()
-            elif spec.default is not MISSING:
-                value = spec.default
-            elif spec.init:
-                raise TypeError(f"{name} missing required argument: {fname!r}")
-            else:
-                continue  # init=False without a default: set later by the class itself
+    position = 0
+    for fname, init, default, factory in steps:
+        if init and position < len(args):
+            value = args[position]
+            position += 1
+        elif init and fname in kwargs:
+            value = kwargs[fname]
+        elif factory is not MISSING:
+            value = factory()
+        elif default is not MISSING:
+            value = default
+        elif init:
+            raise TypeError(f"{cls.__qualname__}.__init__() missing required argument: {fname!r}")
+        else:
+            continue  # init=False without a default: set later by the class itself
         assign(self, fname, value)
     if hasattr(cls, "__post_init__"):
         self.__post_init__()
+
+
+def _check_keywords(
+    cls: _RecordMeta,
+    fields: dict[str, FieldSpec],
+    steps: tuple[tuple[str, bool, Any, Any], ...],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> None:
+    name = f"{cls.__qualname__}.__init__()"
+    positional = {step[0] for step in [s for s in steps if s[1]][: len(args)]}
+    for key in kwargs:
+        if key not in fields or not fields[key].init:
+            raise TypeError(f"{name} got an unexpected keyword argument {key!r}")
+        if key in positional:
+            raise TypeError(f"{name} got multiple values for argument {key!r}")
 
 
 def _make_init(name: str, fields: dict[str, FieldSpec], frozen: bool, post_init: bool) -> Any:
