@@ -10,8 +10,8 @@ from ..cli.clitree import build_model
 from ..cli.completions import FILENAMES, SHELLS
 from ..cli.completions import render as render_completion
 from ..core.registry import Registry
-from .catalog import discover
-from .catalog import render as render_catalog
+from .discovery import discover
+from .discovery import render as render_catalog
 from .manpages import render_all
 from .tooldocs import render_all as render_tool_docs
 from .unasync import generated as unasync_generated

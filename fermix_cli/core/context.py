@@ -147,7 +147,7 @@ class ToolContext(Record):
         options.setdefault("allowed_private_hosts", tuple(self.config.fermix_core.net.allowed_private_hosts))
         if self.http_factory is not None:
             return self.http_factory(**options)
-        from .net.client import guarded_client
+        from .net.guarded import guarded_client
 
         return guarded_client(**options)
 

@@ -19,8 +19,8 @@ from typing import Any
 from ..core.errors import ToolError
 from ..core.paths import FermixPaths
 from ..core.records import Record, asdict, field
+from .job import Job, parse_ts, ts
 from .liveness import Runner, liveness, split_claimant
-from .model import Job, parse_ts, ts
 from .schedule import Schedule, is_stale, next_run, parse_schedule
 
 # A claim's lease: the job's timeout plus this grace, after which any host may call the run lost.

@@ -18,7 +18,7 @@ from ..channels import ChannelError, channel_for
 from ..core.paths import FermixPaths
 from ..core.records import Record
 from .execute import RunOutcome
-from .model import Job, ts
+from .job import Job, ts
 from .validate import ADDRESS_KEYS, THREAD_KEYS
 
 

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.records import Record, asdict, field
-from .model import SILENT, Job
+from .job import SILENT, Job
 
 Progress = Callable[[str], None]
 

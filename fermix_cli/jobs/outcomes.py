@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .claims import lease_until, release_job
-from .model import Job, session_id_for, ts
+from .job import Job, session_id_for, ts
 
 Writer = Callable[..., AbstractContextManager[Any]]
 

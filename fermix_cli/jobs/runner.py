@@ -30,8 +30,8 @@ from . import outcomes as records
 from .claims import ClaimedRun, TickReport, claim_manual, tick
 from .delivery import deliver, message_text, write_output
 from .execute import RunOutcome
+from .job import Job, active_run, fetch_job, job_state_error, run_summary
 from .liveness import Runner, SchedulerLock, sweep_dead
-from .model import Job, active_run, fetch_job, job_state_error, run_summary
 from .tick import Summary, jobs_config
 
 log = logger("fermix.jobs")

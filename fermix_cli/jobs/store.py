@@ -18,7 +18,7 @@ from ..core.errors import ToolError
 from ..core.records import Record
 from ..memory import store as memories
 from . import validate as v
-from .model import (
+from .job import (
     RUN_SUMMARY_COLUMNS,
     Job,
     active_run,

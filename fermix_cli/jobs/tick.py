@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from ..core.records import Record, field
-from .model import ts
+from .job import ts
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext

@@ -14,7 +14,7 @@ from ..core.context import ToolContext
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from . import store
-from .model import Job
+from .job import Job
 from .schedule import GRAMMAR
 
 DeliveryMode = Literal["none", "origin", "channel", "local"]

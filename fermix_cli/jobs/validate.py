@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..channels import PLATFORMS
 from ..core.errors import ExitClass, ToolError
 from ..core.records import Record
-from .model import DELIVERY_MODES
+from .job import DELIVERY_MODES
 
 if TYPE_CHECKING:
     from ..core.config import Config

@@ -22,7 +22,7 @@ from ..core.errors import ToolError
 from ..core.logs import logger
 from .claims import config_snapshot
 from .execute import Prepared, RunOutcome, execute, prepare
-from .model import Job
+from .job import Job
 
 log = logger("fermix.jobs")
 

@@ -242,7 +242,7 @@ async def _stdio(name: str, config: McpServerConfig, paths: FermixPaths) -> Any:
 @contextlib.asynccontextmanager
 async def _http(config: McpServerConfig, allowed_hosts: list[str]) -> Any:
     """A URL server, over the network guard: its host must be public or in allowed_private_hosts."""
-    from ..core.net.client import guarded_async_client
+    from ..core.net.guarded import guarded_async_client
 
     def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
         return guarded_async_client(

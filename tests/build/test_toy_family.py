@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fermix_cli.build.catalog import discover, render
+from fermix_cli.build.discovery import discover, render
 from fermix_cli.build.tooldocs import render_all
 from fermix_cli.core.config import validate_config
 from fermix_cli.core.context import ToolContext

@@ -9,8 +9,8 @@ import pytest
 
 from fermix_cli.core.errors import ExitClass
 from fermix_cli.jobs import claims
+from fermix_cli.jobs.job import slugify
 from fermix_cli.jobs.liveness import Runner
-from fermix_cli.jobs.model import slugify
 from tests.jobs.jobs_world import NOW, Jobs, later, stamp, utc
 
 # ----- schedule_job: what a new job looks like ----------------------------------------------------

@@ -411,7 +411,7 @@ def test_open_failures(invoke: Any, web: FakeWeb) -> None:
 
 
 def test_web_asks_the_guard_for_the_contract_limits(world: Env, web: FakeWeb) -> None:
-    from fermix_cli.core.net.client import guarded_client
+    from fermix_cli.core.net.guarded import guarded_client
 
     web.routes["/ok"] = html_reply("<p>ok</p>")
     seen: list[dict[str, Any]] = []

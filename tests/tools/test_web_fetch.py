@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.net.client import guarded_client
+from fermix_cli.core.net.guarded import guarded_client
 from tests.conftest import Env
 from tests.tools.webfakes import FakeWeb, Reply, configure, html_reply, json_reply, running
 

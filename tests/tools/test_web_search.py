@@ -412,7 +412,7 @@ def test_unreachable_backend_degrades_with_network(world: Env, invoke: Any, web:
 
 
 def test_slow_backend_degrades_with_a_read_timeout(world: Env, web: FakeWeb) -> None:
-    from fermix_cli.core.net.client import guarded_client
+    from fermix_cli.core.net.guarded import guarded_client
     from fermix_cli.core.registry import default_registry
 
     use(world, web, "tavily")

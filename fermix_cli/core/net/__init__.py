@@ -17,8 +17,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .client import guarded_async_client, guarded_client
     from .guard import HostGuard, blocked_url_error, check_url
+    from .guarded import guarded_async_client, guarded_client
     from .httpclient import GuardedClient
 
 _EXPORTS = {

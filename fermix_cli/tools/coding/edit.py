@@ -31,7 +31,7 @@ from fermix_cli.tools.coding.hashedit import (
     repeated_noop_error,
 )
 from fermix_cli.tools.coding.patchparse import Section, parse_patch
-from fermix_cli.tools.coding.paths import Target, ToolPath, check_parents, display_path, resolve_target
+from fermix_cli.tools.coding.pathrules import Target, ToolPath, check_parents, display_path, resolve_target
 from fermix_cli.tools.coding.refusals import (
     edit_not_found,
     edit_symlink,

@@ -13,7 +13,7 @@ from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, spec
 from ...core.search.p4ignore import resolve_p4
 from ...core.search.walk import WalkOptions, WalkStats, walk
 from .fuzzy import Query, rank_key
-from .paths import ToolPath, display_path, resolve_source
+from .pathrules import ToolPath, display_path, resolve_source
 
 MAX_QUERY_CHARS = 512
 FIND_MAX_ENTRIES = 100_000

@@ -73,7 +73,7 @@ def _load(ctx: ToolContext, entry: str) -> tuple[ReadEntry, str | None]:
         chosen = selector or Selector()
         verbatim = Selector(chosen.start, chosen.end, raw=True)  # skill files carry no tag: not editable
         return ReadEntry(entry, skill.display, decode_text(raw, skill.display), verbatim), None
-    from fermix_cli.tools.coding.paths import resolve_source
+    from fermix_cli.tools.coding.pathrules import resolve_source
 
     where = resolve_source(ctx, target, tool="read")
     raw, _ = read_limited(where.path, where.display)

@@ -41,7 +41,7 @@ def _symlink_refused(display: str) -> ToolError:
 def write(p: WriteParams, ctx: ToolContext) -> dict[str, Any]:
     from fermix_cli.core.filelocks import mutation_locks
     from fermix_cli.core.fsops import DirSyncError, atomic_write
-    from fermix_cli.tools.coding.paths import check_parents, resolve_target
+    from fermix_cli.tools.coding.pathrules import check_parents, resolve_target
 
     try:
         data = p.content.encode("utf-8")

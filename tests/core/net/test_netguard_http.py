@@ -25,8 +25,8 @@ import pytest
 
 from fermix_cli import __version__
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.net.client import guarded_client
 from fermix_cli.core.net.guard import HostGuard
+from fermix_cli.core.net.guarded import guarded_client
 from fermix_cli.core.net.response import BoundedDecoder
 from fermix_cli.core.net.transport import GuardedTransport
 

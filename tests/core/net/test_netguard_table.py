@@ -17,13 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.net.client import guarded_client
 from fermix_cli.core.net.guard import (
     HostGuard,
     check_url,
     normalise_allowed_host,
     normalise_host,
 )
+from fermix_cli.core.net.guarded import guarded_client
 from fermix_cli.core.net.iptable import IPV4_TABLE, IPV6_TABLE, blocked_range, is_blocked_address
 
 # Names the fake DNS knows; anything else goes to the system resolver in numeric-only mode, which

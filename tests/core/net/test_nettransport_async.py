@@ -13,8 +13,8 @@ import pytest
 from pytest_httpserver import HTTPServer
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.net.client import guarded_async_client
 from fermix_cli.core.net.guard import HostGuard
+from fermix_cli.core.net.guarded import guarded_async_client
 from fermix_cli.core.net.transport import PinnedBackend
 from fermix_cli.core.net.transport_async import AsyncPinnedBackend
 

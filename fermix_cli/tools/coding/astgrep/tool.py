@@ -18,7 +18,7 @@ from ....core.errors import ToolError
 from ....core.fsops import FileReader
 from ....core.params import Field, model_validator
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ..paths import resolve_source
+from ..pathrules import resolve_source
 from . import languages
 from .languages import DeadlinePassed
 from .matches import search

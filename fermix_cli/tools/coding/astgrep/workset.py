@@ -15,7 +15,7 @@ from ....core.fsops import FileReader
 from ....core.records import Record, field
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.walk import WalkOptions, WalkStats, walk
-from ..paths import display_path
+from ..pathrules import display_path
 from . import languages
 from .languages import TreeTooComplex
 

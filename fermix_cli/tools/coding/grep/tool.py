@@ -23,7 +23,7 @@ from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, spe
 from ....core.search.match import LineHit, Matcher
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.walk import ALWAYS_SKIP, WalkOptions, WalkStats, walk
-from ..paths import display_path, resolve_source
+from ..pathrules import display_path, resolve_source
 from .printer import Block, Hit, render_ranked, render_raw
 from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
 from .searcher import CALL_BYTES_CAP, FILE_CAP, MAX_FILES, ScanStats, Searcher, context_rows, line_str
