@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import policy
 from .context import POLICY_CLASSES, ToolContext
@@ -22,15 +22,9 @@ from .errors import ExitClass, ToolError
 from .jsonin import parse_object
 from .params import Params, ValidationError  # tool modules import Params from here
 from .records import Record, field
-from .toolsets import (
-    CombinedToolset,
-    DeclaredToolsets,
-    RegistryToolset,
-    RenamedToolset,
-    Toolset,
-    member_of,
-    policy_visible,
-)
+
+if TYPE_CHECKING:
+    from .toolsets import Toolset
 
 PolicyClass = Literal["read_only", "read_write", "exec", "network", "external_api", "gui_control"]
 
@@ -196,6 +190,8 @@ class Registry:
         """
         found = self._toolsets.get(membership)
         if found is None:
+            from .toolsets import CombinedToolset, DeclaredToolsets, RegistryToolset, RenamedToolset
+
             if self._sources is None:
                 self._sources = CombinedToolset(
                     [RegistryToolset(self), DeclaredToolsets(self._toolset_modules)]
@@ -239,6 +235,8 @@ class Registry:
 
     def visible(self, ctx: ToolContext, *, toolset: str | None = None) -> list[ToolSpec]:
         """The registered tools `ctx` may see (and so run), optionally within one toolset."""
+        from .toolsets import RegistryToolset, member_of, policy_visible
+
         tools: Toolset = RegistryToolset(self)
         if toolset is not None:
             tools = member_of(tools, toolset)
@@ -246,6 +244,12 @@ class Registry:
 
     def resolve(self, name: str, ctx: ToolContext) -> ToolSpec:
         """The tool `name` stands for in `ctx`, found through the context's toolsets."""
+        if ctx.toolsets is None:
+            # The built-ins come first in every toolset the registry combines, after the membership's
+            # aliases: a built-in name needs no other toolset (and a machine call imports none).
+            spec = self.find(self._aliases.get(ctx.toolset or "", {}).get(name, name))
+            if spec is not None:
+                return spec
         spec = (ctx.toolsets or self.toolset(ctx.toolset)).get(name, ctx)
         if spec is None:
             raise unknown_tool(name)

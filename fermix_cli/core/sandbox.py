@@ -72,7 +72,6 @@ class Sandbox(Record):
     trusted_local: bool = True
     allowed_roots: tuple[str, ...] = ()
     blocked_roots_raw: tuple[str, ...] = ()
-    env_allow: tuple[str, ...] = ()
     refused_grants: tuple[str, ...] = ()
     _roots: list[Root] | None = field(default=None, repr=False)
     _blocked: list[str] | None = field(default=None, repr=False)
@@ -98,7 +97,6 @@ class Sandbox(Record):
             trusted_local=trusted_local,
             allowed_roots=tuple(cfg.allowed_roots),
             blocked_roots_raw=tuple(cfg.blocked_roots),
-            env_allow=tuple(cfg.env.allow),
         )
 
     # ----- the lists -------------------------------------------------------------------------
