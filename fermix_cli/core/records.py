@@ -126,10 +126,11 @@ class _RecordMeta(type):
 
 
 # Instances a class builds through `_bind` before its `__init__` is compiled. Compiling one costs
-# 50-250 us (a 20-field class at the top): a machine call builds a few instances each of about ten
-# record classes, and a compile each would be 2 ms of it; a walk builds thousands of one class, and
-# those get the compiled `__init__`, about 4x faster than `_bind`.
-COMPILE_AFTER = 32
+# 100-400 us and saves about 2 us an instance (`_bind` 3 us, compiled 1 us), so it pays only past a
+# hundred or so: a machine call builds a few instances each of about ten record classes, and a small
+# search tens of walk entries and hits (six compiles at 32 were 1.2 ms of a 40 ms grep); a walk of a
+# large tree builds thousands of one class, and those get the compiled `__init__`.
+COMPILE_AFTER = 128
 
 
 def _lazy_init(cls: _RecordMeta) -> Any:

@@ -179,3 +179,24 @@ def test_a_call_imports_only_the_config_sections_its_file_names(tmp_path: Path) 
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     imported = out.stdout.strip()
     assert "fermix_cli.jobs.config" in imported and "fermix_cli.tools.web.config" not in imported
+
+
+def test_every_sections_defaults_read_from_declarations_equal_validated_defaults() -> None:
+    """`Section()` skips compiling checks (pydantic does not check defaults); it must build the same."""
+    import importlib
+
+    from fermix_cli.core.catalog import default_catalog
+    from fermix_cli.core.params import Params
+
+    seen = 0
+    for module in default_catalog().config_modules:
+        for section in importlib.import_module(module).CONFIG_SECTIONS.values():
+            classes = [section] if isinstance(section, type) else []
+            for cls in classes:
+                fast, full = cls(), cls.model_validate({})
+                assert fast == full and fast.model_dump() == full.model_dump(), cls.__name__
+                for name, value in vars(full).items():
+                    if isinstance(value, Params):
+                        assert getattr(fast, name) == value
+                seen += 1
+    assert seen >= 10

@@ -26,7 +26,7 @@ from .check import (
     under,
 )
 from .compound import AfterCheck, DictCheck, ListCheck, NullableCheck
-from .fieldtypes import ConfigDict, ParamField, compile_fields
+from .fieldtypes import UNSET, ConfigDict, FieldInfo, ParamField, compile_fields
 
 
 class ValidationError(ValueError):
@@ -133,7 +133,10 @@ class _Plan:
 def _default(field: ParamField) -> Any:
     if field.default_factory is not None:
         return field.default_factory()
-    value = field.default
+    return _copy_default(field.default)
+
+
+def _copy_default(value: Any) -> Any:
     if type(value) in _EMPTY and not value:  # the usual mutable default: a fresh empty one is its copy
         return type(value)()
     try:
@@ -185,7 +188,48 @@ class Params:
     _plan: ClassVar[_Plan | None] = None
 
     def __init__(self, /, **data: Any) -> None:
+        if not data:
+            defaults = type(self)._defaults_only()
+            if defaults is not None:
+                self.__dict__.update(defaults)
+                return
         self.__dict__.update(type(self).model_validate(data).__dict__)
+
+    @classmethod
+    def _defaults_only(cls) -> dict[str, Any] | None:
+        """The instance values of `cls()` read straight from the declarations, or None to validate.
+
+        A config section the file leaves out is built this way on first read: pydantic does not check
+        defaults, so nothing needs compiling. Anything this cannot read for certain (a required field,
+        a default inside `Annotated`, a ClassVar, a model validator, extra fields) takes the full path.
+        """
+        if cls.__dict__.get("_plan") is not None or cls.model_config.get("extra", "forbid") != "forbid":
+            return None
+        values: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__):
+            if any(isinstance(v, _BeforeValidator | _AfterValidator) for v in vars(klass).values()):
+                return None
+            for name, annotation in klass.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
+                if name.startswith("_") or name == "model_config":
+                    continue
+                if not isinstance(annotation, str) or "ClassVar" in annotation or "Field(" in annotation:
+                    return None
+                declared = getattr(cls, name, UNSET)
+                if isinstance(declared, FieldInfo):
+                    factory = declared.default_factory
+                    if factory is None and declared.default is UNSET:
+                        return None
+                    if isinstance(factory, type) and issubclass(factory, Params):
+                        values.pop(name, None)  # a nested model: built on first read, as after validation
+                        continue
+                    if getattr(factory, "lazy_default", False):
+                        values.pop(name, None)
+                        continue
+                    declared = factory() if factory is not None else declared.default
+                elif declared is UNSET:
+                    return None
+                values[name] = _copy_default(declared)
+        return values
 
     @model_validator(mode="before")
     @classmethod
