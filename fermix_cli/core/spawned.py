@@ -1,7 +1,7 @@
 """Was this process started, directly or not, by fermix? (`fermix sandbox confirm` refuses if so.)
 
 Three signs, any one is enough: the spawn marker every fermix child carries in its environment
-(`FERMIX_SPAWNED`, set by `execproc`); the marker in the environment an ancestor process started
+(`FERMIX_SPAWNED`, set by `shell.procgroup`); the marker in the environment an ancestor process started
 with; or an ancestor that is itself a fermix process. This catches a model asking a shell tool to
 approve its own request, including through `env -u` or a nested shell. It is not a security
 boundary: a command can reach a service outside fermix's process tree, or simply edit config.toml

@@ -5,7 +5,7 @@ costs more than the rest of the call's start-up. Tool modules write their `Param
 they would with pydantic (`Annotated[str, Field(max_length=4096, description=...)] = None`,
 `AfterValidator`, `model_validator(mode="before")`) and get pydantic's strict-mode behaviour:
 the same accepted values, the same error types, messages and locations, the same JSON schema
-(`paramschema.py`). The subset is listed in `paramtypes.py`; the tests check every registered
+(`schema.py`). The subset is listed in `fieldtypes.py`; the tests check every registered
 tool against a real pydantic model built from the same declarations.
 """
 

@@ -2,7 +2,7 @@
 
 Order: the working directory is resolved by the sandbox, the hardline judges the command, and only
 then does anything run (the `[sandbox.env]` helpers included). The child runs in its own process
-group with stdin from /dev/null; see `execproc` for how it ends.
+group with stdin from /dev/null; see `procgroup` for how it ends.
 """
 
 from __future__ import annotations
