@@ -5,7 +5,8 @@
 # Both trees get compiled bytecode first (a pip install compiles it; PYTHONDONTWRITEBYTECODE would otherwise
 # make every run compile from source) and run with PYTHONPATH=<tree> python3 -m fermix_cli.
 #
-# Usage: [RUNS=30] [WARMUP=5] bench/compare_revs.sh BEFORE_REV [AFTER_REV] [hyperfine args...]   (AFTER_REV: HEAD)
+# WITH_CONFIG=1 gives both homes a config.toml naming [sandbox] and [fermix_core.jobs].
+# Usage: [RUNS=30] [WARMUP=5] [WITH_CONFIG=1] bench/compare_revs.sh BEFORE_REV [AFTER_REV] [hyperfine args...]   (AFTER_REV: HEAD)
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BEFORE=${1:?usage: bench/compare_revs.sh BEFORE_REV [AFTER_REV] [hyperfine args...]}
@@ -27,6 +28,10 @@ for side in before after; do
     --json '{"path":"bench.txt","content":"hello\nworld\n"}' >/dev/null
   mkdir -p "$home/workspace/src"
   for i in $(seq 1 50); do printf 'line one\nneedle %s\nline three\n' "$i" >"$home/workspace/src/f$i.txt"; done
+  if [ -n "${WITH_CONFIG:-}" ]; then  # a home whose config.toml names a few tables, as a user's would
+    PYTHONPATH="$WORK/$side" "$PY" -m fermix_cli config set sandbox.mode standard >/dev/null
+    PYTHONPATH="$WORK/$side" "$PY" -m fermix_cli config set fermix_core.jobs.max_concurrent_runs 3 >/dev/null
+  fi
   PYTHONPATH="$WORK/$side" "$PY" -m fermix_cli jobs run >/dev/null  # create state.db before timing
 done
 unset FERMIX_HOME
