@@ -11,7 +11,26 @@ Capability = Literal["text", "file"]
 
 
 class ChannelError(Exception):
-    """A channel could not deliver; the message says why (the caller records it, never drops it)."""
+    """A channel could not deliver; the message says why (the caller records it, never drops it).
+
+    `code` is a stable tag for the failure. `retry_after` (seconds) carries the platform's own rate-limit
+    hint (Telegram's `parameters.retry_after`, an HTTP `Retry-After`) so a retrying caller waits at least
+    that long. `permanent` says another attempt cannot succeed (a bad token, a chat that does not exist,
+    a target this channel cannot reach): callers stop retrying and make the failure visible.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "delivery_failed",
+        retry_after: float | None = None,
+        permanent: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retry_after = retry_after
+        self.permanent = permanent
 
 
 class Sent(Record, frozen=True):
