@@ -228,6 +228,8 @@ def _config_error(e: ValidationError, source: str, prefix: tuple[str, ...] = ())
 def validate_config(data: dict[str, Any], source: str = "config.toml", catalog: Catalog | None = None) -> Any:
     """Validate parsed TOML against the composed root; the error names the first offending key."""
     try:
+        if not data:  # no file, or an empty one: every section from its defaults, built when first read
+            return root_class(catalog, data)()
         return root_class(catalog, data).model_validate(data)
     except ValidationError as e:
         raise _config_error(e, source) from None

@@ -56,7 +56,7 @@ class FieldInfo:
         """On the class, this FieldInfo; on an instance without the value, the lazily built default."""
         if obj is None:
             return self
-        return obj._lazy_default(self.name)
+        return obj._lazy_default(self.name, self)
 
 
 def Field(

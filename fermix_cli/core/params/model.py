@@ -12,6 +12,7 @@ tool against a real pydantic model built from the same declarations.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import GenericAlias
 from typing import Any, ClassVar, Literal, Self
 
 from .check import (
@@ -207,13 +208,18 @@ class Params:
             return None
         values: dict[str, Any] = {}
         for klass in reversed(cls.__mro__):
-            if any(isinstance(v, _BeforeValidator | _AfterValidator) for v in vars(klass).values()):
+            if klass is not Params and any(  # Params' own validator only drops nulls from the input
+                isinstance(v, _BeforeValidator | _AfterValidator) for v in vars(klass).values()
+            ):
                 return None
             for name, annotation in klass.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
                 if name.startswith("_") or name == "model_config":
                     continue
-                if not isinstance(annotation, str) or "ClassVar" in annotation or "Field(" in annotation:
-                    return None
+                if isinstance(annotation, str):
+                    if "ClassVar" in annotation or "Field(" in annotation:
+                        return None
+                elif not (annotation is Any or isinstance(annotation, type | GenericAlias)):
+                    return None  # e.g. Annotated[...] built at run time: its metadata may hold a default
                 declared = getattr(cls, name, UNSET)
                 if isinstance(declared, FieldInfo):
                     factory = declared.default_factory
@@ -331,12 +337,23 @@ class Params:
         out.update(_dump(self.__dict__.get("_extra") or {}, mode))
         return out
 
-    def _lazy_default(self, name: str) -> Any:
-        """The default of a nested model left out of the input, built on first read and kept."""
-        lazy = self._params_plan().lazy.get(name)
-        if lazy is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        value = self.__dict__[name] = _default(lazy)
+    def _lazy_default(self, name: str, declared: FieldInfo | None = None) -> Any:
+        """The default of a nested model left out of the input, built on first read and kept.
+
+        `declared` is the field's own `Field(default_factory=...)` when read through it: a nested model
+        or lazy section is then built from it without compiling this class's checks (an instance made
+        from defaults alone never needed them).
+        """
+        factory = declared.default_factory if declared is not None else None
+        if not (
+            (isinstance(factory, type) and issubclass(factory, Params)) or getattr(factory, "lazy_default", False)
+        ):
+            lazy = self._params_plan().lazy.get(name)
+            if lazy is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            factory = lazy.default_factory
+        assert factory is not None
+        value = self.__dict__[name] = factory()
         return value
 
     def __getattr__(self, name: str) -> Any:
