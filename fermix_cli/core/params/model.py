@@ -346,7 +346,8 @@ class Params:
         """
         factory = declared.default_factory if declared is not None else None
         if not (
-            (isinstance(factory, type) and issubclass(factory, Params)) or getattr(factory, "lazy_default", False)
+            (isinstance(factory, type) and issubclass(factory, Params))
+            or getattr(factory, "lazy_default", False)
         ):
             lazy = self._params_plan().lazy.get(name)
             if lazy is None:
