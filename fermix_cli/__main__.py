@@ -7,7 +7,16 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
+    from .core.startup import pause_collector, resume_collector
+
+    pause_collector(freeze=argv is None)  # until the command's code is loaded (core/startup.py)
+    try:
+        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        resume_collector()
+
+
+def _dispatch(args: list[str]) -> int:
     # fermix uses no pydantic plugins; skipping their discovery saves a scan of every installed package.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from .cli.globalopts import split_globals

@@ -47,6 +47,9 @@ def main_options(
     ] = False,
 ) -> None:
     """fermix: agent tools for people, scripts and models."""
+    from ..core.startup import resume_collector
+
+    resume_collector()  # Typer and the command's module are loaded; the command runs collected
     GLOBAL.home, GLOBAL.cwd, GLOBAL.session = home, cwd, session
     GLOBAL.trust = trust.value if trust is not None else None
 

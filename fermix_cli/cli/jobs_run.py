@@ -84,8 +84,10 @@ def main_run(argv: list[str], g: GlobalOptions) -> int:
 
 def main_jobs_fast(argv: list[str], g: GlobalOptions) -> int:
     """argv starts after `jobs`: `run ...` or `worker ...`."""
+    from ..core.startup import resume_collector
     from .toolcall import report_error
 
+    resume_collector()  # a tick or a worker runs for a while: collect its garbage as usual
     try:
         if argv[0] == "worker":
             from ..jobs.worker import main as worker_main

@@ -190,6 +190,7 @@ def _context(g: GlobalOptions) -> Any:
 def run_tool(name: str, argv: list[str], g: GlobalOptions) -> int:
     from ..core.logs import setup_logging
     from ..core.registry import default_registry
+    from ..core.startup import resume_collector
 
     reg = default_registry()
     ctx = _context(g)
@@ -210,6 +211,7 @@ def run_tool(name: str, argv: list[str], g: GlobalOptions) -> int:
         if args.jsonl and args.json_source is not None:
             _usage("--jsonl reads objects from stdin; it cannot be combined with --json")
         setup_logging(ctx.paths.log_file)
+        resume_collector()  # the tool's family is loaded: its work is collected as usual
         if args.jsonl:
             return _run_jsonl(reg, spec.name, args, ctx)
         data: dict[str, Any] = {}
