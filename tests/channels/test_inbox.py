@@ -48,4 +48,4 @@ def test_failures_are_channel_errors(tmp_path: Path) -> None:
     assert inbox is not None
     with pytest.raises(ChannelError):
         inbox.send_file("owner", tmp_path / "missing.txt", "gone", {})
-    assert channel_for("telegram", paths) is None
+    assert channel_for("sms", paths) is None
