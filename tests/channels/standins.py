@@ -103,4 +103,8 @@ def config_with(home: Path, data: dict[str, Any], *, allow_local: bool = True) -
 
 
 def telegram_section(standin: TelegramStandIn, **extra: Any) -> dict[str, Any]:
-    return {"fermix_core": {"channels": {"telegram": {"bot_token": standin.token, "api_base": standin.api_base, **extra}}}}
+    return {
+        "fermix_core": {
+            "channels": {"telegram": {"bot_token": standin.token, "api_base": standin.api_base, **extra}}
+        }
+    }

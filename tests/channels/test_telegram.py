@@ -31,7 +31,9 @@ def test_send_message_posts_the_bot_api_request(tmp_path: Path, telegram: Telegr
     assert sent.as_dict() == {"platform": "telegram", "address": "42", "message_ids": [101], "parts": 1}
 
 
-def test_429_carries_retry_after_and_the_next_attempt_succeeds(tmp_path: Path, telegram: TelegramStandIn) -> None:
+def test_429_carries_retry_after_and_the_next_attempt_succeeds(
+    tmp_path: Path, telegram: TelegramStandIn
+) -> None:
     telegram.fail(429, "Too Many Requests: retry after 3", retry_after=3)
     tg = channel(tmp_path, telegram)
     with pytest.raises(ChannelError) as e:
@@ -58,7 +60,13 @@ def test_429_carries_retry_after_and_the_next_attempt_succeeds(tmp_path: Path, t
     ],
 )
 def test_bot_api_errors_map_to_typed_channel_errors(
-    tmp_path: Path, telegram: TelegramStandIn, status: int, description: str, code: str, permanent: bool, fix: str
+    tmp_path: Path,
+    telegram: TelegramStandIn,
+    status: int,
+    description: str,
+    code: str,
+    permanent: bool,
+    fix: str,
 ) -> None:
     telegram.fail(status, description)
     with pytest.raises(ChannelError) as e:
