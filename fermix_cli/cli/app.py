@@ -91,6 +91,7 @@ def _register_subapps() -> None:
         completions_cmd,
         config_cmd,
         doctor_cmd,
+        inbox_cmd,
         jobs_cmd,
         logs_cmd,
         mcp_cmd,
@@ -102,6 +103,7 @@ def _register_subapps() -> None:
     app.command("ask")(ask_cmd.ask)
     app.command("agent")(agent_cmd.agent)
     app.command("logs")(logs_cmd.logs)
+    app.command("inbox")(inbox_cmd.inbox)
     app.command("doctor")(doctor_cmd.doctor_cmd)
     app.command("completions")(completions_cmd.completions_cmd)
     app.add_typer(mcp_cmd.app, name="mcp")
