@@ -38,6 +38,9 @@ def _section(name: str) -> str:
 class AppriseChannel:
     platform = "apprise"
     capabilities: frozenset[Capability] = frozenset({"text", "file"})
+    max_text = (
+        2000  # Discord's limit, the smallest of the common services; Apprise splits or cuts longer text
+    )
 
     def __init__(self, config: Any) -> None:
         self.config = config

@@ -53,6 +53,7 @@ def notify_command(summary: str, body: str, env: Mapping[str, str]) -> list[str]
 class DesktopChannel:
     platform = "desktop"
     capabilities: frozenset[Capability] = frozenset({"text"})
+    max_text = BODY_MAX
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.env = dict(os.environ if env is None else env)

@@ -26,6 +26,7 @@ def inbox_dir(paths: FermixPaths) -> Path:
 class InboxChannel:
     platform = "inbox"
     capabilities: frozenset[Capability] = frozenset({"text", "file"})
+    max_text = TEXT_MAX
 
     def __init__(self, paths: FermixPaths) -> None:
         self.paths = paths

@@ -238,6 +238,7 @@ class TelegramChannel:
 
     platform = "telegram"
     capabilities: frozenset[Capability] = frozenset({"text", "file"})
+    max_text = MESSAGE_MAX // 2  # UTF-16 units: a character outside the BMP counts two
 
     def __init__(self, config: Any) -> None:
         self.config = config
@@ -265,9 +266,15 @@ class TelegramChannel:
                 try:
                     result = api.send_message(chat, part, thread)
                 except ChannelError as e:
-                    if ids:  # say what already arrived: a retry sends those parts again
-                        e.args = (f"{e} ({len(ids)} of {len(parts)} parts were delivered before this)",)
-                    raise
+                    if not ids:
+                        raise
+                    # Say what already arrived: a retry sends those parts again.
+                    raise ChannelError(
+                        f"{e} ({len(ids)} of {len(parts)} parts were delivered before this)",
+                        code=e.code,
+                        retry_after=e.retry_after,
+                        permanent=e.permanent,
+                    ) from None
                 if isinstance(result.get("message_id"), int):
                     ids.append(result["message_id"])
         finally:

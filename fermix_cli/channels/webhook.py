@@ -88,6 +88,7 @@ class WebhookChannel:
 
     platform = "webhook"
     capabilities: frozenset[Capability] = frozenset({"text"})
+    max_text = TEXT_MAX
 
     def __init__(self, config: Any) -> None:
         self.config = config

@@ -10,7 +10,7 @@ from fermix_cli.channels import ChannelError, channel_for
 from fermix_cli.channels.telegram import MAX_PARTS, MESSAGE_MAX, split_message, utf16_len
 from fermix_cli.core.paths import resolve_paths
 from tests.channels.standins import TelegramStandIn, config_with, multipart, telegram_section
-from tests.tools.webfakes import Reply
+from tests.tools.webfakes import Reply, json_reply
 
 
 def channel(tmp_path: Path, standin: TelegramStandIn, *, allow_local: bool = True, **extra: object):
@@ -180,3 +180,20 @@ def test_split_message_keeps_every_character_within_the_limit(text: str) -> None
     assert "".join(parts) == text
     assert all(utf16_len(p) <= MESSAGE_MAX for p in parts)
     assert len(parts) == max(1, -(-utf16_len(text) // MESSAGE_MAX)) or "\n" in text
+
+
+def test_a_failure_after_some_parts_says_what_arrived(tmp_path: Path, telegram: TelegramStandIn) -> None:
+    telegram.script.append(json_reply({"ok": True, "result": {"message_id": 1}}))
+    telegram.fail(429, "Too Many Requests: retry after 2", retry_after=2)
+    with pytest.raises(ChannelError) as e:
+        channel(tmp_path, telegram).send_text("42", "z" * (MESSAGE_MAX + 10), {})
+    assert (e.value.code, e.value.retry_after, e.value.permanent) == ("rate_limited", 2.0, False)
+    assert "1 of 2 parts were delivered" in str(e.value)
+
+
+def test_max_text_arrives_as_one_message_whatever_the_characters(
+    tmp_path: Path, telegram: TelegramStandIn
+) -> None:
+    tg = channel(tmp_path, telegram)
+    tg.send_text("42", "😀" * tg.max_text, {})
+    assert len(telegram.calls("sendMessage")) == 1
