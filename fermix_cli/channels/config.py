@@ -14,6 +14,8 @@ from ..core.config import Endpoint, EnvName, Secret, Section
 from ..core.params import Field, model_validator
 
 ChannelName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+HeaderName = Annotated[str, Field(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")]
+HeaderValue = Annotated[str, Field(pattern=r"^[\x20-\x7e\t]{0,4096}$")]  # visible ASCII: no line breaks
 TELEGRAM_API = "https://api.telegram.org"
 
 
@@ -45,7 +47,7 @@ class WebhookConfig(Section):
     url: Endpoint | None = None
     url_env: EnvName | None = None  # read the URL from this environment variable instead
     format: Literal["json", "slack", "ntfy"] = "json"
-    headers: dict[str, str] = {}
+    headers: dict[HeaderName, HeaderValue] = {}
     timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 30.0
 
     @model_validator(mode="after")

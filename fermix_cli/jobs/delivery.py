@@ -18,6 +18,7 @@ from typing import Any
 
 from ..channels import ChannelError, channel_for
 from ..core.errors import ToolError
+from ..core.logs import logger
 from ..core.paths import FermixPaths
 from ..core.records import Record
 from .execute import RunOutcome
@@ -114,4 +115,11 @@ def deliver(
         if e.retry_after is not None:
             detail["retry_after"] = e.retry_after
         return DeliveryResult("failed", detail)
+    except Exception as e:  # a channel bug must not lose the run's record; the log keeps the traceback
+        logger("fermix.jobs").exception("job run %s: the %s channel crashed", run["run_id"], channel.platform)
+        error = f"the {channel.platform} channel failed unexpectedly ({type(e).__name__}); see the fermix log"
+        return DeliveryResult(
+            "failed",
+            {"platform": channel.platform, "address": address, "error": error, "code": "internal_error"},
+        )
     return DeliveryResult("delivered", sent.as_dict())
