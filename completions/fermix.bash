@@ -17,7 +17,7 @@ _fermix_paths() {
 _fermix_node() {
     case "$1" in
         '')
-            _fx_subs='agent ask completions config doctor grant inbox jobs logs mcp memory revoke sandbox state tool'
+            _fx_subs='agent ask channels completions config doctor grant inbox jobs logs mcp memory revoke sandbox state tool'
             _fx_opts='--cwd -h --help --home --session --trust --version'
             _fx_valopts='--cwd --home --session --trust' ;;
         'agent')
@@ -28,6 +28,18 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='-c --continue -h --help --json --max-iterations -m --model --provider --session --stdin --system --tools --toolset'
             _fx_valopts='--max-iterations -m --model --provider --session --system --tools --toolset' ;;
+        'channels')
+            _fx_subs='list send'
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'channels list')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'channels send')
+            _fx_subs=''
+            _fx_opts='--file -h --help --json'
+            _fx_valopts='--file' ;;
         'completions')
             _fx_subs=''
             _fx_opts='-h --help'
@@ -378,6 +390,7 @@ _fermix_value() {
         '|--cwd') _fermix_paths -d ;;
         '|--home') _fermix_paths -d ;;
         '|--trust') _fermix_words 'operator guest' ;;
+        'channels send|--file') _fermix_paths -f ;;
         'mcp serve|--allow') _fermix_words 'ast_grep bash content_search file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;

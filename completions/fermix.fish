@@ -6,7 +6,9 @@
 function __fermix_subs
     switch $argv[1]
         case ''
-            echo agent ask completions config doctor grant inbox jobs logs mcp memory revoke sandbox state tool
+            echo agent ask channels completions config doctor grant inbox jobs logs mcp memory revoke sandbox state tool
+        case 'channels'
+            echo list send
         case 'config'
             echo get path set unset
         case 'grant'
@@ -36,6 +38,8 @@ function __fermix_valopts
             echo --max-iterations -m --model --provider --session --system --tools --toolset
         case 'ask'
             echo --max-iterations -m --model --provider --session --system --tools --toolset
+        case 'channels send'
+            echo --file
         case 'inbox'
             echo -n --last
         case 'jobs add'
@@ -167,6 +171,7 @@ complete -c fermix -f
 complete -c fermix.pyz -w fermix
 complete -c fermix -n '__fermix_at \'\'' -a 'agent' -d 'Chat with the model interactively; its tool calls run in-process under the same policy.'
 complete -c fermix -n '__fermix_at \'\'' -a 'ask' -d 'Ask once: run the model loop on MESSAGE with fermix\'s tools and print the answer.'
+complete -c fermix -n '__fermix_at \'\'' -a 'channels' -d 'Delivery channels (inbox, telegram, webhook, desktop, apprise): list them, send a test message.'
 complete -c fermix -n '__fermix_at \'\'' -a 'completions' -d 'Print the completion script for SHELL (commands, tool names and each tool\'s flags).'
 complete -c fermix -n '__fermix_at \'\'' -a 'config' -d 'Read and change config.toml (validated before it is written).'
 complete -c fermix -n '__fermix_at \'\'' -a 'doctor' -d 'Check config, home permissions, state.db, sandbox roots and the optional parts (git, Chromium, providers, ripgrep).'
@@ -206,6 +211,14 @@ complete -c fermix -n '__fermix_at \'ask\'' -l stdin -d 'Read the message (or mo
 complete -c fermix -n '__fermix_at \'ask\'' -l system -x -d 'System prompt (replaces the default).'
 complete -c fermix -n '__fermix_at \'ask\'' -l tools -x -d 'Exactly these tools, comma-separated (\'\' for none).'
 complete -c fermix -n '__fermix_at \'ask\'' -l toolset -x -d 'fermix (default) or coding.'
+complete -c fermix -n '__fermix_at \'channels\'' -a 'list' -d 'Which channels are set up, and the owner\'s default delivery target.'
+complete -c fermix -n '__fermix_at \'channels\'' -a 'send' -d 'Send one message (or a file) to a target now, to check that a channel works.'
+complete -c fermix -n '__fermix_at \'channels\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'channels list\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'channels list\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'channels send\'' -l file -r -F -d 'Send this file instead of text.'
+complete -c fermix -n '__fermix_at \'channels send\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'channels send\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'completions\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'completions\'' -a 'bash zsh fish' -d 'bash, zsh or fish.'
 complete -c fermix -n '__fermix_at \'config\'' -a 'get' -d 'Print a value of the effective config (defaults included).'

@@ -88,6 +88,7 @@ def _register_subapps() -> None:
     from . import (
         agent_cmd,
         ask_cmd,
+        channels_cmd,
         completions_cmd,
         config_cmd,
         doctor_cmd,
@@ -109,6 +110,7 @@ def _register_subapps() -> None:
     app.add_typer(mcp_cmd.app, name="mcp")
     app.add_typer(config_cmd.app, name="config")
     app.add_typer(jobs_cmd.app, name="jobs")
+    app.add_typer(channels_cmd.app, name="channels")
     app.add_typer(memory_cmd.app, name="memory")
     app.add_typer(sandbox_cmd.app, name="sandbox")
     app.add_typer(sandbox_cmd.grant_app, name="grant")
