@@ -56,6 +56,7 @@ TOOLSET_MODULES: tuple[str, ...] = (
 
 CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.config",
+    "fermix_cli.channels.config",
     "fermix_cli.core.config",
     "fermix_cli.jobs.config",
     "fermix_cli.mcp.config",
@@ -66,6 +67,7 @@ CONFIG_MODULES: tuple[str, ...] = (
 
 CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.agent.config": ["fermix_core.providers", "fermix_core.agent", "fermix_core.routing"],
+    "fermix_cli.channels.config": ["fermix_core.channels.telegram", "fermix_core.channels.webhooks", "fermix_core.channels.apprise"],
     "fermix_cli.core.config": ["sandbox", "fermix_core.net", "fermix_core.tools.tool_search"],
     "fermix_cli.jobs.config": ["fermix_core.jobs"],
     "fermix_cli.mcp.config": ["mcp.servers"],

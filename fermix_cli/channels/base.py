@@ -47,6 +47,9 @@ class Sent(Record, frozen=True):
 class Channel(Protocol):
     platform: str
     capabilities: frozenset[Capability]
+    # The longest text (in characters) that arrives as one message, uncut: a caller that must send one
+    # message (a reminder) keeps its text under the smallest of these.
+    max_text: int
 
     def send_text(self, address: str, text: str, meta: dict[str, Any]) -> Sent:
         """Deliver `text` (with `meta`, e.g. what it is about) to `address`; raises ChannelError."""

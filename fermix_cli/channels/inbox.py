@@ -1,6 +1,6 @@
 """The local inbox: an append-only JSON-lines file `<data dir>/inbox/NAME.jsonl` per address.
 
-`fermix jobs inbox NAME` reads it. Each message is one line written with a single O_APPEND write and
+`fermix inbox NAME` reads it. Each message is one line written with a single O_APPEND write and
 fsynced, so concurrent writers never interleave and a message that was reported delivered is on disk.
 A file is copied into `<data dir>/inbox/NAME.files/` and its message names the copy.
 """
@@ -26,6 +26,7 @@ def inbox_dir(paths: FermixPaths) -> Path:
 class InboxChannel:
     platform = "inbox"
     capabilities: frozenset[Capability] = frozenset({"text", "file"})
+    max_text = TEXT_MAX
 
     def __init__(self, paths: FermixPaths) -> None:
         self.paths = paths

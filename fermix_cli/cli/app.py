@@ -91,9 +91,11 @@ def _register_subapps() -> None:
     from . import (
         agent_cmd,
         ask_cmd,
+        channels_cmd,
         completions_cmd,
         config_cmd,
         doctor_cmd,
+        inbox_cmd,
         jobs_cmd,
         logs_cmd,
         mcp_cmd,
@@ -105,11 +107,13 @@ def _register_subapps() -> None:
     app.command("ask")(ask_cmd.ask)
     app.command("agent")(agent_cmd.agent)
     app.command("logs")(logs_cmd.logs)
+    app.command("inbox")(inbox_cmd.inbox)
     app.command("doctor")(doctor_cmd.doctor_cmd)
     app.command("completions")(completions_cmd.completions_cmd)
     app.add_typer(mcp_cmd.app, name="mcp")
     app.add_typer(config_cmd.app, name="config")
     app.add_typer(jobs_cmd.app, name="jobs")
+    app.add_typer(channels_cmd.app, name="channels")
     app.add_typer(memory_cmd.app, name="memory")
     app.add_typer(sandbox_cmd.app, name="sandbox")
     app.add_typer(sandbox_cmd.grant_app, name="grant")

@@ -162,7 +162,7 @@ def add_cmd(
     ] = None,
     inbox: Annotated[
         str | None,
-        typer.Option("--inbox", help="Deliver to the local inbox NAME (read: fermix jobs inbox NAME)."),
+        typer.Option("--inbox", help="Deliver to the local inbox NAME (read: fermix inbox NAME)."),
     ] = None,
     target: Annotated[str | None, typer.Option("--target", help="A channel target as JSON.")] = None,
     as_json: JsonOpt = False,
@@ -326,29 +326,15 @@ def run_now_cmd(
 
 
 @app.command("inbox")
-@handles_errors
 def inbox_cmd(
     name: Annotated[str, typer.Argument(help="The inbox (a delivery target's recipient).")] = "owner",
     last: Annotated[int, typer.Option("-n", "--last", min=0, help="Show the last N messages (0: all).")] = 20,
     as_json: JsonOpt = False,
 ) -> None:
-    """Read the local inbox that jobs deliver to with {"platform":"inbox","recipient":NAME}."""
-    from ..channels.inbox import read_inbox
-    from ..jobs.validate import INBOX_NAME
+    """Read a local inbox (the same as `fermix inbox NAME`)."""
+    from .inbox_cmd import inbox
 
-    if not INBOX_NAME.fullmatch(name):
-        raise typer.BadParameter("letters, digits, '_', '.' or '-'", param_hint="NAME")
-    ctx = context()
-    messages = read_inbox(ctx.paths, name, last)
-    if as_json:
-        emit_json({"inbox": name, "messages": messages})
-        return
-    if not messages:
-        typer.echo(f"Inbox {name} is empty.")
-        return
-    for m in messages:
-        typer.echo(f"--- {m.get('delivered_at')}  {m.get('job_id')}  {m.get('run_id')}  {m.get('status')}")
-        typer.echo(str(m.get("text", "")).rstrip())
+    inbox(name, last, as_json)
 
 
 @app.command("install")

@@ -19,7 +19,7 @@ class JobsConfig(Section):
     default_inactivity_timeout_seconds: Annotated[int, Field(ge=1, le=86400)] = 600
     # Used when schedule_job names neither a mode nor a target; checked at creation, never ignored.
     default_delivery_mode: Literal["none", "origin", "channel", "local"] | None = None
-    default_delivery_target: dict[Name, Name] | None = None
+    default_delivery_target: dict[Name, Name | int] | None = None
     # Run history kept per job; older rows (and their output.md) are deleted after each run.
     max_runs_per_job: Annotated[int, Field(ge=1, le=100_000)] = 200
     # A model run that fails on the provider (network, rate limit, provider error) before any tool ran

@@ -1,10 +1,12 @@
 """Where a finished run's result goes: nowhere, the run history, or a channel.
 
 The run history (`output.md` next to the run row, for every mode) is the jobs domain's own; messages
-go through `fermix_cli.channels` (today the local inbox, `{"platform": "inbox", "recipient": NAME}`,
-which `fermix jobs inbox NAME` reads). Targets on platforms fermix has no channel for are refused when
-the job is created (`unsupported_channel`), never accepted and dropped. A final answer of exactly
-`[SILENT]` delivers nothing and writes no output.md.
+go through `fermix_cli.channels`: the local inbox (`{"platform": "inbox", "recipient": NAME}`, which
+`fermix inbox NAME` reads), Telegram, a named webhook, a desktop notification or an Apprise URL.
+Targets on platforms fermix has no channel for are refused when the job is created
+(`unsupported_channel`), never accepted and dropped. A failed send is recorded in the run's delivery
+detail with the channel's error `code`, its `retry_after` hint and whether it is `permanent`; a run's
+delivery is tried once. A final answer of exactly `[SILENT]` delivers nothing and writes no output.md.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..channels import ChannelError, channel_for
+from ..core.errors import ToolError
+from ..core.logs import logger
 from ..core.paths import FermixPaths
 from ..core.records import Record
 from .execute import RunOutcome
@@ -65,8 +69,12 @@ def deliver(
     run: dict[str, Any],
     outcome: RunOutcome,
     now: datetime,
+    config: Any = None,
 ) -> DeliveryResult:
-    """Deliver one finished run per the job's snapshotted mode and target. Never raises."""
+    """Deliver one finished run per the job's snapshotted mode and target. Never raises.
+
+    `config` is the loaded config.toml (channels that need it read it from `paths` otherwise).
+    """
     if outcome.silent:
         return DeliveryResult("silent")
     if job.kind == "command" and outcome.status == "ok" and not (outcome.final_response or "").strip():
@@ -77,7 +85,10 @@ def deliver(
         return DeliveryResult("recorded")
     target = job.delivery_target or {}
     address_key = next((k for k in ADDRESS_KEYS if k in target), None)
-    channel = channel_for(str(target.get("platform", "")), paths)
+    try:
+        channel = channel_for(str(target.get("platform", "")), paths, config)
+    except ToolError as e:  # config.toml became unreadable since the job was created
+        return DeliveryResult("failed", {"error": e.message, "code": e.code, "permanent": False})
     if channel is None or address_key is None:
         return DeliveryResult("failed", {"error": f"no channel can deliver to {target!r}"})
     meta = {
@@ -94,5 +105,21 @@ def deliver(
     try:
         sent = channel.send_text(address, message_text(job, outcome), meta)
     except ChannelError as e:
-        return DeliveryResult("failed", {"platform": channel.platform, "address": address, "error": str(e)})
+        detail: dict[str, Any] = {
+            "platform": channel.platform,
+            "address": address,
+            "error": str(e),
+            "code": e.code,
+            "permanent": e.permanent,
+        }
+        if e.retry_after is not None:
+            detail["retry_after"] = e.retry_after
+        return DeliveryResult("failed", detail)
+    except Exception as e:  # a channel bug must not lose the run's record; the log keeps the traceback
+        logger("fermix.jobs").exception("job run %s: the %s channel crashed", run["run_id"], channel.platform)
+        error = f"the {channel.platform} channel failed unexpectedly ({type(e).__name__}); see the fermix log"
+        return DeliveryResult(
+            "failed",
+            {"platform": channel.platform, "address": address, "error": error, "code": "internal_error"},
+        )
     return DeliveryResult("delivered", sent.as_dict())

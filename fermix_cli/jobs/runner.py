@@ -322,7 +322,11 @@ class Dispatcher:
         }
         if mine:
             row = state.conn.execute("SELECT * FROM job_runs WHERE id = ?", (run.run_id,)).fetchone()
-            delivery = deliver(ctx.paths, job, run_summary(row), outcome, ctx.now())
+            try:
+                config = ctx.config
+            except ToolError:  # broken elsewhere: the inbox needs none, other channels report it
+                config = None
+            delivery = deliver(ctx.paths, job, run_summary(row), outcome, ctx.now(), config)
             records.record_delivery(state.write, run.run_id, delivery.status, delivery.detail)
             result["delivery_status"] = delivery.status
             records.prune(state.write, ctx.paths.data_dir, job.id, self.jobs_cfg.max_runs_per_job)

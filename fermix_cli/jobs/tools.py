@@ -26,8 +26,9 @@ JobId = Annotated[
 ]
 TARGET_DOC = (
     'Delivery target for channel mode: {"platform": ..., one of chat_id|channel_id|recipient|target|reply_target, '
-    'optional thread_ts|message_thread_id}. This fermix delivers to {"platform": "inbox", "recipient": NAME} '
-    "(a local inbox file); other platforms are refused"
+    "optional thread_ts|message_thread_id}. Platforms: inbox (recipient NAME, a local inbox file), telegram "
+    "(chat_id), webhook and apprise (recipient: a name configured under [fermix_core.channels]), desktop; "
+    "other platforms are refused"
 )
 Target = dict[Annotated[str, Field(max_length=64)], str | int]
 
@@ -398,6 +399,10 @@ TOOLS = specs(
                 "invalid_delivery", "a mode and target that do not fit, or origin with no chat to reply to"
             ),
             FailureMode("unsupported_channel", "a platform this fermix cannot deliver to"),
+            FailureMode(
+                "channel_not_configured",
+                "a target on a channel config.toml does not set up (no bot token ...)",
+            ),
             FailureMode("missing_parameters", "name, schedule or task is blank"),
         ),
     ),

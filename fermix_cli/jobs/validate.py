@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..channels import PLATFORMS
+from ..channels import targets as channel_targets
 from ..core.errors import ExitClass, ToolError
 from ..core.records import Record
 from .job import DELIVERY_MODES
@@ -26,12 +27,13 @@ TASK_MAX = 20_000
 DESCRIPTION_MAX = 1_000
 TIMEOUT_MAX = 86_400
 
-# Channel targets (reference 8.2): a platform plus one address key, optionally a thread.
-ADDRESS_KEYS = ("chat_id", "channel_id", "recipient", "target", "reply_target")
-THREAD_KEYS = ("thread_ts", "message_thread_id")
+# Channel targets (reference 8.2): a platform plus one address key, optionally a thread; the rules
+# live with the channels (fermix_cli/channels/targets.py).
+ADDRESS_KEYS = channel_targets.ADDRESS_KEYS
+THREAD_KEYS = channel_targets.THREAD_KEYS
 # The platforms a channel exists for (fermix_cli/channels); a target on any other is refused.
 DELIVERABLE_PLATFORMS = PLATFORMS
-INBOX_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+INBOX_NAME = channel_targets.NAME
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _INSTANT = re.compile(
@@ -184,51 +186,11 @@ class Delivery(Record, frozen=True):
     target: dict[str, Any] | None
 
 
-def check_target(target: Mapping[str, Any], *, source: str = "delivery_target") -> dict[str, Any]:
-    """A channel target: `platform` plus one address key, optionally a thread; deliverable today or refused."""
-    allowed = {"platform", *ADDRESS_KEYS, *THREAD_KEYS}
-    unknown = sorted(set(target) - allowed)
-    if unknown:
-        raise ToolError(
-            "invalid_delivery",
-            f"{source} has unknown keys: {', '.join(unknown)}. A target is "
-            f"{{platform, one of {'|'.join(ADDRESS_KEYS)}, optional {'|'.join(THREAD_KEYS)}}}.",
-            {"keys": unknown},
-        )
-    for key, value in target.items():
-        if isinstance(value, bool) or not isinstance(value, str | int) or str(value).strip() == "":
-            raise ToolError(
-                "invalid_delivery", f"{source}.{key} must be a non-empty string or integer.", {"key": key}
-            )
-    platform = str(target.get("platform", "")).strip()
-    addresses = [k for k in ADDRESS_KEYS if k in target]
-    if not platform or len(addresses) != 1:
-        raise ToolError(
-            "invalid_delivery",
-            f"{source} needs `platform` and exactly one of {', '.join(ADDRESS_KEYS)} "
-            '(e.g. {"platform": "inbox", "recipient": "owner"}).',
-            {"target": dict(target)},
-        )
-    if platform not in DELIVERABLE_PLATFORMS:
-        raise ToolError(
-            "unsupported_channel",
-            f"fermix cannot deliver to platform {platform!r}: no such channel is set up in this fermix. "
-            'Use {"platform": "inbox", "recipient": NAME} (read it with `fermix jobs inbox NAME`), or '
-            "delivery_mode local to keep results in the run history only.",
-            {"platform": platform, "deliverable": list(DELIVERABLE_PLATFORMS)},
-        )
-    address = str(target[addresses[0]]).strip()
-    if not INBOX_NAME.fullmatch(address):
-        raise ToolError(
-            "invalid_delivery",
-            f"inbox name {address!r}: use 1-64 letters, digits, '_', '.' or '-', starting with a letter or digit.",
-            {"address": address},
-        )
-    clean: dict[str, Any] = {"platform": platform, addresses[0]: address}
-    for key in THREAD_KEYS:
-        if key in target:
-            clean[key] = target[key]
-    return clean
+def check_target(
+    target: Mapping[str, Any], *, source: str = "delivery_target", config: Any = None
+) -> dict[str, Any]:
+    """A channel target (`fermix_cli.channels.targets.check_target`): valid, deliverable and set up."""
+    return channel_targets.check_target(target, source=source, config=config)
 
 
 def _origin_target(ctx: ToolContext) -> dict[str, Any]:
@@ -241,7 +203,7 @@ def _origin_target(ctx: ToolContext) -> dict[str, Any]:
             '"recipient": "owner"}.',
             {"origin": ctx.origin},
         )
-    return check_target(origin, source="origin chat")
+    return check_target(origin, source="origin chat", config=ctx.config)
 
 
 def resolve_delivery(
@@ -274,20 +236,22 @@ def resolve_delivery(
                 "[fermix_core.jobs] default_delivery_target is configured).",
                 {"delivery_mode": mode},
             )
-        return Delivery("channel", _config_target(jobs))
-    return Delivery("channel", check_target(target))
+        return Delivery("channel", _config_target(jobs, ctx))
+    return Delivery("channel", check_target(target, config=ctx.config))
 
 
-def _config_target(jobs: JobsConfig) -> dict[str, Any]:
+def _config_target(jobs: JobsConfig, ctx: ToolContext) -> dict[str, Any]:
     assert jobs.default_delivery_target is not None
-    return check_target(jobs.default_delivery_target, source="[fermix_core.jobs] default_delivery_target")
+    return check_target(
+        jobs.default_delivery_target, source=channel_targets.DEFAULT_TARGET_KEY, config=ctx.config
+    )
 
 
 def _from_config(ctx: ToolContext, jobs: JobsConfig) -> Delivery:
     mode = jobs.default_delivery_mode
     if mode is None:
         return (
-            Delivery("channel", _config_target(jobs))
+            Delivery("channel", _config_target(jobs, ctx))
             if jobs.default_delivery_target
             else Delivery("none", None)
         )
@@ -299,7 +263,7 @@ def _from_config(ctx: ToolContext, jobs: JobsConfig) -> Delivery:
                 {},
                 exit_class=ExitClass.TOOL_FAILED,
             )
-        return Delivery("channel", _config_target(jobs))
+        return Delivery("channel", _config_target(jobs, ctx))
     if mode == "origin":
         return Delivery("origin", _origin_target(ctx))
     return Delivery(mode, None)

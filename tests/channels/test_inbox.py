@@ -11,6 +11,7 @@ import pytest
 from fermix_cli.channels import ChannelError, channel_for
 from fermix_cli.channels.inbox import TEXT_MAX, read_inbox
 from fermix_cli.core.paths import resolve_paths
+from tests.conftest import Env
 
 
 def test_inbox_sends_text_and_files(tmp_path: Path) -> None:
@@ -48,4 +49,28 @@ def test_failures_are_channel_errors(tmp_path: Path) -> None:
     assert inbox is not None
     with pytest.raises(ChannelError):
         inbox.send_file("owner", tmp_path / "missing.txt", "gone", {})
-    assert channel_for("telegram", paths) is None
+    assert channel_for("sms", paths) is None
+
+
+def test_fermix_inbox_reads_what_was_delivered(world: Env) -> None:
+    paths = resolve_paths(str(world.fermix_home))
+    inbox = channel_for("local", paths)  # `local` is the inbox's other name
+    assert inbox is not None
+    inbox.send_text("owner", "first", {"delivered_at": "2026-03-02T08:00:00Z", "job_id": "disk"})
+    report = world.root / "r.txt"
+    report.write_text("x")
+    inbox.send_file("owner", report, "second", {"delivered_at": "2026-03-02T08:01:00Z"})
+    out = world.run("inbox")
+    assert out.code == 0, out.stderr
+    assert out.stdout.splitlines()[:3] == [
+        "--- 2026-03-02T08:00:00Z  disk",
+        "first",
+        "--- 2026-03-02T08:01:00Z",
+    ]
+    assert "[file: " in out.stdout
+    as_json = world.run("inbox", "owner", "--json", "-n", "1").json()
+    assert [m["text"] for m in as_json["messages"]] == ["second"]
+    # The older spelling still works and says the same.
+    assert world.run("jobs", "inbox", "owner", "--json", "-n", "1").json() == as_json
+    assert world.run("inbox", "nobody").stdout.strip() == "Inbox nobody is empty."
+    assert world.run("inbox", "../x").code == 2

@@ -322,9 +322,14 @@ def test_delivery_resolution(jobs: Jobs) -> None:
             "inbox name '../etc'",
         ),
         (
-            {"delivery_target": {"platform": "telegram", "chat_id": 42}},
+            {"delivery_target": {"platform": "sms", "chat_id": 42}},
             "unsupported_channel",
-            "cannot deliver to platform 'telegram'",
+            "cannot deliver to platform 'sms'",
+        ),
+        (
+            {"delivery_target": {"platform": "telegram", "chat_id": 42}},
+            "channel_not_configured",
+            "Telegram has no bot token",
         ),
     ],
 )
