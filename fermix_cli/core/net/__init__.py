@@ -1,7 +1,7 @@
 """The network guard, shared by every family that talks HTTP: one transport judges every connection.
 
 - `guard`: URL and host checks, the allowed-private-hosts table.
-- `client`: `guarded_client()` and `guarded_async_client()`, the factories every request starts from.
+- `guarded`: `guarded_client()` and `guarded_async_client()`, the factories every request starts from.
 - `iptable`: the explicit table of non-global address ranges.
 - `transport`: the httpx transport that resolves, judges and pins each connection; `transport_async` is
   generated from it (`fermix_cli/build/unasync.py`). `exchange`: what the two share.
@@ -25,8 +25,8 @@ _EXPORTS = {
     "HostGuard": "guard",
     "blocked_url_error": "guard",
     "check_url": "guard",
-    "guarded_client": "client",
-    "guarded_async_client": "client",
+    "guarded_client": "guarded",
+    "guarded_async_client": "guarded",
     "GuardedClient": "httpclient",
 }
 
