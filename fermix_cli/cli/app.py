@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any, get_args, get_origin
 
 import typer
 
@@ -127,11 +128,41 @@ def full_app() -> typer.Typer:
     return app
 
 
+def command() -> Any:
+    """The click command tree of the whole app, as `--help`, the docs and the completions show it.
+
+    Help text is plain, never Rich markup: fermix's help names config tables (`[mcp.servers.NAME]`)
+    that markup would swallow. An argument, or an option that takes a value, shows it as its name
+    (`--cwd CWD`, `PATH`), not as a type (`<str>`); one with choices keeps them.
+    """
+    root = typer.main.get_command(full_app())
+    _plain_help(root)
+    return root
+
+
+def _plain_help(cmd: Any) -> None:
+    if hasattr(cmd, "rich_markup_mode"):
+        cmd.rich_markup_mode = None
+    for param in cmd.params:
+        annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+        if get_origin(annotation) is list:  # a repeatable option: each value is named alike
+            annotation = (get_args(annotation) or (None,))[0]
+        plain = annotation in (str, int, float, Path)
+        kind = getattr(param, "param_type_name", "")
+        if (
+            plain
+            and param.metavar is None
+            and (kind == "argument" or (kind == "option" and not param.is_flag))
+        ):
+            param.metavar = (param.name or "value").upper()
+    for sub in getattr(cmd, "commands", {}).values():
+        _plain_help(sub)
+
+
 def run_app(argv: list[str]) -> int:
     """Run the Typer app and return its exit code (never raising SystemExit)."""
-    _register_subapps()
     try:
-        app(args=argv, prog_name="fermix", standalone_mode=True)
+        command().main(args=argv, prog_name="fermix", standalone_mode=True)
     except SystemExit as e:
         code = e.code
         return code if isinstance(code, int) else (0 if code is None else 1)

@@ -191,12 +191,10 @@ def tool_flags(schema: dict[str, Any]) -> tuple[Opt, ...]:
 
 def build_model(registry: Registry | None = None) -> CliModel:
     """Read the Typer app (every command group registered) and the registry's built-in tools."""
-    import typer
-
     from ..core.registry import default_registry
-    from .app import full_app
+    from .app import command
 
-    root = _command(typer.main.get_command(full_app()), ())
+    root = _command(command(), ())
     specs = (registry or default_registry()).all()
     tools = tuple(Tool(s.name, s, tool_flags(s.input_schema())) for s in specs if s.kind == "builtin")
     return CliModel(root, tools, TOOL_OPTIONS)

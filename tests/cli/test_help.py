@@ -1,0 +1,39 @@
+"""`--help` of every command: plain text that keeps what the docstring says, values named, not typed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from fermix_cli.cli.app import command, run_app
+
+
+def _commands(cmd: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    yield path, cmd
+    for name, sub in sorted((getattr(cmd, "commands", None) or {}).items()):
+        if not getattr(sub, "hidden", False):
+            yield from _commands(sub, (*path, name))
+
+
+COMMANDS = list(_commands(command()))
+
+
+def test_the_tree_is_the_whole_cli() -> None:
+    paths = {" ".join(p) for p, _ in COMMANDS}
+    assert {"", "mcp servers", "grant path", "config set", "jobs add", "inbox"} <= paths
+
+
+@pytest.mark.parametrize(("path", "cmd"), COMMANDS, ids=[" ".join(p) or "fermix" for p, _ in COMMANDS])
+def test_help_keeps_bracketed_text_and_names_values(
+    path: tuple[str, ...], cmd: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_app([*path, "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # wrapping may split a line anywhere
+    docstring = " ".join((cmd.help or "").split())
+    for bracketed in re.findall(r"\[[^\]\s]+\]", docstring):  # [mcp.servers.NAME], [sandbox], ...
+        assert bracketed in out, f"fermix {' '.join(path)} --help lost {bracketed}"
+    assert not re.search(r"--[\w-]+ <(str|int|float|bool|list\[str\])>", out), out
+    assert "<bool>" not in out
