@@ -201,7 +201,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list ast_grep bash content_search file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
+            _fx_subs='list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -220,6 +220,22 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --max_results --path --pattern --regex --no-regex --timeout-ms --timeout_ms'
             _fx_valopts='--json --max-results --max_results --path --pattern --timeout-ms --timeout_ms' ;;
+        'tool event_list')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --cursor --from --kind --limit --status --to'
+            _fx_valopts='--json --cursor --from --kind --limit --status --to' ;;
+        'tool event_remove')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --event-id --event_id'
+            _fx_valopts='--json --event-id --event_id' ;;
+        'tool event_store')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --description --followup --no-followup --kind --leap-day-policy --leap_day_policy --no-reminders --no_reminders --no-no-reminders --no-no_reminders --reminders --timezone --title --when'
+            _fx_valopts='--json --description --kind --leap-day-policy --leap_day_policy --reminders --timezone --title --when' ;;
+        'tool event_update')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --description --event-id --event_id --followup --no-followup --kind --leap-day-policy --leap_day_policy --no-reminders --no_reminders --no-no-reminders --no-no_reminders --owner-direction --owner_direction --rebind-delivery-to-default --rebind_delivery_to_default --no-rebind-delivery-to-default --no-rebind_delivery_to_default --reminders --timezone --title --when'
+            _fx_valopts='--json --description --event-id --event_id --kind --leap-day-policy --leap_day_policy --owner-direction --owner_direction --reminders --timezone --title --when' ;;
         'tool file_edit')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --new-string --new_string --old-string --old_string --path'
@@ -304,6 +320,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --paths'
             _fx_valopts='--json --paths' ;;
+        'tool reminder_snooze')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --confirm-past-boundary --confirm_past_boundary --no-confirm-past-boundary --no-confirm_past_boundary --reminder-id --reminder_id --snooze'
+            _fx_valopts='--json --reminder-id --reminder_id --snooze' ;;
         'tool remove_job')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id'
@@ -374,7 +394,7 @@ _fermix_value() {
         '|--cwd') _fermix_paths -d ;;
         '|--home') _fermix_paths -d ;;
         '|--trust') _fermix_words 'operator guest' ;;
-        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
+        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
         'tool ast_grep|--operation') _fermix_words 'search outline' ;;
@@ -383,6 +403,16 @@ _fermix_value() {
         'tool bash|--json') _fermix_paths -f ;;
         'tool content_search|--json') _fermix_paths -f ;;
         'tool content_search|--path') _fermix_paths -f ;;
+        'tool event_list|--json') _fermix_paths -f ;;
+        'tool event_list|--kind') _fermix_words 'birthday anniversary appointment deadline event follow_up explicit_reminder' ;;
+        'tool event_list|--status') _fermix_words 'active completed cancelled any' ;;
+        'tool event_remove|--json') _fermix_paths -f ;;
+        'tool event_store|--json') _fermix_paths -f ;;
+        'tool event_store|--kind') _fermix_words 'birthday anniversary appointment deadline event follow_up explicit_reminder' ;;
+        'tool event_store|--leap-day-policy'|'tool event_store|--leap_day_policy') _fermix_words 'feb_28 mar_1' ;;
+        'tool event_update|--json') _fermix_paths -f ;;
+        'tool event_update|--kind') _fermix_words 'birthday anniversary appointment deadline event follow_up explicit_reminder' ;;
+        'tool event_update|--leap-day-policy'|'tool event_update|--leap_day_policy') _fermix_words 'feb_28 mar_1' ;;
         'tool file_edit|--json') _fermix_paths -f ;;
         'tool file_edit|--path') _fermix_paths -f ;;
         'tool file_read|--json') _fermix_paths -f ;;
@@ -423,6 +453,7 @@ _fermix_value() {
         'tool place_search|--units') _fermix_words 'metric imperial' ;;
         'tool read|--json') _fermix_paths -f ;;
         'tool read|--paths') _fermix_paths -f ;;
+        'tool reminder_snooze|--json') _fermix_paths -f ;;
         'tool remove_job|--json') _fermix_paths -f ;;
         'tool request_directory_access|--json') _fermix_paths -f ;;
         'tool request_directory_access|--path') _fermix_paths -f ;;
