@@ -104,5 +104,6 @@ MIGRATION_NAMES: tuple[str, ...] = (
 )
 
 DUE_WORK_MODULES: tuple[str, ...] = (
+    "fermix_cli.events.duework",
     "fermix_cli.jobs.duework",
 )
