@@ -17,7 +17,7 @@ _fermix_paths() {
 _fermix_node() {
     case "$1" in
         '')
-            _fx_subs='agent ask completions config doctor grant jobs logs mcp memory revoke sandbox state tool'
+            _fx_subs='agent ask completions config doctor events grant jobs logs mcp memory revoke sandbox state tool'
             _fx_opts='--cwd -h --help --home --session --trust --version'
             _fx_valopts='--cwd --home --session --trust' ;;
         'agent')
@@ -56,6 +56,26 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
+        'events')
+            _fx_subs='add list rm snooze'
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'events add')
+            _fx_subs=''
+            _fx_opts='--at --description --followup -h --help --in --json --kind --leap-day-policy --no-reminders --on --remind --tz --utc-offset --yearly'
+            _fx_valopts='--at --description --in --kind --leap-day-policy --on --remind --tz --utc-offset --yearly' ;;
+        'events list')
+            _fx_subs=''
+            _fx_opts='--cursor --from -h --help --json --kind --limit --status --text --to'
+            _fx_valopts='--cursor --from --kind --limit --status --text --to' ;;
+        'events rm')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'events snooze')
+            _fx_subs=''
+            _fx_opts='--confirm-past-boundary --for -h --help --json --until'
+            _fx_valopts='--for --until' ;;
         'grant')
             _fx_subs='path'
             _fx_opts='-h --help'

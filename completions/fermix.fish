@@ -6,9 +6,11 @@
 function __fermix_subs
     switch $argv[1]
         case ''
-            echo agent ask completions config doctor grant jobs logs mcp memory revoke sandbox state tool
+            echo agent ask completions config doctor events grant jobs logs mcp memory revoke sandbox state tool
         case 'config'
             echo get path set unset
+        case 'events'
+            echo add list rm snooze
         case 'grant'
             echo path
         case 'jobs'
@@ -36,6 +38,12 @@ function __fermix_valopts
             echo --max-iterations -m --model --provider --session --system --tools --toolset
         case 'ask'
             echo --max-iterations -m --model --provider --session --system --tools --toolset
+        case 'events add'
+            echo --at --description --in --kind --leap-day-policy --on --remind --tz --utc-offset --yearly
+        case 'events list'
+            echo --cursor --from --kind --limit --status --text --to
+        case 'events snooze'
+            echo --for --until
         case 'jobs add'
             echo --allow --command --delivery --description --expires-at --inactivity-timeout --inbox --model --provider --schedule -s --skill --target --task --timeout --timezone --tz
         case 'jobs inbox'
@@ -178,6 +186,7 @@ complete -c fermix -n '__fermix_at \'\'' -a 'ask' -d 'Ask once: run the model lo
 complete -c fermix -n '__fermix_at \'\'' -a 'completions' -d 'Print the completion script for SHELL (commands, tool names and each tool\'s flags).'
 complete -c fermix -n '__fermix_at \'\'' -a 'config' -d 'Read and change config.toml (validated before it is written).'
 complete -c fermix -n '__fermix_at \'\'' -a 'doctor' -d 'Check config, home permissions, state.db, sandbox roots and the optional parts (git, Chromium, providers, ripgrep).'
+complete -c fermix -n '__fermix_at \'\'' -a 'events' -d 'Personal dates and their reminders: list, add, rm (cancel) and snooze.'
 complete -c fermix -n '__fermix_at \'\'' -a 'grant' -d 'Grant the sandbox access to a directory.'
 complete -c fermix -n '__fermix_at \'\'' -a 'jobs' -d 'Scheduled jobs: add, list, pause, resume, remove, run now, read runs; `jobs install` sets up cron.'
 complete -c fermix -n '__fermix_at \'\'' -a 'logs' -d 'Show recent runs of `fermix ask` / `fermix agent` (oldest first), one session\'s, or those matching -q.'
@@ -229,6 +238,41 @@ complete -c fermix -n '__fermix_at \'config unset\'' -s h -l help -d 'Show help 
 complete -c fermix -n '__fermix_at \'config unset\'' -a 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.events.max_sends_per_tick fermix_core.events.send_lease_seconds fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.personalization.timezone fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key to remove from config.toml'
 complete -c fermix -n '__fermix_at \'doctor\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'doctor\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'events\'' -a 'add' -d 'Store a date: `fermix events add Dentist --kind appointment --on 2027-03-14 --at 09:00`.'
+complete -c fermix -n '__fermix_at \'events\'' -a 'list' -d 'Upcoming dates from today (or a window), with planned and failed reminders.'
+complete -c fermix -n '__fermix_at \'events\'' -a 'rm' -d 'Cancel a date and its unsent reminders (delivered history is kept).'
+complete -c fermix -n '__fermix_at \'events\'' -a 'snooze' -d 'Defer one reminder (at most 90 days).'
+complete -c fermix -n '__fermix_at \'events\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'events add\'' -l at -x -d 'Time of day, HH:MM (with --on or --in).'
+complete -c fermix -n '__fermix_at \'events add\'' -l description -x -d 'Extra detail.'
+complete -c fermix -n '__fermix_at \'events add\'' -l followup -d 'Offer a follow-up check-in after each reminder.'
+complete -c fermix -n '__fermix_at \'events add\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'events add\'' -l in -x -d 'Relative: \'3 days\' or \'2 weeks\' from today.'
+complete -c fermix -n '__fermix_at \'events add\'' -l json -d 'JSON output (the tool\'s result).'
+complete -c fermix -n '__fermix_at \'events add\'' -l kind -x -d 'birthday, anniversary, appointment, deadline, event, follow_up or explicit_reminder.'
+complete -c fermix -n '__fermix_at \'events add\'' -l leap-day-policy -x -d 'feb_28 or mar_1, for a yearly 29 February.'
+complete -c fermix -n '__fermix_at \'events add\'' -l no-reminders -d 'Store the date without reminders.'
+complete -c fermix -n '__fermix_at \'events add\'' -l on -x -d 'The date, YYYY-MM-DD.'
+complete -c fermix -n '__fermix_at \'events add\'' -l remind -x -d 'A reminder rule replacing the defaults: at, 60m, 2h, 7d, 7d@08:30 (repeatable).'
+complete -c fermix -n '__fermix_at \'events add\'' -l tz -x -d 'IANA zone (default: [fermix_core.personalization] timezone).'
+complete -c fermix -n '__fermix_at \'events add\'' -l utc-offset -x -d 'Pick one of a repeated hour\'s offsets, e.g. -05:00.'
+complete -c fermix -n '__fermix_at \'events add\'' -l yearly -x -d 'A yearly date, MM-DD.'
+complete -c fermix -n '__fermix_at \'events list\'' -l cursor -x -d 'The next page, from a previous listing.'
+complete -c fermix -n '__fermix_at \'events list\'' -l from -x -d 'Earliest date, YYYY-MM-DD (default today).'
+complete -c fermix -n '__fermix_at \'events list\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'events list\'' -l json -d 'JSON output (the tool\'s result).'
+complete -c fermix -n '__fermix_at \'events list\'' -l kind -x -d 'Only this kind (birthday, appointment, ...).'
+complete -c fermix -n '__fermix_at \'events list\'' -l limit -x -d 'Rows per page (default 25).'
+complete -c fermix -n '__fermix_at \'events list\'' -l status -x -d 'active (default), completed, cancelled or any.'
+complete -c fermix -n '__fermix_at \'events list\'' -l text -x -d 'Match title and description.'
+complete -c fermix -n '__fermix_at \'events list\'' -l to -x -d 'Latest date, YYYY-MM-DD.'
+complete -c fermix -n '__fermix_at \'events rm\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'events rm\'' -l json -d 'JSON output (the tool\'s result).'
+complete -c fermix -n '__fermix_at \'events snooze\'' -l confirm-past-boundary -d 'Allow a time at or after the event.'
+complete -c fermix -n '__fermix_at \'events snooze\'' -l for -x -d 'How long: 30m, 2h or 1d.'
+complete -c fermix -n '__fermix_at \'events snooze\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'events snooze\'' -l json -d 'JSON output (the tool\'s result).'
+complete -c fermix -n '__fermix_at \'events snooze\'' -l until -x -d 'A local time: \'YYYY-MM-DD HH:MM\'.'
 complete -c fermix -n '__fermix_at \'grant\'' -a 'path' -d 'Allow a directory (persisted to [sandbox] allowed_roots).'
 complete -c fermix -n '__fermix_at \'grant\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'grant path\'' -s h -l help -d 'Show help and exit.'

@@ -35,7 +35,13 @@ def _text(value: str | None, field: str, limit: int, *, required: bool = False) 
 
 
 def _resolve(
-    ctx: ToolContext, when: Any, zone_name: str, leap: str | None, kind: str, reminders: Any, no_reminders: bool
+    ctx: ToolContext,
+    when: Any,
+    zone_name: str,
+    leap: str | None,
+    kind: str,
+    reminders: Any,
+    no_reminders: bool,
 ) -> tuple[When, list[dict[str, Any]], plans.Occurrence]:
     """The time form, the plan and the next occurrence, with every rule of the seed checked."""
     now = ctx.now()
@@ -49,7 +55,9 @@ def _resolve(
 
 def _insert(db: sqlite3.Connection, values: dict[str, Any]) -> None:
     cols = ", ".join(values)
-    db.execute(f"INSERT INTO temporal_events ({cols}) VALUES ({', '.join('?' * len(values))})", list(values.values()))
+    db.execute(
+        f"INSERT INTO temporal_events ({cols}) VALUES ({', '.join('?' * len(values))})", list(values.values())
+    )
 
 
 def _when_columns(w: When, occ: plans.Occurrence, leap: str | None) -> dict[str, Any]:
@@ -79,7 +87,9 @@ def store_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
     title = _text(p.title, "title", MAX_TITLE, required=True)
     description = _text(p.description, "description", MAX_DESCRIPTION)
     zone_name = resolve_zone_name(p.timezone, configured_zone(ctx))
-    w, plan, occ = _resolve(ctx, p.when, zone_name, p.leap_day_policy, p.kind, p.reminders, bool(p.no_reminders))
+    w, plan, occ = _resolve(
+        ctx, p.when, zone_name, p.leap_day_policy, p.kind, p.reminders, bool(p.no_reminders)
+    )
     from .targets import resolve_default_target
 
     target, source = resolve_default_target(ctx.config, ctx.paths)
@@ -93,8 +103,11 @@ def store_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
         ).fetchone()
         if existing is not None:
             if store.when_of(existing) == w and existing["timezone"] == zone_name:
-                return {"status": "existing", "event": store.event_dict(existing, _future(db, existing["id"], existing["revision"])),
-                        "message": f"Already stored: {existing['title']} on {existing['next_date']}; nothing was added."}
+                return {
+                    "status": "existing",
+                    "event": store.event_dict(existing, _future(db, existing["id"], existing["revision"])),
+                    "message": f"Already stored: {existing['title']} on {existing['next_date']}; nothing was added.",
+                }
             stored = store.when_of(existing).as_dict()
             raise ToolError(
                 "identity_conflict",
@@ -105,13 +118,28 @@ def store_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
             )
         event_id = store.new_id("ev")
         stamp = store.ts(now)
-        _insert(db, {
-            "id": event_id, "owner_id": store.OWNER, "title": title, "description": description, "kind": p.kind,
-            **_when_columns(w, occ, p.leap_day_policy), "timezone": zone_name, "plan": json.dumps(plan),
-            "no_reminders": int(bool(p.no_reminders)), "followup": int(bool(p.followup)),
-            "delivery_target": json.dumps(target), "delivery_source": source, "status": "active",
-            "dedupe_key": key, "revision": 1, "created_at": stamp, "updated_at": stamp,
-        })
+        _insert(
+            db,
+            {
+                "id": event_id,
+                "owner_id": store.OWNER,
+                "title": title,
+                "description": description,
+                "kind": p.kind,
+                **_when_columns(w, occ, p.leap_day_policy),
+                "timezone": zone_name,
+                "plan": json.dumps(plan),
+                "no_reminders": int(bool(p.no_reminders)),
+                "followup": int(bool(p.followup)),
+                "delivery_target": json.dumps(target),
+                "delivery_source": source,
+                "status": "active",
+                "dedupe_key": key,
+                "revision": 1,
+                "created_at": stamp,
+                "updated_at": stamp,
+            },
+        )
         row = store.get_event(db, event_id)
         store.materialise(db, row, now, store.local_today(now, zone_name))
         row = store.get_event(db, event_id)
@@ -126,7 +154,9 @@ def store_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
     if plan and not planned:
         message += " no future reminder remains."
     elif planned:
-        message += f" {len(planned)} reminder(s) planned, delivered to {target['platform']}:{target['address']}."
+        message += (
+            f" {len(planned)} reminder(s) planned, delivered to {target['platform']}:{target['address']}."
+        )
     if p.followup:
         message += " After each reminder, a short follow-up check-in may offer help."
     out = {
@@ -134,7 +164,9 @@ def store_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
         "event": event,
         "stated_as": event["stated_as"],
         "planned_reminders": [store.reminder_dict(r, zone_name) for r in planned],
-        "similar_events": [{"event_id": s["id"], "title": s["title"], "next_occurrence": s["next_date"]} for s in similar],
+        "similar_events": [
+            {"event_id": s["id"], "title": s["title"], "next_occurrence": s["next_date"]} for s in similar
+        ],
         "delivery": {"target": target, "source": source},
         "message": message,
     }
@@ -167,7 +199,11 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
     with ctx.state.write() as db:
         row = store.get_event(db, p.event_id)
         if row["status"] != "active":
-            raise ToolError("not_active", f"{row['title']} is {row['status']}; only active events change.", {"status": row["status"]})
+            raise ToolError(
+                "not_active",
+                f"{row['title']} is {row['status']}; only active events change.",
+                {"status": row["status"]},
+            )
         direction = check_direction(p.owner_direction, row) if p.when is not None else None
         store.refuse_if_sending(db, row["id"])
         changes: dict[str, Any] = {}
@@ -189,7 +225,10 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
             if new != row[name]:
                 previous[name], changes[name] = row[name], new
         if p.description is not None:
-            previous["description"], changes["description"] = row["description"], _text(p.description, "description", MAX_DESCRIPTION)
+            previous["description"], changes["description"] = (
+                row["description"],
+                _text(p.description, "description", MAX_DESCRIPTION),
+            )
         if w != store.when_of(row) or occ.day.isoformat() != row["next_date"]:
             previous["when"] = store.when_of(row).as_dict()
         changes.update(_when_columns(w, occ, leap))
@@ -221,14 +260,20 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
                 [*changes.values(), row["id"]],
             )
         except sqlite3.IntegrityError:
-            raise ToolError("identity_conflict", "another active event already has this kind, title and date.", {}) from None
+            raise ToolError(
+                "identity_conflict", "another active event already has this kind, title and date.", {}
+            ) from None
         row = store.get_event(db, row["id"])
         if retime:
             store.materialise(db, row, now, store.local_today(now, zone_name))
             row = store.get_event(db, row["id"])
         planned = _future(db, row["id"], row["revision"])
-    out = {"status": "updated", "event": store.event_dict(row), "previous": previous,
-           "planned_reminders": [store.reminder_dict(r, row["timezone"]) for r in planned]}
+    out = {
+        "status": "updated",
+        "event": store.event_dict(row),
+        "previous": previous,
+        "planned_reminders": [store.reminder_dict(r, row["timezone"]) for r in planned],
+    }
     if direction:
         out["owner_direction"] = direction
     return out
@@ -260,7 +305,9 @@ def remove_event(ctx: ToolContext, event_id: str | None) -> dict[str, Any]:
             event_id, via = recent["event_id"], recent["id"]
         row = store.get_event(db, event_id)
         if row["status"] != "active":
-            raise ToolError("not_active", f"{row['title']} is already {row['status']}.", {"status": row["status"]})
+            raise ToolError(
+                "not_active", f"{row['title']} is already {row['status']}.", {"status": row["status"]}
+            )
         store.refuse_if_sending(db, event_id)
         stamp = store.ts(now)
         cancelled = db.execute(

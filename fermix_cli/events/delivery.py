@@ -89,14 +89,20 @@ def _alive(claimed_by: str) -> bool:
 
 def reconcile(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
     stamp = store.ts(now)
-    rows = db.execute("SELECT id, claimed_by, lease_until FROM reminder_occurrences WHERE status = 'delivering'").fetchall()
+    rows = db.execute(
+        "SELECT id, claimed_by, lease_until FROM reminder_occurrences WHERE status = 'delivering'"
+    ).fetchall()
     lost = [r for r in rows if r["lease_until"] <= stamp or not _alive(r["claimed_by"])]
     for r in lost:
         db.execute(
             "UPDATE reminder_occurrences SET status = 'failed', next_attempt_at = NULL, last_error_code = 'runner_lost',"
             " last_error = ? WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
-            ("the process sending this reminder stopped mid-send; it may or may not have arrived, so it is not "
-             "sent again", r["id"], r["claimed_by"]),
+            (
+                "the process sending this reminder stopped mid-send; it may or may not have arrived, so it is not "
+                "sent again",
+                r["id"],
+                r["claimed_by"],
+            ),
         )
         report.failed.append({"reminder_id": r["id"], "code": "runner_lost"})
 
@@ -104,11 +110,14 @@ def reconcile(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> 
 def roll(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
     passed = (now - timedelta(days=1)).date().isoformat()
     for event in db.execute(
-        "SELECT * FROM temporal_events WHERE status = 'active' AND next_date < ? ORDER BY next_date LIMIT 500", (passed,)
+        "SELECT * FROM temporal_events WHERE status = 'active' AND next_date < ? ORDER BY next_date LIMIT 500",
+        (passed,),
     ).fetchall():
         today = store.local_today(now, event["timezone"])
         if event["recurrence"] == "yearly":
-            occ = store.next_occurrence(store.when_of(event), event["timezone"], event["leap_day_policy"], today)
+            occ = store.next_occurrence(
+                store.when_of(event), event["timezone"], event["leap_day_policy"], today
+            )
             db.execute(
                 "UPDATE temporal_events SET next_date = ?, next_at = ? WHERE id = ?",
                 (occ.day.isoformat(), store.ts(occ.start), event["id"]),
@@ -122,8 +131,9 @@ def roll(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
         report.rolled.append(event["id"])
 
 
-def claim(db: sqlite3.Connection, now: datetime, claimant: str, lease: int, limit: int,
-          report: DeliveryReport) -> list[sqlite3.Row]:
+def claim(
+    db: sqlite3.Connection, now: datetime, claimant: str, lease: int, limit: int, report: DeliveryReport
+) -> list[sqlite3.Row]:
     stamp = store.ts(now)
     due = db.execute(
         "SELECT r.*, e.title, e.kind, e.time_kind, e.event_time, e.timezone, e.delivery_target, e.status AS event_status,"
@@ -137,7 +147,10 @@ def claim(db: sqlite3.Connection, now: datetime, claimant: str, lease: int, limi
         newest[r["event_id"]] = max(newest.get(r["event_id"], ""), r["scheduled_for"])
     for r in due:
         if r["event_status"] == "cancelled":
-            db.execute("UPDATE reminder_occurrences SET status = 'cancelled', next_attempt_at = NULL WHERE id = ?", (r["id"],))
+            db.execute(
+                "UPDATE reminder_occurrences SET status = 'cancelled', next_attempt_at = NULL WHERE id = ?",
+                (r["id"],),
+            )
             continue
         if r["valid_until"] <= stamp:
             db.execute(
@@ -148,7 +161,8 @@ def claim(db: sqlite3.Connection, now: datetime, claimant: str, lease: int, limi
             continue
         if r["attempt_count"] > 0 and r["scheduled_for"] < newest[r["event_id"]]:
             db.execute(
-                "UPDATE reminder_occurrences SET status = 'superseded', next_attempt_at = NULL WHERE id = ?", (r["id"],)
+                "UPDATE reminder_occurrences SET status = 'superseded', next_attempt_at = NULL WHERE id = ?",
+                (r["id"],),
             )
             continue
         db.execute(
@@ -174,16 +188,24 @@ def next_attempt(r: sqlite3.Row, attempts: int, now: datetime, retry_after: floa
     return due
 
 
-def send_one(ctx: ToolContext, r: sqlite3.Row, channels: ChannelLookup) -> tuple[dict[str, Any] | None, ChannelError | None]:
+def send_one(
+    ctx: ToolContext, r: sqlite3.Row, channels: ChannelLookup
+) -> tuple[dict[str, Any] | None, ChannelError | None]:
     target = json.loads(r["delivery_target"])
     channel = channels(target["platform"], ctx.paths)
     if channel is None:
         return None, ChannelError(
             f"no channel for platform {target['platform']!r} in this fermix; reminders never fall back to another",
-            code="unsupported_channel", permanent=True,
+            code="unsupported_channel",
+            permanent=True,
         )
-    meta = {"kind": "reminder", "event_id": r["event_id"], "reminder_id": r["id"], "rule_id": r["rule_id"],
-            "sent_at": store.ts(ctx.now())}
+    meta = {
+        "kind": "reminder",
+        "event_id": r["event_id"],
+        "reminder_id": r["id"],
+        "rule_id": r["rule_id"],
+        "sent_at": store.ts(ctx.now()),
+    }
     try:
         sent = channel.send_text(target["address"], reminder_text(r), meta)
     except ChannelError as e:
@@ -196,8 +218,14 @@ def send_one(ctx: ToolContext, r: sqlite3.Row, channels: ChannelLookup) -> tuple
     return sent.as_dict(), None
 
 
-def record(ctx: ToolContext, r: sqlite3.Row, claimant: str, sent: dict[str, Any] | None,
-           error: ChannelError | None, report: DeliveryReport) -> None:
+def record(
+    ctx: ToolContext,
+    r: sqlite3.Row,
+    claimant: str,
+    sent: dict[str, Any] | None,
+    error: ChannelError | None,
+    report: DeliveryReport,
+) -> None:
     now = ctx.now()
     target = json.loads(r["delivery_target"])
     with ctx.state.write(durable=True) as db:
@@ -206,8 +234,14 @@ def record(ctx: ToolContext, r: sqlite3.Row, claimant: str, sent: dict[str, Any]
                 "UPDATE reminder_occurrences SET status = 'delivered', sent_at = ?, next_attempt_at = NULL,"
                 " platform = ?, address = ?, conversation_id = ?, last_error = NULL, last_error_code = NULL"
                 " WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
-                (store.ts(now), target["platform"], target["address"],
-                 delivery_conversation(target["platform"], target["address"]), r["id"], claimant),
+                (
+                    store.ts(now),
+                    target["platform"],
+                    target["address"],
+                    delivery_conversation(target["platform"], target["address"]),
+                    r["id"],
+                    claimant,
+                ),
             )
             report.sent.append({"reminder_id": r["id"], "event_id": r["event_id"], "to": sent})
             return

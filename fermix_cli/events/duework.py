@@ -29,10 +29,12 @@ def nothing_due(db: sqlite3.Connection, now: datetime) -> bool:
     passed = (now - timedelta(days=1)).date().isoformat()  # UTC-12 is still at most one day behind
     return (
         db.execute(
-            "SELECT 1 FROM reminder_occurrences WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1", (stamp,)
+            "SELECT 1 FROM reminder_occurrences WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1",
+            (stamp,),
         ).fetchone()
         is None
-        and db.execute("SELECT 1 FROM reminder_occurrences WHERE status = 'delivering' LIMIT 1").fetchone() is None
+        and db.execute("SELECT 1 FROM reminder_occurrences WHERE status = 'delivering' LIMIT 1").fetchone()
+        is None
         and db.execute(
             "SELECT 1 FROM temporal_events WHERE status = 'active' AND next_date < ? LIMIT 1", (passed,)
         ).fetchone()

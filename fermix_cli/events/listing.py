@@ -31,7 +31,9 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
         key, event_id = raw.split("|", 1)
         date.fromisoformat(key)
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise ToolError("invalid_cursor", "cursor is not one event_list returned; pass it back verbatim.", {}) from None
+        raise ToolError(
+            "invalid_cursor", "cursor is not one event_list returned; pass it back verbatim.", {}
+        ) from None
     return key, event_id
 
 
@@ -103,7 +105,12 @@ def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:
         for rem in e["reminders"]
         if rem["status"] == "failed"
     ]
-    out: dict[str, Any] = {"events": events, "count": len(events), "today": today.isoformat(), "timezone": zone_name}
+    out: dict[str, Any] = {
+        "events": events,
+        "count": len(events),
+        "today": today.isoformat(),
+        "timezone": zone_name,
+    }
     if failing:
         out["failed_reminders"] = failing
     if more:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
@@ -35,7 +34,7 @@ def _lead(rule_id: str, snoozed: bool) -> str:
     return "coming up"
 
 
-def reminder_text(r: Mapping[str, Any]) -> str:
+def reminder_text(r: Any) -> str:
     """`Reminder: Dentist (appointment) on Sunday 14 March 2027 at 09:30 Europe/Berlin time, in 1 hour.`"""
     day = date.fromisoformat(r["occurrence_key"])
     when = f"{day.strftime('%A')} {day.day} {day.strftime('%B %Y')}"

@@ -96,7 +96,9 @@ def temporal_events(db: sqlite3.Connection) -> None:
         "CREATE UNIQUE INDEX reminder_occurrences_snooze ON reminder_occurrences(source_reminder_id, scheduled_for)"
         " WHERE source_reminder_id IS NOT NULL"
     )
-    db.execute("CREATE INDEX reminder_occurrences_due ON reminder_occurrences(next_attempt_at) WHERE status = 'pending'")
+    db.execute(
+        "CREATE INDEX reminder_occurrences_due ON reminder_occurrences(next_attempt_at) WHERE status = 'pending'"
+    )
     db.execute(
         "CREATE INDEX reminder_occurrences_sending ON reminder_occurrences(lease_until) WHERE status = 'delivering'"
     )
@@ -105,7 +107,9 @@ def temporal_events(db: sqlite3.Connection) -> None:
         "CREATE INDEX reminder_occurrences_recent ON reminder_occurrences(conversation_id, sent_at)"
         " WHERE status = 'delivered'"
     )
-    db.execute("CREATE INDEX reminder_occurrences_failed ON reminder_occurrences(status) WHERE status = 'failed'")
+    db.execute(
+        "CREATE INDEX reminder_occurrences_failed ON reminder_occurrences(status) WHERE status = 'failed'"
+    )
 
 
 MIGRATIONS = (Migration("events_001_temporal_events", temporal_events),)

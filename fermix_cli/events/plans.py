@@ -58,7 +58,11 @@ def parse_rule(rule: Any, time_kind: str) -> dict[str, Any]:
     if not isinstance(rule, dict):
         raise ToolError("invalid_input", f"each reminder rule is an object: {RULE_FORMS}.", {})
     kind = rule.get("type")
-    keys = {"days_before": {"type", "days", "at"}, "duration_before": {"type", "minutes"}, "at_time": {"type"}}
+    keys = {
+        "days_before": {"type", "days", "at"},
+        "duration_before": {"type", "minutes"},
+        "at_time": {"type"},
+    }
     if kind not in keys or not set(rule) <= keys[kind]:
         raise ToolError("invalid_input", f"a reminder rule is one of {RULE_FORMS}.", {"rule": rule})
     if kind == "days_before":
@@ -82,7 +86,9 @@ def build_plan(
     """The plan to store: none, the explicit one (replacing the defaults) or the kind's defaults."""
     if no_reminders:
         if reminders:
-            raise ToolError("invalid_input", "no_reminders excludes a reminders plan; give one or the other.", {})
+            raise ToolError(
+                "invalid_input", "no_reminders excludes a reminders plan; give one or the other.", {}
+            )
         return []
     if reminders is None:
         plan = default_plan(kind, time_kind)
@@ -95,16 +101,22 @@ def build_plan(
             )
         return plan
     if not reminders:
-        raise ToolError("empty_plan", "an empty reminders plan: use no_reminders: true to store no reminders.", {})
+        raise ToolError(
+            "empty_plan", "an empty reminders plan: use no_reminders: true to store no reminders.", {}
+        )
     if len(reminders) > MAX_RULES:
         raise ToolError(
-            "too_many_rules", f"a plan has at most {MAX_RULES} rules, not {len(reminders)}.", {"rules": len(reminders)}
+            "too_many_rules",
+            f"a plan has at most {MAX_RULES} rules, not {len(reminders)}.",
+            {"rules": len(reminders)},
         )
     plan = [parse_rule(r, time_kind) for r in reminders]
     ids = [r["id"] for r in plan]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
-        raise ToolError("duplicate_rule_id", f"the plan names {', '.join(duplicates)} twice.", {"ids": duplicates})
+        raise ToolError(
+            "duplicate_rule_id", f"the plan names {', '.join(duplicates)} twice.", {"ids": duplicates}
+        )
     return plan
 
 
@@ -132,7 +144,9 @@ def occurrence(w: When, day: date, tz: tzinfo) -> Occurrence:
     return Occurrence(day, begin, end)
 
 
-def occurrences(w: When, tz: tzinfo, today: date, leap_policy: str | None, count: int = 2) -> list[Occurrence]:
+def occurrences(
+    w: When, tz: tzinfo, today: date, leap_policy: str | None, count: int = 2
+) -> list[Occurrence]:
     """A one-time event's occurrence, or a yearly one's next `count` from `today` on."""
     if w.recurrence != "yearly":
         assert w.date is not None
@@ -173,5 +187,9 @@ def planned(plan: list[dict[str, Any]], occs: list[Occurrence], tz: tzinfo, now:
             if due <= now:
                 continue
             boundary = occ.boundary.astimezone(UTC)
-            out.append(Planned(occ.day.isoformat(), rule["id"], due, max(boundary, due + VALIDITY_AFTER_DUE), boundary))
+            out.append(
+                Planned(
+                    occ.day.isoformat(), rule["id"], due, max(boundary, due + VALIDITY_AFTER_DUE), boundary
+                )
+            )
     return sorted(out, key=lambda p: (p.due, p.rule_id))

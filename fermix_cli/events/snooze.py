@@ -47,7 +47,9 @@ def _source(db: sqlite3.Connection, ctx: ToolContext, reminder_id: str | None) -
         if row is None:
             raise ToolError("not_found", f"no reminder {reminder_id}; event_list shows reminder ids.", {})
     if row["source_reminder_id"] is not None:  # snoozing a snooze defers its source again
-        row = db.execute("SELECT * FROM reminder_occurrences WHERE id = ?", (row["source_reminder_id"],)).fetchone()
+        row = db.execute(
+            "SELECT * FROM reminder_occurrences WHERE id = ?", (row["source_reminder_id"],)
+        ).fetchone()
     return row
 
 
@@ -59,11 +61,19 @@ def snooze_reminder(ctx: ToolContext, p: Any) -> dict[str, Any]:
         source = _source(db, ctx, p.reminder_id)
         event = store.get_event(db, source["event_id"])
         if event["status"] == "cancelled":
-            raise ToolError("parent_cancelled", f"{event['title']} was cancelled; its reminders cannot be snoozed.", {})
+            raise ToolError(
+                "parent_cancelled", f"{event['title']} was cancelled; its reminders cannot be snoozed.", {}
+            )
         if source["status"] in ("failed", "expired", "cancelled"):
-            raise ToolError("source_terminal", f"reminder {source['id']} is {source['status']}; it cannot be snoozed.", {})
+            raise ToolError(
+                "source_terminal", f"reminder {source['id']} is {source['status']}; it cannot be snoozed.", {}
+            )
         if source["status"] == "delivering":
-            raise ToolError("source_delivering", f"reminder {source['id']} is being sent right now; try again shortly.", {})
+            raise ToolError(
+                "source_delivering",
+                f"reminder {source['id']} is being sent right now; try again shortly.",
+                {},
+            )
         when = snooze_time(p.snooze, now, configured_zone(ctx) or event["timezone"])
         if when <= now:
             raise ToolError("snooze_in_past", "the snooze time has already passed; pick a later time.", {})
@@ -84,11 +94,19 @@ def snooze_reminder(ctx: ToolContext, p: Any) -> dict[str, Any]:
         stamp = store.ts(when)
         if active is not None:
             if active["status"] == "delivering":
-                raise ToolError("delivery_in_progress", "the earlier snooze of this reminder is being sent right now.", {})
+                raise ToolError(
+                    "delivery_in_progress", "the earlier snooze of this reminder is being sent right now.", {}
+                )
             if active["scheduled_for"] == stamp:
-                raise ToolError("already_snoozed", f"reminder {source['id']} is already snoozed to {stamp}; nothing changed.",
-                                {"reminder_id": active["id"], "scheduled_for": stamp})
-            db.execute("UPDATE reminder_occurrences SET status = 'cancelled', next_attempt_at = NULL WHERE id = ?", (active["id"],))
+                raise ToolError(
+                    "already_snoozed",
+                    f"reminder {source['id']} is already snoozed to {stamp}; nothing changed.",
+                    {"reminder_id": active["id"], "scheduled_for": stamp},
+                )
+            db.execute(
+                "UPDATE reminder_occurrences SET status = 'cancelled', next_attempt_at = NULL WHERE id = ?",
+                (active["id"],),
+            )
         if source["status"] == "pending":  # deferring a reminder not yet sent: the snooze takes its place
             db.execute(
                 "UPDATE reminder_occurrences SET status = 'superseded', next_attempt_at = NULL, last_error = ? WHERE id = ?",
@@ -102,11 +120,23 @@ def snooze_reminder(ctx: ToolContext, p: Any) -> dict[str, Any]:
             " VALUES (?,?,?,?,?,?,?,?,'pending',?,?,?)"
             " ON CONFLICT DO UPDATE SET status = 'pending', next_attempt_at = excluded.next_attempt_at,"
             " attempt_count = 0, last_error = NULL, valid_until = excluded.valid_until",
-            (snooze_id, source["event_id"], source["revision"], source["occurrence_key"], source["rule_id"], stamp,
-             store.ts(valid), source["boundary"], stamp, source["id"], store.ts(now)),
+            (
+                snooze_id,
+                source["event_id"],
+                source["revision"],
+                source["occurrence_key"],
+                source["rule_id"],
+                stamp,
+                store.ts(valid),
+                source["boundary"],
+                stamp,
+                source["id"],
+                store.ts(now),
+            ),
         )
         row = db.execute(
-            "SELECT * FROM reminder_occurrences WHERE source_reminder_id = ? AND scheduled_for = ?", (source["id"], stamp)
+            "SELECT * FROM reminder_occurrences WHERE source_reminder_id = ? AND scheduled_for = ?",
+            (source["id"], stamp),
         ).fetchone()
     local = when.astimezone(zone(event["timezone"]))
     return {

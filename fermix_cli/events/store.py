@@ -39,7 +39,13 @@ def new_id(prefix: str) -> str:
 
 def when_of(row: sqlite3.Row) -> When:
     return When(
-        row["recurrence"], row["time_kind"], row["event_date"], row["event_time"], row["fold"], row["month"], row["day"]
+        row["recurrence"],
+        row["time_kind"],
+        row["event_date"],
+        row["event_time"],
+        row["fold"],
+        row["month"],
+        row["day"],
     )
 
 
@@ -78,13 +84,25 @@ def materialise(
         " scheduled_for, valid_until, boundary, status, next_attempt_at, created_at)"
         " VALUES (?,?,?,?,?,?,?,?,'pending',?,?)",
         [
-            (new_id("rm"), event["id"], event["revision"], p.occurrence_key, p.rule_id, ts(p.due),
-             ts(p.valid_until), ts(p.boundary), ts(p.due), stamp)
+            (
+                new_id("rm"),
+                event["id"],
+                event["revision"],
+                p.occurrence_key,
+                p.rule_id,
+                ts(p.due),
+                ts(p.valid_until),
+                ts(p.boundary),
+                ts(p.due),
+                stamp,
+            )
             for p in rows
         ],
     )
     through = occs[-1].day if w.recurrence == "yearly" else occs[0].day
-    db.execute("UPDATE temporal_events SET materialized_through = ? WHERE id = ?", (through.isoformat(), event["id"]))
+    db.execute(
+        "UPDATE temporal_events SET materialized_through = ? WHERE id = ?", (through.isoformat(), event["id"])
+    )
     return rows
 
 
@@ -139,7 +157,9 @@ def event_dict(row: sqlite3.Row, reminders: list[sqlite3.Row] | None = None) -> 
 def get_event(db: sqlite3.Connection, event_id: str) -> sqlite3.Row:
     row = db.execute("SELECT * FROM temporal_events WHERE id = ?", (event_id,)).fetchone()
     if row is None:
-        raise ToolError("not_found", f"no event {event_id}; find ids with event_list.", {"event_id": event_id})
+        raise ToolError(
+            "not_found", f"no event {event_id}; find ids with event_list.", {"event_id": event_id}
+        )
     return row
 
 
@@ -151,7 +171,8 @@ def reminders_of(db: sqlite3.Connection, event_id: str) -> list[sqlite3.Row]:
 
 def refuse_if_sending(db: sqlite3.Connection, event_id: str) -> None:
     busy = db.execute(
-        "SELECT id FROM reminder_occurrences WHERE event_id = ? AND status = 'delivering' LIMIT 1", (event_id,)
+        "SELECT id FROM reminder_occurrences WHERE event_id = ? AND status = 'delivering' LIMIT 1",
+        (event_id,),
     ).fetchone()
     if busy is not None:
         raise ToolError(

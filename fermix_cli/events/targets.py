@@ -29,7 +29,9 @@ def check_configured(target: dict[str, Any]) -> dict[str, Any]:
 
     platform = str(target.get("platform", "")).strip()
     if platform == "cli":
-        raise _invalid("platform cli is the terminal, which is not there when a reminder is due; name a channel.")
+        raise _invalid(
+            "platform cli is the terminal, which is not there when a reminder is due; name a channel."
+        )
     refused = sorted({"reply_to", "req_options"} & set(target))
     if refused:
         raise _invalid(f"{', '.join(refused)} cannot be part of a default target.", keys=refused)

@@ -77,11 +77,15 @@ def resolve_zone_name(explicit: str | None, configured: str | None) -> str:
 
 def parse_date(text: Any, field: str = "date") -> date:
     if not isinstance(text, str) or not _DATE.match(text):
-        raise ToolError("invalid_when", f"{field} must be YYYY-MM-DD; the forms are {WHEN_FORMS}.", {"field": field})
+        raise ToolError(
+            "invalid_when", f"{field} must be YYYY-MM-DD; the forms are {WHEN_FORMS}.", {"field": field}
+        )
     try:
         return date.fromisoformat(text)
     except ValueError:
-        raise ToolError("invalid_when", f"{field} {text!r} is not a calendar date.", {"field": field}) from None
+        raise ToolError(
+            "invalid_when", f"{field} {text!r} is not a calendar date.", {"field": field}
+        ) from None
 
 
 def parse_time(text: Any, field: str = "time", code: str = "invalid_when") -> time:

@@ -29,8 +29,12 @@ class FlakyChannel:
     def send_text(self, address: str, text: str, meta: dict[str, Any]) -> Sent:
         self.calls += 1
         if self.calls <= self.failures:
-            raise ChannelError("429 Too Many Requests", code="rate_limited", retry_after=self.retry_after,
-                               permanent=self.permanent)
+            raise ChannelError(
+                "429 Too Many Requests",
+                code="rate_limited",
+                retry_after=self.retry_after,
+                permanent=self.permanent,
+            )
         self.sent.append((address, text, meta))
         return Sent(self.platform, address)
 

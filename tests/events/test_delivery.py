@@ -18,9 +18,13 @@ from tests.events.world import Events, utc
 
 
 def test_store_then_tick_at_the_right_instants_delivers_once(ev: Events) -> None:
-    out = ev.store("Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"})
+    out = ev.store(
+        "Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}
+    )
     assert [r["scheduled_for"] for r in out["planned_reminders"]] == [
-        "2026-09-09T07:30:00.000000Z", "2026-09-10T06:30:00.000000Z"]
+        "2026-09-09T07:30:00.000000Z",
+        "2026-09-10T06:30:00.000000Z",
+    ]
     assert ev.tick(utc("2026-09-09T07:29:00Z"))["status"] == "idle"
     sent = ev.tick(utc("2026-09-09T07:30:10Z"))
     assert [s["reminder_id"] for s in sent["sent"]] == [out["planned_reminders"][0]["reminder_id"]]
@@ -48,36 +52,64 @@ def test_cancel_that_looks_back_24_hours_in_this_conversation_only(ev: Events) -
     assert e.code == "no_conversation_target"
     chat = {"origin": "interactive", "extras": {"conversation_id": "telegram:42"}}
     assert ev.error("event_remove", {}, at=utc("2026-09-09T08:00:00Z"), **chat).code == "no_recent_reminder"
-    snoozed = ev.call("reminder_snooze", {"snooze": {"type": "duration", "amount": 30, "unit": "minutes"}},
-                      at=utc("2026-09-09T08:00:00Z"))
+    snoozed = ev.call(
+        "reminder_snooze",
+        {"snooze": {"type": "duration", "amount": 30, "unit": "minutes"}},
+        at=utc("2026-09-09T08:00:00Z"),
+    )
     assert snoozed["reminder"]["scheduled_for"] == "2026-09-09T08:30:00.000000Z"
-    assert ev.tick(utc("2026-09-09T08:30:05Z"))["sent"][0]["reminder_id"] == snoozed["reminder"]["reminder_id"]
+    assert (
+        ev.tick(utc("2026-09-09T08:30:05Z"))["sent"][0]["reminder_id"] == snoozed["reminder"]["reminder_id"]
+    )
     assert "snoozed reminder" in ev.inbox()[-1]["text"]
 
 
 def test_dst_new_york_fall_back_and_berlin_spring_gap(ev: Events) -> None:
-    ev.store("Second 1:30", "explicit_reminder", timezone="America/New_York",
-             when={"type": "datetime", "date": "2026-11-01", "time": "01:30:00", "utc_offset": "-05:00"})
-    ev.store("Gap", "event", when={"type": "date", "date": "2027-03-29"},
-             reminders=[{"type": "days_before", "days": 1, "at": "02:30:00"}])
+    ev.store(
+        "Second 1:30",
+        "explicit_reminder",
+        timezone="America/New_York",
+        when={"type": "datetime", "date": "2026-11-01", "time": "01:30:00", "utc_offset": "-05:00"},
+    )
+    ev.store(
+        "Gap",
+        "event",
+        when={"type": "date", "date": "2027-03-29"},
+        reminders=[{"type": "days_before", "days": 1, "at": "02:30:00"}],
+    )
     assert ev.tick(utc("2026-11-01T05:30:30Z"))["status"] == "idle"  # the first 01:30 (EDT) is not it
     assert len(ev.tick(utc("2026-11-01T06:30:30Z"))["sent"]) == 1  # the second 01:30 (EST)
     assert ev.tick(utc("2027-03-28T01:29:00Z")).get("sent", []) == []  # (the November event completes)
     assert len(ev.tick(utc("2027-03-28T01:30:30Z"))["sent"]) == 1  # 02:30 does not exist: 03:30 CEST
     texts = [m["text"] for m in ev.inbox()]
-    assert texts[0] == "Reminder: Second 1:30 (explicit reminder) on Sunday 1 November 2026 at 01:30 America/New_York time, now."
+    assert (
+        texts[0]
+        == "Reminder: Second 1:30 (explicit reminder) on Sunday 1 November 2026 at 01:30 America/New_York time, now."
+    )
     assert texts[1] == "Reminder: Gap (event) on Monday 29 March 2027, tomorrow."
 
 
 def test_a_yearly_29_february_rolls_by_its_policy(ev: Events) -> None:
     june_2027 = utc("2027-06-01T08:00:00Z")
     for title, policy in (("Leap A", "mar_1"), ("Leap B", "feb_28")):
-        ev.store(title, "birthday", when={"type": "annual", "month": 2, "day": 29}, leap_day_policy=policy,
-                 reminders=[{"type": "days_before", "days": 0}], at=june_2027)
-    rows = ev.sql("SELECT e.title, r.occurrence_key FROM reminder_occurrences r JOIN temporal_events e"
-                  " ON e.id = r.event_id ORDER BY e.title, r.occurrence_key")
-    assert [tuple(r) for r in rows] == [("Leap A", "2028-02-29"), ("Leap A", "2029-03-01"),
-                                        ("Leap B", "2028-02-29"), ("Leap B", "2029-02-28")]
+        ev.store(
+            title,
+            "birthday",
+            when={"type": "annual", "month": 2, "day": 29},
+            leap_day_policy=policy,
+            reminders=[{"type": "days_before", "days": 0}],
+            at=june_2027,
+        )
+    rows = ev.sql(
+        "SELECT e.title, r.occurrence_key FROM reminder_occurrences r JOIN temporal_events e"
+        " ON e.id = r.event_id ORDER BY e.title, r.occurrence_key"
+    )
+    assert [tuple(r) for r in rows] == [
+        ("Leap A", "2028-02-29"),
+        ("Leap A", "2029-03-01"),
+        ("Leap B", "2028-02-29"),
+        ("Leap B", "2029-02-28"),
+    ]
     assert len(ev.tick(utc("2028-02-29T08:00:30Z"))["sent"]) == 2  # 09:00 in Berlin, both on the real day
     rolled = ev.tick(utc("2028-03-02T12:00:00Z"))
     assert len(rolled["rolled"]) == 2
@@ -96,11 +128,15 @@ def _engine(ev: Events, channel: FlakyChannel, at: datetime) -> dict[str, Any]:
 
 
 def test_retries_honour_retry_after_then_deliver_once(ev: Events) -> None:
-    out = ev.store("Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"})
+    out = ev.store(
+        "Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"}
+    )
     due = utc(out["planned_reminders"][0]["scheduled_for"])
     channel = FlakyChannel(failures=2, retry_after=150)
     first = _engine(ev, channel, due)
-    assert first["retrying"][0]["next_attempt_at"] == "2026-09-02T10:02:30.000000Z"  # retry_after beats +1 min
+    assert (
+        first["retrying"][0]["next_attempt_at"] == "2026-09-02T10:02:30.000000Z"
+    )  # retry_after beats +1 min
     assert _engine(ev, channel, due + timedelta(minutes=2))["sent"] == []  # not before the hint
     second = _engine(ev, channel, due + timedelta(minutes=2, seconds=30))
     assert second["retrying"][0]["next_attempt_at"] == "2026-09-02T10:05:00.000000Z"  # due + 5 min
@@ -111,7 +147,9 @@ def test_retries_honour_retry_after_then_deliver_once(ev: Events) -> None:
 
 
 def test_five_failures_or_a_permanent_one_are_visible(ev: Events) -> None:
-    out = ev.store("Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"})
+    out = ev.store(
+        "Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"}
+    )
     due = utc(out["planned_reminders"][0]["scheduled_for"])
     channel = FlakyChannel(failures=99)
     for minutes in (0, 1, 5, 15, 60):
@@ -121,7 +159,9 @@ def test_five_failures_or_a_permanent_one_are_visible(ev: Events) -> None:
     assert listed["failed_reminders"][0]["last_error_code"] == "rate_limited"
     r = ev.cli("events", "list", at=due)
     assert r.code == 0 and "FAILED" in r.stdout, r.stdout + r.stderr
-    other = ev.store("Other", "explicit_reminder", when={"type": "datetime", "date": "2026-09-03", "time": "12:00:00"})
+    other = ev.store(
+        "Other", "explicit_reminder", when={"type": "datetime", "date": "2026-09-03", "time": "12:00:00"}
+    )
     permanent = FlakyChannel(failures=1, permanent=True)
     report = _engine(ev, permanent, utc(other["planned_reminders"][0]["scheduled_for"]))
     assert report["failed"][0]["attempts"] == 1 and permanent.calls == 1
@@ -129,10 +169,22 @@ def test_five_failures_or_a_permanent_one_are_visible(ev: Events) -> None:
 
 def test_five_overlapping_ticks_deliver_every_reminder_exactly_once(ev: Events) -> None:
     for i in range(40):
-        ev.store(f"Task {i}", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"})
+        ev.store(
+            f"Task {i}",
+            "explicit_reminder",
+            when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"},
+        )
     env = ev.env(utc("2026-09-02T10:00:05Z"))
-    procs = [subprocess.Popen([sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"], env=env,
-                              cwd=ev.world.project, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(5)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"],
+            env=env,
+            cwd=ev.world.project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(5)
+    ]
     for p in procs:
         _out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
@@ -142,12 +194,17 @@ def test_five_overlapping_ticks_deliver_every_reminder_exactly_once(ev: Events) 
 
 
 def test_sigkill_mid_send_is_never_sent_twice_and_shows_as_failed(ev: Events) -> None:
-    out = ev.store("Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"})
+    out = ev.store(
+        "Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"}
+    )
     at = "2026-09-02T10:00:05+00:00"
     marker = ev.world.root / "sending"
     env = {**ev.world.env, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.events.fake_channels", str(ev.world.fermix_home), at,
-                             str(marker)], env=env, cwd=REPO)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.events.fake_channels", str(ev.world.fermix_home), at, str(marker)],
+        env=env,
+        cwd=REPO,
+    )
     deadline = time.monotonic() + 60
     while not marker.exists():
         assert time.monotonic() < deadline and proc.poll() is None
@@ -156,7 +213,9 @@ def test_sigkill_mid_send_is_never_sent_twice_and_shows_as_failed(ev: Events) ->
     proc.wait()
     assert ev.sql("SELECT status FROM reminder_occurrences")[0][0] == "delivering"
     report = ev.tick(utc("2026-09-02T10:01:00Z"))
-    assert report["failed"] == [{"reminder_id": out["planned_reminders"][0]["reminder_id"], "code": "runner_lost"}]
+    assert report["failed"] == [
+        {"reminder_id": out["planned_reminders"][0]["reminder_id"], "code": "runner_lost"}
+    ]
     assert ev.tick(utc("2026-09-02T10:05:00Z"))["status"] == "idle"
     assert ev.inbox() == []
     listed = ev.call("event_list", {}, at=utc("2026-09-02T10:05:00Z"))

@@ -28,13 +28,17 @@ def test_store_answers_with_the_absolute_date_plan_and_delivery(ev: Events) -> N
 
 
 def test_the_zone_comes_from_the_argument_or_config_never_utc(ev: Events) -> None:
-    out = ev.store(when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}, timezone="America/New_York")
-    assert out["event"]["timezone"] == "America/New_York"
-    assert out["planned_reminders"][-1]["scheduled_for"] == "2026-09-10T12:30:00.000000Z"  # an hour before 13:30Z
-    ev.config(zone=None)
-    assert ev.error("event_store", {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}).code == (
-        "timezone_not_configured"
+    out = ev.store(
+        when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}, timezone="America/New_York"
     )
+    assert out["event"]["timezone"] == "America/New_York"
+    assert (
+        out["planned_reminders"][-1]["scheduled_for"] == "2026-09-10T12:30:00.000000Z"
+    )  # an hour before 13:30Z
+    ev.config(zone=None)
+    assert ev.error(
+        "event_store", {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    ).code == ("timezone_not_configured")
 
 
 @pytest.mark.parametrize(
@@ -53,35 +57,46 @@ def test_store_refuses_times_the_owner_must_clarify(ev: Events, when: dict[str, 
 
 
 def test_utc_offset_stores_the_second_of_two_equal_hours(ev: Events) -> None:
-    out = ev.store(when={"type": "datetime", "date": "2026-10-25", "time": "02:30:00", "utc_offset": "+01:00"},
-                   reminders=[{"type": "at_time"}])
+    out = ev.store(
+        when={"type": "datetime", "date": "2026-10-25", "time": "02:30:00", "utc_offset": "+01:00"},
+        reminders=[{"type": "at_time"}],
+    )
     assert out["planned_reminders"][0]["scheduled_for"] == "2026-10-25T01:30:00.000000Z"
 
 
 def test_store_without_a_target_fails_and_never_uses_the_chat(ev: Events) -> None:
     ev.config(text='[fermix_core.personalization]\ntimezone = "Europe/Berlin"\n')
-    assert ev.error("event_store", {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}).code == (
-        "no_default_target"
+    assert ev.error(
+        "event_store", {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    ).code == ("no_default_target")
+    ev.config(
+        text='[fermix_core.personalization]\ntimezone = "UTC"\n[fermix_core.jobs]\n'
+        'default_delivery_target = {platform = "cli", recipient = "me"}\n'
     )
-    ev.config(text='[fermix_core.personalization]\ntimezone = "UTC"\n[fermix_core.jobs]\n'
-              'default_delivery_target = {platform = "cli", recipient = "me"}\n')
-    assert ev.error("event_store", {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}).code == (
-        "invalid_delivery_target"
-    )
+    assert ev.error(
+        "event_store", {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    ).code == ("invalid_delivery_target")
 
 
 def test_storing_twice_dedupes_and_a_different_date_conflicts(ev: Events) -> None:
     first = ev.store("Sarah's birthday", "birthday", when=BIRTHDAY)
     again = ev.store("  sarah's   BIRTHDAY ", "birthday", when=BIRTHDAY)
     assert again["status"] == "existing" and again["event"]["event_id"] == first["event"]["event_id"]
-    e = ev.error("event_store", {"title": "Sarah's birthday", "kind": "birthday", "when": {"type": "annual", "month": 9, "day": 15}})
+    e = ev.error(
+        "event_store",
+        {"title": "Sarah's birthday", "kind": "birthday", "when": {"type": "annual", "month": 9, "day": 15}},
+    )
     assert e.code == "identity_conflict" and "14 September" in e.message
     assert ev.sql("SELECT count(*) FROM temporal_events")[0][0] == 1
 
 
 def test_past_lead_rules_are_skipped_with_a_note(ev: Events) -> None:
-    out = ev.store("Call mum", "explicit_reminder", when={"type": "datetime", "date": "2026-09-01", "time": "09:30:00"},
-                   reminders=[{"type": "duration_before", "minutes": 120}])
+    out = ev.store(
+        "Call mum",
+        "explicit_reminder",
+        when={"type": "datetime", "date": "2026-09-01", "time": "09:30:00"},
+        reminders=[{"type": "duration_before", "minutes": 120}],
+    )
     assert out["planned_reminders"] == [] and out["note"] == "no future reminder remains"
 
 
@@ -92,20 +107,30 @@ def test_update_needs_the_owners_words_to_move_a_date(ev: Events) -> None:
     long = "x" * 241
     e = ev.error("event_update", {"event_id": event_id, "when": new, "owner_direction": long})
     assert e.code == "owner_direction_too_long"
-    out = ev.call("event_update", {"event_id": event_id, "when": new, "owner_direction": "move it to Friday at ten"})
+    out = ev.call(
+        "event_update", {"event_id": event_id, "when": new, "owner_direction": "move it to Friday at ten"}
+    )
     assert out["previous"]["when"] == {"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}
     assert out["event"]["revision"] == 2
     assert [r["scheduled_for"] for r in out["planned_reminders"]] == [
-        "2026-09-10T08:00:00.000000Z", "2026-09-11T07:00:00.000000Z"]
-    statuses = sorted((r["revision"], r["status"]) for r in ev.sql("SELECT revision, status FROM reminder_occurrences"))
+        "2026-09-10T08:00:00.000000Z",
+        "2026-09-11T07:00:00.000000Z",
+    ]
+    statuses = sorted(
+        (r["revision"], r["status"]) for r in ev.sql("SELECT revision, status FROM reminder_occurrences")
+    )
     assert statuses == [(1, "cancelled"), (1, "cancelled"), (2, "pending"), (2, "pending")]
     # followup changes never need owner_direction
-    assert ev.call("event_update", {"event_id": event_id, "followup": True})["previous"] == {"followup": False}
+    assert ev.call("event_update", {"event_id": event_id, "followup": True})["previous"] == {
+        "followup": False
+    }
 
 
 def test_update_with_a_new_plan_replaces_it_entirely(ev: Events) -> None:
     event_id = ev.store()["event"]["event_id"]
-    out = ev.call("event_update", {"event_id": event_id, "reminders": [{"type": "duration_before", "minutes": 15}]})
+    out = ev.call(
+        "event_update", {"event_id": event_id, "reminders": [{"type": "duration_before", "minutes": 15}]}
+    )
     assert [r["rule_id"] for r in out["planned_reminders"]] == ["minutes_before_15"]
     out = ev.call("event_update", {"event_id": event_id, "no_reminders": True})
     assert out["planned_reminders"] == [] and out["event"]["no_reminders"] is True
@@ -125,8 +150,13 @@ def test_remove_is_soft_and_cancel_that_needs_a_recent_delivery(ev: Events) -> N
 
 def test_the_gate_refuses_background_guests_and_subagents(ev: Events) -> None:
     args = {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
-    for ctx in ({"origin": "scheduled", "job_id": "digest"}, {"origin": "subagent", "depth": 1}, {"origin": "mcp"},
-                {"attended": False}, {"origin": "skill"}):
+    for ctx in (
+        {"origin": "scheduled", "job_id": "digest"},
+        {"origin": "subagent", "depth": 1},
+        {"origin": "mcp"},
+        {"attended": False},
+        {"origin": "skill"},
+    ):
         e = ev.error("event_store", args, **ctx)
         assert e.code == "not_attended", ctx
     assert ev.error("event_store", args, trust="guest").code == "policy_denied"
@@ -156,9 +186,16 @@ def test_list_pages_with_an_opaque_cursor_from_today(ev: Events) -> None:
     assert [e["title"] for e in first["events"]] == ["Thing 2", "Thing 3", "Thing 4"]
     second = ev.call("event_list", {"limit": 3, "cursor": first["next_cursor"]})
     third = ev.call("event_list", {"limit": 3, "cursor": second["next_cursor"]})
-    assert [e["title"] for e in second["events"] + third["events"]] == ["Thing 5", "Thing 6", "Thing 7", "Thing 8"]
+    assert [e["title"] for e in second["events"] + third["events"]] == [
+        "Thing 5",
+        "Thing 6",
+        "Thing 7",
+        "Thing 8",
+    ]
     assert "next_cursor" not in third
-    assert [e["title"] for e in ev.call("event_list", {"status": "active", "to": "2026-08-31"})["events"]] == ["Past"]
+    assert [
+        e["title"] for e in ev.call("event_list", {"status": "active", "to": "2026-08-31"})["events"]
+    ] == ["Past"]
     assert ev.call("event_list", {"text": "thing 5"})["count"] == 1
     assert ev.error("event_list", {"from": "2026-01-01", "to": "2028-06-01"}).code == "date_window_too_wide"
     assert ev.error("event_list", {"from": "2026-02-01", "to": "2026-01-01"}).code == "invalid_date_window"
@@ -175,14 +212,20 @@ def test_snooze_limits(ev: Events) -> None:
     far = {"type": "duration", "amount": 91, "unit": "days"}
     assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": far}).code == "snooze_too_far"
     after = {"type": "datetime", "date": "2026-09-10", "time": "10:00:00"}
-    assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": after}).code == "snooze_past_boundary_unconfirmed"
+    assert (
+        ev.error("reminder_snooze", {"reminder_id": rid, "snooze": after}).code
+        == "snooze_past_boundary_unconfirmed"
+    )
     done = ev.call("reminder_snooze", {"reminder_id": rid, "snooze": after, "confirm_past_boundary": True})
     assert done["reminder"]["scheduled_for"] == "2026-09-10T08:00:00.000000Z"
     e = ev.error("reminder_snooze", {"reminder_id": rid, "snooze": after, "confirm_past_boundary": True})
     assert e.code == "already_snoozed"
     ev.call("reminder_snooze", {"reminder_id": rid, "snooze": snooze})
-    active = ev.sql("SELECT status, scheduled_for FROM reminder_occurrences WHERE source_reminder_id = ?"
-                    " AND status = 'pending'", (rid,))
+    active = ev.sql(
+        "SELECT status, scheduled_for FROM reminder_occurrences WHERE source_reminder_id = ?"
+        " AND status = 'pending'",
+        (rid,),
+    )
     assert [tuple(r) for r in active] == [("pending", "2026-09-01T10:00:00.000000Z")]  # one active snooze
     ev.call("event_remove", {"event_id": out["event"]["event_id"]})
     assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": snooze}).code == "parent_cancelled"
@@ -195,12 +238,17 @@ def test_a_send_in_flight_blocks_changes(ev: Events) -> None:
 
     conn = sqlite3.connect(ev.world.fermix_home / "state.db")
     with conn:
-        conn.execute("UPDATE reminder_occurrences SET status = 'delivering', claimed_by = 'elsewhere:1:x',"
-                     " lease_until = '2099-01-01T00:00:00.000000Z' WHERE id = ?", (rid,))
+        conn.execute(
+            "UPDATE reminder_occurrences SET status = 'delivering', claimed_by = 'elsewhere:1:x',"
+            " lease_until = '2099-01-01T00:00:00.000000Z' WHERE id = ?",
+            (rid,),
+        )
     conn.close()
     event_id = out["event"]["event_id"]
     assert ev.error("event_remove", {"event_id": event_id}).code == "delivery_in_progress"
-    assert ev.error("event_update", {"event_id": event_id, "title": "Dentist!"}).code == "delivery_in_progress"
+    assert (
+        ev.error("event_update", {"event_id": event_id, "title": "Dentist!"}).code == "delivery_in_progress"
+    )
     snooze = {"type": "duration", "amount": 1, "unit": "hours"}
     assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": snooze}).code == "source_delivering"
 

@@ -15,7 +15,9 @@ TODAY = date(2026, 9, 1)
 TODAY_UTC = datetime(2026, 9, 1, tzinfo=UTC)
 
 
-def when(form: dict[str, Any], tz: str = "Europe/Berlin", leap: str | None = None, today: date = TODAY) -> Any:
+def when(
+    form: dict[str, Any], tz: str = "Europe/Berlin", leap: str | None = None, today: date = TODAY
+) -> Any:
     return parse_when(form, zone(tz), today, leap)
 
 
@@ -26,10 +28,21 @@ def when(form: dict[str, Any], tz: str = "Europe/Berlin", leap: str | None = Non
         ({"type": "datetime", "date": "2027-03-28", "time": "02:30:00"}, "Europe/Berlin", "dst_gap"),
         ({"type": "datetime", "date": "2027-03-14", "time": "02:30:00"}, "America/New_York", "dst_gap"),
         # fall back: the hour repeats
-        ({"type": "datetime", "date": "2026-10-25", "time": "02:30:00"}, "Europe/Berlin", "ambiguous_local_time"),
-        ({"type": "datetime", "date": "2026-11-01", "time": "01:30:00"}, "America/New_York", "ambiguous_local_time"),
-        ({"type": "datetime", "date": "2026-11-01", "time": "01:30:00", "utc_offset": "-03:00"}, "America/New_York",
-         "invalid_utc_offset"),
+        (
+            {"type": "datetime", "date": "2026-10-25", "time": "02:30:00"},
+            "Europe/Berlin",
+            "ambiguous_local_time",
+        ),
+        (
+            {"type": "datetime", "date": "2026-11-01", "time": "01:30:00"},
+            "America/New_York",
+            "ambiguous_local_time",
+        ),
+        (
+            {"type": "datetime", "date": "2026-11-01", "time": "01:30:00", "utc_offset": "-03:00"},
+            "America/New_York",
+            "invalid_utc_offset",
+        ),
         ({"type": "date", "date": "2026-02-30"}, "UTC", "invalid_when"),
         ({"type": "date", "date": "14.09.2026"}, "UTC", "invalid_when"),
         ({"type": "weekly", "day": "monday"}, "UTC", "invalid_when"),
@@ -61,7 +74,9 @@ def test_refused_forms(form: Any, tz: str, code: str) -> None:
         ("Europe/Berlin", "2027-03-28", "03:00:00", None, "2027-03-28T01:00:00+00:00"),
     ],
 )
-def test_the_utc_offset_escape_picks_one_instant(tz: str, day: str, at: str, offset: str | None, utc_instant: str) -> None:
+def test_the_utc_offset_escape_picks_one_instant(
+    tz: str, day: str, at: str, offset: str | None, utc_instant: str
+) -> None:
     form = {"type": "datetime", "date": day, "time": at, **({"utc_offset": offset} if offset else {})}
     _w, instant = when(form, tz)
     assert instant is not None and instant.astimezone(UTC).isoformat() == utc_instant
@@ -70,7 +85,9 @@ def test_the_utc_offset_escape_picks_one_instant(tz: str, day: str, at: str, off
 def test_relative_counts_from_today_in_the_zone() -> None:
     w, _ = when({"type": "relative", "amount": 2, "unit": "weeks"})
     assert (w.time_kind, w.date) == ("date", "2026-09-15")
-    w, instant = when({"type": "relative", "amount": 1, "unit": "days", "time": "18:00:00"}, "America/New_York")
+    w, instant = when(
+        {"type": "relative", "amount": 1, "unit": "days", "time": "18:00:00"}, "America/New_York"
+    )
     assert w.date == "2026-09-02" and instant is not None and instant.hour == 18
 
 
@@ -130,8 +147,11 @@ def test_default_plans_per_kind(kind: str, time_kind: str, ids: list[str]) -> No
     ("rules", "time_kind", "code"),
     [
         ([{"type": "days_before", "days": d} for d in range(11)], "date", "too_many_rules"),
-        ([{"type": "days_before", "days": 2}, {"type": "days_before", "days": 2, "at": "10:00:00"}], "date",
-         "duplicate_rule_id"),
+        (
+            [{"type": "days_before", "days": 2}, {"type": "days_before", "days": 2, "at": "10:00:00"}],
+            "date",
+            "duplicate_rule_id",
+        ),
         ([{"type": "duration_before", "minutes": 30}], "date", "invalid_rule_time"),
         ([{"type": "at_time"}], "date", "invalid_rule_time"),
         ([], "date", "empty_plan"),
@@ -155,8 +175,10 @@ def test_reminders_at_nine_follow_the_wall_clock_across_dst() -> None:
     w, _ = when({"type": "date", "date": "2026-11-02"}, "America/New_York")
     tz = zone("America/New_York")
     occ = plans.occurrences(w, tz, TODAY, None)
-    due = {p.rule_id: p.due.isoformat() for p in plans.planned(plans.default_plan("event", "date"), occ, tz,
-                                                               TODAY_UTC)}
+    due = {
+        p.rule_id: p.due.isoformat()
+        for p in plans.planned(plans.default_plan("event", "date"), occ, tz, TODAY_UTC)
+    }
     # 7 days before is still summer time (-04:00), the day itself winter time (-05:00): both at 09:00 local
     assert due == {
         "week_before": "2026-10-26T13:00:00+00:00",
@@ -170,7 +192,6 @@ def test_a_reminder_inside_the_spring_gap_lands_after_it() -> None:
     tz = zone("Europe/Berlin")
     plan = plans.build_plan("event", "date", [{"type": "days_before", "days": 1, "at": "02:30:00"}], None)
     (p,) = plans.planned(plan, plans.occurrences(w, tz, TODAY, None), tz, TODAY_UTC)
-    assert p.due.isoformat() == "2027-03-28T01:30:00+00:00"  # 03:30 CEST, the first minute that exists after 02:30
-
-
-
+    assert (
+        p.due.isoformat() == "2027-03-28T01:30:00+00:00"
+    )  # 03:30 CEST, the first minute that exists after 02:30
