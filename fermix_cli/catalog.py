@@ -73,7 +73,7 @@ CONFIG_MODULES: tuple[str, ...] = (
 CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.agent.config": ["fermix_core.providers", "fermix_core.agent", "fermix_core.routing"],
     "fermix_cli.core.config": ["sandbox", "fermix_core.net", "fermix_core.tools.tool_search"],
-    "fermix_cli.events.config": ["fermix_core.personalization", "fermix_core.events"],
+    "fermix_cli.events.config": ["fermix_core.personalization"],
     "fermix_cli.jobs.config": ["fermix_core.jobs"],
     "fermix_cli.mcp.config": ["mcp.servers"],
     "fermix_cli.tools.coding.config": ["capabilities.tools.read", "capabilities.tools.write", "capabilities.tools.hash_edit", "capabilities.tools.bash", "capabilities.tools.grep", "capabilities.tools.find", "capabilities.tools.list_files", "capabilities.tools.ast_grep"],

@@ -22,8 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..channels import ChannelError, channel_for
-from ..core.errors import ToolError
-from . import store
+from . import stamps
 from .gate import delivery_conversation
 from .messages import reminder_text
 
@@ -36,6 +35,8 @@ ChannelLookup = Callable[[str, "FermixPaths"], "Channel | None"]
 BACKOFF_MINUTES = (0, 1, 5, 15, 60)  # attempt n is due at scheduled_for + BACKOFF_MINUTES[n - 1]
 MAX_ATTEMPTS = len(BACKOFF_MINUTES)
 ERROR_MAX = 500
+SEND_LEASE_SECONDS = 600  # a send not reported back after this long is lost (never re-sent)
+MAX_SENDS = 200  # reminders claimed per tick; the rest wait for the next one
 
 
 class DeliveryReport:
@@ -88,7 +89,7 @@ def _alive(claimed_by: str) -> bool:
 
 
 def reconcile(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
-    stamp = store.ts(now)
+    stamp = stamps.ts(now)
     rows = db.execute(
         "SELECT id, claimed_by, lease_until FROM reminder_occurrences WHERE status = 'delivering'"
     ).fetchall()
@@ -108,6 +109,8 @@ def reconcile(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> 
 
 
 def roll(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
+    from . import store  # zones and plans, only when an event's day has passed
+
     passed = (now - timedelta(days=1)).date().isoformat()
     for event in db.execute(
         "SELECT * FROM temporal_events WHERE status = 'active' AND next_date < ? ORDER BY next_date LIMIT 500",
@@ -120,13 +123,13 @@ def roll(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
             )
             db.execute(
                 "UPDATE temporal_events SET next_date = ?, next_at = ? WHERE id = ?",
-                (occ.day.isoformat(), store.ts(occ.start), event["id"]),
+                (occ.day.isoformat(), stamps.ts(occ.start), event["id"]),
             )
             store.materialise(db, store.get_event(db, event["id"]), now, today)
         else:
             db.execute(
                 "UPDATE temporal_events SET status = 'completed', completed_at = ?, updated_at = ? WHERE id = ?",
-                (store.ts(now), store.ts(now), event["id"]),
+                (stamps.ts(now), stamps.ts(now), event["id"]),
             )
         report.rolled.append(event["id"])
 
@@ -134,7 +137,7 @@ def roll(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
 def claim(
     db: sqlite3.Connection, now: datetime, claimant: str, lease: int, limit: int, report: DeliveryReport
 ) -> list[sqlite3.Row]:
-    stamp = store.ts(now)
+    stamp = stamps.ts(now)
     due = db.execute(
         "SELECT r.*, e.title, e.kind, e.time_kind, e.event_time, e.timezone, e.delivery_target, e.status AS event_status,"
         " e.description FROM reminder_occurrences r JOIN temporal_events e ON e.id = r.event_id"
@@ -168,7 +171,7 @@ def claim(
         db.execute(
             "UPDATE reminder_occurrences SET status = 'delivering', claimed_by = ?, lease_until = ?,"
             " attempt_count = attempt_count + 1 WHERE id = ? AND status = 'pending'",
-            (claimant, store.ts(now + timedelta(seconds=lease)), r["id"]),
+            (claimant, stamps.ts(now + timedelta(seconds=lease)), r["id"]),
         )
         claimed.append(r)
     return claimed
@@ -178,11 +181,11 @@ def next_attempt(r: sqlite3.Row, attempts: int, now: datetime, retry_after: floa
     """When to try again after `attempts` failed sends, or None when no attempt fits any more."""
     if attempts >= MAX_ATTEMPTS:
         return None
-    due = store.parse_ts(r["scheduled_for"]) + timedelta(minutes=BACKOFF_MINUTES[attempts])
+    due = stamps.parse_ts(r["scheduled_for"]) + timedelta(minutes=BACKOFF_MINUTES[attempts])
     if retry_after:
         due = max(due, now + timedelta(seconds=retry_after))
     due = max(due, now)
-    valid = store.parse_ts(r["valid_until"])
+    valid = stamps.parse_ts(r["valid_until"])
     if due >= valid:
         return valid - timedelta(seconds=1) if valid - timedelta(seconds=1) > now else None
     return due
@@ -204,7 +207,7 @@ def send_one(
         "event_id": r["event_id"],
         "reminder_id": r["id"],
         "rule_id": r["rule_id"],
-        "sent_at": store.ts(ctx.now()),
+        "sent_at": stamps.ts(ctx.now()),
     }
     try:
         sent = channel.send_text(target["address"], reminder_text(r), meta)
@@ -235,7 +238,7 @@ def record(
                 " platform = ?, address = ?, conversation_id = ?, last_error = NULL, last_error_code = NULL"
                 " WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
                 (
-                    store.ts(now),
+                    stamps.ts(now),
                     target["platform"],
                     target["address"],
                     delivery_conversation(target["platform"], target["address"]),
@@ -251,25 +254,25 @@ def record(
         db.execute(
             "UPDATE reminder_occurrences SET status = ?, next_attempt_at = ?, last_error = ?, last_error_code = ?,"
             " claimed_by = NULL, lease_until = NULL WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
-            (status, store.ts(retry) if retry else None, _short(str(error)), error.code, r["id"], claimant),
+            (status, stamps.ts(retry) if retry else None, _short(str(error)), error.code, r["id"], claimant),
         )
         entry = {"reminder_id": r["id"], "event_id": r["event_id"], "attempts": attempts, "code": error.code}
         if retry:
-            report.retrying.append({**entry, "next_attempt_at": store.ts(retry)})
+            report.retrying.append({**entry, "next_attempt_at": stamps.ts(retry)})
         else:
             report.failed.append(entry)
 
 
-def deliver_due(ctx: ToolContext, channels: ChannelLookup = channel_for) -> tuple[int, DeliveryReport]:
+def deliver_due(
+    ctx: ToolContext,
+    channels: ChannelLookup = channel_for,
+    *,
+    lease: int = SEND_LEASE_SECONDS,
+    limit: int = MAX_SENDS,
+) -> tuple[int, DeliveryReport]:
     """One pass of the engine: (exit code, report). `channels` is the seam tests hand a fake channel to."""
     t0 = time.perf_counter()
     report = DeliveryReport()
-    try:
-        settings = ctx.config.fermix_core.events
-        lease, limit = settings.send_lease_seconds, settings.max_sends_per_tick
-    except ToolError as e:
-        report.failed.append({"code": e.code, "message": e.message})
-        return 1, report
     now = ctx.now().astimezone(UTC)
     claimant = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     with ctx.state.write(durable=True) as db:

@@ -5,8 +5,6 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from .timeforms import zone
-
 TEXT_LIMIT = 1000  # well under the smallest channel limit (SMS-style channels aside)
 
 
@@ -39,7 +37,6 @@ def reminder_text(r: Any) -> str:
     day = date.fromisoformat(r["occurrence_key"])
     when = f"{day.strftime('%A')} {day.day} {day.strftime('%B %Y')}"
     if r["time_kind"] == "datetime" and r["event_time"]:
-        zone(r["timezone"])  # the zone is checked at store time; this keeps a renamed zone loud
         when += f" at {r['event_time'][:5]} {r['timezone']} time"
     text = f"Reminder: {r['title']} ({r['kind'].replace('_', ' ')}) on {when}, {_lead(r['rule_id'], bool(r['source_reminder_id']))}."
     if r["description"]:

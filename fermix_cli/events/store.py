@@ -9,11 +9,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from . import plans
+from .stamps import parse_ts, ts
 from .timeforms import When, next_yearly, stated_as, zone
 
 if TYPE_CHECKING:
@@ -22,15 +23,6 @@ if TYPE_CHECKING:
 OWNER = "owner"
 RECENT_WINDOW = timedelta(hours=24)
 ACTIVE_REMINDER = ("pending", "delivering")
-
-
-def ts(moment: datetime) -> str:
-    """The fixed-width UTC stamp every temporal column uses (string order is time order)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_ts(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
 
 
 def new_id(prefix: str) -> str:
