@@ -159,6 +159,10 @@ def test_five_failures_or_a_permanent_one_are_visible(ev: Events) -> None:
     assert listed["failed_reminders"][0]["last_error_code"] == "rate_limited"
     r = ev.cli("events", "list", at=due)
     assert r.code == 0 and "FAILED" in r.stdout, r.stdout + r.stderr
+    doctor = ev.cli("doctor", at=due)
+    assert "[WARN] reminders          1 reminder(s) failed to deliver; latest 'Call'" in doctor.stdout, (
+        doctor.stdout
+    )
     other = ev.store(
         "Other", "explicit_reminder", when={"type": "datetime", "date": "2026-09-03", "time": "12:00:00"}
     )
