@@ -322,12 +322,13 @@ def remove_event(ctx: ToolContext, event_id: str | None) -> dict[str, Any]:
         row = store.get_event(db, event_id)
         history = store.reminders_of(db, event_id)
     event = store.event_dict(row, history)
-    scope = "every future occurrence" if row["recurrence"] == "yearly" else "it"
+    scope = " and every future occurrence with it" if row["recurrence"] == "yearly" else ""
     out = {
         "status": "cancelled",
         "event": event,
         "cancelled_reminders": cancelled,
-        "message": f"Cancelled {row['title']} ({event['stated_as']}) and {scope} with it; delivered history is kept.",
+        "message": f"Cancelled {row['title']} ({event['stated_as']}){scope}; "
+        f"{cancelled} unsent reminder(s) cancelled, delivered history kept.",
     }
     if via:
         out["resolved_from_reminder"] = via

@@ -194,7 +194,7 @@ def recent_reminder(db: sqlite3.Connection, ctx: ToolContext) -> sqlite3.Row:
     now = ctx.now()
     row = db.execute(
         "SELECT * FROM reminder_occurrences WHERE conversation_id = ? AND status = 'delivered'"
-        " AND sent_at >= ? AND sent_at <= ? ORDER BY sent_at DESC LIMIT 1",
+        " AND sent_at >= ? AND sent_at <= ? ORDER BY sent_at DESC, scheduled_for DESC, id DESC LIMIT 1",
         (conversation, ts(now - RECENT_WINDOW), ts(now)),
     ).fetchone()
     if row is None:
