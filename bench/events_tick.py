@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -27,7 +28,9 @@ from datetime import UTC, datetime, timedelta
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOW = datetime(2026, 9, 1, 8, 0, 30, tzinfo=UTC)
-RULES = [{"type": "days_before", "days": d} for d in (30, 7, 1, 0)] + [{"type": "duration_before", "minutes": 60}]
+RULES = [{"type": "days_before", "days": d} for d in (30, 7, 1, 0)] + [
+    {"type": "duration_before", "minutes": 60}
+]
 CONFIG = (
     '[fermix_core.personalization]\ntimezone = "Europe/Berlin"\n[fermix_core.jobs]\n'
     'default_delivery_target = {platform = "inbox", recipient = "owner"}\n'
@@ -71,7 +74,11 @@ def populate(home: str, n_events: int, n_due: int) -> list[str]:
                       [event[c] for c in ecols])  # fmt: skip
             for k in range(5):
                 index = i * 5 + k
-                due = NOW - timedelta(seconds=20) if index < n_due else NOW + timedelta(hours=1 + index % 17_000)
+                due = (
+                    NOW - timedelta(seconds=20)
+                    if index < n_due
+                    else NOW + timedelta(hours=1 + index % 17_000)
+                )
                 reminder.update(id=f"rm_{uuid.uuid4().hex[:12]}", event_id=event["id"], rule_id=f"rule_{k}",
                                 occurrence_key=day, scheduled_for=stamp(due), next_attempt_at=stamp(due),
                                 valid_until=stamp(due + timedelta(days=2)), boundary=stamp(due + timedelta(days=2)))  # fmt: skip
@@ -97,10 +104,16 @@ def reset(home: str, due_ids: list[str]) -> None:
     shutil.rmtree(os.path.join(home, "inbox"), ignore_errors=True)
 
 
+CPU: list[float] = []  # CPU time (user + system) of each child, in ms: steadier than wall time under load
+
+
 def run(env: dict[str, str], args: list[str]) -> tuple[float, dict[str, object] | None]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(args, env=env, capture_output=True, text=True, cwd=env["HOME"])
     wall = (time.perf_counter() - t0) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed: {proc.stderr}")
     return wall, json.loads(proc.stdout) if proc.stdout.strip() else None
@@ -113,7 +126,9 @@ def list_latency(home: str, calls: int) -> list[float]:
 
     ctx = ToolContext(paths=resolve_paths(home), clock=lambda: NOW)
     reg = default_registry()
-    reg.invoke("event_list", {}, ctx)  # opens state.db and loads the config once, as a long-lived process would
+    reg.invoke(
+        "event_list", {}, ctx
+    )  # opens state.db and loads the config once, as a long-lived process would
     out = []
     for _ in range(calls):
         t0 = time.perf_counter()
@@ -140,14 +155,19 @@ def main() -> None:
         run(idle_env, cmd)  # warm the page cache
         run(empty_env, cmd)  # create the empty home's state.db
         pass_ms, empty_ms, idle_ms, wall_ms, send_ms, tick_ms, claim_ms = [], [], [], [], [], [], []
+        cpu: dict[str, list[float]] = {"pass": [], "empty": [], "idle": [], "due": []}
         for _ in range(reps):
             pass_ms.append(run(env, [sys.executable, "-c", "pass"])[0])
+            cpu["pass"].append(CPU[-1])
             empty_ms.append(run(empty_env, cmd)[0])
+            cpu["empty"].append(CPU[-1])
             wall, summary = run(idle_env, cmd)
+            cpu["idle"].append(CPU[-1])
             assert summary is not None and summary["status"] == "idle", summary
             idle_ms.append(wall)
             reset(home, due_ids)
             wall, summary = run(env, cmd)
+            cpu["due"].append(CPU[-1])
             assert summary is not None
             report = summary["due_work"]["reminders"]  # type: ignore[index]
             assert len(report["sent"]) == n_due, report
@@ -161,7 +181,9 @@ def main() -> None:
         return f"{statistics.median(values):8.1f} ms"
 
     planned = n_events * 5
-    print(f"fermix jobs run, {n_events} events, {planned} planned reminders, {n_due} due, {reps} repetitions (medians)")
+    print(
+        f"fermix jobs run, {n_events} events, {planned} planned reminders, {n_due} due, {reps} repetitions (medians)"
+    )
     print(f"  python -c pass                          {med(pass_ms)}")
     print(f"  idle tick, empty home                   {med(empty_ms)}")
     print(f"  idle tick, this home                    {med(idle_ms)}")
@@ -169,6 +191,9 @@ def main() -> None:
     print(f"  {n_due} due: the sends (inbox)              {med(send_ms)}")
     print(f"  {n_due} due: wall minus the sends           {med(tick_ms)}   (target < 150 ms)")
     print(f"    of which reconcile, roll and claim    {med(claim_ms)}")
+    print("  CPU time (user + system) of the same commands:")
+    print(f"    python -c pass {med(cpu['pass'])}; idle, empty home {med(cpu['empty'])}; idle, this home "
+          f"{med(cpu['idle'])}; {n_due} due, with sends {med(cpu['due'])}")  # fmt: skip
     q = statistics.quantiles(listing, n=20)
     print(f"event_list first page, {n_list} calls: p50 {statistics.median(listing):.2f} ms, p95 {q[18]:.2f} ms"
           "   (target p50 < 20 ms)")  # fmt: skip
