@@ -46,6 +46,7 @@ class DeliveryReport:
         self.failed: list[dict[str, Any]] = []
         self.expired: list[str] = []
         self.rolled: list[str] = []
+        self.followups: list[dict[str, Any]] = []
         self.timings_ms: dict[str, float] = {}
 
     @property
@@ -60,6 +61,7 @@ class DeliveryReport:
             "failed": self.failed,
             "expired": self.expired,
             "rolled": self.rolled,
+            "followups": self.followups,
             "timings_ms": self.timings_ms,
         }
 
@@ -140,6 +142,7 @@ def claim(
     stamp = stamps.ts(now)
     due = db.execute(
         "SELECT r.*, e.title, e.kind, e.time_kind, e.event_time, e.timezone, e.delivery_target, e.status AS event_status,"
+        " e.followup,"
         " e.description FROM reminder_occurrences r JOIN temporal_events e ON e.id = r.event_id"
         " WHERE r.status = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT ?",
         (stamp, limit),
@@ -281,8 +284,38 @@ def deliver_due(
         claimed = claim(db, now, claimant, lease, limit, report)
     report.timings_ms["claim"] = round((time.perf_counter() - t0) * 1000, 2)
     t1 = time.perf_counter()
+    followups = []
     for r in claimed:
         sent, error = send_one(ctx, r, channels)
         record(ctx, r, claimant, sent, error, report)
+        if error is None and r["followup"]:
+            followups.append(r)
     report.timings_ms["send"] = round((time.perf_counter() - t1) * 1000, 2)
+    if followups:
+        from .followup import run_followups
+
+        run_followups(ctx, followups, lambda r, text: send_followup(ctx, r, text, channels),
+                      lambda r, status: record_followup(ctx, r, status, report))  # fmt: skip
     return 0, report
+
+
+def send_followup(ctx: ToolContext, r: sqlite3.Row, text: str, channels: ChannelLookup) -> str:
+    """The check-in's text to the reminder's own channel and address (never another)."""
+    target = json.loads(r["delivery_target"])
+    channel = channels(target["platform"], ctx.paths)
+    if channel is None:
+        return "error: no channel"
+    meta = {"kind": "reminder_followup", "event_id": r["event_id"], "reminder_id": r["id"]}
+    try:
+        channel.send_text(target["address"], text, meta)
+    except ChannelError as e:
+        return _short(f"error: {e.code}: {e}")
+    return "sent"
+
+
+def record_followup(ctx: ToolContext, r: sqlite3.Row, status: str, report: DeliveryReport) -> None:
+    with ctx.state.write() as db:
+        db.execute(
+            "UPDATE reminder_occurrences SET followup_status = ? WHERE id = ?", (_short(status), r["id"])
+        )
+    report.followups.append({"reminder_id": r["id"], "status": status})

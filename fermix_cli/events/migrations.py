@@ -82,6 +82,7 @@ def temporal_events(db: sqlite3.Connection) -> None:
             address TEXT,
             conversation_id TEXT,
             source_reminder_id TEXT REFERENCES reminder_occurrences(id),
+            followup_status TEXT,
             created_at TEXT NOT NULL,
             CHECK (status != 'delivered' OR sent_at IS NOT NULL),
             CHECK (status != 'delivering' OR claimed_by IS NOT NULL)

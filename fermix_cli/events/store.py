@@ -110,7 +110,7 @@ def reminder_dict(r: sqlite3.Row, zone_name: str) -> dict[str, Any]:
         "status": r["status"],
         "attempt_count": r["attempt_count"],
     }
-    for key in ("sent_at", "last_error", "last_error_code", "source_reminder_id"):
+    for key in ("sent_at", "last_error", "last_error_code", "source_reminder_id", "followup_status"):
         if r[key] is not None:
             out[key] = r[key]
     return out

@@ -224,3 +224,29 @@ def test_sigkill_mid_send_is_never_sent_twice_and_shows_as_failed(ev: Events) ->
     assert ev.inbox() == []
     listed = ev.call("event_list", {}, at=utc("2026-09-02T10:05:00Z"))
     assert listed["failed_reminders"][0]["last_error_code"] == "runner_lost"
+
+
+def test_a_followup_check_in_runs_after_delivery_on_the_same_channel(ev: Events) -> None:
+    script = ev.world.root / "followup.json"
+    script.write_text('[{"text": "Shall I look for a gift idea?"}]')
+    ev.config(
+        text=(ev.world.fermix_home / "config.toml").read_text()
+        + f'[fermix_core.routing]\ncron_provider = "mock"\ncron_model = "{script}"\n'
+    )
+    out = ev.store(
+        "Sarah's birthday", "birthday", when={"type": "annual", "month": 9, "day": 14}, followup=True
+    )
+    plain = ev.store("Bob's birthday", "birthday", when={"type": "annual", "month": 9, "day": 15})
+    assert "follow-up check-in" in out["message"] and "follow-up" not in plain["message"]
+    report = ev.tick(utc("2026-09-07T07:00:30Z"))
+    assert [f["status"] for f in report["followups"]] == ["sent"]
+    texts = [(m["kind"], m["text"]) for m in ev.inbox() if m["event_id"] == out["event"]["event_id"]]
+    assert texts == [
+        ("reminder", "Reminder: Sarah's birthday (birthday) on Monday 14 September 2026, in 7 days."),
+        ("reminder_followup", "Shall I look for a gift idea?"),
+    ]
+    assert [m["kind"] for m in ev.inbox() if m["event_id"] == plain["event"]["event_id"]] == []  # due 09-08
+    script.write_text('[{"text": "[SILENT]"}]')
+    report = ev.tick(utc("2026-09-14T07:00:30Z"))
+    assert [f["status"] for f in report["followups"]] == ["silent"]
+    assert [m["kind"] for m in ev.inbox()].count("reminder_followup") == 1
