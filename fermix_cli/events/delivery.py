@@ -171,6 +171,11 @@ def claim(
                 (r["id"],),
             )
             continue
+        db.execute(  # an older reminder of this event still retrying is now noise: this one says more
+            "UPDATE reminder_occurrences SET status = 'superseded', next_attempt_at = NULL WHERE event_id = ?"
+            " AND status = 'pending' AND attempt_count > 0 AND scheduled_for < ?",
+            (r["event_id"], r["scheduled_for"]),
+        )
         db.execute(
             "UPDATE reminder_occurrences SET status = 'delivering', claimed_by = ?, lease_until = ?,"
             " attempt_count = attempt_count + 1 WHERE id = ? AND status = 'pending'",

@@ -17,6 +17,15 @@ KINDS = ("birthday", "anniversary", "appointment", "deadline", "event", "follow_
 MAX_RULES = 10
 DAY_RULE_AT = "09:00:00"
 VALIDITY_AFTER_DUE = timedelta(hours=2)
+LEAD_VALIDITY = timedelta(days=1)
+
+
+def validity(due: datetime, boundary: datetime) -> datetime:
+    """Until when sending still makes sense: a day at most (a week-before note a week late is noise), not
+    past the event unless that leaves under two hours (an at-time reminder still gets its retries)."""
+    return max(min(boundary, due + LEAD_VALIDITY), due + VALIDITY_AFTER_DUE)
+
+
 RULE_FORMS = (
     '{"type":"days_before","days":7,"at":"09:00:00"}, {"type":"duration_before","minutes":60} '
     'or {"type":"at_time"}'
@@ -187,9 +196,5 @@ def planned(plan: list[dict[str, Any]], occs: list[Occurrence], tz: tzinfo, now:
             if due <= now:
                 continue
             boundary = occ.boundary.astimezone(UTC)
-            out.append(
-                Planned(
-                    occ.day.isoformat(), rule["id"], due, max(boundary, due + VALIDITY_AFTER_DUE), boundary
-                )
-            )
+            out.append(Planned(occ.day.isoformat(), rule["id"], due, validity(due, boundary), boundary))
     return sorted(out, key=lambda p: (p.due, p.rule_id))

@@ -250,3 +250,26 @@ def test_a_followup_check_in_runs_after_delivery_on_the_same_channel(ev: Events)
     report = ev.tick(utc("2026-09-14T07:00:30Z"))
     assert [f["status"] for f in report["followups"]] == ["silent"]
     assert [m["kind"] for m in ev.inbox()].count("reminder_followup") == 1
+
+
+def test_a_failing_reminder_is_superseded_by_the_next_and_late_ones_expire(ev: Events) -> None:
+    out = ev.store("Exam", "deadline", when={"type": "datetime", "date": "2026-09-10", "time": "12:00:00"},
+                   reminders=[{"type": "duration_before", "minutes": 120}, {"type": "duration_before", "minutes": 60}])  # fmt: skip
+    early, late = (r["reminder_id"] for r in out["planned_reminders"])
+    channel = FlakyChannel(failures=1, retry_after=3 * 3600)  # the platform asks for three hours
+    first = _engine(ev, channel, utc("2026-09-10T08:00:10Z"))
+    assert first["retrying"][0]["next_attempt_at"] == "2026-09-10T09:59:59.000000Z"  # clamped to the event
+    assert _engine(ev, channel, utc("2026-09-10T09:00:10Z"))["sent"][0]["reminder_id"] == late
+    status = {r["id"]: r["status"] for r in ev.sql("SELECT id, status FROM reminder_occurrences")}
+    assert status == {early: "superseded", late: "delivered"}
+    # the machine was off for a day: a reminder is not sent a day late
+    other = ev.store(
+        "Party",
+        "event",
+        when={"type": "date", "date": "2026-09-20"},
+        reminders=[{"type": "days_before", "days": 0}],
+    )
+    assert _engine(ev, channel, utc("2026-09-21T09:00:00Z"))["expired"] == [
+        other["planned_reminders"][0]["reminder_id"]
+    ]
+    assert len(channel.sent) == 1
