@@ -257,3 +257,34 @@ def test_relative_dates_count_in_the_owners_zone(ev: Events) -> None:
     late = NOW.replace(hour=23) + timedelta(minutes=30)  # 01:30 on 2 September in Berlin
     out = ev.store("Pay rent", "deadline", when={"type": "relative", "amount": 2, "unit": "days"}, at=late)
     assert out["event"]["when"] == {"type": "date", "date": "2026-09-04"}
+
+
+@pytest.mark.parametrize(
+    ("jobs", "code"),
+    [
+        ('default_delivery_target = {platform = "cli", recipient = "me"}', "invalid_delivery_target"),
+        ('default_delivery_target = {platform = "inbox", recipient = "me", reply_to = "1"}', "invalid_delivery_target"),
+        ('default_delivery_target = {platform = "telegram", chat_id = "1", message_thread_id = "2", thread_ts = "3"}',
+         "invalid_delivery_target"),
+        ('default_delivery_target = {platform = "carrier_pigeon", recipient = "me"}', "invalid_delivery_target"),
+        ('default_delivery_mode = "local"\ndefault_delivery_target = {platform = "inbox", recipient = "me"}',
+         "invalid_delivery_target"),
+        ("", "no_default_target"),
+    ],
+)  # fmt: skip
+def test_a_bad_configured_target_fails_without_falling_through(ev: Events, jobs: str, code: str) -> None:
+    ev.config(text=f'[fermix_core.personalization]\ntimezone = "UTC"\n[fermix_core.jobs]\n{jobs}\n')
+    args = {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    assert ev.error("event_store", args).code == code
+
+
+def test_title_and_direction_limits_count_bytes(ev: Events) -> None:
+    args = {"kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    assert ev.error("event_store", {"title": "é" * 121, **args}).code == "invalid_input"  # 242 bytes
+    assert ev.error("event_store", {"title": "   ", **args}).code == "invalid_input"
+    event_id = ev.store("Ok", **args)["event"]["event_id"]
+    new = {"type": "date", "date": "2026-10-02"}
+    e = ev.error("event_update", {"event_id": event_id, "when": new, "owner_direction": "ü" * 121})
+    assert e.code == "owner_direction_too_long"
+    ok = ev.call("event_update", {"event_id": event_id, "when": new, "owner_direction": "ü" * 120})
+    assert ok["event"]["next_occurrence"] == "2026-10-02"
