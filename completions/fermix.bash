@@ -85,7 +85,7 @@ _fermix_node() {
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'jobs')
-            _fx_subs='add inbox install list pause resume rm run run-now runs show'
+            _fx_subs='add inbox install list pause resume rm run run-now runs show status'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'jobs add')
@@ -129,6 +129,10 @@ _fermix_node() {
             _fx_opts='-h --help --json --limit --status'
             _fx_valopts='--limit --status' ;;
         'jobs show')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'jobs status')
             _fx_subs=''
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;

@@ -14,7 +14,7 @@ function __fermix_subs
         case 'grant'
             echo path
         case 'jobs'
-            echo add inbox install list pause resume rm run run-now runs show
+            echo add inbox install list pause resume rm run run-now runs show status
         case 'mcp'
             echo serve servers tools
         case 'memory'
@@ -288,6 +288,7 @@ complete -c fermix -n '__fermix_at \'jobs\'' -a 'run' -d 'Run every due job once
 complete -c fermix -n '__fermix_at \'jobs\'' -a 'run-now' -d 'Run a job now (trigger manual) through the normal runner; waits for it unless --detach.'
 complete -c fermix -n '__fermix_at \'jobs\'' -a 'runs' -d 'A job\'s runs, newest first.'
 complete -c fermix -n '__fermix_at \'jobs\'' -a 'show' -d 'Show a job with its latest runs, or one run in full.'
+complete -c fermix -n '__fermix_at \'jobs\'' -a 'status' -d 'Jobs by state, runs in flight, and reminders (failed deliveries named) in one look.'
 complete -c fermix -n '__fermix_at \'jobs\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'jobs add\'' -l allow -x -d 'A tool the runs may use (repeat; default: your tools).'
 complete -c fermix -n '__fermix_at \'jobs add\'' -l command -x -d 'Run this shell command instead of a model (no model needed).'
@@ -333,6 +334,8 @@ complete -c fermix -n '__fermix_at \'jobs runs\'' -l limit -x -d 'At most this m
 complete -c fermix -n '__fermix_at \'jobs runs\'' -l status -x -d 'queued, running, ok, error or skipped.'
 complete -c fermix -n '__fermix_at \'jobs show\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'jobs show\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'jobs status\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'jobs status\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'logs\'' -s n -l count -x -d 'How many runs (newest).'
 complete -c fermix -n '__fermix_at \'logs\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'logs\'' -l json -d 'JSON: the same objects `fermix ask --json` prints.'

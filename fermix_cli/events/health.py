@@ -7,6 +7,24 @@ from pathlib import Path
 from typing import Any
 
 
+def reminder_counts(conn: sqlite3.Connection, limit: int = 5) -> dict[str, Any]:
+    """Reminders by status (pending, failed, ...) and the latest failed ones, on an open connection."""
+    counts = {
+        row[0]: row[1]
+        for row in conn.execute(
+            "SELECT status, count(*) FROM reminder_occurrences GROUP BY status"
+        ).fetchall()
+    }
+    rows = conn.execute(
+        "SELECT r.id, r.event_id, r.scheduled_for, r.last_error_code, r.last_error, e.title"
+        " FROM reminder_occurrences r JOIN temporal_events e ON e.id = r.event_id"
+        " WHERE r.status = 'failed' ORDER BY r.scheduled_for DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    names = ("id", "event_id", "scheduled_for", "last_error_code", "last_error", "title")
+    return {"counts": counts, "failed": [dict(zip(names, tuple(r), strict=True)) for r in rows]}
+
+
 def failed_reminders(state_db: Path, limit: int = 5) -> tuple[int, list[dict[str, Any]]]:
     """(how many reminders failed to deliver, the latest few), read-only; (0, []) before any exist.
 
@@ -16,19 +34,10 @@ def failed_reminders(state_db: Path, limit: int = 5) -> tuple[int, list[dict[str
     if not state_db.exists():
         return 0, []
     conn = sqlite3.connect(f"{state_db.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
-    conn.row_factory = sqlite3.Row
     try:
-        count = conn.execute("SELECT count(*) FROM reminder_occurrences WHERE status = 'failed'").fetchone()[
-            0
-        ]
-        rows = conn.execute(
-            "SELECT r.id, r.event_id, r.scheduled_for, r.last_error_code, r.last_error, e.title"
-            " FROM reminder_occurrences r JOIN temporal_events e ON e.id = r.event_id"
-            " WHERE r.status = 'failed' ORDER BY r.scheduled_for DESC LIMIT ?",
-            (limit,),
-        ).fetchall()
+        found = reminder_counts(conn, limit)
     except sqlite3.Error:  # no events tables yet (an older state.db): nothing can have failed
         return 0, []
     finally:
         conn.close()
-    return int(count), [dict(r) for r in rows]
+    return int(found["counts"].get("failed", 0)), found["failed"]

@@ -159,6 +159,9 @@ def test_five_failures_or_a_permanent_one_are_visible(ev: Events) -> None:
     assert listed["failed_reminders"][0]["last_error_code"] == "rate_limited"
     r = ev.cli("events", "list", at=due)
     assert r.code == 0 and "FAILED" in r.stdout, r.stdout + r.stderr
+    status = ev.cli("jobs", "status", at=due)
+    assert status.code == 0 and "reminders   1 failed" in status.stdout, status.stdout + status.stderr
+    assert "FAILED " in status.stdout and "rate_limited 429 Too Many Requests" in status.stdout
     doctor = ev.cli("doctor", at=due)
     assert "[WARN] reminders          1 reminder(s) failed to deliver; latest 'Call'" in doctor.stdout, (
         doctor.stdout
