@@ -64,12 +64,12 @@ def event_store(p: EventStoreParams, ctx: ToolContext) -> dict[str, Any]:
     return store_event(ctx, p)
 
 
+# `from` is a Python keyword, so event_list's parameters are declared as a class built from a namespace.
 EventListParams: type[Params] = type(
     "EventListParams",
     (Params,),
     {
         "__module__": __name__,
-        "__doc__": "event_list's parameters (`from` is a Python keyword, so the class is built here).",
         "__annotations__": {
             "text": Annotated[
                 str | None, Field(max_length=500, description="Match against title and description")

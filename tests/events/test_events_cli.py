@@ -35,3 +35,18 @@ def test_add_list_snooze_rm_with_human_input(ev: Events) -> None:
     assert r.code == 0 and r.json()["event"]["status"] == "cancelled"
     r = ev.cli("events", "rm", stored["event"]["event_id"])
     assert r.code == 1 and '"not_active"' in r.stderr
+
+
+def test_event_list_takes_from_as_a_flag_and_pages(ev: Events) -> None:
+    for day in (3, 4, 5):
+        ev.store(f"Thing {day}", "deadline", when={"type": "date", "date": f"2026-09-0{day}"})
+    r = ev.cli("tool", "event_list", "--from", "2026-09-04", "--limit", "1")
+    assert r.code == 0, r.stderr
+    page = r.json()
+    assert [e["title"] for e in page["events"]] == ["Thing 4"]
+    r = ev.cli(
+        "tool", "event_list", "--json", f'{{"cursor": "{page["next_cursor"]}"}}', "--from", "2026-09-04"
+    )
+    assert [e["title"] for e in r.json()["events"]] == ["Thing 5"]
+    r = ev.cli("tool", "event_list", "--json", '{"from": "2026-09-01", "to": "2028-09-03"}')
+    assert r.code == 1 and r.error()["code"] == "date_window_too_wide"
