@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import time
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -75,7 +73,7 @@ def _alive(claimed_by: str) -> bool:
     """Whether the claimant (host:pid:token) may still be sending; another host's claim is trusted."""
     host, _, rest = claimed_by.partition(":")
     pid = rest.partition(":")[0]
-    if host != socket.gethostname() or not pid.isdigit():
+    if host != os.uname().nodename or not pid.isdigit():
         return True
     try:
         os.kill(int(pid), 0)
@@ -282,7 +280,7 @@ def deliver_due(
     t0 = time.perf_counter()
     report = DeliveryReport()
     now = ctx.now().astimezone(UTC)
-    claimant = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    claimant = f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
     with ctx.state.write(durable=True) as db:
         reconcile(db, now, report)
         roll(db, now, report)
