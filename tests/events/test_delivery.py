@@ -276,3 +276,14 @@ def test_a_failing_reminder_is_superseded_by_the_next_and_late_ones_expire(ev: E
         other["planned_reminders"][0]["reminder_id"]
     ]
     assert len(channel.sent) == 1
+
+
+def test_an_idle_tick_imports_no_engine_and_no_config(ev: Events) -> None:
+    ev.store("Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"})
+    r, loaded = ev.world.imports_of(
+        ["jobs", "run", "--json"],
+        ["fermix_cli.events.delivery", "fermix_cli.events.store", "fermix_cli.core.config", "zoneinfo"],
+        env=ev.env(),
+    )
+    assert r.code == 0, r.stderr
+    assert loaded == []
