@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, time
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.events import plans
@@ -195,3 +197,33 @@ def test_a_reminder_inside_the_spring_gap_lands_after_it() -> None:
     assert (
         p.due.isoformat() == "2027-03-28T01:30:00+00:00"
     )  # 03:30 CEST, the first minute that exists after 02:30
+
+
+ZONES = ("Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Tokyo", "UTC")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(ZONES),
+    st.dates(min_value=date(2026, 1, 1), max_value=date(2030, 12, 31)),
+    st.times().map(lambda t: t.replace(microsecond=0)),
+)
+@example("Europe/Berlin", date(2026, 10, 25), time(2, 30))
+@example("America/New_York", date(2027, 3, 14), time(2, 30))
+@example("Australia/Lord_Howe", date(2027, 4, 4), time(1, 45))  # falls back half an hour
+def test_a_stored_local_time_is_exactly_the_one_named_or_refused(tz: str, day: date, at: Any) -> None:
+    form = {"type": "datetime", "date": day.isoformat(), "time": at.isoformat()}
+    try:
+        _w, instant = when(form, tz)
+    except ToolError as e:
+        assert e.code in ("dst_gap", "ambiguous_local_time")
+        if e.code == "ambiguous_local_time":  # each listed offset picks an instant that reads back the same
+            for offset in e.details["offsets"]:
+                _w, picked = when({**form, "utc_offset": offset}, tz)
+                assert picked is not None
+                local = picked.astimezone(UTC).astimezone(zone(tz))
+                assert (local.date(), local.time()) == (day, at)
+        return
+    assert instant is not None
+    local = instant.astimezone(UTC).astimezone(zone(tz))
+    assert (local.date(), local.time()) == (day, at)
