@@ -288,3 +288,15 @@ def test_title_and_direction_limits_count_bytes(ev: Events) -> None:
     assert e.code == "owner_direction_too_long"
     ok = ev.call("event_update", {"event_id": event_id, "when": new, "owner_direction": "ü" * 120})
     assert ok["event"]["next_occurrence"] == "2026-10-02"
+
+
+def test_config_changes_retarget_only_on_an_explicit_rebind(ev: Events) -> None:
+    event_id = ev.store()["event"]["event_id"]
+    ev.config(text='[fermix_core.personalization]\ntimezone = "Europe/Berlin"\n[fermix_core.jobs]\n'
+              'default_delivery_target = {platform = "inbox", recipient = "phone"}\n')  # fmt: skip
+    kept = ev.call("event_update", {"event_id": event_id, "title": "Dentist (Dr Lee)"})
+    assert kept["event"]["delivery"]["target"]["address"] == "owner" and kept["event"]["revision"] == 1
+    moved = ev.call("event_update", {"event_id": event_id, "rebind_delivery_to_default": True})
+    assert moved["previous"]["delivery"] == {"platform": "inbox", "address": "owner"}
+    assert moved["event"]["delivery"]["target"]["address"] == "phone" and moved["event"]["revision"] == 2
+    assert len(moved["planned_reminders"]) == 2
