@@ -254,7 +254,7 @@ complete -c fermix -n '__fermix_at \'events add\'' -l leap-day-policy -x -d 'feb
 complete -c fermix -n '__fermix_at \'events add\'' -l no-reminders -d 'Store the date without reminders.'
 complete -c fermix -n '__fermix_at \'events add\'' -l on -x -d 'The date, YYYY-MM-DD.'
 complete -c fermix -n '__fermix_at \'events add\'' -l remind -x -d 'A reminder rule replacing the defaults: at, 60m, 2h, 7d, 7d@08:30 (repeatable).'
-complete -c fermix -n '__fermix_at \'events add\'' -l tz -x -d 'IANA zone (default: [fermix_core.personalization] timezone).'
+complete -c fermix -n '__fermix_at \'events add\'' -l tz -x -d 'IANA zone (default: the timezone of fermix_core.personalization in config.toml).'
 complete -c fermix -n '__fermix_at \'events add\'' -l utc-offset -x -d 'Pick one of a repeated hour\'s offsets, e.g. -05:00.'
 complete -c fermix -n '__fermix_at \'events add\'' -l yearly -x -d 'A yearly date, MM-DD.'
 complete -c fermix -n '__fermix_at \'events list\'' -l cursor -x -d 'The next page, from a previous listing.'

@@ -148,7 +148,10 @@ def add_cmd(
         str | None, typer.Option("--in", help="Relative: '3 days' or '2 weeks' from today.")
     ] = None,
     tz: Annotated[
-        str | None, typer.Option("--tz", help="IANA zone (default: [fermix_core.personalization] timezone).")
+        str | None,
+        typer.Option(
+            "--tz", help="IANA zone (default: the timezone of fermix_core.personalization in config.toml)."
+        ),
     ] = None,
     utc_offset: Annotated[
         str | None, typer.Option("--utc-offset", help="Pick one of a repeated hour's offsets, e.g. -05:00.")
