@@ -8,7 +8,10 @@ state.db, the idle checks, reconcile, roll and claim. Side by side, in the same 
 an idle tick of the same home (the common minute), and an idle tick of an empty home. Then the first page
 of `event_list` in-process, p50/p95 over many calls (target: p50 under 20 ms).
 
-Usage: python3 bench/events_tick.py [REPETITIONS] [EVENTS] [DUE] [LIST_CALLS]
+With BEFORE=DIR (a checkout of an earlier revision, e.g. `git archive REV | tar -x -C DIR`), that tree's
+idle tick on an empty home of its own is measured in the same loop: today's idle tick, side by side.
+
+Usage: [BEFORE=DIR] python3 bench/events_tick.py [REPETITIONS] [EVENTS] [DUE] [LIST_CALLS]
 """
 
 from __future__ import annotations
@@ -152,13 +155,21 @@ def main() -> None:
         idle_env = {**env, "FERMIX_NOW": (NOW - timedelta(minutes=1)).isoformat()}
         empty_env = {**env, "FERMIX_HOME": empty}
         cmd = [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"]
+        before = os.environ.get("BEFORE")
+        before_env = {**env, "FERMIX_HOME": os.path.join(tmp, "before"), "PYTHONPATH": before or ""}
+        if before:
+            run(before_env, cmd)  # its own state.db: the earlier schema
         run(idle_env, cmd)  # warm the page cache
         run(empty_env, cmd)  # create the empty home's state.db
         pass_ms, empty_ms, idle_ms, wall_ms, send_ms, tick_ms, claim_ms = [], [], [], [], [], [], []
-        cpu: dict[str, list[float]] = {"pass": [], "empty": [], "idle": [], "due": []}
+        cpu: dict[str, list[float]] = {"pass": [], "empty": [], "idle": [], "due": [], "before": []}
+        before_ms: list[float] = []
         for _ in range(reps):
             pass_ms.append(run(env, [sys.executable, "-c", "pass"])[0])
             cpu["pass"].append(CPU[-1])
+            if before:
+                before_ms.append(run(before_env, cmd)[0])
+                cpu["before"].append(CPU[-1])
             empty_ms.append(run(empty_env, cmd)[0])
             cpu["empty"].append(CPU[-1])
             wall, summary = run(idle_env, cmd)
@@ -185,6 +196,8 @@ def main() -> None:
         f"fermix jobs run, {n_events} events, {planned} planned reminders, {n_due} due, {reps} repetitions (medians)"
     )
     print(f"  python -c pass                          {med(pass_ms)}")
+    if before_ms:
+        print(f"  BEFORE's idle tick, empty home          {med(before_ms)}   (CPU {med(cpu['before'])})")
     print(f"  idle tick, empty home                   {med(empty_ms)}")
     print(f"  idle tick, this home                    {med(idle_ms)}")
     print(f"  {n_due} due: whole command (with sends)     {med(wall_ms)}")
