@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 STATUSES = ("active", "completed", "cancelled", "any")
 MAX_WINDOW_DAYS = 2 * 366
+KEY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def encode_cursor(key: str, event_id: str) -> str:
@@ -29,7 +31,8 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         key, event_id = raw.split("|", 1)
-        date.fromisoformat(key)
+        if not KEY.fullmatch(key):  # a date, or a yearly 29 February in another year (2027-02-29)
+            raise ValueError(key)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise ToolError(
             "invalid_cursor", "cursor is not one event_list returned; pass it back verbatim.", {}
@@ -63,12 +66,6 @@ def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:
     if status != "any":
         where.append("status = ?")
         args.append(status)
-    if start:
-        where.append("next_date >= ?")
-        args.append(start.isoformat())
-    if end:
-        where.append("next_date <= ?")
-        args.append(end.isoformat())
     if p.kind:
         where.append("kind = ?")
         args.append(p.kind)
@@ -76,16 +73,48 @@ def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:
         pattern = "%" + p.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         where.append("(title LIKE ? ESCAPE '\\' OR description LIKE ? ESCAPE '\\')")
         args += [pattern, pattern]
+    # The listing key is the next occurrence; with an explicit `from` past it, a yearly date is listed at
+    # its first occurrence on or after `from` (29 February reads as such; it sorts between 28 Feb and 1 Mar).
+    explicit = getattr(p, "from") is not None and start is not None
+    key_sql, key_args = "next_date", []
+    if explicit:
+        assert start is not None
+        year, floor = start.year, start.isoformat()
+        this_year = "printf('%04d-%02d-%02d', ?, month, day)"
+        key_sql = (
+            f"CASE WHEN recurrence = 'yearly' AND next_date < ? THEN CASE WHEN {this_year} >= ? THEN {this_year}"
+            f" ELSE printf('%04d-%02d-%02d', ?, month, day) END ELSE next_date END"
+        )
+        key_args = [floor, year, floor, year, year + 1]
+    bounds: list[str] = []
+    if start:
+        bounds.append("list_key >= ?")
+        args_after = [start.isoformat()]
+    else:
+        args_after = []
+    if end:
+        bounds.append("list_key <= ?")
+        args_after.append(end.isoformat())
     if p.cursor:
         key, last = decode_cursor(p.cursor)
-        where.append("(next_date > ? OR (next_date = ? AND id > ?))")
-        args += [key, key, last]
+        bounds.append("(list_key > ? OR (list_key = ? AND id > ?))")
+        args_after += [key, key, last]
     limit = p.limit or 25
     db = ctx.state.conn
-    rows = db.execute(
-        f"SELECT * FROM temporal_events WHERE {' AND '.join(where)} ORDER BY next_date, id LIMIT ?",
-        [*args, limit + 1],
-    ).fetchall()
+    if explicit:
+        sql = (
+            f"SELECT * FROM (SELECT *, {key_sql} AS list_key FROM temporal_events WHERE {' AND '.join(where)})"
+            f" {'WHERE ' + ' AND '.join(bounds) if bounds else ''} ORDER BY list_key, id LIMIT ?"
+        )
+        params = [*key_args, *args, *args_after, limit + 1]
+    else:  # the index's order: (status, next_date, id)
+        sql = (
+            "SELECT *, next_date AS list_key FROM temporal_events WHERE "
+            + " AND ".join(where + [b.replace("list_key", "next_date") for b in bounds])
+            + " ORDER BY next_date, id LIMIT ?"
+        )
+        params = [*args, *args_after, limit + 1]
+    rows = db.execute(sql, params).fetchall()
     more = len(rows) > limit
     rows = rows[:limit]
     by_event: dict[str, list[Any]] = {r["id"]: [] for r in rows}
@@ -99,6 +128,9 @@ def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:
         ):
             by_event[r["event_id"]].append(r)
     events = [store.event_dict(r, by_event[r["id"]]) for r in rows]
+    for event, r in zip(events, rows, strict=True):
+        if r["list_key"] != r["next_date"]:
+            event["occurrence_in_window"] = r["list_key"]
     failing = [
         {"event_id": e["event_id"], "title": e["title"], **rem}
         for e in events
@@ -114,5 +146,5 @@ def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:
     if failing:
         out["failed_reminders"] = failing
     if more:
-        out["next_cursor"] = encode_cursor(rows[-1]["next_date"], rows[-1]["id"])
+        out["next_cursor"] = encode_cursor(rows[-1]["list_key"], rows[-1]["id"])
     return out

@@ -300,3 +300,27 @@ def test_config_changes_retarget_only_on_an_explicit_rebind(ev: Events) -> None:
     assert moved["previous"]["delivery"] == {"platform": "inbox", "address": "owner"}
     assert moved["event"]["delivery"]["target"]["address"] == "phone" and moved["event"]["revision"] == 2
     assert len(moved["planned_reminders"]) == 2
+
+
+def test_a_window_lists_a_yearly_date_at_its_occurrence_inside(ev: Events) -> None:
+    ev.store("Sarah's birthday", "birthday", when=BIRTHDAY)
+    ev.store("Leap", "birthday", when={"type": "annual", "month": 2, "day": 29}, leap_day_policy="mar_1")
+    ev.store("Trip", "event", when={"type": "date", "date": "2027-03-02"})
+    page = ev.call("event_list", {"from": "2027-01-01", "to": "2027-12-31", "limit": 2})
+    assert [(e["title"], e.get("occurrence_in_window")) for e in page["events"]] == [
+        ("Leap", None),  # its next occurrence, 1 March 2027 (mar_1), is inside
+        ("Trip", None),
+    ]
+    rest = ev.call("event_list", {"from": "2027-01-01", "to": "2027-12-31", "cursor": page["next_cursor"]})
+    assert [(e["title"], e["occurrence_in_window"]) for e in rest["events"]] == [
+        ("Sarah's birthday", "2027-09-14")
+    ]
+    late = ev.call("event_list", {"from": "2027-10-01", "to": "2027-12-31"})
+    assert late["events"] == []
+    leap_year = ev.call("event_list", {"from": "2028-01-01", "to": "2028-12-31", "kind": "birthday"})
+    assert [(e["title"], e["occurrence_in_window"]) for e in leap_year["events"]] == [
+        ("Leap", "2028-02-29"),
+        ("Sarah's birthday", "2028-09-14"),
+    ]
+    upcoming = ev.call("event_list", {})
+    assert [e["title"] for e in upcoming["events"]] == ["Sarah's birthday", "Leap", "Trip"]
