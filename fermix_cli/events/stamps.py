@@ -12,4 +12,5 @@ def ts(moment: datetime) -> str:
 
 
 def parse_ts(text: str) -> datetime:
-    return datetime.strptime(text, FORMAT).replace(tzinfo=UTC)
+    # fromisoformat reads the trailing Z (3.11+) and is some twenty times faster than strptime
+    return datetime.fromisoformat(text)
