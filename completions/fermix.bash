@@ -17,7 +17,7 @@ _fermix_paths() {
 _fermix_node() {
     case "$1" in
         '')
-            _fx_subs='agent ask channels completions config doctor grant inbox jobs logs mcp memory revoke sandbox state tool'
+            _fx_subs='agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox state tool'
             _fx_opts='--cwd -h --help --home --session --trust --version'
             _fx_valopts='--cwd --home --session --trust' ;;
         'agent')
@@ -68,6 +68,26 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
+        'events')
+            _fx_subs='add list rm snooze'
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'events add')
+            _fx_subs=''
+            _fx_opts='--at --description --followup -h --help --in --json --kind --leap-day-policy --no-reminders --on --remind --tz --utc-offset --yearly'
+            _fx_valopts='--at --description --in --kind --leap-day-policy --on --remind --tz --utc-offset --yearly' ;;
+        'events list')
+            _fx_subs=''
+            _fx_opts='--cursor --from -h --help --json --kind --limit --status --text --to'
+            _fx_valopts='--cursor --from --kind --limit --status --text --to' ;;
+        'events rm')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'events snooze')
+            _fx_subs=''
+            _fx_opts='--confirm-past-boundary --for -h --help --json --until'
+            _fx_valopts='--for --until' ;;
         'grant')
             _fx_subs='path'
             _fx_opts='-h --help'
@@ -81,7 +101,7 @@ _fermix_node() {
             _fx_opts='-h --help --json -n --last'
             _fx_valopts='-n --last' ;;
         'jobs')
-            _fx_subs='add inbox install list pause resume rm run run-now runs show'
+            _fx_subs='add inbox install list pause resume rm run run-now runs show status'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'jobs add')
@@ -125,6 +145,10 @@ _fermix_node() {
             _fx_opts='-h --help --json --limit --status'
             _fx_valopts='--limit --status' ;;
         'jobs show')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'jobs status')
             _fx_subs=''
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
@@ -217,7 +241,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list ast_grep bash content_search file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
+            _fx_subs='list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -236,6 +260,22 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --max_results --path --pattern --regex --no-regex --timeout-ms --timeout_ms'
             _fx_valopts='--json --max-results --max_results --path --pattern --timeout-ms --timeout_ms' ;;
+        'tool event_list')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --cursor --from --kind --limit --status --to'
+            _fx_valopts='--json --cursor --from --kind --limit --status --to' ;;
+        'tool event_remove')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --event-id --event_id'
+            _fx_valopts='--json --event-id --event_id' ;;
+        'tool event_store')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --description --followup --no-followup --kind --leap-day-policy --leap_day_policy --no-reminders --no_reminders --no-no-reminders --no-no_reminders --reminders --timezone --title --when'
+            _fx_valopts='--json --description --kind --leap-day-policy --leap_day_policy --reminders --timezone --title --when' ;;
+        'tool event_update')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --description --event-id --event_id --followup --no-followup --kind --leap-day-policy --leap_day_policy --no-reminders --no_reminders --no-no-reminders --no-no_reminders --owner-direction --owner_direction --rebind-delivery-to-default --rebind_delivery_to_default --no-rebind-delivery-to-default --no-rebind_delivery_to_default --reminders --timezone --title --when'
+            _fx_valopts='--json --description --event-id --event_id --kind --leap-day-policy --leap_day_policy --owner-direction --owner_direction --reminders --timezone --title --when' ;;
         'tool file_edit')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --new-string --new_string --old-string --old_string --path'
@@ -320,6 +360,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --paths'
             _fx_valopts='--json --paths' ;;
+        'tool reminder_snooze')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --confirm-past-boundary --confirm_past_boundary --no-confirm-past-boundary --no-confirm_past_boundary --reminder-id --reminder_id --snooze'
+            _fx_valopts='--json --reminder-id --reminder_id --snooze' ;;
         'tool remove_job')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id'
@@ -391,7 +435,7 @@ _fermix_value() {
         '|--home') _fermix_paths -d ;;
         '|--trust') _fermix_words 'operator guest' ;;
         'channels send|--file') _fermix_paths -f ;;
-        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
+        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
         'tool ast_grep|--operation') _fermix_words 'search outline' ;;
@@ -400,6 +444,16 @@ _fermix_value() {
         'tool bash|--json') _fermix_paths -f ;;
         'tool content_search|--json') _fermix_paths -f ;;
         'tool content_search|--path') _fermix_paths -f ;;
+        'tool event_list|--json') _fermix_paths -f ;;
+        'tool event_list|--kind') _fermix_words 'birthday anniversary appointment deadline event follow_up explicit_reminder' ;;
+        'tool event_list|--status') _fermix_words 'active completed cancelled any' ;;
+        'tool event_remove|--json') _fermix_paths -f ;;
+        'tool event_store|--json') _fermix_paths -f ;;
+        'tool event_store|--kind') _fermix_words 'birthday anniversary appointment deadline event follow_up explicit_reminder' ;;
+        'tool event_store|--leap-day-policy'|'tool event_store|--leap_day_policy') _fermix_words 'feb_28 mar_1' ;;
+        'tool event_update|--json') _fermix_paths -f ;;
+        'tool event_update|--kind') _fermix_words 'birthday anniversary appointment deadline event follow_up explicit_reminder' ;;
+        'tool event_update|--leap-day-policy'|'tool event_update|--leap_day_policy') _fermix_words 'feb_28 mar_1' ;;
         'tool file_edit|--json') _fermix_paths -f ;;
         'tool file_edit|--path') _fermix_paths -f ;;
         'tool file_read|--json') _fermix_paths -f ;;
@@ -440,6 +494,7 @@ _fermix_value() {
         'tool place_search|--units') _fermix_words 'metric imperial' ;;
         'tool read|--json') _fermix_paths -f ;;
         'tool read|--paths') _fermix_paths -f ;;
+        'tool reminder_snooze|--json') _fermix_paths -f ;;
         'tool remove_job|--json') _fermix_paths -f ;;
         'tool request_directory_access|--json') _fermix_paths -f ;;
         'tool request_directory_access|--path') _fermix_paths -f ;;
@@ -469,9 +524,9 @@ _fermix_value() {
 _fermix_arg() {
     case "$1|$2" in
         'completions|0') _fermix_words 'bash zsh fish' ;;
-        'config get|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
-        'config set|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
-        'config unset|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config get|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.personalization.timezone fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config set|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.personalization.timezone fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
+        'config unset|0') _fermix_words 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.personalization.timezone fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' ;;
         'grant path|0') _fermix_paths -f ;;
         'revoke path|0') _fermix_paths -f ;;
         'sandbox grant|0') _fermix_paths -f ;;

@@ -8,6 +8,10 @@ TOOL_MODULES: dict[str, str] = {
     "ast_grep": "fermix_cli.tools.coding.astgrep.tool",
     "bash": "fermix_cli.tools.shell",
     "content_search": "fermix_cli.tools.search",
+    "event_list": "fermix_cli.events.tools",
+    "event_remove": "fermix_cli.events.tools",
+    "event_store": "fermix_cli.events.tools",
+    "event_update": "fermix_cli.events.tools",
     "file_edit": "fermix_cli.tools.files",
     "file_read": "fermix_cli.tools.files",
     "file_write": "fermix_cli.tools.files",
@@ -29,6 +33,7 @@ TOOL_MODULES: dict[str, str] = {
     "pause_job": "fermix_cli.jobs.tools",
     "place_search": "fermix_cli.tools.web.tools",
     "read": "fermix_cli.tools.coding.read",
+    "reminder_snooze": "fermix_cli.events.tools",
     "remove_job": "fermix_cli.jobs.tools",
     "request_directory_access": "fermix_cli.tools.access.tools",
     "resume_job": "fermix_cli.jobs.tools",
@@ -58,6 +63,7 @@ CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.config",
     "fermix_cli.channels.config",
     "fermix_cli.core.config",
+    "fermix_cli.events.config",
     "fermix_cli.jobs.config",
     "fermix_cli.mcp.config",
     "fermix_cli.tools.coding.config",
@@ -69,6 +75,7 @@ CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.agent.config": ["fermix_core.providers", "fermix_core.agent", "fermix_core.routing"],
     "fermix_cli.channels.config": ["fermix_core.channels.telegram", "fermix_core.channels.webhooks", "fermix_core.channels.apprise"],
     "fermix_cli.core.config": ["sandbox", "fermix_core.net", "fermix_core.tools.tool_search"],
+    "fermix_cli.events.config": ["fermix_core.personalization"],
     "fermix_cli.jobs.config": ["fermix_core.jobs"],
     "fermix_cli.mcp.config": ["mcp.servers"],
     "fermix_cli.tools.coding.config": ["capabilities.tools.read", "capabilities.tools.write", "capabilities.tools.hash_edit", "capabilities.tools.bash", "capabilities.tools.grep", "capabilities.tools.find", "capabilities.tools.list_files", "capabilities.tools.ast_grep"],
@@ -79,6 +86,7 @@ CONFIG_TABLES: dict[str, list[str]] = {
 MIGRATION_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.migrations",
     "fermix_cli.core.migrations",
+    "fermix_cli.events.migrations",
     "fermix_cli.jobs.migrations",
     "fermix_cli.memory.migrations",
     "fermix_cli.tools.access.migrations",
@@ -89,6 +97,7 @@ MIGRATION_MODULES: tuple[str, ...] = (
 MIGRATION_NAMES: tuple[str, ...] = (
     "core_001_tool_calls",
     "agent_001_transcripts",
+    "events_001_temporal_events",
     "jobs_001_scheduled_jobs",
     "memory_001_memories",
     "core_002_directory_access_requests",
@@ -97,5 +106,6 @@ MIGRATION_NAMES: tuple[str, ...] = (
 )
 
 DUE_WORK_MODULES: tuple[str, ...] = (
+    "fermix_cli.events.duework",
     "fermix_cli.jobs.duework",
 )

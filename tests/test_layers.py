@@ -47,6 +47,8 @@ MIDDLE_ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("jobs", "agent"),  # a job run is one agent turn
         ("jobs", "memory"),  # a job's memories are forgotten with it
         ("jobs", "channels"),  # deliveries go to a channel
+        ("events", "channels"),  # reminders go to the snapshotted channel
+        ("events", "agent"),  # a reminder's follow-up check-in is one short agent turn
     }
 )
 

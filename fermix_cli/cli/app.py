@@ -96,6 +96,7 @@ def _register_subapps() -> None:
         completions_cmd,
         config_cmd,
         doctor_cmd,
+        events_cmd,
         inbox_cmd,
         jobs_cmd,
         logs_cmd,
@@ -113,6 +114,7 @@ def _register_subapps() -> None:
     app.command("completions")(completions_cmd.completions_cmd)
     app.add_typer(mcp_cmd.app, name="mcp")
     app.add_typer(config_cmd.app, name="config")
+    app.add_typer(events_cmd.app, name="events")
     app.add_typer(jobs_cmd.app, name="jobs")
     app.add_typer(channels_cmd.app, name="channels")
     app.add_typer(memory_cmd.app, name="memory")

@@ -131,6 +131,21 @@ def check_state(inp: DoctorInput) -> Check:
     return Check("state.db", "ok", f"{path}: {r.detail}, {schema}, {r.bytes} bytes", data)
 
 
+def check_reminders(inp: DoctorInput) -> Check:
+    from ..events.health import failed_reminders
+
+    count, latest = failed_reminders(inp.paths.state_db)
+    if not count:
+        return Check("reminders", "ok", "no failed reminder deliveries", {"failed": 0})
+    last = latest[0]
+    detail = (
+        f"{count} reminder(s) failed to deliver; latest {last['title']!r} due {last['scheduled_for']}: "
+        f"{last['last_error_code'] or ''} {last['last_error'] or ''}".rstrip()
+        + ". See: fermix events list --status any"
+    )
+    return Check("reminders", "warn", detail, {"failed": count, "latest": latest})
+
+
 def check_sandbox(inp: DoctorInput, config: Config | None) -> Check:
     from ..core.pathcanon import canonicalize
     from ..core.sandbox import Sandbox
@@ -255,6 +270,7 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_sandbox(inp, config),
         check_providers(inp, config),
         check_mcp_servers(inp, config),
+        check_reminders(inp),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),
         check_chromium(inp),
         check_binary(

@@ -85,6 +85,39 @@ def list_cmd(
         typer.echo(f"Showing {len(result['jobs'])} of {result['total']}; raise --limit to see more.")
 
 
+@app.command("status")
+@handles_errors
+def status_cmd(as_json: JsonOpt = False) -> None:
+    """Jobs by state, runs in flight, and reminders (failed deliveries named) in one look."""
+    from ..events.health import reminder_counts
+
+    ctx = context()
+    try:
+        db = ctx.state.conn
+        jobs = dict(db.execute("SELECT state, count(*) FROM scheduled_jobs GROUP BY state").fetchall())
+        active = db.execute("SELECT count(*) FROM job_runs WHERE status IN ('queued', 'running')").fetchone()[
+            0
+        ]
+        reminders = reminder_counts(db)
+    finally:
+        ctx.close()
+    if as_json:
+        emit_json({"jobs": jobs, "runs_in_flight": active, "reminders": reminders})
+        return
+    states = ", ".join(f"{n} {s}" for s, n in sorted(jobs.items())) or "none"
+    typer.echo(f"jobs        {states}; {active} run(s) in flight")
+    counts = reminders["counts"]
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
+    typer.echo(f"reminders   {summary}")
+    for r in reminders["failed"]:
+        typer.echo(
+            f"  FAILED {r['id']} {r['title']!r} due {r['scheduled_for']}: {r['last_error_code'] or ''} "
+            f"{r['last_error'] or ''}".rstrip()
+        )
+    if reminders["failed"]:
+        typer.echo("  see: fermix events list --status any")
+
+
 @app.command("show")
 @handles_errors
 def show_cmd(

@@ -45,7 +45,7 @@ DUE_WORK = (ScheduledJobs(),)
 
 
 class TickOutput:
-    """Every source's report: the first source's at the top level (the scheduled jobs', as ever), the
+    """Every source's report: the scheduled jobs' at the top level (as ever; else the first source's), the
     others' under `due_work` by name."""
 
     def __init__(self, reports: list[tuple[str, Report]]) -> None:
@@ -58,7 +58,9 @@ class TickOutput:
     def as_dict(self) -> dict[str, Any]:
         if not self.reports:
             return {"status": "idle"}
-        (_first, report), *others = self.reports
+        # The scheduled jobs' report stays at the top level wherever their module sorts in the catalog.
+        first = next((i for i, (name, _r) in enumerate(self.reports) if name == ScheduledJobs.name), 0)
+        (_first, report), others = self.reports[first], self.reports[:first] + self.reports[first + 1 :]
         out = report.as_dict()
         if others:
             out["due_work"] = {name: r.as_dict() for name, r in others}

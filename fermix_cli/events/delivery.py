@@ -1,0 +1,324 @@
+"""The reminder delivery engine (reference 9.5), one pass per `fermix jobs run`.
+
+1. Reconcile: a send whose process died (or whose lease ran out) is marked failed (`runner_lost`),
+   never re-sent: whether the channel got it is unknown, and a reminder must not arrive twice.
+2. Roll: a yearly event whose day passed gets its next occurrence materialised; a one-time one completes.
+3. Claim: due pending reminders move to `delivering` (attempt counted) in one durable BEGIN IMMEDIATE
+   transaction, so a concurrent tick cannot claim them too.
+4. Send through the snapshotted channel only, then record: delivered, or retried at due + 1, 5, 15,
+   60 min (later if the channel asked, clamped to the validity window), or failed where everyone sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..channels import ChannelError, channel_for
+from . import stamps
+from .gate import delivery_conversation
+from .messages import reminder_text
+
+if TYPE_CHECKING:
+    from ..channels import Channel
+    from ..core.context import ToolContext
+    from ..core.paths import FermixPaths
+
+ChannelLookup = Callable[[str, "FermixPaths"], "Channel | None"]
+BACKOFF_MINUTES = (0, 1, 5, 15, 60)  # attempt n is due at scheduled_for + BACKOFF_MINUTES[n - 1]
+MAX_ATTEMPTS = len(BACKOFF_MINUTES)
+ERROR_MAX = 500
+SEND_LEASE_SECONDS = 600  # a send not reported back after this long is lost (never re-sent)
+MAX_SENDS = 200  # reminders claimed per tick; the rest wait for the next one
+
+
+class DeliveryReport:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.retrying: list[dict[str, Any]] = []
+        self.failed: list[dict[str, Any]] = []
+        self.expired: list[str] = []
+        self.rolled: list[str] = []
+        self.followups: list[dict[str, Any]] = []
+        self.timings_ms: dict[str, float] = {}
+
+    @property
+    def quiet(self) -> bool:
+        return not (self.sent or self.retrying or self.failed or self.expired or self.rolled)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": "ran",
+            "sent": self.sent,
+            "retrying": self.retrying,
+            "failed": self.failed,
+            "expired": self.expired,
+            "rolled": self.rolled,
+            "followups": self.followups,
+            "timings_ms": self.timings_ms,
+        }
+
+
+def _short(text: str) -> str:
+    raw = text.encode("utf-8")[:ERROR_MAX]
+    return raw.decode("utf-8", errors="ignore")
+
+
+def _alive(claimed_by: str) -> bool:
+    """Whether the claimant (host:pid:token) may still be sending; another host's claim is trusted."""
+    host, _, rest = claimed_by.partition(":")
+    pid = rest.partition(":")[0]
+    if host != os.uname().nodename or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def reconcile(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
+    stamp = stamps.ts(now)
+    rows = db.execute(
+        "SELECT id, claimed_by, lease_until FROM reminder_occurrences WHERE status = 'delivering'"
+    ).fetchall()
+    lost = [r for r in rows if r["lease_until"] <= stamp or not _alive(r["claimed_by"])]
+    for r in lost:
+        db.execute(
+            "UPDATE reminder_occurrences SET status = 'failed', next_attempt_at = NULL, last_error_code = 'runner_lost',"
+            " last_error = ? WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
+            (
+                "the process sending this reminder stopped mid-send; it may or may not have arrived, so it is not "
+                "sent again",
+                r["id"],
+                r["claimed_by"],
+            ),
+        )
+        report.failed.append({"reminder_id": r["id"], "code": "runner_lost"})
+
+
+def roll(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
+    from . import store  # zones and plans, only when an event's day has passed
+
+    passed = (now - timedelta(days=1)).date().isoformat()
+    for event in db.execute(
+        "SELECT * FROM temporal_events WHERE status = 'active' AND next_date < ? ORDER BY next_date LIMIT 500",
+        (passed,),
+    ).fetchall():
+        today = store.local_today(now, event["timezone"])
+        if event["recurrence"] == "yearly":
+            occ = store.next_occurrence(
+                store.when_of(event), event["timezone"], event["leap_day_policy"], today
+            )
+            db.execute(
+                "UPDATE temporal_events SET next_date = ?, next_at = ? WHERE id = ?",
+                (occ.day.isoformat(), stamps.ts(occ.start), event["id"]),
+            )
+            store.materialise(db, store.get_event(db, event["id"]), now, today)
+        else:
+            db.execute(
+                "UPDATE temporal_events SET status = 'completed', completed_at = ?, updated_at = ? WHERE id = ?",
+                (stamps.ts(now), stamps.ts(now), event["id"]),
+            )
+        report.rolled.append(event["id"])
+
+
+def claim(
+    db: sqlite3.Connection, now: datetime, claimant: str, lease: int, limit: int, report: DeliveryReport
+) -> list[sqlite3.Row]:
+    stamp = stamps.ts(now)
+    due = db.execute(
+        "SELECT r.*, e.title, e.kind, e.time_kind, e.event_time, e.timezone, e.delivery_target, e.status AS event_status,"
+        " e.followup,"
+        " e.description FROM reminder_occurrences r JOIN temporal_events e ON e.id = r.event_id"
+        " WHERE r.status = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT ?",
+        (stamp, limit),
+    ).fetchall()
+    claimed: list[sqlite3.Row] = []
+    newest: dict[str, str] = {}
+    for r in due:
+        newest[r["event_id"]] = max(newest.get(r["event_id"], ""), r["scheduled_for"])
+    for r in due:
+        if r["event_status"] == "cancelled":
+            db.execute(
+                "UPDATE reminder_occurrences SET status = 'cancelled', next_attempt_at = NULL WHERE id = ?",
+                (r["id"],),
+            )
+            continue
+        if r["valid_until"] <= stamp:
+            db.execute(
+                "UPDATE reminder_occurrences SET status = 'expired', next_attempt_at = NULL, last_error = ? WHERE id = ?",
+                ("its validity window closed before it could be sent", r["id"]),
+            )
+            report.expired.append(r["id"])
+            continue
+        if r["attempt_count"] > 0 and r["scheduled_for"] < newest[r["event_id"]]:
+            db.execute(
+                "UPDATE reminder_occurrences SET status = 'superseded', next_attempt_at = NULL WHERE id = ?",
+                (r["id"],),
+            )
+            continue
+        db.execute(  # an older reminder of this event still retrying is now noise: this one says more
+            "UPDATE reminder_occurrences SET status = 'superseded', next_attempt_at = NULL WHERE event_id = ?"
+            " AND status = 'pending' AND attempt_count > 0 AND scheduled_for < ?",
+            (r["event_id"], r["scheduled_for"]),
+        )
+        db.execute(
+            "UPDATE reminder_occurrences SET status = 'delivering', claimed_by = ?, lease_until = ?,"
+            " attempt_count = attempt_count + 1 WHERE id = ? AND status = 'pending'",
+            (claimant, stamps.ts(now + timedelta(seconds=lease)), r["id"]),
+        )
+        claimed.append(r)
+    return claimed
+
+
+def next_attempt(r: sqlite3.Row, attempts: int, now: datetime, retry_after: float | None) -> datetime | None:
+    """When to try again after `attempts` failed sends, or None when no attempt fits any more."""
+    if attempts >= MAX_ATTEMPTS:
+        return None
+    due = stamps.parse_ts(r["scheduled_for"]) + timedelta(minutes=BACKOFF_MINUTES[attempts])
+    if retry_after:
+        due = max(due, now + timedelta(seconds=retry_after))
+    due = max(due, now)
+    valid = stamps.parse_ts(r["valid_until"])
+    if due >= valid:
+        return valid - timedelta(seconds=1) if valid - timedelta(seconds=1) > now else None
+    return due
+
+
+def send_one(
+    ctx: ToolContext, r: sqlite3.Row, channels: ChannelLookup
+) -> tuple[dict[str, Any] | None, ChannelError | None]:
+    target = json.loads(r["delivery_target"])
+    channel = channels(target["platform"], ctx.paths)
+    if channel is None:
+        return None, ChannelError(
+            f"no channel for platform {target['platform']!r} in this fermix; reminders never fall back to another",
+            code="unsupported_channel",
+            permanent=True,
+        )
+    meta = {
+        "kind": "reminder",
+        "event_id": r["event_id"],
+        "reminder_id": r["id"],
+        "rule_id": r["rule_id"],
+        "sent_at": stamps.ts(ctx.now()),
+    }
+    try:
+        sent = channel.send_text(target["address"], reminder_text(r), meta)
+    except ChannelError as e:
+        return None, e
+    except Exception as e:  # a channel bug must not lose the record of the attempt
+        from ..core.logs import logger
+
+        logger("fermix.events").exception("reminder %s: channel %s failed", r["id"], target["platform"])
+        return None, ChannelError(f"{type(e).__name__}: {e}", code="channel_error")
+    return sent.as_dict(), None
+
+
+def record(
+    ctx: ToolContext,
+    r: sqlite3.Row,
+    claimant: str,
+    sent: dict[str, Any] | None,
+    error: ChannelError | None,
+    report: DeliveryReport,
+) -> None:
+    now = ctx.now()
+    target = json.loads(r["delivery_target"])
+    with ctx.state.write(durable=True) as db:
+        if error is None:
+            db.execute(
+                "UPDATE reminder_occurrences SET status = 'delivered', sent_at = ?, next_attempt_at = NULL,"
+                " platform = ?, address = ?, conversation_id = ?, last_error = NULL, last_error_code = NULL"
+                " WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
+                (
+                    stamps.ts(now),
+                    target["platform"],
+                    target["address"],
+                    delivery_conversation(target["platform"], target["address"]),
+                    r["id"],
+                    claimant,
+                ),
+            )
+            report.sent.append({"reminder_id": r["id"], "event_id": r["event_id"], "to": sent})
+            return
+        attempts = r["attempt_count"] + 1
+        retry = None if error.permanent else next_attempt(r, attempts, now, error.retry_after)
+        status = "pending" if retry else "failed"
+        db.execute(
+            "UPDATE reminder_occurrences SET status = ?, next_attempt_at = ?, last_error = ?, last_error_code = ?,"
+            " claimed_by = NULL, lease_until = NULL WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
+            (status, stamps.ts(retry) if retry else None, _short(str(error)), error.code, r["id"], claimant),
+        )
+        entry = {"reminder_id": r["id"], "event_id": r["event_id"], "attempts": attempts, "code": error.code}
+        if retry:
+            report.retrying.append({**entry, "next_attempt_at": stamps.ts(retry)})
+        else:
+            report.failed.append(entry)
+
+
+def deliver_due(
+    ctx: ToolContext,
+    channels: ChannelLookup = channel_for,
+    *,
+    lease: int = SEND_LEASE_SECONDS,
+    limit: int = MAX_SENDS,
+) -> tuple[int, DeliveryReport]:
+    """One pass of the engine: (exit code, report). `channels` is the seam tests hand a fake channel to."""
+    t0 = time.perf_counter()
+    report = DeliveryReport()
+    now = ctx.now().astimezone(UTC)
+    claimant = f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
+    with ctx.state.write(durable=True) as db:
+        reconcile(db, now, report)
+        roll(db, now, report)
+        claimed = claim(db, now, claimant, lease, limit, report)
+    report.timings_ms["claim"] = round((time.perf_counter() - t0) * 1000, 2)
+    t1 = time.perf_counter()
+    followups = []
+    for r in claimed:
+        sent, error = send_one(ctx, r, channels)
+        record(ctx, r, claimant, sent, error, report)
+        if error is None and r["followup"]:
+            followups.append(r)
+    report.timings_ms["send"] = round((time.perf_counter() - t1) * 1000, 2)
+    if followups:
+        from .followup import run_followups
+
+        run_followups(ctx, followups, lambda r, text: send_followup(ctx, r, text, channels),
+                      lambda r, status: record_followup(ctx, r, status, report))  # fmt: skip
+    return 0, report
+
+
+def send_followup(ctx: ToolContext, r: sqlite3.Row, text: str, channels: ChannelLookup) -> str:
+    """The check-in's text to the reminder's own channel and address (never another)."""
+    target = json.loads(r["delivery_target"])
+    channel = channels(target["platform"], ctx.paths)
+    if channel is None:
+        return "error: no channel"
+    meta = {"kind": "reminder_followup", "event_id": r["event_id"], "reminder_id": r["id"]}
+    try:
+        channel.send_text(target["address"], text, meta)
+    except ChannelError as e:
+        return _short(f"error: {e.code}: {e}")
+    return "sent"
+
+
+def record_followup(ctx: ToolContext, r: sqlite3.Row, status: str, report: DeliveryReport) -> None:
+    with ctx.state.write() as db:
+        db.execute(
+            "UPDATE reminder_occurrences SET followup_status = ? WHERE id = ?", (_short(status), r["id"])
+        )
+    report.followups.append({"reminder_id": r["id"], "status": status})

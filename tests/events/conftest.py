@@ -1,0 +1,15 @@
+"""Fixtures for the events tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import Env
+from tests.events.world import Events
+
+
+@pytest.fixture
+def ev(world: Env) -> Events:
+    events = Events(world)
+    events.config()
+    return events

@@ -1,0 +1,289 @@
+"""The delivery engine end to end: a fake clock, `fermix jobs run` at the right instants, exactly once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any
+
+from fermix_cli.events.delivery import deliver_due
+from tests.conftest import REPO
+from tests.events.fake_channels import FlakyChannel
+from tests.events.world import Events, utc
+
+
+def test_store_then_tick_at_the_right_instants_delivers_once(ev: Events) -> None:
+    out = ev.store(
+        "Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}
+    )
+    assert [r["scheduled_for"] for r in out["planned_reminders"]] == [
+        "2026-09-09T07:30:00.000000Z",
+        "2026-09-10T06:30:00.000000Z",
+    ]
+    assert ev.tick(utc("2026-09-09T07:29:00Z"))["status"] == "idle"
+    sent = ev.tick(utc("2026-09-09T07:30:10Z"))
+    assert [s["reminder_id"] for s in sent["sent"]] == [out["planned_reminders"][0]["reminder_id"]]
+    assert ev.tick(utc("2026-09-09T07:31:10Z"))["status"] == "idle"
+    (msg,) = ev.inbox()
+    assert msg["text"] == (
+        "Reminder: Dentist (appointment) on Thursday 10 September 2026 at 09:30 Europe/Berlin time, in 1 day."
+    )
+    # "cancel that" from the owner's terminal, where the inbox is read, within 24 hours
+    r = ev.cli("tool", "event_remove", "--json", "{}", at=utc("2026-09-09T08:00:00Z"))
+    assert r.code == 0, r.stderr
+    assert r.json()["resolved_from_reminder"] == out["planned_reminders"][0]["reminder_id"]
+    assert ev.tick(utc("2026-09-10T06:30:10Z"))["status"] == "idle"
+    assert len(ev.inbox()) == 1
+    listed = ev.call("event_list", {"status": "cancelled"})
+    assert [r["status"] for r in listed["events"][0]["reminders"]] == ["delivered"]  # history kept
+
+
+def test_cancel_that_looks_back_24_hours_in_this_conversation_only(ev: Events) -> None:
+    ev.store("Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"})
+    ev.tick(utc("2026-09-09T07:30:10Z"))
+    late = utc("2026-09-10T07:31:00Z")
+    assert ev.error("event_remove", {}, at=late).code == "no_recent_reminder"
+    e = ev.error("event_remove", {}, at=utc("2026-09-09T08:00:00Z"), origin="interactive")
+    assert e.code == "no_conversation_target"
+    chat = {"origin": "interactive", "extras": {"conversation_id": "telegram:42"}}
+    assert ev.error("event_remove", {}, at=utc("2026-09-09T08:00:00Z"), **chat).code == "no_recent_reminder"
+    snoozed = ev.call(
+        "reminder_snooze",
+        {"snooze": {"type": "duration", "amount": 30, "unit": "minutes"}},
+        at=utc("2026-09-09T08:00:00Z"),
+    )
+    assert snoozed["reminder"]["scheduled_for"] == "2026-09-09T08:30:00.000000Z"
+    assert (
+        ev.tick(utc("2026-09-09T08:30:05Z"))["sent"][0]["reminder_id"] == snoozed["reminder"]["reminder_id"]
+    )
+    assert "snoozed reminder" in ev.inbox()[-1]["text"]
+
+
+def test_dst_new_york_fall_back_and_berlin_spring_gap(ev: Events) -> None:
+    ev.store(
+        "Second 1:30",
+        "explicit_reminder",
+        timezone="America/New_York",
+        when={"type": "datetime", "date": "2026-11-01", "time": "01:30:00", "utc_offset": "-05:00"},
+    )
+    ev.store(
+        "Gap",
+        "event",
+        when={"type": "date", "date": "2027-03-29"},
+        reminders=[{"type": "days_before", "days": 1, "at": "02:30:00"}],
+    )
+    assert ev.tick(utc("2026-11-01T05:30:30Z"))["status"] == "idle"  # the first 01:30 (EDT) is not it
+    assert len(ev.tick(utc("2026-11-01T06:30:30Z"))["sent"]) == 1  # the second 01:30 (EST)
+    assert ev.tick(utc("2027-03-28T01:29:00Z")).get("sent", []) == []  # (the November event completes)
+    assert len(ev.tick(utc("2027-03-28T01:30:30Z"))["sent"]) == 1  # 02:30 does not exist: 03:30 CEST
+    texts = [m["text"] for m in ev.inbox()]
+    assert (
+        texts[0]
+        == "Reminder: Second 1:30 (explicit reminder) on Sunday 1 November 2026 at 01:30 America/New_York time, now."
+    )
+    assert texts[1] == "Reminder: Gap (event) on Monday 29 March 2027, tomorrow."
+
+
+def test_a_yearly_29_february_rolls_by_its_policy(ev: Events) -> None:
+    june_2027 = utc("2027-06-01T08:00:00Z")
+    for title, policy in (("Leap A", "mar_1"), ("Leap B", "feb_28")):
+        ev.store(
+            title,
+            "birthday",
+            when={"type": "annual", "month": 2, "day": 29},
+            leap_day_policy=policy,
+            reminders=[{"type": "days_before", "days": 0}],
+            at=june_2027,
+        )
+    rows = ev.sql(
+        "SELECT e.title, r.occurrence_key FROM reminder_occurrences r JOIN temporal_events e"
+        " ON e.id = r.event_id ORDER BY e.title, r.occurrence_key"
+    )
+    assert [tuple(r) for r in rows] == [
+        ("Leap A", "2028-02-29"),
+        ("Leap A", "2029-03-01"),
+        ("Leap B", "2028-02-29"),
+        ("Leap B", "2029-02-28"),
+    ]
+    assert len(ev.tick(utc("2028-02-29T08:00:30Z"))["sent"]) == 2  # 09:00 in Berlin, both on the real day
+    rolled = ev.tick(utc("2028-03-02T12:00:00Z"))
+    assert len(rolled["rolled"]) == 2
+    dates = {r["title"]: r["next_date"] for r in ev.sql("SELECT title, next_date FROM temporal_events")}
+    assert dates == {"Leap A": "2029-03-01", "Leap B": "2029-02-28"}
+    later = ev.sql("SELECT occurrence_key FROM reminder_occurrences WHERE status = 'pending' ORDER BY 1")
+    assert [r[0] for r in later] == ["2029-02-28", "2029-03-01", "2030-02-28", "2030-03-01"]
+
+
+def _engine(ev: Events, channel: FlakyChannel, at: datetime) -> dict[str, Any]:
+    ctx = ev.world.context(clock=lambda: at)
+    try:
+        return deliver_due(ctx, channel)[1].as_dict()
+    finally:
+        ctx.close()
+
+
+def test_retries_honour_retry_after_then_deliver_once(ev: Events) -> None:
+    out = ev.store(
+        "Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"}
+    )
+    due = utc(out["planned_reminders"][0]["scheduled_for"])
+    channel = FlakyChannel(failures=2, retry_after=150)
+    first = _engine(ev, channel, due)
+    assert (
+        first["retrying"][0]["next_attempt_at"] == "2026-09-02T10:02:30.000000Z"
+    )  # retry_after beats +1 min
+    assert _engine(ev, channel, due + timedelta(minutes=2))["sent"] == []  # not before the hint
+    second = _engine(ev, channel, due + timedelta(minutes=2, seconds=30))
+    assert second["retrying"][0]["next_attempt_at"] == "2026-09-02T10:05:00.000000Z"  # due + 5 min
+    third = _engine(ev, channel, due + timedelta(minutes=5))
+    assert len(third["sent"]) == 1 and len(channel.sent) == 1
+    (row,) = ev.sql("SELECT status, attempt_count, sent_at FROM reminder_occurrences")
+    assert tuple(row) == ("delivered", 3, "2026-09-02T10:05:00.000000Z")
+
+
+def test_five_failures_or_a_permanent_one_are_visible(ev: Events) -> None:
+    out = ev.store(
+        "Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"}
+    )
+    due = utc(out["planned_reminders"][0]["scheduled_for"])
+    channel = FlakyChannel(failures=99)
+    for minutes in (0, 1, 5, 15, 60):
+        report = _engine(ev, channel, due + timedelta(minutes=minutes, seconds=1))
+    assert channel.calls == 5 and report["failed"][0]["attempts"] == 5
+    listed = ev.call("event_list", {}, at=due)
+    assert listed["failed_reminders"][0]["last_error_code"] == "rate_limited"
+    r = ev.cli("events", "list", at=due)
+    assert r.code == 0 and "FAILED" in r.stdout, r.stdout + r.stderr
+    status = ev.cli("jobs", "status", at=due)
+    assert status.code == 0 and "reminders   1 failed" in status.stdout, status.stdout + status.stderr
+    assert "FAILED " in status.stdout and "rate_limited 429 Too Many Requests" in status.stdout
+    doctor = ev.cli("doctor", at=due)
+    assert "[WARN] reminders          1 reminder(s) failed to deliver; latest 'Call'" in doctor.stdout, (
+        doctor.stdout
+    )
+    other = ev.store(
+        "Other", "explicit_reminder", when={"type": "datetime", "date": "2026-09-03", "time": "12:00:00"}
+    )
+    permanent = FlakyChannel(failures=1, permanent=True)
+    report = _engine(ev, permanent, utc(other["planned_reminders"][0]["scheduled_for"]))
+    assert report["failed"][0]["attempts"] == 1 and permanent.calls == 1
+
+
+def test_five_overlapping_ticks_deliver_every_reminder_exactly_once(ev: Events) -> None:
+    for i in range(40):
+        ev.store(
+            f"Task {i}",
+            "explicit_reminder",
+            when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"},
+        )
+    env = ev.env(utc("2026-09-02T10:00:05Z"))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"],
+            env=env,
+            cwd=ev.world.project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(5)
+    ]
+    for p in procs:
+        _out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    ids = Counter(m["reminder_id"] for m in ev.inbox())
+    assert len(ids) == 40 and set(ids.values()) == {1}
+    assert {r[0] for r in ev.sql("SELECT status FROM reminder_occurrences")} == {"delivered"}
+
+
+def test_sigkill_mid_send_is_never_sent_twice_and_shows_as_failed(ev: Events) -> None:
+    out = ev.store(
+        "Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"}
+    )
+    at = "2026-09-02T10:00:05+00:00"
+    marker = ev.world.root / "sending"
+    env = {**ev.world.env, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.events.fake_channels", str(ev.world.fermix_home), at, str(marker)],
+        env=env,
+        cwd=REPO,
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert ev.sql("SELECT status FROM reminder_occurrences")[0][0] == "delivering"
+    report = ev.tick(utc("2026-09-02T10:01:00Z"))
+    assert report["failed"] == [
+        {"reminder_id": out["planned_reminders"][0]["reminder_id"], "code": "runner_lost"}
+    ]
+    assert ev.tick(utc("2026-09-02T10:05:00Z"))["status"] == "idle"
+    assert ev.inbox() == []
+    listed = ev.call("event_list", {}, at=utc("2026-09-02T10:05:00Z"))
+    assert listed["failed_reminders"][0]["last_error_code"] == "runner_lost"
+
+
+def test_a_followup_check_in_runs_after_delivery_on_the_same_channel(ev: Events) -> None:
+    script = ev.world.root / "followup.json"
+    script.write_text('[{"text": "Shall I look for a gift idea?"}]')
+    ev.config(
+        text=(ev.world.fermix_home / "config.toml").read_text()
+        + f'[fermix_core.routing]\ncron_provider = "mock"\ncron_model = "{script}"\n'
+    )
+    out = ev.store(
+        "Sarah's birthday", "birthday", when={"type": "annual", "month": 9, "day": 14}, followup=True
+    )
+    plain = ev.store("Bob's birthday", "birthday", when={"type": "annual", "month": 9, "day": 15})
+    assert "follow-up check-in" in out["message"] and "follow-up" not in plain["message"]
+    report = ev.tick(utc("2026-09-07T07:00:30Z"))
+    assert [f["status"] for f in report["followups"]] == ["sent"]
+    texts = [(m["kind"], m["text"]) for m in ev.inbox() if m["event_id"] == out["event"]["event_id"]]
+    assert texts == [
+        ("reminder", "Reminder: Sarah's birthday (birthday) on Monday 14 September 2026, in 7 days."),
+        ("reminder_followup", "Shall I look for a gift idea?"),
+    ]
+    assert [m["kind"] for m in ev.inbox() if m["event_id"] == plain["event"]["event_id"]] == []  # due 09-08
+    script.write_text('[{"text": "[SILENT]"}]')
+    report = ev.tick(utc("2026-09-14T07:00:30Z"))
+    assert [f["status"] for f in report["followups"]] == ["silent"]
+    assert [m["kind"] for m in ev.inbox()].count("reminder_followup") == 1
+
+
+def test_a_failing_reminder_is_superseded_by_the_next_and_late_ones_expire(ev: Events) -> None:
+    out = ev.store("Exam", "deadline", when={"type": "datetime", "date": "2026-09-10", "time": "12:00:00"},
+                   reminders=[{"type": "duration_before", "minutes": 120}, {"type": "duration_before", "minutes": 60}])  # fmt: skip
+    early, late = (r["reminder_id"] for r in out["planned_reminders"])
+    channel = FlakyChannel(failures=1, retry_after=3 * 3600)  # the platform asks for three hours
+    first = _engine(ev, channel, utc("2026-09-10T08:00:10Z"))
+    assert first["retrying"][0]["next_attempt_at"] == "2026-09-10T09:59:59.000000Z"  # clamped to the event
+    assert _engine(ev, channel, utc("2026-09-10T09:00:10Z"))["sent"][0]["reminder_id"] == late
+    status = {r["id"]: r["status"] for r in ev.sql("SELECT id, status FROM reminder_occurrences")}
+    assert status == {early: "superseded", late: "delivered"}
+    # the machine was off for a day: a reminder is not sent a day late
+    other = ev.store(
+        "Party",
+        "event",
+        when={"type": "date", "date": "2026-09-20"},
+        reminders=[{"type": "days_before", "days": 0}],
+    )
+    assert _engine(ev, channel, utc("2026-09-21T09:00:00Z"))["expired"] == [
+        other["planned_reminders"][0]["reminder_id"]
+    ]
+    assert len(channel.sent) == 1
+
+
+def test_an_idle_tick_imports_no_engine_and_no_config(ev: Events) -> None:
+    ev.store("Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"})
+    r, loaded = ev.world.imports_of(
+        ["jobs", "run", "--json"],
+        ["fermix_cli.events.delivery", "fermix_cli.events.store", "fermix_cli.core.config", "zoneinfo"],
+        env=ev.env(),
+    )
+    assert r.code == 0, r.stderr
+    assert loaded == []

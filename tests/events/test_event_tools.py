@@ -1,0 +1,336 @@
+"""The five tools through registry.invoke: storing, dedupe, updating, cancelling, snoozing, the gate."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.events.world import NOW, Events
+
+BIRTHDAY = {"type": "annual", "month": 9, "day": 14}
+
+
+def test_store_answers_with_the_absolute_date_plan_and_delivery(ev: Events) -> None:
+    out = ev.store("Sarah's birthday", "birthday", when=BIRTHDAY, followup=True)
+    assert out["status"] == "stored"
+    assert out["stated_as"] == "Monday 14 September 2026, every year"
+    assert [(r["rule_id"], r["local_time"]) for r in out["planned_reminders"]] == [
+        ("week_before", "2026-09-07T09:00+02:00"),
+        ("day_of", "2026-09-14T09:00+02:00"),
+        ("week_before", "2027-09-07T09:00+02:00"),
+        ("day_of", "2027-09-14T09:00+02:00"),
+    ]
+    assert out["delivery"] == {"target": {"platform": "inbox", "address": "owner"}, "source": "configured"}
+    assert "follow-up check-in" in out["message"]
+    (row,) = ev.sql("SELECT materialized_through, status FROM temporal_events")
+    assert tuple(row) == ("2027-09-14", "active")
+
+
+def test_the_zone_comes_from_the_argument_or_config_never_utc(ev: Events) -> None:
+    out = ev.store(
+        when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}, timezone="America/New_York"
+    )
+    assert out["event"]["timezone"] == "America/New_York"
+    assert (
+        out["planned_reminders"][-1]["scheduled_for"] == "2026-09-10T12:30:00.000000Z"
+    )  # an hour before 13:30Z
+    ev.config(zone=None)
+    assert ev.error(
+        "event_store", {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    ).code == ("timezone_not_configured")
+
+
+@pytest.mark.parametrize(
+    ("when", "code"),
+    [
+        ({"type": "datetime", "date": "2027-03-28", "time": "02:30:00"}, "dst_gap"),
+        ({"type": "datetime", "date": "2026-10-25", "time": "02:30:00"}, "ambiguous_local_time"),
+        ({"type": "annual", "month": 2, "day": 29}, "leap_day_policy_required"),
+        ({"type": "sometime"}, "invalid_when"),
+    ],
+)
+def test_store_refuses_times_the_owner_must_clarify(ev: Events, when: dict[str, object], code: str) -> None:
+    e = ev.error("event_store", {"title": "Call", "kind": "appointment", "when": when})
+    assert e.code == code
+    assert ev.count("temporal_events") == 0
+
+
+def test_utc_offset_stores_the_second_of_two_equal_hours(ev: Events) -> None:
+    out = ev.store(
+        when={"type": "datetime", "date": "2026-10-25", "time": "02:30:00", "utc_offset": "+01:00"},
+        reminders=[{"type": "at_time"}],
+    )
+    assert out["planned_reminders"][0]["scheduled_for"] == "2026-10-25T01:30:00.000000Z"
+
+
+def test_store_without_a_target_fails_and_never_uses_the_chat(ev: Events) -> None:
+    ev.config(text='[fermix_core.personalization]\ntimezone = "Europe/Berlin"\n')
+    assert ev.error(
+        "event_store", {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    ).code == ("no_default_target")
+    ev.config(
+        text='[fermix_core.personalization]\ntimezone = "UTC"\n[fermix_core.jobs]\n'
+        'default_delivery_target = {platform = "cli", recipient = "me"}\n'
+    )
+    assert ev.error(
+        "event_store", {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    ).code == ("invalid_delivery")
+
+
+def test_storing_twice_dedupes_and_a_different_date_conflicts(ev: Events) -> None:
+    first = ev.store("Sarah's birthday", "birthday", when=BIRTHDAY)
+    again = ev.store("  sarah's   BIRTHDAY ", "birthday", when=BIRTHDAY)
+    assert again["status"] == "existing" and again["event"]["event_id"] == first["event"]["event_id"]
+    e = ev.error(
+        "event_store",
+        {"title": "Sarah's birthday", "kind": "birthday", "when": {"type": "annual", "month": 9, "day": 15}},
+    )
+    assert e.code == "identity_conflict" and "14 September" in e.message
+    assert ev.sql("SELECT count(*) FROM temporal_events")[0][0] == 1
+
+
+def test_past_lead_rules_are_skipped_with_a_note(ev: Events) -> None:
+    out = ev.store(
+        "Call mum",
+        "explicit_reminder",
+        when={"type": "datetime", "date": "2026-09-01", "time": "09:30:00"},
+        reminders=[{"type": "duration_before", "minutes": 120}],
+    )
+    assert out["planned_reminders"] == [] and out["note"] == "no future reminder remains"
+
+
+def test_update_needs_the_owners_words_to_move_a_date(ev: Events) -> None:
+    event_id = ev.store()["event"]["event_id"]
+    new = {"type": "datetime", "date": "2026-09-11", "time": "10:00:00"}
+    assert ev.error("event_update", {"event_id": event_id, "when": new}).code == "overwrite_unconfirmed"
+    long = "x" * 241
+    e = ev.error("event_update", {"event_id": event_id, "when": new, "owner_direction": long})
+    assert e.code == "owner_direction_too_long"
+    out = ev.call(
+        "event_update", {"event_id": event_id, "when": new, "owner_direction": "move it to Friday at ten"}
+    )
+    assert out["previous"]["when"] == {"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}
+    assert out["event"]["revision"] == 2
+    assert [r["scheduled_for"] for r in out["planned_reminders"]] == [
+        "2026-09-10T08:00:00.000000Z",
+        "2026-09-11T07:00:00.000000Z",
+    ]
+    statuses = sorted(
+        (r["revision"], r["status"]) for r in ev.sql("SELECT revision, status FROM reminder_occurrences")
+    )
+    assert statuses == [(1, "cancelled"), (1, "cancelled"), (2, "pending"), (2, "pending")]
+    # followup changes never need owner_direction
+    assert ev.call("event_update", {"event_id": event_id, "followup": True})["previous"] == {
+        "followup": False
+    }
+
+
+def test_update_with_a_new_plan_replaces_it_entirely(ev: Events) -> None:
+    event_id = ev.store()["event"]["event_id"]
+    out = ev.call(
+        "event_update", {"event_id": event_id, "reminders": [{"type": "duration_before", "minutes": 15}]}
+    )
+    assert [r["rule_id"] for r in out["planned_reminders"]] == ["minutes_before_15"]
+    out = ev.call("event_update", {"event_id": event_id, "no_reminders": True})
+    assert out["planned_reminders"] == [] and out["event"]["no_reminders"] is True
+
+
+def test_remove_is_soft_and_cancel_that_needs_a_recent_delivery(ev: Events) -> None:
+    assert ev.error("event_remove", {}).code == "no_recent_reminder"
+    out = ev.store("Sarah's birthday", "birthday", when=BIRTHDAY)
+    gone = ev.call("event_remove", {"event_id": out["event"]["event_id"]})
+    assert gone["event"]["recurrence"] == "yearly" and "every future occurrence" in gone["message"]
+    assert {r["status"] for r in gone["event"]["reminders"]} == {"cancelled"}
+    assert ev.sql("SELECT status FROM temporal_events")[0][0] == "cancelled"
+    assert ev.error("event_remove", {"event_id": out["event"]["event_id"]}).code == "not_active"
+    listed = ev.call("event_list", {"status": "cancelled"})
+    assert [e["event_id"] for e in listed["events"]] == [out["event"]["event_id"]]
+
+
+def test_the_gate_refuses_background_guests_and_subagents(ev: Events) -> None:
+    args = {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    for ctx in (
+        {"origin": "scheduled", "job_id": "digest"},
+        {"origin": "subagent", "depth": 1},
+        {"origin": "mcp"},
+        {"attended": False},
+        {"origin": "skill"},
+    ):
+        e = ev.error("event_store", args, **ctx)
+        assert e.code == "not_attended", ctx
+    assert ev.error("event_store", args, trust="guest").code == "policy_denied"
+    # event_list also runs inside the owner's scheduled job, but not in a subagent
+    assert ev.call("event_list", {}, origin="scheduled", job_id="digest")["events"] == []
+    assert ev.error("event_list", {}, origin="subagent", depth=1).code == "not_attended"
+
+
+def test_the_gate_also_hides_the_tools(ev: Events) -> None:
+    from fermix_cli.core.registry import default_registry
+
+    def visible(**kw: object) -> set[str]:
+        ctx = ev.world.context(**kw)
+        return {s.name for s in default_registry().visible(ctx) if s.category == "events"}
+
+    every = {"event_store", "event_list", "event_update", "event_remove", "reminder_snooze"}
+    assert visible() == every
+    assert visible(origin="scheduled", job_id="digest") == {"event_list"}
+    assert visible(origin="subagent", depth=1) == set()
+
+
+def test_list_pages_with_an_opaque_cursor_from_today(ev: Events) -> None:
+    for day in range(2, 9):
+        ev.store(f"Thing {day}", "deadline", when={"type": "date", "date": f"2026-09-0{day}"})
+    ev.store("Past", "deadline", when={"type": "date", "date": "2026-08-20"}, no_reminders=True)
+    first = ev.call("event_list", {"limit": 3})
+    assert [e["title"] for e in first["events"]] == ["Thing 2", "Thing 3", "Thing 4"]
+    second = ev.call("event_list", {"limit": 3, "cursor": first["next_cursor"]})
+    third = ev.call("event_list", {"limit": 3, "cursor": second["next_cursor"]})
+    assert [e["title"] for e in second["events"] + third["events"]] == [
+        "Thing 5",
+        "Thing 6",
+        "Thing 7",
+        "Thing 8",
+    ]
+    assert "next_cursor" not in third
+    assert [
+        e["title"] for e in ev.call("event_list", {"status": "active", "to": "2026-08-31"})["events"]
+    ] == ["Past"]
+    assert ev.call("event_list", {"text": "thing 5"})["count"] == 1
+    assert ev.error("event_list", {"from": "2026-01-01", "to": "2028-06-01"}).code == "date_window_too_wide"
+    assert ev.error("event_list", {"from": "2026-02-01", "to": "2026-01-01"}).code == "invalid_date_window"
+    assert ev.error("event_list", {"cursor": "bm9wZQ"}).code == "invalid_cursor"
+
+
+def test_snooze_limits(ev: Events) -> None:
+    out = ev.store()
+    rid = out["planned_reminders"][0]["reminder_id"]  # 24 h before: 2026-09-09T07:30Z
+    snooze = {"type": "duration", "amount": 2, "unit": "hours"}
+    assert ev.error("reminder_snooze", {"snooze": snooze}).code == "no_recent_reminder"
+    past = {"type": "datetime", "date": "2026-08-31", "time": "09:00:00"}
+    assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": past}).code == "snooze_in_past"
+    far = {"type": "duration", "amount": 91, "unit": "days"}
+    assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": far}).code == "snooze_too_far"
+    after = {"type": "datetime", "date": "2026-09-10", "time": "10:00:00"}
+    assert (
+        ev.error("reminder_snooze", {"reminder_id": rid, "snooze": after}).code
+        == "snooze_past_boundary_unconfirmed"
+    )
+    done = ev.call("reminder_snooze", {"reminder_id": rid, "snooze": after, "confirm_past_boundary": True})
+    assert done["reminder"]["scheduled_for"] == "2026-09-10T08:00:00.000000Z"
+    e = ev.error("reminder_snooze", {"reminder_id": rid, "snooze": after, "confirm_past_boundary": True})
+    assert e.code == "already_snoozed"
+    ev.call("reminder_snooze", {"reminder_id": rid, "snooze": snooze})
+    active = ev.sql(
+        "SELECT status, scheduled_for FROM reminder_occurrences WHERE source_reminder_id = ?"
+        " AND status = 'pending'",
+        (rid,),
+    )
+    assert [tuple(r) for r in active] == [("pending", "2026-09-01T10:00:00.000000Z")]  # one active snooze
+    ev.call("event_remove", {"event_id": out["event"]["event_id"]})
+    assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": snooze}).code == "parent_cancelled"
+
+
+def test_a_send_in_flight_blocks_changes(ev: Events) -> None:
+    out = ev.store()
+    rid = out["planned_reminders"][0]["reminder_id"]
+    import sqlite3
+
+    conn = sqlite3.connect(ev.world.fermix_home / "state.db")
+    with conn:
+        conn.execute(
+            "UPDATE reminder_occurrences SET status = 'delivering', claimed_by = 'elsewhere:1:x',"
+            " lease_until = '2099-01-01T00:00:00.000000Z' WHERE id = ?",
+            (rid,),
+        )
+    conn.close()
+    event_id = out["event"]["event_id"]
+    assert ev.error("event_remove", {"event_id": event_id}).code == "delivery_in_progress"
+    assert (
+        ev.error("event_update", {"event_id": event_id, "title": "Dentist!"}).code == "delivery_in_progress"
+    )
+    snooze = {"type": "duration", "amount": 1, "unit": "hours"}
+    assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": snooze}).code == "source_delivering"
+
+
+def test_relative_dates_count_in_the_owners_zone(ev: Events) -> None:
+    late = NOW.replace(hour=23) + timedelta(minutes=30)  # 01:30 on 2 September in Berlin
+    out = ev.store("Pay rent", "deadline", when={"type": "relative", "amount": 2, "unit": "days"}, at=late)
+    assert out["event"]["when"] == {"type": "date", "date": "2026-09-04"}
+
+
+@pytest.mark.parametrize(
+    ("jobs", "code"),
+    [
+        ('default_delivery_target = {platform = "cli", recipient = "me"}', "invalid_delivery"),
+        ('default_delivery_target = {platform = "inbox", recipient = "me", reply_to = "1"}', "invalid_delivery"),
+        ('default_delivery_target = {platform = "telegram", chat_id = "1", message_thread_id = 2, thread_ts = "3"}',
+         "invalid_delivery"),
+        ('default_delivery_target = {platform = "carrier_pigeon", recipient = "me"}', "unsupported_channel"),
+        ('default_delivery_target = {platform = "telegram", chat_id = "1"}', "channel_not_configured"),
+        ('default_delivery_mode = "local"\ndefault_delivery_target = {platform = "inbox", recipient = "me"}',
+         "invalid_delivery"),
+        ("", "no_default_target"),
+    ],
+)  # fmt: skip
+def test_a_bad_configured_target_fails_without_falling_through(ev: Events, jobs: str, code: str) -> None:
+    ev.config(text=f'[fermix_core.personalization]\ntimezone = "UTC"\n[fermix_core.jobs]\n{jobs}\n')
+    args = {"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    assert ev.error("event_store", args).code == code
+
+
+def test_title_and_direction_limits_count_bytes(ev: Events) -> None:
+    args = {"kind": "event", "when": {"type": "date", "date": "2026-10-01"}}
+    assert ev.error("event_store", {"title": "é" * 121, **args}).code == "invalid_input"  # 242 bytes
+    assert ev.error("event_store", {"title": "   ", **args}).code == "invalid_input"
+    event_id = ev.store("Ok", **args)["event"]["event_id"]
+    new = {"type": "date", "date": "2026-10-02"}
+    e = ev.error("event_update", {"event_id": event_id, "when": new, "owner_direction": "ü" * 121})
+    assert e.code == "owner_direction_too_long"
+    ok = ev.call("event_update", {"event_id": event_id, "when": new, "owner_direction": "ü" * 120})
+    assert ok["event"]["next_occurrence"] == "2026-10-02"
+
+
+def test_config_changes_retarget_only_on_an_explicit_rebind(ev: Events) -> None:
+    event_id = ev.store()["event"]["event_id"]
+    ev.config(text='[fermix_core.personalization]\ntimezone = "Europe/Berlin"\n[fermix_core.jobs]\n'
+              'default_delivery_target = {platform = "inbox", recipient = "phone"}\n')  # fmt: skip
+    kept = ev.call("event_update", {"event_id": event_id, "title": "Dentist (Dr Lee)"})
+    assert kept["event"]["delivery"]["target"]["address"] == "owner" and kept["event"]["revision"] == 1
+    moved = ev.call("event_update", {"event_id": event_id, "rebind_delivery_to_default": True})
+    assert moved["previous"]["delivery"] == {"platform": "inbox", "address": "owner"}
+    assert moved["event"]["delivery"]["target"]["address"] == "phone" and moved["event"]["revision"] == 2
+    assert len(moved["planned_reminders"]) == 2
+
+
+def test_a_window_lists_a_yearly_date_at_its_occurrence_inside(ev: Events) -> None:
+    ev.store("Sarah's birthday", "birthday", when=BIRTHDAY)
+    ev.store("Leap", "birthday", when={"type": "annual", "month": 2, "day": 29}, leap_day_policy="mar_1")
+    ev.store("Trip", "event", when={"type": "date", "date": "2027-03-02"})
+    page = ev.call("event_list", {"from": "2027-01-01", "to": "2027-12-31", "limit": 2})
+    assert [(e["title"], e.get("occurrence_in_window")) for e in page["events"]] == [
+        ("Leap", None),  # its next occurrence, 1 March 2027 (mar_1), is inside
+        ("Trip", None),
+    ]
+    rest = ev.call("event_list", {"from": "2027-01-01", "to": "2027-12-31", "cursor": page["next_cursor"]})
+    assert [(e["title"], e["occurrence_in_window"]) for e in rest["events"]] == [
+        ("Sarah's birthday", "2027-09-14")
+    ]
+    late = ev.call("event_list", {"from": "2027-10-01", "to": "2027-12-31"})
+    assert late["events"] == []
+    leap_year = ev.call("event_list", {"from": "2028-01-01", "to": "2028-12-31", "kind": "birthday"})
+    assert [(e["title"], e["occurrence_in_window"]) for e in leap_year["events"]] == [
+        ("Leap", "2028-02-29"),
+        ("Sarah's birthday", "2028-09-14"),
+    ]
+    upcoming = ev.call("event_list", {})
+    assert [e["title"] for e in upcoming["events"]] == ["Sarah's birthday", "Leap", "Trip"]
+
+
+def test_without_a_configured_target_the_owners_telegram_chat_is_derived(ev: Events) -> None:
+    ev.config(
+        text='[fermix_core.personalization]\ntimezone = "UTC"\n'
+        '[fermix_core.channels.telegram]\nbot_token = "123:abc"\nowner_user_id = 4242\n'
+    )
+    out = ev.store("Dentist", "appointment", when={"type": "date", "date": "2026-10-01"})
+    assert out["delivery"] == {"target": {"platform": "telegram", "address": "4242"}, "source": "derived"}
