@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -81,5 +83,26 @@ def build_pyz(spec: PyzSpec, repo: Path, output: Path | None = None) -> Path:
     out = (output or repo / spec.output).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PIP_NO_INPUT="1")
-    subprocess.run(shiv_command(spec, repo, out), check=True, cwd=repo, env=env)
+    with tempfile.TemporaryDirectory(prefix="fermix-pyz-") as tmp:
+        source = _clean_copy(repo, Path(tmp) / "src")
+        subprocess.run(shiv_command(spec, source, out), check=True, cwd=source, env=env)
     return out
+
+
+# What a build never reads from the checkout: setuptools' own build/ (it copies a source file there
+# only when the source is newer, so a file from another revision can survive a checkout and ship),
+# earlier outputs, virtual environments and the git directory (at the top), and caches (anywhere).
+TOP_LEFT_OUT = ("build", "dist", "*.egg-info", ".git", ".venv", "venv", ".hypothesis", ".benchmarks")
+LEFT_OUT = ("__pycache__", ".*_cache")
+
+
+def _clean_copy(repo: Path, dest: Path) -> Path:
+    """The checkout without build products: what `pip install .` builds the bundled fermix from."""
+    top = shutil.ignore_patterns(*TOP_LEFT_OUT, *LEFT_OUT)
+    anywhere = shutil.ignore_patterns(*LEFT_OUT)
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return (top if Path(folder) == repo else anywhere)(folder, names)
+
+    shutil.copytree(repo, dest, ignore=ignore, symlinks=True)
+    return dest

@@ -121,3 +121,20 @@ def test_pyz_carries_the_human_commands_and_mcp(pyz: Path, empty_venv: Path, tmp
     assert r.returncode == 0, r.stderr
     reply = json.loads(r.stdout.splitlines()[0])
     assert reply["result"]["serverInfo"]["name"] == "fermix"
+
+
+def test_the_bundle_is_built_from_the_sources_never_from_a_stale_build_directory(tmp_path: Path) -> None:
+    """setuptools keeps a build/lib file newer than its source: a file of another revision would ship."""
+    from fermix_cli.build.pyz import _clean_copy
+
+    repo = tmp_path / "repo"
+    (repo / "fermix_cli" / "build").mkdir(parents=True)
+    (repo / "fermix_cli" / "build" / "pyz.py").write_text("# the build package itself ships\n")
+    (repo / "fermix_cli" / "__pycache__").mkdir()
+    (repo / "build" / "lib" / "fermix_cli").mkdir(parents=True)
+    (repo / "build" / "lib" / "fermix_cli" / "stale.py").write_text("import gone\n")
+    (repo / "dist").mkdir()
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    copy = _clean_copy(repo, tmp_path / "copy")
+    shipped = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
+    assert shipped == ["fermix_cli", "fermix_cli/build", "fermix_cli/build/pyz.py", "pyproject.toml"]
