@@ -132,8 +132,11 @@ def file_write(p: FileWriteParams, ctx: ToolContext) -> dict[str, Any]:
             f"Failed to write file: directory {parent} does not exist (set mkdir to true to create it)",
             {"path": path},
         )
+    from ..core.filelocks import mutation_lock_dir, mutation_locks
+
     try:
-        existed = atomic_write(path, data, create_parents=p.mkdir)
+        with mutation_locks(mutation_lock_dir(ctx.paths), [path]):
+            existed = atomic_write(path, data, create_parents=p.mkdir)
     except ToolError:
         raise
     except OSError as e:
@@ -153,9 +156,21 @@ class FileEditParams(Params):
 
 
 def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
+    from ..core.filelocks import mutation_lock_dir, mutation_locks
+
     if p.old_string == "":
         raise ToolError("invalid_input", "old_string must be non-empty", {"field": "old_string"})
     path = ctx.sandbox.write_path(p.path, tool="file_edit", reject_dotdot=True)
+    # The read, the check and the write are one step for every fermix writer of this file.
+    with mutation_locks(mutation_lock_dir(ctx.paths), [path]):
+        text, before = _read_for_edit(path)
+        at = _unique_offset(text, p.old_string, path)
+        new_text = text[:at] + p.new_string + text[at + len(p.old_string) :]
+        _replace_if_unchanged(path, before, new_text.encode("utf-8"))
+    return {"path": path, "line": text.count("\n", 0, at) + 1, "bytes": len(new_text.encode("utf-8"))}
+
+
+def _read_for_edit(path: str) -> tuple[str, os.stat_result]:
     try:
         fd = open_regular_file(path)
         with os.fdopen(fd, "rb") as f:
@@ -166,12 +181,15 @@ def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
     if len(raw) > EDIT_MAX_BYTES:
         raise ToolError("too_large", f"File is larger than {EDIT_MAX_BYTES} bytes: {path}", {"path": path})
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8"), before
     except UnicodeDecodeError:
         raise ToolError(
             "not_text", f"Failed to read file: not valid UTF-8 text: {path}", {"path": path}
         ) from None
-    count = text.count(p.old_string)
+
+
+def _unique_offset(text: str, old: str, path: str) -> int:
+    count = text.count(old)
     if count == 0:
         raise ToolError("not_found", "old_string not found", {"path": path})
     if count > 1:
@@ -180,8 +198,11 @@ def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
             f"old_string is not unique; found {count} occurrences. Make the anchor longer until it is unique.",
             {"path": path, "count": count},
         )
-    at = text.index(p.old_string)
-    new_text = text[:at] + p.new_string + text[at + len(p.old_string) :]
+    return text.index(old)
+
+
+def _replace_if_unchanged(path: str, before: os.stat_result, data: bytes) -> None:
+    """Write `data` unless a writer outside fermix's locks changed the file since it was read."""
     try:
         now = os.stat(path, follow_symlinks=False)
         if (now.st_ino, now.st_size, now.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
@@ -190,12 +211,11 @@ def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
                 f"{path} changed while it was being edited; read it again and retry",
                 {"path": path},
             )
-        atomic_write(path, new_text.encode("utf-8"))
+        atomic_write(path, data)
     except ToolError:
         raise
     except OSError as e:
         raise _os_error(path, e, "write") from None
-    return {"path": path, "line": text.count("\n", 0, at) + 1, "bytes": len(new_text.encode("utf-8"))}
 
 
 TOOLS = specs(
