@@ -344,10 +344,11 @@ def _quiet_broken_pipe() -> None:
 
 
 def internal_error(exc: BaseException, log_file: Any = None) -> int:
+    from ..core.errors import environment_error
     from ..core.logs import logger
 
     logger("fermix").error("internal error", exc_info=exc)
-    err = ToolError(
+    err = environment_error(exc) or ToolError(
         "internal_error",
         f"unexpected {type(exc).__name__}: {exc}. Details are in the fermix log",
         {},

@@ -92,3 +92,39 @@ class ToolError(Exception):
     def model_text(self) -> str:
         """The `tag: message` form a model sees (reference error convention)."""
         return f"{self.code}: {self.message}"
+
+
+# SQLite primary result codes that describe the disk or the file, never fermix's SQL.
+_SQLITE_ENVIRONMENT = frozenset({3, 5, 6, 7, 8, 10, 11, 13, 14, 15, 26})  # PERM BUSY LOCKED NOMEM READONLY
+# IOERR CORRUPT FULL CANTOPEN PROTOCOL NOTADB
+_OS_ENVIRONMENT = frozenset(
+    {"EROFS", "EACCES", "EPERM", "ENOSPC", "EDQUOT", "EIO", "EMFILE", "ENFILE", "ENOMEM"}
+)
+
+
+def environment_error(exc: BaseException) -> ToolError | None:
+    """The exit-1 ToolError for a failure of the disk, the state file or memory; None for a bug.
+
+    A read-only home, a full disk or a corrupt state.db is not fermix's fault: it must not be
+    reported as an internal error (exit 4).
+    """
+    import errno
+
+    if isinstance(exc, MemoryError):
+        return ToolError("out_of_memory", "fermix ran out of memory; nothing more was done.", {})
+    if isinstance(exc, OSError) and errno.errorcode.get(exc.errno or 0) in _OS_ENVIRONMENT:
+        where = exc.filename if isinstance(exc.filename, str) else None
+        return ToolError(
+            "io_failed",
+            f"the disk refused: {exc.strerror or exc}{f' ({where})' if where else ''}. "
+            "Check that the fermix home and the target are writable and not full.",
+            {"path": where} if where else {},
+        )
+    code = getattr(exc, "sqlite_errorcode", None)
+    if type(exc).__module__ == "sqlite3" and isinstance(code, int) and code & 0xFF in _SQLITE_ENVIRONMENT:
+        return ToolError(
+            "state_unavailable",
+            f"state.db cannot be used: {exc}. Check the file and its directory, or run: fermix doctor",
+            {"sqlite_error": getattr(exc, "sqlite_errorname", None)},
+        )
+    return None

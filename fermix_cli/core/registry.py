@@ -283,10 +283,11 @@ class Registry:
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:
+            from .errors import environment_error
             from .logs import logger
 
             logger("fermix.registry").exception("internal error in tool %s", name)
-            error = ToolError(
+            error = environment_error(e) or ToolError(
                 "internal_error",
                 f"{name} failed unexpectedly ({type(e).__name__}); details are in the fermix log",
                 {"tool": name},
