@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.params import model as fp
+from fermix_cli.core.params.check import refuse_lone_surrogates
 from fermix_cli.core.params.fieldtypes import AfterValidator, FieldInfo
 from fermix_cli.core.registry import _validation_error
 
@@ -36,6 +37,11 @@ class OracleParams(BaseModel):
         if isinstance(value, dict):
             return {k: v for k, v in value.items() if v is not None}
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strings_are_utf8(cls, value: Any) -> Any:
+        return refuse_lone_surrogates(value)  # fermix's own rule: pydantic lets a plain str keep one
 
 
 _TWINS: dict[type, type[BaseModel]] = {fp.Params: OracleParams}

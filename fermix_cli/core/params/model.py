@@ -20,6 +20,7 @@ from .check import (
     Invalid,
     LineError,
     fail,
+    refuse_lone_surrogates,
     require_utf8,
     run_validator,
     run_validator_error,
@@ -237,6 +238,11 @@ class Params:
         if isinstance(value, dict):
             return {k: v for k, v in value.items() if v is not None}
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strings_are_utf8(cls, value: Any) -> Any:
+        return refuse_lone_surrogates(value)
 
     @classmethod
     def _params_plan(cls) -> _Plan:
