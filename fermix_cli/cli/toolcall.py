@@ -163,12 +163,15 @@ def parse_tool_argv(argv: list[str], schema: Callable[[], dict[str, Any]]) -> To
 
 
 def _read_json_source(source: str) -> str:
+    from ..core.jsonin import read_bounded
+
     if source == "-":
-        return sys.stdin.read()
+        # Undecodable bytes become lone surrogates, which validation names by field.
+        return read_bounded(sys.stdin.buffer).decode("utf-8", "surrogateescape")
     if source.startswith("@"):
         try:
-            with open(source[1:], encoding="utf-8") as f:
-                return f.read()
+            with open(source[1:], "rb") as f:
+                return read_bounded(f).decode("utf-8")
         except OSError as e:
             raise ToolError(
                 "invalid_json", f"cannot read {source[1:]}: {e.strerror}", {"path": source[1:]}
@@ -230,9 +233,19 @@ def run_tool(name: str, argv: list[str], g: GlobalOptions) -> int:
 
 def _run_jsonl(reg: Any, name: str, args: ToolArgs, ctx: Any) -> int:
     """One envelope per input line, in order; exit code of the first failure, else 0."""
+    from ..core.jsonin import read_bounded_line
+
     first_failure = 0
     out = sys.stdout
-    for line in sys.stdin:
+    while True:
+        try:
+            raw = read_bounded_line(sys.stdin.buffer)
+        except ToolError as e:  # the line's end is unknown, so no later line can be trusted
+            out.write(_dumps({"ok": False, "error": e.to_dict()}, args.pretty) + "\n")
+            return first_failure or int(e.exit_class)
+        if not raw:
+            break
+        line = raw.decode("utf-8", "surrogateescape")
         if not line.strip():
             continue
         try:

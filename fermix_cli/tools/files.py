@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+from collections.abc import Iterator
+from typing import Annotated, Any, BinaryIO
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
@@ -12,6 +13,7 @@ from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
 READ_CAP = 100_000
+_SKIP_CHUNK = 1024 * 1024
 EDIT_MAX_BYTES = 32 * 1024 * 1024
 WRITE_MAX_CHARS = 8 * 1024 * 1024
 
@@ -63,16 +65,15 @@ def file_read(p: FileReadParams, ctx: ToolContext) -> dict[str, Any]:
     next_offset = None
     lineno = 0
     with os.fdopen(fd, "rb") as f:
-        for raw in f:
+        for raw, whole in _bounded_lines(f, READ_CAP):
             lineno += 1
             if lineno < offset:
                 continue
             if p.limit is not None and len(out) >= p.limit:
                 next_offset = lineno
                 break
-            text = _decode_line(raw, path, lineno)
             cost = len(raw.rstrip(b"\n")) + (1 if out else 0)
-            if used + cost > READ_CAP:
+            if used + cost > READ_CAP or not whole:
                 if not out:
                     raise ToolError(
                         "too_large",
@@ -82,7 +83,7 @@ def file_read(p: FileReadParams, ctx: ToolContext) -> dict[str, Any]:
                 truncated = True
                 next_offset = lineno
                 break
-            out.append(text)
+            out.append(_decode_line(raw, path, lineno))
             used += cost
     return {
         "path": path,
@@ -92,6 +93,26 @@ def file_read(p: FileReadParams, ctx: ToolContext) -> dict[str, Any]:
         "truncated": truncated,
         "next_offset": next_offset,
     }
+
+
+def _bounded_lines(f: BinaryIO, cap: int) -> Iterator[tuple[bytes, bool]]:
+    """Each line of `f` as (at most cap + 1 bytes of it, whether that is the whole line).
+
+    A longer line is read past in chunks, never held whole: a 10 GiB file without a newline costs
+    no more memory than a short one.
+    """
+    while True:
+        raw = f.readline(cap + 2)
+        if not raw:
+            return
+        if len(raw) <= cap + 1 or raw.endswith(b"\n"):
+            yield raw, True
+            continue
+        yield raw[: cap + 1], False
+        while not raw.endswith(b"\n"):
+            raw = f.readline(_SKIP_CHUNK)
+            if not raw:
+                return
 
 
 def _decode_line(raw: bytes, path: str, lineno: int) -> str:
