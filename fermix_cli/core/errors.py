@@ -79,19 +79,23 @@ class ToolError(Exception):
         details: dict[str, Any] | None = None,
         *,
         exit_class: ExitClass | None = None,
+        model_message: str | None = None,
     ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
         self.details = details or {}
         self.exit_class = exit_class if exit_class is not None else exit_class_for(code)
+        # What a model reads instead of `message` when it needs more (a failed command's output,
+        # which the envelope carries once, in details).
+        self.model_message = message if model_message is None else model_message
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "details": self.details}
 
     def model_text(self) -> str:
         """The `tag: message` form a model sees (reference error convention)."""
-        return f"{self.code}: {self.message}"
+        return f"{self.code}: {self.model_message}"
 
 
 # SQLite primary result codes that describe the disk or the file, never fermix's SQL.

@@ -90,7 +90,7 @@ def test_non_zero_exit_is_exit_nonzero_with_details(world: Env) -> None:
     assert r.code == 1 and r.stdout == ""
     err = r.error()
     assert err["code"] == "exit_nonzero"
-    assert err["message"] == "Command failed (exit code 3):\npartial\n"
+    assert err["message"] == "Command failed (exit code 3); its output is in details.output"
     assert err["details"]["exit_code"] == 3 and err["details"]["output"] == "partial\n"
 
 
