@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import IO, Any, NoReturn
@@ -44,12 +45,14 @@ def _usage(message: str, **details: Any) -> NoReturn:
 
 
 def _flag_table(schema: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    from ..core.registry import without_null
+
     table: dict[str, tuple[str, dict[str, Any]]] = {}
     for name, prop in schema.get("properties", {}).items():
         if name in RESERVED:
             continue
         for spelling in {name, name.replace("_", "-")}:
-            table[spelling] = (name, prop)
+            table[spelling] = (name, without_null(prop))
     return table
 
 
@@ -57,10 +60,10 @@ def _convert(flag: str, value: str, prop: dict[str, Any]) -> Any:
     kind = prop.get("type")
     try:
         if kind == "integer":
-            text = value.strip()
-            if not text.lstrip("+-").isdigit():
+            # ASCII digits only, as in JSON: no spaces, no other scripts' digits, no underscores.
+            if re.fullmatch(r"[+-]?[0-9]+", value) is None:
                 raise ValueError
-            return int(text)
+            return int(value)
         if kind == "number":
             return float(value)
         if kind == "boolean":

@@ -27,16 +27,16 @@ from fermix_cli.core.registry import _validation_error
 
 
 class OracleParams(BaseModel):
-    """registry.Params as it was: strict types, unknown fields refused, null means absent."""
+    """registry.Params as it was: strict types, unknown fields refused, null only where listed."""
 
     model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
     @model_validator(mode="before")
     @classmethod
     def _null_means_absent(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: v for k, v in value.items() if v is not None}
-        return value
+        original = _ORIGINALS.get(cls)
+        allowed = original.null_means_absent if original is not None else frozenset()
+        return fp.drop_allowed_nulls(allowed, value)
 
     @model_validator(mode="before")
     @classmethod

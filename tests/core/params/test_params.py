@@ -93,7 +93,20 @@ class Open(Params):
     known: int = 0
 
 
-CLASSES: list[type[Params]] = [Point, Kitchen, Audited, StrictAudited, Open]
+class Nullable(Params):
+    null_means_absent = frozenset({"count", "mode"})  # a seed that lets null stand for omission
+
+    count: Annotated[int, Field(ge=1)] = 1
+    mode: Literal["a", "b"] | None = None
+    flag: bool = False
+
+
+def null_refused(key: str, loc: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...], str]:
+    msg = f"Value error, {key} is null; leave the field out to use its default (null is accepted only where the schema lists it)"
+    return ("value_error", loc, msg)
+
+
+CLASSES: list[type[Params]] = [Point, Kitchen, Audited, StrictAudited, Open, Nullable]
 
 INT, NUMBER, STR = (
     "Input should be a valid integer",
@@ -123,7 +136,9 @@ def ab(**fields: Any) -> dict[str, Any]:
 # (class, input, "ok" or (error type, location, message) of the first error)
 ROWS: list[tuple[type[Params], dict[str, Any], Any]] = [
     (Kitchen, ab(), "ok"),
-    (Kitchen, ab(count=None, mode=None), "ok"),
+    (Kitchen, ab(count=None, mode=None), null_refused("count")),
+    (Nullable, {"count": None, "mode": None}, "ok"),
+    (Nullable, {"count": None, "flag": None}, null_refused("flag")),
     (Kitchen, {}, ("missing", ("name",), "Field required")),
     (Kitchen, ab(bogus=1), ("extra_forbidden", ("bogus",), EXTRA)),
     (Kitchen, ab(count=True), ("int_type", ("count",), INT)),
@@ -178,7 +193,7 @@ ROWS: list[tuple[type[Params], dict[str, Any], Any]] = [
     (Kitchen, ab(target={"k": 1.5}), ("string_type", ("target", "k", "str"), STR)),
     (Kitchen, ab(target=[]), ("dict_type", ("target",), "Input should be a valid dictionary")),
     (Kitchen, ab(loose={"a": [1, {"b": None}]}, anything=[True]), "ok"),
-    (Kitchen, ab(where={"lat": 1, "lon": 2, "label": None}), "ok"),
+    (Kitchen, ab(where={"lat": 1, "lon": 2, "label": None}), null_refused("label", ("where",))),
     (
         Kitchen,
         ab(where={"lat": 91}),
@@ -211,7 +226,7 @@ ROWS: list[tuple[type[Params], dict[str, Any], Any]] = [
         {"text": "boom", "level": "high"},
         ("value_error", (), "Value error, boom is not allowed"),
     ),
-    (Open, {"known": 1, "other": [1], "gone": None}, "ok"),
+    (Open, {"known": 1, "other": [1], "gone": None}, null_refused("gone")),
     (Open, {"known": "1"}, ("int_type", ("known",), INT)),
 ]
 
