@@ -98,6 +98,13 @@ class ToolError(Exception):
         return f"{self.code}: {self.model_message}"
 
 
+def world_error(code: str, message: str, details: dict[str, Any] | None = None) -> ToolError:
+    """A failure caused by what is on disk, not by the input: exit 1, even for a code such as
+    `invalid_path` that the reference also uses for malformed input (a directory where a file is
+    needed, a path that changed while it was opened)."""
+    return ToolError(code, message, details, exit_class=ExitClass.TOOL_FAILED)
+
+
 # SQLite primary result codes that describe the disk or the file, never fermix's SQL.
 _SQLITE_ENVIRONMENT = frozenset({3, 5, 6, 7, 8, 10, 11, 13, 14, 15, 26})  # PERM BUSY LOCKED NOMEM READONLY
 # IOERR CORRUPT FULL CANTOPEN PROTOCOL NOTADB

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any, BinaryIO
 
 from ..core.context import ToolContext
-from ..core.errors import ToolError
+from ..core.errors import ToolError, world_error
 from ..core.fsops import atomic_write, open_regular_file
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
@@ -26,7 +26,7 @@ def _os_error(path: str, e: OSError, verb: str) -> ToolError:
     if isinstance(e, FileNotFoundError):
         return ToolError("not_found", f"File not found: {path}", {"path": path})
     if isinstance(e, IsADirectoryError):
-        return ToolError("invalid_path", f"Path is a directory: {path}", {"path": path})
+        return world_error("invalid_path", f"Path is a directory: {path}", {"path": path})
     code = "write_failed" if verb == "write" else "read_failed"
     return ToolError(code, f"Failed to {verb} file: {e.strerror or e}", {"path": path})
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 from ..core.context import ToolContext
-from ..core.errors import ToolError
+from ..core.errors import ToolError, world_error
 from ..core.fsops import FileReader
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
@@ -56,7 +56,7 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
     limit = _clamp(p.max_results, 200, 1, 1000)
     root = _search_root(ctx, p.path, "glob_search")
     if not os.path.isdir(root):
-        raise ToolError("invalid_path", f"Search root is not a directory: {root}", {"path": root})
+        raise world_error("invalid_path", f"Search root is not a directory: {root}", {"path": root})
     prefix = literal_prefix(p.pattern)
     start = os.path.join(root, prefix) if prefix else root
     if prefix:
