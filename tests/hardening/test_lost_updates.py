@@ -53,3 +53,47 @@ def test_concurrent_file_edits_each_survive_or_fail(world: Env) -> None:
         else:
             assert json.loads(stderr)["error"]["code"] in ("locked", "conflict"), stderr
     assert sum(code == 0 for code, _ in results) == WRITERS, "no edit should need to fail under the lock"
+
+
+@pytest.mark.slow
+def test_concurrent_memory_stores_each_survive(world: Env) -> None:
+    assert world.tool("memory_store", {"key": "seed", "value": "v"}).code == 0  # state.db exists
+    procs = [
+        _spawn(world, "memory_store", {"key": f"k{i:02d}", "value": f"value {i}", "category": "context"})
+        for i in range(16)
+    ]
+    results = _finish(procs)
+    assert all(code == 0 for code, _ in results), results
+    listed = world.tool("memory_recall", {"scope": "owner"}).json()
+    keys = {m["key"] for m in listed["memories"]}
+    assert {f"k{i:02d}" for i in range(16)} <= keys
+
+
+CONFIG_SETS = {
+    "fermix_core.jobs.max_concurrent_runs": "3",
+    "fermix_core.jobs.transient_retries": "2",
+    "fermix_core.jobs.retry_backoff_seconds": "45",
+    "fermix_core.agent.max_iterations": "7",
+    "fermix_core.agent.repeat_limit": "4",
+    "fermix_core.routing.subagent_model": '"small-model"',
+}
+
+
+@pytest.mark.slow
+def test_concurrent_config_sets_each_survive(world: Env) -> None:
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "fermix_cli", "config", "set", key, value],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=world.project,
+            env=world.env,
+        )
+        for key, value in CONFIG_SETS.items()
+    ]
+    results = _finish(procs)
+    assert all(code == 0 for code, _ in results), results
+    text = (world.fermix_home / "config.toml").read_text()
+    for key, value in CONFIG_SETS.items():
+        assert f"{key.rsplit('.', 1)[1]} = {value}" in text, (key, text)
