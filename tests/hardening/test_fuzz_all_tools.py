@@ -108,3 +108,22 @@ def test_hostile_input_through_the_executable(world: Env, name: str, raw: bytes)
 def test_the_fuzzed_set_is_most_of_the_registry() -> None:
     assert len(OFFLINE) >= len(default_registry().all()) - 6
     assert Path(__file__).exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "flag"), [("grep", b"--patterns"), ("ast_grep", b"--pattern"), ("file_read", b"--path")]
+)
+def test_undecodable_flag_bytes_are_refused_as_input(world: Env, name: str, flag: bytes) -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable.encode(), b"-m", b"fermix_cli", b"tool", name.encode(), flag, b"ab\xffcd"],
+        capture_output=True,
+        cwd=world.project,
+        env=world.env,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert b"Traceback" not in proc.stderr and proc.stdout == b""
+    assert json.loads(proc.stderr)["error"]["code"] == "invalid_input"
