@@ -104,9 +104,10 @@ def lone_surrogate_path(value: Any) -> str | None:
                 return where or "(input)"
         elif isinstance(node, dict):
             for key, item in node.items():
-                name = key if isinstance(key, str) and _encodes(key) else ascii(key)
+                bad = isinstance(key, str) and not _encodes(key)
+                name = ascii(key) if bad else str(key)
                 at = f"{where}.{name}" if where else name
-                if name is not key:
+                if bad:
                     return at
                 stack.append((item, at))
         elif isinstance(node, list | tuple):
