@@ -50,10 +50,13 @@ def test_patterns_at_the_limits_are_accepted(world: Env, invoke) -> None:
     assert r["returned"] == 1 and len(r["matchers"]) == 8
 
 
-def test_null_fields_mean_absent(world: Env, invoke) -> None:
+@pytest.mark.parametrize("field", ["path", "mode", "limit", "context"])
+def test_null_fields_are_refused(world: Env, invoke, field: str) -> None:
+    # grep's schema publishes no null (its seed says nothing of null): leave a field out instead.
     make_tree(world.project, {"a.txt": "run\n"})
-    r = invoke("grep", {"patterns": ["run"], "path": None, "mode": None, "limit": None, "context": None})
-    assert r["mode"] == "ranked" and r["limit"] == 50 and r["context"] == 0
+    with pytest.raises(ToolError) as e:
+        invoke("grep", {"patterns": ["run"], field: None})
+    assert e.value.code == "invalid_input" and f"{field} is null" in e.value.message
 
 
 def test_limit_and_context_are_clamped(world: Env, invoke) -> None:
