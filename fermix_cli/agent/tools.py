@@ -90,17 +90,18 @@ def model_routing_config(p: RoutingParams, ctx: ToolContext) -> dict[str, Any]:
 
     if p.action not in ROUTING_ACTIONS:
         raise ToolError("invalid_action", f"{p.action} (use read, set or delete)", {"action": p.action})
-    if p.action == "read":
-        return ctx.config.fermix_core.routing.model_dump(mode="json")
-    if p.key is None:
-        raise ToolError("missing_parameters", "Missing required parameter: key", {"parameter": "key"})
-    if p.key not in SETTABLE_KEYS:
+    # The key's published enum holds for every action, read included.
+    if p.key is not None and p.key not in SETTABLE_KEYS:
         raise ToolError(
             "invalid_key",
             f"{p.key} (only {', '.join(SETTABLE_KEYS)} can be changed here; cron_* and meeting_* keys "
             "are changed by editing config.toml)",
             {"key": p.key},
         )
+    if p.action == "read":
+        return ctx.config.fermix_core.routing.model_dump(mode="json")
+    if p.key is None:
+        raise ToolError("missing_parameters", "Missing required parameter: key", {"parameter": "key"})
     key = p.key
 
     def section(doc: dict[str, Any]) -> dict[str, Any]:

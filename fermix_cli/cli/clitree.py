@@ -169,10 +169,13 @@ def _command(cmd: Any, path: tuple[str, ...]) -> Command:
 
 def tool_flags(schema: dict[str, Any]) -> tuple[Opt, ...]:
     """The flags `fermix tool NAME` accepts for a schema (mirrors cli/toolcall.py's flag table)."""
+    from ..core.registry import without_null
+
     out: list[Opt] = []
-    for name, prop in sorted(schema.get("properties", {}).items()):
+    for name, raw in sorted(schema.get("properties", {}).items()):
         if name in RESERVED:
             continue
+        prop = without_null(raw)
         spellings = tuple(sorted({f"--{name}", f"--{name.replace('_', '-')}"}, key=lambda f: ("_" in f, f)))
         desc = prop.get("description", "")
         kind = prop.get("type")

@@ -98,3 +98,10 @@ def main_jobs_fast(argv: list[str], g: GlobalOptions) -> int:
         return report_error(e)
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # the disk or a bug: one line for the user, the traceback in the log
+        from ..core.logs import setup_logging
+        from ..core.paths import resolve_paths
+        from .toolcall import internal_error
+
+        setup_logging(resolve_paths(g.home).log_file)
+        return internal_error(e)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import IO, Any, NoReturn
@@ -44,12 +45,14 @@ def _usage(message: str, **details: Any) -> NoReturn:
 
 
 def _flag_table(schema: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
+    from ..core.registry import without_null
+
     table: dict[str, tuple[str, dict[str, Any]]] = {}
     for name, prop in schema.get("properties", {}).items():
         if name in RESERVED:
             continue
         for spelling in {name, name.replace("_", "-")}:
-            table[spelling] = (name, prop)
+            table[spelling] = (name, without_null(prop))
     return table
 
 
@@ -57,10 +60,10 @@ def _convert(flag: str, value: str, prop: dict[str, Any]) -> Any:
     kind = prop.get("type")
     try:
         if kind == "integer":
-            text = value.strip()
-            if not text.lstrip("+-").isdigit():
+            # ASCII digits only, as in JSON: no spaces, no other scripts' digits, no underscores.
+            if re.fullmatch(r"[+-]?[0-9]+", value) is None:
                 raise ValueError
-            return int(text)
+            return int(value)
         if kind == "number":
             return float(value)
         if kind == "boolean":
@@ -163,12 +166,15 @@ def parse_tool_argv(argv: list[str], schema: Callable[[], dict[str, Any]]) -> To
 
 
 def _read_json_source(source: str) -> str:
+    from ..core.jsonin import read_bounded
+
     if source == "-":
-        return sys.stdin.read()
+        # Undecodable bytes become lone surrogates, which validation names by field.
+        return read_bounded(sys.stdin.buffer).decode("utf-8", "surrogateescape")
     if source.startswith("@"):
         try:
-            with open(source[1:], encoding="utf-8") as f:
-                return f.read()
+            with open(source[1:], "rb") as f:
+                return read_bounded(f).decode("utf-8")
         except OSError as e:
             raise ToolError(
                 "invalid_json", f"cannot read {source[1:]}: {e.strerror}", {"path": source[1:]}
@@ -232,9 +238,19 @@ def run_tool(name: str, argv: list[str], g: GlobalOptions) -> int:
 
 def _run_jsonl(reg: Any, name: str, args: ToolArgs, ctx: Any) -> int:
     """One envelope per input line, in order; exit code of the first failure, else 0."""
+    from ..core.jsonin import read_bounded_line
+
     first_failure = 0
     out = sys.stdout
-    for line in sys.stdin:
+    while True:
+        try:
+            raw = read_bounded_line(sys.stdin.buffer)
+        except ToolError as e:  # the line's end is unknown, so no later line can be trusted
+            out.write(_dumps({"ok": False, "error": e.to_dict()}, args.pretty) + "\n")
+            return first_failure or int(e.exit_class)
+        if not raw:
+            break
+        line = raw.decode("utf-8", "surrogateescape")
         if not line.strip():
             continue
         try:
@@ -346,10 +362,11 @@ def _quiet_broken_pipe() -> None:
 
 
 def internal_error(exc: BaseException, log_file: Any = None) -> int:
+    from ..core.errors import environment_error
     from ..core.logs import logger
 
     logger("fermix").error("internal error", exc_info=exc)
-    err = ToolError(
+    err = environment_error(exc) or ToolError(
         "internal_error",
         f"unexpected {type(exc).__name__}: {exc}. Details are in the fermix log",
         {},

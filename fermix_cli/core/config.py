@@ -233,10 +233,51 @@ def validate_config(data: dict[str, Any], source: str = "config.toml", catalog: 
         return root_class(catalog, data).model_validate(data)
     except ValidationError as e:
         raise _config_error(e, source) from None
+    except RecursionError:
+        raise ToolError(
+            "invalid_config", f"{source}: nested too deeply to check; fermix refuses to run on it.", {}
+        ) from None
     except ToolError as e:  # a section's own check, naming its key
         if e.code != "invalid_config":
             raise
         raise ToolError(e.code, f"{source}: {e.message}", e.details) from None
+
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
+def _read_config_bytes(path: Path) -> bytes | None:
+    """config.toml's bytes, None when it does not exist; a FIFO or device is refused, never waited on."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ToolError(
+            "invalid_config", f"{path}: cannot read ({e.strerror})", {"path": str(path)}
+        ) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ToolError(
+                "invalid_config", f"{path}: not a regular file; config.toml must be one.", {"path": str(path)}
+            )
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as e:
+        raise ToolError(
+            "invalid_config", f"{path}: cannot read ({e.strerror})", {"path": str(path)}
+        ) from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ToolError(
+            "invalid_config",
+            f"{path}: larger than {MAX_CONFIG_BYTES} bytes; not a config file.",
+            {"path": str(path)},
+        )
+    return data
 
 
 def read_raw(path: Path, cache_dir: Path | None = None) -> dict[str, Any]:
@@ -246,15 +287,9 @@ def read_raw(path: Path, cache_dir: Path | None = None) -> dict[str, Any]:
     bytes: importing tomllib compiles its regular expressions, some 8 ms that every tool call would pay
     to read a file that rarely changes. Only parsing is cached; the document is validated on every load.
     """
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
+    data = _read_config_bytes(path)
+    if data is None:
         return {}
-    except OSError as e:
-        raise ToolError(
-            "invalid_config", f"{path}: cannot read ({e.strerror})", {"path": str(path)}
-        ) from None
     if not data.strip():
         return {}
     key = sha256(data).hexdigest()
@@ -266,6 +301,12 @@ def read_raw(path: Path, cache_dir: Path | None = None) -> dict[str, Any]:
 
     try:
         doc = tomllib.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ToolError(
+            "invalid_config",
+            f"{path}: nested too deeply to read. Fix the file; fermix refuses to run on a config it cannot read.",
+            {"path": str(path)},
+        ) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ToolError(
             "invalid_config",
@@ -286,7 +327,7 @@ def _parsed_cached(cache_dir: Path, key: str) -> dict[str, Any] | None:
     try:
         with open(cache_dir / PARSED_CACHE, encoding="utf-8") as f:
             entry = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if isinstance(entry, dict) and entry.get("sha256") == key and isinstance(entry.get("document"), dict):
         return cast("dict[str, Any]", entry["document"])

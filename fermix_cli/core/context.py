@@ -44,11 +44,11 @@ def clock_from_env(env: os._Environ[str] | dict[str, str] | None = None) -> Call
 
     try:
         instant = datetime.fromisoformat(raw.upper().replace("Z", "+00:00"))
-    except ValueError:
-        instant = None
-    if instant is None or instant.utcoffset() is None:
+        fixed = instant.astimezone(UTC) if instant.utcoffset() is not None else None
+    except (ValueError, OverflowError):
+        fixed = None
+    if fixed is None:
         raise ToolError("usage", f"FERMIX_NOW={raw!r} is not an ISO-8601 instant with an offset", {})
-    fixed = instant.astimezone(UTC)
     return lambda: fixed
 
 

@@ -79,16 +79,63 @@ class ToolError(Exception):
         details: dict[str, Any] | None = None,
         *,
         exit_class: ExitClass | None = None,
+        model_message: str | None = None,
     ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
         self.details = details or {}
         self.exit_class = exit_class if exit_class is not None else exit_class_for(code)
+        # What a model reads instead of `message` when it needs more (a failed command's output,
+        # which the envelope carries once, in details).
+        self.model_message = message if model_message is None else model_message
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "details": self.details}
 
     def model_text(self) -> str:
         """The `tag: message` form a model sees (reference error convention)."""
-        return f"{self.code}: {self.message}"
+        return f"{self.code}: {self.model_message}"
+
+
+def world_error(code: str, message: str, details: dict[str, Any] | None = None) -> ToolError:
+    """A failure caused by what is on disk, not by the input: exit 1, even for a code such as
+    `invalid_path` that the reference also uses for malformed input (a directory where a file is
+    needed, a path that changed while it was opened)."""
+    return ToolError(code, message, details, exit_class=ExitClass.TOOL_FAILED)
+
+
+# SQLite primary result codes that describe the disk or the file, never fermix's SQL.
+_SQLITE_ENVIRONMENT = frozenset({3, 5, 6, 7, 8, 10, 11, 13, 14, 15, 26})  # PERM BUSY LOCKED NOMEM READONLY
+# IOERR CORRUPT FULL CANTOPEN PROTOCOL NOTADB
+_OS_ENVIRONMENT = frozenset(
+    {"EROFS", "EACCES", "EPERM", "ENOSPC", "EDQUOT", "EIO", "EMFILE", "ENFILE", "ENOMEM"}
+)
+
+
+def environment_error(exc: BaseException) -> ToolError | None:
+    """The exit-1 ToolError for a failure of the disk, the state file or memory; None for a bug.
+
+    A read-only home, a full disk or a corrupt state.db is not fermix's fault: it must not be
+    reported as an internal error (exit 4).
+    """
+    import errno
+
+    if isinstance(exc, MemoryError):
+        return ToolError("out_of_memory", "fermix ran out of memory; nothing more was done.", {})
+    if isinstance(exc, OSError) and errno.errorcode.get(exc.errno or 0) in _OS_ENVIRONMENT:
+        where = exc.filename if isinstance(exc.filename, str) else None
+        return ToolError(
+            "io_failed",
+            f"the disk refused: {exc.strerror or exc}{f' ({where})' if where else ''}. "
+            "Check that the fermix home and the target are writable and not full.",
+            {"path": where} if where else {},
+        )
+    code = getattr(exc, "sqlite_errorcode", None)
+    if type(exc).__module__ == "sqlite3" and isinstance(code, int) and code & 0xFF in _SQLITE_ENVIRONMENT:
+        return ToolError(
+            "state_unavailable",
+            f"state.db cannot be used: {exc}. Check the file and its directory, or run: fermix doctor",
+            {"sqlite_error": getattr(exc, "sqlite_errorname", None)},
+        )
+    return None

@@ -14,13 +14,13 @@ import os
 import stat
 from collections.abc import Iterator
 
-from .errors import ToolError
+from .errors import ToolError, world_error
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _changed(path: str) -> ToolError:
-    return ToolError(
+    return world_error(
         "invalid_path",
         f"Path changed while it was being opened (a symlink appeared): {path}. Retry the call.",
         {"path": path},
@@ -84,7 +84,7 @@ def open_regular_file(path: str) -> int:
         raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise ToolError("invalid_path", f"Not a regular file: {path}", {"path": path})
+        raise world_error("invalid_path", f"Not a regular file: {path}", {"path": path})
     os.set_blocking(fd, True)
     return fd
 
@@ -132,7 +132,7 @@ def atomic_write(
             if stat.S_ISDIR(st.st_mode):
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
             if not stat.S_ISREG(st.st_mode):
-                raise ToolError("invalid_path", f"Not a regular file: {path}", {"path": path})
+                raise world_error("invalid_path", f"Not a regular file: {path}", {"path": path})
             mode = stat.S_IMODE(st.st_mode)
             existed = True
         tmp = f"{name}.tmp-{os.urandom(6).hex()}"
@@ -216,7 +216,7 @@ class FileReader:
             if not stat.S_ISREG(st.st_mode):
                 if stat.S_ISDIR(st.st_mode):
                     raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
-                raise ToolError("invalid_path", f"Not a regular file: {path}", {"path": path})
+                raise world_error("invalid_path", f"Not a regular file: {path}", {"path": path})
             size = st.st_size
             want = min(size, cap) + 1  # one byte more tells a file that grew past the cap
             chunks: list[bytes] = []

@@ -3,11 +3,44 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, BinaryIO
 
 from .errors import ToolError
 
 MAX_INPUT_BYTES = 16 * 1024 * 1024
+
+
+def too_large(size: int | None = None) -> ToolError:
+    """The input-limit refusal; `size` None when reading stopped at the limit."""
+    measured = f"{size} bytes" if size is not None else f"more than {MAX_INPUT_BYTES} bytes (reading stopped)"
+    return ToolError(
+        "invalid_json",
+        f"the JSON input is {measured}; the limit is {MAX_INPUT_BYTES}",
+        {"limit": MAX_INPUT_BYTES},
+    )
+
+
+def read_bounded(stream: BinaryIO) -> bytes:
+    """All of `stream` up to the input limit; reading stops one byte past it (so /dev/zero ends)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= MAX_INPUT_BYTES:
+        chunk = stream.read(MAX_INPUT_BYTES + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if size > MAX_INPUT_BYTES:
+        raise too_large()
+    return b"".join(chunks)
+
+
+def read_bounded_line(stream: BinaryIO) -> bytes:
+    """One line of `stream` (b"" at the end); a line past the input limit is refused unread."""
+    line = stream.readline(MAX_INPUT_BYTES + 1)
+    if len(line) > MAX_INPUT_BYTES:
+        raise too_large()
+    return line
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -28,11 +61,7 @@ def _no_constants(name: str) -> Any:
 def parse_json(text: str | bytes) -> Any:
     """Any strict JSON value (the CLI also uses this for flag values)."""
     if len(text) > MAX_INPUT_BYTES:
-        raise ToolError(
-            "invalid_json",
-            f"the JSON input is {len(text)} bytes; the limit is {MAX_INPUT_BYTES}",
-            {"limit": MAX_INPUT_BYTES},
-        )
+        raise too_large(len(text))
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
     except json.JSONDecodeError as e:

@@ -76,4 +76,9 @@ def _file_handler(path: Path) -> logging.Handler:
             except Exception:
                 self.handleError(record)
 
+        def handleError(self, record: logging.LogRecord) -> None:
+            # The log is the record of last resort: when it cannot be written (read-only or full
+            # disk) there is nowhere left to say so, and stderr belongs to the command's own answer.
+            self._stream = None
+
     return LazyFileHandler()

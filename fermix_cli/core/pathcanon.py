@@ -6,7 +6,7 @@ import os
 import posixpath
 import stat
 
-from .errors import ToolError
+from .errors import ToolError, world_error
 
 MAX_SYMLINK_HOPS = 64
 
@@ -52,7 +52,7 @@ def canonicalize(path: str, max_hops: int = MAX_SYMLINK_HOPS) -> str:
                 continue
             return posixpath.join(resolved, *rest)
         except OSError as e:
-            raise ToolError(
+            raise world_error(
                 "invalid_path", f"Cannot resolve path {path}: {e.strerror}", {"path": path}
             ) from None
         if stat.S_ISLNK(st.st_mode):

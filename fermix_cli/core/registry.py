@@ -88,13 +88,45 @@ class ToolSpec(Record, frozen=True):
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema models and scripts see: refs inlined, titles dropped, null == absent."""
         if not self._schema:
-            self._schema.update(clean_schema(self.params.model_json_schema()))
+            schema = clean_schema(self.params.model_json_schema())
+            self._schema.update(publish_nulls(schema, getattr(self.params, "null_means_absent", frozenset())))
         return self._schema
 
     def render_for_model(self, result: Any) -> str:
         if self.render is not None:
             return self.render(result)
         return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+
+
+def publish_nulls(schema: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
+    """`schema` with null listed for the properties where null stands for an omitted field."""
+    props = schema.get("properties", {})
+    for name in sorted(names & props.keys()):
+        prop = props[name]
+        if "anyOf" in prop:
+            if {"type": "null"} not in prop["anyOf"]:
+                prop["anyOf"] = [*prop["anyOf"], {"type": "null"}]
+            continue
+        # Only the type moves into the union: bounds and items apply to their own kind of value
+        # anyway, and an enum lists null too.
+        inner = {k: prop[k] for k in ("type", "items") if k in prop}
+        outer = {k: v for k, v in prop.items() if k not in inner}
+        if "enum" in outer:
+            outer["enum"] = [*outer["enum"], None]
+        props[name] = {"anyOf": [inner, {"type": "null"}], **outer}
+    return schema
+
+
+def without_null(prop: dict[str, Any]) -> dict[str, Any]:
+    """A property as its non-null values read (what a flag or a completion offers): null unlisted."""
+    members = prop.get("anyOf")
+    if not isinstance(members, list) or {"type": "null"} not in members or len(members) != 2:
+        return prop
+    (inner,) = [m for m in members if m != {"type": "null"}]
+    out = {**{k: v for k, v in prop.items() if k != "anyOf"}, **inner}
+    if "enum" in out:
+        out["enum"] = [v for v in out["enum"] if v is not None]
+    return out
 
 
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -283,10 +315,11 @@ class Registry:
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:
+            from .errors import environment_error
             from .logs import logger
 
             logger("fermix.registry").exception("internal error in tool %s", name)
-            error = ToolError(
+            error = environment_error(e) or ToolError(
                 "internal_error",
                 f"{name} failed unexpectedly ({type(e).__name__}); details are in the fermix log",
                 {"tool": name},

@@ -36,12 +36,22 @@ class StateDB:
         self.conn = self._connect()
         self.migrate()
 
+    def _unavailable(self, why: str) -> ToolError:
+        return ToolError(
+            "state_unavailable",
+            f"cannot open {self.path}: {why}. Check the file and its directory, or run: fermix doctor",
+            {"path": str(self.path)},
+        )
+
     def _connect(self) -> sqlite3.Connection:
-        make_private_dirs(self.path.parent)
-        if not self.path.exists():
-            # Create the file 0600 ourselves; SQLite gives -wal and -shm the database file's mode.
-            with contextlib.suppress(FileExistsError):
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        try:
+            make_private_dirs(self.path.parent)
+            if not self.path.exists():
+                # Create the file 0600 ourselves; SQLite gives -wal and -shm the database file's mode.
+                with contextlib.suppress(FileExistsError):
+                    os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        except OSError as e:
+            raise self._unavailable(e.strerror or str(e)) from None
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -51,11 +61,7 @@ class StateDB:
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as e:
-            raise ToolError(
-                "state_unavailable",
-                f"cannot open {self.path}: {e}. Check the file and its directory, or run: fermix doctor",
-                {"path": str(self.path)},
-            ) from None
+            raise self._unavailable(str(e)) from None
         conn.row_factory = sqlite3.Row
         return conn
 

@@ -83,6 +83,24 @@ class Schedule(Record, frozen=True):
     parsed: timedelta | CronFields | datetime
 
 
+# Instants fermix schedules or expires at: far enough from the calendar's ends that adding a day
+# or a retry backoff to one never leaves what `datetime` can hold.
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+LATEST = datetime(9998, 12, 31, 23, 59, 59, tzinfo=UTC)
+
+
+def aware_instant(text: str) -> datetime | None:
+    """An ISO-8601 date-time with an offset as aware UTC, or None when it is no real instant in range.
+
+    `text` must already match the instant syntax; 9999-12-31T23:59:59-14:00 is past what UTC can hold.
+    """
+    try:
+        instant = datetime.fromisoformat(text.upper().replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, OverflowError):
+        return None
+    return instant if EARLIEST <= instant <= LATEST else None
+
+
 def _refuse(expr: str, reason: str) -> ToolError:
     return ToolError(
         "invalid_schedule",
@@ -129,11 +147,13 @@ def parse_schedule(expr: str, timezone: str = "UTC") -> Schedule:
             timedelta(seconds=seconds),
         )
     if _INSTANT.fullmatch(text):
-        try:
-            instant = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
-        except ValueError:
-            raise _refuse(expr, f"`{text}` is not a real calendar date and time.") from None
-        return Schedule("once", instant.isoformat(), timezone, instant.astimezone(UTC))
+        instant = aware_instant(text)
+        if instant is None:
+            raise _refuse(
+                expr, f"`{text}` is not a real calendar date and time between years 0001 and 9998 (UTC)."
+            )
+        written = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+        return Schedule("once", written.isoformat(), timezone, instant)
     if text.lower().startswith("every"):
         raise _refuse(
             expr, f"`{text}`: an interval is `every N minutes|hours|days` with N >= 1, no leading zero."

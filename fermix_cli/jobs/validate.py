@@ -63,20 +63,16 @@ def clean_text(field: str, value: str, limit: int, *, one_line: bool = False) ->
 def parse_expires_at(value: str, now: datetime) -> datetime:
     """`expires_at`: an ISO-8601 instant with an offset, in the future; returned as aware UTC."""
     text = value.strip()
-    instant: datetime | None = None
-    if _INSTANT.fullmatch(text):
-        try:
-            instant = datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
-        except ValueError:
-            instant = None
+    from .schedule import aware_instant
+
+    instant = aware_instant(text) if _INSTANT.fullmatch(text) else None
     if instant is None:
         raise ToolError(
             "invalid_expires_at",
-            f"expires_at `{value}` is not an ISO-8601 date and time with an offset; write it like "
-            "`2026-12-31T23:00:00Z` or `2026-12-31T23:00:00+01:00`.",
+            f"expires_at `{value}` is not an ISO-8601 date and time with an offset between years 0001 and "
+            "9998; write it like `2026-12-31T23:00:00Z` or `2026-12-31T23:00:00+01:00`.",
             {"expires_at": value},
         )
-    instant = instant.astimezone(UTC)
     if instant <= now:
         raise ToolError(
             "invalid_expires_at",

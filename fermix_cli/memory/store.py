@@ -390,13 +390,16 @@ def sources(
     return [dict(r) for r in rows]
 
 
+MAX_ID = 2**63 - 1  # SQLite's largest INTEGER; no row can have a larger id
+
+
 def parse_id(raw: int | str) -> int:
-    """An id given as an int or a digit string, greater than 0."""
-    if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+    """An id given as an int or a digit string, from 1 to MAX_ID."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and 0 < raw <= MAX_ID:
         return raw
-    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit() and int(raw) > 0:
+    if isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit() and 0 < int(raw) <= MAX_ID:
         return int(raw)
-    raise ToolError("invalid_id", "id must be a positive integer", {"id": raw})
+    raise ToolError("invalid_id", f"id must be a positive integer no larger than {MAX_ID}", {"id": raw})
 
 
 def fetch_for_edit(db: sqlite3.Connection, memory_id: int, caller: Caller) -> sqlite3.Row:

@@ -75,7 +75,7 @@ class MemoryStoreParams(Params):
         ),
     ] = None
     value: Annotated[
-        str | None,
+        str,
         Field(
             max_length=VALUE_HARD_MAX,
             description=(
@@ -83,7 +83,7 @@ class MemoryStoreParams(Params):
                 f"at most); a conversation note up to {NOTE_MAX}"
             ),
         ),
-    ] = None
+    ]
     category: Annotated[
         str | None,
         Field(
@@ -190,11 +190,9 @@ def _receipt(action: str, m: dict[str, Any], caller: mem.Caller) -> str:
 
 def memory_store(p: MemoryStoreParams, ctx: ToolContext) -> dict[str, Any]:
     caller = mem.Caller.of(ctx)
-    if p.value is None or (p.key is None and p.id is None):
+    if p.key is None and p.id is None:
         raise ToolError(
-            "missing_parameters",
-            "Missing required parameters: value, and key unless id is given",
-            {"missing": [n for n, v in (("value", p.value), ("key", p.key or p.id)) if v is None]},
+            "missing_parameters", "Missing required parameter: key (unless id is given)", {"missing": ["key"]}
         )
     if caller.job_id is None and not caller.session_id:
         raise ToolError("missing_conversation", "Missing conversation context", {})

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+from collections.abc import Iterator
+from typing import Annotated, Any, BinaryIO
 
 from ..core.context import ToolContext
-from ..core.errors import ToolError
+from ..core.errors import ToolError, world_error
 from ..core.fsops import atomic_write, open_regular_file
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
 READ_CAP = 100_000
+_SKIP_CHUNK = 1024 * 1024
 EDIT_MAX_BYTES = 32 * 1024 * 1024
 WRITE_MAX_CHARS = 8 * 1024 * 1024
 
@@ -24,7 +26,7 @@ def _os_error(path: str, e: OSError, verb: str) -> ToolError:
     if isinstance(e, FileNotFoundError):
         return ToolError("not_found", f"File not found: {path}", {"path": path})
     if isinstance(e, IsADirectoryError):
-        return ToolError("invalid_path", f"Path is a directory: {path}", {"path": path})
+        return world_error("invalid_path", f"Path is a directory: {path}", {"path": path})
     code = "write_failed" if verb == "write" else "read_failed"
     return ToolError(code, f"Failed to {verb} file: {e.strerror or e}", {"path": path})
 
@@ -63,16 +65,15 @@ def file_read(p: FileReadParams, ctx: ToolContext) -> dict[str, Any]:
     next_offset = None
     lineno = 0
     with os.fdopen(fd, "rb") as f:
-        for raw in f:
+        for raw, whole in _bounded_lines(f, READ_CAP):
             lineno += 1
             if lineno < offset:
                 continue
             if p.limit is not None and len(out) >= p.limit:
                 next_offset = lineno
                 break
-            text = _decode_line(raw, path, lineno)
             cost = len(raw.rstrip(b"\n")) + (1 if out else 0)
-            if used + cost > READ_CAP:
+            if used + cost > READ_CAP or not whole:
                 if not out:
                     raise ToolError(
                         "too_large",
@@ -82,7 +83,7 @@ def file_read(p: FileReadParams, ctx: ToolContext) -> dict[str, Any]:
                 truncated = True
                 next_offset = lineno
                 break
-            out.append(text)
+            out.append(_decode_line(raw, path, lineno))
             used += cost
     return {
         "path": path,
@@ -92,6 +93,26 @@ def file_read(p: FileReadParams, ctx: ToolContext) -> dict[str, Any]:
         "truncated": truncated,
         "next_offset": next_offset,
     }
+
+
+def _bounded_lines(f: BinaryIO, cap: int) -> Iterator[tuple[bytes, bool]]:
+    """Each line of `f` as (at most cap + 1 bytes of it, whether that is the whole line).
+
+    A longer line is read past in chunks, never held whole: a 10 GiB file without a newline costs
+    no more memory than a short one.
+    """
+    while True:
+        raw = f.readline(cap + 2)
+        if not raw:
+            return
+        if len(raw) <= cap + 1 or raw.endswith(b"\n"):
+            yield raw, True
+            continue
+        yield raw[: cap + 1], False
+        while not raw.endswith(b"\n"):
+            raw = f.readline(_SKIP_CHUNK)
+            if not raw:
+                return
 
 
 def _decode_line(raw: bytes, path: str, lineno: int) -> str:
@@ -132,8 +153,11 @@ def file_write(p: FileWriteParams, ctx: ToolContext) -> dict[str, Any]:
             f"Failed to write file: directory {parent} does not exist (set mkdir to true to create it)",
             {"path": path},
         )
+    from ..core.filelocks import mutation_lock_dir, mutation_locks
+
     try:
-        existed = atomic_write(path, data, create_parents=p.mkdir)
+        with mutation_locks(mutation_lock_dir(ctx.paths), [path]):
+            existed = atomic_write(path, data, create_parents=p.mkdir)
     except ToolError:
         raise
     except OSError as e:
@@ -153,9 +177,21 @@ class FileEditParams(Params):
 
 
 def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
+    from ..core.filelocks import mutation_lock_dir, mutation_locks
+
     if p.old_string == "":
         raise ToolError("invalid_input", "old_string must be non-empty", {"field": "old_string"})
     path = ctx.sandbox.write_path(p.path, tool="file_edit", reject_dotdot=True)
+    # The read, the check and the write are one step for every fermix writer of this file.
+    with mutation_locks(mutation_lock_dir(ctx.paths), [path]):
+        text, before = _read_for_edit(path)
+        at = _unique_offset(text, p.old_string, path)
+        new_text = text[:at] + p.new_string + text[at + len(p.old_string) :]
+        _replace_if_unchanged(path, before, new_text.encode("utf-8"))
+    return {"path": path, "line": text.count("\n", 0, at) + 1, "bytes": len(new_text.encode("utf-8"))}
+
+
+def _read_for_edit(path: str) -> tuple[str, os.stat_result]:
     try:
         fd = open_regular_file(path)
         with os.fdopen(fd, "rb") as f:
@@ -166,12 +202,15 @@ def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
     if len(raw) > EDIT_MAX_BYTES:
         raise ToolError("too_large", f"File is larger than {EDIT_MAX_BYTES} bytes: {path}", {"path": path})
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8"), before
     except UnicodeDecodeError:
         raise ToolError(
             "not_text", f"Failed to read file: not valid UTF-8 text: {path}", {"path": path}
         ) from None
-    count = text.count(p.old_string)
+
+
+def _unique_offset(text: str, old: str, path: str) -> int:
+    count = text.count(old)
     if count == 0:
         raise ToolError("not_found", "old_string not found", {"path": path})
     if count > 1:
@@ -180,8 +219,11 @@ def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
             f"old_string is not unique; found {count} occurrences. Make the anchor longer until it is unique.",
             {"path": path, "count": count},
         )
-    at = text.index(p.old_string)
-    new_text = text[:at] + p.new_string + text[at + len(p.old_string) :]
+    return text.index(old)
+
+
+def _replace_if_unchanged(path: str, before: os.stat_result, data: bytes) -> None:
+    """Write `data` unless a writer outside fermix's locks changed the file since it was read."""
     try:
         now = os.stat(path, follow_symlinks=False)
         if (now.st_ino, now.st_size, now.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
@@ -190,12 +232,11 @@ def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
                 f"{path} changed while it was being edited; read it again and retry",
                 {"path": path},
             )
-        atomic_write(path, new_text.encode("utf-8"))
+        atomic_write(path, data)
     except ToolError:
         raise
     except OSError as e:
         raise _os_error(path, e, "write") from None
-    return {"path": path, "line": text.count("\n", 0, at) + 1, "bytes": len(new_text.encode("utf-8"))}
 
 
 TOOLS = specs(

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any
 
 from ..core.context import ToolContext
-from ..core.errors import ToolError
+from ..core.errors import ToolError, world_error
 from ..core.fsops import FileReader
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
@@ -20,6 +20,8 @@ from ..core.search.walk import WalkOptions, WalkStats, walk
 GLOB_MAX_ENTRIES = 100_000
 GLOB_DEADLINE_S = 30.0
 CONTENT_FILE_CAP = 64 * 1024 * 1024
+CONTENT_LINE_CAP = 1000  # characters of one matched line shown; the rest is cut and marked
+CONTENT_OUTPUT_CAP = 256 * 1024  # characters of matched text in one answer
 
 
 def _clamp(value: int | None, default: int, lo: int, hi: int) -> int:
@@ -54,7 +56,7 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
     limit = _clamp(p.max_results, 200, 1, 1000)
     root = _search_root(ctx, p.path, "glob_search")
     if not os.path.isdir(root):
-        raise ToolError("invalid_path", f"Search root is not a directory: {root}", {"path": root})
+        raise world_error("invalid_path", f"Search root is not a directory: {root}", {"path": root})
     prefix = literal_prefix(p.pattern)
     start = os.path.join(root, prefix) if prefix else root
     if prefix:
@@ -136,7 +138,8 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
         files = iter([(root, os.path.getsize(root))])
     matches: list[dict[str, Any]] = []
     skipped_large = 0
-    truncated = False
+    truncated = output_capped = False
+    shown = 0
     reader = FileReader()
 
     try:
@@ -151,10 +154,13 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
             if is_binary(data):
                 continue
             for hit in matcher.lines(data, deadline):
-                if len(matches) >= limit:
+                if len(matches) >= limit or shown >= CONTENT_OUTPUT_CAP:
                     truncated = True
+                    output_capped = shown >= CONTENT_OUTPUT_CAP
                     break
-                matches.append({"path": path, "line": hit.line, "text": line_text(data, hit)})
+                match = _match(path, hit.line, line_text(data, hit))
+                shown += len(match["text"])
+                matches.append(match)
             if truncated:
                 break
             if time.monotonic() > deadline:
@@ -180,7 +186,16 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     }
     if skipped_large:
         result["files_skipped_large"] = skipped_large
+    if output_capped:
+        result["output_capped_at"] = CONTENT_OUTPUT_CAP
     return result
+
+
+def _match(path: str, line: int, text: str) -> dict[str, Any]:
+    """One match, its line cut at CONTENT_LINE_CAP characters (and marked) so one line cannot flood the answer."""
+    if len(text) <= CONTENT_LINE_CAP:
+        return {"path": path, "line": line, "text": text}
+    return {"path": path, "line": line, "text": text[:CONTENT_LINE_CAP], "line_truncated": True}
 
 
 TOOLS = specs(
@@ -217,7 +232,9 @@ TOOLS = specs(
         description=(
             "Search file contents for text (or a regular expression when `regex` is true) in a file or below "
             "a directory, without shelling out. Binary files are skipped; .gitignore is honoured. Returns "
-            "{path, line, text} for each matching line, bounded by max_results and a deadline."
+            "{path, line, text} for each matching line, bounded by max_results and a deadline. A line is "
+            "shown up to 1000 characters (`line_truncated` marks a cut one) and an answer up to 256 KiB of "
+            "text (`output_capped_at`); `truncated` says when matches were left out."
         ),
         params=ContentParams,
         handler=content_search,

@@ -13,6 +13,7 @@ from fermix_cli.cli.clitree import build_model
 from fermix_cli.cli.completions import nodes
 from fermix_cli.cli.toolcall import parse_tool_argv
 from fermix_cli.core.errors import ToolError
+from fermix_cli.core.registry import without_null
 from tests.conftest import REPO
 
 COMPLETIONS = REPO / "completions"
@@ -150,7 +151,7 @@ def test_tool_flags_offered_are_exactly_those_the_parser_accepts() -> None:
             if name in ("json", "jsonl", "schema", "pretty", "text", "help"):
                 continue
             assert f"--{name.replace('_', '-')}" in offered and f"--{name}" in offered
-            if prop.get("type") == "boolean":
+            if without_null(prop).get("type") == "boolean":
                 assert f"--no-{name.replace('_', '-')}" in offered
         with pytest.raises(ToolError) as e:
             parse_tool_argv(["--not-a-parameter", "x"], lambda s=schema: s)
@@ -160,7 +161,7 @@ def test_tool_flags_offered_are_exactly_those_the_parser_accepts() -> None:
 
 def _sample(schema: dict, flag: str) -> str:
     name = flag[2:].replace("-", "_")
-    prop = schema["properties"][name]
+    prop = without_null(schema["properties"][name])  # a nullable field's flag takes its non-null values
     if "enum" in prop:
         return str(prop["enum"][0])
     return {"integer": "1", "number": "1.5", "array": "[]", "object": "{}"}.get(prop.get("type", ""), "x")

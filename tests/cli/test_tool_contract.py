@@ -136,7 +136,6 @@ def test_malformed_json_is_exit_2(world: Env, payload: str, fragment: str) -> No
         ({"path": 7}, "path"),
         ({"path": "x" * 5000}, "path"),
         ({}, "path"),
-        ({"path": None}, "path"),
     ],
 )
 def test_schema_violations_name_the_field(world: Env, notes: Path, args: dict, field: str) -> None:
@@ -148,12 +147,29 @@ def test_schema_violations_name_the_field(world: Env, notes: Path, args: dict, f
     assert err["details"]["errors"][0]["field"] == field
 
 
-def test_null_optional_means_absent(world: Env, notes: Path) -> None:
-    r = world.tool("file_read", {"path": "notes.txt", "offset": None, "limit": None})
-    assert r.code == 0, r.stderr
-    assert r.json()["content"] == "one\ntwo\nthree"
-    r = world.tool("file_write", {"path": "n/x.txt", "content": "hi", "mkdir": None})
-    assert r.code == 0, r.stderr  # mkdir's default (true) applies
+@pytest.mark.parametrize(
+    ("name", "args", "field"),
+    [
+        ("file_read", {"path": None}, "path"),
+        ("file_read", {"path": "notes.txt", "offset": None}, "offset"),
+        ("file_write", {"path": "n/x.txt", "content": "hi", "mkdir": None}, "mkdir"),
+    ],
+)
+def test_null_is_refused_where_the_schema_has_no_null(
+    world: Env, notes: Path, name: str, args: dict, field: str
+) -> None:
+    r = world.tool(name, args)
+    assert r.code == 2, r.stdout
+    err = r.error()
+    assert err["code"] == "invalid_input" and f"{field} is null" in err["message"]
+    assert "null" not in json.dumps(world.run("tool", name, "--schema").json())
+
+
+def test_null_stands_for_omission_where_the_seed_says_so(world: Env) -> None:
+    schema = world.run("tool", "ast_grep", "--schema").json()
+    assert {"type": "null"} in schema["properties"]["pattern"]["anyOf"]
+    r = world.tool("ast_grep", {"operation": "outline", "pattern": None, "rewrite": None, "path": "."})
+    assert r.code in (0, 1), r.stderr  # accepted by validation; no null reaches the handler
 
 
 def test_exit_1_tool_failure(world: Env) -> None:

@@ -21,21 +21,27 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.params import model as fp
+from fermix_cli.core.params.check import refuse_lone_surrogates
 from fermix_cli.core.params.fieldtypes import AfterValidator, FieldInfo
 from fermix_cli.core.registry import _validation_error
 
 
 class OracleParams(BaseModel):
-    """registry.Params as it was: strict types, unknown fields refused, null means absent."""
+    """registry.Params as it was: strict types, unknown fields refused, null only where listed."""
 
     model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
     @model_validator(mode="before")
     @classmethod
     def _null_means_absent(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: v for k, v in value.items() if v is not None}
-        return value
+        original = _ORIGINALS.get(cls)
+        allowed = original.null_means_absent if original is not None else frozenset()
+        return fp.drop_allowed_nulls(allowed, value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strings_are_utf8(cls, value: Any) -> Any:
+        return refuse_lone_surrogates(value)  # fermix's own rule: pydantic lets a plain str keep one
 
 
 _TWINS: dict[type, type[BaseModel]] = {fp.Params: OracleParams}

@@ -139,12 +139,12 @@ def test_correct_by_id(invoke: Invoke, given: Any) -> None:
     assert invoke("memory_recall", {"key": "city"})["memories"][0]["value"] == "Lyon"
 
 
-@pytest.mark.parametrize("given", [0, -3, "0", "-1", "abc", "1.5", "", "١"])
+@pytest.mark.parametrize("given", [0, -3, "0", "-1", "abc", "1.5", "", "١", 2**63, str(2**63), 10**30])
 def test_id_must_be_a_positive_integer(invoke: Invoke, given: Any) -> None:
     e = err(invoke, "memory_store", {"id": given, "value": "x"})
     assert (e.code, e.message, e.exit_class) == (
         "invalid_id",
-        "id must be a positive integer",
+        f"id must be a positive integer no larger than {2**63 - 1}",
         ExitClass.BAD_INPUT,
     )
 
@@ -179,16 +179,30 @@ def test_a_correction_obeys_the_size_limit_of_its_kind(invoke: Invoke) -> None:
 # ----- memory_store: refusals ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [{}, {"key": "k"}, {"value": "v"}, {"category": "goal", "value": "v"}])
-def test_missing_parameters(invoke: Invoke, args: dict[str, Any]) -> None:
+@pytest.mark.parametrize("args", [{}, {"key": "k"}])
+def test_value_is_required_by_the_schema(invoke: Invoke, args: dict[str, Any]) -> None:
+    e = err(invoke, "memory_store", args)
+    assert e.code == "invalid_input" and e.message.startswith("value: Field required")
+
+
+def test_the_schema_marks_value_required() -> None:
+    from fermix_cli.core.registry import default_registry
+
+    spec = default_registry().find("memory_store")
+    assert spec is not None and spec.input_schema()["required"] == ["value"]
+
+
+@pytest.mark.parametrize("args", [{"value": "v"}, {"category": "goal", "value": "v"}])
+def test_key_is_needed_without_id(invoke: Invoke, args: dict[str, Any]) -> None:
     e = err(invoke, "memory_store", args)
     assert e.code == "missing_parameters"
-    assert e.message == "Missing required parameters: value, and key unless id is given"
+    assert e.message == "Missing required parameter: key (unless id is given)"
 
 
-def test_null_optional_arguments_count_as_absent(invoke: Invoke) -> None:
-    r = invoke("memory_store", {"key": "k", "value": "v", "category": None, "id": None})
-    assert r["memory"]["scope"] == "conversation"
+def test_null_optional_arguments_are_refused(invoke: Invoke) -> None:
+    # The published schema has no null for them (the seed says nothing of null for memory tools).
+    assert err(invoke, "memory_store", {"key": "k", "value": "v", "category": None}).code == "invalid_input"
+    assert err(invoke, "memory_store", {"key": "k", "value": None}).code == "invalid_input"
 
 
 @pytest.mark.parametrize(
@@ -277,10 +291,11 @@ def test_guest_recall_is_held_to_its_conversation(invoke: Invoke, scope: str | N
     invoke("memory_store", {"key": "g1_note", "value": "apples in g1"}, session_id="g1")
     invoke("memory_store", {"key": "g2_note", "value": "apples in g2"}, session_id="g2")
     invoke("memory_store", {"key": "job_fact", "value": "apples"}, job_id="daily", origin="scheduled")
-    r = invoke("memory_recall", {"search": "apples", "scope": scope}, trust="guest", session_id="g1")
+    scoped = {"scope": scope} if scope else {}
+    r = invoke("memory_recall", {"search": "apples", **scoped}, trust="guest", session_id="g1")
     assert [h["key"] for h in r["hits"]] == ["g1_note"]
     assert r["scope_applied"] == "conversation" and r["scoped_down"] is True
-    key = invoke("memory_recall", {"key": "owner_fact", "scope": scope}, trust="guest", session_id="g1")
+    key = invoke("memory_recall", {"key": "owner_fact", **scoped}, trust="guest", session_id="g1")
     assert key["memories"] == []
     assert "narrowed to conversation" in text("memory_recall", r)
 
@@ -312,7 +327,7 @@ def test_a_job_run_sees_only_its_own_job_scope(invoke: Invoke, scope: str | None
     invoke("memory_store", {"key": "conv_note", "value": "weather report"})
     invoke("memory_store", {"key": "weekly_fact", "value": "weather report"}, **job(job_id="weekly"))
     invoke("memory_store", {"key": "daily_fact", "value": "weather report"}, **job())
-    r = invoke("memory_recall", {"search": "weather", "scope": scope}, **job())
+    r = invoke("memory_recall", {"search": "weather", **({"scope": scope} if scope else {})}, **job())
     assert [h["key"] for h in r["hits"]] == ["daily_fact"]
     assert r["scope_applied"] == "job:daily"
     assert r["scoped_down"] is (scope not in (None, "current"))

@@ -90,7 +90,7 @@ def test_non_zero_exit_is_exit_nonzero_with_details(world: Env) -> None:
     assert r.code == 1 and r.stdout == ""
     err = r.error()
     assert err["code"] == "exit_nonzero"
-    assert err["message"] == "Command failed (exit code 3):\npartial\n"
+    assert err["message"] == "Command failed (exit code 3); its output is in details.output"
     assert err["details"]["exit_code"] == 3 and err["details"]["output"] == "partial\n"
 
 
@@ -488,8 +488,34 @@ def test_repo_root_is_importable() -> None:
     assert (REPO / "fermix_cli").is_dir()
 
 
+def _read_line_when_written(fd: int, safety_net: float) -> bytes:
+    """A line from a non-blocking FIFO, read as soon as a writer sends it (`safety_net` only ends a hang)."""
+    import select
+
+    got = b""
+    end = time.monotonic() + safety_net
+    while not got.endswith(b"\n"):
+        ready, _, _ = select.select([fd], [], [], max(end - time.monotonic(), 0))
+        assert ready, "the command never started"
+        got += os.read(fd, 64)
+    return got
+
+
+def _exited(pid_fd: int, safety_net: float) -> bool:
+    """Whether the process behind a pidfd ends (it becomes readable the moment it exits)."""
+    import select
+
+    ready, _, _ = select.select([pid_fd], [], [], safety_net)
+    return bool(ready)
+
+
 def test_terminating_fermix_ends_the_command_group(world: Env) -> None:
-    pidfile = world.root / "grandchild.pid"
+    # Waits on events, never on the clock: the grandchild's pid arrives through a FIFO, and its end
+    # through a pidfd. The safety nets are far longer than any load, and the sleeps longer still, so a
+    # grandchild that outlives them was left behind, not slow.
+    fifo = world.root / "grandchild.pid"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -498,23 +524,24 @@ def test_terminating_fermix_ends_the_command_group(world: Env) -> None:
             "tool",
             "shell",
             "--json",
-            json.dumps({"command": f"sleep 30 & echo $! > {pidfile}; sleep 30"}),
+            json.dumps({"command": f"sleep 600 & echo $! > {fifo}; sleep 600"}),
         ],
         cwd=world.project,
         env=world.env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    pid_fd = -1
     try:
-        deadline = time.monotonic() + 20
-        while not (pidfile.exists() and pidfile.read_text().strip()):
-            assert time.monotonic() < deadline, "the command never started"
-            time.sleep(0.05)
-        grandchild = int(pidfile.read_text())
+        grandchild = int(_read_line_when_written(reader, 300))
+        pid_fd = os.pidfd_open(grandchild)  # before the signal: a reused pid cannot fool the wait
         proc.terminate()
-        assert proc.wait(10) == 128 + 15
-        assert _gone(grandchild)
+        assert proc.wait(300) == 128 + 15
+        assert _exited(pid_fd, 300)
     finally:
+        os.close(reader)
+        if pid_fd >= 0:
+            os.close(pid_fd)
         if proc.poll() is None:
             proc.kill()
             proc.wait()

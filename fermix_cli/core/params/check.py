@@ -94,6 +94,48 @@ def require_utf8(value: str) -> None:
             raise fail("string_unicode", msg, value) from None
 
 
+def lone_surrogate_path(value: Any) -> str | None:
+    """Where in a JSON-like value a string (or key) with a lone surrogate sits, as `a.b[2]`; None if nowhere."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            if not _encodes(node):
+                return where or "(input)"
+        elif isinstance(node, dict):
+            for key, item in node.items():
+                bad = isinstance(key, str) and not _encodes(key)
+                name = ascii(key) if bad else str(key)
+                at = f"{where}.{name}" if where else name
+                if bad:
+                    return at
+                stack.append((item, at))
+        elif isinstance(node, list | tuple):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(node))
+    return None
+
+
+def _encodes(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def refuse_lone_surrogates(value: Any) -> Any:
+    """A model's before-check: every string of the input, keys included, must be valid UTF-8."""
+    where = lone_surrogate_path(value)
+    if where is not None:
+        raise ValueError(
+            f"{where} has text that is not valid UTF-8 (a lone surrogate such as \\udc80, or bytes that do "
+            "not decode); send UTF-8 text"
+        )
+    return value
+
+
 class Check:
     """Validates one value; carries what the JSON schema of that value needs."""
 

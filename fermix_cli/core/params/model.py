@@ -21,6 +21,7 @@ from .check import (
     Invalid,
     LineError,
     fail,
+    refuse_lone_surrogates,
     require_utf8,
     run_validator,
     run_validator_error,
@@ -178,8 +179,21 @@ def _as_json(check: Check, value: Any) -> Any:
     return _dump(value, "json")
 
 
+def drop_allowed_nulls(allowed: frozenset[str], value: Any) -> Any:
+    """`value` without the nulls of `allowed` fields; a null anywhere else is refused (ValueError)."""
+    if not isinstance(value, dict) or None not in value.values():
+        return value
+    for key, item in value.items():
+        if item is None and key not in allowed:
+            raise ValueError(
+                f"{key} is null; leave the field out to use its default (null is accepted only where the "
+                "schema lists it)"
+            )
+    return {k: v for k, v in value.items() if v is not None}
+
+
 class Params:
-    """Base of every tool's input model: strict types, unknown fields refused, null means absent.
+    """Base of every tool's input model: strict types, unknown fields refused, null refused unless listed.
 
     A validated instance reads like a pydantic model: one attribute per field, plus
     `model_dump()` and `model_extra`.
@@ -237,12 +251,20 @@ class Params:
                 values[name] = _copy_default(declared)
         return values
 
+    # Fields where JSON null stands for "omitted" (the seed says so: providers that must send every
+    # key send null); the published schema lists null for them. Anywhere else null is refused.
+    # Unannotated, so it is no field and no config key.
+    null_means_absent = frozenset[str]()
+
     @model_validator(mode="before")
     @classmethod
     def _null_means_absent(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: v for k, v in value.items() if v is not None}
-        return value
+        return drop_allowed_nulls(cls.null_means_absent, value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _strings_are_utf8(cls, value: Any) -> Any:
+        return refuse_lone_surrogates(value)
 
     @classmethod
     def _params_plan(cls) -> _Plan:

@@ -156,10 +156,12 @@ def run_shell(
         )
     if outcome.exit_code != 0:
         cut = " (output truncated at 1 MiB; the command was stopped)" if outcome.truncated else ""
+        failed = f"{lead}Command failed (exit code {outcome.exit_code}){cut}"
         raise ToolError(
             "exit_nonzero",
-            f"{lead}Command failed (exit code {outcome.exit_code}){cut}:\n{result['output']}",
+            f"{failed}; its output is in details.output",
             result,
+            model_message=f"{failed}:\n{result['output']}",
         )
     return result
 

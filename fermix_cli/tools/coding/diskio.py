@@ -30,7 +30,9 @@ def session_store(ctx: ToolContext) -> SqliteSnapshotStore:
 
 def lock_dir(ctx: ToolContext) -> Path:
     """Where the per-file mutation locks live."""
-    return ctx.paths.run_dir / "locks"
+    from fermix_cli.core.filelocks import mutation_lock_dir
+
+    return mutation_lock_dir(ctx.paths)
 
 
 def too_large(display: str, size: int) -> ToolError:

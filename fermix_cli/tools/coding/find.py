@@ -7,7 +7,7 @@ import time
 from typing import Annotated, Any, Literal
 
 from ...core.context import ToolContext
-from ...core.errors import ToolError
+from ...core.errors import ToolError, world_error
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.search.p4ignore import resolve_p4
@@ -27,7 +27,7 @@ def _directory(ctx: ToolContext, raw: str | None, tool: str) -> ToolPath:
     if not os.path.exists(target.path):
         raise ToolError("not_found", f"Directory not found: {target.display}", {"path": target.path})
     if not os.path.isdir(target.path):
-        raise ToolError(
+        raise world_error(
             "invalid_path",
             f"{target.display} is a file, not a directory; {tool} needs a directory (use read for a file)",
             {"path": target.path},

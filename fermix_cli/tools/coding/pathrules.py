@@ -18,7 +18,7 @@ import posixpath
 import stat
 from typing import TYPE_CHECKING
 
-from ...core.errors import ToolError
+from ...core.errors import ToolError, world_error
 from ...core.pathcanon import canonicalize, is_inside
 from ...core.records import Record
 from ...core.sandbox import Decision
@@ -120,7 +120,7 @@ def resolve_target(ctx: ToolContext, raw: str, *, tool: str) -> Target:
     except (FileNotFoundError, NotADirectoryError):
         st = None
     except OSError as e:
-        raise ToolError("invalid_path", f"Cannot inspect {leaf}: {e.strerror}", {"path": leaf}) from None
+        raise world_error("invalid_path", f"Cannot inspect {leaf}: {e.strerror}", {"path": leaf}) from None
     if st is not None and stat.S_ISLNK(st.st_mode):
         decision = sandbox.decide(leaf)
         if not decision.allowed:

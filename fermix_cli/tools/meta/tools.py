@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from ...core import policy
 from ...core.context import ToolContext
 from ...core.deferral import deferral_enabled, is_deferrable, require_deferral, unwrap_tool_call
-from ...core.errors import ToolError
+from ...core.errors import ExitClass, ToolError
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, registry_of, specs, toolset_of
 from ...core.tooldoc import tool_markdown
@@ -20,7 +20,10 @@ DESCRIPTION_CAP = 400
 
 def unknown_capability(name: str) -> ToolError:
     """The same answer for a tool that does not exist and one the caller may not see."""
-    return ToolError("unknown_tool", f"Unknown capability: {name}", {"tool": name})
+    # The name is a value the tool looks up, not a malformed call: exit 1, as for any lookup.
+    return ToolError(
+        "unknown_tool", f"Unknown capability: {name}", {"tool": name}, exit_class=ExitClass.TOOL_FAILED
+    )
 
 
 def visible_spec(ctx: ToolContext, name: str) -> ToolSpec:

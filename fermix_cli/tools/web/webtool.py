@@ -56,6 +56,9 @@ NO_EXA_KEY = (
 
 
 class WebParams(Params):
+    null_means_absent = frozenset(
+        {"query", "url", "reference", "limit", "domainFilter", "recencyFilter"}
+    )  # the seed: "Omit unused fields or set them to null"
     operation: Annotated[
         Literal["search", "open"], Field(description="search (needs query) or open (needs url or reference)")
     ]

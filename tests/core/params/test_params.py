@@ -93,7 +93,20 @@ class Open(Params):
     known: int = 0
 
 
-CLASSES: list[type[Params]] = [Point, Kitchen, Audited, StrictAudited, Open]
+class Nullable(Params):
+    null_means_absent = frozenset({"count", "mode"})  # a seed that lets null stand for omission
+
+    count: Annotated[int, Field(ge=1)] = 1
+    mode: Literal["a", "b"] | None = None
+    flag: bool = False
+
+
+def null_refused(key: str, loc: tuple[str, ...] = ()) -> tuple[str, tuple[str, ...], str]:
+    msg = f"Value error, {key} is null; leave the field out to use its default (null is accepted only where the schema lists it)"
+    return ("value_error", loc, msg)
+
+
+CLASSES: list[type[Params]] = [Point, Kitchen, Audited, StrictAudited, Open, Nullable]
 
 INT, NUMBER, STR = (
     "Input should be a valid integer",
@@ -101,6 +114,17 @@ INT, NUMBER, STR = (
     "Input should be a valid string",
 )
 UNICODE = "Input should be a valid string, unable to parse raw data as a unicode string"
+
+
+def not_utf8(where: str) -> tuple[str, tuple[str, ...], str]:
+    """fermix refuses a lone surrogate anywhere in the input, before any field is checked."""
+    msg = (
+        f"Value error, {where} has text that is not valid UTF-8 (a lone surrogate such as \\udc80, or bytes "
+        "that do not decode); send UTF-8 text"
+    )
+    return ("value_error", (), msg)
+
+
 EXTRA = "Extra inputs are not permitted"
 
 
@@ -112,7 +136,9 @@ def ab(**fields: Any) -> dict[str, Any]:
 # (class, input, "ok" or (error type, location, message) of the first error)
 ROWS: list[tuple[type[Params], dict[str, Any], Any]] = [
     (Kitchen, ab(), "ok"),
-    (Kitchen, ab(count=None, mode=None), "ok"),
+    (Kitchen, ab(count=None, mode=None), null_refused("count")),
+    (Nullable, {"count": None, "mode": None}, "ok"),
+    (Nullable, {"count": None, "flag": None}, null_refused("flag")),
     (Kitchen, {}, ("missing", ("name",), "Field required")),
     (Kitchen, ab(bogus=1), ("extra_forbidden", ("bogus",), EXTRA)),
     (Kitchen, ab(count=True), ("int_type", ("count",), INT)),
@@ -135,7 +161,8 @@ ROWS: list[tuple[type[Params], dict[str, Any], Any]] = [
     (Kitchen, {"name": 12}, ("string_type", ("name",), STR)),
     (Kitchen, {"name": "abcde"}, ("string_too_long", ("name",), "String should have at most 4 characters")),
     (Kitchen, {"name": "a"}, ("string_too_short", ("name",), "String should have at least 2 characters")),
-    (Kitchen, {"name": "a\ud800"}, ("string_unicode", ("name",), UNICODE)),
+    (Kitchen, {"name": "a\ud800"}, not_utf8("name")),
+    (Kitchen, {"name": "ab", "tags": ["x", "\udc80"]}, not_utf8("tags[1]")),
     (Kitchen, ab(mode="d"), ("literal_error", ("mode",), "Input should be 'a', 'b' or 'c'")),
     (Kitchen, ab(one="two"), ("literal_error", ("one",), "Input should be 'only'")),
     (Kitchen, ab(either=7), "ok"),
@@ -166,7 +193,7 @@ ROWS: list[tuple[type[Params], dict[str, Any], Any]] = [
     (Kitchen, ab(target={"k": 1.5}), ("string_type", ("target", "k", "str"), STR)),
     (Kitchen, ab(target=[]), ("dict_type", ("target",), "Input should be a valid dictionary")),
     (Kitchen, ab(loose={"a": [1, {"b": None}]}, anything=[True]), "ok"),
-    (Kitchen, ab(where={"lat": 1, "lon": 2, "label": None}), "ok"),
+    (Kitchen, ab(where={"lat": 1, "lon": 2, "label": None}), null_refused("label", ("where",))),
     (
         Kitchen,
         ab(where={"lat": 91}),
@@ -190,7 +217,7 @@ ROWS: list[tuple[type[Params], dict[str, Any], Any]] = [
     ),
     (Kitchen, ab(route=[{"lat": 1}, {}]), ("missing", ("route", 1, "lat"), "Field required")),
     (Kitchen, ab(checked="x"), ("assertion_error", ("checked",), "Assertion failed, x is reserved")),
-    (Kitchen, {"name": "ab", "\ud800": 1}, ("string_unicode", (), UNICODE)),
+    (Kitchen, {"name": "ab", "\ud800": 1}, not_utf8("'\\ud800'")),
     (Audited, {"text": "hi"}, "ok"),
     (Audited, {"text": "boom"}, ("value_error", (), "Value error, boom is not allowed")),
     (StrictAudited, {"text": "hi", "level": "high"}, "ok"),
@@ -199,7 +226,7 @@ ROWS: list[tuple[type[Params], dict[str, Any], Any]] = [
         {"text": "boom", "level": "high"},
         ("value_error", (), "Value error, boom is not allowed"),
     ),
-    (Open, {"known": 1, "other": [1], "gone": None}, "ok"),
+    (Open, {"known": 1, "other": [1], "gone": None}, null_refused("gone")),
     (Open, {"known": "1"}, ("int_type", ("known",), INT)),
 ]
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fermix_cli.core.registry import clean_schema, default_registry
+from fermix_cli.core.registry import clean_schema, default_registry, publish_nulls
 from tests.core.pydantic_twin import outcome, twin
 from tests.core.schema_inputs import objects
 
@@ -27,7 +27,8 @@ def test_schema_is_pydantics(name: str) -> None:
     spec = SPECS[name]
     if spec.kind != "builtin":
         pytest.skip("not a built-in tool")
-    expected = clean_schema(twin(spec.params).model_json_schema())
+    nullable = getattr(spec.params, "null_means_absent", frozenset())
+    expected = publish_nulls(clean_schema(twin(spec.params).model_json_schema()), nullable)
     assert spec.input_schema() == expected
     assert json.dumps(spec.input_schema()) == json.dumps(expected)  # key order too: --schema prints it
 

@@ -43,7 +43,7 @@ def test_list_files_cli(world: Env) -> None:
     r = world.tool("list_files", {})
     assert r.code == 0 and r.json()["output"] == "a.txt\nb/"
     r = world.tool("list_files", {"path": "a.txt"})
-    assert r.code == 2 and r.error()["code"] == "invalid_path"
+    assert r.code == 1 and r.error()["code"] == "invalid_path"  # the disk's state, not a malformed call
 
 
 def test_ast_grep_cli_search_rewrite_outline(world: Env) -> None:

@@ -50,10 +50,13 @@ def test_patterns_at_the_limits_are_accepted(world: Env, invoke) -> None:
     assert r["returned"] == 1 and len(r["matchers"]) == 8
 
 
-def test_null_fields_mean_absent(world: Env, invoke) -> None:
+@pytest.mark.parametrize("field", ["path", "mode", "limit", "context"])
+def test_null_fields_are_refused(world: Env, invoke, field: str) -> None:
+    # grep's schema publishes no null (its seed says nothing of null): leave a field out instead.
     make_tree(world.project, {"a.txt": "run\n"})
-    r = invoke("grep", {"patterns": ["run"], "path": None, "mode": None, "limit": None, "context": None})
-    assert r["mode"] == "ranked" and r["limit"] == 50 and r["context"] == 0
+    with pytest.raises(ToolError) as e:
+        invoke("grep", {"patterns": ["run"], field: None})
+    assert e.value.code == "invalid_input" and f"{field} is null" in e.value.message
 
 
 def test_limit_and_context_are_clamped(world: Env, invoke) -> None:
@@ -207,7 +210,7 @@ def test_binary_and_invalid_utf8_files_are_skipped_and_counted(world: Env, invok
     assert r["skipped"]["binary"] == 1 and r["skipped"]["invalid_utf8"] == 1
 
 
-def test_files_are_read_up_to_4_mib_and_the_partial_line_is_dropped(world: Env, invoke) -> None:
+def test_files_are_read_up_to_4_mib_and_the_partial_line_is_searched_as_read(world: Env, invoke) -> None:
     line = b"x" * 99 + b"\n"
     full_lines = grep_scan.FILE_CAP // 100  # 41,943 whole lines fit, then 4 bytes of the next
     data = line * (full_lines - 1) + b"needle" + b"x" * 93 + b"\n" + b"needle at the cut\n" + line * 5
@@ -215,7 +218,13 @@ def test_files_are_read_up_to_4_mib_and_the_partial_line_is_dropped(world: Env, 
     r = invoke("grep", {"patterns": ["needle"], "mode": "raw"})
     assert r["returned"] == 1 and r["hits"][0]["line"] == full_lines
     assert r["files_truncated"] == 1 and r["bytes_scanned"] == grep_scan.FILE_CAP
-    assert r["truncated"] is False  # a file cut at 4 MiB is reported in files_truncated
+    # The cut line's 4 bytes ("need") were searched; a cut file is never a complete scan.
+    assert r["truncated"] is True and r["truncation_reasons"] == ["file_bytes"]
+    assert r["scan_complete"] is False and r["total_exact"] is False
+    # "needle at" ends exactly at the cap, inside a line that goes on: it is found.
+    (world.project / "big.txt").write_bytes(data[: grep_scan.FILE_CAP - 9] + b"needle at the cut\n")
+    r = invoke("grep", {"patterns": ["needle at"], "mode": "raw"})
+    assert r["returned"] == 1 and r["hits"][0]["line"] == full_lines
 
 
 def test_call_byte_cap_stops_the_scan(world: Env, invoke, monkeypatch) -> None:

@@ -32,6 +32,9 @@ OUTLINE_ONLY = ("items", "view", "name", "symbol_type", "pub_members")
 
 
 class AstGrepParams(Params):
+    null_means_absent = frozenset(
+        {"pattern", "rewrite", "language", "path", "limit", *OUTLINE_ONLY}
+    )  # the seed: every field but operation takes null as omission
     operation: Annotated[
         Literal["search", "outline"] | None,
         Field(description="search (default) or outline; if given it must be one of the two, not null"),

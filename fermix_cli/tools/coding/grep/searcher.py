@@ -118,7 +118,8 @@ class Searcher:
             s.files_truncated += 1
             if room < FILE_CAP:
                 s.stop = "byte_cap"
-            data = data[: data.rfind(b"\n") + 1]  # drop the trailing partial line
+            # The cut line is searched as far as it was read: a match in a line longer than the cap
+            # (at its byte 0, say) is still found; the result says the file was not read to its end.
         return data
 
     def hits(self, data: bytes) -> list[LineHit] | None:

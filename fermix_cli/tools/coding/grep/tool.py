@@ -273,7 +273,7 @@ def _result(
         page = render_ranked(scan.blocks, budget)
     else:
         page = render_raw(scan.blocks, budget, context=n_ctx > 0)
-    scan_complete = stats.stop is None
+    scan_complete = stats.stop is None and stats.files_truncated == 0  # a cut file was not scanned whole
     cap_stop = stats.stop if stats.stop in ("file_cap", "byte_cap", "deadline") else None
     returned = page.printed
     next_offset = offset + returned
@@ -295,6 +295,8 @@ def _result(
         reasons.append("output_cap")
     if cap_stop:
         reasons.append(cap_stop)
+    if stats.files_truncated and cap_stop != "byte_cap":  # the call cap's own cut is byte_cap
+        reasons.append("file_bytes")
     text = page.text
     notes = _footer(mode, scan, page.capped, has_more, next_offset, cap_stop, omitted_total, returned, offset)
     if notes:
