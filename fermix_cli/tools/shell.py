@@ -21,8 +21,10 @@ from ..core.shell.engine import (
     run_shell,
 )
 from ..core.shell.hardline.judge import check_no_expansion
+from ..core.shell.lex import MAX_INPUT_CHARS
 
-COMMAND_MAX = 256 * 1024
+# The hardline parses every command the schema admits; one limit for both.
+COMMAND_MAX = MAX_INPUT_CHARS
 
 _COMMON_FAILURES = (
     FailureMode("sandbox_hardline", "the command matches the hardline blocklist; nothing ran"),

@@ -371,7 +371,7 @@ BLOCKED: list[tuple[str, str]] = [
     ("echo ${HOME", PARSE),
     ("echo $(echo $(echo $(echo $(echo $(echo $(echo $(echo $(echo $(echo hi)))))))))", PARSE),
     ("((((((((( ls )))))))))", PARSE),
-    ("echo " + "a" * (64 * 1024), PARSE),
+    ("echo " + "a" * (256 * 1024), PARSE),
     ("echo {1..100}", PARSE),
     ("sh -c 'echo \"unterminated'", PARSE),
     ("echo a )", PARSE),

@@ -33,8 +33,8 @@ from fermix_cli.core.shell.hardline.rules import (
 )
 from fermix_cli.core.shell.hardline.targets import Roots, normalize
 from fermix_cli.core.shell.hardline.unwrap import Invocation, dash_c_value, shell_command_string, unwrap
-from fermix_cli.core.shell.lex import MAX_INPUT_BYTES, Command, Script, parse_script
-from fermix_cli.core.shell.words import UNKNOWN_MARK, Part, ShellSyntaxError, Word
+from fermix_cli.core.shell.lex import MAX_INPUT_CHARS, Command, Script, parse_script
+from fermix_cli.core.shell.words import FRESH_TEMP, UNKNOWN_MARK, Part, ShellSyntaxError, Word, is_fresh_temp
 
 from ...records import Record, field
 
@@ -66,8 +66,9 @@ def check_command(command: str, env: HardlineEnv) -> None:
     """Raise ToolError `sandbox_hardline` when the command trips a hardline rule; return otherwise."""
     if not isinstance(command, str):
         raise ToolError("invalid_command", "command must be a string")
-    if len(command.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
-        raise _refusal(Finding(UNPARSEABLE, "parse_error"), "parsed", "command is larger than 64 KiB")
+    if len(command) > MAX_INPUT_CHARS:
+        detail = f"command is longer than {MAX_INPUT_CHARS} characters"
+        raise _refusal(Finding(UNPARSEABLE, "parse_error"), "parsed", detail)
     finding = original_finding(command)
     if finding is not None:
         raise _refusal(finding, "original")
@@ -102,7 +103,7 @@ class _Blocked(Exception):
 
 # How to get a refused command through when what it means to do is fine.
 _HINTS = {
-    UNPARSEABLE: "balance quotes and substitutions, keep nesting within 8 levels and the command under 64 KiB",
+    UNPARSEABLE: f"balance quotes and substitutions, keep nesting within 8 levels and the command within {MAX_INPUT_CHARS} characters",
     RM_MAY_EXPAND: "write the path to delete literally instead of through a variable or substitution",
     OPAQUE: "write the commands out, or save the script to a file and inspect it before running it",
 }
@@ -352,6 +353,8 @@ class _Checker:
                 out.append(part.text)
             elif part.kind == "home":
                 out.append(self.home)
+            elif part.kind == "subst" and is_fresh_temp(part.text):
+                out.append(FRESH_TEMP)
             elif part.kind == "subst":
                 texts = self.substitution_output(part.text, depth)
                 out.append(texts[0] if texts else UNKNOWN_MARK)
