@@ -24,6 +24,8 @@ Mode = Literal["strict", "standard", "open"]
 OS_PROTECTED = (
     "/etc", "/usr", "/bin", "/sbin", "/System", "/Library",
     "/boot", "/dev", "/proc", "/sys", "/lib", "/lib64", "/var/lib", "/private/etc", "/private/var/db",
+    # crontab spools (Linux, macOS): a line there runs on schedule
+    "/var/spool/cron", "/var/at", "/private/var/at",
 )  # fmt: skip
 
 HOME_PROTECTED = (
@@ -35,6 +37,23 @@ HOME_PROTECTED = (
     ".password-store", ".local/share/keyrings",
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
     ".zprofile", ".zlogin", ".config/fish", ".inputrc", ".ssh/rc",
+    # Code that runs the next time you log in, a session or a shell starts (Linux, macOS), beyond
+    # the reference's list: autostart entries, user services, session and shell start-up files.
+    ".config/autostart", ".config/systemd", ".local/share/systemd", ".config/environment.d",
+    ".config/upstart", ".config/plasma-workspace", ".kde/Autostart", ".kde4/Autostart",
+    ".config/lxsession", ".config/openbox/autostart", ".pam_environment",
+    ".xprofile", ".xinitrc", ".xsession", ".xsessionrc", ".xserverrc", ".Xclients",
+    "Library/LaunchAgents", "Library/LaunchDaemons", "Library/StartupItems",
+    "Library/Application Support/com.apple.backgroundtaskmanagementagent",
+    "Library/Preferences/com.apple.loginitems.plist", ".MacOSX",
+    ".bash_aliases", ".zlogout", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".logout",
+    ".config/nushell", ".xonshrc", ".config/xonsh", ".oh-my-zsh", ".config/direnv", ".direnvrc",
+    # Tool start-up files that run code, and tool credentials.
+    ".vimrc", ".config/nvim", ".emacs", ".emacs.d", ".config/emacs", ".gdbinit", ".config/gdb",
+    ".lldbinit", ".ipython/profile_default/startup", ".tmux.conf", ".config/tmux", ".screenrc",
+    ".cargo/config", ".cargo/credentials", ".m2/settings.xml", ".gradle/init.d",
+    ".gradle/gradle.properties", ".config/pip", ".pip", ".yarnrc", ".curlrc", ".wgetrc",
+    "Library/Keychains",
 )  # fmt: skip
 
 FERMIX_HOME_PROTECTED = (
