@@ -361,7 +361,7 @@ def test_unreachable_brave_is_network(world: Env, invoke: Any, fake_web: FakeWeb
     )
     with pytest.raises(ToolError) as e:
         invoke("place_search", {"query": "coffee", "location": "Berlin"})
-    assert e.value.code == "network"
+    assert e.value.code == "connect_failed"
 
 
 # ----- the real CLI ------------------------------------------------------------------------------

@@ -342,6 +342,11 @@ PLACE_SEARCH = ToolSpec(
         FailureMode("provider_error", "Brave failed (HTTP 402, 5xx, ...)"),
         FailureMode("parser_changed", "Brave's response format changed"),
         FailureMode("response_too_large", "Brave's response exceeded 1048576 bytes"),
-        FailureMode("network", "Brave could not be reached or timed out"),
+        FailureMode("network", "Brave answered HTTP N or dropped the exchange"),
+        FailureMode(
+            "dns_failure", "the host name did not resolve (offline, or no such name); exit 1, retry later"
+        ),
+        FailureMode("connect_failed", "nothing accepted the connection; exit 1, retry later"),
+        FailureMode("timeout", "no connection, or no reply, within the time limit"),
     ),
 )
