@@ -103,7 +103,7 @@ TOOLSET_ALIASES = {"coding": {"shell": "bash", "cmd": "bash"}}
 TOOLS = specs(
     ToolSpec(
         name="shell",
-        category="filesystem",
+        category="system",
         policy_class="exec",
         description=(
             "Run a shell command (sh -c) in the sandbox working directory. The hardline blocklist of "
