@@ -40,6 +40,10 @@ POLICY_CODES = frozenset(
     }
 )
 
+# Failures to reach a host (no DNS answer, no connection, no reply in time, a dropped exchange):
+# the tool failed (exit 1), never a refusal, and trying again later may well succeed.
+NETWORK_FAILURE_CODES = frozenset({"dns_failure", "connect_failed", "timeout", "network"})
+
 # Codes that mean "bad input" (exit 2), besides every `invalid_*` and `missing_*` code.
 INPUT_CODES = frozenset(
     {

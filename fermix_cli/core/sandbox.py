@@ -12,6 +12,7 @@ import posixpath
 from typing import TYPE_CHECKING, Literal
 
 from .errors import ToolError
+from .hardlinks import linked_file_id, protected_link_ids
 from .pathcanon import canonicalize, is_inside
 from .paths import FermixPaths, make_private_dirs
 from .records import Record, field
@@ -24,6 +25,8 @@ Mode = Literal["strict", "standard", "open"]
 OS_PROTECTED = (
     "/etc", "/usr", "/bin", "/sbin", "/System", "/Library",
     "/boot", "/dev", "/proc", "/sys", "/lib", "/lib64", "/var/lib", "/private/etc", "/private/var/db",
+    # crontab spools (Linux, macOS): a line there runs on schedule
+    "/var/spool/cron", "/var/at", "/private/var/at",
 )  # fmt: skip
 
 HOME_PROTECTED = (
@@ -35,6 +38,23 @@ HOME_PROTECTED = (
     ".password-store", ".local/share/keyrings",
     ".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
     ".zprofile", ".zlogin", ".config/fish", ".inputrc", ".ssh/rc",
+    # Code that runs the next time you log in, a session or a shell starts (Linux, macOS), beyond
+    # the reference's list: autostart entries, user services, session and shell start-up files.
+    ".config/autostart", ".config/systemd", ".local/share/systemd", ".config/environment.d",
+    ".config/upstart", ".config/plasma-workspace", ".kde/Autostart", ".kde4/Autostart",
+    ".config/lxsession", ".config/openbox/autostart", ".pam_environment",
+    ".xprofile", ".xinitrc", ".xsession", ".xsessionrc", ".xserverrc", ".Xclients",
+    "Library/LaunchAgents", "Library/LaunchDaemons", "Library/StartupItems",
+    "Library/Application Support/com.apple.backgroundtaskmanagementagent",
+    "Library/Preferences/com.apple.loginitems.plist", ".MacOSX",
+    ".bash_aliases", ".zlogout", ".kshrc", ".mkshrc", ".cshrc", ".tcshrc", ".login", ".logout",
+    ".config/nushell", ".xonshrc", ".config/xonsh", ".oh-my-zsh", ".config/direnv", ".direnvrc",
+    # Tool start-up files that run code, and tool credentials.
+    ".vimrc", ".config/nvim", ".emacs", ".emacs.d", ".config/emacs", ".gdbinit", ".config/gdb",
+    ".lldbinit", ".ipython/profile_default/startup", ".tmux.conf", ".config/tmux", ".screenrc",
+    ".cargo/config", ".cargo/credentials", ".m2/settings.xml", ".gradle/init.d",
+    ".gradle/gradle.properties", ".config/pip", ".pip", ".yarnrc", ".curlrc", ".wgetrc",
+    "Library/Keychains",
 )  # fmt: skip
 
 FERMIX_HOME_PROTECTED = (
@@ -76,6 +96,8 @@ class Sandbox(Record):
     _roots: list[Root] | None = field(default=None, repr=False)
     _blocked: list[str] | None = field(default=None, repr=False)
     _protected: list[str] | None = field(default=None, repr=False)
+    _link_ids: frozenset[tuple[int, int]] | None = field(default=None, repr=False)
+    _link_ids_known: bool = field(default=False, repr=False)
 
     @classmethod
     def from_config(
@@ -192,8 +214,27 @@ class Sandbox(Record):
         if any(is_inside(canonical, b) for b in self.blocked_roots):
             return Decision(False, "blocked_root", canonical)
         if any(is_inside(canonical, r.path) for r in self.roots):
+            if self.is_link_to_protected(canonical):
+                return Decision(False, "protected_path", canonical)
             return Decision(True, None, canonical)
         return Decision(False, "outside_root", canonical)
+
+    def is_link_to_protected(self, canonical: str) -> bool:
+        """True for a hard link to a protected file under the home or fermix's dirs.
+
+        Only regular files with more than one link are looked at; when the protected trees are too
+        large to walk, every such file is refused (fail closed). OS directories are not walked:
+        their files belong to root, and the kernel's protected_hardlinks stops a user linking them.
+        """
+        file_id = linked_file_id(canonical)
+        if file_id is None:
+            return False
+        if not self._link_ids_known:
+            owned = (self.home, str(self.paths.data_dir), str(self.paths.config_dir), str(self.paths.log_dir))
+            entries = [e for e in self.protected if any(is_inside(e, base) for base in owned)]
+            self._link_ids = protected_link_ids(entries)
+            self._link_ids_known = True
+        return self._link_ids is None or file_id in self._link_ids
 
     def default_working_dir(self) -> str:
         """The launch cwd if allowed, else the workspace (created on demand), else the first root."""

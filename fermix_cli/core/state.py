@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +47,8 @@ class StateDB:
     def _connect(self) -> sqlite3.Connection:
         try:
             make_private_dirs(self.path.parent)
-            if not self.path.exists():
+            self._refuse_links()
+            if not os.path.lexists(self.path):
                 # Create the file 0600 ourselves; SQLite gives -wal and -shm the database file's mode.
                 with contextlib.suppress(FileExistsError):
                     os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
@@ -60,10 +62,40 @@ class StateDB:
                 raise sqlite3.OperationalError(f"could not switch to WAL (journal_mode={mode})")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
+            # SQLite follows links; look again now that it has opened the file and its WAL.
+            try:
+                self._refuse_links()
+            except ToolError:
+                conn.close()
+                raise
         except sqlite3.Error as e:
             raise self._unavailable(str(e)) from None
         conn.row_factory = sqlite3.Row
         return conn
+
+    def _refuse_links(self) -> None:
+        """Refuse a state.db (or its -wal, -shm) that is a symlink or not a regular file.
+
+        SQLite would follow a link and create or write a database wherever it points.
+        """
+        for path in (self.path, *(self.path.with_name(self.path.name + s) for s in ("-wal", "-shm"))):
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            except OSError as e:
+                raise ToolError(
+                    "state_unavailable", f"cannot inspect {path}: {e.strerror}", {"path": str(path)}
+                ) from None
+            if not stat.S_ISREG(st.st_mode):
+                kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+                raise ToolError(
+                    "state_unavailable",
+                    f"{path} is {kind}; fermix opens its state only as a regular file inside its home. "
+                    "Move the link away (fermix recreates an empty state), or point FERMIX_HOME "
+                    "at the real directory.",
+                    {"path": str(path), "reason": "symlink" if kind == "a symlink" else "not_regular"},
+                )
 
     @property
     def schema_version(self) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..core.context import ToolContext
-from ..core.errors import ToolError
+from ..core.errors import NETWORK_FAILURE_CODES, ToolError
 from ..core.records import Record, asdict, field
 from .job import SILENT, Job
 
@@ -23,7 +23,7 @@ Progress = Callable[[str], None]
 
 # Failures of the provider or the network, as opposed to the task: a run that hit one before any tool
 # ran has changed nothing, so trying it again is safe.
-TRANSIENT_CODES = frozenset({"network", "rate_limited", "provider_error"})
+TRANSIENT_CODES = frozenset({"rate_limited", "provider_error"}) | NETWORK_FAILURE_CODES
 
 
 class RunOutcome(Record):
@@ -38,6 +38,8 @@ class RunOutcome(Record):
     tool_failures: list[dict[str, Any]] = field(default_factory=list)
     tools_run: int = 0
     attempts: int = 1
+    # A command job is never tried again: a command that timed out may have done its work.
+    kind: str = "model"
 
     @classmethod
     def failure(cls, code: str, message: str, **extra: Any) -> RunOutcome:
@@ -54,7 +56,12 @@ class RunOutcome(Record):
     @property
     def transient(self) -> bool:
         """A provider failure before any tool ran: worth another attempt (reference 8.3)."""
-        return self.status == "error" and self.error_code in TRANSIENT_CODES and self.tools_run == 0
+        return (
+            self.kind == "model"
+            and self.status == "error"
+            and self.error_code in TRANSIENT_CODES
+            and self.tools_run == 0
+        )
 
     @property
     def silent(self) -> bool:
@@ -194,9 +201,9 @@ def run_command(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
     except ToolError as e:
         output = e.details.get("output") if isinstance(e.details, dict) else None
         return RunOutcome.failure(
-            e.code, e.message.splitlines()[0] if e.message else e.code, final_response=output
+            e.code, e.message.splitlines()[0] if e.message else e.code, final_response=output, kind="command"
         )
-    return RunOutcome(status="ok", final_response=str(result.get("output", "")))
+    return RunOutcome(status="ok", final_response=str(result.get("output", "")), kind="command")
 
 
 # ----- model jobs --------------------------------------------------------------------------------

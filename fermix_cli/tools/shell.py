@@ -21,8 +21,10 @@ from ..core.shell.engine import (
     run_shell,
 )
 from ..core.shell.hardline.judge import check_no_expansion
+from ..core.shell.lex import MAX_INPUT_CHARS
 
-COMMAND_MAX = 256 * 1024
+# The hardline parses every command the schema admits; one limit for both.
+COMMAND_MAX = MAX_INPUT_CHARS
 
 _COMMON_FAILURES = (
     FailureMode("sandbox_hardline", "the command matches the hardline blocklist; nothing ran"),
@@ -101,7 +103,7 @@ TOOLSET_ALIASES = {"coding": {"shell": "bash", "cmd": "bash"}}
 TOOLS = specs(
     ToolSpec(
         name="shell",
-        category="filesystem",
+        category="system",
         policy_class="exec",
         description=(
             "Run a shell command (sh -c) in the sandbox working directory. The hardline blocklist of "

@@ -297,3 +297,29 @@ def test_retry_after_http_date_in_the_future() -> None:
     now = time.time()
     header = email.utils.formatdate(now + 30, usegmt=True)
     assert retry_after({"retry-after": header}, now=now) == pytest.approx(30, abs=1.5)
+
+
+# ----- an unreachable provider is a failure, not a refusal ------------------------------------------
+
+
+class _Nowhere:
+    def __init__(self, base: str) -> None:
+        self.base = base
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+@pytest.mark.parametrize("where", ["dns", "port"])
+def test_ask_against_an_unreachable_provider_exits_1(world: Env, kind: str, where: str) -> None:
+    import socket
+
+    if where == "dns":
+        base = "http://model-host.invalid"
+    else:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    configure(world, _Nowhere(base), kind, max_retries=0)  # type: ignore[arg-type]
+    proc = ask(world, "hi")
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert ("dns_failure" if where == "dns" else "connect_failed") in proc.stderr

@@ -405,3 +405,11 @@ def test_no_arguments_prints_usage_and_exits_2(world: Env) -> None:
 def test_unknown_command_exits_2(world: Env) -> None:
     r = world.run("frobnicate")
     assert r.code == 2
+
+
+def test_categories_follow_the_seed(world: Env) -> None:
+    rows = {x["name"]: x for x in world.run("tool", "list", "--json").json()}
+    # The seed puts the shell and directory-access requests under `system`, not `filesystem`.
+    assert rows["shell"]["category"] == "system"
+    assert rows["request_directory_access"]["category"] == "system"
+    assert {rows[n]["category"] for n in ("file_read", "file_write", "file_edit")} == {"filesystem"}

@@ -176,3 +176,48 @@ def test_after_waits_for_another_domains_migration() -> None:
     assert [m.name for m in run_order([a, late, c])] == ["a_001", "c_001", "b_001"]
     with pytest.raises(ValueError, match="unknown"):
         run_order([Migration("x", noop, after=("nowhere",))])
+
+
+# ----- state.db is opened only as a regular file: never through a link -------------------------
+
+
+def _link_state(world: Env, kind: str) -> Path:
+    """Make state.db (or its WAL) a link of `kind`; return where a followed link would write."""
+    world.fermix_home.mkdir(parents=True, exist_ok=True)
+    elsewhere = world.root / "elsewhere"
+    elsewhere.mkdir()
+    target = elsewhere / "stolen.db"
+    if kind == "dangling":
+        os.symlink(target, world.fermix_home / "state.db")
+    elif kind == "existing":
+        sqlite3.connect(target).close()
+        os.symlink(target, world.fermix_home / "state.db")
+    elif kind == "wal":
+        target = elsewhere / "stolen.db-wal"
+        os.symlink(target, world.fermix_home / "state.db-wal")
+    elif kind == "fifo":
+        os.mkfifo(world.fermix_home / "state.db")
+    return target
+
+
+@pytest.mark.parametrize("kind", ["dangling", "existing", "wal", "fifo"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tool", "memory_store", "--json", '{"key":"k","value":"v","category":"preference"}'],
+        ["tool", "list_jobs", "--json", "{}"],
+        ["jobs", "run"],
+    ],
+)
+def test_a_linked_state_db_is_refused_and_nothing_is_written_elsewhere(
+    world: Env, kind: str, argv: list[str]
+) -> None:
+    target = _link_state(world, kind)
+    before = target.stat().st_mtime_ns if target.exists() else None
+    r = world.run(*argv, timeout=30)
+    assert r.code == 1, r
+    assert "Traceback" not in r.stderr
+    assert "state.db" in r.stderr
+    after = target.stat().st_mtime_ns if target.exists() else None
+    assert after == before
+    assert sorted(p.name for p in target.parent.iterdir()) == ([target.name] if before else [])

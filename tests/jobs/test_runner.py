@@ -474,6 +474,11 @@ RETRY_FAST = "[fermix_core.jobs]\ntransient_retries = 1\nretry_backoff_seconds =
     ("responses", "attempts"),
     [
         ([{"error": {"code": "rate_limited", "message": "quota"}}], 2),  # transient: tried again, once
+        # Failing to reach the provider is transient too (offline, DNS, refused, timed out).
+        ([{"error": {"code": "dns_failure", "message": "dns_resolution_failed (x.invalid)"}}], 2),
+        ([{"error": {"code": "connect_failed", "message": "could not connect"}}], 2),
+        ([{"error": {"code": "timeout", "message": "read timeout"}}], 2),
+        ([{"error": {"code": "blocked_url", "message": "resolved to 10.0.0.5"}}], 1),  # a refusal is not
         ([{"error": {"code": "auth_failed", "message": "bad key"}}], 1),  # the task cannot fix that
         (
             [
@@ -483,7 +488,7 @@ RETRY_FAST = "[fermix_core.jobs]\ntransient_retries = 1\nretry_backoff_seconds =
             1,
         ),
     ],
-    ids=["transient", "not-transient", "after-a-tool-ran"],
+    ids=["transient", "dns", "connect", "timeout", "refusal", "not-transient", "after-a-tool-ran"],
 )
 def test_transient_failures_are_retried_only_before_any_tool_ran(
     jobs: Jobs, responses: list, attempts: int
@@ -513,3 +518,31 @@ def test_a_transient_failure_that_clears_gives_an_ok_run(jobs: Jobs) -> None:
     detail = jobs.call("get_job_run", {"run_id": run["run_id"]})["run"]
     assert (detail["status"], detail["final_response"], detail["attempts"]) == ("ok", "recovered", 2)
     assert len(server.seen) == 2
+
+
+def test_an_unreachable_provider_is_retried(jobs: Jobs) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    jobs.config(
+        RETRY_FAST
+        + f'[fermix_core.providers.local]\ntype = "openai"\nbase_url = "http://127.0.0.1:{dead}/v1"\n'
+        + "max_retries = 0\n"
+        + '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n'
+    )
+    jobs.add("Offline", "every 1 minutes", provider="local", model="test-model")
+    run = jobs.tick(DUE)["runs"][0]
+    detail = jobs.call("get_job_run", {"run_id": run["run_id"]})["run"]
+    assert (detail["status"], detail["attempts"]) == ("error", 2), detail
+    assert "connect_failed" in json.dumps(detail)
+
+
+def test_a_command_job_failure_is_never_transient() -> None:
+    from fermix_cli.jobs.execute import RunOutcome
+
+    # A command that timed out may have done its work: at most once, whatever the code.
+    for code in ("timeout", "connect_failed", "dns_failure", "network"):
+        assert RunOutcome.failure(code, "x").transient is True
+        assert RunOutcome.failure(code, "x", kind="command").transient is False

@@ -198,7 +198,7 @@ def test_a_server_slower_than_the_receive_timeout_fails_with_network(world: Env,
             default_registry().invoke("web_fetch", {"url": web.url("/slow")}, ctx)
     finally:
         ctx.close()
-    assert e.value.code == "network"
+    assert e.value.code == "timeout"
     assert e.value.message.startswith("read timeout")
 
 

@@ -155,10 +155,10 @@ def test_every_rule_is_enforced_without_echoing_values(
 @pytest.mark.parametrize(
     ("args", "sent"),
     [
-        ({"query": "  cafe  "}, {"q": "cafe", "count": "5"}),
-        ({"query": "cafe", "count": 1}, {"q": "cafe", "count": "1"}),
+        ({"query": "  cafe  ", "location": "Berlin"}, {"q": "cafe", "count": "5"}),
+        ({"query": "cafe", "count": 1, "location": "Berlin"}, {"q": "cafe", "count": "1"}),
         (
-            {"query": "cafe", "count": 10, "country": " de ", "language": "PT-BR"},
+            {"query": "cafe", "count": 10, "country": " de ", "language": "PT-BR", "location": "Berlin"},
             {"country": "DE", "search_lang": "pt-br"},
         ),
         (
@@ -170,7 +170,7 @@ def test_every_rule_is_enforced_without_echoing_values(
             {"latitude": "90.0", "longitude": "-180.0", "radius": "50000"},
         ),
         ({"query": "cafe", "latitude": -89.5, "longitude": 179.25, "radius_meters": 1}, {"radius": "1"}),
-        ({"query": "Q" * 400}, {"q": "Q" * 400}),
+        ({"query": "Q" * 400, "location": "Berlin"}, {"q": "Q" * 400}),
         ({"query": "cafe", "location": "L" * 200}, {"location": "L" * 200}),
     ],
 )
@@ -273,18 +273,13 @@ def test_self_anchored_phrase_matching(query: str, anchored: bool) -> None:
     assert self_anchored(query) is anchored
 
 
-def test_an_unanchored_plain_query_is_searched(invoke: Any, brave: FakeWeb) -> None:
-    result = invoke("place_search", {"query": "Eiffel Tower"})
-    assert result["search_anchor"] == {
-        "source": "none",
-        "resolved": {
-            "name": "San Francisco",
-            "coordinates": {"latitude": 37.7749, "longitude": -122.4194},
-            "country": "US",
-        },
-    }
-    (hit,) = brave.hits
-    assert "location" not in hit.query and "latitude" not in hit.query
+@pytest.mark.parametrize("query", ["Eiffel Tower", "pharmacy open now", "coffee", "museums in Berlin"])
+def test_every_unanchored_lookup_is_refused(invoke: Any, brave: FakeWeb, query: str) -> None:
+    # The seed refuses any lookup with no anchor, not only "near me": Brave would guess one.
+    with pytest.raises(ToolError) as e:
+        invoke("place_search", {"query": query})
+    assert e.value.code == "location_required" and e.value.details == {"field": "location"}
+    assert brave.hits == []
 
 
 # ----- key, advertising, provider failures ------------------------------------------------------
@@ -361,7 +356,7 @@ def test_unreachable_brave_is_network(world: Env, invoke: Any, fake_web: FakeWeb
     )
     with pytest.raises(ToolError) as e:
         invoke("place_search", {"query": "coffee", "location": "Berlin"})
-    assert e.value.code == "network"
+    assert e.value.code == "connect_failed"
 
 
 # ----- the real CLI ------------------------------------------------------------------------------
@@ -378,8 +373,9 @@ def test_cli_place_search_and_listing(world: Env, fake_web: FakeWeb) -> None:
     r = world.run("tool", "place_search", "--query", "coffee", "--location", "San Francisco", "--count", "2")
     assert r.code == 0, r.stderr
     assert [p["name"] for p in r.json()["places"]] == ["Blue Bottle 0", "Blue Bottle 1"]
-    r = world.tool("place_search", {"query": "coffee near me"})
-    assert r.code == 2 and r.error()["code"] == "location_required"
+    for query in ("coffee near me", "pharmacy open now"):
+        r = world.tool("place_search", {"query": query})
+        assert r.code == 2 and r.error()["code"] == "location_required"
     r = world.tool("place_search", {"query": "coffee", "latitude": 123.456789, "longitude": 1})
     assert r.code == 2 and r.error()["code"] == "invalid_location"
     assert "123.456789" not in r.stderr

@@ -391,7 +391,7 @@ def test_broken_backend_degrades_once_to_duckduckgo(
     assert len(web.hits_on(ENDPOINTS[f"{backend}_url"])) == 1 and _ddg_hits(web) == 1
 
 
-def test_unreachable_backend_degrades_with_network(world: Env, invoke: Any, web: FakeWeb) -> None:
+def test_unreachable_backend_degrades_with_connect_failed(world: Env, invoke: Any, web: FakeWeb) -> None:
     import socket
 
     with socket.socket() as s:  # a port nobody listens on
@@ -407,7 +407,7 @@ def test_unreachable_backend_degrades_with_network(world: Env, invoke: Any, web:
         },
     )
     result = invoke("web_search", {"query": "q"})
-    assert result["metadata"]["fallback_reason"].startswith("network: could not connect")
+    assert result["metadata"]["fallback_reason"].startswith("connect_failed: could not connect")
     assert result["results"] == FALLBACK
 
 
@@ -422,7 +422,7 @@ def test_slow_backend_degrades_with_a_read_timeout(world: Env, web: FakeWeb) -> 
         meta = default_registry().invoke("web_search", {"query": "q"}, ctx)["metadata"]
     finally:
         ctx.close()
-    assert meta["degraded"] is True and meta["fallback_reason"].startswith("network: read timeout")
+    assert meta["degraded"] is True and meta["fallback_reason"].startswith("timeout: read timeout")
 
 
 def test_backend_redirects_are_followed_through_the_guard(world: Env, invoke: Any, web: FakeWeb) -> None:

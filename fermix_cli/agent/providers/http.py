@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...core.errors import ToolError
+from ...core.errors import NETWORK_FAILURE_CODES, ToolError
 from ...core.logs import logger
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ class ProviderHTTP:
             try:
                 response = self.client.stream("POST", url, headers=headers, json=body)
             except ToolError as e:
-                if e.code != "network" or attempt >= retries:
+                if e.code not in NETWORK_FAILURE_CODES or attempt >= retries:
                     raise
                 wait = backoff(attempt)
                 log.warning("%s: %s; retrying in %.1f s", self.choice.name, e.message, wait)

@@ -50,7 +50,7 @@ def to_core_request(request: httpx.Request) -> httpcore.Request:
 
 @contextlib.contextmanager
 def core_errors(request: httpx.Request) -> Iterator[None]:
-    """httpcore's failures as fermix's: `network` (naming the timeout) or `unsupported_scheme`."""
+    """httpcore's failures as fermix's (`timeout`, `connect_failed`, `network`) or `unsupported_scheme`."""
     try:
         yield
     except (httpcore.TimeoutException, httpcore.NetworkError, httpcore.ProtocolError) as exc:
@@ -60,10 +60,11 @@ def core_errors(request: httpx.Request) -> Iterator[None]:
 
 
 def network_error(exc: Exception, request: httpx.Request) -> ToolError:
-    """The `network` ToolError for an httpcore failure, naming the timeout that expired."""
+    """The ToolError for an httpcore failure: `timeout` (naming which), `connect_failed` or `network`."""
     timeouts = request.extensions.get("timeout", {})
     host = request.url.host
     details = {"url": str(request.url), "error": type(exc).__name__}
+    code = "timeout" if isinstance(exc, httpcore.TimeoutException) else "network"
     if isinstance(exc, httpcore.ConnectTimeout):
         message = f"connect timeout: {host} did not accept a connection within {timeouts.get('connect')} s"
     elif isinstance(exc, httpcore.ReadTimeout):
@@ -73,7 +74,22 @@ def network_error(exc: Exception, request: httpx.Request) -> ToolError:
     elif isinstance(exc, httpcore.PoolTimeout):
         message = f"timed out waiting for a free connection to {host}"
     elif isinstance(exc, httpcore.ConnectError):
+        # A TLS failure (certificate, handshake) reached the host: it stays `network`.
+        code = "network" if _tls_failure(exc) else "connect_failed"
         message = f"could not connect to {host}: {exc or 'connection failed'}"
     else:
         message = f"connection to {host} failed ({type(exc).__name__}: {exc})"
-    return ToolError("network", message, details)
+    return ToolError(code, message, details)
+
+
+def _tls_failure(exc: BaseException) -> bool:
+    import ssl
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ssl.SSLError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

@@ -197,6 +197,14 @@ def system_resolver(host: str) -> list[str]:
     return answers
 
 
+def _dns_failure(host: str, why: str) -> ToolError:
+    return ToolError(
+        "dns_failure",
+        f"dns_resolution_failed ({host}): {why}. Check the host name and the network, then retry.",
+        {"reason": "dns_resolution_failed", "host": host},
+    )
+
+
 class HostGuard:
     """Decides which addresses fermix may connect to for a host: the connect-time half of the guard."""
 
@@ -235,15 +243,11 @@ class HostGuard:
     def _resolve_checked(self, host: str, allowed: bool) -> list[str]:
         try:
             answers = list(self._resolver(host))
-        except (OSError, UnicodeError, ValueError):
-            # The resolver's reason (NXDOMAIN, no network, ...) matters less than the tag; callers retry.
-            answers = []
+        except (OSError, UnicodeError, ValueError) as exc:
+            # No answer is a failure to reach the host (offline, NXDOMAIN), not a policy refusal.
+            raise _dns_failure(host, str(exc)) from None
         if not answers:
-            raise ToolError(
-                "blocked_url",
-                f"dns_resolution_failed ({host})",
-                {"reason": "dns_resolution_failed", "host": host},
-            )
+            raise _dns_failure(host, "no addresses")
         checked: list[str] = []
         for answer in answers:
             ip = parse_address(answer)

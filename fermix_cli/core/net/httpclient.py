@@ -194,7 +194,7 @@ class GuardedClient(Closable):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ToolError(
-                    "network", "the exchange took longer than its total time limit", {"url": exchange.url}
+                    "timeout", "the exchange took longer than its total time limit", {"url": exchange.url}
                 )
             connect, read = min(connect, remaining), min(read, remaining)
         self.guard.addresses(check_url(exchange.url).host)

@@ -186,7 +186,7 @@ class GuardedStream(Closable):
     def _check_deadline(self) -> None:
         if self._deadline is not None and time.monotonic() > self._deadline:
             raise ToolError(
-                "network", "the exchange took longer than its total time limit", {"url": self.url}
+                "timeout", "the exchange took longer than its total time limit", {"url": self.url}
             )
 
 

@@ -310,6 +310,10 @@ def walk(root: str, sandbox: Sandbox | None, opts: WalkOptions, stats: WalkStats
         elif frame.checked and sandbox is not None and deny(full):
             stats.denied += 1
             continue
+        elif kind == FILE and sandbox is not None and sandbox.is_link_to_protected(full):
+            # A second name for a protected file (a hard link): one lstat per file to know.
+            stats.denied += 1
+            continue
         depth = frame.depth + 1
         if is_dir:
             if opts.include_dirs:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_MS = 30_000
 MAX_TIMEOUT_MS = 600_000
+# Linux refuses an exec whose single argument (here the `sh -c` string) exceeds 32 pages (E2BIG).
+MAX_ARGUMENT_BYTES = 131_071
 
 
 def check_command_text(command: str) -> str:
@@ -31,6 +33,14 @@ def check_command_text(command: str) -> str:
         raise ToolError("invalid_command", "Command must be a non-empty string")
     if "\x00" in command:
         raise ToolError("invalid_command", "Command contains a NUL byte")
+    size = len(command.encode("utf-8", "surrogatepass"))
+    if size > MAX_ARGUMENT_BYTES:
+        raise ToolError(
+            "invalid_command",
+            f"Command is {size} bytes; `sh -c` takes at most {MAX_ARGUMENT_BYTES} (the system's limit for "
+            "one argument). Write the script to a file and run `sh FILE`.",
+            {"bytes": size, "limit": MAX_ARGUMENT_BYTES},
+        )
     return command
 
 

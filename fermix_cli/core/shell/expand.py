@@ -34,6 +34,9 @@ _SPECIAL = re.compile(r"[0-9]+|[@*#?$!0-]")
 _WORD_END = frozenset(" \t\n;&|()<>")
 _QUOTING = frozenset("'\"$`")  # single and double quotes, `$` and backticks
 _MARKERS: dict[str, RawKind] = {"~": "tilde", "{": "open", ",": "comma", "}": "close"}
+# Runs of characters that need no handling of their own, in a word and inside double quotes.
+_WORD_PLAIN = re.compile(r"[^ \t\n;&|()<>\\'\"$`~{,}]+")
+_DQUOTE_PLAIN = re.compile(r'[^\\$`"]+')
 _DEFAULTING_OPS = frozenset({":-", "-", ":=", "="})
 _HOME_KEEPING_OPS = frozenset({":-", "-", ":=", "=", ":?", "?", "%", "%%"})
 
@@ -71,8 +74,10 @@ class WordReader:
                 if marker is not None:
                     parts.append(RawPart(marker))
                 else:
-                    _add(parts, "lit", c)
-        return parts
+                    end = _plain_run_end(text, self.pos, _WORD_PLAIN)
+                    _add(parts, "lit", text[self.pos - 1 : end])
+                    self.pos = end
+        return _coalesce(parts)
 
     def read_quoting(self, c: str, parts: list[RawPart], *, quoted: bool) -> None:
         """Read what starts at `c`, one of `_QUOTING`, alike in a word and in `${name<op>word}`."""
@@ -98,11 +103,11 @@ class WordReader:
             if self.pos >= len(text):
                 if terminator is not None:
                     raise ShellSyntaxError("unbalanced double quote")
-                return parts
+                return _coalesce(parts)
             c = text[self.pos]
             if c == terminator:
                 self.pos += 1
-                return parts
+                return _coalesce(parts)
             if c == "\\":
                 nxt = text[self.pos + 1 : self.pos + 2]
                 if nxt == "\n":
@@ -118,8 +123,9 @@ class WordReader:
             elif c == "`":
                 parts.append(self.backtick(quoted=True))
             else:
-                _add(parts, "qlit", c)
-                self.pos += 1
+                end = _plain_run_end(text, self.pos + 1, _DQUOTE_PLAIN)
+                _add(parts, "qlit", text[self.pos : end])
+                self.pos = end
 
     def dollar(self, *, quoted: bool) -> list[RawPart]:
         text, pos = self.text, self.pos
@@ -234,7 +240,7 @@ class WordReader:
             c = text[self.pos]
             if c == "}" and depth == 0:
                 self.pos += 1
-                return parts
+                return _coalesce(parts)
             if c == "\\":
                 _add(parts, "qlit", text[self.pos + 1 : self.pos + 2])
                 self.pos += 2
@@ -384,8 +390,30 @@ def field_split(value: tuple[Part, ...], ifs: str | None) -> list[RawPart]:
 
 
 def _add(parts: list[RawPart], kind: RawKind, text: str) -> None:
-    """Append literal text, merging with a previous literal of the same quoting."""
-    if parts and parts[-1].kind == kind and kind in ("lit", "qlit"):
-        parts[-1] = RawPart(kind, parts[-1].text + text)
-    else:
-        parts.append(RawPart(kind, text))
+    """Append literal text; `_coalesce` merges neighbours of the same quoting once the word is read."""
+    parts.append(RawPart(kind, text))
+
+
+def _coalesce(parts: list[RawPart]) -> list[RawPart]:
+    """Merge adjacent literals of the same quoting in one pass (merging as they come is quadratic)."""
+    out: list[RawPart] = []
+    run: list[str] = []
+    for part in parts:
+        if out and part.kind in ("lit", "qlit") and out[-1].kind == part.kind:
+            if not run:
+                run.append(out[-1].text)
+            run.append(part.text)
+            continue
+        if run:
+            out[-1] = RawPart(out[-1].kind, "".join(run))
+            run = []
+        out.append(part)
+    if run:
+        out[-1] = RawPart(out[-1].kind, "".join(run))
+    return out
+
+
+def _plain_run_end(text: str, pos: int, plain: re.Pattern[str]) -> int:
+    """Where a run of characters needing no special handling, starting at `pos`, ends."""
+    match = plain.match(text, pos)
+    return match.end() if match else pos

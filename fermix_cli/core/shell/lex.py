@@ -12,13 +12,14 @@ from collections.abc import Mapping
 
 from fermix_cli.core.shell.expand import WordReader
 from fermix_cli.core.shell.script import Command, HereDoc, Redirect, Script
-from fermix_cli.core.shell.words import Part, RawPart, ShellSyntaxError, Word, finish_word
+from fermix_cli.core.shell.words import Part, RawPart, ShellSyntaxError, Word, finish_word, is_fresh_temp
 
 from ..records import Record, field
 
-__all__ = ["MAX_DEPTH", "MAX_INPUT_BYTES", "Command", "HereDoc", "Redirect", "Script", "parse_script"]
+__all__ = ["MAX_DEPTH", "MAX_INPUT_CHARS", "Command", "HereDoc", "Redirect", "Script", "parse_script"]
 
-MAX_INPUT_BYTES = 64 * 1024
+# The largest command the shell tools accept (their schemas use it too), parsed whole.
+MAX_INPUT_CHARS = 256 * 1024
 MAX_DEPTH = 8
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?\+?=", re.S)
@@ -36,8 +37,8 @@ def parse_script(
     `variables` gives known values of shell variables (for example FERMIX_HOME). `depth` is the
     nesting level already used by the caller (nested `sh -c` strings count against MAX_DEPTH).
     """
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
-        raise ShellSyntaxError("command is larger than 64 KiB")
+    if len(text) > MAX_INPUT_CHARS:
+        raise ShellSyntaxError(f"command is longer than {MAX_INPUT_CHARS} characters")
     if depth > MAX_DEPTH:
         raise ShellSyntaxError("nesting is deeper than 8")
     shared = _Shared()
@@ -381,7 +382,8 @@ class _Lexer(WordReader):
             if assignment is None:
                 continue
             name, value = assignment
-            if any(p.kind in ("unknown", "subst") for p in value):
+            # A `$(mktemp)` value stays, as the substitution: the judge knows what it prints.
+            if any(p.kind == "unknown" or (p.kind == "subst" and not is_fresh_temp(p.text)) for p in value):
                 self.vars.pop(name, None)
             else:
                 self.vars[name] = value

@@ -17,6 +17,21 @@ _MAX_BRACE_MARKERS = 512
 # it stays unknown whatever quoting surrounds it in the nested command.
 UNKNOWN_MARK = "\ue000"
 
+# A pattern the shell would glob: `*`, `?`, or a bracket expression that closes (`[` alone, as in
+# `[ -f x ]` or `[[`, is a plain word).
+GLOB = re.compile(r"[*?]|\[[^/]+\]")
+# `$(mktemp ...)` prints a path it has just created: never a root, whatever its arguments.
+_MKTEMP = re.compile(r"^\s*(?:[^\s;&|`()<>]*/)?mktemp(?:\s[^;&|`()<>\n]*)?$")
+
+
+FRESH_TEMP = "/tmp/tmp.mktemp"
+
+
+def is_fresh_temp(source: str) -> bool:
+    """True when a command substitution's source is a plain `mktemp` call."""
+    return _MKTEMP.match(source) is not None
+
+
 PartKind = Literal["lit", "home", "unknown", "subst"]
 RawKind = Literal["lit", "qlit", "home", "unknown", "subst", "tilde", "open", "comma", "close", "split"]
 
@@ -65,6 +80,15 @@ class Word(Record, frozen=True):
                 continue
             return p.kind in ("unknown", "subst")
         return False
+
+    def with_temps_known(self) -> Word:
+        """This word with each `$(mktemp ...)` replaced by a temporary path (what it prints)."""
+        if not any(p.kind == "subst" and is_fresh_temp(p.text) for p in self.parts):
+            return self
+        parts = (
+            Part("lit", FRESH_TEMP) if p.kind == "subst" and is_fresh_temp(p.text) else p for p in self.parts
+        )
+        return Word(tuple(parts))
 
     @property
     def substitutions(self) -> tuple[str, ...]:

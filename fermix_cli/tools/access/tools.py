@@ -123,7 +123,7 @@ def _ask_now(ctx: ToolContext, req: AccessRequest) -> dict[str, Any]:
 TOOLS = specs(
     ToolSpec(
         name="request_directory_access",
-        category="filesystem",
+        category="system",
         policy_class="external_api",
         owner_only=True,
         description=(

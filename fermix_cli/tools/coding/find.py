@@ -58,7 +58,7 @@ class FindParams(Params):
         Field(max_length=4096, description="Directory to search below (default: the working directory)"),
     ] = None
     limit: Annotated[
-        int | None, Field(ge=1, le=2**31, description="Results per page (default 50, at most 200)")
+        int | None, Field(ge=1, le=FIND_MAX_LIMIT, description="Results per page (default 50, at most 200)")
     ] = None
     offset: Annotated[
         int | None, Field(ge=0, le=2**31, description="Results to skip, for paging (default 0)")
@@ -159,7 +159,7 @@ class ListParams(Params):
         ),
     ] = None
     limit: Annotated[
-        int | None, Field(ge=1, le=2**31, description="Names per page (default 500, at most 5000)")
+        int | None, Field(ge=1, le=LIST_MAX_LIMIT, description="Names per page (default 500, at most 5000)")
     ] = None
     offset: Annotated[
         int | None, Field(ge=0, le=2**31, description="Names to skip, for paging (default 0)")

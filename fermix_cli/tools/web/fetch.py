@@ -96,7 +96,12 @@ WEB_FETCH = ToolSpec(
         ),
         FailureMode("too_large", "response body exceeded 1048576 bytes"),
         FailureMode("redirect_limit", "exceeded 5 redirects"),
-        FailureMode("network", "HTTP N for a final status outside 2xx, a timeout, or a failed connection"),
+        FailureMode("network", "HTTP N for a final status outside 2xx, a dropped exchange or a TLS failure"),
+        FailureMode(
+            "dns_failure", "the host name did not resolve (offline, or no such name); exit 1, retry later"
+        ),
+        FailureMode("connect_failed", "nothing accepted the connection; exit 1, retry later"),
+        FailureMode("timeout", "no connection, or no reply, within the time limit"),
         FailureMode("unsupported_content", "the body is binary (image, PDF, archive ...), not text"),
     ),
 )

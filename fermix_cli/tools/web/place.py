@@ -167,14 +167,19 @@ def validate(p: PlaceSearchParams) -> Lookup:
         params["location"] = location
         anchor = {"source": "location", "location": location}
     else:
-        if self_anchored(query):
-            raise ToolError(
-                "location_required",
-                "the query asks for places near the user but gives no area; pass location (a neighborhood, "
-                "city or postal code the user named) or latitude/longitude, or ask the user which area",
-                {"field": "location"},
-            )
-        anchor = {"source": "none"}
+        # Every lookup needs an anchor (the seed's rule): Brave would otherwise guess one from the
+        # caller's IP address, and answer for a place nobody asked about.
+        why = (
+            "the query asks for places near the user but gives no area"
+            if self_anchored(query)
+            else "a place lookup needs an area and none was given"
+        )
+        raise ToolError(
+            "location_required",
+            f"{why}; pass location (a neighborhood, city or postal code the user named) or "
+            "latitude/longitude, or ask the user which area",
+            {"field": "location"},
+        )
     return Lookup(query, params, anchor, count)
 
 
@@ -309,8 +314,8 @@ PLACE_SEARCH = ToolSpec(
         "Look up real-world places (businesses, landmarks, addresses) and get structured records: name, "
         "address, coordinates, weekly hours, rating and review count, price range, phone, distance, "
         "categories, a thumbnail and the place's page link. Backed by Brave Place Search, one request per "
-        "lookup; offered only when a Brave Search API key is configured. Anchor the search with location "
-        "or latitude/longitude; a query like 'near me' with no anchor is refused with location_required. "
+        "lookup; offered only when a Brave Search API key is configured. Every lookup needs an anchor, "
+        "location or latitude/longitude; without one it is refused with location_required. "
         "Nothing is stored and returned links are never fetched; there is no fallback to another provider."
     ),
     params=PlaceSearchParams,
@@ -318,7 +323,7 @@ PLACE_SEARCH = ToolSpec(
     available=advertised,
     hints=Hints(read_only=True, open_world=True),
     when_to_use=(
-        "Businesses, opening hours, addresses. For 'near me' fill location from an area the user named "
+        "Businesses, opening hours, addresses. Always fill location from an area the user named "
         "(neighborhood, city or postal code, never a street address) or ask which area to search."
     ),
     examples=(
@@ -335,13 +340,18 @@ PLACE_SEARCH = ToolSpec(
             "location blank/too long/with coordinates, half or out-of-range coordinates, radius",
         ),
         FailureMode(
-            "location_required", "the query says 'near me' (or similar) without location or coordinates"
+            "location_required", "neither location nor coordinates were given (every lookup needs an area)"
         ),
         FailureMode("auth_failed", "no Brave key is configured, or Brave rejected it"),
         FailureMode("rate_limited", "Brave is throttling requests (HTTP 429)"),
         FailureMode("provider_error", "Brave failed (HTTP 402, 5xx, ...)"),
         FailureMode("parser_changed", "Brave's response format changed"),
         FailureMode("response_too_large", "Brave's response exceeded 1048576 bytes"),
-        FailureMode("network", "Brave could not be reached or timed out"),
+        FailureMode("network", "Brave answered HTTP N or dropped the exchange"),
+        FailureMode(
+            "dns_failure", "the host name did not resolve (offline, or no such name); exit 1, retry later"
+        ),
+        FailureMode("connect_failed", "nothing accepted the connection; exit 1, retry later"),
+        FailureMode("timeout", "no connection, or no reply, within the time limit"),
     ),
 )

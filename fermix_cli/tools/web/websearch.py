@@ -6,7 +6,7 @@ import json
 from typing import Annotated, Any
 
 from ...core.context import ToolContext
-from ...core.errors import ToolError
+from ...core.errors import NETWORK_FAILURE_CODES, ToolError
 from ...core.logs import logger
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
@@ -18,7 +18,9 @@ from .providers import missing_key, resolve_key
 log = logger("fermix.web")
 
 MAX_QUERY = 1024
-DEGRADING = ("provider_error", "rate_limited", "network", "parser_changed")
+# Failures that fall back to DuckDuckGo: the provider's, and any failure to reach it (offline,
+# DNS, refused connection, timeout); never a refusal, an auth failure or a query error.
+DEGRADING = ("provider_error", "rate_limited", "parser_changed", *sorted(NETWORK_FAILURE_CODES))
 CLIENT_LIMITS: dict[str, Any] = {
     "connect_timeout": 3.0,
     "read_timeout": 15.0,
@@ -148,7 +150,15 @@ WEB_SEARCH = ToolSpec(
         FailureMode("rate_limited", "the provider (or DuckDuckGo) is throttling requests; retry later"),
         FailureMode("provider_error", "the provider failed, e.g. out of credits (HTTP 402) or HTTP 5xx"),
         FailureMode("parser_changed", "the provider's response format (or DuckDuckGo's page) changed"),
-        FailureMode("network", "the provider could not be reached, timed out, or answered HTTP N"),
+        FailureMode(
+            "network",
+            "the provider answered HTTP N or dropped the exchange (all four network codes fall back to DuckDuckGo)",
+        ),
+        FailureMode(
+            "dns_failure", "the host name did not resolve (offline, or no such name); exit 1, retry later"
+        ),
+        FailureMode("connect_failed", "nothing accepted the connection; exit 1, retry later"),
+        FailureMode("timeout", "no connection, or no reply, within the time limit"),
         FailureMode("blocked_url", "a configured endpoint points at an address the network guard refuses"),
     ),
 )

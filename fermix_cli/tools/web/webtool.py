@@ -419,6 +419,11 @@ WEB = ToolSpec(
         FailureMode("provider_error", "Exa failed (out of credits, HTTP 5xx ...)"),
         FailureMode("parser_changed", "Exa's response format changed"),
         FailureMode("too_large", "Exa's response exceeded 2 MiB"),
-        FailureMode("network", "HTTP N, a timeout or a failed connection"),
+        FailureMode("network", "HTTP N, a dropped exchange or a TLS failure"),
+        FailureMode(
+            "dns_failure", "the host name did not resolve (offline, or no such name); exit 1, retry later"
+        ),
+        FailureMode("connect_failed", "nothing accepted the connection; exit 1, retry later"),
+        FailureMode("timeout", "no connection, or no reply, within the time limit"),
     ),
 )

@@ -403,7 +403,7 @@ def test_slow_server_hits_the_read_timeout(server: LocalServer, route: Route, ph
         pytest.raises(ToolError) as caught,
     ):
         client.get(server.url())
-    assert caught.value.code == "network" and phrase in caught.value.message
+    assert caught.value.code == "timeout" and phrase in caught.value.message
     assert time.monotonic() - started < 0.95  # well before the server would have answered
 
 
@@ -412,17 +412,17 @@ def test_trickling_server_hits_the_total_timeout(server: LocalServer) -> None:
     with guarded_client(allowed_private_hosts=LOCAL, read_timeout=1.0, total_timeout=0.25) as client:
         with pytest.raises(ToolError) as caught:
             client.get(server.url())
-        assert caught.value.code == "network" and "total time limit" in caught.value.message
+        assert caught.value.code == "timeout" and "total time limit" in caught.value.message
         assert client.get(server.url(), total_timeout=5.0).content == b"x" * 20
 
 
-def test_closed_port_is_a_network_error() -> None:
+def test_closed_port_is_connect_failed() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with guarded_client(allowed_private_hosts=LOCAL) as client, pytest.raises(ToolError) as caught:
         client.get(f"http://127.0.0.1:{port}/")
-    assert caught.value.code == "network" and "could not connect" in caught.value.message
+    assert caught.value.code == "connect_failed" and "could not connect" in caught.value.message
 
 
 # --- environment ----------------------------------------------------------------------------------------

@@ -230,7 +230,7 @@ def test_default_values_are_kept_as_fallbacks() -> None:
         "echo {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}",
         "echo " + "$(echo " * 9 + "x" + ")" * 9,
         "(" * 9 + "ls" + ")" * 9,
-        "echo " + "a" * (64 * 1024),
+        "echo " + "a" * (256 * 1024),
     ],
 )
 def test_fails_closed(source: str) -> None:

@@ -61,7 +61,7 @@ def test_kinds(proj: Path, invoke) -> None:
 
 def test_paging(world: Env, invoke) -> None:
     make_tree(world.project, {f"d/item{i:03d}.txt": "" for i in range(250)})
-    r = invoke("find", {"query": "item", "limit": 500})
+    r = invoke("find", {"query": "item", "limit": 200})
     assert r["limit"] == 200 and r["returned"] == 200 and r["has_more"] is True and r["next_offset"] == 200
     assert r["output"].endswith("\n\n[50 more results; use offset=200]")
     assert r["truncated"] is True and r["total_matched"] == 250

@@ -59,9 +59,9 @@ def test_null_fields_are_refused(world: Env, invoke, field: str) -> None:
     assert e.value.code == "invalid_input" and f"{field} is null" in e.value.message
 
 
-def test_limit_and_context_are_clamped(world: Env, invoke) -> None:
+def test_limit_and_context_at_their_maximum(world: Env, invoke) -> None:
     make_tree(world.project, {"a.txt": "".join(f"hit {i}\n" for i in range(600))})
-    r = invoke("grep", {"patterns": ["hit"], "mode": "raw", "limit": 10_000, "context": 99})
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw", "limit": 500, "context": 20})
     assert r["limit"] == 500 and r["context"] == 20 and r["returned"] == 500
 
 

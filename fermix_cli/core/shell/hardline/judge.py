@@ -17,6 +17,7 @@ from fermix_cli.core.shell.hardline.original import original_finding
 from fermix_cli.core.shell.hardline.payload import is_decoder, is_passthrough, literal_output
 from fermix_cli.core.shell.hardline.rules import (
     OPAQUE,
+    REMOTE,
     RM_MAY_EXPAND,
     UNPARSEABLE,
     Finding,
@@ -33,8 +34,8 @@ from fermix_cli.core.shell.hardline.rules import (
 )
 from fermix_cli.core.shell.hardline.targets import Roots, normalize
 from fermix_cli.core.shell.hardline.unwrap import Invocation, dash_c_value, shell_command_string, unwrap
-from fermix_cli.core.shell.lex import MAX_INPUT_BYTES, Command, Script, parse_script
-from fermix_cli.core.shell.words import UNKNOWN_MARK, Part, ShellSyntaxError, Word
+from fermix_cli.core.shell.lex import MAX_INPUT_CHARS, Command, Script, parse_script
+from fermix_cli.core.shell.words import FRESH_TEMP, UNKNOWN_MARK, Part, ShellSyntaxError, Word, is_fresh_temp
 
 from ...records import Record, field
 
@@ -45,6 +46,8 @@ _DASH_C_RUNNERS = frozenset({"su", "runuser", "script"})
 # Commands that run shell code read from stdin, like a shell without -c.
 _STDIN_RUNNERS = frozenset({"at", "batch"})
 _PATH_MAX = 4096
+# Programs that print what they download: their output run by a shell is code nobody has read.
+_FETCHERS = frozenset({"curl", "wget", "wget2", "fetch", "http", "https", "xh", "aria2c", "lynx", "links"})
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 
 
@@ -66,8 +69,9 @@ def check_command(command: str, env: HardlineEnv) -> None:
     """Raise ToolError `sandbox_hardline` when the command trips a hardline rule; return otherwise."""
     if not isinstance(command, str):
         raise ToolError("invalid_command", "command must be a string")
-    if len(command.encode("utf-8", "surrogatepass")) > MAX_INPUT_BYTES:
-        raise _refusal(Finding(UNPARSEABLE, "parse_error"), "parsed", "command is larger than 64 KiB")
+    if len(command) > MAX_INPUT_CHARS:
+        detail = f"command is longer than {MAX_INPUT_CHARS} characters"
+        raise _refusal(Finding(UNPARSEABLE, "parse_error"), "parsed", detail)
     finding = original_finding(command)
     if finding is not None:
         raise _refusal(finding, "original")
@@ -102,9 +106,10 @@ class _Blocked(Exception):
 
 # How to get a refused command through when what it means to do is fine.
 _HINTS = {
-    UNPARSEABLE: "balance quotes and substitutions, keep nesting within 8 levels and the command under 64 KiB",
+    UNPARSEABLE: f"balance quotes and substitutions, keep nesting within 8 levels and the command within {MAX_INPUT_CHARS} characters",
     RM_MAY_EXPAND: "write the path to delete literally instead of through a variable or substitution",
     OPAQUE: "write the commands out, or save the script to a file and inspect it before running it",
+    REMOTE: "download the script to a file (curl -o FILE URL), read it, then run `sh FILE`",
 }
 
 
@@ -120,6 +125,14 @@ def _refusal(finding: Finding, pass_name: str, detail: str = "") -> ToolError:
 def _raise_if(finding: Finding | None) -> None:
     if finding is not None:
         raise _Blocked(finding)
+
+
+def _refuse_payload_source(name: str | None, args: Sequence[str]) -> None:
+    """A shell must not run what a decoder or a download prints: nobody can read it in advance."""
+    if is_decoder(name, args):
+        raise _Blocked(Finding(OPAQUE, "opaque_payload"))
+    if name in _FETCHERS:
+        raise _Blocked(Finding(REMOTE, "remote_script"))
 
 
 class _State(Record):
@@ -305,8 +318,7 @@ class _Checker:
             for c in (c for c in commands if c.stage == stage):
                 inv = self.unwrap(c.words, depth)
                 args = self.texts(inv.args, depth)
-                if is_decoder(inv.name, args):
-                    raise _Blocked(Finding(OPAQUE, "opaque_payload"))
+                _refuse_payload_source(inv.name, args)
                 out = literal_output(inv.name, args, self.stdin_texts(c, depth))
                 known = known or out is not None
                 texts.extend(out or ())
@@ -325,8 +337,7 @@ class _Checker:
         if len({c.pipeline for c in commands}) > 1:
             for c in commands:
                 inv = self.unwrap(c.words, depth + 1)
-                if is_decoder(inv.name, self.texts(inv.args, depth + 1)):
-                    raise _Blocked(Finding(OPAQUE, "opaque_payload"))
+                _refuse_payload_source(inv.name, self.texts(inv.args, depth + 1))
             return None
         return self.pipeline_output(commands, depth + 1)
 
@@ -352,6 +363,8 @@ class _Checker:
                 out.append(part.text)
             elif part.kind == "home":
                 out.append(self.home)
+            elif part.kind == "subst" and is_fresh_temp(part.text):
+                out.append(FRESH_TEMP)
             elif part.kind == "subst":
                 texts = self.substitution_output(part.text, depth)
                 out.append(texts[0] if texts else UNKNOWN_MARK)

@@ -18,18 +18,25 @@ from fermix_cli.core.shell.hardline.rules import (
 _RM_WORDS = frozenset({"rm", "\\rm", "/bin/rm", "/usr/bin/rm", "'rm'"})
 _RM_TARGETS = frozenset({"", "~", "$HOME", "/etc", "/usr", "/bin", "/sbin", "/System", "/Library"})
 # "Standalone" is read as: in command position (line start, after a control operator, or after sudo).
-_COMMAND_START = r"(?:^|[;&|(]|\bsudo)\s*(?:\S*/)?"
+# A path prefix never spans a control operator; `\S*` here would rescan the rest of the line
+# from every operator (quadratic on `a;a;a;...`).
+_COMMAND_START = r"(?:^|[;&|(]|\bsudo)\s*(?:[^\s;&|()]*/)?"
 _END = r"(?=$|[\s;&|)])"
 _PATTERNS: tuple[tuple[re.Pattern[str], Finding], ...] = (
     (re.compile(r"\bmkfs(?:\.[\w-]+)?\s"), Finding(MKFS, "mkfs")),
-    (re.compile(r"\bdd\b.*\bof=/dev/"), Finding(DD, "dd_block_device")),
     (re.compile(r"\bkill\s+(?:-9\s+)?-1(?=\s*(?:$|[;&|)]))"), Finding(KILL_ALL, "kill_all")),
-    (re.compile(r"\bpkill\b[^;&|]*\s-u\s*\$\{?USER\b"), Finding(KILL_ALL, "kill_all")),
     (re.compile(_COMMAND_START + r"(?:shutdown|reboot|poweroff)" + _END), Finding(SHUTDOWN, "shutdown")),
     (re.compile(r"\bsystemctl\s+poweroff\b"), Finding(SHUTDOWN, "shutdown")),
     (re.compile(_COMMAND_START + r"init\s+0" + _END), Finding(SHUTDOWN, "shutdown")),
 )
-_SUDO_STDIN = re.compile(r"\bsudo\b[^;|&\n]*?(?<!\S)-S(?!\S)")
+_DD = re.compile(r"\bdd\b")
+_OF_DEV = re.compile(r"\bof=/dev/")
+_PKILL = re.compile(r"\bpkill\b")
+_USER_SELECTOR = re.compile(r"\s-u\s*\$\{?USER\b")
+_OPERATOR = re.compile(r"[;&|]")
+_SUDO = re.compile(r"\bsudo\b")
+_DASH_S = re.compile(r"(?<!\S)-S(?!\S)")
+_SUDO_END = re.compile(r"[;|&\n]")
 
 
 def original_finding(command: str) -> Finding | None:
@@ -40,12 +47,42 @@ def original_finding(command: str) -> Finding | None:
         return Finding(RM_PROTECTED, "rm_protected_root")
     if ":(){ :|:& };:" in collapsed or ":(){:|:&};:" in collapsed.replace(" ", ""):
         return Finding(FORK_BOMB, "fork_bomb")
+    if _dd_to_device(collapsed):
+        return Finding(DD, "dd_block_device")
+    if _pkill_user(collapsed):
+        return Finding(KILL_ALL, "kill_all")
     for pattern, finding in _PATTERNS:
         if pattern.search(collapsed):
             return finding
-    if _SUDO_STDIN.search(trimmed):
+    if _sudo_stdin(trimmed):
         return Finding(SUDO_STDIN, "sudo_stdin")
     return None
+
+
+def _dd_to_device(collapsed: str) -> bool:
+    """`\\bdd\\b.*\\bof=/dev/`, without the regex's backtracking from every `dd` (quadratic)."""
+    first_dd = _DD.search(collapsed)
+    if first_dd is None:
+        return False
+    return _OF_DEV.search(collapsed, first_dd.end()) is not None
+
+
+def _pkill_user(collapsed: str) -> bool:
+    """`\\bpkill\\b[^;&|]*\\s-u\\s*\\$\\{?USER\\b`, one segment at a time (the regex is quadratic)."""
+    for segment in _OPERATOR.split(collapsed):
+        pkill = _PKILL.search(segment)
+        if pkill is not None and _USER_SELECTOR.search(segment, pkill.end()):
+            return True
+    return False
+
+
+def _sudo_stdin(trimmed: str) -> bool:
+    """`\\bsudo\\b[^;|&\\n]*?(?<!\\S)-S(?!\\S)`, one segment at a time (the regex is quadratic)."""
+    for segment in _SUDO_END.split(trimmed):
+        sudo = _SUDO.search(segment)
+        if sudo is not None and _DASH_S.search(segment, sudo.end()):
+            return True
+    return False
 
 
 def _recursive_rm_of_root(tokens: list[str]) -> bool:

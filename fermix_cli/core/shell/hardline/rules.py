@@ -26,6 +26,7 @@ CHMOD_PROTECTED = "recursive permission change of a protected root"
 CHMOD_MAY_EXPAND = "recursive permission change may reach a protected root"
 UNPARSEABLE = "command could not be parsed for safety checks"
 OPAQUE = "opaque payload piped into a shell"
+REMOTE = "downloaded script run by a shell"
 
 _PARTITIONERS = frozenset({"wipefs", "fdisk", "sfdisk", "cfdisk", "parted", "sgdisk", "gdisk", "blkdiscard"})
 _FORMATTERS = frozenset({"mke2fs", "mkswap", "mkdosfs", "mkntfs", "newfs"})
@@ -107,8 +108,22 @@ def judge_permissions(
     opts = Options.split(args, roots.home)
     if not (opts.has_short("R") or opts.has_long("recursive", 3)):
         return None
-    verdict = worst(judge_target(w, roots, cwd) for w in (*opts.operands, *extra))
+    verdict = worst(judge_target(w, roots, cwd) for w in (*_permission_targets(opts, roots.home), *extra))
     return _verdict_finding(verdict, CHMOD_PROTECTED, CHMOD_MAY_EXPAND, "chmod_recursive")
+
+
+def _permission_targets(opts: Options, home: str) -> tuple[Word, ...]:
+    """The files of `chmod MODE FILE...` / `chown OWNER FILE...`: the first operand is no file.
+
+    With `--reference=RFILE`, or a single operand (the mode given as a flag, `chmod -R -w DIR`),
+    every operand is a file; a first operand that looks like a path is judged all the same.
+    """
+    operands = opts.operands
+    if len(operands) < 2 or any(f.startswith("--ref") for f in opts.flags):
+        return operands
+    first = operands[0]
+    looks_like_path = "/" in first.render(home, "") or any(p.kind == "home" for p in first.parts)
+    return operands if looks_like_path else operands[1:]
 
 
 def judge_disk(name: str, args: Sequence[Word], home: str) -> Finding | None:

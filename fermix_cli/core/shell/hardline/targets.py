@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from enum import Enum
 
-from fermix_cli.core.shell.words import Word
+from fermix_cli.core.shell.words import GLOB, Word
 
 from ...records import Record
 
@@ -20,7 +20,6 @@ OS_ROOTS = (
     "/Applications", "/Users", "/home", "/root", "/opt", "/var", "/private",
 )  # fmt: skip
 
-_GLOB = re.compile(r"[*?\[]")
 _SLASHES = re.compile(r"/+")
 # What may follow an unknown expansion for the target to be a root once the expansion is empty.
 _ROOTISH_REST = frozenset({"", "/", "*", "/*", ".", "/.", "..", "/.."})
@@ -76,7 +75,7 @@ def judge_path(text: str, roots: Roots, cwd: str | None) -> Verdict:
         if cwd is None:
             rel = normalize(text)
             first = rel.split("/", 1)[0]
-            escapes = rel in (".", "..") or rel.startswith("../") or bool(_GLOB.search(first))
+            escapes = rel in (".", "..") or rel.startswith("../") or bool(GLOB.search(first))
             return Verdict.MAY_EXPAND if escapes else Verdict.SAFE
         text = cwd + "/" + text
     path = normalize(text)
@@ -85,7 +84,7 @@ def judge_path(text: str, roots: Roots, cwd: str | None) -> Verdict:
         if link.group(1).lower() == "cwd":
             return Verdict.MAY_EXPAND
         path = normalize("/" + path[link.end() :])
-    glob = _GLOB.search(path)
+    glob = GLOB.search(path)
     if glob is not None:
         # A glob is judged by its literal directory prefix: `/e*` by `/`, `~/*` by the home.
         prefix = path[: glob.start()].rsplit("/", 1)[0] or "/"
@@ -95,6 +94,7 @@ def judge_path(text: str, roots: Roots, cwd: str | None) -> Verdict:
 
 def judge_target(word: Word, roots: Roots, cwd: str | None) -> Verdict:
     """Judge a target word, including what its unknown expansions might turn it into."""
+    word = word.with_temps_known()
     if not word.has_unknown:
         return judge_path(word.render(roots.home), roots, cwd)
     if word.starts_unknown:

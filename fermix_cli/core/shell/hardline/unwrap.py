@@ -6,11 +6,10 @@ import posixpath
 import re
 from collections.abc import Callable, Sequence
 
-from fermix_cli.core.shell.words import UNKNOWN_MARK, Word
+from fermix_cli.core.shell.words import GLOB, UNKNOWN_MARK, Word
 
 from ...records import Record, field
 
-_GLOB = re.compile(r"[*?\[]")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 # Reserved words that may start a simple command in our flattened view (`if rm ...`, `then rm ...`).
 _RESERVED = frozenset({"!", "if", "then", "else", "elif", "do", "while", "until", "coproc"})
@@ -113,7 +112,7 @@ def command_name(word: Word) -> str | None:
         if word.has_unknown:
             return None
         text = word.render("/home")
-    if _GLOB.search(text):
+    if GLOB.search(text):
         return None
     return posixpath.basename(text.rstrip("/")) or text
 

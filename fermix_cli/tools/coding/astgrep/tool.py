@@ -62,7 +62,7 @@ class AstGrepParams(Params):
         int | None,
         Field(
             ge=1,
-            le=2**31,
+            le=MAX_LIMIT,
             description="search: output lines; outline: top-level entries (default 100, max 500)",
         ),
     ] = None

@@ -62,7 +62,7 @@ class GrepParams(Params):
     ] = None
     limit: Annotated[
         int | None,
-        Field(ge=1, le=2**31, description="Primary matching lines per page (default 50, at most 500)"),
+        Field(ge=1, le=MAX_LIMIT, description="Primary matching lines per page (default 50, at most 500)"),
     ] = None
     offset: Annotated[
         int | None,
@@ -70,7 +70,9 @@ class GrepParams(Params):
     ] = None
     context: Annotated[
         int | None,
-        Field(ge=0, le=2**31, description="Context lines on each side of a hit (default 0, at most 20)"),
+        Field(
+            ge=0, le=MAX_CONTEXT, description="Context lines on each side of a hit (default 0, at most 20)"
+        ),
     ] = None
 
 
