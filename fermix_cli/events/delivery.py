@@ -113,7 +113,9 @@ def roll(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
 
     passed = (now - timedelta(days=1)).date().isoformat()
     for event in db.execute(
-        "SELECT * FROM temporal_events WHERE status = 'active' AND next_date < ? ORDER BY next_date LIMIT 500",
+        "SELECT * FROM temporal_events e WHERE status = 'active' AND next_date < ? AND (recurrence = 'yearly'"
+        " OR NOT EXISTS (SELECT 1 FROM reminder_occurrences r WHERE r.event_id = e.id"
+        " AND r.status IN ('pending', 'delivering'))) ORDER BY next_date LIMIT 500",
         (passed,),
     ).fetchall():
         today = store.local_today(now, event["timezone"])
@@ -127,10 +129,16 @@ def roll(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
             )
             store.materialise(db, store.get_event(db, event["id"]), now, today)
         else:
-            db.execute(
-                "UPDATE temporal_events SET status = 'completed', completed_at = ?, updated_at = ? WHERE id = ?",
-                (stamps.ts(now), stamps.ts(now), event["id"]),
-            )
+            # A one-time event completes once nothing of it is left to send: a reminder snoozed past its
+            # day keeps it active just long enough to deliver (reference 9.4).
+            completed = db.execute(
+                "UPDATE temporal_events SET status = 'completed', completed_at = ?, updated_at = ? WHERE id = ?"
+                " AND NOT EXISTS (SELECT 1 FROM reminder_occurrences WHERE event_id = ?"
+                " AND status IN ('pending', 'delivering'))",
+                (stamps.ts(now), stamps.ts(now), event["id"], event["id"]),
+            ).rowcount
+            if not completed:
+                continue
         report.rolled.append(event["id"])
 
 

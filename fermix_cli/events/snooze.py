@@ -112,6 +112,11 @@ def snooze_reminder(ctx: ToolContext, p: Any) -> dict[str, Any]:
                 "UPDATE reminder_occurrences SET status = 'superseded', next_attempt_at = NULL, last_error = ? WHERE id = ?",
                 (f"snoozed to {stamp}", source["id"]),
             )
+        if event["status"] == "completed":  # active again just long enough to deliver (reference 9.4)
+            db.execute(
+                "UPDATE temporal_events SET status = 'active', completed_at = NULL, updated_at = ? WHERE id = ?",
+                (store.ts(now), event["id"]),
+            )
         valid = when + VALID_AFTER if when >= boundary else min(when + VALID_AFTER, boundary)
         snooze_id = store.new_id("rm")
         db.execute(

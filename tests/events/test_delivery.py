@@ -287,3 +287,34 @@ def test_an_idle_tick_imports_no_engine_and_no_config(ev: Events) -> None:
     )
     assert r.code == 0, r.stderr
     assert loaded == []
+
+
+def test_a_snooze_after_a_one_time_event_completed_reactivates_it_just_long_enough_to_deliver(
+    ev: Events,
+) -> None:
+    out = ev.store(
+        "Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}
+    )
+    last = out["planned_reminders"][-1]["reminder_id"]
+    ev.tick(utc("2026-09-09T07:30:10Z"))
+    ev.tick(utc("2026-09-10T06:30:10Z"))
+    ev.tick(utc("2026-09-12T06:00:00Z"))  # the day has passed: the event completes
+    assert ev.call("event_list", {"status": "any"})["events"][0]["status"] == "completed"
+    at = utc("2026-09-12T06:05:00Z")
+    snoozed = ev.call(
+        "reminder_snooze",
+        {
+            "reminder_id": last,
+            "snooze": {"type": "duration", "amount": 1, "unit": "hours"},
+            "confirm_past_boundary": True,
+        },
+        at=at,
+    )
+    assert ev.call("event_list", {"status": "active"}, at=at)["events"][0]["status"] == "active"
+    between = ev.tick(utc("2026-09-12T06:30:00Z"))
+    assert between.get("rolled", []) == [], between  # still active: the snooze is pending
+    assert ev.call("event_list", {"status": "active"}, at=at)["events"][0]["status"] == "active"
+    sent = ev.tick(utc("2026-09-12T07:05:10Z"))
+    assert [s["reminder_id"] for s in sent["sent"]] == [snoozed["reminder"]["reminder_id"]]
+    ev.tick(utc("2026-09-12T07:06:00Z"))  # delivered: nothing left to send, so it completes again
+    assert ev.call("event_list", {"status": "any"})["events"][0]["status"] == "completed"
