@@ -25,6 +25,11 @@ def _dispatch(args: list[str]) -> int:
 
     try:
         opts, rest = split_globals(args)
+        if rest == ["--version"]:  # a line to print: no Typer
+            from . import __version__
+
+            sys.stdout.write(f"fermix {__version__}\n")
+            return 0
         if rest and rest[0] == "tool" and not (len(rest) > 1 and rest[1] in ("-h", "--help")):
             return main_tool(rest[1:], opts)
         if len(rest) > 1 and rest[0] == "jobs" and rest[1] in ("run", "worker"):

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from ..core.context import ToolContext
 from ..core.errors import NETWORK_FAILURE_CODES, ToolError
@@ -106,6 +105,8 @@ def _delivery_phrase(job: Job) -> str:
 
 def job_prompt(job: Job, now: datetime) -> str:
     """The job prompt and the date: the whole system prompt of an isolated run."""
+    from zoneinfo import ZoneInfo
+
     local = now.astimezone(ZoneInfo(job.timezone))
     return (
         "You are fermix, running a scheduled job for your owner. Nobody is watching this run and nobody "

@@ -12,12 +12,14 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
-from typing import Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import TYPE_CHECKING, Literal
 
 from fermix_cli.core.errors import ToolError
 
 from ..core.records import Record
+
+if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
 
 GRAMMAR = (
     "A schedule is exactly one of: an interval `every N minutes|hours|days` (N >= 1, e.g. `every 15 minutes`, "
@@ -111,6 +113,8 @@ def _refuse(expr: str, reason: str) -> ToolError:
 
 def _zone(name: str) -> ZoneInfo:
     """The ZoneInfo for an IANA zone name, or `invalid_timezone`."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # 10 ms to set up: only when a zone is read
+
     if isinstance(name, str) and _ZONE_NAME.fullmatch(name) and name not in _NOT_IANA:
         try:
             return ZoneInfo(name)

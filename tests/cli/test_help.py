@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from fermix_cli.cli.app import command, run_app
+from tests.conftest import Env
 
 
 def _commands(cmd: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -37,3 +38,29 @@ def test_help_keeps_bracketed_text_and_names_values(
         assert bracketed in out, f"fermix {' '.join(path)} --help lost {bracketed}"
     assert not re.search(r"--[\w-]+ <(str|int|float|bool|list\[str\])>", out), out
     assert "<bool>" not in out
+
+
+HEAVY = ("typer", "click", "rich", "pydantic", "httpx", "zoneinfo")
+
+
+@pytest.mark.parametrize(
+    ("argv", "expect"),
+    [
+        (["--version"], "fermix "),
+        (["tool", "list", "--json"], '"name"'),
+    ],
+)
+def test_lines_to_print_load_no_heavy_module(world: Env, argv: list[str], expect: str) -> None:
+    result, loaded = world.imports_of(argv, HEAVY)
+    assert result.code == 0, result.stderr
+    assert expect in result.stdout
+    assert loaded == []
+
+
+def test_version_reads_the_same_on_both_paths(capsys: pytest.CaptureFixture[str]) -> None:
+    from fermix_cli import __version__
+    from fermix_cli.__main__ import main
+
+    assert main(["--version"]) == 0
+    assert run_app(["--version"]) == 0
+    assert capsys.readouterr().out == f"fermix {__version__}\n" * 2
