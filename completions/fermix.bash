@@ -250,7 +250,7 @@ _fermix_node() {
             _fx_valopts='' ;;
         'tool ast_grep')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --items --language --limit --name --operation --path --pattern --pub-members --pub_members --no-pub-members --no-pub_members --rewrite --symbol-type --symbol_type --view'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --items --language --limit --name --operation --path --pattern --pub-members --no-pub-members --rewrite --symbol-type --view'
             _fx_valopts='--json --items --language --limit --name --operation --path --pattern --rewrite --symbol-type --symbol_type --view' ;;
         'tool bash')
             _fx_subs=''
@@ -258,7 +258,7 @@ _fermix_node() {
             _fx_valopts='--json --command --intent --timeout' ;;
         'tool content_search')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --max_results --path --pattern --regex --no-regex --timeout-ms --timeout_ms'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --path --pattern --regex --no-regex --timeout-ms'
             _fx_valopts='--json --max-results --max_results --path --pattern --timeout-ms --timeout_ms' ;;
         'tool event_list')
             _fx_subs=''
@@ -266,19 +266,19 @@ _fermix_node() {
             _fx_valopts='--json --cursor --from --kind --limit --status --to' ;;
         'tool event_remove')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --event-id --event_id'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --event-id'
             _fx_valopts='--json --event-id --event_id' ;;
         'tool event_store')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --description --followup --no-followup --kind --leap-day-policy --leap_day_policy --no-reminders --no_reminders --no-no-reminders --no-no_reminders --reminders --timezone --title --when'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --description --followup --no-followup --kind --leap-day-policy --no-reminders --no-no-reminders --reminders --timezone --title --when'
             _fx_valopts='--json --description --kind --leap-day-policy --leap_day_policy --reminders --timezone --title --when' ;;
         'tool event_update')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --description --event-id --event_id --followup --no-followup --kind --leap-day-policy --leap_day_policy --no-reminders --no_reminders --no-no-reminders --no-no_reminders --owner-direction --owner_direction --rebind-delivery-to-default --rebind_delivery_to_default --no-rebind-delivery-to-default --no-rebind_delivery_to_default --reminders --timezone --title --when'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --description --event-id --followup --no-followup --kind --leap-day-policy --no-reminders --no-no-reminders --owner-direction --rebind-delivery-to-default --no-rebind-delivery-to-default --reminders --timezone --title --when'
             _fx_valopts='--json --description --event-id --event_id --kind --leap-day-policy --leap_day_policy --owner-direction --owner_direction --reminders --timezone --title --when' ;;
         'tool file_edit')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --new-string --new_string --old-string --old_string --path'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --new-string --old-string --path'
             _fx_valopts='--json --new-string --new_string --old-string --old_string --path' ;;
         'tool file_read')
             _fx_subs=''
@@ -294,7 +294,7 @@ _fermix_node() {
             _fx_valopts='--json --kind --limit --offset --path --query' ;;
         'tool get_job_run')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --run-id --run_id'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --run-id'
             _fx_valopts='--json --run-id --run_id' ;;
         'tool git_read')
             _fx_subs=''
@@ -306,7 +306,7 @@ _fermix_node() {
             _fx_valopts='--json --args --command --repo' ;;
         'tool glob_search')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --max_results --path --pattern'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --path --pattern'
             _fx_valopts='--json --max-results --max_results --path --pattern' ;;
         'tool grep')
             _fx_subs=''
@@ -322,7 +322,7 @@ _fermix_node() {
             _fx_valopts='--json --limit --offset --path' ;;
         'tool list_job_runs')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id --limit --status'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --limit --status'
             _fx_valopts='--json --job-id --job_id --limit --status' ;;
         'tool list_jobs')
             _fx_subs=''
@@ -338,7 +338,7 @@ _fermix_node() {
             _fx_valopts='--json --key --scope --search --source' ;;
         'tool memory_sources_list')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --source-type --source_type --status'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --source-type --status'
             _fx_valopts='--json --source-type --source_type --status' ;;
         'tool memory_store')
             _fx_subs=''
@@ -350,11 +350,11 @@ _fermix_node() {
             _fx_valopts='--json --action --key --value' ;;
         'tool pause_job')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id'
             _fx_valopts='--json --job-id --job_id' ;;
         'tool place_search')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --count --country --language --latitude --location --longitude --query --radius-meters --radius_meters --units'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --count --country --language --latitude --location --longitude --query --radius-meters --units'
             _fx_valopts='--json --count --country --language --latitude --location --longitude --query --radius-meters --radius_meters --units' ;;
         'tool read')
             _fx_subs=''
@@ -362,11 +362,11 @@ _fermix_node() {
             _fx_valopts='--json --paths' ;;
         'tool reminder_snooze')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --confirm-past-boundary --confirm_past_boundary --no-confirm-past-boundary --no-confirm_past_boundary --reminder-id --reminder_id --snooze'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --confirm-past-boundary --no-confirm-past-boundary --reminder-id --snooze'
             _fx_valopts='--json --reminder-id --reminder_id --snooze' ;;
         'tool remove_job')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id'
             _fx_valopts='--json --job-id --job_id' ;;
         'tool request_directory_access')
             _fx_subs=''
@@ -374,19 +374,19 @@ _fermix_node() {
             _fx_valopts='--json --path --reason' ;;
         'tool resume_job')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id'
             _fx_valopts='--json --job-id --job_id' ;;
         'tool run_job_now')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id --job_id'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --job-id'
             _fx_valopts='--json --job-id --job_id' ;;
         'tool schedule_job')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --allowed-tools --allowed_tools --delivery-mode --delivery_mode --delivery-target --delivery_target --description --expires-at --expires_at --inactivity-timeout-seconds --inactivity_timeout_seconds --model --name --provider --schedule --skill-name --skill_name --task --timeout-seconds --timeout_seconds --timezone'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --allowed-tools --delivery-mode --delivery-target --description --expires-at --inactivity-timeout-seconds --model --name --provider --schedule --skill-name --task --timeout-seconds --timezone'
             _fx_valopts='--json --allowed-tools --allowed_tools --delivery-mode --delivery_mode --delivery-target --delivery_target --description --expires-at --expires_at --inactivity-timeout-seconds --inactivity_timeout_seconds --model --name --provider --schedule --skill-name --skill_name --task --timeout-seconds --timeout_seconds --timezone' ;;
         'tool shell')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --command --timeout-ms --timeout_ms --working-dir --working_dir'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --command --timeout-ms --working-dir'
             _fx_valopts='--json --command --timeout-ms --timeout_ms --working-dir --working_dir' ;;
         'tool tool_call')
             _fx_subs=''
@@ -406,7 +406,7 @@ _fermix_node() {
             _fx_valopts='--json --limit --query' ;;
         'tool update_job')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --clear-route-pin --clear_route_pin --no-clear-route-pin --no-clear_route_pin --delivery-mode --delivery_mode --delivery-target --delivery_target --description --job-id --job_id --model --provider --schedule --skill-name --skill_name --task'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --clear-route-pin --no-clear-route-pin --delivery-mode --delivery-target --description --job-id --model --provider --schedule --skill-name --task'
             _fx_valopts='--json --delivery-mode --delivery_mode --delivery-target --delivery_target --description --job-id --job_id --model --provider --schedule --skill-name --skill_name --task' ;;
         'tool web')
             _fx_subs=''
@@ -434,7 +434,12 @@ _fermix_value() {
         '|--cwd') _fermix_paths -d ;;
         '|--home') _fermix_paths -d ;;
         '|--trust') _fermix_words 'operator guest' ;;
+        'agent|--provider') _fermix_words 'openai anthropic echo mock' ;;
+        'agent|--toolset') _fermix_words 'fermix coding' ;;
+        'ask|--provider') _fermix_words 'openai anthropic echo mock' ;;
+        'ask|--toolset') _fermix_words 'fermix coding' ;;
         'channels send|--file') _fermix_paths -f ;;
+        'jobs add|--provider') _fermix_words 'openai anthropic echo mock' ;;
         'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;

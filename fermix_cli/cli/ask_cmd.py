@@ -23,9 +23,13 @@ EXIT_INTERRUPTED = 130
 ModelOpt = Annotated[
     str | None, typer.Option("-m", "--model", help="Model, or a provider name (-m echo, -m mock).")
 ]
-ProviderOpt = Annotated[str | None, typer.Option("--provider", help="Provider name from config.")]
+ProviderOpt = Annotated[
+    str | None, typer.Option("--provider", metavar="PROVIDER", help="Provider name from config.")
+]
 SystemOpt = Annotated[str | None, typer.Option("--system", help="System prompt (replaces the default).")]
-ToolsetOpt = Annotated[str | None, typer.Option("--toolset", help="fermix (default) or coding.")]
+ToolsetOpt = Annotated[
+    str | None, typer.Option("--toolset", metavar="TOOLSET", help="fermix (default) or coding.")
+]
 ToolsOpt = Annotated[
     str | None, typer.Option("--tools", help="Exactly these tools, comma-separated ('' for none).")
 ]

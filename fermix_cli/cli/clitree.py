@@ -32,10 +32,16 @@ class Opt(Record, frozen=True):
     choices: tuple[str, ...] = ()
     complete: str = ""  # "file", "dir" or "" (nothing special)
     repeat: bool = False
+    aliases: tuple[str, ...] = ()  # also accepted (a tool's --timeout_ms), never offered
 
     @property
     def takes_value(self) -> bool:
         return self.metavar is not None
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Every spelling the command accepts: what completion recognises, where `flags` is what it offers."""
+        return self.flags + self.aliases
 
 
 class Arg(Record, frozen=True):
@@ -176,19 +182,27 @@ def tool_flags(schema: dict[str, Any]) -> tuple[Opt, ...]:
         if name in RESERVED:
             continue
         prop = without_null(raw)
-        spellings = tuple(sorted({f"--{name}", f"--{name.replace('_', '-')}"}, key=lambda f: ("_" in f, f)))
+        # Both spellings work; completion offers the dashed one only (`--timeout-ms`, not `--timeout_ms`).
+        offered = f"--{name.replace('_', '-')}"
+        aliases = (f"--{name}",) if "_" in name else ()
         desc = prop.get("description", "")
         kind = prop.get("type")
         if kind == "boolean":
-            out.append(Opt(spellings, desc))
-            out.append(Opt(tuple(f"--no-{s[2:]}" for s in spellings), f"Set {name} to false."))
+            out.append(Opt((offered,), desc, aliases=aliases))
+            out.append(
+                Opt(
+                    (f"--no-{offered[2:]}",),
+                    f"Set {name} to false.",
+                    aliases=(f"--no-{name}",) if aliases else (),
+                )
+            )
             continue
         item = prop.get("items", {}) if kind == "array" else prop
         choices = tuple(str(v) for v in item.get("enum", ()))
         metavar = {"integer": "INT", "number": "NUM", "array": "VALUE", "object": "JSON"}.get(
             kind or "", "TEXT"
         )
-        out.append(Opt(spellings, desc, metavar, choices, _path_kind(name), kind == "array"))
+        out.append(Opt((offered,), desc, metavar, choices, _path_kind(name), kind == "array", aliases))
     return tuple(out)
 
 

@@ -34,13 +34,13 @@ class Node:
 
     @property
     def valopts(self) -> list[str]:
-        return [f for o in self.opts if o.takes_value for f in o.flags]
+        return [f for o in self.opts if o.takes_value for f in o.spellings]
 
 
 def nodes(model: CliModel) -> list[Node]:
     """Every node of the tree, with `fermix tool` expanded into one node per tool."""
     keys = config_keys()
-    tool_names = tuple(t.name for t in model.tools)
+    named = _named_values(tuple(t.name for t in model.tools))
     out: list[Node] = []
     for cmd in model.root.walk():
         key = " ".join(cmd.path)
@@ -50,17 +50,25 @@ def nodes(model: CliModel) -> list[Node]:
             args[0] = Arg(args[0].name, args[0].help, args[0].required, keys)
         if cmd.path == ("tool",):
             subs += [(t.name, t.summary) for t in model.tools]
-        opts = [_tool_valued(o, tool_names) for o in cmd.options]
+        opts = [_valued(o, named) for o in cmd.options]
         out.append(Node(key, subs, opts, args))
     for t in model.tools:
         out.append(Node(f"tool {t.name}", [], [*model.tool_options, *t.options], []))
     return out
 
 
-def _tool_valued(o: Opt, tool_names: tuple[str, ...]) -> Opt:
-    """An option whose value is a tool name (metavar TOOL) completes the registry's names."""
-    if o.metavar == "TOOL" and not o.choices:
-        return Opt(o.flags, o.help, o.metavar, tool_names, o.complete, o.repeat)
+def _named_values(tool_names: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """What an option completes by its metavar: tool names, toolsets, the built-in provider kinds."""
+    from ..agent.providers import DEFAULT_MODELS
+    from ..agent.toolbox import TOOLSET_NAMES
+
+    return {"TOOL": tool_names, "TOOLSET": TOOLSET_NAMES, "PROVIDER": tuple(DEFAULT_MODELS)}
+
+
+def _valued(o: Opt, named: dict[str, tuple[str, ...]]) -> Opt:
+    """An option whose metavar names a kind of value (TOOL, TOOLSET, PROVIDER) completes those values."""
+    if o.metavar in named and not o.choices:
+        return Opt(o.flags, o.help, o.metavar, named[o.metavar], o.complete, o.repeat, o.aliases)
     return o
 
 
@@ -106,7 +114,7 @@ def _value_function(ns: list[Node], action_for: Callable[[Opt], str | None], cas
         for o in n.opts:
             action = action_for(o) if o.takes_value else None
             if action:
-                pattern = "|".join(_sq(f"{n.key}|{f}") for f in o.flags)
+                pattern = "|".join(_sq(f"{n.key}|{f}") for f in o.spellings)
                 out.append(f"        {case_label.format(pattern)} {action} ;;")
     return [*out, "    esac", "}", ""]
 

@@ -184,7 +184,9 @@ def add_cmd(
         typer.Option("--allow", help="A tool the runs may use (repeat; default: your tools)."),
     ] = None,
     skill: Annotated[str | None, typer.Option("--skill", help="Bind the runs to an installed skill.")] = None,
-    provider: Annotated[str | None, typer.Option("--provider", help="Pin a provider (with --model).")] = None,
+    provider: Annotated[
+        str | None, typer.Option("--provider", metavar="PROVIDER", help="Pin a provider (with --model).")
+    ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Pin a model (with --provider).")] = None,
     timeout: Annotated[int | None, typer.Option("--timeout", help="Seconds per run (default 1800).")] = None,
     inactivity_timeout: Annotated[

@@ -30,7 +30,11 @@ CASES: list[tuple[list[str], set[str], set[str]]] = [
         set(),
     ),
     (["fermix", "tool", "file_write", "--no-"], {"--no-mkdir"}, {"--path"}),
-    (["fermix", "tool", "file_edit", "--old"], {"--old-string", "--old_string"}, set()),
+    (["fermix", "tool", "file_edit", "--old"], {"--old-string"}, {"--old_string"}),  # one spelling offered
+    (["fermix", "tool", "file_edit", "--old_string", ""], set(), {"--path"}),  # the other still takes a value
+    (["fermix", "ask", "--toolset", ""], {"fermix", "coding"}, set()),
+    (["fermix", "ask", "--provider", ""], {"openai", "anthropic", "echo", "mock"}, set()),
+    (["fermix", "jobs", "add", "x", "--provider", "o"], {"openai"}, set()),
     (["fermix", "tool", "content_search", "--regex", "--pat"], {"--path", "--pattern"}, set()),
     (["fermix", "--trust", ""], {"operator", "guest"}, {"tool"}),
     (["fermix", "--home", "/tmp", "tool", "l"], {"list"}, set()),
@@ -141,8 +145,9 @@ def test_tool_flags_offered_are_exactly_those_the_parser_accepts() -> None:
         tool = next(t for t in model.tools if f"tool {t.name}" == node.key)
         schema = tool.spec.input_schema()
         offered = {f for o in node.opts for f in o.flags}
+        accepted = {f for o in node.opts for f in o.spellings}
         for o in node.opts:
-            for flag in o.flags:
+            for flag in o.spellings:
                 if flag in ("-h", "--help", "--json", "--jsonl", "--schema", "--pretty", "--text"):
                     continue
                 argv = [flag, _sample(schema, flag)] if o.takes_value else [flag]
@@ -150,13 +155,14 @@ def test_tool_flags_offered_are_exactly_those_the_parser_accepts() -> None:
         for name, prop in schema.get("properties", {}).items():
             if name in ("json", "jsonl", "schema", "pretty", "text", "help"):
                 continue
-            assert f"--{name.replace('_', '-')}" in offered and f"--{name}" in offered
+            assert f"--{name.replace('_', '-')}" in offered and f"--{name}" in accepted
+            assert "_" not in name or f"--{name}" not in offered  # --timeout-ms, not both spellings
             if without_null(prop).get("type") == "boolean":
                 assert f"--no-{name.replace('_', '-')}" in offered
         with pytest.raises(ToolError) as e:
             parse_tool_argv(["--not-a-parameter", "x"], lambda s=schema: s)
         assert e.value.code == "unknown_flag"
-        assert "--not-a-parameter" not in offered
+        assert "--not-a-parameter" not in accepted
 
 
 def _sample(schema: dict, flag: str) -> str:
