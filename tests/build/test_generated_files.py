@@ -102,3 +102,30 @@ def test_man_page_renders_without_warnings(page: str) -> None:
     assert "NAME" in r.stdout and "SYNOPSIS" in r.stdout
     title = page.removesuffix(".1").upper()
     assert r.stdout.lstrip().startswith(f"{title}(1)")
+
+
+def test_the_wheel_installs_every_man_page_and_completion_script_where_the_tools_look() -> None:
+    """pyproject's data-files put man/*.1 and completions/* under <prefix>/share (see its comment)."""
+    import tomllib
+    from fnmatch import fnmatch
+
+    data_files = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+    shipped = {
+        (target, str(path.relative_to(REPO)))
+        for target, patterns in data_files.items()
+        for pattern in patterns
+        for path in REPO.glob(pattern)
+    }
+    generated = [p for p in (*REPO.glob("man/*"), *REPO.glob("completions/*")) if p.is_file()]
+    assert len(generated) >= 4
+    for path in generated:
+        assert any(rel == str(path.relative_to(REPO)) for _, rel in shipped), path
+    wanted = {
+        "share/man/man1": "man/fermix.1",
+        "share/bash-completion/completions": "completions/fermix.bash",
+        "share/zsh/site-functions": "completions/_fermix",
+        "share/fish/vendor_completions.d": "completions/fermix.fish",
+    }
+    for target, rel in wanted.items():
+        assert (target, rel) in shipped, (target, rel)
+    assert all(fnmatch(rel, "man/*.1") for target, rel in shipped if target == "share/man/man1")
