@@ -192,7 +192,7 @@ complete -c fermix -n '__fermix_at \'\'' -a 'ask' -d 'Ask once: run the model lo
 complete -c fermix -n '__fermix_at \'\'' -a 'channels' -d 'Delivery channels (inbox, telegram, webhook, desktop, apprise): list them, send a test message.'
 complete -c fermix -n '__fermix_at \'\'' -a 'completions' -d 'Print the completion script for SHELL (commands, tool names and each tool\'s flags).'
 complete -c fermix -n '__fermix_at \'\'' -a 'config' -d 'Read and change config.toml (validated before it is written).'
-complete -c fermix -n '__fermix_at \'\'' -a 'doctor' -d 'Check config, home permissions, state.db, sandbox roots and the optional parts (git, Chromium, providers, ripgrep).'
+complete -c fermix -n '__fermix_at \'\'' -a 'doctor' -d 'Check config, home permissions, state.db, sandbox roots and the optional parts (git, providers, ripgrep).'
 complete -c fermix -n '__fermix_at \'\'' -a 'events' -d 'Personal dates and their reminders: list, add, rm (cancel) and snooze.'
 complete -c fermix -n '__fermix_at \'\'' -a 'grant' -d 'Grant the sandbox access to a directory.'
 complete -c fermix -n '__fermix_at \'\'' -a 'inbox' -d 'Read the local inbox that deliveries to {"platform":"inbox","recipient":NAME} land in.'

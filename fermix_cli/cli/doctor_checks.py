@@ -25,7 +25,6 @@ Status = Literal["ok", "warn", "fail", "n/a"]
 TAGS: dict[Status, str] = {"ok": " OK ", "warn": "WARN", "fail": "FAIL", "n/a": "N/A "}
 NAME_WIDTH = 18
 
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
 
 class Check(Record, frozen=True):
@@ -185,14 +184,6 @@ def check_binary(name: str, found: str | None, missing: str, status_if_missing: 
     return Check(name, status_if_missing, missing)
 
 
-def check_chromium(inp: DoctorInput) -> Check:
-    for candidate in CHROMIUM_NAMES:
-        path = inp.which(candidate)
-        if path:
-            return Check("chromium", "ok", path, {"path": path})
-    return Check("chromium", "warn", "not found on PATH; the browser tool is unavailable")
-
-
 OFFICIAL_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 OFFICIAL_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 
@@ -272,7 +263,6 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_mcp_servers(inp, config),
         check_reminders(inp),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),
-        check_chromium(inp),
         check_binary(
             "ripgrep", inp.which("rg"), "not found on PATH; only the search benchmarks use it", "n/a"
         ),

@@ -10,7 +10,7 @@ from .common import GLOBAL, emit_json
 
 
 def doctor_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False) -> None:
-    """Check config, home permissions, state.db, sandbox roots and the optional parts (git, Chromium, providers, ripgrep).
+    """Check config, home permissions, state.db, sandbox roots and the optional parts (git, providers, ripgrep).
 
     Each line reads `[ OK |WARN|FAIL|N/A ] NAME DETAIL`; a summary line follows. Exit 1 when any check fails.
     """

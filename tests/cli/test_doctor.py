@@ -59,7 +59,8 @@ def test_fresh_install_is_healthy(world: Env) -> None:
     checks, last = parse(r.stdout)
     expected = ["python", "config", "home", "state.db", "sandbox", "providers", "mcp servers"]
     assert list(checks)[: len(expected)] == expected
-    assert {"git", "chromium", "ripgrep"} <= set(checks)
+    assert {"git", "ripgrep"} <= set(checks)
+    assert "chromium" not in checks  # no browser tool yet: nothing to check for
     for name in ("config", "home", "sandbox"):
         assert checks[name][0] == "OK", checks[name]
     n = SUMMARY.match(last)
@@ -187,19 +188,18 @@ def test_missing_optional_binaries(world: Env, tmp_path: Path) -> None:
     assert r.returncode == 0
     checks, _ = parse(r.stdout)
     assert checks["git"][0] == "WARN" and "git tools" in checks["git"][1]
-    assert checks["chromium"][0] == "WARN"
     assert checks["ripgrep"][0] == "N/A"
 
 
 def test_present_optional_binaries(world: Env, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name in ("git", "chromium", "rg"):
+    for name in ("git", "rg"):
         exe = bin_dir / name
         exe.write_text("#!/bin/sh\nexit 0\n")
         exe.chmod(0o755)
     checks, _ = parse(doctor(world, env={"PATH": str(bin_dir)}).stdout)
-    for name in ("git", "chromium", "ripgrep"):
+    for name in ("git", "ripgrep"):
         assert checks[name][0] == "OK" and str(bin_dir) in checks[name][1]
 
 
