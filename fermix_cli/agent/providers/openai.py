@@ -18,6 +18,7 @@ from ..messages import (
     Usage,
     UsageEvent,
 )
+from .calls import ToolCallAssembler
 from .http import ProviderHTTP, decode_json
 from .sse import iter_sse
 
@@ -35,7 +36,9 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
         elif m.role == "assistant":
             item: dict[str, Any] = {"role": "assistant", "content": m.content}
             if m.tool_calls:
-                item["content"] = m.content or None
+                # "" rather than null: llama.cpp's server answers HTTP 500 to a null content, and
+                # leaving the field out fails there too; OpenAI, vLLM and Ollama accept "".
+                item["content"] = m.content
                 item["tool_calls"] = [
                     {
                         "id": c.wire_id,
@@ -76,43 +79,9 @@ def _usage(data: Any) -> Usage | None:
     return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
 
 
-class _CallBuilder:
-    """Tool calls assembled from `delta.tool_calls` fragments, keyed by their index."""
-
-    def __init__(self) -> None:
-        self.calls: dict[int, dict[str, Any]] = {}
-
-    def add(self, fragment: dict[str, Any]) -> None:
-        index = fragment.get("index")
-        if not isinstance(index, int):
-            index = len(self.calls)
-        fn = fragment.get("function") or {}
-        current = self.calls.get(index)
-        new_id = fragment.get("id")
-        if current is not None and new_id and current["id"] and new_id != current["id"]:
-            # Some servers reuse index 0 for every call; a new id starts a new call.
-            index = max(self.calls) + 1
-            current = None
-        if current is None:
-            current = self.calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
-        if new_id and not current["id"]:
-            current["id"] = new_id
-        if fn.get("name"):
-            current["name"] += fn["name"]
-        if isinstance(fn.get("arguments"), str):
-            current["arguments"] += fn["arguments"]
-        elif isinstance(fn.get("arguments"), dict):
-            current["arguments"] += json.dumps(fn["arguments"])
-
-    def events(self) -> Iterator[ToolCallEvent]:
-        for index in sorted(self.calls):
-            c = self.calls[index]
-            yield ToolCallEvent(c["id"], c["name"], c["arguments"])
-
-
 def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
     """Chat Completions SSE chunks (`data: {...}` ... `data: [DONE]`) as stream events."""
-    calls = _CallBuilder()
+    calls = ToolCallAssembler()
     usage: Usage | None = None
     finish = ""
     for event in events:
