@@ -293,3 +293,17 @@ def text_reply(kind: str, text: str) -> list[str]:
         _sse(_chunk({}, "stop")),
         "data: [DONE]\n\n",
     ]
+
+
+def llama_call(name: str, args: dict[str, Any]) -> list[str]:
+    """One call in llama-cpp-python's shape (name repeated per fragment, no usage)."""
+    out = []
+    for token in _pieces(json.dumps(args, ensure_ascii=False), 3):
+        frag = {
+            "index": 0,
+            "id": f"call__0_{name}",
+            "type": "function",
+            "function": {"name": name, "arguments": token},
+        }
+        out.append(_sse(_chunk({"role": "assistant", "content": None, "tool_calls": [frag]})))
+    return [*out, _sse(_chunk({}, "tool_calls")), "data: [DONE]\n\n"]

@@ -20,6 +20,7 @@ from ..messages import (
 )
 from .calls import ToolCallAssembler
 from .http import ProviderHTTP, decode_json
+from .profiles import SchemaProfile, apply_profile, profile_for
 from .sse import iter_sse
 
 if TYPE_CHECKING:
@@ -53,7 +54,9 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def request_body(request: ModelRequest, max_tokens: int | None) -> dict[str, Any]:
+def request_body(
+    request: ModelRequest, max_tokens: int | None, profile: SchemaProfile = "full"
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": request.model,
         "messages": wire_messages(request.system, request.messages),
@@ -64,13 +67,26 @@ def request_body(request: ModelRequest, max_tokens: int | None) -> dict[str, Any
         body["tools"] = [
             {
                 "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": apply_profile(t.parameters, profile),
+                },
             }
             for t in request.tools
         ]
+        if request.tool_choice is not None:
+            body["tool_choice"] = wire_tool_choice(request.tool_choice)
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     return body
+
+
+def wire_tool_choice(choice: str) -> Any:
+    """`auto`, `required` and `none` as they are; any other value forces the tool of that name."""
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
 
 
 def _usage(data: Any) -> Usage | None:
@@ -146,9 +162,10 @@ class OpenAIProvider:
             self.headers["authorization"] = f"Bearer {key}"
         self.url = f"{choice.base_url}/chat/completions"
         self.http = ProviderHTTP(choice, ctx)
+        self.profile = profile_for(choice)
 
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
-        body = request_body(request, self.choice.settings.max_tokens)
+        body = request_body(request, self.choice.settings.max_tokens, self.profile)
         with self.http.post(self.url, self.headers, body) as response:
             if "json" in response.headers.get("content-type", ""):
                 raw = response.read().decode("utf-8", "replace")
