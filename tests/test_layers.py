@@ -442,7 +442,9 @@ def test_cycles_of_finds_a_cycle() -> None:
     assert cycles_of(graph_of([("a", "b"), ("b", "c")])) == []
 
 
-@pytest.mark.parametrize("package", ["fermix_cli.core.net", "fermix_cli.core.search", "fermix_cli.core.shell"])
+@pytest.mark.parametrize(
+    "package", ["fermix_cli.core.net", "fermix_cli.core.search", "fermix_cli.core.shell"]
+)
 def test_every_lazy_export_of_a_curated_package_resolves(package: str) -> None:
     """A name in `__all__` that loads on first use (PEP 562) must load: a typo'd module fails only then."""
     import importlib
