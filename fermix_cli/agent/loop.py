@@ -271,6 +271,8 @@ class AgentLoop:
 
         bridges = self.toolbox.bridge_schemas()
         fitted = fit_request(request, self.context_window or 0, self.reply_reserve, bridges)
+        # tool_search finds what was left off the list (the note in the system prompt says to use it).
+        self.ctx.extras["unlisted_tools"] = frozenset(fitted.tools_dropped)
         if fitted.tools_dropped or fitted.messages_dropped or fitted.results_shortened:
             log.info(
                 "fitted to a %s-token context: about %s tokens, %s tools unlisted, %s messages left out, "

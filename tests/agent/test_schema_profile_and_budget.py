@@ -213,3 +213,15 @@ def test_tool_choice_forces_the_first_call_only(world: Env, replay: ReplayServer
     assert "tool_choice" not in replay.seen[1]
     out = json.loads(r.stdout)
     assert out["tool_calls"][0]["ok"] and "forty-two" in out["tool_calls"][0]["output"]
+
+
+def test_tools_left_off_the_list_are_found_with_tool_search(world: Env, replay: ReplayServer) -> None:
+    configure(world, replay, context_window=2048, max_tokens=256)
+    replay.queue(llama_call("tool_search", {"query": "schedule a recurring job"}), text_reply("openai", "found"))
+    r = ask(world, "read the file notes.txt")
+    assert r.returncode == 0, r.stderr + r.stdout
+    listed = {t["function"]["name"] for t in replay.seen[0]["tools"]}
+    assert "schedule_job" not in listed
+    call = json.loads(r.stdout)["tool_calls"][0]
+    assert call["ok"], call
+    assert "schedule_job" in [m["name"] for m in json.loads(call["output"])["matches"]]
