@@ -29,6 +29,12 @@ DEFAULT_REPLY_RESERVE = 512
 BRIDGES = ("tool_search", "tool_describe", "tool_call")
 MIN_RESULT_CHARS = 200
 WORD = re.compile(r"[a-z0-9]+")
+# How servers name their context size when refusing a request that is too long: llama-cpp-python
+# ("exceed context window of 2048"), OpenAI and vLLM ("maximum context length is 4096 tokens"),
+# llama-server ("n_ctx: 2048", "context size (2048)").
+CONTEXT_SIZE = re.compile(
+    r"(?:context window of|maximum context length is|n_ctx\W{0,3}|context size\W{0,3})\s*(\d{3,8})", re.I
+)
 
 
 class Fitted(Record):
@@ -104,6 +110,12 @@ def _tools_note(names: list[str]) -> str:
         f"{len(names)} tools are not listed to fit the model's context ({', '.join(names)}); "
         "find them with tool_search and run them with tool_call."
     )
+
+
+def context_size_in(message: str) -> int | None:
+    """The context size a server's refusal names, or None."""
+    match = CONTEXT_SIZE.search(message)
+    return int(match.group(1)) if match else None
 
 
 def fit_request(

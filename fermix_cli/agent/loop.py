@@ -210,7 +210,7 @@ class AgentLoop:
         while True:
             result.iterations += 1
             self.observer.model_start(result.iterations)
-            response = self._call_model(state, first=result.iterations == 1)
+            response = self._call_model_fitted(state, first=result.iterations == 1)
             result.usage.add(response.usage)
             self._record_assistant(response, state)
             result.response = response.text
@@ -235,6 +235,21 @@ class AgentLoop:
             if stop_error is not None:
                 result.status, result.error = "loop_detected", stop_error
                 return
+
+    def _call_model_fitted(self, state: _TurnState, *, first: bool) -> ModelResponse:
+        """A model call; when a server refuses it for naming its context size, fitted to that and retried."""
+        from .budget import context_size_in
+
+        try:
+            return self._call_model(state, first=first)
+        except ToolError as e:
+            window = context_size_in(e.message) if e.code == "provider_error" else None
+            known = self.context_window
+            if window is None or state.partial or (known is not None and window >= known):
+                raise
+            log.warning("%s: the model's context is %s tokens; fitting requests to it", self.model, window)
+            self.context_window = window
+            return self._call_model(state, first=first)
 
     def _call_model(self, state: _TurnState, *, first: bool = False) -> ModelResponse:
         # Providers only read the history; no copy per turn, so long runs stay linear.

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from fermix_cli.agent.budget import estimate, fit_request
+from fermix_cli.agent.budget import context_size_in, estimate, fit_request
 from fermix_cli.agent.messages import Message, ModelRequest, ToolCall, ToolSchema
 from fermix_cli.agent.providers.profiles import GRAMMAR_MAX_REPEAT, apply_profile
 from fermix_cli.core.errors import ToolError
@@ -217,7 +217,9 @@ def test_tool_choice_forces_the_first_call_only(world: Env, replay: ReplayServer
 
 def test_tools_left_off_the_list_are_found_with_tool_search(world: Env, replay: ReplayServer) -> None:
     configure(world, replay, context_window=2048, max_tokens=256)
-    replay.queue(llama_call("tool_search", {"query": "schedule a recurring job"}), text_reply("openai", "found"))
+    replay.queue(
+        llama_call("tool_search", {"query": "schedule a recurring job"}), text_reply("openai", "found")
+    )
     r = ask(world, "read the file notes.txt")
     assert r.returncode == 0, r.stderr + r.stdout
     listed = {t["function"]["name"] for t in replay.seen[0]["tools"]}
@@ -225,3 +227,33 @@ def test_tools_left_off_the_list_are_found_with_tool_search(world: Env, replay: 
     call = json.loads(r.stdout)["tool_calls"][0]
     assert call["ok"], call
     assert "schedule_job" in [m["name"] for m in json.loads(call["output"])["matches"]]
+
+
+def test_a_refusal_naming_the_context_size_is_fitted_and_retried(world: Env, replay: ReplayServer) -> None:
+    # llama-cpp-python's answer to a request longer than its context (HTTP 400, OpenAI's error shape).
+    configure(world, replay)
+    message = "Requested tokens (6350) exceed context window of 2048"
+    error = {
+        "error": {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}
+    }
+    replay.status.append((400, json.dumps(error)))
+    replay.queue(text_reply("openai", "fits now"))
+    r = ask(world, "read the file notes.txt")
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert json.loads(r.stdout)["response"] == "fits now"
+    first, second = replay.seen
+    assert len(second["tools"]) < len(first["tools"])
+    assert "[context]" in second["messages"][0]["content"]
+
+
+@pytest.mark.parametrize(
+    ("message", "size"),
+    [
+        ("Requested tokens (6350) exceed context window of 2048", 2048),
+        ("This model's maximum context length is 4096 tokens. However, you requested 5000 tokens", 4096),
+        ("the request exceeds the available context size (n_ctx: 8192)", 8192),
+        ("internal server error", None),
+    ],
+)
+def test_context_size_in_refusals(message: str, size: int | None) -> None:
+    assert context_size_in(message) == size
