@@ -129,6 +129,9 @@ class Agent:
             cap_source=self.cap_source,
             repeat_limit=ctx.config.fermix_core.agent.repeat_limit,
             observer=self.observer,
+            context_window=self.choice.settings.context_window,
+            reply_reserve=self.choice.settings.max_tokens,
+            first_tool_choice=self.choice.settings.tool_choice,
         )
         return self.loop
 

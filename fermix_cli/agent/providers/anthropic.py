@@ -81,7 +81,18 @@ def request_body(request: ModelRequest, max_tokens: int | None) -> dict[str, Any
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in request.tools
         ]
+        if request.tool_choice is not None:
+            body["tool_choice"] = wire_tool_choice(request.tool_choice)
     return body
+
+
+def wire_tool_choice(choice: str) -> dict[str, str]:
+    """`auto`, `none`, `required` (the Messages API's `any`), or the name of the tool to force."""
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": choice}
 
 
 def _input_tokens(usage: dict[str, Any]) -> int:

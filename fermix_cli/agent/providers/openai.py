@@ -18,7 +18,9 @@ from ..messages import (
     Usage,
     UsageEvent,
 )
+from .calls import ToolCallAssembler
 from .http import ProviderHTTP, decode_json
+from .profiles import SchemaProfile, apply_profile, profile_for
 from .sse import iter_sse
 
 if TYPE_CHECKING:
@@ -35,7 +37,9 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
         elif m.role == "assistant":
             item: dict[str, Any] = {"role": "assistant", "content": m.content}
             if m.tool_calls:
-                item["content"] = m.content or None
+                # "" rather than null: llama.cpp's server answers HTTP 500 to a null content, and
+                # leaving the field out fails there too; OpenAI, vLLM and Ollama accept "".
+                item["content"] = m.content
                 item["tool_calls"] = [
                     {
                         "id": c.wire_id,
@@ -50,7 +54,9 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def request_body(request: ModelRequest, max_tokens: int | None) -> dict[str, Any]:
+def request_body(
+    request: ModelRequest, max_tokens: int | None, profile: SchemaProfile = "full"
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": request.model,
         "messages": wire_messages(request.system, request.messages),
@@ -61,13 +67,26 @@ def request_body(request: ModelRequest, max_tokens: int | None) -> dict[str, Any
         body["tools"] = [
             {
                 "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": apply_profile(t.parameters, profile),
+                },
             }
             for t in request.tools
         ]
+        if request.tool_choice is not None:
+            body["tool_choice"] = wire_tool_choice(request.tool_choice)
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     return body
+
+
+def wire_tool_choice(choice: str) -> Any:
+    """`auto`, `required` and `none` as they are; any other value forces the tool of that name."""
+    if choice in ("auto", "required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
 
 
 def _usage(data: Any) -> Usage | None:
@@ -76,43 +95,9 @@ def _usage(data: Any) -> Usage | None:
     return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
 
 
-class _CallBuilder:
-    """Tool calls assembled from `delta.tool_calls` fragments, keyed by their index."""
-
-    def __init__(self) -> None:
-        self.calls: dict[int, dict[str, Any]] = {}
-
-    def add(self, fragment: dict[str, Any]) -> None:
-        index = fragment.get("index")
-        if not isinstance(index, int):
-            index = len(self.calls)
-        fn = fragment.get("function") or {}
-        current = self.calls.get(index)
-        new_id = fragment.get("id")
-        if current is not None and new_id and current["id"] and new_id != current["id"]:
-            # Some servers reuse index 0 for every call; a new id starts a new call.
-            index = max(self.calls) + 1
-            current = None
-        if current is None:
-            current = self.calls.setdefault(index, {"id": None, "name": "", "arguments": ""})
-        if new_id and not current["id"]:
-            current["id"] = new_id
-        if fn.get("name"):
-            current["name"] += fn["name"]
-        if isinstance(fn.get("arguments"), str):
-            current["arguments"] += fn["arguments"]
-        elif isinstance(fn.get("arguments"), dict):
-            current["arguments"] += json.dumps(fn["arguments"])
-
-    def events(self) -> Iterator[ToolCallEvent]:
-        for index in sorted(self.calls):
-            c = self.calls[index]
-            yield ToolCallEvent(c["id"], c["name"], c["arguments"])
-
-
 def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
     """Chat Completions SSE chunks (`data: {...}` ... `data: [DONE]`) as stream events."""
-    calls = _CallBuilder()
+    calls = ToolCallAssembler()
     usage: Usage | None = None
     finish = ""
     for event in events:
@@ -177,9 +162,10 @@ class OpenAIProvider:
             self.headers["authorization"] = f"Bearer {key}"
         self.url = f"{choice.base_url}/chat/completions"
         self.http = ProviderHTTP(choice, ctx)
+        self.profile = profile_for(choice)
 
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
-        body = request_body(request, self.choice.settings.max_tokens)
+        body = request_body(request, self.choice.settings.max_tokens, self.profile)
         with self.http.post(self.url, self.headers, body) as response:
             if "json" in response.headers.get("content-type", ""):
                 raw = response.read().decode("utf-8", "replace")

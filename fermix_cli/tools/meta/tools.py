@@ -58,8 +58,17 @@ def _plugin_of(spec: ToolSpec) -> str:
 
 
 def deferred_catalog(ctx: ToolContext) -> list[ToolSpec]:
-    """The deferred tools this caller could dispatch, from every toolset it sees, sorted by name."""
-    return [s for s in toolset_of(ctx).tools(ctx) if is_deferrable(s) and policy.can_see(s, ctx)]
+    """The deferred tools this caller could dispatch, from every toolset it sees, sorted by name.
+
+    A model run that left tools off its list to fit the model's context names them in
+    `ctx.extras["unlisted_tools"]`; they are found here too.
+    """
+    unlisted = ctx.extras.get("unlisted_tools") or ()
+    return [
+        s
+        for s in toolset_of(ctx).tools(ctx)
+        if (is_deferrable(s) or s.name in unlisted) and policy.can_see(s, ctx)
+    ]
 
 
 class ToolSearchParams(Params):
