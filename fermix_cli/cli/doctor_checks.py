@@ -26,7 +26,6 @@ TAGS: dict[Status, str] = {"ok": " OK ", "warn": "WARN", "fail": "FAIL", "n/a": 
 NAME_WIDTH = 18
 
 
-
 class Check(Record, frozen=True):
     name: str
     status: Status
