@@ -191,6 +191,9 @@ def test_silent_delivers_nothing_and_stores_no_summary(jobs: Jobs) -> None:
 
 
 def test_a_failed_run_is_recorded_and_its_failure_delivered(jobs: Jobs) -> None:
+    jobs.config(
+        "[fermix_core.jobs]\ntransient_retries = 0\n"
+    )  # an upstream 503 is retried; not the subject here
     script = jobs.mock_script([{"error": {"code": "provider_error", "message": "upstream 503"}}])
     jobs.add("Flaky", "every 1 minutes", provider="mock", model=script, delivery_target=INBOX)
     run = jobs.tick(DUE)["runs"][0]

@@ -137,7 +137,7 @@ def test_the_bridges_from_the_cli_see_the_mcp_servers(world: Env) -> None:
     r = world.run("--trust", "guest", "tool", "tool_search", "--json", '{"query": "add"}')
     assert r.code == 0 and r.json()["total_available"] == 0  # the server's policy class is external_api
     r = world.run("--trust", "guest", "tool", "tool_call", "--json", '{"name": "mcp_stub_add"}')
-    assert r.code == 2 and r.error()["message"] == "Unknown capability: mcp_stub_add"
+    assert r.code == 1 and r.error()["message"] == "Unknown capability: mcp_stub_add"  # not malformed input
 
 
 def test_schema_comes_from_the_server(world: Env) -> None:
