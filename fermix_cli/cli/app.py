@@ -137,8 +137,15 @@ def command() -> Any:
     that markup would swallow. An argument, or an option that takes a value, shows it as its name
     (`--cwd CWD`, `PATH`), not as a type (`<str>`); one with choices keeps them.
     """
+    from ..core.catalog import default_catalog
+
     root = typer.main.get_command(full_app())
     _plain_help(root)
+    names = sorted(default_catalog().tool_modules)
+    root.commands["tool"].epilog = (
+        f"The built-in tools ({len(names)}; `fermix tool list` shows what you may run, "
+        f"`fermix tool NAME --help` one tool's flags): {', '.join(names)}."
+    )
     return root
 
 

@@ -101,7 +101,7 @@ class ToolArgs:
         self.flags: dict[str, Any] = {}
 
 
-def parse_tool_argv(argv: list[str], schema: Callable[[], dict[str, Any]]) -> ToolArgs:
+def parse_tool_argv(argv: list[str], schema: Callable[[], dict[str, Any]], tool: str = "<name>") -> ToolArgs:
     """Parse the arguments; the schema (costly to build) is consulted only for parameter flags."""
     table_cache: list[dict[str, tuple[str, dict[str, Any]]]] = []
 
@@ -159,7 +159,7 @@ def parse_tool_argv(argv: list[str], schema: Callable[[], dict[str, Any]]) -> To
         else:
             raise ToolError(
                 "unknown_flag",
-                f"unknown flag --{name}. Run: fermix tool <name> --help",
+                f"unknown flag --{name}. Run: fermix tool {tool} --help",
                 {"flag": name},
             )
     return out
@@ -206,7 +206,7 @@ def run_tool(name: str, argv: list[str], g: GlobalOptions) -> int:
             # Another toolset's (an MCP server's tool starts that server): failures go to the log.
             setup_logging(ctx.paths.log_file)
             spec = reg.resolve(name, ctx)
-        args = parse_tool_argv(argv, spec.input_schema)
+        args = parse_tool_argv(argv, spec.input_schema, spec.name)
         out = sys.stdout
         if args.help:
             out.write(tool_usage(spec))

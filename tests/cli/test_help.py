@@ -64,3 +64,16 @@ def test_version_reads_the_same_on_both_paths(capsys: pytest.CaptureFixture[str]
     assert main(["--version"]) == 0
     assert run_app(["--version"]) == 0
     assert capsys.readouterr().out == f"fermix {__version__}\n" * 2
+
+
+def test_tool_help_lists_the_tools(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_app(["tool", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    for name in ("file_read", "grep", "event_store", "memory_store"):
+        assert f" {name}," in out or f" {name}." in out
+
+
+def test_an_unknown_flag_names_the_tool_to_ask_for_help(world: Env) -> None:
+    r = world.run("tool", "file_read", "--bogus", "1")
+    assert r.code == 2
+    assert r.error()["message"] == "unknown flag --bogus. Run: fermix tool file_read --help"
