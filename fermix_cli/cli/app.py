@@ -139,7 +139,7 @@ def command() -> Any:
     """
     from ..core.catalog import default_catalog
 
-    root = typer.main.get_command(full_app())
+    root: Any = typer.main.get_command(full_app())
     _plain_help(root)
     names = sorted(default_catalog().tool_modules)
     root.commands["tool"].epilog = (
