@@ -2,7 +2,8 @@
 
 Started only by the runner. It never writes the run row (the runner does); it reports JSON lines on
 its original stdout: `started` (prompt snapshot and config), `progress` pings (throttled; they feed
-the inactivity timeout) and one `result`. Anything else that would print goes to stderr instead.
+the inactivity timeout) and one `result`. Before reporting a finished run's result it saves it durably
+in the run's directory (`runresult`), so a runner killed before recording it loses nothing known. Anything else that would print goes to stderr instead.
 On Linux it asks the kernel to kill it when its parent dies, so a SIGKILLed runner leaves no
 worker behind to finish a run that is about to be declared interrupted.
 """
@@ -23,6 +24,7 @@ from ..core.logs import logger
 from .claims import config_snapshot
 from .execute import Prepared, RunOutcome, execute, prepare
 from .job import Job
+from .runresult import save_result
 
 log = logger("fermix.jobs")
 
@@ -103,7 +105,12 @@ def work(ctx: ToolContext, run_id: str, claimant: str, reporter: Reporter) -> Ru
             "config": json.loads(config_snapshot(job, {"session_id": session})),
         }
     )
-    return execute_with_retries(ctx, job, session, prepared, reporter)
+    outcome = execute_with_retries(ctx, job, session, prepared, reporter)
+    try:
+        save_result(ctx.paths, job.id, run_id, outcome)
+    except OSError as e:  # the runner still hears the result; only a crash before it records is lost
+        log.warning("job run %s: result.json not written: %s", run_id, e)
+    return outcome
 
 
 def execute_with_retries(

@@ -341,7 +341,9 @@ def test_sigkill_during_a_run_leaves_an_interrupted_run_that_is_never_rerun(jobs
     wait_for(lambda: not any(pid_alive(p) for p in workers), timeout=30)
     assert jobs.runs("victim")[0]["status"] == "running"
     summary = jobs.tick(DUE)
-    assert summary["reconciled"] == [{"run_id": run["id"], "job_id": "victim", "error_code": "interrupted"}]
+    assert summary["reconciled"] == [
+        {"run_id": run["id"], "job_id": "victim", "status": "error", "error_code": "interrupted"}
+    ]
     assert summary["runs"] == []
     [after] = jobs.runs("victim")
     assert (after["status"], after["error_code"]) == ("error", "interrupted")
