@@ -299,6 +299,7 @@ class Dispatcher:
 
     def _record(self, run: ClaimedRun, job: Job, outcome: RunOutcome, started_mono: float) -> None:
         ctx, state = self.ctx, self.ctx.state
+        state.check_home()  # a vanished home: fail before output.md would recreate its directories
         self.last_end = time.monotonic()
         duration_ms = (self.last_end - started_mono) * 1000
         now = ctx.now()

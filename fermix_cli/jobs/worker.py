@@ -107,8 +107,12 @@ def work(ctx: ToolContext, run_id: str, claimant: str, reporter: Reporter) -> Ru
     )
     outcome = execute_with_retries(ctx, job, session, prepared, reporter)
     try:
+        ctx.state.check_home()  # never recreate a deleted home's directories for it
         save_result(ctx.paths, job.id, run_id, outcome)
-    except OSError as e:  # the runner still hears the result; only a crash before it records is lost
+    except (
+        OSError,
+        ToolError,
+    ) as e:  # the runner still hears the result; only a crash before it records is lost
         log.warning("job run %s: result.json not written: %s", run_id, e)
     return outcome
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -190,3 +191,32 @@ def test_a_command_that_finished_before_its_runner_was_killed_is_recorded_ok(
     assert jobs.job("finisher")["last_status"] == "ok"
     assert jobs.tick(DUE)["status"] == "idle"
     assert log.read_text() == "start\n"  # run once, never again
+
+
+def test_a_home_deleted_during_a_tick_fails_it_instead_of_reporting_the_run(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    started, go = tmp_path / "started", tmp_path / "go"
+    add_command(jobs, "Orphan", f"touch {started}; while [ ! -e {go} ]; do sleep 0.05; done; echo finished")
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"],
+        env={**jobs.env(), "FERMIX_NOW": iso(DUE)},
+        cwd=jobs.world.project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(started.exists, timeout=60)
+        shutil.rmtree(jobs.world.fermix_home)
+        go.touch()
+        out, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 1, (out, err)
+    assert '"status":"ok"' not in out
+    assert json.loads(err)["error"]["code"] == "home_vanished"
+    # No state or run output recreated in the deleted home's place (a log line may be).
+    assert not (jobs.world.fermix_home / "state.db").exists()
+    assert not (jobs.world.fermix_home / "jobs").exists()
