@@ -33,17 +33,24 @@ STOP_GRACE_SECONDS = 2
 _PR_SET_PDEATHSIG = 1
 
 
-def _stop(signum: int, frame: FrameType | None) -> None:
+class StopSignal:
     """SIGTERM (from the runner, or the kernel when the runner dies): unwind like Ctrl-C, so the agent
     loop stops cleanly and the exec engine kills the command's process group on its way out; if
-    unwinding hangs, SIGALRM's default action ends the process."""
-    signal.alarm(STOP_GRACE_SECONDS)
-    raise KeyboardInterrupt
+    unwinding hangs, SIGALRM's default action ends the process. Once received, whatever the run
+    returns is a stopped run's, never saved as its result."""
+
+    def __init__(self) -> None:
+        self.received = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.received = True
+        signal.alarm(STOP_GRACE_SECONDS)
+        raise KeyboardInterrupt
 
 
-def die_with_parent(parent_pid: int) -> None:
+def die_with_parent(parent_pid: int, stop: StopSignal) -> None:
     """Ask the kernel for SIGTERM when the runner dies (Linux); exit at once if it is already gone."""
-    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGTERM, stop)
     if sys.platform.startswith("linux"):
         try:
             import ctypes
@@ -85,7 +92,9 @@ def _protocol_stream() -> IO[str]:
     return proto
 
 
-def work(ctx: ToolContext, run_id: str, claimant: str, reporter: Reporter) -> RunOutcome:
+def work(
+    ctx: ToolContext, run_id: str, claimant: str, reporter: Reporter, stop: StopSignal | None = None
+) -> RunOutcome:
     db = ctx.state.conn
     run = db.execute(
         "SELECT job_id, status, claimed_by, session_id FROM job_runs WHERE id = ?", (run_id,)
@@ -106,6 +115,8 @@ def work(ctx: ToolContext, run_id: str, claimant: str, reporter: Reporter) -> Ru
         }
     )
     outcome = execute_with_retries(ctx, job, session, prepared, reporter)
+    if stop is not None and stop.received:  # stopped, not finished: nothing to save
+        return outcome
     try:
         ctx.state.check_home()  # never recreate a deleted home's directories for it
         save_result(ctx.paths, job.id, run_id, outcome)
@@ -147,14 +158,15 @@ def main(argv: list[str], home: str | None) -> int:
         )
         return 2
     run_id, claimant, parent = argv
-    die_with_parent(int(parent))
+    stop = StopSignal()
+    die_with_parent(int(parent), stop)
     reporter = Reporter(_protocol_stream())
     ctx = ToolContext.for_cli(home=home)
     from ..core.logs import setup_logging
 
     setup_logging(ctx.paths.log_file)
     try:
-        outcome = work(ctx, run_id, claimant, reporter)
+        outcome = work(ctx, run_id, claimant, reporter, stop)
     except KeyboardInterrupt:
         outcome = RunOutcome.failure("interrupted", "the runner stopped this run")
     except ToolError as e:

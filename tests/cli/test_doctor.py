@@ -60,7 +60,7 @@ def test_fresh_install_is_healthy(world: Env) -> None:
     expected = ["python", "config", "home", "state.db", "sandbox", "providers", "mcp servers"]
     assert list(checks)[: len(expected)] == expected
     assert {"git", "chromium", "ripgrep"} <= set(checks)
-    for name in ("config", "home", "sandbox"):
+    for name in ("config", "home", "sandbox", "job runs"):
         assert checks[name][0] == "OK", checks[name]
     n = SUMMARY.match(last)
     assert n and int(n.group(3)) == 0
