@@ -102,7 +102,7 @@ def _interrupted_note() -> None:
 @app.command("status")
 @handles_errors
 def status_cmd(as_json: JsonOpt = False) -> None:
-    """Jobs by state, runs in flight, and reminders (failed deliveries named) in one look."""
+    """Jobs by state, runs in flight, interrupted runs and reminders (failed deliveries named) in one look."""
     from ..events.health import reminder_counts
     from ..jobs.health import describe, interrupted_runs
 
