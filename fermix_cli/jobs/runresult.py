@@ -3,7 +3,8 @@
 The worker writes `result.json` into the run's directory (temp file, fsync, rename, directory fsync)
 as soon as the command or loop has finished, then reports it to the runner. If the runner dies
 between the two, the next tick's reconciliation finds the file and records the run as what it was
-(`ok` or `error`) instead of `interrupted`. Nothing is ever re-run either way.
+(`ok` or `error`) instead of `interrupted`. Nothing is ever re-run either way. A runner that records
+the run itself removes the file.
 """
 
 from __future__ import annotations
@@ -72,3 +73,14 @@ def load_result(paths: FermixPaths, job_id: str, run_id: str) -> RunOutcome | No
         return None
     outcome = RunOutcome.from_dict(data["outcome"])
     return outcome if outcome.status in ("ok", "error") else None
+
+
+def discard_result(paths: FermixPaths, job_id: str, run_id: str) -> None:
+    """Remove the saved result once the run row holds it (and the run's directory, if now empty)."""
+    path = result_path(paths, job_id, run_id)
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return
+    with contextlib.suppress(OSError):  # not empty: output.md lives there too
+        path.parent.rmdir()
