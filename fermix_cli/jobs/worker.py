@@ -3,7 +3,8 @@
 Started only by the runner. It never writes the run row (the runner does); it reports JSON lines on
 its original stdout: `started` (prompt snapshot and config), `progress` pings (throttled; they feed
 the inactivity timeout) and one `result`. Before reporting a finished run's result it saves it durably
-in the run's directory (`runresult`), so a runner killed before recording it loses nothing known. Anything else that would print goes to stderr instead.
+in the run's directory (`runresult`), so a runner killed before recording it loses nothing known.
+Anything else that would print goes to stderr instead.
 On Linux it asks the kernel to kill it when its parent dies, so a SIGKILLed runner leaves no
 worker behind to finish a run that is about to be declared interrupted.
 """
@@ -120,10 +121,8 @@ def work(
     try:
         ctx.state.check_home()  # never recreate a deleted home's directories for it
         save_result(ctx.paths, job.id, run_id, outcome)
-    except (
-        OSError,
-        ToolError,
-    ) as e:  # the runner still hears the result; only a crash before it records is lost
+    except (OSError, ToolError) as e:
+        # The runner still hears the result; only a runner killed before recording it loses it.
         log.warning("job run %s: result.json not written: %s", run_id, e)
     return outcome
 
