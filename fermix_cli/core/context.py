@@ -158,7 +158,7 @@ class ToolContext(Record):
 
     def derive(self, **changes: Any) -> ToolContext:
         """A narrowed child context (subagent, skill, job). Narrowing only narrows."""
-        child = self.replace(_sandbox=None, **changes)
+        child = self.replace(_sandbox=None, _home=None, **changes)  # the pinned home stays the parent's
         if "allowed_tools" in changes and self.allowed_tools is not None:
             mine = changes["allowed_tools"]
             child.allowed_tools = self.allowed_tools if mine is None else self.allowed_tools & mine
