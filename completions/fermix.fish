@@ -307,7 +307,7 @@ complete -c fermix -n '__fermix_at \'jobs\'' -a 'run' -d 'Run every due job once
 complete -c fermix -n '__fermix_at \'jobs\'' -a 'run-now' -d 'Run a job now (trigger manual) through the normal runner; waits for it unless --detach.'
 complete -c fermix -n '__fermix_at \'jobs\'' -a 'runs' -d 'A job\'s runs, newest first.'
 complete -c fermix -n '__fermix_at \'jobs\'' -a 'show' -d 'Show a job with its latest runs, or one run in full.'
-complete -c fermix -n '__fermix_at \'jobs\'' -a 'status' -d 'Jobs by state, runs in flight, and reminders (failed deliveries named) in one look.'
+complete -c fermix -n '__fermix_at \'jobs\'' -a 'status' -d 'Jobs by state, runs in flight, interrupted runs and reminders (failed deliveries named) in one look.'
 complete -c fermix -n '__fermix_at \'jobs\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'jobs add\'' -l allow -x -d 'A tool the runs may use (repeat; default: your tools).'
 complete -c fermix -n '__fermix_at \'jobs add\'' -l command -x -d 'Run this shell command instead of a model (no model needed).'

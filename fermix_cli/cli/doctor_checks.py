@@ -249,6 +249,17 @@ def _command_found(command: str, inp: DoctorInput) -> bool:
 # ----- all together ------------------------------------------------------------------------------
 
 
+def check_job_runs(inp: DoctorInput) -> Check:
+    from ..jobs.health import describe, interrupted_runs_readonly
+
+    found = interrupted_runs_readonly(inp.paths.state_db)
+    if not found["count"]:
+        return Check("job runs", "ok", "no interrupted job runs", {"interrupted": 0})
+    return Check(
+        "job runs", "warn", describe(found), {"interrupted": found["count"], "latest": found["latest"]}
+    )
+
+
 def run_checks(inp: DoctorInput) -> list[Check]:
     """Every check, in a fixed order."""
     config_check, config = check_config(inp)
@@ -261,6 +272,7 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_providers(inp, config),
         check_mcp_servers(inp, config),
         check_reminders(inp),
+        check_job_runs(inp),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),
         check_binary(
             "ripgrep", inp.which("rg"), "not found on PATH; only the search benchmarks use it", "n/a"

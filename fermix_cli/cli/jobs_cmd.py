@@ -83,13 +83,28 @@ def list_cmd(
         )
     if result["more"]:
         typer.echo(f"Showing {len(result['jobs'])} of {result['total']}; raise --limit to see more.")
+    _interrupted_note()
+
+
+def _interrupted_note() -> None:
+    """A line under the table when kept runs ended interrupted or lost (see `fermix jobs status`)."""
+    from ..jobs.health import describe, interrupted_runs
+
+    ctx = context()
+    try:
+        found = interrupted_runs(ctx.state.conn)
+    finally:
+        ctx.close()
+    if found["count"]:
+        typer.echo(f"Note: {describe(found)}")
 
 
 @app.command("status")
 @handles_errors
 def status_cmd(as_json: JsonOpt = False) -> None:
-    """Jobs by state, runs in flight, and reminders (failed deliveries named) in one look."""
+    """Jobs by state, runs in flight, interrupted runs and reminders (failed deliveries named) in one look."""
     from ..events.health import reminder_counts
+    from ..jobs.health import describe, interrupted_runs
 
     ctx = context()
     try:
@@ -99,13 +114,18 @@ def status_cmd(as_json: JsonOpt = False) -> None:
             0
         ]
         reminders = reminder_counts(db)
+        interrupted = interrupted_runs(db)
     finally:
         ctx.close()
     if as_json:
-        emit_json({"jobs": jobs, "runs_in_flight": active, "reminders": reminders})
+        emit_json(
+            {"jobs": jobs, "runs_in_flight": active, "interrupted_runs": interrupted, "reminders": reminders}
+        )
         return
     states = ", ".join(f"{n} {s}" for s, n in sorted(jobs.items())) or "none"
     typer.echo(f"jobs        {states}; {active} run(s) in flight")
+    if interrupted["count"]:
+        typer.echo(f"interrupted {describe(interrupted)}")
     counts = reminders["counts"]
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "none"
     typer.echo(f"reminders   {summary}")

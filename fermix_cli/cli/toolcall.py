@@ -224,7 +224,9 @@ def run_tool(name: str, argv: list[str], g: GlobalOptions) -> int:
         if args.json_source is not None:
             data = parse_object(_read_json_source(args.json_source))
         data.update(args.flags)
+        ctx.pin_home()
         result = reg.invoke(spec.name, data, ctx)
+        ctx.verify_home()  # a home deleted during the call: its work is lost, not done
     finally:
         ctx.close()
     if args.text:
@@ -256,7 +258,9 @@ def _run_jsonl(reg: Any, name: str, args: ToolArgs, ctx: Any) -> int:
         try:
             data = parse_object(line)
             data.update(args.flags)
+            ctx.pin_home()
             envelope: dict[str, Any] = {"ok": True, "result": reg.invoke(name, data, ctx)}
+            ctx.verify_home()
         except ToolError as e:
             envelope = {"ok": False, "error": e.to_dict()}
             first_failure = first_failure or int(e.exit_class)

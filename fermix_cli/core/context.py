@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from .config import Config
+    from .homecheck import HomeIdentity
     from .net.httpclient import GuardedClient
     from .sandbox import Sandbox
     from .state import StateDB
@@ -78,6 +79,7 @@ class ToolContext(Record):
     _config: Config | None = field(default=None, repr=False)
     _sandbox: Sandbox | None = field(default=None, repr=False)
     _state: StateDB | None = field(default=None, repr=False)
+    _home: HomeIdentity | None = field(default=None, repr=False)
 
     @classmethod
     def for_cli(
@@ -156,7 +158,7 @@ class ToolContext(Record):
 
     def derive(self, **changes: Any) -> ToolContext:
         """A narrowed child context (subagent, skill, job). Narrowing only narrows."""
-        child = self.replace(_sandbox=None, **changes)
+        child = self.replace(_sandbox=None, _home=None, **changes)  # the pinned home stays the parent's
         if "allowed_tools" in changes and self.allowed_tools is not None:
             mine = changes["allowed_tools"]
             child.allowed_tools = self.allowed_tools if mine is None else self.allowed_tools & mine
@@ -167,7 +169,25 @@ class ToolContext(Record):
             child.trust = "guest"
         return child
 
+    def pin_home(self) -> None:
+        """Remember the home as it is now, for `verify_home` (a call about to run)."""
+        from .homecheck import HomeIdentity
+
+        if self._home is not None:
+            self._home.release()
+        self._home = HomeIdentity.capture(self.paths.data_dir)
+
+    def verify_home(self) -> None:
+        """Raise `home_vanished` if the home pinned (or the state.db opened) is gone or replaced."""
+        if self._home is not None:
+            self._home.check()
+        if self._state is not None:
+            self._state.check_home()
+
     def close(self) -> None:
+        if self._home is not None:
+            self._home.release()
+            self._home = None
         if self._state is not None:
             self._state.close()
             self._state = None

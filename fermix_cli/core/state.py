@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ToolError
+from .homecheck import HomeIdentity
 from .migrations import Migration, all_migrations, apply_missing
 from .paths import make_private_dirs
 from .records import Record
@@ -35,6 +36,8 @@ class StateDB:
         self._migrations = migrations
         self._catalog = catalog
         self.conn = self._connect()
+        # Taken once the file exists: every commit checks the home is still this one (homecheck).
+        self.identity = HomeIdentity.capture(path.parent, path)
         self.migrate()
 
     def _unavailable(self, why: str) -> ToolError:
@@ -128,12 +131,17 @@ class StateDB:
 
     @contextlib.contextmanager
     def write(self, *, durable: bool = False) -> Iterator[sqlite3.Connection]:
-        """A BEGIN IMMEDIATE transaction; `durable` forces synchronous=FULL for this commit."""
+        """A BEGIN IMMEDIATE transaction; `durable` forces synchronous=FULL for this commit.
+
+        Before committing it checks the home is still the one opened (`home_vanished` otherwise): a
+        commit into a deleted home's unlinked file would succeed and be lost.
+        """
         if durable:
             self.conn.execute("PRAGMA synchronous = FULL")
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield self.conn
+            self.check_home()
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
@@ -155,8 +163,15 @@ class StateDB:
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
         return self.conn.execute(sql, params).fetchall()
 
+    def check_home(self) -> None:
+        """Raise `home_vanished` if the home or state.db opened is no longer what the paths name."""
+        if self.identity is not None:
+            self.identity.check()
+
     def close(self) -> None:
         self.conn.close()
+        if self.identity is not None:
+            self.identity.release()
 
 
 class StateReport(Record, frozen=True):

@@ -1,7 +1,7 @@
 """Claim before dispatch: what one `fermix jobs run` tick decides, inside one BEGIN IMMEDIATE transaction.
 
-A tick, in order: runs whose claimant died become `error: interrupted` (or `runner_lost` once their
-lease passes); jobs past `expires_at` become `expired`; then every due job is either skipped (a
+A tick, in order: runs whose claimant died are closed: with the result their worker saved if it saved
+one (`runresult`), else as `error: interrupted` (or `runner_lost` once their lease passes); jobs past `expires_at` become `expired`; then every due job is either skipped (a
 recurring slot later than the freshness window), left waiting (the concurrency cap is reached) or
 claimed: its run row is inserted `queued` with `claimed_by` and a lease, and a recurring job's
 `next_run_at` moves past now, all before the transaction commits. Nothing here runs a task; the runner
@@ -19,8 +19,10 @@ from typing import Any
 from ..core.errors import ToolError
 from ..core.paths import FermixPaths
 from ..core.records import Record, asdict, field
+from .execute import RunOutcome
 from .job import Job, parse_ts, ts
 from .liveness import Runner, liveness, split_claimant
+from .runresult import load_result
 from .schedule import Schedule, is_stale, next_run, parse_schedule
 
 # A claim's lease: the job's timeout plus this grace, after which any host may call the run lost.
@@ -112,42 +114,102 @@ def release_job(
 def reconcile(
     db: sqlite3.Connection, now: datetime, paths: FermixPaths, me: str | None
 ) -> list[dict[str, Any]]:
-    """Turn active runs whose claimant is gone into errors; they are never run again."""
+    """Close active runs whose claimant is gone; they are never run again.
+
+    A run whose worker saved its result before the claimant died is recorded with that result (a
+    finished command is `ok`); any other becomes `error: interrupted` (or `runner_lost`).
+    """
     out: list[dict[str, Any]] = []
     stamp = ts(now)
     rows = db.execute(
-        "SELECT id, job_id, status, claimed_by, lease_until FROM job_runs WHERE status IN ('queued', 'running')"
+        "SELECT id, job_id, status, claimed_by, lease_until, session_id FROM job_runs"
+        " WHERE status IN ('queued', 'running')"
     ).fetchall()
     for row in rows:
         claimant = row["claimed_by"]
         if claimant == me:
             continue
         state = liveness(paths, claimant)
-        host, pid, _ = split_claimant(claimant)
         lease_passed = row["lease_until"] is not None and row["lease_until"] < stamp
-        if state == "dead":
-            code = "interrupted"
-            message = (
-                f"the fermix process that {'ran' if row['status'] == 'running' else 'claimed'} this run "
-                f"(pid {pid} on {host}) ended before it finished; a run is never re-run"
-            )
-        elif lease_passed:
-            code = "runner_lost"
-            message = (
-                f"no result from {host} (pid {pid}) before the lease ended at {row['lease_until']}; "
-                "the run is given up and never re-run"
-            )
-        else:
+        if state != "dead" and not lease_passed:
             continue
-        cur = db.execute(
-            "UPDATE job_runs SET status = 'error', error_code = ?, error = ?, finished_at = ?"
-            " WHERE id = ? AND status IN ('queued', 'running')",
-            (code, message, stamp, row["id"]),
-        )
-        if cur.rowcount:
-            release_job(db, row["job_id"], row["id"], "error", f"{code}: {message}", now)
-            out.append({"run_id": row["id"], "job_id": row["job_id"], "error_code": code})
+        saved = load_result(paths, row["job_id"], row["id"])
+        if saved is not None:
+            closed = _close_with_result(db, row, saved, now)
+        else:
+            closed = _close_lost(db, row, state == "dead", now)
+        if closed is not None:
+            out.append({"run_id": row["id"], "job_id": row["job_id"], **closed})
     return out
+
+
+def lost_message(row: sqlite3.Row, dead: bool) -> tuple[str, str]:
+    """(error code, message) for a run whose claimant is gone without a saved result."""
+    host, pid, _ = split_claimant(row["claimed_by"])
+    never = "a run is never re-run (at most once)"
+    if row["session_id"]:
+        never += f"; check what it did before it stopped: fermix jobs show, session {row['session_id']}"
+    if dead:
+        did = "ran" if row["status"] == "running" else "claimed"
+        return "interrupted", (
+            f"the fermix process that {did} this run (pid {pid} on {host}) ended before the run finished"
+            f" or saved a result; {never}"
+        )
+    return "runner_lost", (
+        f"no result from {host} (pid {pid}) before the lease ended at {row['lease_until']}; "
+        f"the run is given up; {never}"
+    )
+
+
+def _close_lost(db: sqlite3.Connection, row: sqlite3.Row, dead: bool, now: datetime) -> dict[str, Any] | None:
+    code, message = lost_message(row, dead)
+    cur = db.execute(
+        "UPDATE job_runs SET status = 'error', error_code = ?, error = ?, finished_at = ?"
+        " WHERE id = ? AND status IN ('queued', 'running')",
+        (code, message, ts(now), row["id"]),
+    )
+    if not cur.rowcount:
+        return None
+    release_job(db, row["job_id"], row["id"], "error", f"{code}: {message}", now)
+    return {"status": "error", "error_code": code}
+
+
+def _close_with_result(
+    db: sqlite3.Connection, row: sqlite3.Row, outcome: RunOutcome, now: datetime
+) -> dict[str, Any] | None:
+    """Record the result the worker saved; it was never delivered (the runner died first)."""
+    detail = {
+        "code": "runner_died",
+        "message": "the runner ended after the run finished but before recording it; the saved result "
+        "was recorded by a later `fermix jobs run` and not delivered",
+    }
+    cur = db.execute(
+        """
+        UPDATE job_runs SET status = ?, finished_at = ?, final_response = ?, error_code = ?, error = ?,
+            usage = ?, iterations = ?, attempts = ?, tool_failures = ?, silent = ?,
+            delivery_status = 'undelivered', delivery_detail = ?
+        WHERE id = ? AND status IN ('queued', 'running')
+        """,
+        (
+            outcome.status,
+            ts(now),
+            outcome.final_response,
+            outcome.error_code,
+            outcome.error,
+            None if outcome.usage is None else json.dumps(outcome.usage),
+            outcome.iterations,
+            outcome.attempts,
+            json.dumps(outcome.tool_failures),
+            int(outcome.silent),
+            json.dumps(detail),
+            row["id"],
+        ),
+    )
+    if not cur.rowcount:
+        return None
+    error = f"{outcome.error_code}: {outcome.error}" if outcome.status == "error" else None
+    release_job(db, row["job_id"], row["id"], outcome.status, error, now)
+    return {"status": outcome.status, "error_code": outcome.error_code, "recovered": True}
 
 
 # ----- expiry ------------------------------------------------------------------------------------

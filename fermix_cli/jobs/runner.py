@@ -32,6 +32,7 @@ from .delivery import deliver, message_text, write_output
 from .execute import RunOutcome
 from .job import Job, active_run, fetch_job, job_state_error, run_summary
 from .liveness import Runner, SchedulerLock, sweep_dead
+from .runresult import discard_result
 from .tick import Summary, jobs_config
 
 log = logger("fermix.jobs")
@@ -299,6 +300,7 @@ class Dispatcher:
 
     def _record(self, run: ClaimedRun, job: Job, outcome: RunOutcome, started_mono: float) -> None:
         ctx, state = self.ctx, self.ctx.state
+        state.check_home()  # a vanished home: fail before output.md would recreate its directories
         self.last_end = time.monotonic()
         duration_ms = (self.last_end - started_mono) * 1000
         now = ctx.now()
@@ -321,6 +323,7 @@ class Dispatcher:
             "duration_ms": round(duration_ms, 1),
         }
         if mine:
+            discard_result(ctx.paths, job.id, run.run_id)
             row = state.conn.execute("SELECT * FROM job_runs WHERE id = ?", (run.run_id,)).fetchone()
             try:
                 config = ctx.config

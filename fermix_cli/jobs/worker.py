@@ -2,7 +2,9 @@
 
 Started only by the runner. It never writes the run row (the runner does); it reports JSON lines on
 its original stdout: `started` (prompt snapshot and config), `progress` pings (throttled; they feed
-the inactivity timeout) and one `result`. Anything else that would print goes to stderr instead.
+the inactivity timeout) and one `result`. Before reporting a finished run's result it saves it durably
+in the run's directory (`runresult`), so a runner killed before recording it loses nothing known.
+Anything else that would print goes to stderr instead.
 On Linux it asks the kernel to kill it when its parent dies, so a SIGKILLed runner leaves no
 worker behind to finish a run that is about to be declared interrupted.
 """
@@ -23,6 +25,7 @@ from ..core.logs import logger
 from .claims import config_snapshot
 from .execute import Prepared, RunOutcome, execute, prepare
 from .job import Job
+from .runresult import save_result
 
 log = logger("fermix.jobs")
 
@@ -31,17 +34,24 @@ STOP_GRACE_SECONDS = 2
 _PR_SET_PDEATHSIG = 1
 
 
-def _stop(signum: int, frame: FrameType | None) -> None:
+class StopSignal:
     """SIGTERM (from the runner, or the kernel when the runner dies): unwind like Ctrl-C, so the agent
     loop stops cleanly and the exec engine kills the command's process group on its way out; if
-    unwinding hangs, SIGALRM's default action ends the process."""
-    signal.alarm(STOP_GRACE_SECONDS)
-    raise KeyboardInterrupt
+    unwinding hangs, SIGALRM's default action ends the process. Once received, whatever the run
+    returns is a stopped run's, never saved as its result."""
+
+    def __init__(self) -> None:
+        self.received = False
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.received = True
+        signal.alarm(STOP_GRACE_SECONDS)
+        raise KeyboardInterrupt
 
 
-def die_with_parent(parent_pid: int) -> None:
+def die_with_parent(parent_pid: int, stop: StopSignal) -> None:
     """Ask the kernel for SIGTERM when the runner dies (Linux); exit at once if it is already gone."""
-    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGTERM, stop)
     if sys.platform.startswith("linux"):
         try:
             import ctypes
@@ -83,7 +93,9 @@ def _protocol_stream() -> IO[str]:
     return proto
 
 
-def work(ctx: ToolContext, run_id: str, claimant: str, reporter: Reporter) -> RunOutcome:
+def work(
+    ctx: ToolContext, run_id: str, claimant: str, reporter: Reporter, stop: StopSignal | None = None
+) -> RunOutcome:
     db = ctx.state.conn
     run = db.execute(
         "SELECT job_id, status, claimed_by, session_id FROM job_runs WHERE id = ?", (run_id,)
@@ -103,7 +115,16 @@ def work(ctx: ToolContext, run_id: str, claimant: str, reporter: Reporter) -> Ru
             "config": json.loads(config_snapshot(job, {"session_id": session})),
         }
     )
-    return execute_with_retries(ctx, job, session, prepared, reporter)
+    outcome = execute_with_retries(ctx, job, session, prepared, reporter)
+    if stop is not None and stop.received:  # stopped, not finished: nothing to save
+        return outcome
+    try:
+        ctx.state.check_home()  # never recreate a deleted home's directories for it
+        save_result(ctx.paths, job.id, run_id, outcome)
+    except (OSError, ToolError) as e:
+        # The runner still hears the result; only a runner killed before recording it loses it.
+        log.warning("job run %s: result.json not written: %s", run_id, e)
+    return outcome
 
 
 def execute_with_retries(
@@ -136,14 +157,15 @@ def main(argv: list[str], home: str | None) -> int:
         )
         return 2
     run_id, claimant, parent = argv
-    die_with_parent(int(parent))
+    stop = StopSignal()
+    die_with_parent(int(parent), stop)
     reporter = Reporter(_protocol_stream())
     ctx = ToolContext.for_cli(home=home)
     from ..core.logs import setup_logging
 
     setup_logging(ctx.paths.log_file)
     try:
-        outcome = work(ctx, run_id, claimant, reporter)
+        outcome = work(ctx, run_id, claimant, reporter, stop)
     except KeyboardInterrupt:
         outcome = RunOutcome.failure("interrupted", "the runner stopped this run")
     except ToolError as e:

@@ -61,7 +61,7 @@ def test_fresh_install_is_healthy(world: Env) -> None:
     assert list(checks)[: len(expected)] == expected
     assert {"git", "ripgrep"} <= set(checks)
     assert "chromium" not in checks  # no browser tool yet: nothing to check for
-    for name in ("config", "home", "sandbox"):
+    for name in ("config", "home", "sandbox", "job runs"):
         assert checks[name][0] == "OK", checks[name]
     n = SUMMARY.match(last)
     assert n and int(n.group(3)) == 0

@@ -3,6 +3,7 @@ leap years as the runtime sees them."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from collections.abc import Iterator
@@ -258,15 +259,50 @@ def test_a_dead_claimants_run_becomes_interrupted_and_is_never_rerun(jobs: Jobs,
     assert sim.tick(at).reconciled == []  # alive: its lock is held
     other.release()  # the claimant dies
     report = sim.tick(at)
-    assert report.reconciled == [{"run_id": run_id, "job_id": "digest", "error_code": "interrupted"}]
+    assert report.reconciled == [
+        {"run_id": run_id, "job_id": "digest", "status": "error", "error_code": "interrupted"}
+    ]
     run = next(r for r in jobs.runs("digest") if r["id"] == run_id)
-    assert run["status"] == "error" and run["error"].endswith(
-        "ended before it finished; a run is never re-run"
-    )
+    assert run["status"] == "error" and "ended before the run finished or saved a result" in run["error"]
+    assert "a run is never re-run (at most once)" in run["error"]
     job = jobs.job("digest")
     assert job["state"] == "scheduled" and job["last_error"].startswith("interrupted:")
     assert job["next_run_at"] == "2026-03-02T08:01:30.000000Z"  # the interrupted slot is not due again
     assert report.claimed == [] and sim.tick(at).reconciled == []
+
+
+def test_a_dead_claimants_saved_result_is_recorded_not_interrupted(jobs: Jobs, sim: Sim) -> None:
+    from fermix_cli.jobs.runresult import save_result
+
+    other = Runner.start(sim.ctx.paths)
+    at = utc("2026-03-02T08:00:40Z")
+    run_id = _claim_as(jobs, sim, other, at)
+    with jobs.db() as c:
+        c.execute("UPDATE job_runs SET status = 'running' WHERE id = ?", (run_id,))
+    save_result(sim.ctx.paths, "digest", run_id, RunOutcome("ok", final_response="done\n", kind="command"))
+    other.release()
+    report = sim.tick(at)
+    assert report.reconciled == [
+        {"run_id": run_id, "job_id": "digest", "status": "ok", "error_code": None, "recovered": True}
+    ]
+    run = next(r for r in jobs.runs("digest") if r["id"] == run_id)
+    assert (run["status"], run["final_response"], run["delivery_status"]) == ("ok", "done\n", "undelivered")
+    job = jobs.job("digest")
+    assert job["state"] == "scheduled" and job["last_status"] == "ok" and job["last_error"] is None
+
+
+def test_a_saved_result_of_another_run_is_not_taken(jobs: Jobs, sim: Sim) -> None:
+    from fermix_cli.jobs.runresult import result_path
+
+    other = Runner.start(sim.ctx.paths)
+    at = utc("2026-03-02T08:00:40Z")
+    run_id = _claim_as(jobs, sim, other, at)
+    path = result_path(sim.ctx.paths, "digest", run_id)
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"run_id": "run_other", "outcome": {"status": "ok"}}))
+    other.release()
+    [entry] = sim.tick(at).reconciled
+    assert entry["error_code"] == "interrupted"
 
 
 def test_queued_runs_of_a_dead_claimant_are_interrupted_too(jobs: Jobs, sim: Sim) -> None:

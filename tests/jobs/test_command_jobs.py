@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -146,3 +147,76 @@ def test_two_then_five_overlapping_runners_append_once_per_slot(jobs: Jobs, tmp_
         assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
         lines = counter.read_text().splitlines()
         assert sorted(lines) == sorted([f"c{i}" for i in range(5)] * slots + ["once"])
+
+
+def test_a_command_that_finished_before_its_runner_was_killed_is_recorded_ok(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    """The runner dies after the command finished but before it recorded the run: the next tick
+    records the worker's saved result (`ok`, with its output), never `interrupted`, never a re-run."""
+    started, go, log = tmp_path / "started", tmp_path / "go", tmp_path / "steps.txt"
+    add_command(
+        jobs,
+        "Finisher",
+        f"echo start >> {log}; touch {started}; while [ ! -e {go} ]; do sleep 0.05; done; echo finished",
+    )
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"],
+        env={**jobs.env(), "FERMIX_NOW": iso(DUE)},
+        cwd=jobs.world.project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(started.exists, timeout=60)
+        [run] = jobs.runs("finisher")
+        result = jobs.world.fermix_home / "jobs" / "finisher" / run["id"] / "result.json"
+        runner.send_signal(signal.SIGSTOP)  # the runner cannot record anything from here on
+        go.touch()
+        wait_for(result.exists, timeout=60)  # the worker saved the command's result
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=30)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        runner.communicate()
+    assert jobs.runs("finisher")[0]["status"] == "running"
+    summary = jobs.tick(DUE)
+    assert summary["reconciled"] == [
+        {"run_id": run["id"], "job_id": "finisher", "status": "ok", "error_code": None, "recovered": True}
+    ]
+    [after] = jobs.runs("finisher")
+    assert (after["status"], after["error_code"]) == ("ok", None)
+    assert "finished" in after["final_response"]
+    assert jobs.job("finisher")["last_status"] == "ok"
+    assert jobs.tick(DUE)["status"] == "idle"
+    assert log.read_text() == "start\n"  # run once, never again
+
+
+def test_a_home_deleted_during_a_tick_fails_it_instead_of_reporting_the_run(
+    jobs: Jobs, tmp_path: Path
+) -> None:
+    started, go = tmp_path / "started", tmp_path / "go"
+    add_command(jobs, "Orphan", f"touch {started}; while [ ! -e {go} ]; do sleep 0.05; done; echo finished")
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"],
+        env={**jobs.env(), "FERMIX_NOW": iso(DUE)},
+        cwd=jobs.world.project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_for(started.exists, timeout=60)
+        shutil.rmtree(jobs.world.fermix_home)
+        go.touch()
+        out, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 1, (out, err)
+    assert '"status":"ok"' not in out
+    assert json.loads(err)["error"]["code"] == "home_vanished"
+    # No state or run output recreated in the deleted home's place (a log line may be).
+    assert not (jobs.world.fermix_home / "state.db").exists()
+    assert not (jobs.world.fermix_home / "jobs").exists()

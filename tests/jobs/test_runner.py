@@ -344,7 +344,9 @@ def test_sigkill_during_a_run_leaves_an_interrupted_run_that_is_never_rerun(jobs
     wait_for(lambda: not any(pid_alive(p) for p in workers), timeout=30)
     assert jobs.runs("victim")[0]["status"] == "running"
     summary = jobs.tick(DUE)
-    assert summary["reconciled"] == [{"run_id": run["id"], "job_id": "victim", "error_code": "interrupted"}]
+    assert summary["reconciled"] == [
+        {"run_id": run["id"], "job_id": "victim", "status": "error", "error_code": "interrupted"}
+    ]
     assert summary["runs"] == []
     [after] = jobs.runs("victim")
     assert (after["status"], after["error_code"]) == ("error", "interrupted")
@@ -355,6 +357,17 @@ def test_sigkill_during_a_run_leaves_an_interrupted_run_that_is_never_rerun(jobs
     writes = jobs.sql("SELECT count(*) FROM tool_calls WHERE tool = 'file_write'")[0][0]
     assert writes == 1
     assert (jobs.world.fermix_home / "workspace" / "side-effect.txt").read_text() == "once\n"
+    # Visible: `fermix jobs status`, `fermix jobs list` and `fermix doctor` name it and say what to do.
+    status = jobs.cli("jobs", "status", "--json")
+    interrupted = json.loads(status.stdout)["interrupted_runs"]
+    assert interrupted["count"] == 1 and interrupted["latest"][0]["run_id"] == run["id"]
+    assert "never re-run" in interrupted["advice"]
+    text = jobs.cli("jobs", "status").stdout
+    assert f"interrupted 1 job run(s) ended without a result; latest {run['id']} of victim" in text
+    assert f"Note: 1 job run(s) ended without a result; latest {run['id']}" in jobs.cli("jobs", "list").stdout
+    doctor = json.loads(jobs.cli("doctor", "--json").stdout)
+    [check] = [c for c in doctor["checks"] if c["name"] == "job runs"]
+    assert check["status"] == "warn" and run["id"] in check["detail"] and "run-now" in check["detail"]
 
 
 def test_sigterm_records_runs_in_flight_as_interrupted(jobs: Jobs) -> None:
