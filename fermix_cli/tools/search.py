@@ -24,8 +24,8 @@ CONTENT_LINE_CAP = 1000  # characters of one matched line shown; the rest is cut
 CONTENT_OUTPUT_CAP = 256 * 1024  # characters of matched text in one answer
 
 
-def _or_default(value: int | None, default: int) -> int:
-    return default if value is None else value
+def _clamp(value: int | None, default: int, lo: int, hi: int) -> int:
+    return default if value is None else max(lo, min(hi, value))
 
 
 def _search_root(ctx: ToolContext, raw: str | None, tool: str) -> str:
@@ -47,14 +47,13 @@ class GlobParams(Params):
         Field(max_length=4096, description="Directory to search from (default: the working directory)"),
     ] = None
     max_results: Annotated[
-        int | None,
-        Field(ge=1, le=1000, description="Upper bound on returned paths (default 200, at most 1000)"),
+        int | None, Field(le=2**31, description="Upper bound on returned paths (default 200, at most 1000)")
     ] = None
 
 
 def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
     rx = compile_glob(p.pattern)
-    limit = _or_default(p.max_results, 200)
+    limit = _clamp(p.max_results, 200, 1, 1000)
     root = _search_root(ctx, p.path, "glob_search")
     if not os.path.isdir(root):
         raise world_error("invalid_path", f"Search root is not a directory: {root}", {"path": root})
@@ -111,13 +110,11 @@ class ContentParams(Params):
     ] = None
     regex: Annotated[bool, Field(description="Interpret `pattern` as a regular expression")] = False
     max_results: Annotated[
-        int | None, Field(ge=1, le=1000, description="Upper bound on matches (default 200, at most 1000)")
+        int | None, Field(le=2**31, description="Upper bound on matches (default 200, at most 1000)")
     ] = None
     timeout_ms: Annotated[
         int | None,
-        Field(
-            ge=1, le=120_000, description="Search deadline in milliseconds (default 30000, at most 120000)"
-        ),
+        Field(le=2**31, description="Search deadline in milliseconds (default 30000, at most 120000)"),
     ] = None
 
 
@@ -125,8 +122,8 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     if p.pattern == "":
         raise ToolError("missing_pattern", "Missing required parameter: pattern", {})
     matcher = Matcher([p.pattern], regex=p.regex)
-    limit = _or_default(p.max_results, 200)
-    timeout_ms = _or_default(p.timeout_ms, 30_000)
+    limit = _clamp(p.max_results, 200, 1, 1000)
+    timeout_ms = _clamp(p.timeout_ms, 30_000, 1, 120_000)
     deadline = time.monotonic() + timeout_ms / 1000
     root = _search_root(ctx, p.path, "content_search")
     files: Iterator[tuple[str, int]]
