@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..core.fsops import atomic_write
 from ..core.paths import FermixPaths
 from .execute import RunOutcome
 
@@ -29,24 +30,9 @@ def result_path(paths: FermixPaths, job_id: str, run_id: str) -> Path:
 def save_result(paths: FermixPaths, job_id: str, run_id: str, outcome: RunOutcome) -> Path:
     """Write the outcome durably; a crash leaves either no file or the whole file."""
     target = result_path(paths, job_id, run_id)
-    paths.ensure_dir(target.parent)
-    tmp = target.with_name(f".{RESULT_FILE}.tmp-{os.getpid()}")
+    paths.ensure_dir(target.parent)  # private (0700): the file needs no mode of its own
     payload = json.dumps({"run_id": run_id, "outcome": outcome.to_dict()}, ensure_ascii=False, default=str)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    atomic_write(str(target), payload.encode("utf-8"))  # temp file, fsync, rename, fsync of the directory
     return target
 
 
