@@ -20,6 +20,15 @@ SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 LONG_RUN_ORIGINS = ("scheduled", "subagent")
 
 
+def prompt_cwd(ctx: ToolContext) -> str:
+    """The working directory the prompt names: where relative paths resolve, or a note that they do not."""
+    try:
+        return ctx.sandbox.turn_cwd()
+    except ToolError:
+        caller = ctx.cwd or ctx.launch_cwd
+        return f"{caller} (outside the sandbox roots: use absolute paths inside a root)"
+
+
 class AgentOptions(Record):
     provider: str | None = None
     model: str | None = None
@@ -111,9 +120,7 @@ class Agent:
         custom = self.options.system
         if custom is None:
             custom = ctx.config.fermix_core.agent.system_prompt
-        system = system_prompt(
-            custom, cwd=ctx.cwd or ctx.launch_cwd, now=ctx.now(), deferred=toolbox.deferred
-        )
+        system = system_prompt(custom, cwd=prompt_cwd(ctx), now=ctx.now(), deferred=toolbox.deferred)
         self.loop = AgentLoop(
             provider=self.provider,
             provider_name=self.choice.name,

@@ -251,12 +251,36 @@ class Sandbox(Record):
         return self.roots[0].path if self.roots else ws
 
     def turn_cwd(self) -> str:
-        """The directory relative paths are taken from: the request cwd if allowed, else the default."""
-        if self.request_cwd:
-            rc = _safe_canon(self.request_cwd)
-            if rc and self.decide(rc).allowed:
-                return rc
-        return self.default_working_dir()
+        """The directory relative paths are taken from: the caller's directory (the request cwd, else the
+        launch cwd) when it is allowed.
+
+        A caller's directory that is not allowed is refused rather than swapped for another: a relative
+        path typed in `/srv/project` must name a file there or nothing. Only an incidental directory (the
+        filesystem root, the home itself or one of its ancestors: where cron, services and login shells
+        start) falls back to the default working dir, as the reference's resolution order says.
+        """
+        caller = self.request_cwd or self.launch_cwd
+        rc = _safe_canon(caller)
+        if rc and self.decide(rc).allowed:
+            return rc
+        home = _safe_canon(self.home) or self.home
+        if rc is None or is_inside(home, rc):
+            return self.default_working_dir()
+        raise self.cwd_denial(rc)
+
+    def cwd_denial(self, cwd: str) -> ToolError:
+        """The refusal for a relative path (or a default directory) asked from a directory outside the roots."""
+        ws = str(self.paths.workspace)
+        why = self.decide(cwd).code or "outside_root"
+        return ToolError(
+            "outside_root",
+            f"The current directory {cwd} is outside the sandbox roots ({why}), so fermix will not resolve "
+            "relative paths or run commands from it, and never silently uses another directory instead. "
+            f"Use an absolute path inside a root, pass --cwd with a directory inside a root (the workspace is "
+            f"{ws}), or allow this directory: fermix grant path {cwd} (a model can call "
+            "request_directory_access). Run: fermix sandbox explain",
+            {"cwd": cwd, "reason": why, "roots": [r.path for r in self.roots]},
+        )
 
     def anchor(self, raw: object, *, reject_dotdot: bool = False) -> str:
         """Check the raw value, expand `~`, and make it absolute (not yet canonical)."""
