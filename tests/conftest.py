@@ -17,6 +17,21 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the package under test once, before any worker starts.
+
+    The black-box tests run `python -m fermix_cli` thousands of times from this checkout. With
+    PYTHONDONTWRITEBYTECODE set (as in many CI images) or a fresh clone, every one of those processes
+    would compile fermix_cli from source again: about 2-3x the CPU of a call from bytecode, as an
+    installed package runs. compileall writes the files whatever that variable says.
+    """
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
+        return
+    import compileall
+
+    compileall.compile_dir(REPO / "fermix_cli", quiet=1)
+
+
 @dataclass
 class Result:
     code: int
