@@ -17,7 +17,8 @@ import time
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, FERMIX_HOME=os.path.join(tmp, "home"))
+        # tmp is the (fake) home: run from there, a relative path means the fermix workspace.
+        env = dict(os.environ, HOME=tmp, FERMIX_HOME=os.path.join(tmp, "home"))
         fermix = [sys.executable, "-m", "fermix_cli"]
         subprocess.run(
             [*fermix, "tool", "file_write", "--json", '{"path":"b.txt","content":"a\\nb\\nc\\n"}'],

@@ -19,7 +19,8 @@ FERMIX=$WORK/venv/bin/fermix
 export HOME=$WORK/home FERMIX_HOME=$WORK/home/.fermix
 mkdir -p "$HOME"
 ARGS='{"path":"bench.txt"}'
-"$FERMIX" tool file_write --json '{"path":"bench.txt","content":"hello\nworld\n"}' >/dev/null
+# From the home a relative path means the fermix workspace (from the checkout it would be refused).
+(cd "$HOME" && "$FERMIX" tool file_write --json '{"path":"bench.txt","content":"hello\nworld\n"}' >/dev/null)
 
 # The pyz's first run extracts its packages into ~/.cache/fermix/pyz; time that once, apart.
 start=$(date +%s%N)

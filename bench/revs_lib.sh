@@ -8,6 +8,9 @@ BEFORE=${1:?usage: bench/compare_revs.sh BEFORE_REV [AFTER_REV] [hyperfine args.
 AFTER=${2:-HEAD}
 PY=$(python3 -c 'import sys; print(sys.executable)')
 WORK=$(mktemp -d)
+# Both revisions run from a (fake) home, where a relative path means the fermix workspace for either.
+export HOME=$WORK
+cd "$WORK"
 trap 'rm -rf "$WORK"' EXIT
 
 for side in before after; do

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Cold start of a machine call against bare Python and `import typer`, in one hyperfine run.
+# Cold start of a machine call, `--help` and `--version` against bare Python and `import typer`, in one
+# hyperfine run.
 # Usage: bench/startup.sh [hyperfine args...]   (needs hyperfine and an installed fermix)
 set -euo pipefail
 PY=$(python3 -c 'import sys; print(sys.executable)')
@@ -8,12 +9,16 @@ FERMIX=$(dirname "$PY")/fermix
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 export FERMIX_HOME="$WORK/home"
-"$FERMIX" tool file_write --json '{"path":"bench.txt","content":"hello\nworld\n"}' >/dev/null
+# Run from a (fake) home: from there a relative path means the fermix workspace, wherever this runs.
+export HOME="$WORK"
 cd "$WORK"
+"$FERMIX" tool file_write --json '{"path":"bench.txt","content":"hello\nworld\n"}' >/dev/null
 hyperfine --warmup 5 --runs "${RUNS:-40}" -N --export-json "$WORK/startup.json" "$@" \
   -n "python -c pass" "$PY -c pass" \
   -n "python -c 'import typer'" "$PY -c 'import typer'" \
-  -n "fermix tool file_read" "$FERMIX tool file_read --json '{\"path\":\"bench.txt\"}'"
+  -n "fermix tool file_read" "$FERMIX tool file_read --json '{\"path\":\"bench.txt\"}'" \
+  -n "fermix --help" "$FERMIX --help" \
+  -n "fermix --version" "$FERMIX --version"
 python3 - "$WORK/startup.json" <<'PY'
 import json, sys
 res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}

@@ -30,6 +30,11 @@ def _dispatch(args: list[str]) -> int:
 
             sys.stdout.write(f"fermix {__version__}\n")
             return 0
+        if rest in (["--help"], ["-h"]) and _help_width_is_default():  # the generated copy: no Typer
+            from .cli.roothelp import ROOT_HELP
+
+            sys.stdout.write(ROOT_HELP)
+            return 0
         if rest and rest[0] == "tool" and not (len(rest) > 1 and rest[1] in ("-h", "--help")):
             return main_tool(rest[1:], opts)
         if len(rest) > 1 and rest[0] == "jobs" and rest[1] in ("run", "worker"):
@@ -50,6 +55,20 @@ def _dispatch(args: list[str]) -> int:
     from .cli.app import run_app
 
     return run_app(args)
+
+
+def _help_width_is_default() -> bool:
+    """True when Click would lay help out at its 80-column maximum (so the generated copy is exact)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:  # as shutil.get_terminal_size decides, without importing shutil
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns >= 80
 
 
 if __name__ == "__main__":

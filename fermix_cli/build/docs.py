@@ -1,5 +1,5 @@
-"""Write (or check) every generated file: the catalog, completions/, man/ and docs/tools/ (derived from the
-registry and the command tree), and the async network transport (derived from the sync one).
+"""Write (or check) every generated file: the catalog, completions/, man/, docs/tools/ and the root help
+(derived from the registry and the command tree), and the async network transport (derived from the sync one).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from ..core.registry import Registry
 from .discovery import discover
 from .discovery import render as render_catalog
 from .manpages import render_all
+from .roothelp import MODULE as ROOT_HELP_MODULE
+from .roothelp import render as render_root_help
 from .tooldocs import render_all as render_tool_docs
 from .unasync import generated as unasync_generated
 
@@ -33,6 +35,7 @@ def generated(repo: Path) -> dict[Path, str]:
     tool_docs = render_tool_docs((t.spec for t in model.tools), catalog.tool_modules)
     files.update({repo / "docs" / "tools" / name: text for name, text in tool_docs.items()})
     files.update(unasync_generated(repo))
+    files[repo / ROOT_HELP_MODULE] = render_root_help()
     return files
 
 

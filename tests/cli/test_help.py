@@ -48,6 +48,8 @@ HEAVY = ("typer", "click", "rich", "pydantic", "httpx", "zoneinfo")
     [
         (["--version"], "fermix "),
         (["tool", "list", "--json"], '"name"'),
+        (["--help"], "Usage: fermix [OPTIONS] COMMAND"),
+        (["--home", "/tmp/x", "-h"], "Commands:"),
     ],
 )
 def test_lines_to_print_load_no_heavy_module(world: Env, argv: list[str], expect: str) -> None:
@@ -77,3 +79,23 @@ def test_an_unknown_flag_names_the_tool_to_ask_for_help(world: Env) -> None:
     r = world.run("tool", "file_read", "--bogus", "1")
     assert r.code == 2
     assert r.error()["message"] == "unknown flag --bogus. Run: fermix tool file_read --help"
+
+
+def test_root_help_is_the_typer_help_on_both_paths(
+    world: Env, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The generated copy equals what Typer prints at 80 columns; a narrower terminal gets live Typer help."""
+    from fermix_cli.__main__ import main
+    from fermix_cli.cli.roothelp import ROOT_HELP
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert run_app(["--help"]) == 0
+    assert capsys.readouterr().out == ROOT_HELP
+    assert main(["--help"]) == 0
+    assert capsys.readouterr().out == ROOT_HELP
+
+    env = {**world.env, "COLUMNS": "60"}
+    result, loaded = world.imports_of(["--help"], ["typer"], env=env)
+    assert result.code == 0, result.stderr
+    assert loaded == ["typer"]
+    assert max(len(line) for line in result.stdout.splitlines()) <= 60
