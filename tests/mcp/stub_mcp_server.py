@@ -6,13 +6,13 @@ import os
 import sys
 import time
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-server = FastMCP("stub")
+server = MCPServer("stub")
 
 
-@server.tool(annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False))
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
 def add(a: int, b: int) -> dict[str, int]:
     """Add two integers and return their sum."""
     return {"sum": a + b}
@@ -28,7 +28,7 @@ def echo(text: str) -> str:
 def fail() -> CallToolResult:
     """Always report an error."""
     return CallToolResult(
-        content=[TextContent(type="text", text="boom: the stub failed on purpose")], isError=True
+        content=[TextContent(type="text", text="boom: the stub failed on purpose")], is_error=True
     )
 
 
