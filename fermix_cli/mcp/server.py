@@ -11,7 +11,8 @@ token set, which kills a running shell command's process group.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
@@ -164,10 +165,55 @@ def build_server(
     )
 
 
+class StdinLines:
+    """The protocol's input lines, read from a private copy of fd 0 without a blocking worker thread.
+
+    The SDK reads stdin in a worker thread that nothing can interrupt, so a signal could never end a
+    server whose client keeps the pipe open. This reader waits on the descriptor in the event loop, so
+    cancelling the server cancels the read. fd 0 itself is pointed at /dev/null meanwhile: a handler or
+    child reading stdin gets end of file, never the client's messages.
+    """
+
+    def __init__(self) -> None:
+        self._fd = os.dup(0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.set_blocking(self._fd, False)
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        import anyio
+
+        pending = b""
+        while True:
+            await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                yield line.decode("utf-8", "replace")
+        if pending.strip():
+            yield pending.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.dup2(self._fd, 0)
+            os.set_blocking(0, True)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
 def serve_stdio(registry: Registry, make_context: ContextFactory, allow: Iterable[str] = ()) -> None:
     """Serve over this process's stdin and stdout until the client closes the pipe or a signal arrives.
 
-    SIGTERM, SIGINT and SIGHUP end the server like end-of-file on stdin: running calls are cancelled,
+    SIGTERM, SIGINT and SIGHUP end the server like end of file on stdin: running calls are cancelled,
     their process groups killed, and this returns once their threads have finished (5 s at most).
     """
     import signal
@@ -177,6 +223,7 @@ def serve_stdio(registry: Registry, make_context: ContextFactory, allow: Iterabl
 
     calls = InFlight()
     server = build_server(registry, make_context, allow, calls)
+    stdin = StdinLines()
 
     async def run() -> None:
         async with anyio.create_task_group() as tg:
@@ -189,7 +236,7 @@ def serve_stdio(registry: Registry, make_context: ContextFactory, allow: Iterabl
                         return
 
             tg.start_soon(stop_on_signal)
-            async with stdio_server() as (read, write):
+            async with stdio_server(stdin=stdin) as (read, write):  # type: ignore[arg-type]
                 await server.run(read, write, server.create_initialization_options())
             tg.cancel_scope.cancel()  # end of input: stop listening for signals
 
@@ -197,6 +244,7 @@ def serve_stdio(registry: Registry, make_context: ContextFactory, allow: Iterabl
         anyio.run(run)
     finally:
         calls.stop_all("the MCP server is stopping")
+        stdin.close()
 
 
 def served_tools(registry: Registry, make_context: ContextFactory, allow: Iterable[str] = ()) -> list[str]:
