@@ -141,9 +141,7 @@ def test_client_cancel_kills_the_calls_process_group(world: Env, tool: str) -> N
     args = sleeper(pidfile)
     if tool == "bash":  # bash: seconds, an intent, and no shell expansion unless configured
         world.fermix_home.mkdir(mode=0o700, exist_ok=True)
-        (world.fermix_home / "config.toml").write_text(
-            "[capabilities.tools.bash]\nshell_expansion = true\n"
-        )
+        (world.fermix_home / "config.toml").write_text("[capabilities.tools.bash]\nshell_expansion = true\n")
         args = {"command": args["command"], "intent": "wait for the test", "timeout": 300}
 
     async def main() -> tuple[int, int, Outcome, Any]:
@@ -202,6 +200,7 @@ def test_sigterm_ends_the_server_and_kills_running_commands(
 
     leader, server, call, took = run(main)
     assert took < GONE_WITHIN_S
+    assert not group_alive(leader) and not alive(server)
     assert call.result is None and call.error is not None  # the connection ended before an answer
     assert killed_by_client == []  # the server exited by itself
     assert ("shell", 0, "cancelled") in calls_recorded(world)

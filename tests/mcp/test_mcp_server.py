@@ -178,7 +178,9 @@ def test_exec_tool_needs_allow_and_runs_unattended(world: Env, standins: Registr
         return names, await s.call_tool("run_shell", {"text": "hi"})
 
     names, r = with_session(standins, world.context, [], body)
-    assert "run_shell" not in names and r.is_error and r.structured_content["error"]["code"] == "policy_denied"
+    assert (
+        "run_shell" not in names and r.is_error and r.structured_content["error"]["code"] == "policy_denied"
+    )
     names, r = with_session(standins, world.context, ["run_shell"], body)
     assert "run_shell" in names and r.is_error is False
     assert r.structured_content == {"echo": "hi", "origin": "mcp", "attended": False}
