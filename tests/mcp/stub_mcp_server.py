@@ -1,4 +1,4 @@
-"""A small MCP server for the client tests: `python stub_mcp_server.py [stdio|http PORT|crash]`."""
+"""A small MCP server for the client tests: `python stub_mcp_server.py [stdio|http PORT|sse PORT|crash]`."""
 
 from __future__ import annotations
 
@@ -61,11 +61,10 @@ if __name__ == "__main__":
     print(f"stub MCP server starting ({mode})", file=sys.stderr, flush=True)
     if mode == "crash":
         sys.exit(3)
-    if mode == "http":
+    if mode in ("http", "sse"):
         import uvicorn
 
-        uvicorn.run(
-            server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning"
-        )
+        app = server.streamable_http_app() if mode == "http" else server.sse_app()
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     else:
         server.run("stdio")
