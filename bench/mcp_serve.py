@@ -107,7 +107,9 @@ def cancel_latency(cancels: int) -> None:
             return out
 
         latencies = anyio.run(main)
-    print(f"  cancel -> process group gone, median of {cancels}: {statistics.median(latencies) * 1000:.0f} ms")
+    print(
+        f"  cancel -> process group gone, median of {cancels}: {statistics.median(latencies) * 1000:.0f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -236,3 +236,24 @@ def test_allow_unknown_tool_is_a_usage_error(world: Env) -> None:
     r = world.run("mcp", "serve", "--allow", "no_such_tool")
     assert r.code == 2
     assert r.error()["code"] == "usage" and "no_such_tool" in r.error()["message"]
+
+
+def test_real_stdio_server_with_the_sdks_high_level_client(world: Env) -> None:
+    # `mcp.Client` probes server/discover first (the 2026-07-28 era) and falls back to initialize.
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "fermix_cli", "mcp", "serve"],
+        env=world.env,
+        cwd=str(world.project),
+    )
+    (world.project / "seen.txt").write_text("seen\n")
+
+    async def main() -> tuple[str, Any]:
+        async with Client(params) as client:
+            return client.protocol_version, await client.call_tool("file_read", {"path": "seen.txt"})
+
+    version, r = anyio.run(main)
+    assert version == "2026-07-28", version  # the modern era, no initialize handshake
+    assert r.is_error is False and r.structured_content["content"].startswith("seen")
