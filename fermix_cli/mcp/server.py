@@ -79,10 +79,6 @@ class InFlight:
             with self._lock:
                 self._calls.pop(token, None)
 
-    def running(self) -> int:
-        with self._lock:
-            return len(self._calls)
-
     def stop_all(self, reason: str, timeout: float = 5.0) -> None:
         """Cancel every running call and wait (up to `timeout` s in all) for their threads to finish."""
         import time
