@@ -13,6 +13,7 @@ from .records import Record, field
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from .cancel import CancelToken
     from .config import Config
     from .homecheck import HomeIdentity
     from .net.httpclient import GuardedClient
@@ -76,6 +77,8 @@ class ToolContext(Record):
     extras: dict[str, Any] = field(default_factory=dict)
     # Builds HTTP clients (default: `net.client.guarded_client`); tests wrap it, e.g. to shorten timeouts.
     http_factory: Callable[..., GuardedClient] | None = field(default=None, repr=False)
+    # Set by a caller that gives up on the call (an MCP client's cancel); long-running work watches it.
+    cancel: CancelToken | None = field(default=None, repr=False)
     _config: Config | None = field(default=None, repr=False)
     _sandbox: Sandbox | None = field(default=None, repr=False)
     _state: StateDB | None = field(default=None, repr=False)

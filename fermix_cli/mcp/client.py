@@ -49,10 +49,10 @@ def _hints(annotations: Any) -> Hints:
     if annotations is None:
         return Hints(open_world=True)
     return Hints(
-        read_only=bool(annotations.readOnlyHint),
-        destructive=bool(annotations.destructiveHint) if annotations.readOnlyHint is not True else False,
-        idempotent=bool(annotations.idempotentHint),
-        open_world=annotations.openWorldHint is not False,
+        read_only=bool(annotations.read_only_hint),
+        destructive=bool(annotations.destructive_hint) if annotations.read_only_hint is not True else False,
+        idempotent=bool(annotations.idempotent_hint),
+        open_world=annotations.open_world_hint is not False,
     )
 
 
@@ -68,8 +68,8 @@ def result_payload(result: Any) -> dict[str, Any]:
     blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
     text = "\n".join(b.text for b in result.content if getattr(b, "type", "") == "text")
     out: dict[str, Any] = {"text": text, "content": blocks}
-    if result.structuredContent is not None:
-        out["structured_content"] = result.structuredContent
+    if result.structured_content is not None:
+        out["structured_content"] = result.structured_content
     return out
 
 
@@ -92,7 +92,7 @@ def _handler(name: str, server: str, remote: str, schema: dict[str, Any], conn: 
         except Exception as e:
             raise _call_error(server, remote, e) from None
         payload = result_payload(result)
-        if result.isError:
+        if result.is_error:
             raise ToolError(
                 "mcp_tool_error",
                 payload["text"] or f"{remote} on MCP server {server} reported an error",
@@ -121,13 +121,14 @@ def _validate(name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> N
 
 
 def _call_error(server: str, remote: str, e: BaseException) -> ToolError:
-    from mcp.shared.exceptions import McpError
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import REQUEST_TIMEOUT
 
     if isinstance(e, ToolError):
         return e
-    if isinstance(e, McpError):
-        code = getattr(e.error, "code", None)
-        if code == 408:
+    if isinstance(e, MCPError):
+        code = e.code
+        if code == REQUEST_TIMEOUT:
             return ToolError(
                 "timeout",
                 f"{remote} on MCP server {server} did not answer in time",
@@ -135,7 +136,7 @@ def _call_error(server: str, remote: str, e: BaseException) -> ToolError:
             )
         return ToolError(
             "mcp_error",
-            f"MCP server {server}: {e.error.message}",
+            f"MCP server {server}: {e.message}",
             {"server": server, "tool": remote, "code": code},
         )
     return unavailable(server, describe_error(e))
@@ -159,7 +160,7 @@ def specs_for(conn: Connection) -> list[ToolSpec]:
                 "MCP server %s: tool %r skipped, its fermix name would be too long", conn.name, tool.name
             )
             continue
-        schema = _schema(tool.inputSchema)
+        schema = _schema(tool.input_schema)
         title = getattr(tool.annotations, "title", None) or tool.title
         description = (tool.description or title or f"{tool.name} (MCP server {conn.name})").strip()
         out.append(

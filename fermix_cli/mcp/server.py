@@ -4,12 +4,15 @@ Every call gets its own `origin="mcp"` context (model-driven, not attended), nar
 tools, so the policy layer refuses anything else exactly as it would for any other caller. Its toolset
 is the built-ins alone: fermix does not pass other MCP servers' tools on (nor start them, which could be
 this very server). Tool calls run in a worker thread; each builds and closes its own context, so no
-SQLite handle crosses threads.
+SQLite handle crosses threads. A cancelled call (client cancel, end of input, SIGTERM) has its cancel
+token set, which kills a running shell command's process group.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
@@ -20,6 +23,7 @@ from .exposure import listing, served_names
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
 
+    from ..core.cancel import CancelToken
     from ..core.context import ToolContext
     from ..core.registry import Registry
 
@@ -34,7 +38,9 @@ INSTRUCTIONS = (
 ContextFactory = Callable[[], "ToolContext"]
 
 
-def mcp_context(base: ToolContext, served: frozenset[str], registry: Registry) -> ToolContext:
+def mcp_context(
+    base: ToolContext, served: frozenset[str], registry: Registry, cancel: CancelToken | None = None
+) -> ToolContext:
     """A model-driven MCP context: origin mcp, not attended, narrowed to the served tools."""
     from ..core.toolsets import RegistryToolset
 
@@ -45,14 +51,64 @@ def mcp_context(base: ToolContext, served: frozenset[str], registry: Registry) -
         record_calls=True,
         toolsets=RegistryToolset(registry),
         extras={**base.extras, "registry": registry},
+        cancel=cancel,
     )
 
 
-def build_server(registry: Registry, make_context: ContextFactory, allow: Iterable[str] = ()) -> Server:
-    """An MCP server over `registry`. `make_context` returns a fresh base context per call."""
+class InFlight:
+    """The calls running in worker threads, each with its cancel token, so a shutdown can stop them all."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._calls: dict[CancelToken, threading.Event] = {}
+
+    @contextlib.contextmanager
+    def track(self, token: CancelToken) -> Iterator[None]:
+        """Count the call as running until the block (in its worker thread) ends."""
+        import threading
+
+        done = threading.Event()
+        with self._lock:
+            self._calls[token] = done
+        try:
+            yield
+        finally:
+            done.set()
+            with self._lock:
+                self._calls.pop(token, None)
+
+    def stop_all(self, reason: str, timeout: float = 5.0) -> None:
+        """Cancel every running call and wait (up to `timeout` s in all) for their threads to finish."""
+        import time
+
+        with self._lock:
+            calls = list(self._calls.items())
+        for token, _done in calls:
+            token.cancel(reason)
+        deadline = time.monotonic() + timeout
+        for _token, done in calls:
+            done.wait(max(0.0, deadline - time.monotonic()))
+
+
+def build_server(
+    registry: Registry,
+    make_context: ContextFactory,
+    allow: Iterable[str] = (),
+    inflight: InFlight | None = None,
+) -> Server:
+    """An MCP server over `registry`. `make_context` returns a fresh base context per call.
+
+    A call runs in a worker thread with a cancel token on its context. When the call is cancelled (the
+    client sent `notifications/cancelled`, or the connection ended or the server is stopping, which
+    cancels every running handler) the token is set, so the shell runner kills the call's process group.
+    """
     import anyio
     import mcp.types as types
     from mcp.server.lowlevel import Server
+
+    from ..core.cancel import CancelToken
 
     served = served_names(registry, allow)
     probe = mcp_context(make_context(), served, registry)
@@ -61,53 +117,130 @@ def build_server(registry: Registry, make_context: ContextFactory, allow: Iterab
     finally:
         probe.close()
     tools = [types.Tool.model_validate(listing(s)) for s in specs]
+    calls = inflight if inflight is not None else InFlight()
 
-    server: Server = Server("fermix", version=__version__, instructions=INSTRUCTIONS)
+    async def list_tools(_ctx: Any, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
 
-    @server.list_tools()
-    async def _list_tools() -> list[types.Tool]:
-        return tools
-
-    def call_sync(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        ctx = mcp_context(make_context(), served, registry)
-        try:
-            ok, text, payload = registry.invoke_for_model(name, arguments or {}, ctx)
-        finally:
-            ctx.close()
+    def call_sync(name: str, arguments: dict[str, Any], token: CancelToken) -> types.CallToolResult:
+        with calls.track(token):
+            ctx = mcp_context(make_context(), served, registry, token)
+            try:
+                ok, text, payload = registry.invoke_for_model(name, arguments, ctx)
+            except Exception as e:  # a bug in a tool: the client gets an error result, the log the trace
+                log.exception("MCP call of %s failed", name)
+                err = ToolError("internal_error", f"{name} failed: {type(e).__name__}", {"tool": name})
+                ok, text, payload = False, err.model_text(), err.to_dict()
+            finally:
+                ctx.close()
         structured = payload if ok else {"error": payload}
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
-            structuredContent=structured if isinstance(structured, dict) else None,
-            isError=not ok,
+            structured_content=structured if isinstance(structured, dict) else None,
+            is_error=not ok,
         )
 
-    # fermix validates strictly itself (its messages say how to recover), so the SDK's check is off.
-    @server.call_tool(validate_input=False)
-    async def _call_tool(name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
-        if not isinstance(arguments, dict | None):
-            err = ToolError("invalid_input", "arguments must be a JSON object", {"tool": name})
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=err.model_text())],
-                structuredContent={"error": err.to_dict()},
-                isError=True,
+    # fermix validates arguments strictly itself (its messages say how to recover); the SDK does not.
+    async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        token = CancelToken()
+        try:
+            # Abandoned on cancel: the handler returns at once and the token stops the thread's work.
+            return await anyio.to_thread.run_sync(
+                call_sync, params.name, dict(params.arguments or {}), token, abandon_on_cancel=True
             )
-        return await anyio.to_thread.run_sync(call_sync, name, arguments)
+        except anyio.get_cancelled_exc_class():
+            token.cancel("the MCP client cancelled the call, or the server is stopping")
+            raise
 
-    return server
+    return Server(
+        "fermix",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+class StdinLines:
+    """The protocol's input lines, read from a private copy of fd 0 without a blocking worker thread.
+
+    The SDK reads stdin in a worker thread that nothing can interrupt, so a signal could never end a
+    server whose client keeps the pipe open. This reader waits on the descriptor in the event loop, so
+    cancelling the server cancels the read. fd 0 itself is pointed at /dev/null meanwhile: a handler or
+    child reading stdin gets end of file, never the client's messages.
+    """
+
+    def __init__(self) -> None:
+        self._fd = os.dup(0)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.set_blocking(self._fd, False)
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        import anyio
+
+        pending = b""
+        while True:
+            await anyio.wait_readable(self._fd)
+            try:
+                chunk = os.read(self._fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                yield line.decode("utf-8", "replace")
+        if pending.strip():
+            yield pending.decode("utf-8", "replace")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.dup2(self._fd, 0)
+            os.set_blocking(0, True)
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
 
 
 def serve_stdio(registry: Registry, make_context: ContextFactory, allow: Iterable[str] = ()) -> None:
-    """Serve over this process's stdin and stdout until the client closes the pipe."""
+    """Serve over this process's stdin and stdout until the client closes the pipe or a signal arrives.
+
+    SIGTERM, SIGINT and SIGHUP end the server like end of file on stdin: running calls are cancelled,
+    their process groups killed, and this returns once their threads have finished (5 s at most).
+    """
+    import signal
+
     import anyio
     from mcp.server.stdio import stdio_server
 
-    server = build_server(registry, make_context, allow)
+    calls = InFlight()
+    server = build_server(registry, make_context, allow, calls)
+    stdin = StdinLines()
 
     async def run() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+        async with anyio.create_task_group() as tg:
 
-    anyio.run(run)
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                    async for signum in signals:
+                        log.info("MCP server: %s, stopping", signal.Signals(signum).name)
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(stop_on_signal)
+            async with stdio_server(stdin=stdin) as (read, write):  # type: ignore[arg-type]
+                await server.run(read, write, server.create_initialization_options())
+            tg.cancel_scope.cancel()  # end of input: stop listening for signals
+
+    try:
+        anyio.run(run)
+    finally:
+        calls.stop_all("the MCP server is stopping")
+        stdin.close()
 
 
 def served_tools(registry: Registry, make_context: ContextFactory, allow: Iterable[str] = ()) -> list[str]:

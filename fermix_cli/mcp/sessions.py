@@ -39,12 +39,10 @@ class Connection(Record):
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     def call(self, remote: str, arguments: dict[str, Any]) -> Any:
-        from datetime import timedelta
+        """Call `remote`; past call_timeout_ms the SDK gives up and tells the server to cancel the call."""
+        return self.portal.call(self._call, remote, arguments, self.config.call_timeout_ms / 1000)
 
-        timeout = timedelta(milliseconds=self.config.call_timeout_ms)
-        return self.portal.call(self._call, remote, arguments, timeout)
-
-    async def _call(self, remote: str, arguments: dict[str, Any], timeout: Any) -> Any:
+    async def _call(self, remote: str, arguments: dict[str, Any], timeout: float) -> Any:
         return await self.session.call_tool(remote, arguments, read_timeout_seconds=timeout)
 
     def close(self) -> None:
@@ -148,6 +146,7 @@ def _start(
 ) -> Connection:
     import anyio
     from mcp import ClientSession
+    from mcp.types import PaginatedRequestParams
 
     if config.url is not None:
         _preflight(name, config.url, allowed_hosts)
@@ -166,9 +165,9 @@ def _start(
                 tools: list[Any] = []
                 cursor: str | None = None
                 while True:
-                    page = await session.list_tools(cursor=cursor)
+                    page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
                     tools += page.tools
-                    cursor = page.nextCursor
+                    cursor = page.next_cursor
                     if not cursor:
                         return tools
 
@@ -242,24 +241,23 @@ async def _stdio(name: str, config: McpServerConfig, paths: FermixPaths) -> Any:
 @contextlib.asynccontextmanager
 async def _http(config: McpServerConfig, allowed_hosts: list[str]) -> Any:
     """A URL server, over the network guard: its host must be public or in allowed_private_hosts."""
-    from ..core.net.guarded import guarded_async_client
-
-    def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
-        return guarded_async_client(
-            allowed_private_hosts=allowed_hosts, headers=headers, timeout=timeout, auth=auth
-        )
+    from .http import guarded_httpx2_client
 
     if config.transport == "sse":
         from mcp.client.sse import sse_client
+
+        def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
+            return guarded_httpx2_client(allowed_hosts, headers=headers, timeout=timeout, auth=auth)
 
         async with sse_client(
             config.url or "", headers=dict(config.headers), httpx_client_factory=factory
         ) as s:
             yield s
     else:
-        from mcp.client.streamable_http import streamablehttp_client
+        from mcp.client.streamable_http import streamable_http_client
 
-        async with streamablehttp_client(
-            config.url or "", headers=dict(config.headers), httpx_client_factory=factory
-        ) as s:
+        async with (
+            guarded_httpx2_client(allowed_hosts, headers=dict(config.headers)) as client,
+            streamable_http_client(config.url or "", http_client=client) as s,
+        ):
             yield s

@@ -30,6 +30,7 @@ _COMMON_FAILURES = (
     FailureMode("sandbox_hardline", "the command matches the hardline blocklist; nothing ran"),
     FailureMode("exit_nonzero", "the command exited non-zero; exit code and output are in details"),
     FailureMode("timeout", "the command ran past its timeout; its whole process group was killed"),
+    FailureMode("cancelled", "the caller cancelled the call (an MCP client); its process group was killed"),
     FailureMode("invalid_command", "the command is empty or blank"),
     FailureMode("outside_root", "the working directory is outside the sandbox roots"),
     FailureMode("missing_working_dir", "the working directory does not exist"),

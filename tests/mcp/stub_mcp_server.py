@@ -1,4 +1,4 @@
-"""A small MCP server for the client tests: `python stub_mcp_server.py [stdio|http PORT|crash]`."""
+"""A small MCP server for the client tests: `python stub_mcp_server.py [stdio|http PORT|sse PORT|crash]`."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import os
 import sys
 import time
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
-server = FastMCP("stub")
+server = MCPServer("stub")
 
 
-@server.tool(annotations=ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False))
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
 def add(a: int, b: int) -> dict[str, int]:
     """Add two integers and return their sum."""
     return {"sum": a + b}
@@ -28,7 +28,7 @@ def echo(text: str) -> str:
 def fail() -> CallToolResult:
     """Always report an error."""
     return CallToolResult(
-        content=[TextContent(type="text", text="boom: the stub failed on purpose")], isError=True
+        content=[TextContent(type="text", text="boom: the stub failed on purpose")], is_error=True
     )
 
 
@@ -61,11 +61,10 @@ if __name__ == "__main__":
     print(f"stub MCP server starting ({mode})", file=sys.stderr, flush=True)
     if mode == "crash":
         sys.exit(3)
-    if mode == "http":
+    if mode in ("http", "sse"):
         import uvicorn
 
-        uvicorn.run(
-            server.streamable_http_app(), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning"
-        )
+        app = server.streamable_http_app() if mode == "http" else server.sse_app()
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     else:
         server.run("stdio")

@@ -326,11 +326,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def http_server() -> Iterator[str]:
+def _start_stub(mode: str) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, str(STUB), "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [sys.executable, str(STUB), mode, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -340,10 +339,23 @@ def http_server() -> Iterator[str]:
         time.sleep(0.1)
     else:
         proc.kill()
-        pytest.fail("the stub HTTP server did not start")
-    yield f"http://127.0.0.1:{port}/mcp"
+        pytest.fail(f"the stub {mode} server did not start")
+    yield f"http://127.0.0.1:{port}/{'mcp' if mode == 'http' else 'sse'}"
     proc.terminate()
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[str]:
+    yield from _start_stub("http")
+
+
+@pytest.fixture(scope="module")
+def sse_server() -> Iterator[str]:
+    yield from _start_stub("sse")
+
+
+ALLOW_LOCAL = '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n'
 
 
 def test_url_server_needs_its_host_allowed(world: Env, http_server: str) -> None:
@@ -351,14 +363,35 @@ def test_url_server_needs_its_host_allowed(world: Env, http_server: str) -> None
     r = world.tool("mcp_web_add", {"a": 1, "b": 1})
     assert r.code == 3 and r.error()["code"] == "blocked_url"
     assert "allowed_private_hosts" in r.error()["message"] and r.error()["details"]["server"] == "web"
-    configure(
-        world,
-        {"web": {"url": http_server}},
-        extra='[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n',
-    )
+    configure(world, {"web": {"url": http_server}}, extra=ALLOW_LOCAL)
     r = world.tool("mcp_web_add", {"a": 20, "b": 22})
     assert r.code == 0, r.stderr
     assert r.json()["structured_content"] == {"sum": 42}
+
+
+def test_sse_server_through_the_guard(world: Env, sse_server: str) -> None:
+    configure(world, {"old": {"url": sse_server, "transport": "sse"}}, extra=ALLOW_LOCAL)
+    r = world.tool("mcp_old_add", {"a": 40, "b": 2})
+    assert r.code == 0, r.stderr
+    assert r.json()["structured_content"] == {"sum": 42}
+
+
+def test_the_sdk_client_judges_every_request_through_the_guard() -> None:
+    # Past the up-front host check: the httpx2 client the SDK gets refuses a private host by itself.
+    import anyio
+
+    from fermix_cli.mcp.http import guarded_httpx2_client
+
+    async def get(allowed: list[str]) -> Any:
+        async with guarded_httpx2_client(allowed) as client:
+            return await client.get("http://127.0.0.1:9/")
+
+    with pytest.raises(ToolError) as e:
+        anyio.run(get, [])
+    assert e.value.code == "blocked_url"
+    with pytest.raises(ToolError) as e:
+        anyio.run(get, ["127.0.0.1"])  # allowed, and nothing listens on the discard port
+    assert e.value.code in ("connect_failed", "network")
 
 
 # ----- a model run: MCP tools deferred behind tool_search / tool_describe / tool_call ----------------

@@ -26,12 +26,12 @@ def with_session(
     allow: list[str],
     body: Callable[[Session], Awaitable[Any]],
 ) -> Any:
-    from mcp.shared.memory import create_connected_server_and_client_session
+    from mcp.client import Client
 
     async def main() -> Any:
         server = build_server(registry, make_context, allow)
-        async with create_connected_server_and_client_session(server) as session:
-            return await body(session)
+        async with Client(server) as client:
+            return await body(client)
 
     return anyio.run(main)
 
@@ -60,10 +60,10 @@ def test_lists_registry_tools_with_schemas_and_hints(world: Env) -> None:
     assert "file_write" not in tools and "file_edit" not in tools  # file-writing: off by default
     for name, tool in tools.items():
         spec = reg.get(name)
-        assert tool.inputSchema == spec.input_schema()
+        assert tool.input_schema == spec.input_schema()
         assert tool.description.startswith(spec.description)
-        assert tool.annotations.readOnlyHint is spec.hints.read_only
-        assert tool.annotations.openWorldHint is spec.hints.open_world
+        assert tool.annotations.read_only_hint is spec.hints.read_only
+        assert tool.annotations.open_world_hint is spec.hints.open_world
         assert tool.meta == {"fermix/policy_class": spec.policy_class, "fermix/category": spec.category}
 
 
@@ -71,7 +71,7 @@ def test_allow_turns_file_writing_tools_on(world: Env) -> None:
     tools = listed(world, ["file_write"])
     assert "file_write" in tools and "file_edit" not in tools
     ann = tools["file_write"].annotations
-    assert ann.readOnlyHint is False and ann.destructiveHint is True and ann.idempotentHint is True
+    assert ann.read_only_hint is False and ann.destructive_hint is True and ann.idempotent_hint is True
 
 
 def test_guest_sees_only_what_a_guest_may_run(world: Env) -> None:
@@ -87,9 +87,9 @@ def test_guest_sees_only_what_a_guest_may_run(world: Env) -> None:
 def test_call_goes_through_registry_invoke(world: Env) -> None:
     (world.project / "notes.txt").write_text("one\ntwo\n")  # relative paths start at the launch cwd
     r = call(world, "file_read", {"path": "notes.txt", "offset": 2})
-    assert r.isError is False
+    assert r.is_error is False
     direct = default_registry().invoke("file_read", {"path": "notes.txt", "offset": 2}, world.context())
-    assert r.structuredContent == direct
+    assert r.structured_content == direct
     assert r.content[0].text == default_registry().get("file_read").render_for_model(direct)
 
 
@@ -102,12 +102,12 @@ def test_calls_are_recorded_as_model_driven_mcp_calls(world: Env) -> None:
 
 def test_file_write_refused_unless_allowed(world: Env) -> None:
     r = call(world, "file_write", {"path": "x.txt", "content": "x"})
-    assert r.isError is True
-    assert r.structuredContent["error"]["code"] == "policy_denied"
+    assert r.is_error is True
+    assert r.structured_content["error"]["code"] == "policy_denied"
     assert r.content[0].text.startswith("policy_denied: ")
     assert not (world.project / "x.txt").exists()
     r = call(world, "file_write", {"path": "x.txt", "content": "x"}, ["file_write"])
-    assert r.isError is False
+    assert r.is_error is False
     assert (world.project / "x.txt").read_text() == "x"
 
 
@@ -123,8 +123,8 @@ def test_file_write_refused_unless_allowed(world: Env) -> None:
 )
 def test_errors_come_back_as_tool_errors(world: Env, name: str, args: dict[str, Any], code: str) -> None:
     r = call(world, name, args)
-    assert r.isError is True
-    assert r.structuredContent["error"]["code"] == code
+    assert r.is_error is True
+    assert r.structured_content["error"]["code"] == code
     assert r.content[0].text.startswith(f"{code}: ")
 
 
@@ -178,10 +178,12 @@ def test_exec_tool_needs_allow_and_runs_unattended(world: Env, standins: Registr
         return names, await s.call_tool("run_shell", {"text": "hi"})
 
     names, r = with_session(standins, world.context, [], body)
-    assert "run_shell" not in names and r.isError and r.structuredContent["error"]["code"] == "policy_denied"
+    assert (
+        "run_shell" not in names and r.is_error and r.structured_content["error"]["code"] == "policy_denied"
+    )
     names, r = with_session(standins, world.context, ["run_shell"], body)
-    assert "run_shell" in names and r.isError is False
-    assert r.structuredContent == {"echo": "hi", "origin": "mcp", "attended": False}
+    assert "run_shell" in names and r.is_error is False
+    assert r.structured_content == {"echo": "hi", "origin": "mcp", "attended": False}
 
 
 # ----- the real command over stdio ---------------------------------------------------------------
@@ -201,7 +203,7 @@ def stdio_session(world: Env, *serve_args: str, body: Callable[[Session], Awaita
     async def main() -> Any:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             info = await session.initialize()
-            assert info.serverInfo.name == "fermix"
+            assert info.server_info.name == "fermix"
             return await body(session)
 
     return anyio.run(main)
@@ -216,9 +218,9 @@ def test_real_stdio_server(world: Env) -> None:
 
     names, wrote, read = stdio_session(world, "--allow", "file_write", body=body)
     assert "file_write" in names and "file_edit" not in names
-    assert wrote.isError is False, wrote.content
+    assert wrote.is_error is False, wrote.content
     assert (world.project / "from-mcp.txt").read_text() == "hello\n"
-    assert read.structuredContent["content"].startswith("hello")
+    assert read.structured_content["content"].startswith("hello")
 
 
 def test_serve_list_honours_global_trust(world: Env) -> None:
@@ -234,3 +236,24 @@ def test_allow_unknown_tool_is_a_usage_error(world: Env) -> None:
     r = world.run("mcp", "serve", "--allow", "no_such_tool")
     assert r.code == 2
     assert r.error()["code"] == "usage" and "no_such_tool" in r.error()["message"]
+
+
+def test_real_stdio_server_with_the_sdks_high_level_client(world: Env) -> None:
+    # `mcp.Client` probes server/discover first (the 2026-07-28 era) and falls back to initialize.
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "fermix_cli", "mcp", "serve"],
+        env=world.env,
+        cwd=str(world.project),
+    )
+    (world.project / "seen.txt").write_text("seen\n")
+
+    async def main() -> tuple[str, Any]:
+        async with Client(params) as client:
+            return client.protocol_version, await client.call_tool("file_read", {"path": "seen.txt"})
+
+    version, r = anyio.run(main)
+    assert version == "2026-07-28", version  # the modern era, no initialize handshake
+    assert r.is_error is False and r.structured_content["content"].startswith("seen")

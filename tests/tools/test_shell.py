@@ -110,6 +110,27 @@ def test_timeout_kills_the_group(world: Env) -> None:
     assert _gone(pid)
 
 
+def test_cancel_token_stops_the_command_with_a_cancelled_error(invoke) -> None:
+    import threading
+
+    from fermix_cli.core.cancel import CancelToken
+    from fermix_cli.core.errors import ToolError
+
+    token = CancelToken()
+    timer = threading.Timer(0.3, token.cancel, ("the MCP client cancelled the call",))
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(ToolError) as e:
+            invoke("shell", {"command": "sleep 30 & echo $!; sleep 30", "timeout_ms": 60_000}, cancel=token)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - t0 < 10
+    assert e.value.code == "cancelled"
+    assert "the MCP client cancelled the call" in e.value.message
+    assert _gone(int(e.value.details["output"].split()[0]))
+
+
 def test_background_grandchild_does_not_survive_a_normal_exit(world: Env) -> None:
     r = tool(world, "shell", {"command": "sleep 30 & echo $!"})
     assert r.code == 0

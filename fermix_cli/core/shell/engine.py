@@ -141,6 +141,7 @@ def run_shell(
             env=resolved.env,
             timeout_s=timeout_ms / 1000,
             redact=resolved.secrets,
+            cancel=ctx.cancel,
         )
     except FileNotFoundError:
         raise ToolError(
@@ -160,6 +161,13 @@ def run_shell(
         "notes": resolved.notes,
     }
     lead = "".join(f"Note: {n}\n" for n in resolved.notes)
+    if outcome.cancelled:
+        why = ctx.cancel.reason if ctx.cancel is not None else "the call was cancelled"
+        raise ToolError(
+            "cancelled",
+            f"{lead}Command stopped after {outcome.duration_ms}ms: {why}; its process group was killed",
+            result,
+        )
     if outcome.timed_out:
         raise ToolError(
             "timeout", f"{lead}Command timed out after {timeout_ms}ms", {**result, "timeout_ms": timeout_ms}

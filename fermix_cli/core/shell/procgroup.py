@@ -2,7 +2,8 @@
 
 Used by shell, bash, the git tools and `[sandbox.env]` helper commands. The ending is the same
 whatever stops the child: on a timeout or when the output passes the cap, the whole group gets
-SIGTERM, a 200 ms grace, then SIGKILL; after a normal exit the group gets SIGKILL at once, so no
+SIGTERM, a 200 ms grace, then SIGKILL (also when the caller cancels the call through its
+`CancelToken`); after a normal exit the group gets SIGKILL at once, so no
 background grandchild outlives the command. On Linux, processes that left the group (`setsid`,
 `setpgid`) but still carry this run's marker in their environment, or stayed in its session, are
 swept too. A process that both leaves the session and drops the marker escapes: this is cleanup of
@@ -19,8 +20,12 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..records import Record
+
+if TYPE_CHECKING:
+    from ..cancel import CancelToken
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 KILL_GRACE_S = 0.2
@@ -34,7 +39,10 @@ _DRAIN_S = 0.5
 
 
 class ProcessOutcome(Record, frozen=True):
-    """How a child ended. `output` is redacted and cut to the cap; `exit_code` is 124 when cut."""
+    """How a child ended. `output` is redacted and cut to the cap; `exit_code` is 124 when cut.
+
+    `cancelled`: the caller's cancel token stopped it (its group got SIGTERM, then SIGKILL).
+    """
 
     exit_code: int
     output: bytes
@@ -42,6 +50,7 @@ class ProcessOutcome(Record, frozen=True):
     timed_out: bool
     duration_ms: int
     total_bytes: int
+    cancelled: bool = False
 
     def text(self) -> str:
         return self.output.decode("utf-8", "replace")
@@ -59,11 +68,14 @@ def run_captured(
     timeout_s: float,
     cap: int = MAX_OUTPUT_BYTES,
     redact: Iterable[str] = (),
+    cancel: CancelToken | None = None,
 ) -> ProcessOutcome:
     """Run `argv` with stdout and stderr merged, stdin from /dev/null, in a new session.
 
     `env` is used as given; the caller builds it. Values in `redact` are replaced by «redacted»
-    before the output is cut to `cap`, so a secret straddling the cut cannot leak in part.
+    before the output is cut to `cap`, so a secret straddling the cut cannot leak in part. When
+    `cancel` is set while the child runs, its group is stopped as on a timeout and the outcome says
+    `cancelled`.
     Raises FileNotFoundError / PermissionError when the program cannot be started.
     """
     secrets_b = sorted({s.encode("utf-8", "surrogateescape") for s in redact if s}, key=len, reverse=True)
@@ -86,7 +98,7 @@ def run_captured(
     leader = proc.pid
     buf = bytearray()
     total = 0
-    timed_out = over_cap = False
+    timed_out = over_cap = cancelled = False
     out_fd = proc.stdout.fileno()
     os.set_blocking(out_fd, False)
     sel = selectors.DefaultSelector()
@@ -94,6 +106,9 @@ def run_captured(
     pidfd = _pidfd_open(leader)
     if pidfd is not None:
         sel.register(pidfd, selectors.EVENT_READ, "exit")
+    waking = contextlib.ExitStack()
+    if cancel is not None:
+        sel.register(waking.enter_context(cancel.wake_fd()), selectors.EVENT_READ, "cancel")
 
     def take(chunk: bytes) -> None:
         nonlocal total
@@ -109,6 +124,9 @@ def run_captured(
             # is also the group and session id, cannot be reused by an unrelated process meanwhile.
             if _exited(leader):
                 break
+            if cancel is not None and cancel.cancelled:
+                cancelled = True
+                break
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 timed_out = True
@@ -120,7 +138,7 @@ def run_captured(
                 continue
             for key, _ in sel.select(wait):
                 if key.data != "out":
-                    continue
+                    continue  # the leader exited or the call was cancelled: the loop's checks see it
                 chunk = _read(out_fd)
                 if chunk is None:
                     continue
@@ -132,12 +150,12 @@ def run_captured(
             if total > cap:
                 over_cap = True
                 break
-        if timed_out or over_cap:
+        if timed_out or over_cap or cancelled:
             _terminate_group(leader)
         _kill_group(leader)
         _sweep(leader, spawn_id)
         proc.wait()
-        if not over_cap:
+        if not (over_cap or cancelled):
             # What the children wrote before they ended is still in the pipe.
             end = time.monotonic() + _DRAIN_S
             while out_open and time.monotonic() < end:
@@ -154,6 +172,7 @@ def run_captured(
                     break
     finally:
         sel.close()
+        waking.close()
         if pidfd is not None:
             os.close(pidfd)
         proc.stdout.close()
@@ -178,6 +197,7 @@ def run_captured(
         timed_out=timed_out,
         duration_ms=int((time.monotonic() - started) * 1000),
         total_bytes=total,
+        cancelled=cancelled,
     )
 
 

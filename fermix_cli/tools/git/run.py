@@ -268,6 +268,7 @@ class GitRunner:
                 env=env,
                 timeout_s=GIT_TIMEOUT_S,
                 redact=resolved.secrets,
+                cancel=self.ctx.cancel,
             )
         except OSError as e:
             raise ToolError("executable_not_found", f"git executable not found ({e.strerror})", {}) from None
@@ -281,6 +282,9 @@ class GitRunner:
             "duration_ms": outcome.duration_ms,
             "env_missing": resolved.missing_names,
         }
+        if outcome.cancelled:
+            why = self.ctx.cancel.reason if self.ctx.cancel is not None else "the call was cancelled"
+            raise ToolError("cancelled", f"git {command} stopped: {why}", result)
         if outcome.timed_out:
             raise ToolError("timeout", f"git {command} timed out after {GIT_TIMEOUT_S}s", result)
         if outcome.exit_code != 0 and not outcome.truncated:

@@ -61,6 +61,7 @@ _SHARED_FAILURES = (
     FailureMode("outside_root", "the repository (or its git dir) is outside the sandbox roots"),
     FailureMode("git_failed", "git exited non-zero; the output is in the message"),
     FailureMode("timeout", "git ran longer than 120 s"),
+    FailureMode("cancelled", "the caller cancelled the call (an MCP client); git was stopped"),
 )
 
 TOOLS = specs(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -159,3 +160,57 @@ def test_children_carry_a_fresh_spawn_marker(tmp_path: Path) -> None:
 def test_missing_program_raises() -> None:
     with pytest.raises(FileNotFoundError):
         run_captured(["/nonexistent/prog"], cwd="/", env=ENV, timeout_s=1)
+
+
+# ----- cancellation ------------------------------------------------------------------------------
+
+
+@linux_only
+def test_cancel_stops_the_whole_group_at_once() -> None:
+    from fermix_cli.core.cancel import CancelToken
+
+    token = CancelToken()
+    timer = threading.Timer(0.3, token.cancel, ("the test gave up",))
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        out = run("sleep 30 & echo $!; sleep 30", timeout=60, cancel=token)
+    finally:
+        timer.cancel()
+    assert out.cancelled and not out.timed_out
+    assert time.monotonic() - t0 < 3, "a cancel must not wait for the timeout"
+    assert out.exit_code == 128 + 15  # SIGTERM first, as on a timeout
+    (pid,) = pids_in(out.output)
+    assert wait_gone(pid), "the background grandchild survived the cancel"
+    assert token.reason == "the test gave up"
+
+
+def test_a_token_cancelled_before_the_start_stops_the_child_at_once() -> None:
+    from fermix_cli.core.cancel import CancelToken
+
+    token = CancelToken()
+    token.cancel()
+    t0 = time.monotonic()
+    out = run("sleep 30", timeout=60, cancel=token)
+    assert out.cancelled and time.monotonic() - t0 < 3
+
+
+def test_an_uncancelled_token_changes_nothing() -> None:
+    from fermix_cli.core.cancel import CancelToken
+
+    out = run("echo fine", cancel=CancelToken())
+    assert out.exit_code == 0 and out.output == b"fine\n" and not out.cancelled
+
+
+def test_cancel_token_wakes_every_waiter_once() -> None:
+    import select
+
+    from fermix_cli.core.cancel import CancelToken
+
+    token = CancelToken()
+    with token.wake_fd() as a, token.wake_fd() as b:
+        assert select.select([a, b], [], [], 0)[0] == []
+        token.cancel("first")
+        token.cancel("second")  # idempotent: the first reason stays
+        assert sorted(select.select([a, b], [], [], 1)[0]) == sorted([a, b])
+    assert token.cancelled and token.reason == "first" and token.wait(0)
