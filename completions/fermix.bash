@@ -241,7 +241,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
+            _fx_subs='list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job view_image web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -408,6 +408,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --clear-route-pin --no-clear-route-pin --delivery-mode --delivery-target --description --job-id --model --provider --schedule --skill-name --task'
             _fx_valopts='--json --delivery-mode --delivery_mode --delivery-target --delivery_target --description --job-id --job_id --model --provider --schedule --skill-name --skill_name --task' ;;
+        'tool view_image')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --path --prompt'
+            _fx_valopts='--json --path --prompt' ;;
         'tool web')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --domainFilter --limit --operation --query --recencyFilter --reference --url'
@@ -440,7 +444,7 @@ _fermix_value() {
         'ask|--toolset') _fermix_words 'fermix coding' ;;
         'channels send|--file') _fermix_paths -f ;;
         'jobs add|--provider') _fermix_words 'openai anthropic echo mock' ;;
-        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
+        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job view_image web web_fetch web_search write' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
         'tool ast_grep|--operation') _fermix_words 'search outline' ;;
@@ -515,6 +519,8 @@ _fermix_value() {
         'tool tool_search|--json') _fermix_paths -f ;;
         'tool update_job|--json') _fermix_paths -f ;;
         'tool update_job|--delivery-mode'|'tool update_job|--delivery_mode') _fermix_words 'none origin channel local' ;;
+        'tool view_image|--json') _fermix_paths -f ;;
+        'tool view_image|--path') _fermix_paths -f ;;
         'tool web|--json') _fermix_paths -f ;;
         'tool web|--operation') _fermix_words 'search open' ;;
         'tool web|--recencyFilter') _fermix_words 'day week month year' ;;

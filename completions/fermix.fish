@@ -28,7 +28,7 @@ function __fermix_subs
         case 'state'
             echo status
         case 'tool'
-            echo list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write
+            echo list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job view_image web web_fetch web_search write
     end
 end
 
@@ -148,6 +148,8 @@ function __fermix_valopts
             echo --json --limit --query
         case 'tool update_job'
             echo --json --delivery-mode --delivery_mode --delivery-target --delivery_target --description --job-id --job_id --model --provider --schedule --skill-name --skill_name --task
+        case 'tool view_image'
+            echo --json --path --prompt
         case 'tool web'
             echo --json --domainFilter --limit --operation --query --recencyFilter --reference --url
         case 'tool web_fetch'
@@ -365,7 +367,7 @@ complete -c fermix -n '__fermix_at \'mcp\'' -a 'serve' -d 'Serve the registry\'s
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'servers' -d 'List the MCP servers configured under [mcp.servers.NAME] (without starting them).'
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'tools' -d 'Start the configured MCP servers and list their tools as fermix names (mcp_SERVER_TOOL).'
 complete -c fermix -n '__fermix_at \'mcp\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
+complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job view_image web web_fetch web_search write' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -l list -d 'Print the tool names that would be served, then exit.'
 complete -c fermix -n '__fermix_at \'mcp servers\'' -s h -l help -d 'Show help and exit.'
@@ -461,6 +463,7 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_describe' -d 'Return the f
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_help' -d 'Return the full documentation of one registered tool as the caller may see it: description, parameters, examples and failure modes.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_search' -d 'Keyword search over the deferred plugin and MCP tools this caller could run (BM25 over name, description and parameter names; a name substring match when nothing scores).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'update_job' -d 'Edit a scheduled job in place: task, schedule, description, skill binding, model pin or delivery.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'view_image' -d 'Inspect one local image through the configured vision model ([capabilities.tools.view_image.vision_model]: an OpenAI Responses, Anthropic Messages or OpenAI-compatible provider).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'web' -d 'Public research and programming documentation, one operation per call.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'web_fetch' -d 'Fetch a public HTTP(S) URL and return the body as markdown-light text; JSON bodies come back verbatim.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'web_search' -d 'Search the public web and get up to 10 results as {title, url, snippet}.'
@@ -871,6 +874,14 @@ complete -c fermix -n '__fermix_at \'tool update_job\'' -l provider -x -d 'New p
 complete -c fermix -n '__fermix_at \'tool update_job\'' -l schedule -x -d 'Replacement schedule expression'
 complete -c fermix -n '__fermix_at \'tool update_job\'' -l skill-name -x -d 'Rebind to an installed skill (empty unbinds)'
 complete -c fermix -n '__fermix_at \'tool update_job\'' -l task -x -d 'Replacement work instructions'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l path -r -F -d 'Absolute path of one local image (PNG, JPEG, GIF or WebP)'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l prompt -x -d 'What to inspect: name the exact visual details you need'
 complete -c fermix -n '__fermix_at \'tool web\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool web\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool web\'' -l schema -d 'Print the input JSON schema and exit.'

@@ -45,6 +45,7 @@ TOOL_MODULES: dict[str, str] = {
     "tool_help": "fermix_cli.tools.meta.tools",
     "tool_search": "fermix_cli.tools.meta.tools",
     "update_job": "fermix_cli.jobs.tools",
+    "view_image": "fermix_cli.tools.media.viewimage",
     "web": "fermix_cli.tools.web.tools",
     "web_fetch": "fermix_cli.tools.web.tools",
     "web_search": "fermix_cli.tools.web.tools",
@@ -68,6 +69,7 @@ CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.mcp.config",
     "fermix_cli.tools.coding.config",
     "fermix_cli.tools.git.config",
+    "fermix_cli.tools.media.config",
     "fermix_cli.tools.web.config",
 )
 
@@ -80,6 +82,7 @@ CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.mcp.config": ["mcp.servers"],
     "fermix_cli.tools.coding.config": ["capabilities.tools.read", "capabilities.tools.write", "capabilities.tools.hash_edit", "capabilities.tools.bash", "capabilities.tools.grep", "capabilities.tools.find", "capabilities.tools.list_files", "capabilities.tools.ast_grep"],
     "fermix_cli.tools.git.config": ["fermix_core.tools.git"],
+    "fermix_cli.tools.media.config": ["capabilities.tools.view_image"],
     "fermix_cli.tools.web.config": ["fermix_core.tools.web_search", "fermix_core.tools.web"],
 }
 
