@@ -16,6 +16,7 @@ TOOL_MODULES: dict[str, str] = {
     "file_read": "fermix_cli.tools.files",
     "file_write": "fermix_cli.tools.files",
     "find": "fermix_cli.tools.coding.find",
+    "generate_image": "fermix_cli.tools.media.generate",
     "get_job_run": "fermix_cli.jobs.tools",
     "git_read": "fermix_cli.tools.git.tools",
     "git_write": "fermix_cli.tools.git.tools",
@@ -84,7 +85,7 @@ CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.mcp.config": ["mcp.servers"],
     "fermix_cli.tools.coding.config": ["capabilities.tools.read", "capabilities.tools.write", "capabilities.tools.hash_edit", "capabilities.tools.bash", "capabilities.tools.grep", "capabilities.tools.find", "capabilities.tools.list_files", "capabilities.tools.ast_grep"],
     "fermix_cli.tools.git.config": ["fermix_core.tools.git"],
-    "fermix_cli.tools.media.config": ["capabilities.tools.view_image"],
+    "fermix_cli.tools.media.config": ["capabilities.tools.view_image", "fermix_core.tools.generate_image"],
     "fermix_cli.tools.web.config": ["fermix_core.tools.web_search", "fermix_core.tools.web"],
 }
 
