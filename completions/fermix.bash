@@ -17,7 +17,7 @@ _fermix_paths() {
 _fermix_node() {
     case "$1" in
         '')
-            _fx_subs='agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox state tool'
+            _fx_subs='agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox serve state tool'
             _fx_opts='--cwd -h --help --home --session --trust --version'
             _fx_valopts='--cwd --home --session --trust' ;;
         'agent')
@@ -232,6 +232,14 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
+        'serve')
+            _fx_subs='telegram'
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'serve telegram')
+            _fx_subs=''
+            _fx_opts='-h --help -m --model --poll-timeout --provider --systemd --toolset'
+            _fx_valopts='-m --model --poll-timeout --provider --toolset' ;;
         'state')
             _fx_subs='status'
             _fx_opts='-h --help'
@@ -457,6 +465,8 @@ _fermix_value() {
         'channels send|--file') _fermix_paths -f ;;
         'jobs add|--provider') _fermix_words 'openai anthropic echo mock' ;;
         'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find generate_image get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search react read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job send_attachment shell tool_call tool_describe tool_help tool_search update_job view_image web web_fetch web_search write' ;;
+        'serve telegram|--provider') _fermix_words 'openai anthropic echo mock' ;;
+        'serve telegram|--toolset') _fermix_words 'fermix coding' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
         'tool ast_grep|--operation') _fermix_words 'search outline' ;;

@@ -6,7 +6,7 @@
 function __fermix_subs
     switch $argv[1]
         case ''
-            echo agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox state tool
+            echo agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox serve state tool
         case 'channels'
             echo list send
         case 'config'
@@ -25,6 +25,8 @@ function __fermix_subs
             echo path
         case 'sandbox'
             echo confirm deny explain grant mode revoke status
+        case 'serve'
+            echo telegram
         case 'state'
             echo status
         case 'tool'
@@ -68,6 +70,8 @@ function __fermix_valopts
             echo --category --limit --scope
         case 'memory search'
             echo --limit --scope
+        case 'serve telegram'
+            echo -m --model --poll-timeout --provider --toolset
         case 'tool ast_grep'
             echo --json --items --language --limit --name --operation --path --pattern --rewrite --symbol-type --symbol_type --view
         case 'tool bash'
@@ -210,6 +214,7 @@ complete -c fermix -n '__fermix_at \'\'' -a 'mcp' -d 'Model Context Protocol: se
 complete -c fermix -n '__fermix_at \'\'' -a 'memory' -d 'What fermix remembers: list, search, forget (archive) and restore memories.'
 complete -c fermix -n '__fermix_at \'\'' -a 'revoke' -d 'Withdraw a directory grant.'
 complete -c fermix -n '__fermix_at \'\'' -a 'sandbox' -d 'Inspect and change the sandbox (an in-process policy gate, not an OS jail).'
+complete -c fermix -n '__fermix_at \'\'' -a 'serve' -d 'Long-running conversation channels: `serve telegram` answers the owner\'s Telegram chat.'
 complete -c fermix -n '__fermix_at \'\'' -a 'state' -d 'The SQLite state file.'
 complete -c fermix -n '__fermix_at \'\'' -a 'tool' -d 'Run one tool with JSON in and JSON out: fermix tool NAME --json \'{...}\'.'
 complete -c fermix -n '__fermix_at \'\'' -l cwd -x -a '(__fish_complete_directories)' -d 'Working directory for this call.'
@@ -424,6 +429,14 @@ complete -c fermix -n '__fermix_at \'sandbox revoke\'' -s h -l help -d 'Show hel
 complete -c fermix -n '__fermix_at \'sandbox revoke\'' -F
 complete -c fermix -n '__fermix_at \'sandbox status\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'sandbox status\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'serve\'' -a 'telegram' -d 'Serve the owner\'s Telegram chat: each message is one agent turn with fermix\'s tools.'
+complete -c fermix -n '__fermix_at \'serve\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -s m -l model -x -d 'Model to use.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -l poll-timeout -x -d 'Seconds one getUpdates long poll waits.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -l provider -x -a 'openai anthropic echo mock' -d 'Provider to use.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -l systemd -d 'Print a systemd user service that runs this, and how to start it.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -l toolset -x -a 'fermix coding' -d 'fermix (default) or coding.'
 complete -c fermix -n '__fermix_at \'state\'' -a 'status' -d 'Open (and migrate) state.db, then report its path, schema version and size.'
 complete -c fermix -n '__fermix_at \'state\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'state status\'' -s h -l help -d 'Show help and exit.'
