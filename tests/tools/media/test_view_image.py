@@ -353,3 +353,11 @@ def test_view_image_is_offered_in_the_coding_toolset_only() -> None:
 
     spec = default_registry().get("view_image")
     assert spec.toolsets == frozenset({"coding"}) and spec.policy_class == "external_api"
+
+
+def test_a_refusal_imports_no_http_stack(world: Env, server: FakeWeb) -> None:
+    configure(world, server, None)
+    (world.project / "a.png").write_bytes(png())
+    args = json.dumps({"path": str(world.project / "a.png"), "prompt": "p"})
+    r, loaded = world.imports_of(["tool", "view_image", "--json", args], ["httpx", "typer", "pydantic"])
+    assert r.code == 1 and loaded == []
