@@ -286,7 +286,10 @@ class TelegramServer:
         from ..agent.assemble import Agent
 
         stream = MessageStream(self.api, self.owner, self.clock)
-        run_ctx = self.ctx.derive(extras={**self.ctx.extras, REPLY_PORT: port, INBOUND: files})
+        # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
+        conversation = f"telegram:{self.owner}"
+        extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": conversation}
+        run_ctx = self.ctx.derive(extras=extras)
         agent = Agent(run_ctx, self.options, observer=stream)
         try:
             result = agent.run(prompt)

@@ -284,3 +284,21 @@ def test_systemd_unit_help(world: Env, bot: BotStandIn) -> None:
         and "serve telegram" in r.stdout
         and "Restart=on-failure" in r.stdout
     )
+
+
+def test_snooze_that_looks_in_this_chat(world: Env, bot: BotStandIn) -> None:
+    snooze = {"snooze": {"type": "duration", "amount": 2, "unit": "hours"}}
+    configure(world, bot, [{"tool_calls": [{"name": "reminder_snooze", "arguments": snooze}]}, {"text": "ok"}])
+    bot.send("snooze that")
+    serve(world, bot, polls=1)
+    from fermix_cli.agent.transcripts import Transcript
+
+    ctx = world.context()
+    try:
+        history = Transcript(ctx.state, ctx.clock).history(f"telegram-{OWNER}")
+    finally:
+        ctx.close()
+    [result] = [m.content for m in history if m.role == "tool"]
+    # Looked up in this chat's conversation (telegram:<owner>, where reminders to the owner land); without
+    # one the answer would be no_conversation_target.
+    assert result.startswith("no_recent_reminder:"), result
