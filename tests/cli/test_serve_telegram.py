@@ -288,7 +288,9 @@ def test_systemd_unit_help(world: Env, bot: BotStandIn) -> None:
 
 def test_snooze_that_looks_in_this_chat(world: Env, bot: BotStandIn) -> None:
     snooze = {"snooze": {"type": "duration", "amount": 2, "unit": "hours"}}
-    configure(world, bot, [{"tool_calls": [{"name": "reminder_snooze", "arguments": snooze}]}, {"text": "ok"}])
+    configure(
+        world, bot, [{"tool_calls": [{"name": "reminder_snooze", "arguments": snooze}]}, {"text": "ok"}]
+    )
     bot.send("snooze that")
     serve(world, bot, polls=1)
     from fermix_cli.agent.transcripts import Transcript
