@@ -1,8 +1,8 @@
 """The Telegram conversation's Bot API calls and reply port: updates in, answers, files and reactions out.
 
 Methods used (Bot API reference): `getUpdates` (long poll with `offset` and `timeout`), `getFile` and the
-`/file/bot<token>/<file_path>` download, `sendMessage`, `editMessageText`, `sendPhoto`, `sendDocument`
-(multipart uploads) and `setMessageReaction` (a `ReactionTypeEmoji` from Telegram's fixed set).
+`/file/bot<token>/<file_path>` download, `sendMessage`, `editMessageText`, `sendPhoto`, `sendDocument`,
+`sendAudio`, `sendVideo`, `sendVoice` (multipart uploads) and `setMessageReaction` (a `ReactionTypeEmoji` from Telegram's fixed set).
 """
 
 from __future__ import annotations
@@ -18,6 +18,16 @@ if TYPE_CHECKING:
 
 DOWNLOAD_MAX = 20 * 1024 * 1024  # the Bot API lets a bot download files up to 20 MB
 PHOTO_MAX = 10 * 1024 * 1024  # sendPhoto's limit; a larger image goes as a document
+
+PHOTO_TYPES = ("image/jpeg", "image/png", "image/webp")
+# How each attachment kind is uploaded: the Bot API method and its file field.
+UPLOADS = {
+    "image": ("sendPhoto", "photo"),
+    "document": ("sendDocument", "document"),
+    "audio": ("sendAudio", "audio"),
+    "video": ("sendVideo", "video"),
+    "voice": ("sendVoice", "voice"),
+}
 
 # The emojis a bot may react with (ReactionTypeEmoji in the Bot API reference).
 TELEGRAM_REACTIONS = frozenset(
@@ -100,12 +110,9 @@ class TelegramReplyPort:
     ) -> dict[str, Any]:
         if len(data) > DOCUMENT_MAX:
             raise ToolError("attachment_too_large", f"Telegram accepts files up to {DOCUMENT_MAX} bytes.", {})
-        as_photo = (
-            kind == "image"
-            and len(data) <= PHOTO_MAX
-            and mime_type in ("image/jpeg", "image/png", "image/webp")
-        )
-        method, field = ("sendPhoto", "photo") if as_photo else ("sendDocument", "document")
+        method, field = UPLOADS.get(kind, ("sendDocument", "document"))
+        if kind == "image" and (len(data) > PHOTO_MAX or mime_type not in PHOTO_TYPES):
+            method, field = "sendDocument", "document"  # Telegram shows other images as files
         try:
             result = upload(self.api, method, field, self.chat_id, filename, data, mime_type, caption)
         except ChannelError as e:

@@ -9,7 +9,17 @@ from tests.channels.standins import TOKEN, TelegramStandIn, multipart
 from tests.tools.webfakes import Hit, Reply, json_reply
 
 OWNER = 4242
-METHODS = ("sendMessage", "editMessageText", "sendPhoto", "sendDocument", "setMessageReaction", "getFile")
+METHODS = (
+    "sendMessage",
+    "editMessageText",
+    "sendPhoto",
+    "sendDocument",
+    "sendAudio",
+    "sendVideo",
+    "sendVoice",
+    "setMessageReaction",
+    "getFile",
+)
 
 
 class BotStandIn(TelegramStandIn):

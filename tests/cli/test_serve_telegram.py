@@ -304,3 +304,28 @@ def test_snooze_that_looks_in_this_chat(world: Env, bot: BotStandIn) -> None:
     # Looked up in this chat's conversation (telegram:<owner>, where reminders to the owner land); without
     # one the answer would be no_conversation_target.
     assert result.startswith("no_recent_reminder:"), result
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "data", "method", "field"),
+    [
+        ("image", "p.png", png(), "sendPhoto", "photo"),
+        ("image", "p.gif", b"GIF89a" + b"\x00" * 20, "sendDocument", "document"),
+        ("document", "r.txt", b"report", "sendDocument", "document"),
+        ("audio", "s.mp3", b"ID3audio", "sendAudio", "audio"),
+        ("video", "v.mp4", b"\x00\x00\x00\x18ftypmp42", "sendVideo", "video"),
+        ("voice", "n.ogg", b"OggS", "sendVoice", "voice"),
+    ],
+)
+def test_send_attachment_uses_the_method_for_its_kind(
+    world: Env, bot: BotStandIn, kind: str, name: str, data: bytes, method: str, field: str
+) -> None:
+    (world.project / name).write_bytes(data)
+    args = {"path": name, "kind": kind, "caption": "for you"}
+    configure(
+        world, bot, [{"tool_calls": [{"name": "send_attachment", "arguments": args}]}, {"text": "sent"}]
+    )
+    bot.send("send it")
+    serve(world, bot, polls=1)
+    [upload] = bot.payloads(method)
+    assert upload[field] == (name, data) and upload["caption"][1] == b"for you"
