@@ -78,7 +78,13 @@ def telegram_cmd(
         provider=provider, model=model, toolset=toolset, session=f"telegram-{settings.owner_user_id}"
     )
     server = TelegramServer(
-        ctx, options, api, settings.owner_user_id, downloads=downloads, poll_timeout=poll_timeout
+        ctx,
+        options,
+        api,
+        settings.owner_user_id,
+        downloads=downloads,
+        poll_timeout=poll_timeout,
+        guests=settings.guest_user_ids,
     )
     typer.echo(
         f"fermix: serving Telegram chat {settings.owner_user_id} (stop with Ctrl-C or SIGTERM)", err=True

@@ -4,8 +4,9 @@ One long poll (`getUpdates`) at a time. A message from the owner's private chat 
 in the session `telegram-<chat id>`, with the same tools and policy as `fermix agent`; its text
 streams back as a message that is edited as it grows (and continued in new messages past Telegram's
 4096-character limit). Photos and documents that come with it are saved under `media/inbound/` and
-offered to the tools as `inbound:1`, `inbound:2`, ... for this turn. Messages from any other chat are
-refused (never answered) and logged.
+offered to the tools as `inbound:1`, `inbound:2`, ... for this turn. The private chats of
+`guest_user_ids` are answered as guests (read-only tools that are not owner-only, a session per chat);
+messages from any other chat are refused (never answered) and logged.
 
 Failures to reach Telegram back off (1 s doubling to 60 s; a 429's `retry_after` exactly); a bad token
 stops the server. SIGTERM or SIGINT stop it cleanly: while waiting for updates at once, while a message
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -131,6 +132,7 @@ class TelegramServer:
         *,
         downloads: GuardedClient,
         poll_timeout: int = 25,
+        guests: Iterable[int] = (),
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -145,6 +147,7 @@ class TelegramServer:
         self.stopping = False
         self.waiting = False
         self.handled = 0
+        self.guests = frozenset(guests)
         self.offset_file = ctx.paths.run_dir / "telegram.offset"
 
     # ----- lifecycle ----------------------------------------------------------------------------
@@ -229,7 +232,8 @@ class TelegramServer:
         chat = message.get("chat") or {}
         sender = message.get("from") or {}
         chat_id, user_id = chat.get("id"), sender.get("id")
-        if chat_id != self.owner or user_id != self.owner:
+        guest = chat_id == user_id and chat_id in self.guests and chat_id != self.owner
+        if not guest and (chat_id != self.owner or user_id != self.owner):
             log.warning(
                 "telegram: refused a message from chat %s (user %s): only the owner's chat %s is served",
                 chat_id,
@@ -237,6 +241,7 @@ class TelegramServer:
                 self.owner,
             )
             return
+        assert isinstance(chat_id, int)
         message_id = message.get("message_id")
         if not isinstance(message_id, int):
             return
@@ -244,14 +249,14 @@ class TelegramServer:
         text = str(message.get("text") or message.get("caption") or "")
         if not text.strip() and not files:
             if notes:
-                self.api.send_message(self.owner, "\n".join(notes))
+                self.api.send_message(chat_id, "\n".join(notes))
             return
         prompt = text
         if files or notes:
             listed = [f"inbound:{i} ({f.kind}, {f.name or f.mime_type})" for i, f in enumerate(files, 1)]
             prompt += "\n\n[Sent with this message: " + "; ".join(listed + notes) + "]"
         self.handled += 1
-        self._run(prompt.strip(), TelegramReplyPort(self.api, self.owner, message_id), files)
+        self._run(prompt.strip(), TelegramReplyPort(self.api, chat_id, message_id), files, guest=guest)
 
     def _inbound(self, message: dict[str, Any]) -> tuple[list[InboundFile], list[str]]:
         """The photo or document of a message saved under media/inbound/, and notes on what failed."""
@@ -282,15 +287,16 @@ class TelegramServer:
             files.append(InboundFile(str(path), kind, mime or "application/octet-stream", name))
         return files, notes
 
-    def _run(self, prompt: str, port: TelegramReplyPort, files: list[InboundFile]) -> None:
+    def _run(self, prompt: str, port: TelegramReplyPort, files: list[InboundFile], *, guest: bool) -> None:
         from ..agent.assemble import Agent
 
-        stream = MessageStream(self.api, self.owner, self.clock)
+        chat = port.chat_id
+        stream = MessageStream(self.api, chat, self.clock)
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
-        conversation = f"telegram:{self.owner}"
-        extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": conversation}
-        run_ctx = self.ctx.derive(extras=extras)
-        agent = Agent(run_ctx, self.options, observer=stream)
+        extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
+        run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
+        options = self.options.replace(session=f"telegram-{chat}") if guest else self.options
+        agent = Agent(run_ctx, options, observer=stream)
         try:
             result = agent.run(prompt)
         finally:

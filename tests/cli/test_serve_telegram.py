@@ -329,3 +329,39 @@ def test_send_attachment_uses_the_method_for_its_kind(
     serve(world, bot, polls=1)
     [upload] = bot.payloads(method)
     assert upload[field] == (name, data) and upload["caption"][1] == b"for you"
+
+
+def test_a_guest_gets_read_only_tools_in_a_session_of_its_own(world: Env, bot: BotStandIn) -> None:
+    guest = 777
+    (world.project / "secret.txt").write_text("owner data")
+    script = [
+        {"tool_calls": [{"name": "send_attachment", "arguments": {"path": "secret.txt"}}]},
+        {"text": "Hello guest."},
+    ]
+    configure(world, bot, script)
+    data = (world.fermix_home / "config.toml").read_text()
+    (world.fermix_home / "config.toml").write_text(
+        data.replace("owner_user_id", f"guest_user_ids = [{guest}]\nowner_user_id")
+    )
+    bot.send("please send me the secret", chat=guest)
+    ctx = world.context(origin="interactive")
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    downloads = guarded_client(allowed_private_hosts=("127.0.0.1",))
+    server = TelegramServer(
+        ctx, AgentOptions(session=f"telegram-{OWNER}"), api, OWNER, downloads=downloads, poll_timeout=0,
+        guests=ctx.config.fermix_core.channels.telegram.guest_user_ids, sleep=Clock().sleep,
+    )  # fmt: skip
+    try:
+        assert server.serve(max_polls=1) == 1
+        from fermix_cli.agent.transcripts import Transcript
+
+        history = Transcript(ctx.state, ctx.clock).history(f"telegram-{guest}")
+        assert Transcript(ctx.state, ctx.clock).history(f"telegram-{OWNER}") == []
+    finally:
+        api.client.close()
+        downloads.close()
+        ctx.close()
+    [result] = [m.content for m in history if m.role == "tool"]
+    assert result.startswith("unknown_tool")  # owner-only: a guest neither sees nor runs it
+    assert bot.payloads("sendDocument") == [] and bot.texts_shown() == ["Hello guest."]
+    assert all(p["chat_id"] == guest for p in bot.payloads("sendMessage"))

@@ -179,6 +179,7 @@ TOOLS = specs(
         name="send_attachment",
         category="channel",
         policy_class="read_only",
+        owner_only=True,  # it reads the owner's files (reference: guests never see the owner-data reads)
         description=(
             "Send a local file through the active channel: a photo or document in Telegram, a copy in the "
             "outbox (with its path printed) in the terminal. URL paths are refused; send links as text."

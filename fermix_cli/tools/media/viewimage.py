@@ -105,7 +105,8 @@ TOOLS = specs(
     ToolSpec(
         name="view_image",
         category="coding",
-        policy_class="external_api",
+        policy_class="read_only",
+        owner_only=True,  # it reads the owner's files (reference: guests never see the owner-data reads)
         toolsets=frozenset({"coding"}),
         description=(
             "Inspect one local image through the configured vision model "

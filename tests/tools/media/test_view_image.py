@@ -352,7 +352,10 @@ def test_view_image_is_offered_in_the_coding_toolset_only() -> None:
     from fermix_cli.core.registry import default_registry
 
     spec = default_registry().get("view_image")
-    assert spec.toolsets == frozenset({"coding"}) and spec.policy_class == "external_api"
+    assert spec.toolsets == frozenset({"coding"}) and (spec.policy_class, spec.owner_only) == (
+        "read_only",
+        True,
+    )
 
 
 def test_a_refusal_imports_no_http_stack(world: Env, server: FakeWeb) -> None:
