@@ -296,14 +296,19 @@ class TelegramServer:
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
         run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
         options = self.options.replace(session=f"telegram-{chat}") if guest else self.options
-        agent = Agent(run_ctx, options, observer=stream)
-        try:
-            result = agent.run(prompt)
-        finally:
-            agent.close()
         extra = ""
-        if result.status != "ok" and result.error is not None:
-            extra = f"⚠ {result.error.code}: {result.error.message}"
+        try:
+            agent = Agent(run_ctx, options, observer=stream)
+        except ToolError as e:  # no usable provider, a bad config: say so in the chat and keep serving
+            log.error("telegram: could not start the agent: %s", e)
+            extra = f"⚠ {e.code}: {e.message}"
+        else:
+            try:
+                result = agent.run(prompt)
+            finally:
+                agent.close()
+            if result.status != "ok" and result.error is not None:
+                extra = f"⚠ {result.error.code}: {result.error.message}"
         try:
             stream.finish(extra)
         except ChannelError as e:

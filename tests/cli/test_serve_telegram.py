@@ -365,3 +365,16 @@ def test_a_guest_gets_read_only_tools_in_a_session_of_its_own(world: Env, bot: B
     assert result.startswith("unknown_tool")  # owner-only: a guest neither sees nor runs it
     assert bot.payloads("sendDocument") == [] and bot.texts_shown() == ["Hello guest."]
     assert all(p["chat_id"] == guest for p in bot.payloads("sendMessage"))
+
+
+def test_an_agent_that_cannot_start_is_reported_in_the_chat(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    data = (
+        (world.fermix_home / "config.toml").read_text().replace('provider = "mock"', 'provider = "nowhere"')
+    )
+    (world.fermix_home / "config.toml").write_text(data)
+    bot.send("hello?")
+    bot.send("still?")
+    handled, _ = serve(world, bot, polls=1)
+    shown = bot.texts_shown()
+    assert handled == 2 and len(shown) == 2 and all(t.startswith("⚠ ") for t in shown)

@@ -20,7 +20,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ...core.errors import NETWORK_FAILURE_CODES, ToolError
+from ...core.errors import ToolError
 from ...core.records import Record
 
 if TYPE_CHECKING:
@@ -418,4 +418,3 @@ def run_openai_codex(ctx: ToolContext, cfg: GenerateImageConfig, req: ImageReque
 
 
 RUNNERS = {"openai": run_openai, "xai": run_xai, "google": run_google, "openai_codex": run_openai_codex}
-UNREACHABLE = NETWORK_FAILURE_CODES

@@ -59,8 +59,8 @@ class ReplyPort(Protocol):
 
 
 def reply_port(ctx: ToolContext) -> ReplyPort | None:
-    port = ctx.extras.get(REPLY_PORT)
-    return port if port is not None else None
+    port: ReplyPort | None = ctx.extras.get(REPLY_PORT)
+    return port
 
 
 def require_port(ctx: ToolContext, tool: str) -> ReplyPort:
