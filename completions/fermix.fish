@@ -6,7 +6,7 @@
 function __fermix_subs
     switch $argv[1]
         case ''
-            echo agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox state tool
+            echo agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox serve state tool
         case 'channels'
             echo list send
         case 'config'
@@ -25,10 +25,12 @@ function __fermix_subs
             echo path
         case 'sandbox'
             echo confirm deny explain grant mode revoke status
+        case 'serve'
+            echo telegram
         case 'state'
             echo status
         case 'tool'
-            echo list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write
+            echo list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find generate_image get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search react read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job send_attachment shell tool_call tool_describe tool_help tool_search update_job view_image web web_fetch web_search write
     end
 end
 
@@ -68,6 +70,8 @@ function __fermix_valopts
             echo --category --limit --scope
         case 'memory search'
             echo --limit --scope
+        case 'serve telegram'
+            echo -m --model --poll-timeout --provider --toolset
         case 'tool ast_grep'
             echo --json --items --language --limit --name --operation --path --pattern --rewrite --symbol-type --symbol_type --view
         case 'tool bash'
@@ -90,6 +94,8 @@ function __fermix_valopts
             echo --json --content --path
         case 'tool find'
             echo --json --kind --limit --offset --path --query
+        case 'tool generate_image'
+            echo --json --input-image --input_image --mask --model --operation --prompt --size
         case 'tool get_job_run'
             echo --json --run-id --run_id
         case 'tool git_read'
@@ -122,6 +128,8 @@ function __fermix_valopts
             echo --json --job-id --job_id
         case 'tool place_search'
             echo --json --count --country --language --latitude --location --longitude --query --radius-meters --radius_meters --units
+        case 'tool react'
+            echo --json --emoji
         case 'tool read'
             echo --json --paths
         case 'tool reminder_snooze'
@@ -136,6 +144,8 @@ function __fermix_valopts
             echo --json --job-id --job_id
         case 'tool schedule_job'
             echo --json --allowed-tools --allowed_tools --delivery-mode --delivery_mode --delivery-target --delivery_target --description --expires-at --expires_at --inactivity-timeout-seconds --inactivity_timeout_seconds --model --name --provider --schedule --skill-name --skill_name --task --timeout-seconds --timeout_seconds --timezone
+        case 'tool send_attachment'
+            echo --json --caption --filename --kind --mime-type --mime_type --path
         case 'tool shell'
             echo --json --command --timeout-ms --timeout_ms --working-dir --working_dir
         case 'tool tool_call'
@@ -148,6 +158,8 @@ function __fermix_valopts
             echo --json --limit --query
         case 'tool update_job'
             echo --json --delivery-mode --delivery_mode --delivery-target --delivery_target --description --job-id --job_id --model --provider --schedule --skill-name --skill_name --task
+        case 'tool view_image'
+            echo --json --path --prompt
         case 'tool web'
             echo --json --domainFilter --limit --operation --query --recencyFilter --reference --url
         case 'tool web_fetch'
@@ -202,6 +214,7 @@ complete -c fermix -n '__fermix_at \'\'' -a 'mcp' -d 'Model Context Protocol: se
 complete -c fermix -n '__fermix_at \'\'' -a 'memory' -d 'What fermix remembers: list, search, forget (archive) and restore memories.'
 complete -c fermix -n '__fermix_at \'\'' -a 'revoke' -d 'Withdraw a directory grant.'
 complete -c fermix -n '__fermix_at \'\'' -a 'sandbox' -d 'Inspect and change the sandbox (an in-process policy gate, not an OS jail).'
+complete -c fermix -n '__fermix_at \'\'' -a 'serve' -d 'Long-running conversation channels: `serve telegram` answers the owner\'s Telegram chat.'
 complete -c fermix -n '__fermix_at \'\'' -a 'state' -d 'The SQLite state file.'
 complete -c fermix -n '__fermix_at \'\'' -a 'tool' -d 'Run one tool with JSON in and JSON out: fermix tool NAME --json \'{...}\'.'
 complete -c fermix -n '__fermix_at \'\'' -l cwd -x -a '(__fish_complete_directories)' -d 'Working directory for this call.'
@@ -246,12 +259,12 @@ complete -c fermix -n '__fermix_at \'config\'' -a 'set' -d 'Set a key; the whole
 complete -c fermix -n '__fermix_at \'config\'' -a 'unset' -d 'Remove a key, so its default applies again.'
 complete -c fermix -n '__fermix_at \'config\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'config get\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'config get\'' -a 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.personalization.timezone fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key, e.g. sandbox.mode; omit for everything.'
+complete -c fermix -n '__fermix_at \'config get\'' -a 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.view_image.absolute_paths capabilities.tools.view_image.max_image_bytes capabilities.tools.view_image.vision_model capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.guest_user_ids fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.personalization.timezone fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.generate_image.backend fermix_core.tools.generate_image.codex_auth_file fermix_core.tools.generate_image.codex_url fermix_core.tools.generate_image.google_api_key fermix_core.tools.generate_image.google_url fermix_core.tools.generate_image.model fermix_core.tools.generate_image.openai_api_key fermix_core.tools.generate_image.openai_url fermix_core.tools.generate_image.router_model fermix_core.tools.generate_image.size fermix_core.tools.generate_image.timeout_seconds fermix_core.tools.generate_image.xai_api_key fermix_core.tools.generate_image.xai_url fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key, e.g. sandbox.mode; omit for everything.'
 complete -c fermix -n '__fermix_at \'config path\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'config set\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'config set\'' -a 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.personalization.timezone fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key, e.g. sandbox.mode'
+complete -c fermix -n '__fermix_at \'config set\'' -a 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.view_image.absolute_paths capabilities.tools.view_image.max_image_bytes capabilities.tools.view_image.vision_model capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.guest_user_ids fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.personalization.timezone fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.generate_image.backend fermix_core.tools.generate_image.codex_auth_file fermix_core.tools.generate_image.codex_url fermix_core.tools.generate_image.google_api_key fermix_core.tools.generate_image.google_url fermix_core.tools.generate_image.model fermix_core.tools.generate_image.openai_api_key fermix_core.tools.generate_image.openai_url fermix_core.tools.generate_image.router_model fermix_core.tools.generate_image.size fermix_core.tools.generate_image.timeout_seconds fermix_core.tools.generate_image.xai_api_key fermix_core.tools.generate_image.xai_url fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key, e.g. sandbox.mode'
 complete -c fermix -n '__fermix_at \'config unset\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'config unset\'' -a 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.personalization.timezone fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key to remove from config.toml'
+complete -c fermix -n '__fermix_at \'config unset\'' -a 'capabilities.tools.ast_grep.absolute_paths capabilities.tools.bash.shell_expansion capabilities.tools.find.absolute_paths capabilities.tools.grep.absolute_paths capabilities.tools.hash_edit.absolute_paths capabilities.tools.hash_edit.repairs capabilities.tools.list_files.absolute_paths capabilities.tools.read.absolute_paths capabilities.tools.view_image.absolute_paths capabilities.tools.view_image.max_image_bytes capabilities.tools.view_image.vision_model capabilities.tools.write.absolute_paths fermix_core.agent.max_iterations fermix_core.agent.max_iterations_scheduled fermix_core.agent.model fermix_core.agent.provider fermix_core.agent.repeat_limit fermix_core.agent.system_prompt fermix_core.agent.toolset fermix_core.channels.apprise fermix_core.channels.telegram.api_base fermix_core.channels.telegram.bot_token fermix_core.channels.telegram.bot_token_env fermix_core.channels.telegram.guest_user_ids fermix_core.channels.telegram.owner_user_id fermix_core.channels.telegram.timeout_seconds fermix_core.channels.webhooks fermix_core.jobs.default_delivery_mode fermix_core.jobs.default_delivery_target fermix_core.jobs.default_inactivity_timeout_seconds fermix_core.jobs.default_timeout_seconds fermix_core.jobs.max_concurrent_runs fermix_core.jobs.max_runs_per_job fermix_core.jobs.retry_backoff_seconds fermix_core.jobs.run_freshness_window_seconds fermix_core.jobs.transient_retries fermix_core.net.allowed_private_hosts fermix_core.personalization.timezone fermix_core.providers fermix_core.routing.cron_model fermix_core.routing.cron_provider fermix_core.routing.cron_reasoning_effort fermix_core.routing.meeting_model fermix_core.routing.meeting_provider fermix_core.routing.meeting_reasoning_effort fermix_core.routing.subagent_model fermix_core.routing.subagent_provider fermix_core.routing.subagent_reasoning_effort fermix_core.tools.generate_image.backend fermix_core.tools.generate_image.codex_auth_file fermix_core.tools.generate_image.codex_url fermix_core.tools.generate_image.google_api_key fermix_core.tools.generate_image.google_url fermix_core.tools.generate_image.model fermix_core.tools.generate_image.openai_api_key fermix_core.tools.generate_image.openai_url fermix_core.tools.generate_image.router_model fermix_core.tools.generate_image.size fermix_core.tools.generate_image.timeout_seconds fermix_core.tools.generate_image.xai_api_key fermix_core.tools.generate_image.xai_url fermix_core.tools.git.allow_hooks fermix_core.tools.git.credential_helpers fermix_core.tools.git.user_email fermix_core.tools.git.user_name fermix_core.tools.tool_search.enabled fermix_core.tools.web.exa_url fermix_core.tools.web_search.backend fermix_core.tools.web_search.brave_api_key fermix_core.tools.web_search.brave_place_url fermix_core.tools.web_search.brave_url fermix_core.tools.web_search.duckduckgo_url fermix_core.tools.web_search.exa_api_key fermix_core.tools.web_search.exa_url fermix_core.tools.web_search.firecrawl_api_key fermix_core.tools.web_search.firecrawl_url fermix_core.tools.web_search.parallel_api_key fermix_core.tools.web_search.parallel_url fermix_core.tools.web_search.perplexity_api_key fermix_core.tools.web_search.perplexity_url fermix_core.tools.web_search.tavily_api_key fermix_core.tools.web_search.tavily_url mcp.servers sandbox.allowed_roots sandbox.blocked_roots sandbox.env.allow sandbox.env.deny sandbox.env.mode sandbox.env.vars sandbox.mode' -d 'Dotted key to remove from config.toml'
 complete -c fermix -n '__fermix_at \'doctor\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'doctor\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'events\'' -a 'add' -d 'Store a date: `fermix events add Dentist --kind appointment --on 2027-03-14 --at 09:00`.'
@@ -365,7 +378,7 @@ complete -c fermix -n '__fermix_at \'mcp\'' -a 'serve' -d 'Serve the registry\'s
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'servers' -d 'List the MCP servers configured under [mcp.servers.NAME] (without starting them).'
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'tools' -d 'Start the configured MCP servers and list their tools as fermix names (mcp_SERVER_TOOL).'
 complete -c fermix -n '__fermix_at \'mcp\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
+complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find generate_image get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search react read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job send_attachment shell tool_call tool_describe tool_help tool_search update_job view_image web web_fetch web_search write' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -l list -d 'Print the tool names that would be served, then exit.'
 complete -c fermix -n '__fermix_at \'mcp servers\'' -s h -l help -d 'Show help and exit.'
@@ -416,6 +429,14 @@ complete -c fermix -n '__fermix_at \'sandbox revoke\'' -s h -l help -d 'Show hel
 complete -c fermix -n '__fermix_at \'sandbox revoke\'' -F
 complete -c fermix -n '__fermix_at \'sandbox status\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'sandbox status\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'serve\'' -a 'telegram' -d 'Serve the owner\'s Telegram chat: each message is one agent turn with fermix\'s tools.'
+complete -c fermix -n '__fermix_at \'serve\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -s m -l model -x -d 'Model to use.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -l poll-timeout -x -d 'Seconds one getUpdates long poll waits.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -l provider -x -a 'openai anthropic echo mock' -d 'Provider to use.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -l systemd -d 'Print a systemd user service that runs this, and how to start it.'
+complete -c fermix -n '__fermix_at \'serve telegram\'' -l toolset -x -a 'fermix coding' -d 'fermix (default) or coding.'
 complete -c fermix -n '__fermix_at \'state\'' -a 'status' -d 'Open (and migrate) state.db, then report its path, schema version and size.'
 complete -c fermix -n '__fermix_at \'state\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'state status\'' -s h -l help -d 'Show help and exit.'
@@ -432,6 +453,7 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'file_edit' -d 'Replace exactly 
 complete -c fermix -n '__fermix_at \'tool\'' -a 'file_read' -d 'Read a UTF-8 text file.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'file_write' -d 'Write a UTF-8 text file atomically, replacing it if it exists and creating parent directories (unless mkdir is false).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'find' -d 'Fuzzy path discovery: rank files, directories or both below a directory by how well their paths match whitespace-separated query tokens (all must match; exact basenames first, then prefixes, substrings, subsequences).'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'generate_image' -d 'Create or edit a raster image (photo, illustration, render) from a text prompt with the backend in [fermix_core.tools.generate_image] (openai, openai_codex, xai or google; no fallback between them).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'get_job_run' -d 'Fetch one job run in full: status, trigger, timing, the prompt and config it ran with, usage, iterations, final response, error, tool failures, delivery and its output.md path.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'git_read' -d 'Run a read-only git subcommand: status, log, diff, branch, show.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'git_write' -d 'Run a mutating git subcommand: add, commit, checkout, pull.'
@@ -448,6 +470,7 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'memory_store' -d 'Store a fact 
 complete -c fermix -n '__fermix_at \'tool\'' -a 'model_routing_config' -d 'Read or change which model delegated sub-agents run on (never the main agent\'s).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'pause_job' -d 'Pause a scheduled job by id: it stops running until resumed (a run in flight finishes).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'place_search' -d 'Look up real-world places (businesses, landmarks, addresses) and get structured records: name, address, coordinates, weekly hours, rating and review count, price range, phone, distance, categories, a thumbnail and the place\'s page link.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'react' -d 'React to the person\'s current message with one fitting emoji instead of a text reply, for pure acknowledgements (ok, thanks).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'read' -d 'Read 1-8 known local files (or skill:// files).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'reminder_snooze' -d 'Defer one reminder to a later time (at most 90 days ahead).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'remove_job' -d 'Remove a scheduled job and its run history permanently; its memory source stays as a tombstone.'
@@ -455,12 +478,14 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'request_directory_access' -d 'A
 complete -c fermix -n '__fermix_at \'tool\'' -a 'resume_job' -d 'Resume a paused job by id; its next run is computed from now.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'run_job_now' -d 'Run a scheduled job now, out of band, through the normal runner (same isolation, delivery and confinement), leaving its cadence unchanged; returns the run id at once.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'schedule_job' -d 'Create a durable scheduled job: a task a fresh, unattended agent run carries out on a schedule (interval, 5-field cron in a timezone, or a one-off instant).'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'send_attachment' -d 'Send a local file through the active channel: a photo or document in Telegram, a copy in the outbox (with its path printed) in the terminal.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'shell' -d 'Run a shell command (sh -c) in the sandbox working directory.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_call' -d 'Invoke a deferred tool by name with an object of arguments.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_describe' -d 'Return the full documentation and input schema of one deferred tool.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_help' -d 'Return the full documentation of one registered tool as the caller may see it: description, parameters, examples and failure modes.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_search' -d 'Keyword search over the deferred plugin and MCP tools this caller could run (BM25 over name, description and parameter names; a name substring match when nothing scores).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'update_job' -d 'Edit a scheduled job in place: task, schedule, description, skill binding, model pin or delivery.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'view_image' -d 'Inspect one local image through the configured vision model ([capabilities.tools.view_image.vision_model]: an OpenAI Responses, Anthropic Messages or OpenAI-compatible provider).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'web' -d 'Public research and programming documentation, one operation per call.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'web_fetch' -d 'Fetch a public HTTP(S) URL and return the body as markdown-light text; JSON bodies come back verbatim.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'web_search' -d 'Search the public web and get up to 10 results as {title, url, snippet}.'
@@ -603,6 +628,18 @@ complete -c fermix -n '__fermix_at \'tool find\'' -l limit -x -d 'Results per pa
 complete -c fermix -n '__fermix_at \'tool find\'' -l offset -x -d 'Results to skip, for paging (default 0)'
 complete -c fermix -n '__fermix_at \'tool find\'' -l path -r -F -d 'Directory to search below (default: the working directory)'
 complete -c fermix -n '__fermix_at \'tool find\'' -l query -x -d 'What to look for: whitespace-separated tokens, all of which must match the path (case-insensitive; exact names rank first; a token with / matches the relative path)'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l input-image -x -d 'For edit only: sandbox path to the source image, or inbound:last / inbound:N for an image sent in this turn\'s chat'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l mask -x -d 'Sandbox path to a PNG-alpha mask (OpenAI backend only); only its transparent regions are edited'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l model -x -d 'Model override for this call'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l operation -x -a 'generate edit' -d 'generate a new image (default) or edit an existing one'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l prompt -x -d 'What to create, or for an edit, how to change the source image'
+complete -c fermix -n '__fermix_at \'tool generate_image\'' -l size -x -d 'Output size (e.g. 1024x1024); defaults to the configured size'
 complete -c fermix -n '__fermix_at \'tool get_job_run\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool get_job_run\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool get_job_run\'' -l schema -d 'Print the input JSON schema and exit.'
@@ -749,6 +786,13 @@ complete -c fermix -n '__fermix_at \'tool place_search\'' -l longitude -x -d 'Ex
 complete -c fermix -n '__fermix_at \'tool place_search\'' -l query -x -d 'What to look for ("quiet coffee shop", "pharmacy open now"); max 400 characters'
 complete -c fermix -n '__fermix_at \'tool place_search\'' -l radius-meters -x -d 'Ranking bias around the coordinates (1-50000), not a hard filter; only with coordinates'
 complete -c fermix -n '__fermix_at \'tool place_search\'' -l units -x -a 'metric imperial' -d 'metric or imperial, for distances'
+complete -c fermix -n '__fermix_at \'tool react\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool react\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool react\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool react\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool react\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool react\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool react\'' -l emoji -x -d 'A single emoji to react with, chosen to fit the message'
 complete -c fermix -n '__fermix_at \'tool read\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool read\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool read\'' -l schema -d 'Print the input JSON schema and exit.'
@@ -815,6 +859,17 @@ complete -c fermix -n '__fermix_at \'tool schedule_job\'' -l skill-name -x -d 'B
 complete -c fermix -n '__fermix_at \'tool schedule_job\'' -l task -x -d 'Work instructions for the future run; bake in any values it needs (place, account, ...)'
 complete -c fermix -n '__fermix_at \'tool schedule_job\'' -l timeout-seconds -x -d 'Wall-clock timeout of each run (default 1800)'
 complete -c fermix -n '__fermix_at \'tool schedule_job\'' -l timezone -x -d 'IANA timezone for a cron schedule (default UTC)'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -l caption -x -d 'Optional caption'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -l filename -x -d 'Override the filename shown to the recipient'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -l kind -x -a 'image document audio video voice' -d 'How the channel shows it: image, document, audio, video or voice'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -l mime-type -x -d 'Override the detected MIME type'
+complete -c fermix -n '__fermix_at \'tool send_attachment\'' -l path -r -F -d 'Local file path to send'
 complete -c fermix -n '__fermix_at \'tool shell\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool shell\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool shell\'' -l schema -d 'Print the input JSON schema and exit.'
@@ -871,6 +926,14 @@ complete -c fermix -n '__fermix_at \'tool update_job\'' -l provider -x -d 'New p
 complete -c fermix -n '__fermix_at \'tool update_job\'' -l schedule -x -d 'Replacement schedule expression'
 complete -c fermix -n '__fermix_at \'tool update_job\'' -l skill-name -x -d 'Rebind to an installed skill (empty unbinds)'
 complete -c fermix -n '__fermix_at \'tool update_job\'' -l task -x -d 'Replacement work instructions'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l path -r -F -d 'Absolute path of one local image (PNG, JPEG, GIF or WebP)'
+complete -c fermix -n '__fermix_at \'tool view_image\'' -l prompt -x -d 'What to inspect: name the exact visual details you need'
 complete -c fermix -n '__fermix_at \'tool web\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool web\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool web\'' -l schema -d 'Print the input JSON schema and exit.'

@@ -16,6 +16,7 @@ TOOL_MODULES: dict[str, str] = {
     "file_read": "fermix_cli.tools.files",
     "file_write": "fermix_cli.tools.files",
     "find": "fermix_cli.tools.coding.find",
+    "generate_image": "fermix_cli.tools.media.generate",
     "get_job_run": "fermix_cli.jobs.tools",
     "git_read": "fermix_cli.tools.git.tools",
     "git_write": "fermix_cli.tools.git.tools",
@@ -32,6 +33,7 @@ TOOL_MODULES: dict[str, str] = {
     "model_routing_config": "fermix_cli.agent.tools",
     "pause_job": "fermix_cli.jobs.tools",
     "place_search": "fermix_cli.tools.web.tools",
+    "react": "fermix_cli.tools.media.channeltools",
     "read": "fermix_cli.tools.coding.read",
     "reminder_snooze": "fermix_cli.events.tools",
     "remove_job": "fermix_cli.jobs.tools",
@@ -39,12 +41,14 @@ TOOL_MODULES: dict[str, str] = {
     "resume_job": "fermix_cli.jobs.tools",
     "run_job_now": "fermix_cli.jobs.tools",
     "schedule_job": "fermix_cli.jobs.tools",
+    "send_attachment": "fermix_cli.tools.media.channeltools",
     "shell": "fermix_cli.tools.shell",
     "tool_call": "fermix_cli.tools.meta.tools",
     "tool_describe": "fermix_cli.tools.meta.tools",
     "tool_help": "fermix_cli.tools.meta.tools",
     "tool_search": "fermix_cli.tools.meta.tools",
     "update_job": "fermix_cli.jobs.tools",
+    "view_image": "fermix_cli.tools.media.viewimage",
     "web": "fermix_cli.tools.web.tools",
     "web_fetch": "fermix_cli.tools.web.tools",
     "web_search": "fermix_cli.tools.web.tools",
@@ -68,6 +72,7 @@ CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.mcp.config",
     "fermix_cli.tools.coding.config",
     "fermix_cli.tools.git.config",
+    "fermix_cli.tools.media.config",
     "fermix_cli.tools.web.config",
 )
 
@@ -80,6 +85,7 @@ CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.mcp.config": ["mcp.servers"],
     "fermix_cli.tools.coding.config": ["capabilities.tools.read", "capabilities.tools.write", "capabilities.tools.hash_edit", "capabilities.tools.bash", "capabilities.tools.grep", "capabilities.tools.find", "capabilities.tools.list_files", "capabilities.tools.ast_grep"],
     "fermix_cli.tools.git.config": ["fermix_core.tools.git"],
+    "fermix_cli.tools.media.config": ["capabilities.tools.view_image", "fermix_core.tools.generate_image"],
     "fermix_cli.tools.web.config": ["fermix_core.tools.web_search", "fermix_core.tools.web"],
 }
 

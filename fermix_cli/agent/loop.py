@@ -32,6 +32,8 @@ from .providers.base import Provider
 from .toolbox import Toolbox
 from .transcripts import ToolOutcome, Transcript
 
+# The ctx.extras key a tool sets when its delivered result is the whole reply (tools/media/replyport.py).
+ENDS_TURN = "ends_turn"
 log = logger("fermix.agent")
 
 OK = "ok"
@@ -152,7 +154,7 @@ class AgentLoop:
         self.cap_source = cap_source
         self.repeat_limit = repeat_limit
         self.observer: LoopObserver = observer or SilentObserver()
-        self._schemas = toolbox.schemas()
+        self._schemas = toolbox.schemas(ctx)
         self.context_window = context_window
         self.reply_reserve = reply_reserve
         self.first_tool_choice = first_tool_choice
@@ -235,6 +237,10 @@ class AgentLoop:
             if stop_error is not None:
                 result.status, result.error = "loop_detected", stop_error
                 return
+            if state.answered and not response.text.strip():
+                # Every call delivered an answer to the person by itself (a reaction) and the model
+                # said nothing else: the turn is over without another model call.
+                return
 
     def _call_model_fitted(self, state: _TurnState, *, first: bool) -> ModelResponse:
         """A model call; when a server refuses it for naming its context size, fitted to that and retried."""
@@ -313,7 +319,9 @@ class AgentLoop:
 
     def _run_tools(self, result: RunResult, guard: RepeatGuard, state: _TurnState) -> ToolError | None:
         stop: ToolError | None = None
-        for call in list(state.pending):
+        calls = list(state.pending)
+        answering = 0
+        for call in calls:
             name, arguments = self._target(call)
             verdict = guard.check(name, arguments)
             if verdict == "stop":
@@ -336,9 +344,13 @@ class AgentLoop:
                 )
             else:
                 outcome = self._dispatch(call, name, arguments)
+                # A tool whose delivered result is itself the reply (react) says so in ctx.extras.
+                if self.ctx.extras.pop(ENDS_TURN, False) and outcome.ok:
+                    answering += 1
             self._answer(state, outcome)
             result.outcomes.append(outcome)
             self.observer.tool_end(outcome)
+        state.answered = bool(calls) and answering == len(calls)
         if stop is not None:
             self._finish_turn(result, state, stop_reason="a repeated call ended the run")
         else:
@@ -351,6 +363,7 @@ class AgentLoop:
 
     def _dispatch(self, call: ToolCall, name: str, arguments: Any) -> ToolOutcome:
         self.ctx.extras["call_id"] = call.call_id
+        self.ctx.extras.pop(ENDS_TURN, None)
         raw = arguments if isinstance(arguments, dict) else call.arguments
         ok, text, data = self.registry.invoke_for_model(name, raw, self.ctx)
         if ok:
@@ -419,3 +432,4 @@ class _TurnState(Record):
     response: ModelResponse | None = None
     pending: list[ToolCall] = field(default_factory=list)
     done: list[ToolOutcome] = field(default_factory=list)
+    answered: bool = False  # the last tool calls answered the person by themselves (see ENDS_TURN)

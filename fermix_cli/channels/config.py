@@ -27,6 +27,9 @@ class TelegramConfig(Section):
     # The owner's Telegram user id; in a private chat with the bot it is also the chat id. Setting it
     # makes the owner's chat the derived default delivery target.
     owner_user_id: Annotated[int, Field(ge=1)] | None = None
+    # Users `fermix serve telegram` also answers, in their private chats, as guests: read-only tools that
+    # are not owner-only, each in a session of its own. Everyone else is refused.
+    guest_user_ids: list[Annotated[int, Field(ge=1)]] = []
     api_base: Endpoint = TELEGRAM_API
     timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 30.0
 

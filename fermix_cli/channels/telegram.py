@@ -106,16 +106,23 @@ class BotApi:
         payload: dict[str, Any] | None = None,
         multipart: bytes | None = None,
         content_type: str | None = None,
+        read_timeout: float | None = None,
     ) -> Any:
-        """POST one Bot API method; the `result` on success, else a `ChannelError`."""
+        """POST one Bot API method; the `result` on success, else a `ChannelError`.
+
+        `read_timeout` overrides the client's for this call (a long poll waits longer than a send).
+        """
         url = f"{self.api_base}/bot{self._token}/{method}"
+        limits: dict[str, Any] = {}
+        if read_timeout is not None:
+            limits = {"read_timeout": read_timeout, "total_timeout": read_timeout + 10.0}
         try:
             if multipart is not None:
                 response = self.client.post(
-                    url, content=multipart, headers={"content-type": content_type or ""}
+                    url, content=multipart, headers={"content-type": content_type or ""}, **limits
                 )
             else:
-                response = self.client.post(url, json=payload or {})
+                response = self.client.post(url, json=payload or {}, **limits)
         except ToolError as e:
             raise network_failure(e, f"Telegram {method}", [self._token]) from None
         try:
@@ -125,6 +132,13 @@ class BotApi:
         if isinstance(answer, dict) and answer.get("ok") is True and 200 <= response.status_code < 300:
             return answer.get("result")
         raise self._failure(method, response.status_code, answer)
+
+    def file_url(self, file_path: str) -> str:
+        """Where `getFile`'s `file_path` is downloaded from (the token is in it: never log it)."""
+        return f"{self.api_base}/file/bot{self._token}/{file_path.lstrip('/')}"
+
+    def redacted(self, text: str) -> str:
+        return redact(text, [self._token])
 
     def _failure(self, method: str, status: int, answer: Any) -> ChannelError:
         data = answer if isinstance(answer, dict) else {}

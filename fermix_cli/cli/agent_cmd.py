@@ -161,7 +161,9 @@ def agent(
     from rich.console import Console
 
     from ..agent.assemble import Agent, AgentOptions
+    from ..channels.outbox import OutboxPort
     from ..core.logs import setup_logging
+    from ..tools.media.replyport import REPLY_PORT
     from .ask_cmd import parse_tool_list
     from .common import context
     from .render import RichObserver
@@ -174,6 +176,7 @@ def agent(
     ctx = context()
     setup_logging(ctx.paths.log_file)
     ctx.origin = "interactive"
+    ctx.extras[REPLY_PORT] = OutboxPort(ctx.paths, lambda line: console.print(line, markup=False))
     options = AgentOptions(
         provider=provider,
         model=model,

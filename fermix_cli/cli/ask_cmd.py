@@ -141,7 +141,9 @@ def ask(
     Exit codes: 0 ok, 1 provider failure or a stopped run (iteration cap, repeated calls), 2 bad input, 3 refused by policy, 4 internal error, 130 interrupted.
     """
     from ..agent.assemble import Agent, AgentOptions
+    from ..channels.outbox import OutboxPort
     from ..core.logs import setup_logging
+    from ..tools.media.replyport import REPLY_PORT
 
     if toolset is not None and tools is not None:
         raise ToolError("usage", "--toolset and --tools cannot be combined", {})
@@ -159,6 +161,7 @@ def ask(
         max_iterations=max_iterations,
     )
     observer = None if as_json else StreamObserver(sys.stdout, sys.stderr, show_tools=sys.stderr.isatty())
+    ctx.extras[REPLY_PORT] = OutboxPort(ctx.paths, lambda line: print(line, file=sys.stderr))
     agent = Agent(ctx, options, observer=observer)
     try:
         result = agent.run(prompt)

@@ -32,4 +32,5 @@ Commands:
   grant        Grant the sandbox access to a directory.
   revoke       Withdraw a directory grant.
   state        The SQLite state file.
+  serve        Long-running conversation channels: `serve telegram`...
 """

@@ -78,6 +78,9 @@ class ToolSpec(Record, frozen=True):
     available: Callable[[ToolContext], bool] | None = None
     gate: Callable[[ToolContext], None] | None = None
     render: Callable[[Any], str] | None = None
+    # The schema a model is shown in a given context, when it is narrower than `params` (a channel's own
+    # set of allowed values); `invoke` still validates against `params` and the handler checks the rest.
+    narrowed_schema: Callable[[ToolContext, dict[str, Any]], dict[str, Any]] | None = None
     # input_schema()'s cache; MCP tools come with theirs
     _schema: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -91,6 +94,15 @@ class ToolSpec(Record, frozen=True):
             schema = clean_schema(self.params.model_json_schema())
             self._schema.update(publish_nulls(schema, getattr(self.params, "null_means_absent", frozenset())))
         return self._schema
+
+    def schema_for(self, ctx: ToolContext | None) -> dict[str, Any]:
+        """The input schema as a model in `ctx` sees it (narrowed where the tool narrows it)."""
+        schema = self.input_schema()
+        if ctx is None or self.narrowed_schema is None:
+            return schema
+        import copy
+
+        return self.narrowed_schema(ctx, copy.deepcopy(schema))
 
     def render_for_model(self, result: Any) -> str:
         if self.render is not None:

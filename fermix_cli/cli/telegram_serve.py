@@ -1,0 +1,315 @@
+"""`fermix serve telegram`: the owner's Telegram chat as a conversation with the same agent loop.
+
+One long poll (`getUpdates`) at a time. A message from the owner's private chat becomes one agent run
+in the session `telegram-<chat id>`, with the same tools and policy as `fermix agent`; its text
+streams back as a message that is edited as it grows (and continued in new messages past Telegram's
+4096-character limit). Photos and documents that come with it are saved under `media/inbound/` and
+offered to the tools as `inbound:1`, `inbound:2`, ... for this turn. The private chats of
+`guest_user_ids` are answered as guests (read-only tools that are not owner-only, a session per chat);
+messages from any other chat are refused (never answered) and logged.
+
+Failures to reach Telegram back off (1 s doubling to 60 s; a 429's `retry_after` exactly); a bad token
+stops the server. SIGTERM or SIGINT stop it cleanly: while waiting for updates at once, while a message
+is being answered after that answer is sent. The next update offset is kept in `run/telegram.offset`,
+so a restart neither loses nor repeats a handled message.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+from ..channels.base import ChannelError
+from ..channels.telegram import MESSAGE_MAX, BotApi, split_message
+from ..channels.telegram_chat import TelegramReplyPort, download_file, edit_message_text, get_updates
+from ..core.errors import ToolError
+from ..core.logs import logger
+from ..tools.media.imagefmt import MIME_TYPES, SUFFIX, sniff
+from ..tools.media.newfile import write_new_file
+from ..tools.media.replyport import INBOUND, REPLY_PORT, AttachmentKind, InboundFile
+
+if TYPE_CHECKING:
+    from ..agent.assemble import AgentOptions
+    from ..agent.messages import ModelResponse, ToolCall
+    from ..agent.transcripts import ToolOutcome
+    from ..core.context import ToolContext
+    from ..core.net.httpclient import GuardedClient
+
+log = logger("fermix.telegram")
+BACKOFF_START = 1.0
+BACKOFF_MAX = 60.0
+EDIT_INTERVAL = 1.5  # seconds between edits of a growing message (Telegram limits edits per chat)
+
+
+class StopServing(BaseException):
+    """Raised by the signal handler while the server is only waiting for updates."""
+
+
+class MessageStream:
+    """A LoopObserver that shows the run's text in Telegram: one message edited as it grows, then more."""
+
+    def __init__(self, api: BotApi, chat_id: int, clock: Callable[[], float]) -> None:
+        self.api = api
+        self.chat_id = chat_id
+        self.clock = clock
+        self.text_so_far = ""
+        self.sent: list[tuple[int, str]] = []  # (message_id, text shown)
+        self.last_edit = float("-inf")
+
+    # LoopObserver
+    def model_start(self, iteration: int) -> None:
+        if self.text_so_far and not self.text_so_far.endswith("\n\n"):
+            self.text_so_far += "\n\n"
+
+    def text(self, delta: str) -> None:
+        self.text_so_far += delta
+        self._show(final=False)
+
+    def model_end(self, response: ModelResponse) -> None:
+        pass
+
+    def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None:
+        pass
+
+    def tool_end(self, outcome: ToolOutcome) -> None:
+        pass
+
+    def finish(self, extra: str = "") -> None:
+        """Show everything (no throttling), with `extra` (an error line) appended."""
+        if extra:
+            self.text_so_far = (self.text_so_far.rstrip() + "\n\n" + extra).lstrip()
+        self._show(final=True)
+
+    def _show(self, *, final: bool) -> None:
+        text = self.text_so_far.strip()
+        if not text:
+            return
+        parts = split_message(text, MESSAGE_MAX)
+        for i, part in enumerate(parts):
+            if i < len(self.sent):
+                message_id, shown = self.sent[i]
+                if shown == part:
+                    continue
+                if not final and self.clock() - self.last_edit < EDIT_INTERVAL:
+                    return
+                self._call(partial(edit_message_text, self.api, self.chat_id, message_id, part), final)
+                self.sent[i] = (message_id, part)
+                self.last_edit = self.clock()
+            else:
+                result = self._call(partial(self.api.send_message, self.chat_id, part), final)
+                if isinstance(result, dict) and isinstance(result.get("message_id"), int):
+                    self.sent.append((result["message_id"], part))
+                    self.last_edit = self.clock()
+                else:
+                    return
+
+    def _call(self, send: Callable[[], Any], final: bool) -> Any:
+        try:
+            return send()
+        except ChannelError as e:
+            if not final:  # a growing message catches up on the next delta
+                log.warning("telegram: an update of the answer was not shown: %s", e)
+                return None
+            if e.retry_after is not None:
+                time.sleep(min(e.retry_after, BACKOFF_MAX))
+                return send()
+            raise
+
+
+class TelegramServer:
+    """The owner's chat, served until stopped."""
+
+    def __init__(
+        self,
+        ctx: ToolContext,
+        options: AgentOptions,
+        api: BotApi,
+        owner: int,
+        *,
+        downloads: GuardedClient,
+        poll_timeout: int = 25,
+        guests: Iterable[int] = (),
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ctx = ctx
+        self.options = options
+        self.api = api
+        self.owner = owner
+        self.downloads = downloads
+        self.poll_timeout = poll_timeout
+        self.sleep = sleep
+        self.clock = clock
+        self.stopping = False
+        self.waiting = False
+        self.handled = 0
+        self.guests = frozenset(guests)
+        self.offset_file = ctx.paths.run_dir / "telegram.offset"
+
+    # ----- lifecycle ----------------------------------------------------------------------------
+
+    def stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        self.stopping = True
+        if self.waiting:
+            raise StopServing
+
+    def serve(self, *, max_polls: int | None = None) -> int:
+        """Poll and answer until stopped (or `max_polls` polls, for tests); the messages answered."""
+        previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self._loop(max_polls)
+        except StopServing:
+            pass
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        log.info("telegram: stopped after %d message(s)", self.handled)
+        return self.handled
+
+    def _loop(self, max_polls: int | None) -> None:
+        failures = 0
+        polls = 0
+        offset = self._load_offset()
+        while not self.stopping and (max_polls is None or polls < max_polls):
+            polls += 1
+            try:
+                self.waiting = True
+                try:
+                    updates = get_updates(self.api, offset, self.poll_timeout)
+                finally:
+                    self.waiting = False
+            except ChannelError as e:
+                if e.permanent:
+                    raise ToolError("telegram_refused", f"stopping: {e}", {"code": e.code}) from None
+                if e.retry_after is not None:  # Telegram says exactly how long; that is not a failure streak
+                    wait = e.retry_after
+                else:
+                    failures += 1
+                    wait = min(BACKOFF_MAX, BACKOFF_START * 2 ** (failures - 1))
+                log.warning("telegram: getUpdates failed (%s); retrying in %g s", e.code, wait)
+                self._pause(wait)
+                continue
+            failures = 0
+            for update in sorted(updates, key=lambda u: u.get("update_id", 0)):
+                update_id = update.get("update_id")
+                if not isinstance(update_id, int):
+                    continue
+                self.handle(update)
+                offset = update_id + 1
+                self._save_offset(offset)
+                if self.stopping:
+                    return
+
+    def _pause(self, seconds: float) -> None:
+        self.waiting = True
+        try:
+            self.sleep(seconds)
+        finally:
+            self.waiting = False
+
+    def _load_offset(self) -> int | None:
+        try:
+            return int(self.offset_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def _save_offset(self, offset: int) -> None:
+        from ..core.fsops import atomic_write
+
+        self.ctx.paths.ensure_dir(self.offset_file.parent)
+        atomic_write(str(self.offset_file), f"{offset}\n".encode())
+
+    # ----- one message --------------------------------------------------------------------------
+
+    def handle(self, update: dict[str, Any]) -> None:
+        message = update.get("message")
+        if not isinstance(message, dict):
+            return
+        chat = message.get("chat") or {}
+        sender = message.get("from") or {}
+        chat_id, user_id = chat.get("id"), sender.get("id")
+        guest = chat_id == user_id and chat_id in self.guests and chat_id != self.owner
+        if not guest and (chat_id != self.owner or user_id != self.owner):
+            log.warning(
+                "telegram: refused a message from chat %s (user %s): only the owner's chat %s is served",
+                chat_id,
+                user_id,
+                self.owner,
+            )
+            return
+        assert isinstance(chat_id, int)
+        message_id = message.get("message_id")
+        if not isinstance(message_id, int):
+            return
+        files, notes = self._inbound(message)
+        text = str(message.get("text") or message.get("caption") or "")
+        if not text.strip() and not files:
+            if notes:
+                self.api.send_message(chat_id, "\n".join(notes))
+            return
+        prompt = text
+        if files or notes:
+            listed = [f"inbound:{i} ({f.kind}, {f.name or f.mime_type})" for i, f in enumerate(files, 1)]
+            prompt += "\n\n[Sent with this message: " + "; ".join(listed + notes) + "]"
+        self.handled += 1
+        self._run(prompt.strip(), TelegramReplyPort(self.api, chat_id, message_id), files, guest=guest)
+
+    def _inbound(self, message: dict[str, Any]) -> tuple[list[InboundFile], list[str]]:
+        """The photo or document of a message saved under media/inbound/, and notes on what failed."""
+        wanted: list[tuple[str, str, str]] = []  # (file_id, name, mime)
+        photos = message.get("photo")
+        if isinstance(photos, list) and photos and isinstance(photos[-1], dict):
+            wanted.append((str(photos[-1].get("file_id", "")), "photo.jpg", "image/jpeg"))
+        document = message.get("document")
+        if isinstance(document, dict):
+            name = str(document.get("file_name") or "document").replace("/", "_")[:200]
+            wanted.append((str(document.get("file_id", "")), name, str(document.get("mime_type") or "")))
+        files: list[InboundFile] = []
+        notes: list[str] = []
+        for file_id, name, mime in wanted:
+            try:
+                data, _ = download_file(self.api, self.downloads, file_id)
+            except ChannelError as e:
+                log.warning("telegram: could not download %s: %s", name, e)
+                notes.append(f"{name} could not be downloaded ({e.code})")
+                continue
+            folder = self.ctx.paths.ensure_dir(self.ctx.paths.media / "inbound")
+            fmt = sniff(data[:12])
+            kind: AttachmentKind = "document"
+            if fmt is not None:  # an image is saved under the extension its bytes carry
+                kind, mime = "image", MIME_TYPES[fmt]
+                name = name.rsplit(".", 1)[0] + SUFFIX[fmt] if "." in name else name + SUFFIX[fmt]
+            path = write_new_file(folder, f"{message.get('message_id')}-{name}", data)
+            files.append(InboundFile(str(path), kind, mime or "application/octet-stream", name))
+        return files, notes
+
+    def _run(self, prompt: str, port: TelegramReplyPort, files: list[InboundFile], *, guest: bool) -> None:
+        from ..agent.assemble import Agent
+
+        chat = port.chat_id
+        stream = MessageStream(self.api, chat, self.clock)
+        # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
+        extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
+        run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
+        options = self.options.replace(session=f"telegram-{chat}") if guest else self.options
+        extra = ""
+        try:
+            agent = Agent(run_ctx, options, observer=stream)
+        except ToolError as e:  # no usable provider, a bad config: say so in the chat and keep serving
+            log.error("telegram: could not start the agent: %s", e)
+            extra = f"⚠ {e.code}: {e.message}"
+        else:
+            try:
+                result = agent.run(prompt)
+            finally:
+                agent.close()
+            if result.status != "ok" and result.error is not None:
+                extra = f"⚠ {result.error.code}: {result.error.message}"
+        try:
+            stream.finish(extra)
+        except ChannelError as e:
+            log.error("telegram: the answer to message %s was not delivered: %s", port.message_id, e)

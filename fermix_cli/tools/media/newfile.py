@@ -1,0 +1,38 @@
+"""Writing a new file into a folder fermix owns (the media folder, the outbox) without replacing one."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from pathlib import Path
+
+from ...core.errors import ToolError
+
+MAX_TRIES = 10_000
+
+
+def write_new_file(folder: Path, name: str, data: bytes) -> Path:
+    """Write `data` to a file called `name` in `folder` (or `name-N`), never replacing one; its path."""
+    stem, ext = posixpath.splitext(name)
+    if not stem:  # ".bashrc": the whole name is the stem
+        stem, ext = name, ""
+    for n in range(1, MAX_TRIES + 1):
+        candidate = folder / (name if n == 1 else f"{stem}-{n}{ext}")
+        try:
+            fd = os.open(
+                candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+        except FileExistsError:
+            continue
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            candidate.unlink(missing_ok=True)
+            raise
+        return candidate
+    raise ToolError(
+        "outbox_full", f"{folder} already holds {MAX_TRIES} files named like {name}.", {"name": name}
+    )

@@ -1,0 +1,85 @@
+"""The active channel's reply port: how a tool answers the person in the conversation it runs for.
+
+A front end that holds a conversation (`fermix agent`/`ask` in a terminal, `fermix serve telegram`)
+puts its port in `ctx.extras[REPLY_PORT]` before the run, and the files the person sent with this
+turn's message in `ctx.extras[INBOUND]`. Tools reach the person only through the port; with no port
+(a scheduled job, a subagent, a plain `fermix tool` call) there is no active channel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from ...core.errors import ToolError
+from ...core.records import Record
+
+if TYPE_CHECKING:
+    from ...core.context import ToolContext
+
+REPLY_PORT = "reply_port"
+INBOUND = "inbound_files"
+# Set by a tool whose delivered result answers the turn by itself (a reaction): the loop ends the turn
+# without another model call when the model said nothing besides such calls.
+ENDS_TURN = "ends_turn"
+
+AttachmentKind = Literal["image", "document", "audio", "video", "voice"]
+
+
+class InboundFile(Record, frozen=True):
+    """A file the person sent with this turn's message, saved locally (`inbound:N` counts from 1)."""
+
+    path: str
+    kind: AttachmentKind
+    mime_type: str
+    name: str = ""
+
+
+class ReplyPort(Protocol):
+    platform: str
+    # The emojis this channel accepts as reactions; None when it has no reactions at all.
+    reactions: frozenset[str] | None
+
+    def send_attachment(
+        self,
+        data: bytes,
+        *,
+        kind: AttachmentKind,
+        caption: str | None,
+        filename: str,
+        mime_type: str,
+        source: str,
+    ) -> dict[str, Any]:
+        """Deliver a file's bytes (read from `source`); where it went, as a JSON-able dict. Raises ToolError."""
+        ...
+
+    def react(self, emoji: str) -> dict[str, Any]:
+        """React to the person's current message with `emoji` (one of `reactions`). Raises ToolError."""
+        ...
+
+
+def reply_port(ctx: ToolContext) -> ReplyPort | None:
+    port: ReplyPort | None = ctx.extras.get(REPLY_PORT)
+    return port
+
+
+def require_port(ctx: ToolContext, tool: str) -> ReplyPort:
+    port = reply_port(ctx)
+    if port is None:
+        raise ToolError(
+            "no_active_channel",
+            f"{tool} needs an active conversation channel (fermix agent, fermix ask or fermix serve telegram); "
+            "this call has none. Write the file somewhere the owner can find it and say where instead.",
+            {"tool": tool},
+        )
+    return port
+
+
+def inbound_files(ctx: ToolContext) -> Sequence[InboundFile]:
+    files = ctx.extras.get(INBOUND)
+    return tuple(files) if files else ()
+
+
+def supports_reactions(ctx: ToolContext) -> bool:
+    port = reply_port(ctx)
+    return port is not None and bool(port.reactions)

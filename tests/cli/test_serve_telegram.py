@@ -1,0 +1,380 @@
+"""`fermix serve telegram` against a 127.0.0.1 Bot API stand-in, with the mock model scripted per test."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import tomli_w
+
+from fermix_cli.agent.assemble import AgentOptions
+from fermix_cli.channels.http import http_client
+from fermix_cli.channels.telegram import BotApi
+from fermix_cli.channels.telegram_chat import TELEGRAM_REACTIONS
+from fermix_cli.cli.telegram_serve import TelegramServer
+from fermix_cli.core.net.guarded import guarded_client
+from tests.channels.botstandin import OWNER, BotStandIn
+from tests.channels.standins import TOKEN
+from tests.conftest import Env
+from tests.tools.media.images import png
+from tests.tools.webfakes import json_reply
+
+
+@pytest.fixture
+def bot() -> Iterator[BotStandIn]:
+    standin = BotStandIn()
+    try:
+        yield standin
+    finally:
+        standin.close()
+
+
+def configure(world: Env, bot: BotStandIn, script: list[dict[str, Any]], **tools: Any) -> None:
+    path = world.root / "script.json"
+    path.write_text(json.dumps(script))
+    data: dict[str, Any] = {
+        "fermix_core": {
+            "net": {"allowed_private_hosts": ["127.0.0.1"]},
+            "channels": {"telegram": {"bot_token": TOKEN, "api_base": bot.api_base, "owner_user_id": OWNER}},
+            "providers": {"mock": {"script": str(path)}},
+            "agent": {"provider": "mock"},
+        }
+    }
+    if tools:
+        data["fermix_core"]["tools"] = tools
+    world.fermix_home.mkdir(parents=True, exist_ok=True)
+    (world.fermix_home / "config.toml").write_text(tomli_w.dumps(data))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def serve(world: Env, bot: BotStandIn, polls: int, clock: Clock | None = None) -> tuple[int, Clock]:
+    clock = clock or Clock()
+    ctx = world.context(origin="interactive")
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    downloads = guarded_client(allowed_private_hosts=("127.0.0.1",), max_body=20 * 1024 * 1024)
+    server = TelegramServer(
+        ctx,
+        AgentOptions(session=f"telegram-{OWNER}"),
+        api,
+        OWNER,
+        downloads=downloads,
+        poll_timeout=0,
+        sleep=clock.sleep,
+        clock=clock,
+    )
+    try:
+        return server.serve(max_polls=polls), clock
+    finally:
+        api.client.close()
+        downloads.close()
+        ctx.close()
+
+
+def test_owner_conversation_with_a_tool_call(world: Env, bot: BotStandIn) -> None:
+    (world.project / "notes.txt").write_text("milk\n")
+    configure(
+        world,
+        bot,
+        [
+            {"tool_calls": [{"name": "glob_search", "arguments": {"pattern": "*.txt"}}]},
+            {"chunks": ["You have ", "notes.txt."]},
+            {"text": "Second answer."},
+        ],
+    )
+    bot.send("which text files do I have?")
+    handled, _ = serve(world, bot, polls=2)
+    assert handled == 1
+    assert bot.texts_shown() == ["You have notes.txt."]
+    assert all(p["chat_id"] == OWNER for p in bot.payloads("sendMessage"))
+    # The next message continues the same session (the script's third answer).
+    bot.send("and now?")
+    serve(world, bot, polls=2)
+    assert bot.texts_shown() == ["You have notes.txt.", "Second answer."]
+    # Handled updates are not handled again after a restart.
+    serve(world, bot, polls=1)
+    assert len(bot.texts_shown()) == 2
+
+
+def test_image_sent_in_and_edited_with_inbound_last(world: Env, bot: BotStandIn) -> None:
+    edited = png(2, 2, (0, 255, 0, 255))
+    bot.web.routes["/oa/v1/images/edits"] = json_reply(
+        {"data": [{"b64_json": base64.b64encode(edited).decode()}]}
+    )
+    configure(
+        world,
+        bot,
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "generate_image",
+                        "arguments": {
+                            "prompt": "make it green",
+                            "operation": "edit",
+                            "input_image": "inbound:last",
+                        },
+                    }
+                ]
+            },
+            {"text": "Here you go."},
+        ],
+        generate_image={"backend": "openai", "openai_api_key": "k", "openai_url": bot.web.url("/oa/v1")},
+    )
+    bot.add_file("ph-big", "photos/file_1.jpg", png(4, 4))
+    bot.send(
+        caption="make it green",
+        photo=[
+            {"file_id": "ph-small", "file_unique_id": "s", "width": 1, "height": 1},
+            {"file_id": "ph-big", "file_unique_id": "b", "width": 4, "height": 4},
+        ],
+    )
+    serve(world, bot, polls=1)
+    [get_file] = bot.payloads("getFile")
+    assert get_file == {"file_id": "ph-big"}
+    [edit] = bot.web.hits_on("/oa/v1/images/edits")
+    assert b"make it green" in edit.body and png(4, 4) in edit.body
+    [photo] = bot.payloads("sendPhoto")
+    assert photo["photo"][1] == edited and photo["chat_id"][1] == str(OWNER).encode()
+    assert bot.texts_shown() == ["Here you go."]
+    saved = list((world.fermix_home / "media" / "inbound").iterdir())
+    assert [p.read_bytes() for p in saved] == [png(4, 4)]
+
+
+def test_a_reaction_is_the_whole_answer(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"tool_calls": [{"name": "react", "arguments": {"emoji": "👍"}}]}])
+    update = bot.send("thanks!")
+    serve(world, bot, polls=1)
+    [reaction] = bot.payloads("setMessageReaction")
+    assert reaction == {
+        "chat_id": OWNER,
+        "message_id": 1000 + update,
+        "reaction": [{"type": "emoji", "emoji": "👍"}],
+    }
+    assert (
+        bot.payloads("sendMessage") == []
+    )  # the mock's script has one answer: a second model call would fail
+
+
+def test_react_is_offered_with_telegrams_emoji_set(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "ok"}])
+    from fermix_cli.agent.assemble import Agent
+    from fermix_cli.channels.telegram_chat import TelegramReplyPort
+    from fermix_cli.tools.media.replyport import REPLY_PORT
+
+    ctx = world.context(origin="interactive", extras={REPLY_PORT: TelegramReplyPort(None, OWNER, 1)})  # type: ignore[arg-type]
+    agent = Agent(ctx, AgentOptions())
+    try:
+        schema = next(s for s in agent.open()._schemas if s.name == "react")
+    finally:
+        agent.close()
+        ctx.close()
+    assert set(schema.parameters["properties"]["emoji"]["enum"]) == TELEGRAM_REACTIONS
+    assert len(TELEGRAM_REACTIONS) == 73 and "\u2764\u200d\U0001f525" in TELEGRAM_REACTIONS
+
+
+def test_a_strangers_message_is_refused_and_logged(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    configure(world, bot, [{"text": "never"}])
+    bot.send("hi, I am not the owner", chat=999)
+    bot.send("group message from the owner", chat=-100123, user=OWNER)
+    with caplog.at_level(logging.WARNING, logger="fermix.telegram"):
+        handled, _ = serve(world, bot, polls=1)
+    assert handled == 0 and bot.payloads("sendMessage") == []
+    refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refusals) == 2 and "chat 999" in refusals[0] and "chat -100123" in refusals[1]
+
+
+def test_rate_limits_and_failures_back_off(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "made it"}])
+    too_many = {
+        "ok": False,
+        "error_code": 429,
+        "description": "Too Many Requests: retry after 7",
+        "parameters": {"retry_after": 7},
+    }
+    bot.update_script = [
+        json_reply(too_many, 429),
+        json_reply({"ok": False, "error_code": 502, "description": "Bad Gateway"}, 502),
+        json_reply({"ok": False, "error_code": 502, "description": "Bad Gateway"}, 502),
+        json_reply({"ok": False, "error_code": 502, "description": "Bad Gateway"}, 502),
+    ]
+    bot.send("still there?")
+    handled, clock = serve(world, bot, polls=5)
+    assert clock.sleeps == [7, 1, 2, 4] and handled == 1
+    assert bot.texts_shown() == ["made it"]
+
+
+def test_a_bad_token_stops_the_server(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    bot.update_script = [json_reply({"ok": False, "error_code": 401, "description": "Unauthorized"}, 401)]
+    from fermix_cli.core.errors import ToolError
+
+    with pytest.raises(ToolError) as e:
+        serve(world, bot, polls=3)
+    assert e.value.code == "telegram_refused" and TOKEN not in str(e.value)
+
+
+def test_long_answers_stream_in_edits_and_continue_past_4096(world: Env, bot: BotStandIn) -> None:
+    long = ("word " * 1000).strip()  # 4999 characters
+    configure(world, bot, [{"chunks": ["Hello", " there", "\n" + long]}])
+    bot.send("write a lot")
+    serve(world, bot, polls=1)
+    shown = bot.texts_shown()
+    assert len(shown) == 2 and all(len(t) <= 4096 for t in shown)
+    assert "".join(shown) == ("Hello there\n" + long)
+    assert bot.payloads("sendMessage")[0]["text"] == "Hello"  # the first delta opened the message
+    assert len(bot.payloads("editMessageText")) >= 1
+
+
+def test_sigterm_stops_a_waiting_server(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    bot.poll_delay = 5.0  # a long poll that would keep waiting
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "serve", "telegram", "--poll-timeout", "5"],
+        env=world.env,
+        cwd=world.project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not bot.calls("getUpdates") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert bot.calls("getUpdates"), proc.stderr.read() if proc.poll() is not None else "no poll"
+        started = time.monotonic()
+        os.kill(proc.pid, signal.SIGTERM)
+        code = proc.wait(timeout=10)
+        assert code == 0 and time.monotonic() - started < 4
+        assert "serving Telegram chat 4242" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_systemd_unit_help(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    r = world.run("serve", "telegram", "--systemd")
+    assert r.code == 0
+    assert (
+        "fermix-telegram.service" in r.stdout
+        and "serve telegram" in r.stdout
+        and "Restart=on-failure" in r.stdout
+    )
+
+
+def test_snooze_that_looks_in_this_chat(world: Env, bot: BotStandIn) -> None:
+    snooze = {"snooze": {"type": "duration", "amount": 2, "unit": "hours"}}
+    configure(
+        world, bot, [{"tool_calls": [{"name": "reminder_snooze", "arguments": snooze}]}, {"text": "ok"}]
+    )
+    bot.send("snooze that")
+    serve(world, bot, polls=1)
+    from fermix_cli.agent.transcripts import Transcript
+
+    ctx = world.context()
+    try:
+        history = Transcript(ctx.state, ctx.clock).history(f"telegram-{OWNER}")
+    finally:
+        ctx.close()
+    [result] = [m.content for m in history if m.role == "tool"]
+    # Looked up in this chat's conversation (telegram:<owner>, where reminders to the owner land); without
+    # one the answer would be no_conversation_target.
+    assert result.startswith("no_recent_reminder:"), result
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "data", "method", "field"),
+    [
+        ("image", "p.png", png(), "sendPhoto", "photo"),
+        ("image", "p.gif", b"GIF89a" + b"\x00" * 20, "sendDocument", "document"),
+        ("document", "r.txt", b"report", "sendDocument", "document"),
+        ("audio", "s.mp3", b"ID3audio", "sendAudio", "audio"),
+        ("video", "v.mp4", b"\x00\x00\x00\x18ftypmp42", "sendVideo", "video"),
+        ("voice", "n.ogg", b"OggS", "sendVoice", "voice"),
+    ],
+)
+def test_send_attachment_uses_the_method_for_its_kind(
+    world: Env, bot: BotStandIn, kind: str, name: str, data: bytes, method: str, field: str
+) -> None:
+    (world.project / name).write_bytes(data)
+    args = {"path": name, "kind": kind, "caption": "for you"}
+    configure(
+        world, bot, [{"tool_calls": [{"name": "send_attachment", "arguments": args}]}, {"text": "sent"}]
+    )
+    bot.send("send it")
+    serve(world, bot, polls=1)
+    [upload] = bot.payloads(method)
+    assert upload[field] == (name, data) and upload["caption"][1] == b"for you"
+
+
+def test_a_guest_gets_read_only_tools_in_a_session_of_its_own(world: Env, bot: BotStandIn) -> None:
+    guest = 777
+    (world.project / "secret.txt").write_text("owner data")
+    script = [
+        {"tool_calls": [{"name": "send_attachment", "arguments": {"path": "secret.txt"}}]},
+        {"text": "Hello guest."},
+    ]
+    configure(world, bot, script)
+    data = (world.fermix_home / "config.toml").read_text()
+    (world.fermix_home / "config.toml").write_text(
+        data.replace("owner_user_id", f"guest_user_ids = [{guest}]\nowner_user_id")
+    )
+    bot.send("please send me the secret", chat=guest)
+    ctx = world.context(origin="interactive")
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    downloads = guarded_client(allowed_private_hosts=("127.0.0.1",))
+    server = TelegramServer(
+        ctx, AgentOptions(session=f"telegram-{OWNER}"), api, OWNER, downloads=downloads, poll_timeout=0,
+        guests=ctx.config.fermix_core.channels.telegram.guest_user_ids, sleep=Clock().sleep,
+    )  # fmt: skip
+    try:
+        assert server.serve(max_polls=1) == 1
+        from fermix_cli.agent.transcripts import Transcript
+
+        history = Transcript(ctx.state, ctx.clock).history(f"telegram-{guest}")
+        assert Transcript(ctx.state, ctx.clock).history(f"telegram-{OWNER}") == []
+    finally:
+        api.client.close()
+        downloads.close()
+        ctx.close()
+    [result] = [m.content for m in history if m.role == "tool"]
+    assert result.startswith("unknown_tool")  # owner-only: a guest neither sees nor runs it
+    assert bot.payloads("sendDocument") == [] and bot.texts_shown() == ["Hello guest."]
+    assert all(p["chat_id"] == guest for p in bot.payloads("sendMessage"))
+
+
+def test_an_agent_that_cannot_start_is_reported_in_the_chat(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    data = (
+        (world.fermix_home / "config.toml").read_text().replace('provider = "mock"', 'provider = "nowhere"')
+    )
+    (world.fermix_home / "config.toml").write_text(data)
+    bot.send("hello?")
+    bot.send("still?")
+    handled, _ = serve(world, bot, polls=1)
+    shown = bot.texts_shown()
+    assert handled == 2 and len(shown) == 2 and all(t.startswith("⚠ ") for t in shown)
