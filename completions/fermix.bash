@@ -241,7 +241,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
+            _fx_subs='list ast_grep bash browser content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -256,6 +256,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --command --intent --timeout'
             _fx_valopts='--json --command --intent --timeout' ;;
+        'tool browser')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --action --compact --no-compact --depth --field --format --full-page --no-full-page --headless --no-headless --include-urls --no-include-urls --interactive --no-interactive --key --kind --profile --quality --ref --selector --tab --timeout-ms --url --value --wait-until --x --y'
+            _fx_valopts='--json --action --depth --field --format --key --kind --profile --quality --ref --selector --tab --timeout-ms --timeout_ms --url --value --wait-until --wait_until --x --y' ;;
         'tool content_search')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --path --pattern --regex --no-regex --timeout-ms'
@@ -440,13 +444,18 @@ _fermix_value() {
         'ask|--toolset') _fermix_words 'fermix coding' ;;
         'channels send|--file') _fermix_paths -f ;;
         'jobs add|--provider') _fermix_words 'openai anthropic echo mock' ;;
-        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
+        'mcp serve|--allow') _fermix_words 'ast_grep bash browser content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
         'tool ast_grep|--operation') _fermix_words 'search outline' ;;
         'tool ast_grep|--path') _fermix_paths -f ;;
         'tool ast_grep|--view') _fermix_words 'digest names signatures expanded' ;;
         'tool bash|--json') _fermix_paths -f ;;
+        'tool browser|--json') _fermix_paths -f ;;
+        'tool browser|--action') _fermix_words 'start stop status doctor open navigate tabs focus close snapshot screenshot pdf console act dialog cookies storage upload download' ;;
+        'tool browser|--format') _fermix_words 'png jpeg' ;;
+        'tool browser|--kind') _fermix_words 'click fill type submit press hover get wait click_coords accept dismiss list set delete clear' ;;
+        'tool browser|--wait-until'|'tool browser|--wait_until') _fermix_words 'text url element load' ;;
         'tool content_search|--json') _fermix_paths -f ;;
         'tool content_search|--path') _fermix_paths -f ;;
         'tool event_list|--json') _fermix_paths -f ;;
