@@ -17,6 +17,7 @@ from typing import Any
 from ..core.errors import ToolError
 
 Event = dict[str, Any]
+POLL_STEP = 0.05
 
 
 class CDPError(Exception):
@@ -50,7 +51,13 @@ class CDPConnection:
 
         try:
             self._ws = connect(
-                ws_url, open_timeout=open_timeout, max_size=None, compression=None, proxy=None
+                ws_url,
+                open_timeout=open_timeout,
+                max_size=None,
+                compression=None,
+                proxy=None,
+                ping_interval=None,
+                legacy=True,
             )
         except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
             raise ConnectionLost(f"cannot connect to {ws_url}: {exc}") from exc
@@ -92,14 +99,24 @@ class CDPConnection:
         *,
         timeout: float = 10.0,
         interrupt: Iterable[str] = (),
+        poll: Callable[[], Event | None] | None = None,
     ) -> dict[str, Any]:
-        """Send a command and return its result; raises CDPError, Interrupted or ToolError(timeout)."""
+        """Send a command and return its result; raises CDPError, Interrupted or ToolError(timeout).
+
+        `poll`, when given, is asked every 50 ms while the reply is outstanding; an event it returns
+        interrupts the call the way an `interrupt` event does.
+        """
         watched = frozenset(interrupt)
         wanted = self.send(method, params, session)
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
-            message = self.receive(max(left, 0.0)) if left > 0 else None
+            step = min(left, POLL_STEP) if poll is not None else left
+            message = self.receive(max(step, 0.0)) if left > 0 else None
+            if message is None and poll is not None and left > 0:
+                if (event := poll()) is not None:
+                    raise Interrupted(event)
+                continue
             if message is None:
                 raise ToolError(
                     "timeout",
@@ -138,5 +155,5 @@ class CDPConnection:
     def close(self) -> None:
         try:
             self._ws.close()
-        except Exception:  # noqa: BLE001 - closing a connection the browser already dropped
+        except Exception:
             pass

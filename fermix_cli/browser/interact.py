@@ -130,7 +130,9 @@ SELECT_OPTION = """function(text) {
   return true;
 }"""
 
-CHANGED = "function() { this.dispatchEvent(new Event('change', {bubbles: true})); return this.value ?? null; }"
+CHANGED = (
+    "function() { this.dispatchEvent(new Event('change', {bubbles: true})); return this.value ?? null; }"
+)
 
 
 def _enter_text(tab: Tab, p: Any, clear: bool) -> dict[str, Any]:
@@ -141,7 +143,9 @@ def _enter_text(tab: Tab, p: Any, clear: bool) -> dict[str, Any]:
     mode = tab.call_on(obj, FOCUS_CLEAR, clear)
     if mode == "none":
         raise ToolError(
-            "not_editable", f"element {ref} does not take text; pick a textbox ref from the snapshot", {"ref": ref}
+            "not_editable",
+            f"element {ref} does not take text; pick a textbox ref from the snapshot",
+            {"ref": ref},
         )
     if mode == "select":
         if not tab.call_on(obj, SELECT_OPTION, text):
@@ -262,7 +266,9 @@ def get(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
         prop = "outerHTML" if field == "html" else "innerText"
         if obj is None:
             value = tab.evaluate(
-                "document.documentElement.outerHTML" if field == "html" else "document.body ? document.body.innerText : ''"
+                "document.documentElement.outerHTML"
+                if field == "html"
+                else "document.body ? document.body.innerText : ''"
             )
         else:
             value = tab.call_on(obj, f"function() {{ return this.{prop} ?? this.textContent; }}")

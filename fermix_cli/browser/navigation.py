@@ -75,7 +75,12 @@ def list_tabs(session: Session) -> dict[str, Any]:
     active = session.active_id()
     session.save()
     tabs = [
-        {"tab": p["targetId"], "url": p.get("url", ""), "title": p.get("title", ""), "active": p["targetId"] == active}
+        {
+            "tab": p["targetId"],
+            "url": p.get("url", ""),
+            "title": p.get("title", ""),
+            "active": p["targetId"] == active,
+        }
         for p in session.pages()
     ]
     return {"tabs": tabs, "count": len(tabs), "max_tabs": session.cfg.max_tabs}

@@ -37,7 +37,9 @@ def stale_ref(ref: str, why: str) -> ToolError:
 class Tab:
     """A CDP session on one page target."""
 
-    def __init__(self, conn: CDPConnection, files: ProfileFiles, target_id: str, session: str, timeout: float):
+    def __init__(
+        self, conn: CDPConnection, files: ProfileFiles, target_id: str, session: str, timeout: float
+    ):
         self.conn = conn
         self.files = files
         self.target_id = target_id
@@ -51,11 +53,18 @@ class Tab:
         dialog = state.get("dialogs", {}).get(self.target_id)
         return dialog if isinstance(dialog, dict) else None
 
-    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None) -> dict[str, Any]:
+    def call(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float | None = None
+    ) -> dict[str, Any]:
         """A command on this tab; a dialog that opens meanwhile becomes `dialog_open`."""
         try:
             return self.conn.call(
-                method, params, self.session, timeout=timeout or self.timeout, interrupt=(DIALOG_EVENT,)
+                method,
+                params,
+                self.session,
+                timeout=timeout or self.timeout,
+                interrupt=(DIALOG_EVENT,),
+                poll=self._dialog_event,
             )
         except Interrupted as stop:
             params_ = stop.event.get("params", {})
@@ -66,6 +75,10 @@ class Tab:
             if exc.code == "timeout" and (dialog := self.open_dialog()) is not None:
                 raise dialog_blocking(dialog) from None
             raise
+
+    def _dialog_event(self) -> dict[str, Any] | None:
+        dialog = self.open_dialog()
+        return None if dialog is None else {"method": DIALOG_EVENT, "params": dialog}
 
     def check_no_dialog(self) -> None:
         if (dialog := self.open_dialog()) is not None:
@@ -151,7 +164,9 @@ class Tab:
             self.check_no_dialog()
             current = self.frame()
             if loader_id is None or current.get("loaderId") == loader_id:
-                state = str(self.evaluate("document.readyState", timeout=max(0.5, deadline - time.monotonic())))
+                state = str(
+                    self.evaluate("document.readyState", timeout=max(0.5, deadline - time.monotonic()))
+                )
                 if state == "complete":
                     return state
             if time.monotonic() >= deadline:

@@ -18,6 +18,7 @@ from .cdp import CDPError
 from .interact import element_point, mouse_click, need
 from .netrules import check_navigation
 from .page import Tab
+from .runfiles import read_json, write_json
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -76,7 +77,9 @@ def pdf(ctx: ToolContext, session: Session, tab: Tab, p: Any) -> dict[str, Any]:
         result = tab.call("Page.printToPDF", {"printBackground": True})
     except CDPError as exc:
         raise ToolError(
-            "unsupported", f"this browser cannot print to PDF ({exc.message}); PDF needs a headless browser", {}
+            "unsupported",
+            f"this browser cannot print to PDF ({exc.message}); PDF needs a headless browser",
+            {},
         ) from None
     data = base64.b64decode(result["data"])
     path = _media_file(ctx, session.files.profile, "pdf")
@@ -86,13 +89,12 @@ def pdf(ctx: ToolContext, session: Session, tab: Tab, p: Any) -> dict[str, Any]:
 
 def console(session: Session, tab: Tab) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
-    with contextlib.suppress(FileNotFoundError):
-        with open(session.files.console, encoding="utf-8") as fh:
-            for line in fh:
-                with contextlib.suppress(ValueError):
-                    item = json.loads(line)
-                    if item.get("target") == tab.target_id:
-                        messages.append({k: item[k] for k in ("level", "text", "ts")})
+    with contextlib.suppress(FileNotFoundError), open(session.files.console, encoding="utf-8") as fh:
+        for line in fh:
+            with contextlib.suppress(ValueError):
+                item = json.loads(line)
+                if item.get("target") == tab.target_id:
+                    messages.append({k: item[k] for k in ("level", "text", "ts")})
     total = len(messages)
     return {"tab": tab.target_id, "messages": messages[-CONSOLE_LIMIT:], "total": total}
 
@@ -104,14 +106,23 @@ def dialog(tab: Tab, p: Any) -> dict[str, Any]:
     open_now = tab.open_dialog()
     if open_now is None:
         raise ToolError("not_found", "no JavaScript dialog is open on this tab", {"tab": tab.target_id})
-    params: dict[str, Any] = {"accept": kind == "accept"}
-    if p.text is not None:
-        params["promptText"] = p.text
-    try:
-        tab.conn.call("Page.handleJavaScriptDialog", params, tab.session, timeout=tab.timeout)
-    except CDPError as exc:
-        raise ToolError("not_found", f"the dialog is already gone ({exc.message})", {}) from None
-    deadline = time.monotonic() + 2.0
+    # Only a session that had the Page domain on before the dialog opened may answer it (enabling it
+    # now would wait on the blocked page), so the warden answers on its own session.
+    request_id = secrets.token_hex(8)
+    write_json(
+        tab.files.dialog_request,
+        {"id": request_id, "target": tab.target_id, "accept": kind == "accept", "prompt_text": p.text},
+    )
+    deadline = time.monotonic() + tab.timeout
+    while True:
+        answer = (read_json(tab.files.warden) or {}).get("answers", {}).get(request_id)
+        if answer is not None:
+            break
+        if time.monotonic() >= deadline:
+            raise ToolError("timeout", "the network-guard process did not answer the dialog; retry", {})
+        time.sleep(0.01)
+    if answer != "ok":
+        raise ToolError("not_found", f"the dialog could not be answered ({answer}); it may be gone", {})
     while tab.open_dialog() is not None and time.monotonic() < deadline:
         time.sleep(0.01)  # the warden records the close; later calls must not see it as open
     return {"handled": open_now, "accepted": kind == "accept", "prompt_text": p.text}
@@ -176,7 +187,10 @@ def upload(ctx: ToolContext, tab: Tab, p: Any) -> dict[str, Any]:
     if not os.path.isfile(path):
         raise ToolError("not_found", f"{raw} is not a file", {"path": raw})
     backend, obj = tab.resolve_ref(ref)
-    if tab.call_on(obj, "function() { return this.tagName === 'INPUT' && this.type === 'file'; }") is not True:
+    if (
+        tab.call_on(obj, "function() { return this.tagName === 'INPUT' && this.type === 'file'; }")
+        is not True
+    ):
         raise ToolError("not_file_input", f"element {ref} is not a file input; pick the file input's ref", {})
     tab.call("DOM.setFileInputFiles", {"files": [path], "backendNodeId": backend})
     return {"uploaded": path, "ref": ref}
@@ -210,9 +224,11 @@ def download(ctx: ToolContext, session: Session, tab: Tab, p: Any, timeout: floa
             )
         guid = began["params"]["guid"]
         done = conn.wait_event(
-            lambda e: e["method"] == "Browser.downloadProgress"
-            and e["params"].get("guid") == guid
-            and e["params"].get("state") in ("completed", "canceled"),
+            lambda e: (
+                e["method"] == "Browser.downloadProgress"
+                and e["params"].get("guid") == guid
+                and e["params"].get("state") in ("completed", "canceled")
+            ),
             timeout,
         )
     finally:

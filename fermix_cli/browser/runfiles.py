@@ -5,6 +5,8 @@
   (keyed by target id and loader id, so a ref never outlives its document). Its mtime is "last used".
 - `<profile>.warden.json`: written by the warden: the targets it guards and any open JavaScript dialog.
 - `<profile>.console.jsonl`: console messages and page errors the warden saw.
+- `<profile>.dialog-request.json`: a call asking the warden to answer a dialog (only a session that had
+  the Page domain on before the dialog opened can answer it, and that is the warden's).
 
 Every JSON file is replaced atomically (temp file + rename), so a reader never sees half a file.
 """
@@ -29,6 +31,7 @@ class ProfileFiles:
         self.session = self.run_dir / f"{profile}.session.json"
         self.warden = self.run_dir / f"{profile}.warden.json"
         self.console = self.run_dir / f"{profile}.console.jsonl"
+        self.dialog_request = self.run_dir / f"{profile}.dialog-request.json"
         self.log = self.run_dir / f"{profile}.log"
         self.user_data = paths.data_dir / "browser" / "profiles" / profile
 
@@ -38,7 +41,7 @@ class ProfileFiles:
 
     def clear(self) -> None:
         """Forget a browser that is gone: its launch record, session, warden state and console."""
-        for path in (self.launch, self.session, self.warden, self.console):
+        for path in (self.launch, self.session, self.warden, self.console, self.dialog_request):
             try:
                 path.unlink()
             except FileNotFoundError:

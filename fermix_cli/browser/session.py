@@ -94,5 +94,3 @@ class Session:
                     {"tab": target},
                 )
             time.sleep(0.01)
-
-

@@ -29,6 +29,23 @@ STRUCTURE_ROLES = frozenset(
 )  # fmt: skip
 STATE_PROPERTIES = ("checked", "disabled", "expanded", "selected", "pressed", "required", "focused", "level")
 MAX_LINES = 3000
+TEXT_FIELDS = frozenset({"textbox", "searchbox", "spinbutton"})
+TEXT_FIELD = "\x00field"  # marks the children of a text field
+
+
+def _text_below(node_id: str, by_id: dict[str, Any], children_of: dict[str, list[str]]) -> str:
+    """The visible text under a node (its static text, in order), for nodes with no name of their own."""
+    parts: list[str] = []
+    stack = list(reversed(children_of.get(node_id, [])))
+    while stack and len(parts) < 20:
+        node = by_id.get(stack.pop())
+        if node is None:
+            continue
+        if _value(node, "role") in TEXT_ROLES:
+            parts.append(str(_value(node, "name") or "").strip())
+        else:
+            stack.extend(reversed(children_of.get(node["nodeId"], [])))
+    return " ".join(p for p in parts if p)
 
 
 def _value(node: dict[str, Any], key: str) -> Any:
@@ -56,7 +73,7 @@ def take_snapshot(
     lines: list[str] = []
     refs: dict[str, int] = {}
     truncated = False
-    # Depth-first, explicit stack: (node id, indent level, parent's name).
+    # Depth-first, explicit stack: (node id, indent level, the shown parent's name).
     stack: list[tuple[str, int, str]] = [(r["nodeId"], 0, "") for r in reversed(roots)]
     while stack:
         node_id, level, parent_name = stack.pop()
@@ -65,6 +82,12 @@ def take_snapshot(
             continue
         role = str(_value(node, "role") or "")
         name = str(_value(node, "name") or "").strip()
+        if role == "LabelText":
+            # A <label> has no accessible name of its own; its text is what a reader sees.
+            role = "label"
+            name = name or _text_below(node_id, by_id, children_of)
+        if parent_name == TEXT_FIELD:
+            continue  # a field's own text is its value, shown on the field's line
         shown = _shown(node, role, name, parent_name, interactive, compact)
         child_level = level
         if shown:
@@ -76,8 +99,9 @@ def take_snapshot(
             lines.append(_line(node, role, name, 0 if interactive else level, refs, include_urls))
             child_level = level + 1
         kids = children_of.get(node_id, [])
+        context = TEXT_FIELD if role in TEXT_FIELDS else (name if shown else parent_name)
         for kid in reversed(kids):
-            stack.append((kid, child_level, name if shown else parent_name))
+            stack.append((kid, child_level, context))
 
     session.state.setdefault("refs", {})[tab.target_id] = {"document": document, "refs": refs}
     session.save()
@@ -92,7 +116,9 @@ def take_snapshot(
     }
 
 
-def _shown(node: dict[str, Any], role: str, name: str, parent_name: str, interactive: bool, compact: bool) -> bool:
+def _shown(
+    node: dict[str, Any], role: str, name: str, parent_name: str, interactive: bool, compact: bool
+) -> bool:
     if node.get("ignored"):
         return False
     if interactive:

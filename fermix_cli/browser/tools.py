@@ -25,7 +25,9 @@ GetField = Annotated[str, Field(max_length=4096)]
 
 class BrowserParams(Params):
     action: Annotated[Action, Field(description="Browser action to run")]
-    url: Annotated[str | None, Field(max_length=2048, description="URL for open, navigate or download")] = None
+    url: Annotated[str | None, Field(max_length=2048, description="URL for open, navigate or download")] = (
+        None
+    )
     kind: Annotated[
         Kind | None,
         Field(
@@ -60,9 +62,9 @@ class BrowserParams(Params):
             "first selector match); for cookies and storage: the cookie or key name",
         ),
     ] = None
-    value: Annotated[str | None, Field(max_length=100_000, description="Value for cookie and storage writes")] = (
-        None
-    )
+    value: Annotated[
+        str | None, Field(max_length=100_000, description="Value for cookie and storage writes")
+    ] = None
     x: Annotated[
         float | None,
         Field(description="click_coords x in CSS pixels of the page viewport (what get field=rect returns)"),
@@ -70,7 +72,9 @@ class BrowserParams(Params):
     y: Annotated[float | None, Field(description="click_coords y in CSS pixels of the page viewport")] = None
     wait_until: Annotated[
         Literal["text", "url", "element", "load"] | None,
-        Field(description="For act wait: text (needs text), url (url or text), element (selector or ref), load"),
+        Field(
+            description="For act wait: text (needs text), url (url or text), element (selector or ref), load"
+        ),
     ] = None
     key: Annotated[
         str | None,
@@ -78,25 +82,32 @@ class BrowserParams(Params):
               "modifiers as Control+a"),
     ] = None  # fmt: skip
     full_page: Annotated[bool | None, Field(description="screenshot: capture the whole page")] = None
-    format: Annotated[Literal["png", "jpeg"] | None, Field(description="Screenshot format (default png)")] = None
+    format: Annotated[Literal["png", "jpeg"] | None, Field(description="Screenshot format (default png)")] = (
+        None
+    )
     quality: Annotated[int | None, Field(ge=1, le=100, description="JPEG quality 1-100 (default 80)")] = None
     interactive: Annotated[bool | None, Field(description="snapshot: only interactive elements, flat")] = None
     compact: Annotated[bool | None, Field(description="snapshot: drop unnamed structural containers")] = None
-    depth: Annotated[int | None, Field(ge=0, le=200, description="snapshot: deepest indentation level shown")] = (
-        None
-    )
+    depth: Annotated[
+        int | None, Field(ge=0, le=200, description="snapshot: deepest indentation level shown")
+    ] = None
     include_urls: Annotated[bool | None, Field(description="snapshot: show each link's URL")] = None
     profile: Annotated[
         str | None,
-        Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$", description="Browser profile (default: the configured one)"),
+        Field(
+            pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$", description="Browser profile (default: the configured one)"
+        ),
     ] = None
     tab: Annotated[
-        str | None, Field(max_length=64, description="Tab id (or unique prefix) from action=tabs, for focus and close")
+        str | None,
+        Field(max_length=64, description="Tab id (or unique prefix) from action=tabs, for focus and close"),
     ] = None
     headless: Annotated[
         bool | None, Field(description="start (or the first open): headless (default from config) or headed")
     ] = None
-    timeout_ms: Annotated[int | None, Field(ge=100, le=300_000, description="Per-action timeout in ms")] = None
+    timeout_ms: Annotated[int | None, Field(ge=100, le=300_000, description="Per-action timeout in ms")] = (
+        None
+    )
 
 
 def browser(p: BrowserParams, ctx: ToolContext) -> dict[str, Any]:
@@ -138,12 +149,16 @@ BROWSER = ToolSpec(
         "use web_fetch; for the desktop use computer_use."
     ),
     examples=(
-        Example({"action": "open", "url": "https://example.com/"}, "open a tab (starts the browser on first use)"),
+        Example(
+            {"action": "open", "url": "https://example.com/"}, "open a tab (starts the browser on first use)"
+        ),
         Example({"action": "snapshot", "interactive": True}, "the clickable and editable elements with refs"),
         Example({"action": "act", "kind": "click", "ref": "e3"}, "click an element from the latest snapshot"),
         Example({"action": "act", "kind": "fill", "ref": "e5", "text": "ada@example.com"}, "replace a field"),
         Example({"action": "act", "kind": "get", "field": "rect", "selector": "canvas"}, "a canvas's box"),
-        Example({"action": "screenshot", "full_page": True}, "capture the whole page into the media directory"),
+        Example(
+            {"action": "screenshot", "full_page": True}, "capture the whole page into the media directory"
+        ),
     ),
     failure_modes=(
         FailureMode("chrome_missing", "no Chromium on PATH or at [fermix_core.browser] executable"),

@@ -30,7 +30,8 @@ from .runfiles import read_json, write_json
 
 GUARDED_TYPES = frozenset({"page", "iframe", "worker", "shared_worker", "service_worker"})
 PATTERN = {"urlPattern": "*", "requestStage": "Request"}
-CONSOLE_CAP = 1_000_000  # bytes kept in the console file
+CONSOLE_CAP = 1_000_000
+REQUEST_POLL = 0.1  # seconds between looks for a dialog request  # bytes kept in the console file
 
 
 class Warden:
@@ -44,6 +45,7 @@ class Warden:
         self.state_file = launch.with_name(f"{profile}.warden.json")
         self.session_file = launch.with_name(f"{profile}.session.json")
         self.console_file = launch.with_name(f"{profile}.console.jsonl")
+        self.request_file = launch.with_name(f"{profile}.dialog-request.json")
         self.guard = HostGuard(record.get("allowed_private_hosts", []))
         self.idle_seconds = int(record.get("idle_minutes", 0)) * 60
         self.conn = CDPConnection(str(record["ws_url"]), open_timeout=5.0)
@@ -52,6 +54,9 @@ class Warden:
         self.dialogs: dict[str, dict[str, Any]] = {}
         self.ready = False
         self.pending: dict[int, str] = {}  # id of a page's confirming Fetch.enable -> its target id
+        self.page_sessions: dict[str, str] = {}  # target id -> the warden's session on that page
+        self.answering: dict[int, str] = {}  # id of a Page.handleJavaScriptDialog -> the request's id
+        self.answers: dict[str, str] = {}  # request id -> "ok" or the browser's error
 
     def save(self) -> None:
         write_json(
@@ -61,6 +66,7 @@ class Warden:
                 "ready": self.ready,
                 "guarded": sorted(self.guarded),
                 "dialogs": self.dialogs,
+                "answers": self.answers,
             },
         )
 
@@ -76,13 +82,19 @@ class Warden:
             if not self.ready and not self.pending:
                 self.ready = True
                 self.save()
-            message = self.conn.receive(1.0)
+            message = self.conn.receive(REQUEST_POLL)
             if message is not None and "method" in message:
                 self.handle(message)
             elif message is not None and message.get("id") in self.pending:
                 self.confirmed(self.pending.pop(message["id"]))
+            elif message is not None and message.get("id") in self.answering:
+                error = message.get("error", {}).get("message")
+                self.answers[self.answering.pop(message["id"])] = error or "ok"
+                self.save()
+            if self.request_file.exists():
+                self.answer_dialog()
             now = time.monotonic()
-            if now - last_idle_check >= 1.0:
+            if now - last_idle_check >= 2.0:
                 last_idle_check = now
                 if self.should_exit():
                     return
@@ -115,6 +127,8 @@ class Warden:
             self.attached(params)
         elif method == "Target.detachedFromTarget":
             target = self.sessions.pop(params.get("sessionId", ""), None)
+            if target and self.page_sessions.get(target) == params.get("sessionId"):
+                del self.page_sessions[target]
             if target and target not in self.sessions.values():
                 self.guarded.discard(target)
                 self.dialogs.pop(target, None)
@@ -156,10 +170,31 @@ class Warden:
                 send("Page.enable", {}, session)
                 send("Runtime.enable", {}, session)
             self.sessions[session] = info.get("targetId", "")
+            if kind == "page":
+                self.page_sessions[info.get("targetId", "")] = session
         send("Runtime.runIfWaitingForDebugger", {}, session)
         if kind == "page":
             # A tab counts as guarded once the browser has confirmed interception (see `confirmed`).
             self.pending[send("Fetch.enable", {"patterns": [PATTERN]}, session)] = info.get("targetId", "")
+
+    def answer_dialog(self) -> None:
+        request = read_json(self.request_file)
+        with contextlib.suppress(FileNotFoundError):
+            self.request_file.unlink()
+        if request is None:
+            return
+        session = self.page_sessions.get(str(request.get("target", "")))
+        if session is None:
+            self.answers[str(request.get("id", ""))] = "no such tab"
+            self.save()
+            return
+        params: dict[str, Any] = {"accept": bool(request.get("accept", True))}
+        if request.get("prompt_text") is not None:
+            params["promptText"] = str(request["prompt_text"])
+        self.answers = dict(list(self.answers.items())[-20:])  # keep the state file small
+        self.answering[self.conn.send("Page.handleJavaScriptDialog", params, session)] = str(
+            request.get("id")
+        )
 
     def confirmed(self, target: str) -> None:
         self.guarded.add(target)
@@ -172,7 +207,9 @@ class Warden:
         if why is None:
             self.conn.send("Fetch.continueRequest", {"requestId": request_id}, session)
             return
-        self.conn.send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}, session)
+        self.conn.send(
+            "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}, session
+        )
         target = self.sessions.get(session or "", "")
         self.append_console(target, "blocked", f"fermix network guard refused {url[:300]}: {why}")
 
