@@ -92,6 +92,7 @@ def _register_subapps() -> None:
     from . import (
         agent_cmd,
         ask_cmd,
+        browser_cmd,
         channels_cmd,
         completions_cmd,
         config_cmd,
@@ -122,6 +123,7 @@ def _register_subapps() -> None:
     app.add_typer(sandbox_cmd.grant_app, name="grant")
     app.add_typer(sandbox_cmd.revoke_app, name="revoke")
     app.add_typer(state_cmd.app, name="state")
+    app.add_typer(browser_cmd.app, name="browser")
 
 
 def full_app() -> typer.Typer:

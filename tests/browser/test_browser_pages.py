@@ -280,3 +280,29 @@ def test_bad_input_is_typed(browser_world: BrowserWorld) -> None:
     assert browser_world.error({"action": "focus", "tab": "zzzz"}).code == "not_found"
     assert browser_world.error({"action": "act", "kind": "click", "ref": "e999"}).code == "stale_ref"
     assert os.environ.get("FERMIX_HOME") is None  # the module never leaks its home into the process
+
+
+def test_human_cli_open_snapshot_shot_status(browser_world: BrowserWorld, site: Site) -> None:
+    import subprocess
+    import sys
+
+    def fermix(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "fermix_cli", "browser", *args],
+            capture_output=True,
+            text=True,
+            env=browser_world.env,
+            cwd=browser_world.project,
+            timeout=60,
+        )
+
+    opened = fermix("open", site.url("/form"))
+    assert opened.returncode == 0 and "Form (complete)" in opened.stdout, opened.stderr
+    snap = fermix("snapshot", "--interactive")
+    assert 'textbox "Email" [ref=e1]' in snap.stdout, snap.stderr
+    shot = fermix("shot")
+    assert Path(shot.stdout.strip()).read_bytes()[:4] == b"\x89PNG"
+    status = fermix("status")
+    assert "running" in status.stdout and "tab(s) of 4" in status.stdout
+    refused = fermix("open", "http://169.254.169.254/latest/meta-data/")
+    assert refused.returncode == 3 and "navigation_blocked" in refused.stderr
