@@ -38,11 +38,11 @@ def no_box(ref: str) -> ToolError:
     )
 
 
-def element_point(tab: Tab, backend: int, ref: str) -> tuple[float, float]:
+def element_point(tab: Tab, object_id: str, ref: str) -> tuple[float, float]:
     """The centre of the element's first visible box, after scrolling it into view."""
     try:
-        tab.call("DOM.scrollIntoViewIfNeeded", {"backendNodeId": backend})
-        quads = tab.call("DOM.getContentQuads", {"backendNodeId": backend}).get("quads", [])
+        tab.call("DOM.scrollIntoViewIfNeeded", {"objectId": object_id})
+        quads = tab.call("DOM.getContentQuads", {"objectId": object_id}).get("quads", [])
     except CDPError:
         raise no_box(ref) from None
     for quad in quads:
@@ -90,8 +90,7 @@ def _clicked(result: dict[str, Any], dialog: dict[str, Any] | None) -> dict[str,
 
 def click(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
     ref = need(p.ref, "ref", "click")
-    backend, _ = tab.resolve_ref(ref)
-    x, y = element_point(tab, backend, ref)
+    x, y = element_point(tab, tab.resolve_ref(ref), ref)
     return _clicked({"clicked": ref, "x": round(x, 1), "y": round(y, 1)}, mouse_click(tab, x, y))
 
 
@@ -102,8 +101,7 @@ def click_coords(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
 
 def hover(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
     ref = need(p.ref, "ref", "hover")
-    backend, _ = tab.resolve_ref(ref)
-    x, y = element_point(tab, backend, ref)
+    x, y = element_point(tab, tab.resolve_ref(ref), ref)
     tab.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y})
     return {"hovered": ref, "x": round(x, 1), "y": round(y, 1)}
 
@@ -139,7 +137,7 @@ def _enter_text(tab: Tab, p: Any, clear: bool) -> dict[str, Any]:
     kind = "fill" if clear else "type"
     ref = need(p.ref, "ref", kind)
     text = p.text if p.text is not None else need(p.value, "text", kind)
-    _, obj = tab.resolve_ref(ref)
+    obj = tab.resolve_ref(ref)
     mode = tab.call_on(obj, FOCUS_CLEAR, clear)
     if mode == "none":
         raise ToolError(
@@ -177,7 +175,7 @@ def submit(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
     if p.ref is None:
         press_key(tab, "Enter")
         return {"submitted": None, "by": "Enter"}
-    _, obj = tab.resolve_ref(p.ref)
+    obj = tab.resolve_ref(p.ref)
     try:
         ok = tab.call_on(obj, SUBMIT)
     except ToolError as exc:
@@ -220,7 +218,7 @@ def press_key(tab: Tab, combo: str) -> None:
 def press(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
     key = need(p.key, "key", "press")
     if p.ref is not None:
-        _, obj = tab.resolve_ref(p.ref)
+        obj = tab.resolve_ref(p.ref)
         tab.call_on(obj, "function() { this.focus(); }")
     try:
         press_key(tab, key)
@@ -239,7 +237,7 @@ RECT = """function() {
 
 def _target_object(tab: Tab, p: Any) -> str | None:
     if p.ref is not None:
-        return tab.resolve_ref(p.ref)[1]
+        return tab.resolve_ref(p.ref)
     if p.selector is not None:
         obj = tab.resolve_selector(p.selector)
         if obj is None:

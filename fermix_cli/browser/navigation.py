@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ..core.errors import ToolError
@@ -98,4 +99,9 @@ def close_tab(session: Session, wanted: str | None) -> dict[str, Any]:
     target = session.find_tab(wanted) if wanted else session.active_id()
     session.conn.call("Target.closeTarget", {"targetId": target}, timeout=session.timeout)
     forget_tab(session, target)
-    return {"closed": target, "remaining": len(session.pages())}
+    deadline = time.monotonic() + 2.0
+    while (remaining := [p["targetId"] for p in session.pages()]) and target in remaining:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.02)  # closing is asynchronous: the count must not include the closed tab
+    return {"closed": target, "remaining": len(remaining)}

@@ -13,6 +13,7 @@ from typing import Any
 from ..core.errors import ToolError
 from .cdp import CDPConnection, CDPError, Interrupted
 from .runfiles import ProfileFiles, read_json
+from .snapshot_js import RESOLVE
 
 DIALOG_EVENT = "Page.javascriptDialogOpening"
 
@@ -122,26 +123,23 @@ class Tab:
         frame: dict[str, Any] = self.call("Page.getFrameTree")["frameTree"]["frame"]
         return frame
 
-    def document_key(self) -> str:
-        return str(self.frame()["loaderId"])
-
-    def resolve_ref(self, ref: str) -> tuple[int, str]:
-        """(backendNodeId, objectId) of a snapshot ref in the current document; `stale_ref` otherwise."""
+    def resolve_ref(self, ref: str) -> str:
+        """The objectId of the element a ref of this tab's latest snapshot names; `stale_ref` otherwise."""
         session = read_json(self.files.session) or {}
-        saved = session.get("refs", {}).get(self.target_id)
-        if not saved or ref not in saved.get("refs", {}):
-            raise stale_ref(ref, "is not in the latest snapshot of this tab")
-        if saved.get("document") != self.document_key():
-            raise stale_ref(ref, "belongs to a page this tab has navigated away from")
-        backend = int(saved["refs"][ref])
-        try:
-            obj = self.call("DOM.resolveNode", {"backendNodeId": backend})["object"]
-        except CDPError:
-            raise stale_ref(ref, "is no longer in the page (the page changed since the snapshot)") from None
-        object_id = str(obj["objectId"])
-        if not self.call_on(object_id, "function() { return this.isConnected; }"):
-            raise stale_ref(ref, "was removed from the page (the page changed since the snapshot)")
-        return backend, object_id
+        token = (session.get("refs", {}).get(self.target_id) or {}).get("token")
+        if not token:
+            raise stale_ref(ref, "is not from a snapshot of this tab")
+        result = self.call("Runtime.evaluate", {"expression": f"{RESOLVE}({_js(token)}, {_js(ref)})"}).get(
+            "result", {}
+        )
+        if result.get("subtype") == "node" and "objectId" in result:
+            return str(result["objectId"])
+        why = {
+            "document": "belongs to a page this tab has navigated away from (or to an older snapshot)",
+            "missing": "is not in the latest snapshot of this tab",
+            "removed": "was removed from the page (the page changed since the snapshot)",
+        }.get(str(result.get("value")), "cannot be found in the page")
+        raise stale_ref(ref, why)
 
     def resolve_selector(self, selector: str) -> str | None:
         """objectId of the first element matching a CSS selector, or None."""

@@ -186,13 +186,13 @@ def upload(ctx: ToolContext, tab: Tab, p: Any) -> dict[str, Any]:
     path = ctx.sandbox.read_path(raw, tool="browser")
     if not os.path.isfile(path):
         raise ToolError("not_found", f"{raw} is not a file", {"path": raw})
-    backend, obj = tab.resolve_ref(ref)
+    obj = tab.resolve_ref(ref)
     if (
         tab.call_on(obj, "function() { return this.tagName === 'INPUT' && this.type === 'file'; }")
         is not True
     ):
         raise ToolError("not_file_input", f"element {ref} is not a file input; pick the file input's ref", {})
-    tab.call("DOM.setFileInputFiles", {"files": [path], "backendNodeId": backend})
+    tab.call("DOM.setFileInputFiles", {"files": [path], "objectId": obj})
     return {"uploaded": path, "ref": ref}
 
 
@@ -213,8 +213,7 @@ def download(ctx: ToolContext, session: Session, tab: Tab, p: Any, timeout: floa
         if p.url is not None:
             tab.call("Page.navigate", {"url": p.url})
         else:
-            backend, _ = tab.resolve_ref(p.ref)
-            mouse_click(tab, *element_point(tab, backend, p.ref))
+            mouse_click(tab, *element_point(tab, tab.resolve_ref(p.ref), p.ref))
         began = conn.wait_event(lambda e: e["method"] == "Browser.downloadWillBegin", timeout)
         if began is None:
             raise ToolError(
