@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,12 +50,20 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
+CPU: dict[str, list[float]] = {}
+
+
+def timed(argv: list[str], env: dict[str, str], name: str = "") -> float:
+    """Wall ms of one process; its CPU ms (user + system, less sensitive to a busy machine) go to CPU[name]."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=REPO)
     elapsed = (time.perf_counter() - began) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{argv} failed: {proc.stderr}")
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
+    CPU.setdefault(name, []).append(cpu)
     return elapsed
 
 
@@ -99,11 +108,13 @@ def main() -> None:
         for _ in range(2):  # warm the page cache
             timed([*tool, "browser", "--json", act], env)
         for _ in range(reps):
-            runs["python -c pass"].append(timed([py, "-c", "pass"], env))
+            runs["python -c pass"].append(timed([py, "-c", "pass"], env, "python -c pass"))
             runs["tool file_read"].append(
-                timed([*tool, "file_read", "--json", json.dumps({"path": note})], env)
+                timed([*tool, "file_read", "--json", json.dumps({"path": note})], env, "tool file_read")
             )
-            runs["tool browser act get"].append(timed([*tool, "browser", "--json", act], env))
+            runs["tool browser act get"].append(
+                timed([*tool, "browser", "--json", act], env, "tool browser act get")
+            )
         in_process = []
         for _ in range(reps * 3):
             t = time.perf_counter()
@@ -125,8 +136,13 @@ def main() -> None:
 
     med = {name: statistics.median(values) for name, values in runs.items()}
     print(f"load average: {os.getloadavg()[0]:.2f}; browser start {start_ms:.0f} ms; medians of {reps}")
+    cpu = {name: statistics.median(values) for name, values in CPU.items() if name}
     for name, value in med.items():
-        print(f"  {name:24} {value:7.1f} ms")
+        print(f"  {name:24} wall {value:7.1f} ms   cpu {cpu[name]:7.1f} ms")
+    print(
+        f"  attach-and-act CPU over python -c pass: {cpu['tool browser act get'] - cpu['python -c pass']:.1f} ms, "
+        f"over tool file_read: {cpu['tool browser act get'] - cpu['tool file_read']:.1f} ms"
+    )
     print(
         f"  attach-and-act overhead over python -c pass: {med['tool browser act get'] - med['python -c pass']:.1f} ms"
     )

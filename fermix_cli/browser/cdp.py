@@ -42,12 +42,41 @@ class ConnectionLost(Exception):
     """The browser closed the connection (it exited, crashed or was killed)."""
 
 
+# Imported by websockets at load time but never used on fermix's path: `importlib.metadata` (only for an
+# unreleased websockets' version string; it brings in `email`) and `urllib.request` (only to read the
+# system proxy settings, and fermix passes proxy=None). Together they were a third of a browser call's
+# import time (bench/browser.py). They are stood in for while websockets loads, then removed, so any
+# later `import` of them gets the real module.
+_UNUSED_BY_WEBSOCKETS = ("importlib.metadata", "urllib.request")
+
+
+def sync_connect() -> Callable[..., Any]:
+    """`websockets.sync.client.connect`, imported without the modules it loads but fermix never uses."""
+    import sys
+
+    if "websockets.sync.client" in sys.modules:
+        return sys.modules["websockets.sync.client"].connect  # type: ignore[no-any-return]
+    import types
+
+    stand_ins = {}
+    for name in _UNUSED_BY_WEBSOCKETS:
+        if name not in sys.modules:
+            stand_ins[name] = sys.modules[name] = types.ModuleType(name, "stand-in while websockets loads")
+    try:
+        from websockets.sync.client import connect
+    finally:
+        for name, module in stand_ins.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+    return connect
+
+
 class CDPConnection:
     """One WebSocket to a browser's DevTools endpoint."""
 
     def __init__(self, ws_url: str, *, open_timeout: float = 2.0) -> None:
+        connect = sync_connect()
         from websockets.exceptions import InvalidHandshake, InvalidURI
-        from websockets.sync.client import connect
 
         try:
             self._ws = connect(

@@ -6,11 +6,8 @@ from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from . import control, navigation, pagestate
-from .interact import act
 from .runfiles import ProfileFiles, read_json
 from .session import Session
-from .snapshot import take_snapshot
 
 CONTROL = ("start", "stop", "status", "doctor")
 STARTS_BROWSER = ("open", "navigate")
@@ -21,6 +18,8 @@ def run(p: Any, ctx: ToolContext) -> dict[str, Any]:
     files = ProfileFiles(ctx.paths, p.profile or cfg.profile)
     timeout = (p.timeout_ms or cfg.timeout_ms) / 1000
     action = p.action
+    if action in CONTROL or action in STARTS_BROWSER:
+        from . import control  # launching code (subprocess, shutil) only when it may launch
     if action == "start":
         return control.start(ctx, cfg, files, p.headless)
     if action == "stop":
@@ -46,6 +45,8 @@ def _need_url(p: Any) -> str:
 
 def _page_action(ctx: ToolContext, session: Session, p: Any, timeout: float) -> dict[str, Any]:
     action = p.action
+    if action in ("open", "tabs", "focus", "close", "navigate"):
+        from . import navigation
     if action == "open":
         return navigation.open_tab(session, _need_url(p), timeout)
     if action == "tabs":
@@ -61,6 +62,8 @@ def _page_action(ctx: ToolContext, session: Session, p: Any, timeout: float) -> 
     if action == "navigate":
         return navigation.navigate_tab(session, tab, _need_url(p), timeout)
     if action == "snapshot":
+        from .snapshot import take_snapshot
+
         return take_snapshot(
             session,
             tab,
@@ -70,7 +73,11 @@ def _page_action(ctx: ToolContext, session: Session, p: Any, timeout: float) -> 
             include_urls=bool(p.include_urls),
         )
     if action == "act":
+        from .interact import act
+
         return act(tab, p, timeout)
+    from . import pagestate
+
     if action == "screenshot":
         return pagestate.screenshot(ctx, session, tab, p)
     if action == "pdf":

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import subprocess
 import sys
 import time
 from typing import Any
@@ -45,6 +43,8 @@ CHROMIUM_FLAGS = (
 
 def find_executable(configured: str) -> str:
     """The Chromium to run: the configured path, else the first known name on PATH; `chrome_missing`."""
+    import shutil
+
     if configured:
         found = shutil.which(configured)
         if found:
@@ -141,6 +141,8 @@ def start_browser(
     timeout_ms: int,
 ) -> dict[str, Any]:
     """Launch Chromium and its warden for a profile; returns the launch record."""
+    import subprocess
+
     files.ensure()
     files.clear()
     port_file = files.user_data / "DevToolsActivePort"
@@ -202,6 +204,8 @@ def start_browser(
 
 
 def _start_warden(files: ProfileFiles, record: dict[str, Any], deadline: float) -> int:
+    import subprocess
+
     env = dict(os.environ)
     package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..core.errors import ExitClass, ToolError
-from ..core.net.guard import HostGuard, check_url
+
+if TYPE_CHECKING:
+    from ..core.net.guard import HostGuard
 
 # Loaded by the page without a network request: never sent to a host, so nothing to judge.
 LOCAL_SCHEMES = ("data:", "blob:", "about:")
@@ -14,6 +18,8 @@ def judge(url: str, guard: HostGuard) -> str | None:
     lowered = url[:16].lower()
     if lowered.startswith(LOCAL_SCHEMES):
         return None
+    from ..core.net.guard import check_url
+
     try:
         checked = check_url(url)
         guard.addresses(checked.host)

@@ -6,9 +6,7 @@ import base64
 import contextlib
 import json
 import os
-import secrets
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +27,8 @@ CONSOLE_LIMIT = 200
 
 def _media_file(ctx: ToolContext, profile: str, suffix: str) -> Path:
     folder = make_private_dirs(ctx.paths.media / "browser")
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    return folder / f"{profile}-{stamp}-{secrets.token_hex(3)}.{suffix}"
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    return folder / f"{profile}-{stamp}-{os.urandom(3).hex()}.{suffix}"
 
 
 def _write_new(path: Path, data: bytes) -> None:
@@ -108,7 +106,7 @@ def dialog(tab: Tab, p: Any) -> dict[str, Any]:
         raise ToolError("not_found", "no JavaScript dialog is open on this tab", {"tab": tab.target_id})
     # Only a session that had the Page domain on before the dialog opened may answer it (enabling it
     # now would wait on the blocked page), so the warden answers on its own session.
-    request_id = secrets.token_hex(8)
+    request_id = os.urandom(8).hex()
     write_json(
         tab.files.dialog_request,
         {"id": request_id, "target": tab.target_id, "accept": kind == "accept", "prompt_text": p.text},

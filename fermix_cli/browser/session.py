@@ -6,13 +6,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
-from ..core.net.guard import HostGuard
 from .cdp import CDPError
 from .launcher import connect
 from .page import Tab
 from .runfiles import ProfileFiles, read_json, write_json
 
 if TYPE_CHECKING:
+    from ..core.net.guard import HostGuard
     from .config import BrowserConfig
 
 GUARD_WAIT = 3.0  # seconds a new tab may take to come under the warden's interception
@@ -24,9 +24,18 @@ class Session:
         self.cfg = cfg
         self.timeout = timeout
         self.record, self.conn = connect(files, cfg.idle_minutes)
-        self.guard = HostGuard(self.record.get("allowed_private_hosts", []))
+        self._guard: HostGuard | None = None
         self.state: dict[str, Any] = read_json(files.session) or {"active": None, "opened": [], "refs": {}}
         self.touch()
+
+    @property
+    def guard(self) -> HostGuard:
+        """The network guard's host rules, as the browser was started with them (built on first use)."""
+        if self._guard is None:
+            from ..core.net.guard import HostGuard
+
+            self._guard = HostGuard(self.record.get("allowed_private_hosts", []))
+        return self._guard
 
     def close(self) -> None:
         self.conn.close()

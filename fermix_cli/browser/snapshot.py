@@ -10,7 +10,7 @@ the same live document (see `Tab.resolve_ref`).
 from __future__ import annotations
 
 import json
-import secrets
+import os
 from typing import Any
 
 from .page import Tab
@@ -30,7 +30,7 @@ def take_snapshot(
     include_urls: bool,
 ) -> dict[str, Any]:
     tab.check_no_dialog()
-    token = secrets.token_hex(8)
+    token = os.urandom(8).hex()
     options = {
         "token": token,
         "interactive": interactive,
