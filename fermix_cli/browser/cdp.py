@@ -8,6 +8,7 @@ JavaScript dialog blocks the page, so the call that opened it never gets its rep
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections import deque
@@ -182,7 +183,5 @@ class CDPConnection:
         return None
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self._ws.close()
-        except Exception:
-            pass

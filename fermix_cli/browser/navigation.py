@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -54,10 +55,8 @@ def enforce_tab_cap(session: Session, keep: int) -> list[str]:
     closed: list[str] = []
     while len(pages) - len(closed) > keep and candidates:
         victim = candidates.pop(0)
-        try:
+        with contextlib.suppress(CDPError):  # already gone
             session.conn.call("Target.closeTarget", {"targetId": victim}, timeout=session.timeout)
-        except CDPError:
-            pass  # already gone
         closed.append(victim)
         forget_tab(session, victim)
     return closed

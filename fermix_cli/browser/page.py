@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ..core.errors import ToolError
-from .cdp import CDPConnection, CDPError, Interrupted
+from .cdp import CDPConnection, Interrupted
 from .runfiles import ProfileFiles, read_json
 from .snapshot_js import RESOLVE
 

@@ -13,6 +13,7 @@ Every JSON file is replaced atomically (temp file + rename), so a reader never s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -42,10 +43,8 @@ class ProfileFiles:
     def clear(self) -> None:
         """Forget a browser that is gone: its launch record, session, warden state and console."""
         for path in (self.launch, self.session, self.warden, self.console, self.dialog_request):
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-            except FileNotFoundError:
-                pass
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
