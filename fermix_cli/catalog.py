@@ -109,6 +109,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
 )
 
 DUE_WORK_MODULES: tuple[str, ...] = (
+    "fermix_cli.browser.duework",
     "fermix_cli.events.duework",
     "fermix_cli.jobs.duework",
 )

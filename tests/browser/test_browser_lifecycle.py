@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -63,7 +65,7 @@ def test_killed_browser_dead_warden_and_idle_profile_are_reported_not_waited_on(
         assert world.error({"action": "tabs"}).code == "host_lost"
         assert gone(int(str(record["pid"])))
 
-        # A profile idle past idle_minutes is closed (by its warden, or by the next call).
+        # A profile idle past idle_minutes is closed by its warden ...
         world.call({"action": "start"})
         record = launch_record(world)
         session = world.fermix_home / "run" / "browser" / "fermix.session.json"
@@ -71,6 +73,23 @@ def test_killed_browser_dead_warden_and_idle_profile_are_reported_not_waited_on(
         os.utime(session, (past, past))
         assert gone(int(str(record["pid"])), within=15)
         assert world.error({"action": "tabs"}).code == "not_running"
+
+        # ... or, when the warden cannot (here: frozen), by `fermix jobs run`.
+        world.call({"action": "start"})
+        record = launch_record(world)
+        warden = int(str(record["warden_pid"]))
+        os.kill(warden, signal.SIGSTOP)
+        try:
+            os.utime(session, (past, past))
+            ran = subprocess.run(
+                [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"],
+                capture_output=True, text=True, env=world.env, timeout=60,
+            )  # fmt: skip
+            assert ran.returncode == 0, ran.stderr
+            assert json.loads(ran.stdout)["due_work"]["browser"]["closed_idle"] == ["fermix"]
+            assert gone(int(str(record["pid"])))
+        finally:
+            os.kill(warden, signal.SIGCONT)
     finally:
         world.call({"action": "stop"})
 
