@@ -40,6 +40,7 @@ def gone(pid: int, within: float = 10.0) -> bool:
 
 
 @needs_chromium
+@pytest.mark.slow  # four Chromium starts
 def test_killed_browser_dead_warden_and_idle_profile_are_reported_not_waited_on(world: BrowserWorld) -> None:
     try:
         # A browser killed between two CLI calls: the next call says so at once, with the recovery.
