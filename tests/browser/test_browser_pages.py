@@ -76,6 +76,16 @@ fetch('http://127.0.0.2:{port}/secret').then(() => { document.getElementById('ou
 )
 
 
+KEYS = html(
+    """<input id="k" aria-label="Keys"><p id="out"></p><div id="late"></div>
+<button id="hov" onmouseover="document.getElementById('out').textContent='hovered'">Hover me</button>
+<script>document.getElementById('k').addEventListener('keydown', e => {
+  document.getElementById('out').textContent += e.key + (e.ctrlKey ? '+ctrl' : '') + ' '; });
+setTimeout(() => { document.getElementById('late').innerHTML = '<b class="late">late</b>'; }, 300);</script>""",
+    "Keys",
+)
+
+
 @pytest.fixture(scope="module")
 def site(page_server: Any) -> Site:
     pages = {
@@ -91,6 +101,7 @@ def site(page_server: Any) -> Site:
         "/redirect": (302, {"Location": "http://127.0.0.2:{port}/secret"}, b""),
         "/secret": html("secret", "Secret"),
         "/other": html("<h1>Other page</h1>", "Other"),
+        "/keys": KEYS,
     }  # fmt: skip
     made: Site = page_server(pages)
     # The leak page names the server's own port on the refused address.
@@ -306,3 +317,26 @@ def test_human_cli_open_snapshot_shot_status(browser_world: BrowserWorld, site: 
     assert "running" in status.stdout and "tab(s) of 4" in status.stdout
     refused = fermix("open", "http://169.254.169.254/latest/meta-data/")
     assert refused.returncode == 3 and "navigation_blocked" in refused.stderr
+
+
+def test_press_hover_and_waits(browser_world: BrowserWorld, site: Site) -> None:
+    snap = open_and_snapshot(browser_world, site.url("/keys"))["snapshot"]
+    field = ref_of(snap, "textbox", "Keys")
+    browser_world.call({"action": "act", "kind": "press", "ref": field, "key": "x"})
+    browser_world.call({"action": "act", "kind": "press", "key": "Enter"})
+    browser_world.call({"action": "act", "kind": "press", "key": "Control+a"})
+    assert text_of(browser_world, "#out") == "x Enter a+ctrl"
+    assert browser_world.call({"action": "act", "kind": "get", "field": "html", "selector": "#k"})[
+        "value"
+    ].startswith("<input")
+    assert browser_world.error({"action": "act", "kind": "press", "key": "Hyper+x"}).code == "invalid_key"
+    waited = browser_world.call(
+        {"action": "act", "kind": "wait", "wait_until": "element", "selector": "b.late"}
+    )
+    assert waited["waited_for"] == "element"
+    slow = browser_world.error(
+        {"action": "act", "kind": "wait", "wait_until": "text", "text": "never there", "timeout_ms": 300}
+    )
+    assert slow.code == "timeout" and "snapshot" in slow.message
+    browser_world.call({"action": "act", "kind": "hover", "ref": ref_of(snap, "button", "Hover me")})
+    assert text_of(browser_world, "#out") == "hovered"
