@@ -38,7 +38,7 @@ PAGES = {
 
 
 class Handler(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         body = PAGES.get(self.path, "").encode()
         self.send_response(200 if body else 404)
         self.send_header("Content-Type", "text/html")
@@ -129,7 +129,10 @@ def main() -> None:
             result = call({"action": "snapshot"})
             snap_in.append((time.perf_counter() - t) * 1000)
             refs = int(result["refs"])  # type: ignore[index]
-        snap_cli = [timed([*tool, "browser", "--json", '{"action":"snapshot"}'], env) for _ in range(reps)]
+        snap_cli = [
+            timed([*tool, "browser", "--json", '{"action":"snapshot"}'], env, "snapshot cli")
+            for _ in range(reps)
+        ]
     finally:
         call({"action": "stop"})
         server.shutdown()
@@ -152,7 +155,7 @@ def main() -> None:
     print(f"  in-process attach + act (x{reps * 3}):            {statistics.median(in_process):7.1f} ms")
     print(
         f"  snapshot of the 1 000-element page ({refs} refs): in-process {statistics.median(snap_in):.1f} ms, "
-        f"whole CLI call {statistics.median(snap_cli):.1f} ms"
+        f"whole CLI call {statistics.median(snap_cli):.1f} ms wall, {statistics.median(CPU['snapshot cli']):.1f} ms cpu"
     )
 
 
