@@ -5,7 +5,9 @@ DevTools session, and a CLI call is a new session: on a 1 000-element page that 
 This walker computes roles and names the way the ARIA/HTML-AAM mappings do for common markup (explicit
 `role`, implicit roles by element, names from `aria-labelledby`, `aria-label`, `<label>`, `alt`, content,
 `title`) in one pass, and keeps each ref as a WeakRef on the document itself: a ref dies with its
-document (navigation) or its node (a single-page-app swap), and can never point at anything else.
+document (navigation), its node (a single-page-app swap) or the next snapshot that does not show it,
+and can never point at anything else (an element keeps its ref across snapshots; new ones get new
+numbers).
 """
 
 SNAPSHOT = r"""
@@ -91,6 +93,11 @@ SNAPSHOT = r"""
     return out;
   };
 
+  // An element keeps its ref from one snapshot of a document to the next; a new one gets a new number,
+  // so a ref from an older snapshot never names a different element.
+  const previous = document[KEY];
+  const known = previous ? previous.byElement : new WeakMap();
+  let counter = previous ? previous.next : 1;
   const refs = new Map();
   const lines = [];
   let truncated = false;
@@ -127,7 +134,8 @@ SNAPSHOT = r"""
       let next = level;
       if (shown) {
         if (opts.depth !== null && level > opts.depth) continue;
-        const ref = 'e' + (refs.size + 1);
+        let ref = known.get(el);
+        if (!ref) { ref = 'e' + counter++; known.set(el, ref); }
         refs.set(ref, new WeakRef(el));
         let line = '  '.repeat(opts.interactive ? 0 : level) + '- ' + (role || 'generic');
         if (name) line += ' ' + quote(name);
@@ -146,7 +154,7 @@ SNAPSHOT = r"""
     }
   };
   walk(document.body || document.documentElement, 0, false);
-  document[KEY] = {token: opts.token, refs};
+  document[KEY] = {token: opts.token, refs, byElement: known, next: counter};
   return {snapshot: lines.join('\n'), refs: refs.size, truncated, url: location.href,
           title: document.title, ready_state: document.readyState};
 })

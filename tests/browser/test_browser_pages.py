@@ -206,6 +206,19 @@ def test_stale_ref_after_navigation(browser_world: BrowserWorld, site: Site) -> 
     assert stale.code == "stale_ref" and "snapshot" in stale.message
 
 
+def test_refs_hold_across_snapshots_of_one_document(browser_world: BrowserWorld, site: Site) -> None:
+    first = open_and_snapshot(browser_world, site.url("/spa"))["snapshot"]
+    go = ref_of(first, "button", "Go to settings")
+    interactive = browser_world.call({"action": "snapshot", "interactive": True})["snapshot"]
+    assert ref_of(interactive, "button", "Go to settings") == go  # the same element keeps its ref
+    heading = ref_of(first, "heading", "Home")
+    # The heading is not in the interactive snapshot, so its ref ended with it: never re-aimed.
+    assert browser_world.error({"action": "act", "kind": "hover", "ref": heading}).code == "stale_ref"
+    browser_world.call({"action": "act", "kind": "click", "ref": go})
+    after = browser_world.call({"action": "snapshot"})["snapshot"]
+    assert f"[ref={go}]" not in after and f"[ref={heading}]" not in after  # new elements, new numbers
+
+
 def test_element_below_the_fold(browser_world: BrowserWorld, site: Site) -> None:
     snap = open_and_snapshot(browser_world, site.url("/long"), interactive=True)["snapshot"]
     browser_world.call({"action": "act", "kind": "click", "ref": ref_of(snap, "button", "Low button")})
