@@ -105,6 +105,10 @@ def test_missing_chromium_is_a_typed_error(world: BrowserWorld) -> None:
     assert error["code"] == "chrome_missing" and "executable" in error["message"]
     assert world.call({"action": "status"}) == {"profile": "fermix", "running": False}
     assert world.error({"action": "snapshot"}).code == "not_running"
+    assert world.call({"action": "stop"}) == {"profile": "fermix", "stopped": False}
+    doctor = world.call({"action": "doctor"})
+    assert doctor["ok"] is False
+    assert {c["name"]: c["ok"] for c in doctor["checks"]}["executable"] is False
 
 
 def test_a_machine_call_for_another_tool_does_not_import_websockets(world: BrowserWorld) -> None:

@@ -134,6 +134,10 @@ def test_two_cli_processes_share_one_browser_and_one_ref(browser_world: BrowserW
     assert browser_world.call({"action": "act", "kind": "get", "field": "url"})["value"] == site.url("/form")
     status = browser_world.call({"action": "status"})
     assert status["running"] is True and status["responding"] is True
+    doctor = browser_world.call({"action": "doctor"})
+    assert (
+        doctor["ok"] is True and "Chromium" in {c["name"]: c["detail"] for c in doctor["checks"]}["version"]
+    )
 
 
 def test_form_labels_and_a_hidden_styled_checkbox(browser_world: BrowserWorld, site: Site) -> None:
