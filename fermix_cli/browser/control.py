@@ -30,12 +30,17 @@ def start(ctx: ToolContext, cfg: BrowserConfig, files: ProfileFiles, headless: b
     record = start_browser(
         files,
         executable=find_executable(cfg.executable),
-        headless=cfg.headless if headless is None else headless,
+        headless=default_headless(cfg, files.profile) if headless is None else headless,
         allowed_private_hosts=allowed_hosts(ctx),
         idle_minutes=cfg.idle_minutes,
         timeout_ms=cfg.start_timeout_ms,
     )
     return {"started": True, "already_running": False, **describe(record)}
+
+
+def default_headless(cfg: BrowserConfig, profile: str) -> bool:
+    """The reference's named profiles choose their mode; any other follows the config."""
+    return {"fermix_visible": False, "fermix_headless": True}.get(profile, cfg.headless)
 
 
 def describe(record: dict[str, Any]) -> dict[str, Any]:

@@ -197,6 +197,8 @@ def test_spa_route_change_then_snapshot(browser_world: BrowserWorld, site: Site)
     assert stale.code == "stale_ref" and "snapshot" in stale.message
     after = browser_world.call({"action": "snapshot"})
     assert 'heading "Settings"' in after["snapshot"] and "Go to settings" not in after["snapshot"]
+    shallow = browser_world.call({"action": "snapshot", "depth": 0, "compact": True})["snapshot"]
+    assert shallow and all(line.startswith("- ") for line in shallow.splitlines())
     assert after["url"].endswith("/spa/settings")
     save = ref_of(after["snapshot"], "button", "Save settings")
     assert browser_world.call({"action": "act", "kind": "click", "ref": save})["clicked"] == save
@@ -240,7 +242,8 @@ def test_upload_and_download_through_the_sandbox(browser_world: BrowserWorld, si
     outside = browser_world.error({"action": "upload", "ref": field, "text": "/etc/passwd"})
     assert outside.code in ("protected_path", "outside_root", "blocked_root")
 
-    snap = open_and_snapshot(browser_world, site.url("/downloads"))["snapshot"]
+    snap = open_and_snapshot(browser_world, site.url("/downloads"), include_urls=True)["snapshot"]
+    assert 'link "Get report" [ref=' in snap and f"url={site.url('/file.txt')}" in snap
     got = browser_world.call({"action": "download", "ref": ref_of(snap, "link", "Get report")})
     path = Path(got["path"])
     assert path.name == "report.txt" and path.read_text() == "the report body\n"
