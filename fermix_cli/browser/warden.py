@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 
 from ..core.net.guard import HostGuard
 from .cdp import CDPConnection, ConnectionLost
+from .launcher import browser_alive
 from .netrules import judge
 from .runfiles import read_json, write_json
 
@@ -111,6 +113,12 @@ class Warden:
             if time.time() - last > self.idle_seconds:
                 with contextlib.suppress(ConnectionLost):
                     self.conn.send("Browser.close")
+                deadline = time.monotonic() + 5
+                while browser_alive(self.record) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                if browser_alive(self.record):  # it would keep the profile locked for the next start
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(int(self.record["pid"]), signal.SIGKILL)
                 for path in (self.launch, self.session_file, self.state_file, self.console_file):
                     with contextlib.suppress(FileNotFoundError):
                         path.unlink()
