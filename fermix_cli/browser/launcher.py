@@ -106,14 +106,18 @@ def connect(files: ProfileFiles, idle_minutes: int) -> tuple[dict[str, Any], CDP
     record = read_json(files.launch)
     if record is None:
         raise not_running(files.profile)
+    last_used = _last_used(files, record)
+    idle = bool(idle_minutes) and time.time() - last_used > idle_minutes * 60
     if not browser_alive(record):
+        if idle:  # closed for idleness a moment ago (by the warden or `fermix jobs run`)
+            stop_browser(files)
+            raise not_running(files.profile, f"was closed after {idle_minutes} idle minutes")
         raise host_lost(files, record, "is no longer running (it crashed, was killed or closed)")
     if not process_alive(int(record.get("warden_pid", 0))):
         # Without its warden nothing guards the browser's requests: never drive it unguarded.
         stop_browser(files)
         raise host_lost(files, record, "lost its network-guard process and was closed")
-    last_used = _last_used(files, record)
-    if idle_minutes and time.time() - last_used > idle_minutes * 60:
+    if idle:
         stop_browser(files)
         raise not_running(files.profile, f"was closed after {idle_minutes} idle minutes")
     try:

@@ -111,6 +111,9 @@ class Warden:
             except FileNotFoundError:
                 last = float(self.record.get("started_at", time.time()))
             if time.time() - last > self.idle_seconds:
+                # The launch record goes first: a call from now on reads "not running", never a lost host.
+                with contextlib.suppress(FileNotFoundError):
+                    self.launch.unlink()
                 with contextlib.suppress(ConnectionLost):
                     self.conn.send("Browser.close")
                 deadline = time.monotonic() + 5
