@@ -7,6 +7,7 @@ its parts is needed (a machine call imports the one family its tool belongs to).
 TOOL_MODULES: dict[str, str] = {
     "ast_grep": "fermix_cli.tools.coding.astgrep.tool",
     "bash": "fermix_cli.tools.shell",
+    "browser": "fermix_cli.browser.tools",
     "content_search": "fermix_cli.tools.search",
     "event_list": "fermix_cli.events.tools",
     "event_remove": "fermix_cli.events.tools",
@@ -65,6 +66,7 @@ TOOLSET_MODULES: tuple[str, ...] = (
 
 CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.config",
+    "fermix_cli.browser.config",
     "fermix_cli.channels.config",
     "fermix_cli.core.config",
     "fermix_cli.events.config",
@@ -78,6 +80,7 @@ CONFIG_MODULES: tuple[str, ...] = (
 
 CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.agent.config": ["fermix_core.providers", "fermix_core.agent", "fermix_core.routing"],
+    "fermix_cli.browser.config": ["fermix_core.browser"],
     "fermix_cli.channels.config": ["fermix_core.channels.telegram", "fermix_core.channels.webhooks", "fermix_core.channels.apprise"],
     "fermix_cli.core.config": ["sandbox", "fermix_core.net", "fermix_core.tools.tool_search"],
     "fermix_cli.events.config": ["fermix_core.personalization"],
@@ -112,6 +115,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
 )
 
 DUE_WORK_MODULES: tuple[str, ...] = (
+    "fermix_cli.browser.duework",
     "fermix_cli.events.duework",
     "fermix_cli.jobs.duework",
 )

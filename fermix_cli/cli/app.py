@@ -92,6 +92,7 @@ def _register_subapps() -> None:
     from . import (
         agent_cmd,
         ask_cmd,
+        browser_cmd,
         channels_cmd,
         completions_cmd,
         config_cmd,
@@ -124,6 +125,7 @@ def _register_subapps() -> None:
     app.add_typer(sandbox_cmd.revoke_app, name="revoke")
     app.add_typer(state_cmd.app, name="state")
     app.add_typer(serve_cmd.app, name="serve")
+    app.add_typer(browser_cmd.app, name="browser")
 
 
 def full_app() -> typer.Typer:

@@ -33,4 +33,5 @@ Commands:
   revoke       Withdraw a directory grant.
   state        The SQLite state file.
   serve        Long-running conversation channels: `serve telegram`...
+  browser      A managed Chromium that stays up between commands.
 """

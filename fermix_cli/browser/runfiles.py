@@ -1,0 +1,92 @@
+"""What a profile records under `<data>/run/browser/`, so every later CLI call finds its browser.
+
+- `<profile>.json`: the launch record (endpoint, pids, user-data dir), written once by `start`.
+- `<profile>.session.json`: the active tab, the order tabs were opened, and each tab's snapshot refs
+  (keyed by target id and loader id, so a ref never outlives its document). Its mtime is "last used".
+- `<profile>.warden.json`: written by the warden: the targets it guards and any open JavaScript dialog.
+- `<profile>.console.jsonl`: console messages and page errors the warden saw.
+- `<profile>.dialog-request.json`: a call asking the warden to answer a dialog (only a session that had
+  the Page domain on before the dialog opened can answer it, and that is the warden's).
+
+Every JSON file is replaced atomically (temp file + rename), so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..core.paths import FermixPaths, make_private_dirs
+
+
+class ProfileFiles:
+    """The run files and the user-data directory of one profile."""
+
+    def __init__(self, paths: FermixPaths, profile: str) -> None:
+        self.profile = profile
+        self.run_dir = paths.run_dir / "browser"
+        self.launch = self.run_dir / f"{profile}.json"
+        self.session = self.run_dir / f"{profile}.session.json"
+        self.warden = self.run_dir / f"{profile}.warden.json"
+        self.console = self.run_dir / f"{profile}.console.jsonl"
+        self.dialog_request = self.run_dir / f"{profile}.dialog-request.json"
+        self.log = self.run_dir / f"{profile}.log"
+        self.user_data = paths.data_dir / "browser" / "profiles" / profile
+
+    def ensure(self) -> None:
+        make_private_dirs(self.run_dir)
+        make_private_dirs(self.user_data)
+
+    def clear(self) -> None:
+        """Forget a browser that is gone: its launch record, session, warden state and console."""
+        for path in (self.launch, self.session, self.warden, self.console, self.dialog_request):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A run file's object, or None when it is missing or unreadable (a crash mid-write is impossible)."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (FileNotFoundError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Replace a run file atomically, mode 0600."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(json.dumps(data, separators=(",", ":")).encode())
+    os.replace(tmp, path)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether `pid` is a running process (a zombie, killed but not yet reaped, counts as gone)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc (macOS): the signal test is all there is
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def process_start(pid: int) -> str:
+    """The kernel's start time of `pid` (field 22 of /proc/PID/stat), to tell a reused pid apart; '' if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else ""
