@@ -241,7 +241,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
+            _fx_subs='list ast_grep bash computer_use content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -256,6 +256,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --command --intent --timeout'
             _fx_valopts='--json --command --intent --timeout' ;;
+        'tool computer_use')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --action --amount --chord --confirm-grid --no-confirm-grid --direction --display --from --mark --marks --no-marks --modifiers --ms --poll-ms --region --timeout-ms --to --x --y'
+            _fx_valopts='--json --action --amount --chord --direction --display --from --mark --modifiers --ms --poll-ms --poll_ms --region --timeout-ms --timeout_ms --to --x --y' ;;
         'tool content_search')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --path --pattern --regex --no-regex --timeout-ms'
@@ -440,13 +444,16 @@ _fermix_value() {
         'ask|--toolset') _fermix_words 'fermix coding' ;;
         'channels send|--file') _fermix_paths -f ;;
         'jobs add|--provider') _fermix_words 'openai anthropic echo mock' ;;
-        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
+        'mcp serve|--allow') _fermix_words 'ast_grep bash computer_use content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
         'tool ast_grep|--operation') _fermix_words 'search outline' ;;
         'tool ast_grep|--path') _fermix_paths -f ;;
         'tool ast_grep|--view') _fermix_words 'digest names signatures expanded' ;;
         'tool bash|--json') _fermix_paths -f ;;
+        'tool computer_use|--json') _fermix_paths -f ;;
+        'tool computer_use|--action') _fermix_words 'screenshot inspect elements windows wait_for_change mouse_move wait left_click right_click double_click left_click_drag scroll type paste key' ;;
+        'tool computer_use|--direction') _fermix_words 'up down left right' ;;
         'tool content_search|--json') _fermix_paths -f ;;
         'tool content_search|--path') _fermix_paths -f ;;
         'tool event_list|--json') _fermix_paths -f ;;

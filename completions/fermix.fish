@@ -28,7 +28,7 @@ function __fermix_subs
         case 'state'
             echo status
         case 'tool'
-            echo list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write
+            echo list ast_grep bash computer_use content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write
     end
 end
 
@@ -72,6 +72,8 @@ function __fermix_valopts
             echo --json --items --language --limit --name --operation --path --pattern --rewrite --symbol-type --symbol_type --view
         case 'tool bash'
             echo --json --command --intent --timeout
+        case 'tool computer_use'
+            echo --json --action --amount --chord --direction --display --from --mark --modifiers --ms --poll-ms --poll_ms --region --timeout-ms --timeout_ms --to --x --y
         case 'tool content_search'
             echo --json --max-results --max_results --path --pattern --timeout-ms --timeout_ms
         case 'tool event_list'
@@ -365,7 +367,7 @@ complete -c fermix -n '__fermix_at \'mcp\'' -a 'serve' -d 'Serve the registry\'s
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'servers' -d 'List the MCP servers configured under [mcp.servers.NAME] (without starting them).'
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'tools' -d 'Start the configured MCP servers and list their tools as fermix names (mcp_SERVER_TOOL).'
 complete -c fermix -n '__fermix_at \'mcp\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
+complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'ast_grep bash computer_use content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -l list -d 'Print the tool names that would be served, then exit.'
 complete -c fermix -n '__fermix_at \'mcp servers\'' -s h -l help -d 'Show help and exit.'
@@ -423,6 +425,7 @@ complete -c fermix -n '__fermix_at \'state status\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'list' -d 'List the tools this caller may run.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'ast_grep' -d 'Syntax-aware search, read-only rewrite previews and symbol outlines, in-process (no CLI).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'bash' -d 'Run a non-interactive command in the active working directory, with a nonblank intent saying why.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'computer_use' -d 'Drive the host desktop (Linux X11) by screenshot and mouse/keyboard, one action per call.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'content_search' -d 'Search file contents for text (or a regular expression when `regex` is true) in a file or below a directory, without shelling out.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'event_list' -d 'List or search stored dates: what is coming up, when a birthday falls, which reminders are planned and whether one failed to deliver.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'event_remove' -d 'Cancel a stored date and its unsent reminders; delivered history stays.'
@@ -495,6 +498,31 @@ complete -c fermix -n '__fermix_at \'tool bash\'' -s h -l help -d 'Show help and
 complete -c fermix -n '__fermix_at \'tool bash\'' -l command -x -d 'Non-interactive command to run (sh -c)'
 complete -c fermix -n '__fermix_at \'tool bash\'' -l intent -x -d 'Nonblank, brief reason the command is needed; shown above the command'
 complete -c fermix -n '__fermix_at \'tool bash\'' -l timeout -x -d 'Timeout in seconds (1-300)'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l action -x -a 'screenshot inspect elements windows wait_for_change mouse_move wait left_click right_click double_click left_click_drag scroll type paste key' -d 'GUI action. Read-only: screenshot, inspect, elements, windows, wait_for_change, mouse_move, wait. Mutating: left_click, right_click, double_click, left_click_drag, scroll, type, paste, key. Posture follows the sandbox mode: strict is look-only (every mutating action is refused); standard acts, but the owner confirms anything irreversible (Enter, Delete, save/close/quit chords, text with a newline) and you must ask the owner before clicking anything that sends, buys or deletes; open acts, and only catastrophic input is confirmed. inspect, elements and marks need AT-SPI and are refused on Linux'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l amount -x -d 'Scroll clicks (default 3)'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l chord -x -d 'Key chord for action=key, e.g. "ctrl+s", "alt+f4", "enter", "f5"'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l confirm-grid -d 'Re-send an action refused as ambiguous_grid after re-reading the magnified image and confirming x, y are pixels of that image'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l no-confirm-grid -d 'Set confirm_grid to false.'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l direction -x -a 'up down left right' -d 'Scroll direction'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l display -x -d 'Monitor index from 1; defaults to [fermix_core.computer_use] monitor'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l from -x -d 'Drag start point {x, y}'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l mark -x -d 'Act on a numbered mark (needs AT-SPI)'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l marks -d 'Badge accessibility click targets (needs AT-SPI)'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l no-marks -d 'Set marks to false.'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l modifiers -x -d 'Held modifier keys for a click, e.g. ["ctrl"] or ["shift"]'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l ms -x -d 'Milliseconds to wait (action=wait)'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l poll-ms -x -d 'Check interval in ms (wait_for_change; default 250)'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l region -x -d 'Zoom rectangle {x, y, w, h} in full-screen pixels. On screenshot it returns a magnified crop; pass the same region with every follow-up action that uses coordinates read from that crop'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l timeout-ms -x -d 'Max ms to wait for a change (wait_for_change; default 10000)'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l to -x -d 'Drag end point {x, y}'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l x -x -d 'X pixel for click/move/scroll, from the latest screenshot (crop pixels after a zoom)'
+complete -c fermix -n '__fermix_at \'tool computer_use\'' -l y -x -d 'Y pixel for click/move/scroll, from the latest screenshot'
 complete -c fermix -n '__fermix_at \'tool content_search\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool content_search\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool content_search\'' -l schema -d 'Print the input JSON schema and exit.'

@@ -7,6 +7,7 @@ its parts is needed (a machine call imports the one family its tool belongs to).
 TOOL_MODULES: dict[str, str] = {
     "ast_grep": "fermix_cli.tools.coding.astgrep.tool",
     "bash": "fermix_cli.tools.shell",
+    "computer_use": "fermix_cli.computer.tool",
     "content_search": "fermix_cli.tools.search",
     "event_list": "fermix_cli.events.tools",
     "event_remove": "fermix_cli.events.tools",
@@ -62,6 +63,7 @@ TOOLSET_MODULES: tuple[str, ...] = (
 CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.config",
     "fermix_cli.channels.config",
+    "fermix_cli.computer.config",
     "fermix_cli.core.config",
     "fermix_cli.events.config",
     "fermix_cli.jobs.config",
@@ -74,6 +76,7 @@ CONFIG_MODULES: tuple[str, ...] = (
 CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.agent.config": ["fermix_core.providers", "fermix_core.agent", "fermix_core.routing"],
     "fermix_cli.channels.config": ["fermix_core.channels.telegram", "fermix_core.channels.webhooks", "fermix_core.channels.apprise"],
+    "fermix_cli.computer.config": ["fermix_core.computer_use"],
     "fermix_cli.core.config": ["sandbox", "fermix_core.net", "fermix_core.tools.tool_search"],
     "fermix_cli.events.config": ["fermix_core.personalization"],
     "fermix_cli.jobs.config": ["fermix_core.jobs"],
@@ -85,6 +88,7 @@ CONFIG_TABLES: dict[str, list[str]] = {
 
 MIGRATION_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.migrations",
+    "fermix_cli.computer.migrations",
     "fermix_cli.core.migrations",
     "fermix_cli.events.migrations",
     "fermix_cli.jobs.migrations",
@@ -97,6 +101,7 @@ MIGRATION_MODULES: tuple[str, ...] = (
 MIGRATION_NAMES: tuple[str, ...] = (
     "core_001_tool_calls",
     "agent_001_transcripts",
+    "computer_001_views_and_pause",
     "events_001_temporal_events",
     "jobs_001_scheduled_jobs",
     "memory_001_memories",

@@ -78,6 +78,8 @@ class ToolSpec(Record, frozen=True):
     available: Callable[[ToolContext], bool] | None = None
     gate: Callable[[ToolContext], None] | None = None
     render: Callable[[Any], str] | None = None
+    # Image files a result carries (a screenshot): a model loop sends them to the model as images.
+    images: Callable[[Any], Sequence[str]] | None = None
     # input_schema()'s cache; MCP tools come with theirs
     _schema: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -96,6 +98,10 @@ class ToolSpec(Record, frozen=True):
         if self.render is not None:
             return self.render(result)
         return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+
+    def result_images(self, result: Any) -> tuple[str, ...]:
+        """The image files `result` carries (none unless the tool declares `images`)."""
+        return tuple(self.images(result)) if self.images is not None else ()
 
 
 def publish_nulls(schema: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
