@@ -30,7 +30,8 @@ ALLOWED_ORIGINS = ("cli", "interactive")
 # Keys whose press commits or destroys something: submit, delete, and the save/close/quit chords.
 _COMMIT_KEYS = frozenset({"Return", "KP_Enter", "Delete", "KP_Delete"})
 _COMMIT_CHORDS = frozenset(
-    {
+    frozenset(c)
+    for c in (
         ("ctrl", "s"),
         ("ctrl", "w"),
         ("ctrl", "q"),
@@ -41,17 +42,18 @@ _COMMIT_CHORDS = frozenset(
         ("shift", "Delete"),
         ("super", "q"),
         ("super", "w"),
-    }
+    )
 )
 _CATASTROPHIC = frozenset(
-    {
+    frozenset(c)
+    for c in (
         ("alt", "ctrl", "Delete"),
         ("alt", "ctrl", "BackSpace"),
         ("alt", "Sys_Req"),
         ("Sys_Req",),
         ("super", "l"),
         *(("alt", "ctrl", f"F{n}") for n in range(1, 13)),
-    }
+    )
 )
 
 
@@ -81,10 +83,10 @@ def origin_refusal(ctx: ToolContext) -> ToolError | None:
 def severity(action: str, chord: tuple[str, ...] | None, text: str | None) -> str | None:
     """`catastrophic`, `irreversible`, or None for input that commits nothing by itself."""
     if action == "key" and chord:
-        key = tuple(sorted(chord))
-        if key in _CATASTROPHIC:
+        keys = frozenset(chord)
+        if keys in _CATASTROPHIC:
             return "catastrophic"
-        if key in {tuple(sorted(c)) for c in _COMMIT_CHORDS} or chord[-1] in _COMMIT_KEYS:
+        if keys in _COMMIT_CHORDS or chord[-1] in _COMMIT_KEYS:
             return "irreversible"
     if action in ("type", "paste") and text is not None and ("\n" in text or "\r" in text):
         return "irreversible"
