@@ -147,10 +147,14 @@ def _pause_computer_use(console: Console, agent: Agent, paused: bool) -> None:
     changed = set_paused(agent.base_ctx, paused)
     if paused:
         state = "paused" if changed else "already paused"
-        console.print(f"computer use {state}: the desktop is yours; the agent's desktop actions are refused until /resume")
+        console.print(
+            f"computer use {state}: the desktop is yours; the agent's desktop actions are refused until /resume"
+        )
     else:
         state = "resumed" if changed else "was not paused"
-        console.print(f"computer use {state}: the agent may act on the desktop again; send a message to continue the task")
+        console.print(
+            f"computer use {state}: the agent may act on the desktop again; send a message to continue the task"
+        )
 
 
 def _report(console: Console, status: str, error: ToolError | None) -> None:

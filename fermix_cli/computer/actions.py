@@ -8,6 +8,7 @@ with `delivered: false` instead of success.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
@@ -48,14 +49,16 @@ def run_action(p: Any, ctx: ToolContext) -> dict[str, Any]:
     chord = parse_chord(p.chord) if action == "key" else None
     mods = tuple(modifier(m) for m in (p.modifiers or ()))
     if mods and action not in BUTTONS:
-        raise ToolError("invalid_input", "modifiers apply to clicks only; for keys use chord", {"action": action})
+        raise ToolError(
+            "invalid_input", "modifiers apply to clicks only; for keys use chord", {"action": action}
+        )
     summary = _summary(action, p, chord)
     check_posture(ctx, action, summary, severity(action, chord, p.text))
     display = display_of(ctx)
     if display is None:
         raise ToolError(
             "no_display",
-            "no X display: set DISPLAY, or [fermix_core.computer_use] display (e.g. \":0\")",
+            'no X display: set DISPLAY, or [fermix_core.computer_use] display (e.g. ":0")',
             {},
         )
     desk = Desktop(display)
@@ -110,7 +113,9 @@ def _require(p: Any) -> None:
                 {"action": p.action, "missing": missing},
             )
     if p.action == "scroll" and (p.x is None) != (p.y is None):
-        raise ToolError("missing_coordinate", "scroll takes both x and y, or neither (scroll where the pointer is)", {})
+        raise ToolError(
+            "missing_coordinate", "scroll takes both x and y, or neither (scroll where the pointer is)", {}
+        )
 
 
 def _summary(action: str, p: Any, chord: tuple[str, ...] | None) -> str:
@@ -169,10 +174,8 @@ def _prune(folder: Any, keep: int) -> None:
         key=lambda e: (e.stat().st_mtime_ns, e.name),
     )
     for entry in shots[: max(0, len(shots) - keep)]:
-        try:
+        with contextlib.suppress(OSError):  # another process removed it first
             os.unlink(entry.path)
-        except OSError:  # another process removed it first
-            pass
 
 
 def _windows(desk: Desktop, monitor: Rect, index: int) -> list[dict[str, Any]]:
@@ -263,12 +266,12 @@ def _act(
     if action == "scroll":
         amount = p.amount or 3
         args = []
-        target = None
+        spot: tuple[int, int] | None = None
         if p.x is not None:
-            target = point(p.x, p.y)
-            args = ["mousemove", str(target[0]), str(target[1])]
+            spot = point(p.x, p.y)
+            args = ["mousemove", str(spot[0]), str(spot[1])]
         args += ["click", "--repeat", str(amount), "--delay", "20", SCROLL_BUTTONS[p.direction]]
-        result = _pointer_result(desk, args, target)
+        result = _pointer_result(desk, args, spot)
         result["amount"] = amount
         return result
     if action == "type":
@@ -327,10 +330,14 @@ def render(result: Any) -> str:
             f"delivered{at}" if result["delivered"] else f"NOT delivered{at}: {result.get('not_delivered')}"
         )
     if "changed" in result:
-        lines.append(f"screen {'changed' if result['changed'] else 'did not change'} after {result['waited_ms']} ms")
+        lines.append(
+            f"screen {'changed' if result['changed'] else 'did not change'} after {result['waited_ms']} ms"
+        )
     for w in result.get("windows", ()):
         r = w["region"]
-        lines.append(f'- {w["title"]!r} region {{"x": {r["x"]}, "y": {r["y"]}, "w": {r["w"]}, "h": {r["h"]}}}')
+        lines.append(
+            f'- {w["title"]!r} region {{"x": {r["x"]}, "y": {r["y"]}, "w": {r["w"]}, "h": {r["h"]}}}'
+        )
     if "windows" in result:
         lines.insert(1, f"{len(result['windows'])} window(s), front-most first:")
     shot = result.get("screenshot")

@@ -49,7 +49,9 @@ def computer_use_health(
         return "n/a", "off (experimental; [fermix_core.computer_use] enabled = true turns it on)", data
     problems = []
     if missing:
-        problems.append(f"missing {', '.join(missing)} (apt-get install xdotool x11-utils; pip install mss pillow)")
+        problems.append(
+            f"missing {', '.join(missing)} (apt-get install xdotool x11-utils; pip install mss pillow)"
+        )
     if display is None:
         problems.append("no X display: set DISPLAY or [fermix_core.computer_use] display")
     else:

@@ -79,14 +79,18 @@ def parse_chord(chord: str) -> tuple[str, ...]:
     """`ctrl+shift+t` as keysyms (modifiers first, one key last); refuses what xdotool would misread."""
     parts = [p.strip() for p in chord.split("+")]
     if not chord.strip() or any(not p for p in parts):
-        raise _bad(f"chord {chord!r} is empty or has an empty part; write keys joined by '+', e.g. ctrl+s", chord)
+        raise _bad(
+            f"chord {chord!r} is empty or has an empty part; write keys joined by '+', e.g. ctrl+s", chord
+        )
     *mods, key = parts
     out = [modifier(m) for m in mods]
     if len(set(out)) != len(out):
         raise _bad(f"chord {chord!r} repeats a modifier", chord)
     lowered = key.lower()
     if lowered in MODIFIERS and not mods:
-        keysym = {"ctrl": "Control_L", "alt": "Alt_L", "shift": "Shift_L", "super": "Super_L"}[MODIFIERS[lowered]]
+        keysym = {"ctrl": "Control_L", "alt": "Alt_L", "shift": "Shift_L", "super": "Super_L"}[
+            MODIFIERS[lowered]
+        ]
     elif lowered in NAMED:
         keysym = NAMED[lowered]
     elif len(key) == 1 and key.isascii() and key.isalnum():

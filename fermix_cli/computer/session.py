@@ -14,9 +14,7 @@ from .geometry import View
 
 
 def latest_view(ctx: ToolContext) -> View | None:
-    rows = ctx.state.query(
-        "SELECT view_json FROM computer_use_views WHERE session_id = ?", (ctx.session_id,)
-    )
+    rows = ctx.state.query("SELECT view_json FROM computer_use_views WHERE session_id = ?", (ctx.session_id,))
     return View.of(json.loads(rows[0]["view_json"])) if rows else None
 
 

@@ -60,12 +60,20 @@ ComputerUseParams: type[Params] = type(
             "action": Annotated[Action, Field(description=ACTION_DOC)],
             "x": Annotated[
                 Coord | None,
-                Field(description="X pixel for click/move/scroll, from the latest screenshot (crop pixels after a zoom)"),
+                Field(
+                    description="X pixel for click/move/scroll, from the latest screenshot (crop pixels after a zoom)"
+                ),
             ],
-            "y": Annotated[Coord | None, Field(description="Y pixel for click/move/scroll, from the latest screenshot")],
+            "y": Annotated[
+                Coord | None, Field(description="Y pixel for click/move/scroll, from the latest screenshot")
+            ],
             "display": Annotated[
                 int | None,
-                Field(ge=1, le=16, description="Monitor index from 1; defaults to [fermix_core.computer_use] monitor"),
+                Field(
+                    ge=1,
+                    le=16,
+                    description="Monitor index from 1; defaults to [fermix_core.computer_use] monitor",
+                ),
             ],
             "modifiers": Annotated[
                 list[Annotated[str, Field(max_length=16)]] | None,
@@ -78,19 +86,30 @@ ComputerUseParams: type[Params] = type(
             ],
             "amount": Annotated[int | None, Field(ge=1, le=50, description="Scroll clicks (default 3)")],
             "text": Annotated[
-                str | None, Field(max_length=20_000, description="Text to type or paste (action type / paste)")
+                str | None,
+                Field(max_length=20_000, description="Text to type or paste (action type / paste)"),
             ],
             "chord": Annotated[
                 str | None,
-                Field(max_length=64, description='Key chord for action=key, e.g. "ctrl+s", "alt+f4", "enter", "f5"'),
+                Field(
+                    max_length=64,
+                    description='Key chord for action=key, e.g. "ctrl+s", "alt+f4", "enter", "f5"',
+                ),
             ],
-            "ms": Annotated[int | None, Field(ge=0, le=60_000, description="Milliseconds to wait (action=wait)")],
+            "ms": Annotated[
+                int | None, Field(ge=0, le=60_000, description="Milliseconds to wait (action=wait)")
+            ],
             "timeout_ms": Annotated[
                 int | None,
-                Field(ge=0, le=120_000, description="Max ms to wait for a change (wait_for_change; default 10000)"),
+                Field(
+                    ge=0,
+                    le=120_000,
+                    description="Max ms to wait for a change (wait_for_change; default 10000)",
+                ),
             ],
             "poll_ms": Annotated[
-                int | None, Field(ge=20, le=10_000, description="Check interval in ms (wait_for_change; default 250)")
+                int | None,
+                Field(ge=20, le=10_000, description="Check interval in ms (wait_for_change; default 250)"),
             ],
             "region": Annotated[
                 Region | None,
@@ -107,8 +126,12 @@ ComputerUseParams: type[Params] = type(
                     "and confirming x, y are pixels of that image"
                 ),
             ],
-            "marks": Annotated[bool | None, Field(description="Badge accessibility click targets (needs AT-SPI)")],
-            "mark": Annotated[int | None, Field(ge=1, le=10_000, description="Act on a numbered mark (needs AT-SPI)")],
+            "marks": Annotated[
+                bool | None, Field(description="Badge accessibility click targets (needs AT-SPI)")
+            ],
+            "mark": Annotated[
+                int | None, Field(ge=1, le=10_000, description="Act on a numbered mark (needs AT-SPI)")
+            ],
         },
         **dict.fromkeys(
             (
@@ -209,9 +232,17 @@ TOOLS = specs(
         when_to_use="The owner asks for something only a desktop app can do, and no API, file or browser tool fits.",
         examples=(
             Example({"action": "screenshot"}, "look at the whole screen"),
-            Example({"action": "screenshot", "region": {"x": 400, "y": 300, "w": 200, "h": 120}}, "zoom on a small target"),
             Example(
-                {"action": "left_click", "x": 512, "y": 300, "region": {"x": 400, "y": 300, "w": 200, "h": 120}},
+                {"action": "screenshot", "region": {"x": 400, "y": 300, "w": 200, "h": 120}},
+                "zoom on a small target",
+            ),
+            Example(
+                {
+                    "action": "left_click",
+                    "x": 512,
+                    "y": 300,
+                    "region": {"x": 400, "y": 300, "w": 200, "h": 120},
+                },
                 "click a pixel read in that zoomed crop",
             ),
             Example({"action": "key", "chord": "ctrl+s"}, "press a chord"),
@@ -221,12 +252,18 @@ TOOLS = specs(
             FailureMode("helper_missing", "xdotool, xwininfo, mss or Pillow is not installed"),
             FailureMode("not_attended", "a guest, subagent, skill, MCP, scheduled or cron caller"),
             FailureMode("look_only", "the sandbox mode is strict: every mutating action is refused"),
-            FailureMode("needs_confirmation", "standard/open want the owner to confirm and nobody can be asked"),
+            FailureMode(
+                "needs_confirmation", "standard/open want the owner to confirm and nobody can be asked"
+            ),
             FailureMode("declined", "the owner said no to an irreversible action"),
             FailureMode("paused", "the owner paused computer use with /pause"),
-            FailureMode("region_required", "the latest look was a zoomed crop and the action carries no region"),
+            FailureMode(
+                "region_required", "the latest look was a zoomed crop and the action carries no region"
+            ),
             FailureMode("region_mismatch", "the action's region is not the latest look's"),
-            FailureMode("ambiguous_grid", "the point fits both the crop and the full-screen grid; confirm_grid"),
+            FailureMode(
+                "ambiguous_grid", "the point fits both the crop and the full-screen grid; confirm_grid"
+            ),
             FailureMode("outside_image", "the point is outside the latest screenshot"),
             FailureMode("unsupported_on_platform", "inspect, elements, marks and mark need AT-SPI"),
             FailureMode("no_display", "no DISPLAY and no configured display"),

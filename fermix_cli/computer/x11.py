@@ -111,7 +111,9 @@ class Desktop:
                 {"program": argv[0]},
             ) from None
         if out.timed_out:
-            raise ToolError("timeout", f"{argv[0]} did not finish in {HELPER_TIMEOUT_S:g} s", {"program": argv[0]})
+            raise ToolError(
+                "timeout", f"{argv[0]} did not finish in {HELPER_TIMEOUT_S:g} s", {"program": argv[0]}
+            )
         return out.exit_code, out.text()
 
     def xdotool(self, *args: str) -> tuple[bool, str]:
@@ -185,7 +187,9 @@ class Desktop:
 
     def _stacking(self) -> list[str]:
         """The window manager's client list, top first (empty without a window manager)."""
-        code, text = self.run(["xprop", "-root", "_NET_CLIENT_LIST_STACKING"]) if shutil.which("xprop") else (1, "")
+        code, text = (
+            self.run(["xprop", "-root", "_NET_CLIENT_LIST_STACKING"]) if shutil.which("xprop") else (1, "")
+        )
         if code != 0 or "#" not in text:
             return []
         return list(reversed(re.findall(r"0x[0-9a-fA-F]+", text.split("#", 1)[1])))

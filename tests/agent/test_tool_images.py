@@ -113,7 +113,9 @@ def test_anthropic_gets_an_image_block_inside_the_tool_result(
     assert source == {"type": "base64", "media_type": "image/png", "data": base64.b64encode(PNG).decode()}
 
 
-def test_a_model_without_vision_gets_the_file_named_in_text(world: Env, server: ModelServer, image: Path) -> None:
+def test_a_model_without_vision_gets_the_file_named_in_text(
+    world: Env, server: ModelServer, image: Path
+) -> None:
     configure(world, server, "openai")  # a local OpenAI-compatible server: no vision unless configured
     messages = run_snap(world, server, image)
     assert not any(isinstance(m["content"], list) for m in messages)
@@ -125,7 +127,9 @@ def test_only_the_newest_images_travel_and_a_missing_file_is_named() -> None:
     history = [Message("user", "go")]
     for n in range(MAX_INLINE + 2):
         history.append(Message("assistant", "", tool_calls=[]))
-        history.append(Message("tool", f"r{n}", tool_call_id=f"c{n}", tool_name="snap", images=[f"/nope/{n}.png"]))
+        history.append(
+            Message("tool", f"r{n}", tool_call_id=f"c{n}", tool_name="snap", images=[f"/nope/{n}.png"])
+        )
     out = anthropic_wire(history)
     texts = [b["content"] for m in out for b in m["content"] if b.get("type") == "tool_result"]
     assert "an older image, not sent again" in texts[0] and "an older image" in texts[1]

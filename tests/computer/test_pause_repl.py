@@ -20,7 +20,9 @@ SCREENSHOT = json.dumps({"tool_calls": [{"name": "computer_use", "arguments": {"
 def test_pause_refuses_actions_until_resume(world: Env) -> None:
     world.fermix_home.mkdir()
     # A display nobody serves: once resumed, the call gets as far as opening it.
-    (world.fermix_home / "config.toml").write_text('[fermix_core.computer_use]\nenabled = true\ndisplay = ":989"\n')
+    (world.fermix_home / "config.toml").write_text(
+        '[fermix_core.computer_use]\nenabled = true\ndisplay = ":989"\n'
+    )
     lines = ["/pause", SCREENSHOT, "/pause", "/resume", SCREENSHOT, "/resume", "/help"]
     r = world.run("agent", "-m", "echo", input="".join(line + "\n" for line in lines))
     out = r.stdout + r.stderr

@@ -83,7 +83,9 @@ def test_aim(view: View, region: Rect | None, point: tuple[int, int], confirm: b
     fx=st.floats(0, 0.999),
     fy=st.floats(0, 0.999),
 )
-def test_every_crop_pixel_maps_inside_the_region(rx: int, ry: int, w: int, h: int, fx: float, fy: float) -> None:
+def test_every_crop_pixel_maps_inside_the_region(
+    rx: int, ry: int, w: int, h: int, fx: float, fy: float
+) -> None:
     region = Rect(rx, ry, w, h)
     view = plan_view(SCREEN, region)
     x, y = int(fx * view.width), int(fy * view.height)
@@ -194,7 +196,9 @@ def test_doctor_lines() -> None:
     status, detail, data = computer_use_health(Section(True), {}, lambda p: None)
     assert status == "fail" and "xdotool" in detail and "no X display" in detail
     assert "xdotool" in data["missing"]
-    status, detail, _ = computer_use_health(Section(True, ":5"), {}, found, probe=lambda d: "unable to open display")
+    status, detail, _ = computer_use_health(
+        Section(True, ":5"), {}, found, probe=lambda d: "unable to open display"
+    )
     assert status == "fail" and "display :5 does not answer: unable to open display" in detail
     status, detail, _ = computer_use_health(Section(True), {"DISPLAY": ":7"}, found, probe=lambda d: None)
     assert status == "ok" and "display :7" in detail and "paste is typed" in detail

@@ -109,7 +109,13 @@ def test_paste_goes_through_the_clipboard(use: Callable[..., Any], desktop: Desk
 
 def test_drag_on_the_pad(use: Callable[..., Any], desktop: Desktop) -> None:
     px, py, _, _ = LAYOUT["pad"]
-    out = use({"action": "left_click_drag", "from": {"x": px + 10, "y": py + 20}, "to": {"x": px + 150, "y": py + 90}})
+    out = use(
+        {
+            "action": "left_click_drag",
+            "from": {"x": px + 10, "y": py + 20},
+            "to": {"x": px + 150, "y": py + 90},
+        }
+    )
     assert out["delivered"] is True
     state = desktop.wait_state(lambda s: s["drag"] == {"start": [10, 20], "end": [150, 90]})
     assert state["drag"] == {"start": [10, 20], "end": [150, 90]}
@@ -144,7 +150,9 @@ def test_zoomed_region_click_maps_back_to_the_right_pixel(use: Callable[..., Any
     assert out["screenshot"]["region"] == region and out["screenshot"]["scale"] == 8.0
 
 
-def test_after_a_zoom_a_click_without_the_region_is_refused(use: Callable[..., Any], desktop: Desktop) -> None:
+def test_after_a_zoom_a_click_without_the_region_is_refused(
+    use: Callable[..., Any], desktop: Desktop
+) -> None:
     region = {"x": 100, "y": 100, "w": 80, "h": 40}
     use({"action": "screenshot", "region": region})
     clicks = len(desktop.state()["pad_clicks"])
@@ -183,7 +191,14 @@ def test_windows_front_most_first_with_regions(use: Callable[..., Any]) -> None:
 
 
 def test_wait_for_change_times_out_on_a_still_screen(use: Callable[..., Any]) -> None:
-    out = use({"action": "wait_for_change", "timeout_ms": 150, "poll_ms": 50, "region": {"x": 400, "y": 400, "w": 20, "h": 20}})
+    out = use(
+        {
+            "action": "wait_for_change",
+            "timeout_ms": 150,
+            "poll_ms": 50,
+            "region": {"x": 400, "y": 400, "w": 20, "h": 20},
+        }
+    )
     assert out["changed"] is False and 150 <= out["waited_ms"] < 2000
 
 
@@ -248,7 +263,11 @@ def test_pause_refuses_every_action_until_resume(world: Env, use: Callable[..., 
 
 
 def test_accessibility_actions_are_unsupported(use: Callable[..., Any]) -> None:
-    for args in ({"action": "inspect", "x": 1, "y": 1}, {"action": "elements"}, {"action": "screenshot", "marks": True}):
+    for args in (
+        {"action": "inspect", "x": 1, "y": 1},
+        {"action": "elements"},
+        {"action": "screenshot", "marks": True},
+    ):
         with pytest.raises(ToolError) as e:
             use(args)
         assert e.value.code == "unsupported_on_platform"

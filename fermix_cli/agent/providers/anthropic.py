@@ -54,7 +54,10 @@ def wire_messages(messages: list[Message], *, vision: bool = True) -> list[dict[
             if sent:
                 content = [{"type": "text", "text": text}] if text else []
                 content += [
-                    {"type": "image", "source": {"type": "base64", "media_type": img.media_type, "data": img.data}}
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": img.media_type, "data": img.data},
+                    }
                     for img in sent
                 ]
             blocks.append(

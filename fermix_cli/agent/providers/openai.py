@@ -65,7 +65,10 @@ def wire_messages(system: str, messages: list[Message], *, vision: bool = False)
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": content})
             if sent:
                 pending.append(
-                    {"type": "text", "text": f"Image(s) returned by tool call {m.tool_call_id} ({m.tool_name}):"}
+                    {
+                        "type": "text",
+                        "text": f"Image(s) returned by tool call {m.tool_call_id} ({m.tool_name}):",
+                    }
                 )
                 pending += [{"type": "image_url", "image_url": {"url": img.data_url}} for img in sent]
     if pending:
