@@ -62,6 +62,15 @@ def run_action(p: Any, ctx: ToolContext) -> dict[str, Any]:
             {},
         )
     desk = Desktop(display)
+    try:
+        return _run(ctx, desk, p, action, chord, mods)
+    finally:
+        desk.close()
+
+
+def _run(
+    ctx: ToolContext, desk: Desktop, p: Any, action: str, chord: tuple[str, ...] | None, mods: tuple[str, ...]
+) -> dict[str, Any]:
     index = p.display or ctx.config.fermix_core.computer_use.monitor
     monitor = desk.monitor(index)
     region = Rect.of(p.region.model_dump()) if p.region is not None else None
@@ -292,22 +301,20 @@ def _act(
 
 
 def _pointer_result(desk: Desktop, args: list[str], target: tuple[int, int] | None) -> dict[str, Any]:
-    ok, err = desk.xdotool(*args)
+    ok, err, at = desk.act_and_locate(args)
     out: dict[str, Any] = {"delivered": ok}
     if target is not None:
         out["point"] = {"x": target[0], "y": target[1]}
     if not ok:
         out["not_delivered"] = f"xdotool failed: {err[:300] or 'no output'}"
         return out
-    if target is not None:
-        at = desk.pointer()
-        if at != target:
-            out["delivered"] = False
-            out["not_delivered"] = (
-                f"the pointer is at {at}, not at {target}: the X server did not move it there"
-                if at is not None
-                else "the pointer position could not be read back"
-            )
+    if target is not None and at != target:
+        out["delivered"] = False
+        out["not_delivered"] = (
+            f"the pointer is at {at}, not at {target}: the X server did not move it there"
+            if at is not None
+            else "the pointer position could not be read back"
+        )
     return out
 
 

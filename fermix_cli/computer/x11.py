@@ -39,16 +39,44 @@ def display_of(ctx: ToolContext) -> str | None:
     return configured or os.environ.get("DISPLAY", "").strip() or None
 
 
+def pointer_in(text: str) -> tuple[int, int] | None:
+    """The last X=/Y= pair of `xdotool getmouselocation --shell` output."""
+    values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    try:
+        return int(values["X"]), int(values["Y"])
+    except (KeyError, ValueError):
+        return None
+
+
+class _Borrowed:
+    """A shared mss connection used in a `with` block without closing it."""
+
+    def __init__(self, sct: Any) -> None:
+        self.sct = sct
+
+    def __enter__(self) -> Any:
+        return self.sct
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
 class Desktop:
     """One X display. Every helper runs with DISPLAY set to it, in its own session, with a deadline."""
 
     def __init__(self, display: str) -> None:
         self.display = display
         self.env = {**os.environ, "DISPLAY": display}
+        self._sct: Any = None
+
+    def close(self) -> None:
+        if self._sct is not None:
+            self._sct.close()
+            self._sct = None
 
     # ----- looking -----------------------------------------------------------------------------
 
-    def _mss(self) -> Any:
+    def _open(self) -> Any:
         import mss
 
         factory = getattr(mss, "MSS", None) or mss.mss
@@ -61,6 +89,12 @@ class Desktop:
                 "display, and that the X server lets this user connect (fermix doctor).",
                 {"display": self.display},
             ) from None
+
+    def _mss(self) -> Any:
+        """One mss connection per Desktop (a call asks for the monitors, then grabs)."""
+        if self._sct is None:
+            self._sct = self._open()
+        return _Borrowed(self._sct)
 
     def monitors(self) -> list[Rect]:
         """The monitors in mss's numbering (index 0 here is monitor 1), in absolute X coordinates."""
@@ -120,15 +154,11 @@ class Desktop:
         code, text = self.run(["xdotool", *args])
         return code == 0, text.strip()
 
-    def pointer(self) -> tuple[int, int] | None:
-        ok, text = self.xdotool("getmouselocation", "--shell")
-        if not ok:
-            return None
-        values = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
-        try:
-            return int(values["X"]), int(values["Y"])
-        except (KeyError, ValueError):
-            return None
+    def act_and_locate(self, args: Sequence[str]) -> tuple[bool, str, tuple[int, int] | None]:
+        """Run an xdotool chain, then read the pointer back in the same connection (a round trip, so the
+        position is the server's after it processed the chain)."""
+        ok, text = self.xdotool(*args, "getmouselocation", "--shell")
+        return ok, text, pointer_in(text) if ok else None
 
     def set_clipboard(self, text: str) -> str | None:
         """Put `text` on the CLIPBOARD selection, read back to be sure it is served; the helper's name,
