@@ -12,7 +12,7 @@ import pytest
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.registry import default_registry
-from tests.computer.desktop import Desktop, skip_reason
+from tests.computer.desktop import Desktop, skip_reason, wait_for
 from tests.computer.testapp import LAYOUT
 from tests.conftest import Env
 
@@ -190,6 +190,36 @@ def test_windows_front_most_first_with_regions(use: Callable[..., Any]) -> None:
     assert window["region"] == {"x": 0, "y": 0, "w": 400, "h": 300}
 
 
+def test_windows_follow_the_stacking_order(use: Callable[..., Any], desktop: Desktop) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DISPLAY": desktop.display}
+    script = "import tkinter as t; r = t.Tk(); r.title('second'); r.geometry('100x50+500+400'); r.mainloop()"
+    other = subprocess.Popen([sys.executable, "-c", script], env=env, start_new_session=True)
+    try:
+
+        def titles() -> list[str]:
+            return [w["title"] for w in use({"action": "windows"})["windows"]]
+
+        assert wait_for(lambda: "second" in titles(), timeout=10)
+        assert titles()[:2] == ["second", "fermix test window"]
+        assert next(w for w in use({"action": "windows"})["windows"] if w["title"] == "second")["region"] == {
+            "x": 500,
+            "y": 400,
+            "w": 100,
+            "h": 50,
+        }
+        subprocess.run(
+            ["xdotool", "search", "--name", "^fermix test window$", "windowraise"], env=env, check=True
+        )
+        assert titles()[:2] == ["fermix test window", "second"]
+    finally:
+        other.terminate()
+        other.wait(timeout=5)
+
+
 def test_wait_for_change_times_out_on_a_still_screen(use: Callable[..., Any]) -> None:
     out = use(
         {
@@ -200,6 +230,31 @@ def test_wait_for_change_times_out_on_a_still_screen(use: Callable[..., Any]) ->
         }
     )
     assert out["changed"] is False and 150 <= out["waited_ms"] < 2000
+
+
+def test_wait_for_change_sees_the_label_change(use: Callable[..., Any], desktop: Desktop) -> None:
+    import os
+    import subprocess
+    import threading
+
+    x, y = centre("button")
+    env = {**os.environ, "DISPLAY": desktop.display}
+    press = ["xdotool", "mousemove", str(x), str(y), "sleep", "0.02", "click", "1"]
+    timer = threading.Timer(0.3, lambda: subprocess.run(press, env=env, check=False))
+    timer.start()
+    try:
+        out = use(
+            {
+                "action": "wait_for_change",
+                "timeout_ms": 8000,
+                "poll_ms": 50,
+                "region": {"x": 150, "y": 15, "w": 120, "h": 30},
+            }
+        )
+    finally:
+        timer.join()
+    assert out["changed"] is True and out["waited_ms"] < 8000
+    assert out["screenshot"]["region"] == {"x": 150, "y": 15, "w": 120, "h": 30}
 
 
 def test_strict_is_look_only(world: Env, desktop: Desktop, use: Callable[..., Any]) -> None:
