@@ -338,3 +338,41 @@ def test_the_cli_prints_json_and_refuses_with_exit_codes(world: Env, desktop: De
     configure(world, desktop, enabled=False)
     r = world.tool("computer_use", {"action": "screenshot"})
     assert r.code == 1 and r.error()["code"] == "not_enabled"
+
+
+def test_a_model_run_sees_the_screenshot_as_an_image(world: Env, desktop: Desktop) -> None:
+    """`fermix ask`'s loop: the model asks for a screenshot and the next request carries it as an image."""
+    import base64
+
+    from fermix_cli.agent.assemble import Agent, AgentOptions
+    from tests.agent.model_server import ModelServer, text, tools
+
+    server = ModelServer()
+    try:
+        world.fermix_home.mkdir(exist_ok=True)
+        (world.fermix_home / "config.toml").write_text(
+            f'[fermix_core.computer_use]\nenabled = true\ndisplay = "{desktop.display}"\n\n'
+            f'[fermix_core.providers.local]\ntype = "anthropic"\nbase_url = "{server.base}"\ndefault_model = "m"\n\n'
+            '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n'
+        )
+        server.queue(tools(("computer_use", {"action": "screenshot"})), text("a window"))
+        ctx = world.context()
+        agent = Agent(ctx, AgentOptions(provider="local"))
+        try:
+            result = agent.run("what is on the screen?")
+        finally:
+            agent.close()
+            ctx.close()
+        assert result.status == "ok", result.error
+        assert server.violations == []
+        advertised = [t["name"] for t in server.seen[0].body["tools"]]
+        assert "computer_use" in advertised
+        blocks = [
+            b for m in server.seen[1].body["messages"] for b in m["content"] if b.get("type") == "tool_result"
+        ]
+        image = blocks[0]["content"][1]
+        assert image["type"] == "image" and image["source"]["media_type"] == "image/png"
+        assert base64.b64decode(image["source"]["data"])[:8] == b"\x89PNG\r\n\x1a\n"
+        assert "scale 1" in blocks[0]["content"][0]["text"]
+    finally:
+        server.close()
