@@ -171,6 +171,7 @@ class AgentLoop:
             trust=self.ctx.trust,
         )
         self.run_id = run_id
+        self._schemas = self.toolbox.schemas(self.ctx)  # what a tool shows can follow live state
         self.history.append(Message("user", prompt))
         result = RunResult(run_id, self.session_id, OK, "", 0, Usage())
         guard = RepeatGuard(self.repeat_limit)

@@ -37,8 +37,12 @@ class Toolbox(Record, frozen=True):
     def dispatchable(self) -> frozenset[str]:
         return frozenset(s.name for s in (*self.advertised, *self.deferred, *self.unlisted))
 
-    def schemas(self) -> list[ToolSchema]:
-        return [ToolSchema(s.name, s.description, s.input_schema()) for s in self.advertised]
+    def schemas(self, ctx: ToolContext | None = None) -> list[ToolSchema]:
+        """The advertised tools' schemas, as `ctx` shapes them this turn when given."""
+        return [
+            ToolSchema(s.name, s.description, s.input_schema() if ctx is None else s.schema_for(ctx))
+            for s in self.advertised
+        ]
 
     def bridge_schemas(self) -> list[ToolSchema]:
         """The deferral bridges kept off the wire (nothing is deferred): what a trimmed list falls back on."""

@@ -158,6 +158,16 @@ ComputerUseParams: type[Params] = type(
 )
 
 
+def live_schema(schema: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    """The schema with the posture in force now folded into `action`'s description."""
+    from .actions import POSTURE_TEXT
+    from .posture import posture_of
+
+    action = dict(schema["properties"]["action"])
+    action["description"] = f"{action['description']}. Posture now: {POSTURE_TEXT[posture_of(ctx)]}"
+    return {**schema, "properties": {**schema["properties"], "action": action}}
+
+
 def enabled(ctx: ToolContext) -> bool:
     return bool(ctx.config.fermix_core.computer_use.enabled)
 
@@ -274,5 +284,6 @@ TOOLS = specs(
         gate=gate,
         render=_render,
         images=_images,
+        live_schema=live_schema,
     ),
 )

@@ -80,6 +80,8 @@ class ToolSpec(Record, frozen=True):
     render: Callable[[Any], str] | None = None
     # Image files a result carries (a screenshot): a model loop sends them to the model as images.
     images: Callable[[Any], Sequence[str]] | None = None
+    # The schema as a model sees it this turn (computer_use folds the live posture into `action`).
+    live_schema: Callable[[dict[str, Any], ToolContext], dict[str, Any]] | None = None
     # input_schema()'s cache; MCP tools come with theirs
     _schema: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -98,6 +100,11 @@ class ToolSpec(Record, frozen=True):
         if self.render is not None:
             return self.render(result)
         return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+
+    def schema_for(self, ctx: ToolContext) -> dict[str, Any]:
+        """The input schema with what `ctx` changes in it (a new dict when it changes anything)."""
+        schema = self.input_schema()
+        return schema if self.live_schema is None else self.live_schema(schema, ctx)
 
     def result_images(self, result: Any) -> tuple[str, ...]:
         """The image files `result` carries (none unless the tool declares `images`)."""

@@ -365,8 +365,9 @@ def test_a_model_run_sees_the_screenshot_as_an_image(world: Env, desktop: Deskto
             ctx.close()
         assert result.status == "ok", result.error
         assert server.violations == []
-        advertised = [t["name"] for t in server.seen[0].body["tools"]]
-        assert "computer_use" in advertised
+        tool = next(t for t in server.seen[0].body["tools"] if t["name"] == "computer_use")
+        action = tool["input_schema"]["properties"]["action"]["description"]
+        assert action.endswith("Posture now: standard: acts; the owner confirms anything irreversible")
         blocks = [
             b for m in server.seen[1].body["messages"] for b in m["content"] if b.get("type") == "tool_result"
         ]
