@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fermix_cli.computer.geometry import Rect, View, aim, plan_view
@@ -75,6 +75,7 @@ def test_aim(view: View, region: Rect | None, point: tuple[int, int], confirm: b
         assert aim(view, region, *point, confirm_grid=confirm) == expected
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     rx=st.integers(0, 1800),
     ry=st.integers(0, 1000),
