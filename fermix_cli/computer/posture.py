@@ -67,6 +67,11 @@ def origin_refusal(ctx: ToolContext) -> ToolError | None:
         why = "computer_use is operator-only"
     elif ctx.depth > 0 or ctx.origin == "subagent":
         why = "computer_use is never delegated to a subagent"
+    elif ctx.origin == "cli" and _spawned_by_fermix():
+        why = (
+            "computer_use cannot be run by a command fermix itself started (a model's shell call, a job's "
+            "command): the owner runs it at the terminal, or a model calls it directly"
+        )
     elif ctx.origin not in ALLOWED_ORIGINS or ctx.job_id is not None or not ctx.attended:
         why = (
             f"computer_use cannot start from a {ctx.origin} origin: a desktop session begins only from an "
@@ -78,6 +83,12 @@ def origin_refusal(ctx: ToolContext) -> ToolError | None:
     return ToolError(
         "not_attended", f"{why}.", {"origin": ctx.origin, "trust": ctx.trust, "depth": ctx.depth}
     )
+
+
+def _spawned_by_fermix() -> bool:
+    from ..core.spawned import spawned_by_fermix
+
+    return spawned_by_fermix()
 
 
 def severity(action: str, chord: tuple[str, ...] | None, text: str | None) -> str | None:

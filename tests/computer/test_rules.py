@@ -174,6 +174,22 @@ def test_origins(world: Env, ctx_kw: dict[str, Any], refused: bool) -> None:
         ctx.close()
 
 
+def test_a_command_fermix_started_is_refused(world: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fermix_cli.core.shell.procgroup import SPAWN_MARKER
+
+    monkeypatch.setenv(SPAWN_MARKER, "0" * 32)  # what every child of fermix's shell tool carries
+    ctx = world.context()
+    try:
+        refusal = origin_refusal(ctx)
+        assert (
+            refusal is not None
+            and refusal.code == "not_attended"
+            and "fermix itself started" in refusal.message
+        )
+    finally:
+        ctx.close()
+
+
 def test_off_by_default_and_not_offered(world: Env) -> None:
     ctx = world.context()
     try:
