@@ -8,6 +8,7 @@ TOOL_MODULES: dict[str, str] = {
     "ast_grep": "fermix_cli.tools.coding.astgrep.tool",
     "bash": "fermix_cli.tools.shell",
     "browser": "fermix_cli.browser.tools",
+    "computer_use": "fermix_cli.computer.tool",
     "content_search": "fermix_cli.tools.search",
     "event_list": "fermix_cli.events.tools",
     "event_remove": "fermix_cli.events.tools",
@@ -68,6 +69,7 @@ CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.config",
     "fermix_cli.browser.config",
     "fermix_cli.channels.config",
+    "fermix_cli.computer.config",
     "fermix_cli.core.config",
     "fermix_cli.events.config",
     "fermix_cli.jobs.config",
@@ -82,6 +84,7 @@ CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.agent.config": ["fermix_core.providers", "fermix_core.agent", "fermix_core.routing"],
     "fermix_cli.browser.config": ["fermix_core.browser"],
     "fermix_cli.channels.config": ["fermix_core.channels.telegram", "fermix_core.channels.webhooks", "fermix_core.channels.apprise"],
+    "fermix_cli.computer.config": ["fermix_core.computer_use"],
     "fermix_cli.core.config": ["sandbox", "fermix_core.net", "fermix_core.tools.tool_search"],
     "fermix_cli.events.config": ["fermix_core.personalization"],
     "fermix_cli.jobs.config": ["fermix_core.jobs"],
@@ -94,6 +97,7 @@ CONFIG_TABLES: dict[str, list[str]] = {
 
 MIGRATION_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.migrations",
+    "fermix_cli.computer.migrations",
     "fermix_cli.core.migrations",
     "fermix_cli.events.migrations",
     "fermix_cli.jobs.migrations",
@@ -106,6 +110,7 @@ MIGRATION_MODULES: tuple[str, ...] = (
 MIGRATION_NAMES: tuple[str, ...] = (
     "core_001_tool_calls",
     "agent_001_transcripts",
+    "computer_001_views_and_pause",
     "events_001_temporal_events",
     "jobs_001_scheduled_jobs",
     "memory_001_memories",

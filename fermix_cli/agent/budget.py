@@ -173,7 +173,9 @@ def fit_request(
             limit = max(MIN_RESULT_CHARS, len(m.content) - (over + 40) * ESTIMATE_CHARS_PER_TOKEN)
             short = shorten(m.content, limit)
             over -= estimate_text(m.content) - estimate_text(short)
-            messages[i] = Message(m.role, short, m.tool_calls, m.tool_call_id, m.tool_name, m.is_error)
+            messages[i] = Message(
+                m.role, short, m.tool_calls, m.tool_call_id, m.tool_name, m.is_error, m.images
+            )
             fitted.results_shortened += 1
         candidate = build()
     fitted.request, fitted.estimate = candidate, estimate(candidate)

@@ -29,6 +29,9 @@ class ProviderConfig(Section):
     schema_profile: Literal["full", "grammar"] | None = None
     context_window: Annotated[int, Field(ge=256, le=10_000_000)] | None = None
     tool_choice: Name | None = None
+    # Whether the model takes images (tool screenshots). Unset: yes for Anthropic and OpenAI's own API,
+    # no for other OpenAI-compatible servers, which get a text line naming the image file instead.
+    vision: bool | None = None
 
 
 class AgentConfig(Section):

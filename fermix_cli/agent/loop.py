@@ -173,6 +173,7 @@ class AgentLoop:
             trust=self.ctx.trust,
         )
         self.run_id = run_id
+        self._schemas = self.toolbox.schemas(self.ctx)  # what a tool shows can follow live state
         self.history.append(Message("user", prompt))
         result = RunResult(run_id, self.session_id, OK, "", 0, Usage())
         guard = RepeatGuard(self.repeat_limit)
@@ -367,7 +368,8 @@ class AgentLoop:
         raw = arguments if isinstance(arguments, dict) else call.arguments
         ok, text, data = self.registry.invoke_for_model(name, raw, self.ctx)
         if ok:
-            return ToolOutcome(call, name, True, text, None)
+            images = self.registry.resolve(name, self.ctx).result_images(data)
+            return ToolOutcome(call, name, True, text, None, images)
         code = data.get("code", "tool_error") if isinstance(data, dict) else "tool_error"
         if code in ("unknown_tool", "policy_denied") and not self._may_see(name):
             # Tools the caller may not see get the same answer as tools that do not exist.
@@ -389,6 +391,7 @@ class AgentLoop:
                 tool_call_id=outcome.call.wire_id,
                 tool_name=outcome.name,
                 is_error=not outcome.ok,
+                images=list(outcome.images),
             )
         )
         state.pending.remove(outcome.call)

@@ -54,6 +54,8 @@ class Message(Record):
     tool_call_id: str | None = None
     tool_name: str | None = None
     is_error: bool = False
+    # Image files a tool result carries (a screenshot): sent as image blocks to a model that takes them.
+    images: list[str] = field(default_factory=list)
 
 
 class Usage(Record):

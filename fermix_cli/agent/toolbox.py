@@ -38,6 +38,7 @@ class Toolbox(Record, frozen=True):
         return frozenset(s.name for s in (*self.advertised, *self.deferred, *self.unlisted))
 
     def schemas(self, ctx: ToolContext | None = None) -> list[ToolSchema]:
+        """The advertised tools' schemas, as `ctx` shapes them this turn when given."""
         return [ToolSchema(s.name, s.description, s.schema_for(ctx)) for s in self.advertised]
 
     def bridge_schemas(self) -> list[ToolSchema]:

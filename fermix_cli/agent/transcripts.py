@@ -332,6 +332,7 @@ class ToolOutcome(Record, frozen=True):
     ok: bool
     output: str
     error_code: str | None
+    images: tuple[str, ...] = ()
 
 
 def close_open_calls(messages: list[Message]) -> list[Message]:

@@ -1,6 +1,6 @@
 """`fermix agent`: an interactive session with the model loop (markdown, tool panels, a spinner).
 
-Slash commands: /new, /tools, /sessions, /session ID, /help, /exit. Tools that need the owner's
+Slash commands: /new, /tools, /sessions, /session ID, /confirm, /deny, /pause, /resume, /help, /exit. Tools that need the owner's
 confirmation (e.g. request_directory_access) ask here; with stdin not a terminal nothing prompts.
 """
 
@@ -31,6 +31,8 @@ HELP = """\
 /session ID     switch to a session
 /confirm TOKEN  approve a pending directory-access request
 /deny TOKEN     refuse a pending directory-access request
+/pause          take the desktop back: computer_use refuses every action until /resume
+/resume         let computer_use act again (the task does not restart by itself)
 /help           this help
 /exit           leave (or Ctrl-D)
 Ctrl-C stops the model's current turn."""
@@ -116,6 +118,8 @@ def _command(line: str, console: Console, agent: Agent) -> bool:
             console.print(f"[dim]session {target}[/]")
     elif name in ("confirm", "deny") and arg.strip():
         _resolve_access(console, agent, name, arg.strip())
+    elif name in ("pause", "resume"):
+        _pause_computer_use(console, agent, name == "pause")
     elif name == "help":
         console.print(HELP, markup=False, highlight=False)
     else:
@@ -135,6 +139,22 @@ def _resolve_access(console: Console, agent: Agent, verb: str, token: str) -> No
             console.print(f"denied: {req.path}", highlight=False, soft_wrap=True)
     except ToolError as e:
         console.print(f"[red]{e.code}:[/] {e.message}", highlight=False, soft_wrap=True)
+
+
+def _pause_computer_use(console: Console, agent: Agent, paused: bool) -> None:
+    from ..computer.session import set_paused
+
+    changed = set_paused(agent.base_ctx, paused)
+    if paused:
+        state = "paused" if changed else "already paused"
+        console.print(
+            f"computer use {state}: the desktop is yours; the agent's desktop actions are refused until /resume"
+        )
+    else:
+        state = "resumed" if changed else "was not paused"
+        console.print(
+            f"computer use {state}: the agent may act on the desktop again; send a message to continue the task"
+        )
 
 
 def _report(console: Console, status: str, error: ToolError | None) -> None:

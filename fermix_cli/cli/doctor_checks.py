@@ -260,6 +260,15 @@ def check_job_runs(inp: DoctorInput) -> Check:
     )
 
 
+def check_computer_use(inp: DoctorInput, config: Config | None) -> Check:
+    from ..computer.health import computer_use_health
+
+    if config is None:
+        return Check("computer use", "n/a", "config is invalid; fix it first")
+    status, detail, data = computer_use_health(config.fermix_core.computer_use, inp.env, inp.which)
+    return Check("computer use", status, detail, data)  # type: ignore[arg-type]
+
+
 def run_checks(inp: DoctorInput) -> list[Check]:
     """Every check, in a fixed order."""
     config_check, config = check_config(inp)
@@ -273,6 +282,7 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_mcp_servers(inp, config),
         check_reminders(inp),
         check_job_runs(inp),
+        check_computer_use(inp, config),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),
         check_binary(
             "ripgrep", inp.which("rg"), "not found on PATH; only the search benchmarks use it", "n/a"

@@ -78,9 +78,11 @@ class ToolSpec(Record, frozen=True):
     available: Callable[[ToolContext], bool] | None = None
     gate: Callable[[ToolContext], None] | None = None
     render: Callable[[Any], str] | None = None
-    # The schema a model is shown in a given context, when it is narrower than `params` (a channel's own
-    # set of allowed values); `invoke` still validates against `params` and the handler checks the rest.
-    narrowed_schema: Callable[[ToolContext, dict[str, Any]], dict[str, Any]] | None = None
+    # The schema a model is shown in a given context, when the context changes it (a channel's own set of
+    # reactions, computer_use's live posture); `invoke` still validates against `params`.
+    live_schema: Callable[[ToolContext, dict[str, Any]], dict[str, Any]] | None = None
+    # Image files a result carries (a screenshot): a model loop sends them to the model as images.
+    images: Callable[[Any], Sequence[str]] | None = None
     # input_schema()'s cache; MCP tools come with theirs
     _schema: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -96,18 +98,22 @@ class ToolSpec(Record, frozen=True):
         return self._schema
 
     def schema_for(self, ctx: ToolContext | None) -> dict[str, Any]:
-        """The input schema as a model in `ctx` sees it (narrowed where the tool narrows it)."""
+        """The input schema as a model in `ctx` sees it (a changed copy where the tool's `live_schema` says)."""
         schema = self.input_schema()
-        if ctx is None or self.narrowed_schema is None:
+        if ctx is None or self.live_schema is None:
             return schema
         import copy
 
-        return self.narrowed_schema(ctx, copy.deepcopy(schema))
+        return self.live_schema(ctx, copy.deepcopy(schema))
 
     def render_for_model(self, result: Any) -> str:
         if self.render is not None:
             return self.render(result)
         return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+
+    def result_images(self, result: Any) -> tuple[str, ...]:
+        """The image files `result` carries (none unless the tool declares `images`)."""
+        return tuple(self.images(result)) if self.images is not None else ()
 
 
 def publish_nulls(schema: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:

@@ -60,6 +60,52 @@ class Seen:
     at: float
 
 
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def _openai_content_problem(m: dict[str, Any]) -> str | None:
+    """Chat Completions content rules: a tool message takes text (or text parts) only; images ride in
+    user messages as `image_url` parts whose url is an http(s) or base64 data URL."""
+    content = m.get("content")
+    if isinstance(content, str) or content is None:
+        return None
+    if not isinstance(content, list):
+        return f"{m.get('role')} content must be a string or an array of parts"
+    for part in content:
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("text"), str):
+            continue
+        if kind == "image_url" and m.get("role") == "user":
+            url = (part.get("image_url") or {}).get("url", "")
+            if url.startswith(("https://", "http://")) or any(
+                url.startswith(f"data:{t};base64,") for t in IMAGE_TYPES
+            ):
+                continue
+            return f"image_url.url is neither a URL nor a base64 data URL: {url[:40]!r}"
+        return f"a {m.get('role')} message cannot carry a {kind!r} part"
+    return None
+
+
+def _anthropic_result_problem(block: dict[str, Any]) -> str | None:
+    """Messages API tool_result content: a string, or text and base64 image blocks."""
+    content = block.get("content")
+    if isinstance(content, str) or content is None:
+        return None
+    for part in content:
+        if part.get("type") == "text" and isinstance(part.get("text"), str):
+            continue
+        source = part.get("source") or {}
+        if (
+            part.get("type") == "image"
+            and source.get("type") == "base64"
+            and source.get("media_type") in IMAGE_TYPES
+            and isinstance(source.get("data"), str)
+        ):
+            continue
+        return f"tool_result content cannot hold {part.get('type')!r} with source {source.get('type')!r}"
+    return None
+
+
 class ModelServer:
     def __init__(self) -> None:
         self.replies: list[Reply] = []
@@ -105,6 +151,9 @@ class ModelServer:
     def _check_openai(self, body: dict[str, Any]) -> str | None:
         answered: set[str] = set()
         for m in body.get("messages", []):
+            problem = _openai_content_problem(m)
+            if problem is not None:
+                return problem
             for c in m.get("tool_calls") or []:
                 if c.get("id") not in self.issued:
                     return f"assistant tool call id {c.get('id')!r} was never issued"
@@ -125,6 +174,9 @@ class ModelServer:
                 if block.get("type") == "tool_use" and block.get("id") not in self.issued:
                     return f"tool_use id {block.get('id')!r} was never issued"
                 if block.get("type") == "tool_result":
+                    problem = _anthropic_result_problem(block)
+                    if problem is not None:
+                        return problem
                     if block.get("tool_use_id") not in self.issued:
                         return f"tool_result for unknown tool_use_id {block.get('tool_use_id')!r}"
                     answered.add(block["tool_use_id"])

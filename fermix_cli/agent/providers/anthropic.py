@@ -18,6 +18,7 @@ from ..messages import (
     UsageEvent,
 )
 from .http import ProviderHTTP, decode_json
+from .images import inline_set, split_images, takes_images
 from .sse import iter_sse
 
 if TYPE_CHECKING:
@@ -36,18 +37,34 @@ def _tool_input(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Provider-neutral history as Messages API turns: tool results ride in user turns, same roles merge."""
+def wire_messages(messages: list[Message], *, vision: bool = True) -> list[dict[str, Any]]:
+    """Provider-neutral history as Messages API turns: tool results ride in user turns, same roles merge.
+
+    A tool result's images go inside its `tool_result` as base64 image blocks.
+    """
     out: list[dict[str, Any]] = []
-    for m in messages:
+    inline = inline_set(messages, vision)
+    for i, m in enumerate(messages):
         blocks: list[dict[str, Any]] = []
         role = "assistant" if m.role == "assistant" else "user"
         if m.role == "tool":
+            sent, lines = split_images(messages, i, inline, vision)
+            text = "\n".join([m.content, *lines]) if lines else m.content
+            content: str | list[dict[str, Any]] = text
+            if sent:
+                content = [{"type": "text", "text": text}] if text else []
+                content += [
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": img.media_type, "data": img.data},
+                    }
+                    for img in sent
+                ]
             blocks.append(
                 {
                     "type": "tool_result",
                     "tool_use_id": m.tool_call_id,
-                    "content": m.content,
+                    "content": content,
                     "is_error": m.is_error,
                 }
             )
@@ -67,11 +84,11 @@ def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-def request_body(request: ModelRequest, max_tokens: int | None) -> dict[str, Any]:
+def request_body(request: ModelRequest, max_tokens: int | None, *, vision: bool = True) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
-        "messages": wire_messages(request.messages),
+        "messages": wire_messages(request.messages, vision=vision),
         "stream": True,
     }
     if request.system:
@@ -188,9 +205,10 @@ class AnthropicProvider:
         base = choice.base_url
         self.url = f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
         self.http = ProviderHTTP(choice, ctx)
+        self.vision = takes_images(choice)
 
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
-        body = request_body(request, self.choice.settings.max_tokens)
+        body = request_body(request, self.choice.settings.max_tokens, vision=self.vision)
         with self.http.post(self.url, self.headers, body) as response:
             if "json" in response.headers.get("content-type", ""):
                 raw = response.read().decode("utf-8", "replace")

@@ -20,6 +20,7 @@ from ..messages import (
 )
 from .calls import ToolCallAssembler
 from .http import ProviderHTTP, decode_json
+from .images import inline_set, split_images, takes_images
 from .profiles import SchemaProfile, apply_profile, profile_for
 from .sse import iter_sse
 
@@ -28,10 +29,19 @@ if TYPE_CHECKING:
     from . import ProviderChoice
 
 
-def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
-    """Provider-neutral history as Chat Completions messages."""
+def wire_messages(system: str, messages: list[Message], *, vision: bool = False) -> list[dict[str, Any]]:
+    """Provider-neutral history as Chat Completions messages.
+
+    A tool message takes text only, so the images tool results carry follow the run of tool messages
+    as one user message of image parts (or, for a model without vision, a line naming each file).
+    """
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for m in messages:
+    inline = inline_set(messages, vision)
+    pending: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        if m.role != "tool" and pending:
+            out.append({"role": "user", "content": pending})
+            pending = []
         if m.role == "user":
             out.append({"role": "user", "content": m.content})
         elif m.role == "assistant":
@@ -50,16 +60,28 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
                 ]
             out.append(item)
         else:
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+            sent, lines = split_images(messages, i, inline, vision)
+            content = "\n".join([m.content, *lines]) if lines else m.content
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": content})
+            if sent:
+                pending.append(
+                    {
+                        "type": "text",
+                        "text": f"Image(s) returned by tool call {m.tool_call_id} ({m.tool_name}):",
+                    }
+                )
+                pending += [{"type": "image_url", "image_url": {"url": img.data_url}} for img in sent]
+    if pending:
+        out.append({"role": "user", "content": pending})
     return out
 
 
 def request_body(
-    request: ModelRequest, max_tokens: int | None, profile: SchemaProfile = "full"
+    request: ModelRequest, max_tokens: int | None, profile: SchemaProfile = "full", *, vision: bool = False
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": wire_messages(request.system, request.messages),
+        "messages": wire_messages(request.system, request.messages, vision=vision),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -163,9 +185,10 @@ class OpenAIProvider:
         self.url = f"{choice.base_url}/chat/completions"
         self.http = ProviderHTTP(choice, ctx)
         self.profile = profile_for(choice)
+        self.vision = takes_images(choice)
 
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
-        body = request_body(request, self.choice.settings.max_tokens, self.profile)
+        body = request_body(request, self.choice.settings.max_tokens, self.profile, vision=self.vision)
         with self.http.post(self.url, self.headers, body) as response:
             if "json" in response.headers.get("content-type", ""):
                 raw = response.read().decode("utf-8", "replace")

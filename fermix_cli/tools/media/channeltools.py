@@ -211,7 +211,7 @@ TOOLS = specs(
         params=ReactParams,
         handler=react,
         available=supports_reactions,
-        narrowed_schema=_narrow_emoji,
+        live_schema=_narrow_emoji,
         hints=Hints(open_world=True),
         when_to_use="The message needs only an acknowledgement, and the channel shows reactions.",
         examples=(Example({"emoji": "👍"}, "acknowledge"),),
