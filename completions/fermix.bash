@@ -241,7 +241,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
+            _fx_subs='list ast_grep bash cancel_coding_run claude_code_run codex_run content_search event_list event_remove event_store event_update file_edit file_read file_write find get_coding_run get_job_run git_read git_write glob_search grep hash_edit list_coding_runs list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -256,6 +256,18 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --command --intent --timeout'
             _fx_valopts='--json --command --intent --timeout' ;;
+        'tool cancel_coding_run')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --run-id'
+            _fx_valopts='--json --run-id --run_id' ;;
+        'tool claude_code_run')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --add-dirs --allowed-tools --append-system-prompt --append-system-prompt-file --bare --no-bare --continue --no-continue --cwd --disallowed-tools --effort --json-schema --max-turns --model --permission-mode --progress --prompt --resume --timeout-minutes'
+            _fx_valopts='--json --add-dirs --add_dirs --allowed-tools --allowed_tools --append-system-prompt --append_system_prompt --append-system-prompt-file --append_system_prompt_file --cwd --disallowed-tools --disallowed_tools --effort --json-schema --json_schema --max-turns --max_turns --model --permission-mode --permission_mode --progress --prompt --resume --timeout-minutes --timeout_minutes' ;;
+        'tool codex_run')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --add-dirs --cwd --effort --ephemeral --no-ephemeral --images --model --output-schema --profile --progress --prompt --resume --sandbox --timeout-minutes'
+            _fx_valopts='--json --add-dirs --add_dirs --cwd --effort --images --model --output-schema --output_schema --profile --progress --prompt --resume --sandbox --timeout-minutes --timeout_minutes' ;;
         'tool content_search')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --path --pattern --regex --no-regex --timeout-ms'
@@ -292,6 +304,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --kind --limit --offset --path --query'
             _fx_valopts='--json --kind --limit --offset --path --query' ;;
+        'tool get_coding_run')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --run-id'
+            _fx_valopts='--json --run-id --run_id' ;;
         'tool get_job_run')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --run-id'
@@ -316,6 +332,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --input'
             _fx_valopts='--json --input' ;;
+        'tool list_coding_runs')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --status'
+            _fx_valopts='--json --status' ;;
         'tool list_files')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --limit --offset --path'
@@ -440,13 +460,21 @@ _fermix_value() {
         'ask|--toolset') _fermix_words 'fermix coding' ;;
         'channels send|--file') _fermix_paths -f ;;
         'jobs add|--provider') _fermix_words 'openai anthropic echo mock' ;;
-        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
+        'mcp serve|--allow') _fermix_words 'ast_grep bash cancel_coding_run claude_code_run codex_run content_search event_list event_remove event_store event_update file_edit file_read file_write find get_coding_run get_job_run git_read git_write glob_search grep hash_edit list_coding_runs list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
         'tool ast_grep|--operation') _fermix_words 'search outline' ;;
         'tool ast_grep|--path') _fermix_paths -f ;;
         'tool ast_grep|--view') _fermix_words 'digest names signatures expanded' ;;
         'tool bash|--json') _fermix_paths -f ;;
+        'tool cancel_coding_run|--json') _fermix_paths -f ;;
+        'tool claude_code_run|--json') _fermix_paths -f ;;
+        'tool claude_code_run|--cwd') _fermix_paths -d ;;
+        'tool claude_code_run|--effort') _fermix_words 'low medium high xhigh max' ;;
+        'tool claude_code_run|--progress') _fermix_words 'quiet milestones' ;;
+        'tool codex_run|--json') _fermix_paths -f ;;
+        'tool codex_run|--cwd') _fermix_paths -d ;;
+        'tool codex_run|--progress') _fermix_words 'quiet milestones' ;;
         'tool content_search|--json') _fermix_paths -f ;;
         'tool content_search|--path') _fermix_paths -f ;;
         'tool event_list|--json') _fermix_paths -f ;;
@@ -468,6 +496,7 @@ _fermix_value() {
         'tool find|--json') _fermix_paths -f ;;
         'tool find|--kind') _fermix_words 'files directories mixed' ;;
         'tool find|--path') _fermix_paths -f ;;
+        'tool get_coding_run|--json') _fermix_paths -f ;;
         'tool get_job_run|--json') _fermix_paths -f ;;
         'tool git_read|--json') _fermix_paths -f ;;
         'tool git_write|--json') _fermix_paths -f ;;
@@ -477,6 +506,8 @@ _fermix_value() {
         'tool grep|--mode') _fermix_words 'ranked raw' ;;
         'tool grep|--path') _fermix_paths -f ;;
         'tool hash_edit|--json') _fermix_paths -f ;;
+        'tool list_coding_runs|--json') _fermix_paths -f ;;
+        'tool list_coding_runs|--status') _fermix_words 'starting running completed failed cancelled timed_out lost' ;;
         'tool list_files|--json') _fermix_paths -f ;;
         'tool list_files|--path') _fermix_paths -f ;;
         'tool list_job_runs|--json') _fermix_paths -f ;;
