@@ -159,7 +159,9 @@ def ask(
         max_iterations=max_iterations,
     )
     observer = None if as_json else StreamObserver(sys.stdout, sys.stderr, show_tools=sys.stderr.isatty())
-    agent = Agent(ctx, options, observer=observer)
+    from ..harness.delivery import RunOutcomeNotices
+
+    agent = Agent(ctx, options, observer=observer, turn_notices=RunOutcomeNotices())
     try:
         result = agent.run(prompt)
         if as_json:

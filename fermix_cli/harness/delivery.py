@@ -36,7 +36,7 @@ def outcome_text(row: sqlite3.Row) -> str:
         parts.append(f"usage: {row['usage']}")
     if row["result_tail"]:
         parts.append("result:\n" + row["result_tail"])
-    parts.append(f"Details: get_coding_run {{\"run_id\": \"{row['id']}\"}}")
+    parts.append(f'Details: get_coding_run {{"run_id": "{row["id"]}"}}')
     return "\n".join(parts)
 
 
@@ -93,7 +93,9 @@ def deliver_due(ctx: ToolContext) -> dict[str, Any]:
     for row in rows:
         expired = row["ended_at"] is not None and parse_ts(row["ended_at"]) < oldest
         if expired or row["delivery_attempts"] >= cfg.delivery_max_attempts:
-            _dead_letter(ctx, row["id"], row["delivery_error"] or "delivery gave up (attempts or age exhausted)")
+            _dead_letter(
+                ctx, row["id"], row["delivery_error"] or "delivery gave up (attempts or age exhausted)"
+            )
             report["dead_lettered"].append(row["id"])
             continue
         if row["job_id"] is None or not _due(row, now.timestamp()):
@@ -144,3 +146,13 @@ def _dead_letter(ctx: ToolContext, run_id: str, error: str) -> None:
             " AND delivery_state = 'pending'",
             (error[:500], run_id),
         )
+
+
+class RunOutcomeNotices:
+    """The agent's turn notices (`agent.assemble.TurnNotices`): this session's finished coding runs."""
+
+    def collect(self, ctx: ToolContext, session_id: str) -> list[tuple[str, str]]:
+        return turn_notices(ctx, session_id)
+
+    def delivered(self, ctx: ToolContext, ids: list[str], session_id: str) -> None:
+        mark_delivered(ctx, ids, f"session:{session_id}")

@@ -17,7 +17,9 @@ class Report:
 
     @property
     def quiet(self) -> bool:
-        return self.body is None or not any(self.body[k] for k in ("settled", "delivered", "failed", "dead_lettered"))
+        return self.body is None or not any(
+            self.body[k] for k in ("settled", "delivered", "failed", "dead_lettered")
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {"status": "idle"} if self.body is None else {"status": "ran", **self.body}

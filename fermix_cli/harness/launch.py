@@ -112,10 +112,14 @@ def _child_env(ctx: ToolContext, cwd: str) -> dict[str, str]:
     return env
 
 
-def _reserve(ctx: ToolContext, launch: Launch, run_id: str, run_dir: str, locks: list[str], prompt_bytes: int) -> None:
+def _reserve(
+    ctx: ToolContext, launch: Launch, run_id: str, run_dir: str, locks: list[str], prompt_bytes: int
+) -> None:
     cap = settings(ctx).max_concurrent_runs
     with ctx.state.write() as db:
-        active = db.execute("SELECT id, locks FROM coding_runs WHERE status IN ('starting', 'running')").fetchall()
+        active = db.execute(
+            "SELECT id, locks FROM coding_runs WHERE status IN ('starting', 'running')"
+        ).fetchall()
         if len(active) >= cap:
             raise ToolError(
                 "too_many_runs",

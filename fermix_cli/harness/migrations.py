@@ -63,7 +63,9 @@ def coding_runs(db: sqlite3.Connection) -> None:
         )
         """
     )
-    db.execute("CREATE INDEX coding_runs_active ON coding_runs(worktree) WHERE status IN ('starting', 'running')")
+    db.execute(
+        "CREATE INDEX coding_runs_active ON coding_runs(worktree) WHERE status IN ('starting', 'running')"
+    )
     db.execute(
         "CREATE INDEX coding_runs_undelivered ON coding_runs(session_id, ended_at)"
         " WHERE delivery_state = 'pending'"

@@ -82,7 +82,9 @@ def _finish_fields(row: sqlite3.Row, record: dict[str, Any] | None, now: datetim
         "delivery_state": "pending",
     }
     if record is None:
-        fields.update(status="lost", reason="the run's process vanished (machine restart or killed) before it finished")
+        fields.update(
+            status="lost", reason="the run's process vanished (machine restart or killed) before it finished"
+        )
         fields["result_tail"] = tail_bytes(h.error or h.text, RESULT_TAIL_BYTES) or None
         return fields
     code = record.get("exit_code")
@@ -90,11 +92,17 @@ def _finish_fields(row: sqlite3.Row, record: dict[str, Any] | None, now: datetim
     if record.get("spawn_error"):
         fields.update(status="failed", reason=f"the vendor CLI could not be started: {record['spawn_error']}")
     elif record.get("timed_out"):
-        fields.update(status="timed_out", reason=f"the wall-clock limit of {row['timeout_seconds'] // 60} min ran out")
+        fields.update(
+            status="timed_out", reason=f"the wall-clock limit of {row['timeout_seconds'] // 60} min ran out"
+        )
     elif code == 0 and not h.error:
         fields.update(status="completed", reason=None)
     else:
-        why = f"exit code {code}" if isinstance(code, int) and code >= 0 else f"killed by signal {record.get('signal')}"
+        why = (
+            f"exit code {code}"
+            if isinstance(code, int) and code >= 0
+            else f"killed by signal {record.get('signal')}"
+        )
         fields.update(status="failed", reason=f"the vendor CLI failed ({why})")
     text = h.text if fields["status"] == "completed" else (h.error or h.text or diag)
     fields["result_tail"] = tail_bytes(text, RESULT_TAIL_BYTES) or None
@@ -119,7 +127,15 @@ def settle(ctx: ToolContext) -> list[str]:
     for row in rows:
         if row["status"] == "starting":
             if row["pid"] is None and now - parse_ts(row["created_at"]) > timedelta(seconds=STARTING_GRACE_S):
-                done.append((row["id"], {**_finish_fields(row, None, now), "reason": "fermix stopped before the run's process started"}))
+                done.append(
+                    (
+                        row["id"],
+                        {
+                            **_finish_fields(row, None, now),
+                            "reason": "fermix stopped before the run's process started",
+                        },
+                    )
+                )
             continue
         record = _exit_record(row["run_dir"])
         if record is None and alive(row):
@@ -184,9 +200,14 @@ def describe(row: sqlite3.Row, *, full: bool) -> dict[str, Any]:
         session_id=row["session_id"],
         origin=row["origin"],
         job_id=row["job_id"],
-        logs={"stdout": os.path.join(row["run_dir"], "stdout.log"), "stderr": os.path.join(row["run_dir"], "stderr.log")},
+        logs={
+            "stdout": os.path.join(row["run_dir"], "stdout.log"),
+            "stderr": os.path.join(row["run_dir"], "stderr.log"),
+        },
     )
-    out["delivery"].update(error=row["delivery_error"], delivered_at=row["delivered_at"], to=row["delivered_to"])
+    out["delivery"].update(
+        error=row["delivery_error"], delivered_at=row["delivered_at"], to=row["delivered_to"]
+    )
     return out
 
 
@@ -236,7 +257,12 @@ def cancel(ctx: ToolContext, run_id: str) -> dict[str, Any]:
     now = ctx.now()
     with ctx.state.write() as db:
         # Marked first, so the supervisor's own exit record (written as it dies) cannot turn it into a failure.
-        fields = {"status": "cancelled", "reason": "cancelled by the owner", "ended_at": ts(now), "delivery_state": "pending"}
+        fields = {
+            "status": "cancelled",
+            "reason": "cancelled by the owner",
+            "ended_at": ts(now),
+            "delivery_state": "pending",
+        }
         if not _update(db, run_id, fields):
             raise ToolError("run_finished", f"coding run {run_id} ended meanwhile", {"run_id": run_id})
     pgid = row["pid"]
@@ -252,6 +278,11 @@ def cancel(ctx: ToolContext, run_id: str) -> dict[str, Any]:
         db.execute(
             "UPDATE coding_runs SET usage = COALESCE(?, usage), vendor_session = COALESCE(?, vendor_session),"
             " diagnostics_tail = ? WHERE id = ?",
-            (json.dumps(h.usage) if h.usage else None, h.session, diagnostics(row["run_dir"]) or None, run_id),
+            (
+                json.dumps(h.usage) if h.usage else None,
+                h.session,
+                diagnostics(row["run_dir"]) or None,
+                run_id,
+            ),
         )
     return describe(get_row(ctx, run_id), full=True)

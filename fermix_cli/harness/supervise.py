@@ -10,6 +10,7 @@ stay in that group, so `cancel_coding_run` ends the whole tree with one `killpg`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -48,19 +49,15 @@ def _end_group() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     members = _group_members(pgid)
     for pid in members:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGTERM)
-        except OSError:
-            pass
     deadline = time.monotonic() + GRACE_S
     while members and time.monotonic() < deadline:
         time.sleep(0.02)
         members = _group_members(pgid)
     for pid in members:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def _write_exit(run_dir: str, record: dict[str, object]) -> None:
@@ -82,10 +79,17 @@ def main(run_dir: str) -> int:
     ):
         try:
             proc = subprocess.Popen(
-                spec["argv"], cwd=spec["cwd"], stdin=subprocess.DEVNULL, stdout=out, stderr=err, close_fds=True
+                spec["argv"],
+                cwd=spec["cwd"],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                close_fds=True,
             )
         except OSError as e:
-            _write_exit(run_dir, {"exit_code": None, "spawn_error": str(e), "started_at": started, "ended_at": _now()})
+            _write_exit(
+                run_dir, {"exit_code": None, "spawn_error": str(e), "started_at": started, "ended_at": _now()}
+            )
             return 0
         timed_out = False
         try:
@@ -96,7 +100,12 @@ def main(run_dir: str) -> int:
             code = proc.wait()
         else:
             _end_group()
-    record: dict[str, object] = {"exit_code": code, "timed_out": timed_out, "started_at": started, "ended_at": _now()}
+    record: dict[str, object] = {
+        "exit_code": code,
+        "timed_out": timed_out,
+        "started_at": started,
+        "ended_at": _now(),
+    }
     if code is not None and code < 0:
         record["signal"] = -code
     _write_exit(run_dir, record)

@@ -36,11 +36,14 @@ CLAUDE_EFFORTS = ("low", "medium", "high", "xhigh", "max")
 
 
 class CodexRunParams(Params):
-    prompt: Annotated[str, Field(min_length=1, max_length=PROMPT_MAX, description="The coding task for Codex to carry out")]
+    prompt: Annotated[
+        str, Field(min_length=1, max_length=PROMPT_MAX, description="The coding task for Codex to carry out")
+    ]
     cwd: Annotated[Path, Field(description="Absolute path of the repository or working directory")]
     model: Annotated[Word | None, Field(description="Codex model override")] = None
     effort: Annotated[
-        str | None, Field(pattern=r"^[a-z]{1,16}$", description="Reasoning-effort override (e.g. low, medium, high)")
+        str | None,
+        Field(pattern=r"^[a-z]{1,16}$", description="Reasoning-effort override (e.g. low, medium, high)"),
     ] = None
     sandbox: Annotated[
         str | None,
@@ -50,11 +53,18 @@ class CodexRunParams(Params):
             "configured posture (`danger-full-access` is refused)",
         ),
     ] = None
-    add_dirs: Annotated[Paths, Field(description="Extra writable directories, each sandbox-checked and locked; refused on `resume`")] = None
-    ephemeral: Annotated[bool | None, Field(description="Write no session files (not resumable); conflicts with `resume`")] = None
+    add_dirs: Annotated[
+        Paths,
+        Field(description="Extra writable directories, each sandbox-checked and locked; refused on `resume`"),
+    ] = None
+    ephemeral: Annotated[
+        bool | None, Field(description="Write no session files (not resumable); conflicts with `resume`")
+    ] = None
     profile: Annotated[Word | None, Field(description="Named Codex profile; refused on `resume`")] = None
     images: Annotated[Paths, Field(description="Image file paths to attach; sandbox-read-checked")] = None
-    output_schema: Annotated[Path | None, Field(description="Path to a JSON output-schema file; sandbox-read-checked")] = None
+    output_schema: Annotated[
+        Path | None, Field(description="Path to a JSON output-schema file; sandbox-read-checked")
+    ] = None
     resume: Annotated[Word | None, Field(description="Resume a prior Codex thread by id")] = None
     timeout_minutes: Timeout = None
     progress: Progress = None
@@ -67,7 +77,11 @@ def _codex_launch(p: CodexRunParams, ctx: ToolContext) -> Any:
     if p.sandbox in CODEX_REFUSED:
         raise refuse_posture(tool, "sandbox", p.sandbox)
     if p.sandbox is not None and p.sandbox not in CODEX_POSTURES:
-        raise ToolError("invalid_input", f"sandbox must be read-only or workspace-write, got {p.sandbox!r}", {"sandbox": p.sandbox})
+        raise ToolError(
+            "invalid_input",
+            f"sandbox must be read-only or workspace-write, got {p.sandbox!r}",
+            {"sandbox": p.sandbox},
+        )
     if p.resume is not None:
         for name, value in (("add_dirs", p.add_dirs), ("profile", p.profile), ("ephemeral", p.ephemeral)):
             if value:
@@ -126,10 +140,20 @@ ClaudeRunParams: type[Params] = type(
     {
         "__module__": __name__,
         "__annotations__": {
-            "prompt": Annotated[str, Field(min_length=1, max_length=PROMPT_MAX, description="The coding task for Claude Code to carry out")],
+            "prompt": Annotated[
+                str,
+                Field(
+                    min_length=1,
+                    max_length=PROMPT_MAX,
+                    description="The coding task for Claude Code to carry out",
+                ),
+            ],
             "cwd": Annotated[Path, Field(description="Absolute path of the repository or working directory")],
             "model": Annotated[Word | None, Field(description="Claude model override")],
-            "effort": Annotated[Literal["low", "medium", "high", "xhigh", "max"] | None, Field(description="Reasoning effort: `low`, `medium`, `high`, `xhigh`, or `max`")],
+            "effort": Annotated[
+                Literal["low", "medium", "high", "xhigh", "max"] | None,
+                Field(description="Reasoning effort: `low`, `medium`, `high`, `xhigh`, or `max`"),
+            ],
             "permission_mode": Annotated[
                 str | None,
                 Field(
@@ -138,25 +162,58 @@ ClaudeRunParams: type[Params] = type(
                     "configured posture (`bypassPermissions` is refused)",
                 ),
             ],
-            "allowed_tools": Annotated[list[Word] | None, Field(max_length=200, description="Tool names to allow in the run")],
-            "disallowed_tools": Annotated[list[Word] | None, Field(max_length=200, description="Tool names to disallow")],
-            "append_system_prompt": Annotated[str | None, Field(max_length=100_000, description="Extra system-prompt text to append")],
-            "append_system_prompt_file": Annotated[Path | None, Field(description="Path to a file whose contents append to the system prompt; sandbox-read-checked")],
-            "add_dirs": Annotated[Paths, Field(description="Extra writable directories, each sandbox-checked and locked")],
+            "allowed_tools": Annotated[
+                list[Word] | None, Field(max_length=200, description="Tool names to allow in the run")
+            ],
+            "disallowed_tools": Annotated[
+                list[Word] | None, Field(max_length=200, description="Tool names to disallow")
+            ],
+            "append_system_prompt": Annotated[
+                str | None, Field(max_length=100_000, description="Extra system-prompt text to append")
+            ],
+            "append_system_prompt_file": Annotated[
+                Path | None,
+                Field(
+                    description="Path to a file whose contents append to the system prompt; sandbox-read-checked"
+                ),
+            ],
+            "add_dirs": Annotated[
+                Paths, Field(description="Extra writable directories, each sandbox-checked and locked")
+            ],
             "max_turns": Annotated[int | None, Field(ge=1, le=10_000, description="Maximum agent turns")],
-            "json_schema": Annotated[str | None, Field(max_length=100_000, description="JSON schema for structured output")],
-            "resume": Annotated[Word | None, Field(description="Resume a prior Claude session by id; mutually exclusive with `continue`")],
+            "json_schema": Annotated[
+                str | None, Field(max_length=100_000, description="JSON schema for structured output")
+            ],
+            "resume": Annotated[
+                Word | None,
+                Field(description="Resume a prior Claude session by id; mutually exclusive with `continue`"),
+            ],
             "continue": Annotated[bool | None, Field(description="Continue the most recent session")],
-            "bare": Annotated[bool | None, Field(description="Skip the OAuth/keychain login and read `ANTHROPIC_API_KEY` only")],
+            "bare": Annotated[
+                bool | None,
+                Field(description="Skip the OAuth/keychain login and read `ANTHROPIC_API_KEY` only"),
+            ],
             "timeout_minutes": Timeout,
             "progress": Progress,
         },
         **{
             name: None
             for name in (
-                "model", "effort", "permission_mode", "allowed_tools", "disallowed_tools", "append_system_prompt",
-                "append_system_prompt_file", "add_dirs", "max_turns", "json_schema", "resume", "continue", "bare",
-                "timeout_minutes", "progress",
+                "model",
+                "effort",
+                "permission_mode",
+                "allowed_tools",
+                "disallowed_tools",
+                "append_system_prompt",
+                "append_system_prompt_file",
+                "add_dirs",
+                "max_turns",
+                "json_schema",
+                "resume",
+                "continue",
+                "bare",
+                "timeout_minutes",
+                "progress",
             )
         },
     },
@@ -172,11 +229,15 @@ def _claude_launch(p: Any, ctx: ToolContext) -> Any:
         raise refuse_posture(tool, "permission_mode", mode)
     if mode is not None and mode not in CLAUDE_MODES:
         raise ToolError(
-            "invalid_input", f"permission_mode must be one of {', '.join(CLAUDE_MODES)}, got {mode!r}", {"permission_mode": mode}
+            "invalid_input",
+            f"permission_mode must be one of {', '.join(CLAUDE_MODES)}, got {mode!r}",
+            {"permission_mode": mode},
         )
     again = getattr(p, "continue")
     if p.resume is not None and again:
-        raise ToolError("invalid_resume", "resume and continue are mutually exclusive: give one", {"param": "continue"})
+        raise ToolError(
+            "invalid_resume", "resume and continue are mutually exclusive: give one", {"param": "continue"}
+        )
     if p.json_schema is not None:
         import json
 
@@ -186,7 +247,11 @@ def _claude_launch(p: Any, ctx: ToolContext) -> Any:
             raise ToolError("invalid_json_schema", f"json_schema is not valid JSON: {e}", {}) from None
     cwd = admit_cwd(ctx, tool, p.cwd)
     add_dirs = admit_dirs(ctx, tool, p.add_dirs or [])
-    sp_file = admit_files(ctx, tool, [p.append_system_prompt_file], "append_system_prompt_file")[0] if p.append_system_prompt_file else None
+    sp_file = (
+        admit_files(ctx, tool, [p.append_system_prompt_file], "append_system_prompt_file")[0]
+        if p.append_system_prompt_file
+        else None
+    )
     options = ["-p", "--output-format", "stream-json", "--verbose"]
     if p.model:
         options += ["--model", p.model]
@@ -249,12 +314,18 @@ def list_coding_runs(p: ListRunsParams, ctx: ToolContext) -> dict[str, Any]:
 
     settle(ctx)
     where, args = ("WHERE status = ?", (p.status,)) if p.status else ("", ())
-    rows = ctx.state.query(f"SELECT * FROM coding_runs {where} ORDER BY created_at DESC LIMIT ?", (*args, LIST_LIMIT + 1))
+    rows = ctx.state.query(
+        f"SELECT * FROM coding_runs {where} ORDER BY created_at DESC LIMIT ?", (*args, LIST_LIMIT + 1)
+    )
     more = len(rows) > LIST_LIMIT
     runs = [describe(r, full=False) for r in rows[:LIST_LIMIT]]
     return {
         "active": [r for r in runs if r["status"] in ("starting", "running")],
-        "recent": [r for r in runs if r["status"] not in ("starting", "running") and r["delivery"]["state"] != "dead_letter"],
+        "recent": [
+            r
+            for r in runs
+            if r["status"] not in ("starting", "running") and r["delivery"]["state"] != "dead_letter"
+        ],
         "dead_lettered": [r for r in runs if r["delivery"]["state"] == "dead_letter"],
         "complete": not more,
     }
@@ -287,7 +358,10 @@ _RUN_FAILS = (
     FailureMode("too_many_runs", "2 runs (max_concurrent_runs) are already running"),
     FailureMode("worktree_busy", "another run is working in the same git worktree"),
     FailureMode("unsafe_posture", "danger-full-access / bypassPermissions is refused"),
-    FailureMode("outside_root", "cwd or a path is outside the sandbox; run fermix grant path or request_directory_access"),
+    FailureMode(
+        "outside_root",
+        "cwd or a path is outside the sandbox; run fermix grant path or request_directory_access",
+    ),
     FailureMode("invalid_resume", "a resume combined with options it cannot take"),
 )
 _BACKGROUND = (
@@ -296,7 +370,9 @@ _BACKGROUND = (
 )
 
 
-def _spec(name: str, policy: Any, description: str, params: type[Params], handler: Any, **kw: Any) -> ToolSpec:
+def _spec(
+    name: str, policy: Any, description: str, params: type[Params], handler: Any, **kw: Any
+) -> ToolSpec:
     return ToolSpec(
         name=name,
         category="harness",
@@ -323,7 +399,14 @@ TOOLS = specs(
         hints=Hints(destructive=True, open_world=True),
         when_to_use="Hand repository work (review, fix, implement, refactor) to Codex; it runs on the live branch.",
         examples=(
-            Example({"prompt": "Fix the failing test in tests/test_api.py", "cwd": "/home/me/src/app", "sandbox": "workspace-write"}, "a fix"),
+            Example(
+                {
+                    "prompt": "Fix the failing test in tests/test_api.py",
+                    "cwd": "/home/me/src/app",
+                    "sandbox": "workspace-write",
+                },
+                "a fix",
+            ),
         ),
         failure_modes=(*_AUTH, *_RUN_FAILS),
     ),
@@ -337,7 +420,16 @@ TOOLS = specs(
         claude_code_run,
         hints=Hints(destructive=True, open_world=True),
         when_to_use="Hand repository work (review, fix, implement, refactor) to Claude Code; it runs on the live branch.",
-        examples=(Example({"prompt": "Review the last commit for bugs", "cwd": "/home/me/src/app", "permission_mode": "plan"}, "a review"),),
+        examples=(
+            Example(
+                {
+                    "prompt": "Review the last commit for bugs",
+                    "cwd": "/home/me/src/app",
+                    "permission_mode": "plan",
+                },
+                "a review",
+            ),
+        ),
         failure_modes=(*_AUTH, *_RUN_FAILS),
     ),
     _spec(
