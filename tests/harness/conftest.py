@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -89,18 +90,14 @@ class Harness:
             except Exception:
                 rows = []
             for row in rows:
-                try:
+                with contextlib.suppress(OSError):
                     os.killpg(row["pid"], signal.SIGKILL)
-                except OSError:
-                    pass
             ctx.close()
         for r in self.records():
             for pid in (r.get("grandchild"), r["pid"]):
                 if pid:
-                    try:
+                    with contextlib.suppress(OSError):
                         os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
 
 
 @pytest.fixture
