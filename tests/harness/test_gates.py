@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from typing import Any
@@ -18,11 +17,7 @@ def _visible(harness: Any, **kw: Any) -> set[str]:
     from fermix_cli.core.registry import default_registry
 
     ctx = harness.ctx(**kw)
-    return {
-        s.name
-        for s in default_registry().all()
-        if s.category == "harness" and policy.can_see(s, ctx)
-    }
+    return {s.name for s in default_registry().all() if s.category == "harness" and policy.can_see(s, ctx)}
 
 
 def _args(harness: Any) -> dict[str, Any]:
@@ -86,7 +81,11 @@ def test_default_vendor_advertises_one_run_tool_and_keeps_the_other_callable(har
     ],
 )
 def test_only_an_attended_owner_turn_may_use_the_tools(harness: Any, ctx: dict[str, Any], code: str) -> None:
-    for tool, args in (("codex_run", _args(harness)), ("list_coding_runs", {}), ("cancel_coding_run", {"run_id": "hr_000000000000"})):
+    for tool, args in (
+        ("codex_run", _args(harness)),
+        ("list_coding_runs", {}),
+        ("cancel_coding_run", {"run_id": "hr_000000000000"}),
+    ):
         err = harness.fails(tool, args, **ctx)
         assert err.code == code, (tool, err)
         assert err.exit_class == 3
@@ -128,7 +127,9 @@ def test_a_job_may_launch_only_the_tools_its_allowed_tools_names(harness: Any) -
     assert run["origin"] == "scheduled" and run["job_id"] == "job_codex"
 
 
-def test_a_process_fermix_spawned_cannot_launch_from_the_cli(harness: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_process_fermix_spawned_cannot_launch_from_the_cli(
+    harness: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FERMIX_SPAWNED", "x")
     err = harness.fails("codex_run", _args(harness))
     assert err.code == "not_attended"
@@ -138,7 +139,10 @@ def test_a_process_fermix_spawned_cannot_launch_from_the_cli(harness: Any, monke
 def test_config_set_refuses_the_approval_from_a_fermix_spawned_process(harness: Any) -> None:
     harness.configure("approved = false")
     env = {**harness.world.env, "FERMIX_SPAWNED": "abc"}
-    for key, value in (("fermix_core.harness.approved", "true"), ("fermix_core.harness", "{approved = true}")):
+    for key, value in (
+        ("fermix_core.harness.approved", "true"),
+        ("fermix_core.harness", "{approved = true}"),
+    ):
         proc = subprocess.run(
             [sys.executable, "-m", "fermix_cli", "config", "set", key, value],
             capture_output=True, text=True, env=env, cwd=harness.world.project,
@@ -150,5 +154,4 @@ def test_config_set_refuses_the_approval_from_a_fermix_spawned_process(harness: 
     env.pop("FERMIX_SPAWNED")
     ok = harness.world.run("config", "set", "fermix_core.harness.approved", "true")
     assert ok.code == 0, ok.stderr
-    assert os.path.exists(harness.world.fermix_home / "config.toml")
-    assert harness.world.run("config", "get", "fermix_core.harness.approved").stdout.strip() == "true"
+    assert "approved = true" in (harness.world.fermix_home / "config.toml").read_text()
