@@ -27,6 +27,11 @@ class HarnessConfig(Section):
     # Delivery of a finished run's outcome gives up (dead letter) after this many attempts or hours.
     delivery_max_attempts: Annotated[int, Field(ge=1, le=1000)] = 20
     delivery_max_age_hours: Annotated[int, Field(ge=1, le=24 * 30)] = 24
+    # Cloud runs (codex_cloud_run) are polled this often, and tracked at most this long after submission.
+    cloud_poll_seconds: Annotated[int, Field(ge=10, le=3600)] = 120
+    cloud_deadline_minutes: Annotated[int, Field(ge=1, le=24 * 60)] = 90
+    # How long one `codex cloud exec|status|diff` call may take.
+    cloud_call_timeout_seconds: Annotated[int, Field(ge=5, le=600)] = 60
     # Executables to run; a bare name is looked up on PATH.
     codex_command: Annotated[str, Field(min_length=1, max_length=4096)] = "codex"
     claude_command: Annotated[str, Field(min_length=1, max_length=4096)] = "claude"

@@ -82,9 +82,10 @@ def _due(row: sqlite3.Row, now_s: float) -> bool:
 def deliver_due(ctx: ToolContext) -> dict[str, Any]:
     """Settle runs, deliver job launches' outcomes through the owner's channel, dead-letter the hopeless."""
     from ..core.errors import ToolError
+    from .cloud import poll_due
     from .gates import settings
 
-    settled = settle(ctx)
+    settled = settle(ctx) + poll_due(ctx)
     cfg = settings(ctx)
     now = ctx.now()
     oldest = now - timedelta(hours=cfg.delivery_max_age_hours)

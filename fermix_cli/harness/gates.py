@@ -1,7 +1,7 @@
 """The harness's two gates and its execute-time authorization (seed 000 "Coding agents").
 
 Registration: a tool exists only while `[fermix_core.harness] enabled` and its vendor CLI is on PATH
-(the reading tools while either CLI is); an unregistered tool is listed nowhere and answers a call as
+(the reading tools while either CLI is; the cloud tools also need `cloud_enabled`); an unregistered tool is listed nowhere and answers a call as
 an unknown tool, the way the deferral bridges do. Advertisement: a registered tool is shown to a model
 only once the owner set `approved = true`, and with both CLIs and a `default_vendor` only that vendor's
 run tool is shown. Authorization, at dispatch and before anything is written: a live attended operator
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 RUN_TOOLS = {"codex_run": "codex", "claude_code_run": "claude_code"}
 VENDOR_TOOL = {vendor: tool for tool, vendor in RUN_TOOLS.items()}
+CLOUD_TOOLS = ("codex_cloud_run", "stop_tracking_coding_run")
+LAUNCH_TOOLS = (*RUN_TOOLS, "codex_cloud_run")
 APPROVAL_FIX = (
     "the owner approves coding agents once on this machine, from their own terminal: "
     "fermix config set fermix_core.harness.approved true"
@@ -59,6 +61,8 @@ def registered(ctx: ToolContext, tool: str) -> bool:
     vendors = installed_vendors(ctx)
     if tool in RUN_TOOLS:
         return RUN_TOOLS[tool] in vendors
+    if tool in CLOUD_TOOLS:
+        return settings(ctx).cloud_enabled and "codex" in vendors
     return bool(vendors)
 
 
@@ -157,7 +161,7 @@ def gate(tool: str) -> Callable[[ToolContext], None]:
         error = refusal(ctx, tool)
         if error is not None:
             raise error
-        if tool in RUN_TOOLS and not settings(ctx).approved:
+        if tool in LAUNCH_TOOLS and not settings(ctx).approved:
             raise ToolError(
                 "harness_not_approved",
                 f"coding agents are not approved on this machine, so {tool} cannot start a run; "

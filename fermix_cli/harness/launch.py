@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..core.context import ToolContext
 
 BRIEF_NAME = "brief.md"
+SECONDS_PER_MINUTE = 60.0  # the unit of timeout_minutes (tests shorten it)
 
 
 class Launch(Record):
@@ -103,7 +104,7 @@ def worktree_of(path: str, env: dict[str, str]) -> str:
     return os.path.realpath(top) if proc.returncode == 0 and top else path
 
 
-def _child_env(ctx: ToolContext, cwd: str) -> dict[str, str]:
+def child_env(ctx: ToolContext, cwd: str) -> dict[str, str]:
     from ..core.shell.childenv import build_child_env
     from ..core.shell.procgroup import SPAWN_MARKER, new_spawn_id
 
@@ -118,7 +119,7 @@ def _reserve(
     cap = settings(ctx).max_concurrent_runs
     with ctx.state.write() as db:
         active = db.execute(
-            "SELECT id, locks FROM coding_runs WHERE status IN ('starting', 'running')"
+            "SELECT id, locks FROM coding_runs WHERE status IN ('starting', 'running') AND rail = 'local'"
         ).fetchall()
         if len(active) >= cap:
             raise ToolError(
@@ -180,7 +181,7 @@ def start(ctx: ToolContext, launch: Launch) -> dict[str, Any]:
             f"the {launch.vendor} CLI is no longer on PATH; install it (or fix [fermix_core.harness]) and try again",
             {"vendor": launch.vendor},
         )
-    env = _child_env(ctx, launch.cwd)
+    env = child_env(ctx, launch.cwd)
     locks = list(dict.fromkeys(worktree_of(p, env) for p in [launch.cwd, *launch.add_dirs]))
     prompt_data = launch.prompt.encode("utf-8")
     settle(ctx)  # runs that ended free their slots first
@@ -207,7 +208,7 @@ def start(ctx: ToolContext, launch: Launch) -> dict[str, Any]:
         if launch.vendor == "codex":
             options += ["--output-last-message", os.path.join(run_dir, "last_message.txt")]
         argv = [executable, *options, *launch.trailer, "--", prompt]
-        spec = {"argv": argv, "cwd": launch.cwd, "timeout_s": launch.timeout_minutes * 60}
+        spec = {"argv": argv, "cwd": launch.cwd, "timeout_s": launch.timeout_minutes * SECONDS_PER_MINUTE}
         _write_private(os.path.join(run_dir, "spec.json"), json.dumps(spec).encode("utf-8"))
         source = resources.files("fermix_cli.harness").joinpath("supervise.py").read_text(encoding="utf-8")
         with open(os.path.join(run_dir, "supervisor.log"), "ab") as log:

@@ -15,7 +15,7 @@ def coding_runs(db: sqlite3.Connection) -> None:
     """The run ledger: one row per coding run, written before its process starts.
 
     `active` is a partial index over the runs that hold a slot (the concurrency and worktree caps read
-    it); `undelivered` over the finished runs whose outcome has not been delivered yet.
+    it); `polling` over the cloud runs still tracked; `undelivered` over the finished runs whose outcome has not been delivered yet.
     """
     db.execute(
         """
@@ -26,7 +26,7 @@ def coding_runs(db: sqlite3.Connection) -> None:
             vendor TEXT NOT NULL CHECK (vendor IN ('codex', 'claude_code')),
             rail TEXT NOT NULL CHECK (rail IN ('local', 'cloud')),
             status TEXT NOT NULL CHECK (status IN
-                ('starting', 'running', 'completed', 'failed', 'cancelled', 'timed_out', 'lost')),
+                ('starting', 'running', 'completed', 'failed', 'cancelled', 'timed_out', 'lost', 'untracked')),
             reason TEXT,
             cwd TEXT NOT NULL,
             worktree TEXT NOT NULL,
@@ -45,6 +45,9 @@ def coding_runs(db: sqlite3.Connection) -> None:
             session_id TEXT NOT NULL,
             origin TEXT NOT NULL,
             job_id TEXT,
+            task_url TEXT,
+            next_poll_at TEXT,
+            deadline_at TEXT,
             pid INTEGER,
             pid_start TEXT,
             exit_code INTEGER,
@@ -71,6 +74,9 @@ def coding_runs(db: sqlite3.Connection) -> None:
         " WHERE delivery_state = 'pending'"
     )
     db.execute("CREATE INDEX coding_runs_recent ON coding_runs(created_at)")
+    db.execute(
+        "CREATE INDEX coding_runs_polling ON coding_runs(next_poll_at) WHERE rail = 'cloud' AND status = 'running'"
+    )
 
 
 MIGRATIONS = (Migration("harness_001_coding_runs", coding_runs),)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..core.context import ToolContext
 
 ACTIVE = ("starting", "running")
-TERMINAL = ("completed", "failed", "cancelled", "timed_out", "lost")
+TERMINAL = ("completed", "failed", "cancelled", "timed_out", "lost", "untracked")
 STARTING_GRACE_S = 60  # a row still `starting` after this long lost its launcher before the spawn
 KILL_GRACE_S = 1.0
 
@@ -119,7 +119,7 @@ def _update(db: sqlite3.Connection, run_id: str, fields: dict[str, Any], *, only
 def settle(ctx: ToolContext) -> list[str]:
     """Settle every active run whose process ended; the ids settled now."""
     state = ctx.state
-    rows = state.query("SELECT * FROM coding_runs WHERE status IN ('starting', 'running')")
+    rows = state.query("SELECT * FROM coding_runs WHERE status IN ('starting', 'running') AND rail = 'local'")
     if not rows:
         return []
     now = ctx.now()
@@ -180,6 +180,8 @@ def describe(row: sqlite3.Row, *, full: bool) -> dict[str, Any]:
     started, ended = row["started_at"], row["ended_at"]
     out.update(
         tool=row["tool"],
+        task_url=row["task_url"],
+        tracking_deadline=row["deadline_at"],
         worktree=row["worktree"],
         add_dirs=json.loads(row["add_dirs"]),
         posture=row["posture"],

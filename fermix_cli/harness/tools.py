@@ -1,8 +1,7 @@
-"""The coding-agent tools (seed 000 "Coding agents"): codex_run, claude_code_run, list_coding_runs,
-get_coding_run, cancel_coding_run. Gated twice (registration, advertisement) and authorized at dispatch.
+"""The coding-agent tools (seed 000 "Coding agents"): codex_run, claude_code_run, codex_cloud_run,
+list_coding_runs, get_coding_run, cancel_coding_run, stop_tracking_coding_run. Gated twice (registration, advertisement) and authorized at dispatch.
 
-codex_cloud_run and stop_tracking_coding_run are not here: the cloud rail is not built yet, and a tool
-that is not finished is not registered.
+codex_cloud_run and stop_tracking_coding_run are registered only with `cloud_enabled = true`.
 """
 
 from __future__ import annotations
@@ -299,9 +298,32 @@ def claude_code_run(p: Any, ctx: ToolContext) -> dict[str, Any]:
     return start(ctx, _claude_launch(p, ctx))
 
 
+class CloudRunParams(Params):
+    query: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=PROMPT_MAX,
+            description="The coding task for the Codex cloud run to carry out",
+        ),
+    ]
+    env_id: Annotated[Word, Field(description="The Codex cloud environment id to run in")]
+    branch: Annotated[
+        Word | None, Field(description="Branch to run against (defaults to the environment's)")
+    ] = None
+    attempts: Annotated[int | None, Field(ge=1, le=4, description="Number of vendor attempts, 1–4")] = None
+
+
+def codex_cloud_run(p: CloudRunParams, ctx: ToolContext) -> dict[str, Any]:
+    from .cloud import submit
+
+    return submit(ctx, p.query, p.env_id, p.branch, p.attempts)
+
+
 class ListRunsParams(Params):
     status: Annotated[
-        Literal["starting", "running", "completed", "failed", "cancelled", "timed_out", "lost"] | None,
+        Literal["starting", "running", "completed", "failed", "cancelled", "timed_out", "lost", "untracked"]
+        | None,
         Field(description="Status filter, e.g. `running`, `completed`, `failed`"),
     ] = None
 
@@ -346,6 +368,12 @@ def cancel_coding_run(p: RunIdParams, ctx: ToolContext) -> dict[str, Any]:
     from .store import cancel
 
     return cancel(ctx, p.run_id)
+
+
+def stop_tracking_coding_run(p: RunIdParams, ctx: ToolContext) -> dict[str, Any]:
+    from .cloud import stop_tracking
+
+    return stop_tracking(ctx, p.run_id)
 
 
 _AUTH = (
@@ -433,6 +461,30 @@ TOOLS = specs(
         failure_modes=(*_AUTH, *_RUN_FAILS),
     ),
     _spec(
+        "codex_cloud_run",
+        "exec",
+        "Submit a coding task to a pre-configured Codex cloud environment (`codex cloud exec`); nothing runs "
+        "locally. fermix tracks it by polling every 120 s up to 90 minutes, then delivers the task URL. The query "
+        "is one command-line argument of at most 200 KB; a longer one is refused, never truncated. Registered only "
+        "with [fermix_core.harness] cloud_enabled.",
+        CloudRunParams,
+        codex_cloud_run,
+        hints=Hints(open_world=True),
+        when_to_use="Long repository work that should run on Codex cloud rather than this machine.",
+        examples=(
+            Example(
+                {"query": "Upgrade the test suite to pytest 8", "env_id": "env_123", "attempts": 2},
+                "a cloud task",
+            ),
+        ),
+        failure_modes=(
+            *_AUTH,
+            FailureMode("harness_not_approved", "the owner has not approved coding agents on this machine"),
+            FailureMode("query_too_long", "the query exceeds the 200 KB argument cap"),
+            FailureMode("cloud_submit_failed", "codex cloud exec did not submit the task"),
+        ),
+    ),
+    _spec(
         "list_coding_runs",
         "read_only",
         "List coding runs, their status and delivery state: active, recent, and dead-lettered (outcomes whose "
@@ -471,6 +523,23 @@ TOOLS = specs(
             *_AUTH,
             FailureMode("not_found", "no run with that id"),
             FailureMode("run_finished", "the run already ended"),
+        ),
+    ),
+    _spec(
+        "stop_tracking_coding_run",
+        "read_write",
+        "Stop tracking an active Codex cloud run and deliver its task URL. The vendor-side task keeps running on "
+        "ChatGPT; nothing claims it stopped. Registered only with [fermix_core.harness] cloud_enabled.",
+        RunIdParams,
+        stop_tracking_coding_run,
+        hints=Hints(idempotent=False),
+        when_to_use="A cloud run you no longer want fermix to watch (it cannot be cancelled).",
+        examples=(Example({"run_id": "hr_0123456789ab"}, "stop watching a cloud run"),),
+        failure_modes=(
+            *_AUTH,
+            FailureMode("not_found", "no run with that id"),
+            FailureMode("not_cloud_run", "the run is local (use cancel_coding_run)"),
+            FailureMode("run_finished", "the run is no longer tracked"),
         ),
     ),
 )

@@ -198,6 +198,7 @@ def test_jobs_run_drives_a_toy_due_work_source(toyfam: str, tmp_path: Path) -> N
     catalog = discover(("fermix_cli", toyfam))
     assert catalog.due_work_modules == (
         "fermix_cli.events.duework",
+        "fermix_cli.harness.duework",
         "fermix_cli.jobs.duework",
         "toyfam.duework",
     )
@@ -209,7 +210,11 @@ def test_jobs_run_drives_a_toy_due_work_source(toyfam: str, tmp_path: Path) -> N
     assert code == 0 and not output.quiet
     out = output.as_dict()
     assert out["status"] == "idle"
-    assert out["due_work"] == {"reminders": {"status": "idle"}, "toy_chime": {"status": "chimed"}}
+    assert out["due_work"] == {
+        "reminders": {"status": "idle"},
+        "coding_runs": {"status": "idle"},
+        "toy_chime": {"status": "chimed"},
+    }
 
 
 def test_fermix_catalog_lists_no_toy(toyfam: str) -> None:

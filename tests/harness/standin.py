@@ -7,6 +7,11 @@ They behave as the vendors' documentation describes: `codex exec --json` writes 
 `result` event (`subtype`, `is_error`, `result`, `session_id`, `usage`, `total_cost_usd`). Options end at
 `--`; the prompt is the one argument after it.
 
+`codex cloud exec --env ENV [--branch B] [--attempts N] -- QUERY` prints the task URL;
+`codex cloud status TASK` prints `[PENDING] title` (exit 1) on the first poll and `[READY] title` (exit 0)
+after, or `[ERROR]` for a query saying ERROR, or PENDING forever for NEVER; `codex cloud diff TASK` prints
+a diff; a query saying CLOUDFAIL fails the submission as an unknown environment does.
+
 Each call records its argv, cwd, pid, process group and environment names in
 `$HOME/standin/<vendor>-<pid>.json`. Words in the prompt pick a behaviour: SLOW (run until killed, up
 to 60 s), FORK (start a grandchild in the same process group that sleeps, its pid in the record), CRASH
@@ -21,13 +26,48 @@ import json, os, re, subprocess, sys, time
 
 VENDOR = "__VENDOR__"
 argv = sys.argv[1:]
+home = os.environ["HOME"]
+if VENDOR == "codex" and argv[:1] == ["cloud"]:
+    folder = os.path.join(home, "standin", "cloud")
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(home, "standin", "cloud.log"), "a") as f:
+        f.write(json.dumps(argv) + "\n")
+    if argv[1] == "exec":
+        query = argv[argv.index("--") + 1]
+        if "CLOUDFAIL" in query:
+            print("Error: environment 'env_x' not found; run `codex cloud` to list available environments", file=sys.stderr)
+            sys.exit(1)
+        task = "task_e_" + os.urandom(4).hex()
+        with open(os.path.join(folder, task + ".json"), "w") as f:
+            json.dump({"query": query, "polls": 0}, f)
+        print(f"https://chatgpt.com/codex/tasks/{task}")
+        sys.exit(0)
+    task = argv[2]
+    path = os.path.join(folder, task + ".json")
+    with open(path) as f:
+        state = json.load(f)
+    if argv[1] == "status":
+        state["polls"] += 1
+        with open(path, "w") as f:
+            json.dump(state, f)
+        if "ERROR" in state["query"]:
+            label = "ERROR"
+        elif "NEVER" in state["query"] or state["polls"] < 2:
+            label = "PENDING"
+        else:
+            label = "READY"
+        print(f"[{label}] {state['query'][:40]}\nenv_x  •  just now\n+3/-1 • 2 files")
+        sys.exit(0 if label == "READY" else 1)
+    if argv[1] == "diff":
+        print("diff --git a/app.py b/app.py\n+print('cloud')")
+        sys.exit(0)
+    sys.exit(2)
 if "--" not in argv:
     print("error: the prompt must follow --", file=sys.stderr)
     sys.exit(2)
 cut = argv.index("--")
 options, rest = argv[:cut], argv[cut + 1:]
 prompt = rest[0] if rest else ""
-home = os.environ["HOME"]
 os.makedirs(os.path.join(home, "standin"), exist_ok=True)
 record = {
     "vendor": VENDOR, "argv": argv, "options": options, "prompt_len": len(prompt.encode()),

@@ -335,3 +335,16 @@ def test_list_groups_active_recent_and_dead_lettered(harness: Any) -> None:
     assert [r["run_id"] for r in listing["dead_lettered"]] == [done] and listing["recent"] == []
     assert [r["run_id"] for r in harness.call("list_coding_runs", {"status": "running"})["active"]] == [slow]
     harness.call("cancel_coding_run", {"run_id": slow})
+
+
+def test_a_run_past_its_timeout_is_ended_with_its_group(harness: Any, monkeypatch: Any) -> None:
+    from fermix_cli.harness import launch
+
+    monkeypatch.setattr(launch, "SECONDS_PER_MINUTE", 0.3)  # timeout_minutes=1 lasts 0.3 s here
+    run_id = harness.call(
+        "codex_run", {"prompt": "FORK", "cwd": str(harness.world.project), "timeout_minutes": 1}
+    )["run_id"]
+    rec = harness.record_of("codex")
+    run = harness.settled(run_id)
+    assert run["status"] == "timed_out" and "1 min" in run["reason"]
+    assert not _alive(rec["pid"]) and not _alive(rec["grandchild"])
