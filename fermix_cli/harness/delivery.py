@@ -101,15 +101,33 @@ def deliver_due(ctx: ToolContext) -> dict[str, Any]:
             continue
         if row["job_id"] is None or not _due(row, now.timestamp()):
             continue  # a turn in the launching session reports it
+        if not _claim(ctx, row):
+            continue  # an overlapping `fermix jobs run` took this attempt
         try:
             where = _send(ctx, row)
         except ToolError as e:
             _attempt_failed(ctx, row["id"], f"{e.code}: {e.message}")
             report["failed"].append({"run_id": row["id"], "error": e.code})
             continue
-        mark_delivered(ctx, [row["id"]], where)
+        with ctx.state.write() as db:
+            db.execute(
+                "UPDATE coding_runs SET delivery_state = 'delivered', delivered_at = ?, delivered_to = ?,"
+                " delivery_error = NULL WHERE id = ? AND delivery_state = 'pending'",
+                (ts(ctx.now()), where, row["id"]),
+            )
         report["delivered"].append(row["id"])
     return report
+
+
+def _claim(ctx: ToolContext, row: sqlite3.Row) -> bool:
+    """Count this attempt before sending, in one transaction, so two ticks never send the same attempt."""
+    with ctx.state.write() as db:
+        cur = db.execute(
+            "UPDATE coding_runs SET delivery_attempts = delivery_attempts + 1, delivered_at = ? WHERE id = ?"
+            " AND delivery_state = 'pending' AND delivery_attempts = ?",
+            (ts(ctx.now()), row["id"], row["delivery_attempts"]),
+        )
+        return cur.rowcount == 1
 
 
 def _send(ctx: ToolContext, row: sqlite3.Row) -> str:
@@ -134,9 +152,8 @@ def _send(ctx: ToolContext, row: sqlite3.Row) -> str:
 def _attempt_failed(ctx: ToolContext, run_id: str, error: str) -> None:
     with ctx.state.write() as db:
         db.execute(
-            "UPDATE coding_runs SET delivery_attempts = delivery_attempts + 1, delivery_error = ?, delivered_at = ?"
-            " WHERE id = ? AND delivery_state = 'pending'",
-            (error[:500], ts(ctx.now()), run_id),
+            "UPDATE coding_runs SET delivery_error = ? WHERE id = ? AND delivery_state = 'pending'",
+            (error[:500], run_id),
         )
 
 
