@@ -50,7 +50,16 @@ def turn_notices(ctx: ToolContext, session_id: str) -> list[tuple[str, str]]:
         " ORDER BY ended_at, id",
         (session_id,),
     )
-    return [(row["id"], outcome_text(row)) for row in rows]
+    out = [(row["id"], outcome_text(row)) for row in rows]
+    from .progress import due_notices
+
+    running = ctx.state.query(
+        "SELECT * FROM coding_runs WHERE status = 'running' AND progress = 'milestones' AND session_id = ?"
+        " AND job_id IS NULL",
+        (session_id,),
+    )
+    # Progress is not an outcome: it carries no run-id entry to mark delivered (the mark is the throttle).
+    return out + [(f"progress:{row['id']}", text) for row, text in due_notices(ctx, running)]
 
 
 def _has_table(ctx: ToolContext) -> bool:
@@ -58,6 +67,7 @@ def _has_table(ctx: ToolContext) -> bool:
 
 
 def mark_delivered(ctx: ToolContext, run_ids: list[str], to: str) -> None:
+    run_ids = [i for i in run_ids if i.startswith("hr_")]
     if not run_ids:
         return
     now = ts(ctx.now())
@@ -91,6 +101,7 @@ def deliver_due(ctx: ToolContext) -> dict[str, Any]:
     oldest = now - timedelta(hours=cfg.delivery_max_age_hours)
     rows = ctx.state.query("SELECT * FROM coding_runs WHERE delivery_state = 'pending' ORDER BY ended_at, id")
     report: dict[str, Any] = {"settled": settled, "delivered": [], "failed": [], "dead_lettered": []}
+    _send_progress(ctx, report)
     for row in rows:
         expired = row["ended_at"] is not None and parse_ts(row["ended_at"]) < oldest
         if expired or row["delivery_attempts"] >= cfg.delivery_max_attempts:
@@ -119,6 +130,23 @@ def deliver_due(ctx: ToolContext) -> dict[str, Any]:
     return report
 
 
+def _send_progress(ctx: ToolContext, report: dict[str, Any]) -> None:
+    """Job launches' progress notices, through the owner's channel; best effort, never retried."""
+    from ..core.errors import ToolError
+    from .progress import due_notices
+
+    running = ctx.state.query(
+        "SELECT * FROM coding_runs WHERE status = 'running' AND progress = 'milestones' AND job_id IS NOT NULL"
+    )
+    for row, text in due_notices(ctx, running):
+        try:
+            _send(ctx, row, text)
+        except ToolError as e:
+            report.setdefault("progress_failed", []).append({"run_id": row["id"], "error": e.code})
+        else:
+            report.setdefault("progress", []).append(row["id"])
+
+
 def _claim(ctx: ToolContext, row: sqlite3.Row) -> bool:
     """Count this attempt before sending, in one transaction, so two ticks never send the same attempt."""
     with ctx.state.write() as db:
@@ -130,7 +158,7 @@ def _claim(ctx: ToolContext, row: sqlite3.Row) -> bool:
         return cur.rowcount == 1
 
 
-def _send(ctx: ToolContext, row: sqlite3.Row) -> str:
+def _send(ctx: ToolContext, row: sqlite3.Row, text: str | None = None) -> str:
     from ..channels import ChannelError, channel_for
     from ..channels.targets import ADDRESS_KEYS, THREAD_KEYS, resolve_default_target
     from ..core.errors import ToolError
@@ -143,7 +171,7 @@ def _send(ctx: ToolContext, row: sqlite3.Row) -> str:
     meta = {"run_id": row["id"], "job_id": row["job_id"], "status": row["status"]}
     meta.update({k: target[k] for k in THREAD_KEYS if k in target})
     try:
-        sent = channel.send_text(str(target[address_key]), outcome_text(row), meta)
+        sent = channel.send_text(str(target[address_key]), text or outcome_text(row), meta)
     except ChannelError as e:
         raise ToolError(e.code, str(e), {"permanent": e.permanent}) from None
     return json.dumps(sent.as_dict())

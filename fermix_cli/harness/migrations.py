@@ -42,6 +42,8 @@ def coding_runs(db: sqlite3.Connection) -> None:
             vendor_session TEXT,
             timeout_seconds INTEGER NOT NULL,
             progress TEXT NOT NULL DEFAULT 'quiet',
+            progress_mark INTEGER NOT NULL DEFAULT 0,
+            progress_at TEXT,
             session_id TEXT NOT NULL,
             origin TEXT NOT NULL,
             job_id TEXT,

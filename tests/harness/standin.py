@@ -15,7 +15,7 @@ a diff; a query saying CLOUDFAIL fails the submission as an unknown environment 
 Each call records its argv, cwd, pid, process group and environment names in
 `$HOME/standin/<vendor>-<pid>.json`. Words in the prompt pick a behaviour: SLOW (run until killed, up
 to 60 s), FORK (start a grandchild in the same process group that sleeps, its pid in the record), CRASH
-(fail the way the vendor does), WAITFILE (run until `$HOME/standin/go` exists), BRIEF (the prompt points
+(fail the way the vendor does), STEPS (report two finished steps first), WAITFILE (run until `$HOME/standin/go` exists), BRIEF (the prompt points
 at a brief file: record its size).
 """
 
@@ -96,6 +96,13 @@ if VENDOR == "codex":
     emit({"type": "turn.started"})
 else:
     emit({"type": "system", "subtype": "init", "session_id": session, "cwd": os.getcwd(), "tools": ["Read", "Edit"]})
+
+if "STEPS" in prompt:
+    if VENDOR == "codex":
+        emit({"type": "item.completed", "item": {"id": "item_1", "type": "command_execution", "command": "pytest -q", "exit_code": 0, "status": "completed"}})
+        emit({"type": "item.completed", "item": {"id": "item_2", "type": "file_change", "changes": [{"path": "app.py", "kind": "update"}], "status": "completed"}})
+    else:
+        emit({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Edit", "input": {}}]}, "session_id": session})
 
 deadline = time.time() + 60
 if "SLOW" in prompt or ("FORK" in prompt and "QUICK" not in prompt):
