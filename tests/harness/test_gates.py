@@ -155,3 +155,30 @@ def test_config_set_refuses_the_approval_from_a_fermix_spawned_process(harness: 
     ok = harness.world.run("config", "set", "fermix_core.harness.approved", "true")
     assert ok.code == 0, ok.stderr
     assert "approved = true" in (harness.world.fermix_home / "config.toml").read_text()
+
+
+def test_doctor_reports_the_coding_harness(harness: Any) -> None:
+    from fermix_cli.cli.doctor_checks import DoctorInput, check_harness
+    from fermix_cli.core.config import load_config
+    from fermix_cli.core.paths import resolve_paths
+
+    paths = resolve_paths(str(harness.world.fermix_home))
+
+    def check(which: Any = lambda name: f"/bin/{name}") -> Any:
+        inp = DoctorInput(paths=paths, os_home=str(harness.world.home), which=which)
+        return check_harness(inp, load_config(paths.config_file))
+
+    assert check(lambda _n: None).status == "n/a"
+    ok = check()
+    assert ok.status == "ok" and ok.data["vendors"] == ["codex", "claude"] and "approved;" in ok.detail
+    harness.configure("approved = false")
+    assert "fermix config set fermix_core.harness.approved true" in check().detail
+    harness.configure("enabled = false")
+    assert check().status == "n/a"
+    harness.configure("approved = true")
+    run_id = harness.call("codex_run", _args(harness))["run_id"]
+    harness.settled(run_id)
+    ctx = harness.ctx()
+    with ctx.state.write() as db:
+        db.execute("UPDATE coding_runs SET delivery_state = 'dead_letter' WHERE id = ?", (run_id,))
+    assert check().status == "warn"
