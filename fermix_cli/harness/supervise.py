@@ -46,6 +46,8 @@ def _group_members(pgid: int) -> list[int]:
 def _end_group() -> None:
     """SIGTERM to every other member of this group, then SIGKILL to those still there after the grace."""
     pgid = os.getpgid(0)
+    if pgid != os.getpid():  # not the leader of a group of our own: never touch the caller's group
+        return
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     members = _group_members(pgid)
     for pid in members:
