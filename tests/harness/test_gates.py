@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -33,6 +34,14 @@ def test_unapproved_machine_lists_nothing_and_refuses_a_launch_by_name(harness: 
     assert harness.rows() == [] and not (harness.world.fermix_home / "harness").exists()
     # Unadvertised but registered: the reading tools still answer by name.
     assert harness.call("list_coding_runs", {})["active"] == []
+    # The same through the real executable: exit 3 and the typed error on stderr, nothing on stdout.
+    env = {**harness.world.env, "PATH": os.environ["PATH"]}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fermix_cli", "tool", "codex_run", "--json", json.dumps(_args(harness))],
+        capture_output=True, text=True, env=env, cwd=harness.world.project,
+    )  # fmt: skip
+    assert proc.returncode == 3 and proc.stdout == ""
+    assert json.loads(proc.stderr)["error"]["code"] == "harness_not_approved"
 
 
 def test_approved_machine_advertises_the_family(harness: Any) -> None:
