@@ -132,3 +132,43 @@ def test_the_runs_commands(harness: Any) -> None:
     out, _ = follow.communicate(timeout=30)
     assert follow.returncode == 0 and '"thread.started"' in out
     assert harness.run(run_id)["status"] == "cancelled"
+
+
+def test_a_scheduled_job_that_allows_codex_run_launches_one_and_gets_its_outcome(harness: Any) -> None:
+    """The whole path: schedule_job with allowed_tools, `fermix jobs run` runs the job's model (echo), the
+    model calls codex_run, the run finishes, and the next tick delivers its outcome to the owner's inbox."""
+    from datetime import UTC, datetime
+
+    from fermix_cli.channels.inbox import read_inbox
+
+    harness.configure(
+        "approved = true",
+        '[fermix_core.jobs]\ndefault_delivery_target = { platform = "inbox", recipient = "owner" }\n'
+        f"[sandbox]\nallowed_roots = [{json.dumps(str(harness.world.project))}]\n",  # a job has no launch cwd
+    )
+    t0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
+    task = json.dumps(
+        {
+            "tool_calls": [
+                {
+                    "name": "codex_run",
+                    "arguments": {"prompt": "nightly fix", "cwd": str(harness.world.project)},
+                }
+            ]
+        }
+    )
+    job = harness.call(
+        "schedule_job",
+        {"name": "Nightly", "schedule": "every 1 minutes", "task": task, "provider": "echo", "model": "echo",
+         "allowed_tools": ["codex_run"], "delivery_mode": "local"},
+        clock=lambda: t0,
+    )["job"]  # fmt: skip
+    tick = _cli(harness, "jobs", "run", env={"FERMIX_NOW": "2026-03-02T08:01:05Z"})
+    assert tick.returncode == 0, tick.stderr
+    rows = harness.rows()
+    assert len(rows) == 1 and rows[0]["job_id"] == job["id"] and rows[0]["origin"] == "scheduled"
+    harness.settled(rows[0]["id"])
+    assert _cli(harness, "jobs", "run", env={"FERMIX_NOW": "2026-03-02T08:01:30Z"}).returncode == 0
+    inbox = read_inbox(harness.ctx().paths, "owner", 10)
+    assert [m for m in inbox if rows[0]["id"] in json.dumps(m)]
+    assert harness.run(rows[0]["id"])["delivery"]["state"] == "delivered"
