@@ -19,7 +19,7 @@ from tests.harness.standin import install
 POLL_S = 0.02
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 15.0) -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float = 30.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -74,7 +74,7 @@ class Harness:
     def run(self, run_id: str) -> dict[str, Any]:
         return self.call("get_coding_run", {"run_id": run_id})
 
-    def settled(self, run_id: str, timeout: float = 15.0) -> dict[str, Any]:
+    def settled(self, run_id: str, timeout: float = 30.0) -> dict[str, Any]:
         return wait_for(
             lambda: (r := self.run(run_id))["status"] not in ("starting", "running") and r, timeout
         )

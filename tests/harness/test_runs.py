@@ -340,7 +340,9 @@ def test_list_groups_active_recent_and_dead_lettered(harness: Any) -> None:
 def test_a_run_past_its_timeout_is_ended_with_its_group(harness: Any, monkeypatch: Any) -> None:
     from fermix_cli.harness import launch
 
-    monkeypatch.setattr(launch, "SECONDS_PER_MINUTE", 0.3)  # timeout_minutes=1 lasts 0.3 s here
+    monkeypatch.setattr(
+        launch, "SECONDS_PER_MINUTE", 2.0
+    )  # timeout_minutes=1 lasts 2 s here (the stand-in starts first)
     run_id = harness.call(
         "codex_run", {"prompt": "FORK", "cwd": str(harness.world.project), "timeout_minutes": 1}
     )["run_id"]
