@@ -49,6 +49,7 @@ MIDDLE_ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("jobs", "channels"),  # deliveries go to a channel
         ("events", "channels"),  # reminders go to the snapshotted channel
         ("events", "agent"),  # a reminder's follow-up check-in is one short agent turn
+        ("harness", "channels"),  # a job-launched coding run's outcome goes to the owner's channel
     }
 )
 

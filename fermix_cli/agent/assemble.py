@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
@@ -29,6 +29,24 @@ def prompt_cwd(ctx: ToolContext) -> str:
         return f"{caller} (outside the sandbox roots: use absolute paths inside a root)"
 
 
+class TurnNotices(Protocol):
+    """Messages fermix owes this session (a background run's outcome ...), put before the next prompt.
+
+    `collect` gives (id, text) pairs; `delivered` is told their ids once the turn that carried them was
+    recorded, so a turn that crashes first carries them again (at least once, the id for dedup).
+    """
+
+    def collect(self, ctx: ToolContext, session_id: str) -> list[tuple[str, str]]: ...
+
+    def delivered(self, ctx: ToolContext, ids: list[str], session_id: str) -> None: ...
+
+
+NOTICE_HEAD = (
+    "[fermix: background outcomes for this conversation, reported by fermix, not typed by the owner]"
+)
+NOTICE_FOOT = "[the owner's message follows]"
+
+
 class AgentOptions(Record):
     provider: str | None = None
     model: str | None = None
@@ -51,8 +69,10 @@ class Agent:
         observer: LoopObserver | None = None,
         registry: Registry | None = None,
         extras: dict[str, Any] | None = None,
+        turn_notices: TurnNotices | None = None,
     ) -> None:
         self.base_ctx = ctx
+        self.turn_notices = turn_notices
         self.options = options
         self.observer = observer
         self.registry = registry or default_registry()
@@ -147,7 +167,25 @@ class Agent:
         return str(rows[0]["trust"]) if rows else None
 
     def run(self, prompt: str) -> RunResult:
-        return self.open().run(prompt)
+        notices = self._notices()
+        if not notices:
+            return self.open().run(prompt)
+        text = "\n\n".join([NOTICE_HEAD, *(body for _id, body in notices), NOTICE_FOOT, prompt])
+        result = self.open().run(text)
+        assert self.turn_notices is not None
+        self.turn_notices.delivered(self.base_ctx, [i for i, _body in notices], self.session_id)
+        return result
+
+    def _notices(self) -> list[tuple[str, str]]:
+        if self.turn_notices is None:
+            return []
+        try:
+            return self.turn_notices.collect(self.base_ctx, self.session_id)
+        except Exception:  # a notice source must never cost the owner their turn
+            from ..core.logs import logger
+
+            logger("fermix.agent").exception("collecting turn notices failed")
+            return []
 
     def new_session(self, session_id: str | None = None) -> str:
         self.loop = None

@@ -207,8 +207,14 @@ def agent(
         continue_last=continue_last,
         max_iterations=max_iterations,
     )
+    from ..harness.delivery import RunOutcomeNotices
+
     session_agent = Agent(
-        ctx, options, observer=observer, extras={"confirm": make_confirm(console, observer, interactive)}
+        ctx,
+        options,
+        observer=observer,
+        extras={"confirm": make_confirm(console, observer, interactive)},
+        turn_notices=RunOutcomeNotices(),
     )
     loop = session_agent.open()
     history_path = _history_file(session_agent)

@@ -103,6 +103,7 @@ def _register_subapps() -> None:
         logs_cmd,
         mcp_cmd,
         memory_cmd,
+        runs_cmd,
         sandbox_cmd,
         serve_cmd,
         state_cmd,
@@ -120,6 +121,7 @@ def _register_subapps() -> None:
     app.add_typer(jobs_cmd.app, name="jobs")
     app.add_typer(channels_cmd.app, name="channels")
     app.add_typer(memory_cmd.app, name="memory")
+    app.add_typer(runs_cmd.app, name="runs")
     app.add_typer(sandbox_cmd.app, name="sandbox")
     app.add_typer(sandbox_cmd.grant_app, name="grant")
     app.add_typer(sandbox_cmd.revoke_app, name="revoke")

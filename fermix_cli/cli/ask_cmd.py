@@ -162,7 +162,9 @@ def ask(
     )
     observer = None if as_json else StreamObserver(sys.stdout, sys.stderr, show_tools=sys.stderr.isatty())
     ctx.extras[REPLY_PORT] = OutboxPort(ctx.paths, lambda line: print(line, file=sys.stderr))
-    agent = Agent(ctx, options, observer=observer)
+    from ..harness.delivery import RunOutcomeNotices
+
+    agent = Agent(ctx, options, observer=observer, turn_notices=RunOutcomeNotices())
     try:
         result = agent.run(prompt)
         if as_json:

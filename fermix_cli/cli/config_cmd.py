@@ -44,8 +44,28 @@ def set_cmd(
 ) -> None:
     """Set a key; the whole file is validated before it is written."""
     parsed = parse_cli_value(value)
+    _refuse_self_approval(key)
     update_config(context().paths, lambda doc: set_key(doc, key, parsed))
     typer.echo(f"{key} = {_show(parsed)}")
+
+
+# Keys only the owner may set: a model must never approve itself (a fermix tool's shell running
+# `fermix config set`). Setting a parent table could carry them too, so those are guarded as well.
+OWNER_ONLY_KEYS = ("fermix_core.harness.approved",)
+
+
+def _refuse_self_approval(key: str) -> None:
+    from ..core.errors import ToolError
+    from ..core.spawned import spawned_by_fermix
+
+    guarded = [k for k in OWNER_ONLY_KEYS if k == key or k.startswith(key + ".")]
+    if guarded and spawned_by_fermix():
+        raise ToolError(
+            "not_attended",
+            f"fermix config set {key} refuses to run from a process fermix started (a tool's shell, a coding "
+            "run): fermix can never grant this approval itself; the owner sets it from their own terminal",
+            {"key": key},
+        )
 
 
 @app.command("unset")

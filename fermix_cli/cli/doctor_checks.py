@@ -269,6 +269,41 @@ def check_computer_use(inp: DoctorInput, config: Config | None) -> Check:
     return Check("computer use", status, detail, data)  # type: ignore[arg-type]
 
 
+def check_harness(inp: DoctorInput, config: Config | None) -> Check:
+    """The coding harness: registered (enabled, a vendor CLI on PATH), approved, and runs needing attention."""
+    name = "coding harness"
+    if config is None:
+        return Check(name, "n/a", "config.toml is invalid; see the config check")
+    cfg = config.fermix_core.harness
+    if not cfg.enabled:
+        return Check(name, "n/a", "disabled ([fermix_core.harness] enabled = false)")
+    found = [
+        v
+        for v, cmd in (("codex", cfg.codex_command), ("claude", cfg.claude_command))
+        if _command_found(cmd, inp)
+    ]
+    if not found:
+        return Check(
+            name, "n/a", "neither codex nor claude is on PATH; the coding-agent tools are not registered"
+        )
+    from ..harness.health import run_counts
+
+    counts = run_counts(inp.paths.state_db)
+    data = {"vendors": found, "approved": cfg.approved, **counts}
+    if counts["dead_lettered"]:
+        detail = (
+            f"{counts['dead_lettered']} coding run outcome(s) could not be delivered. See: fermix runs list"
+        )
+        return Check(name, "warn", detail, data)
+    if not cfg.approved:
+        detail = (
+            f"{', '.join(found)} found; not approved, so no model sees the tools "
+            "(the owner approves with: fermix config set fermix_core.harness.approved true)"
+        )
+        return Check(name, "ok", detail, data)
+    return Check(name, "ok", f"approved; {', '.join(found)} found; {counts['active']} run(s) active", data)
+
+
 def run_checks(inp: DoctorInput) -> list[Check]:
     """Every check, in a fixed order."""
     config_check, config = check_config(inp)
@@ -283,6 +318,7 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_reminders(inp),
         check_job_runs(inp),
         check_computer_use(inp, config),
+        check_harness(inp, config),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),
         check_binary(
             "ripgrep", inp.which("rg"), "not found on PATH; only the search benchmarks use it", "n/a"

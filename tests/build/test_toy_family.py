@@ -199,6 +199,7 @@ def test_jobs_run_drives_a_toy_due_work_source(toyfam: str, tmp_path: Path) -> N
     assert catalog.due_work_modules == (
         "fermix_cli.browser.duework",
         "fermix_cli.events.duework",
+        "fermix_cli.harness.duework",
         "fermix_cli.jobs.duework",
         "toyfam.duework",
     )
@@ -213,6 +214,7 @@ def test_jobs_run_drives_a_toy_due_work_source(toyfam: str, tmp_path: Path) -> N
     assert out["due_work"] == {
         "browser": {"status": "idle"},
         "reminders": {"status": "idle"},
+        "coding_runs": {"status": "idle"},
         "toy_chime": {"status": "chimed"},
     }
 
