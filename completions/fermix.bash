@@ -241,7 +241,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'tool')
-            _fx_subs='list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
+            _fx_subs='list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell skill_create skill_list skill_reload skill_run skill_view tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'tool list')
@@ -388,6 +388,26 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --command --timeout-ms --working-dir'
             _fx_valopts='--json --command --timeout-ms --timeout_ms --working-dir --working_dir' ;;
+        'tool skill_create')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --description --name'
+            _fx_valopts='--json --description --name' ;;
+        'tool skill_list')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help'
+            _fx_valopts='--json' ;;
+        'tool skill_reload')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help'
+            _fx_valopts='--json' ;;
+        'tool skill_run')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --context --name --task'
+            _fx_valopts='--json --context --name --task' ;;
+        'tool skill_view')
+            _fx_subs=''
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --file --name'
+            _fx_valopts='--json --file --name' ;;
         'tool tool_call')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --arguments --name'
@@ -440,7 +460,7 @@ _fermix_value() {
         'ask|--toolset') _fermix_words 'fermix coding' ;;
         'channels send|--file') _fermix_paths -f ;;
         'jobs add|--provider') _fermix_words 'openai anthropic echo mock' ;;
-        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
+        'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell skill_create skill_list skill_reload skill_run skill_view tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
         'tool ast_grep|--operation') _fermix_words 'search outline' ;;
@@ -509,6 +529,12 @@ _fermix_value() {
         'tool schedule_job|--delivery-mode'|'tool schedule_job|--delivery_mode') _fermix_words 'none origin channel local' ;;
         'tool shell|--json') _fermix_paths -f ;;
         'tool shell|--working-dir'|'tool shell|--working_dir') _fermix_paths -d ;;
+        'tool skill_create|--json') _fermix_paths -f ;;
+        'tool skill_list|--json') _fermix_paths -f ;;
+        'tool skill_reload|--json') _fermix_paths -f ;;
+        'tool skill_run|--json') _fermix_paths -f ;;
+        'tool skill_view|--json') _fermix_paths -f ;;
+        'tool skill_view|--file') _fermix_paths -f ;;
         'tool tool_call|--json') _fermix_paths -f ;;
         'tool tool_describe|--json') _fermix_paths -f ;;
         'tool tool_help|--json') _fermix_paths -f ;;

@@ -28,7 +28,7 @@ function __fermix_subs
         case 'state'
             echo status
         case 'tool'
-            echo list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write
+            echo list ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell skill_create skill_list skill_reload skill_run skill_view tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write
     end
 end
 
@@ -138,6 +138,16 @@ function __fermix_valopts
             echo --json --allowed-tools --allowed_tools --delivery-mode --delivery_mode --delivery-target --delivery_target --description --expires-at --expires_at --inactivity-timeout-seconds --inactivity_timeout_seconds --model --name --provider --schedule --skill-name --skill_name --task --timeout-seconds --timeout_seconds --timezone
         case 'tool shell'
             echo --json --command --timeout-ms --timeout_ms --working-dir --working_dir
+        case 'tool skill_create'
+            echo --json --description --name
+        case 'tool skill_list'
+            echo --json
+        case 'tool skill_reload'
+            echo --json
+        case 'tool skill_run'
+            echo --json --context --name --task
+        case 'tool skill_view'
+            echo --json --file --name
         case 'tool tool_call'
             echo --json --arguments --name
         case 'tool tool_describe'
@@ -365,7 +375,7 @@ complete -c fermix -n '__fermix_at \'mcp\'' -a 'serve' -d 'Serve the registry\'s
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'servers' -d 'List the MCP servers configured under [mcp.servers.NAME] (without starting them).'
 complete -c fermix -n '__fermix_at \'mcp\'' -a 'tools' -d 'Start the configured MCP servers and list their tools as fermix names (mcp_SERVER_TOOL).'
 complete -c fermix -n '__fermix_at \'mcp\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
+complete -c fermix -n '__fermix_at \'mcp serve\'' -l allow -x -a 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell skill_create skill_list skill_reload skill_run skill_view tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' -d 'Also serve this shell or file-writing tool (off by default); repeat for more.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'mcp serve\'' -l list -d 'Print the tool names that would be served, then exit.'
 complete -c fermix -n '__fermix_at \'mcp servers\'' -s h -l help -d 'Show help and exit.'
@@ -456,6 +466,11 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'resume_job' -d 'Resume a paused
 complete -c fermix -n '__fermix_at \'tool\'' -a 'run_job_now' -d 'Run a scheduled job now, out of band, through the normal runner (same isolation, delivery and confinement), leaving its cadence unchanged; returns the run id at once.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'schedule_job' -d 'Create a durable scheduled job: a task a fresh, unattended agent run carries out on a schedule (interval, 5-field cron in a timezone, or a one-off instant).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'shell' -d 'Run a shell command (sh -c) in the sandbox working directory.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_create' -d 'Scaffold a new local skill at <home>/skills/<name>/ (SKILL.md with an empty allowed-tool list, and a starter evals/evals.json).'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_list' -d 'List installed skills (name, description, where it lives) that skill_run can run.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_reload' -d 'Re-scan the skill directories: returns the added, removed and changed skill names since the last reload, and every skill that failed to load (with file and line).'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_run' -d 'Run an installed skill on a task.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_view' -d 'Show a skill\'s system prompt, allowed tools and metadata, or with `file` one of its references/<file>.md.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_call' -d 'Invoke a deferred tool by name with an object of arguments.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_describe' -d 'Return the full documentation and input schema of one deferred tool.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_help' -d 'Return the full documentation of one registered tool as the caller may see it: description, parameters, examples and failure modes.'
@@ -824,6 +839,43 @@ complete -c fermix -n '__fermix_at \'tool shell\'' -s h -l help -d 'Show help an
 complete -c fermix -n '__fermix_at \'tool shell\'' -l command -x -d 'Shell command to execute (run as sh -c)'
 complete -c fermix -n '__fermix_at \'tool shell\'' -l timeout-ms -x -d 'Timeout in milliseconds; the whole process group is killed'
 complete -c fermix -n '__fermix_at \'tool shell\'' -l working-dir -x -a '(__fish_complete_directories)' -d 'Working directory inside the sandbox (defaults to the sandbox mode\'s working directory)'
+complete -c fermix -n '__fermix_at \'tool skill_create\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool skill_create\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool skill_create\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool skill_create\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool skill_create\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool skill_create\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool skill_create\'' -l description -x -d 'Short description of what the skill does'
+complete -c fermix -n '__fermix_at \'tool skill_create\'' -l name -x -d 'Skill name (the directory name)'
+complete -c fermix -n '__fermix_at \'tool skill_list\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool skill_list\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool skill_list\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool skill_list\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool skill_list\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool skill_list\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool skill_reload\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool skill_reload\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool skill_reload\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool skill_reload\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool skill_reload\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool skill_reload\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool skill_run\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool skill_run\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool skill_run\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool skill_run\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool skill_run\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool skill_run\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool skill_run\'' -l context -x -d 'Optional parent context for the skill'
+complete -c fermix -n '__fermix_at \'tool skill_run\'' -l name -x -d 'Skill name, as skill_list shows it'
+complete -c fermix -n '__fermix_at \'tool skill_run\'' -l task -x -d 'Work request to pass to the skill'
+complete -c fermix -n '__fermix_at \'tool skill_view\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
+complete -c fermix -n '__fermix_at \'tool skill_view\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
+complete -c fermix -n '__fermix_at \'tool skill_view\'' -l schema -d 'Print the input JSON schema and exit.'
+complete -c fermix -n '__fermix_at \'tool skill_view\'' -l pretty -d 'Indent the JSON output.'
+complete -c fermix -n '__fermix_at \'tool skill_view\'' -l text -d 'Print what a model would see instead of JSON.'
+complete -c fermix -n '__fermix_at \'tool skill_view\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'tool skill_view\'' -l file -r -F -d 'A reference file\'s name without .md (lowercase letters, digits, _; at most 64) to load from the skill\'s references/ instead of its instructions'
+complete -c fermix -n '__fermix_at \'tool skill_view\'' -l name -x -d 'Skill name, as skill_list shows it'
 complete -c fermix -n '__fermix_at \'tool tool_call\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool tool_call\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool tool_call\'' -l schema -d 'Print the input JSON schema and exit.'

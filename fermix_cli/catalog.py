@@ -40,6 +40,11 @@ TOOL_MODULES: dict[str, str] = {
     "run_job_now": "fermix_cli.jobs.tools",
     "schedule_job": "fermix_cli.jobs.tools",
     "shell": "fermix_cli.tools.shell",
+    "skill_create": "fermix_cli.skills.tools",
+    "skill_list": "fermix_cli.skills.tools",
+    "skill_reload": "fermix_cli.skills.tools",
+    "skill_run": "fermix_cli.skills.tools",
+    "skill_view": "fermix_cli.skills.tools",
     "tool_call": "fermix_cli.tools.meta.tools",
     "tool_describe": "fermix_cli.tools.meta.tools",
     "tool_help": "fermix_cli.tools.meta.tools",
@@ -57,6 +62,7 @@ TOOLSET_ALIASES: dict[str, dict[str, str]] = {
 
 TOOLSET_MODULES: tuple[str, ...] = (
     "fermix_cli.mcp.toolset",
+    "fermix_cli.skills.toolset",
 )
 
 CONFIG_MODULES: tuple[str, ...] = (
@@ -66,6 +72,7 @@ CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.events.config",
     "fermix_cli.jobs.config",
     "fermix_cli.mcp.config",
+    "fermix_cli.skills.config",
     "fermix_cli.tools.coding.config",
     "fermix_cli.tools.git.config",
     "fermix_cli.tools.web.config",
@@ -78,6 +85,7 @@ CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.events.config": ["fermix_core.personalization"],
     "fermix_cli.jobs.config": ["fermix_core.jobs"],
     "fermix_cli.mcp.config": ["mcp.servers"],
+    "fermix_cli.skills.config": ["fermix_core.skills"],
     "fermix_cli.tools.coding.config": ["capabilities.tools.read", "capabilities.tools.write", "capabilities.tools.hash_edit", "capabilities.tools.bash", "capabilities.tools.grep", "capabilities.tools.find", "capabilities.tools.list_files", "capabilities.tools.ast_grep"],
     "fermix_cli.tools.git.config": ["fermix_core.tools.git"],
     "fermix_cli.tools.web.config": ["fermix_core.tools.web_search", "fermix_core.tools.web"],
@@ -89,6 +97,7 @@ MIGRATION_MODULES: tuple[str, ...] = (
     "fermix_cli.events.migrations",
     "fermix_cli.jobs.migrations",
     "fermix_cli.memory.migrations",
+    "fermix_cli.skills.migrations",
     "fermix_cli.tools.access.migrations",
     "fermix_cli.tools.coding.migrations",
     "fermix_cli.tools.web.migrations",
@@ -97,9 +106,11 @@ MIGRATION_MODULES: tuple[str, ...] = (
 MIGRATION_NAMES: tuple[str, ...] = (
     "core_001_tool_calls",
     "agent_001_transcripts",
+    "agent_002_session_parents",
     "events_001_temporal_events",
     "jobs_001_scheduled_jobs",
     "memory_001_memories",
+    "skills_001_skill_index",
     "core_002_directory_access_requests",
     "coding_001_hashline_snapshots",
     "web_001_snapshots",

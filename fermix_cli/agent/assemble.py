@@ -29,6 +29,7 @@ class AgentOptions(Record):
     session: str | None = None
     continue_last: bool = False
     max_iterations: int | None = None
+    reasoning_effort: str | None = None
 
 
 class Agent:
@@ -132,6 +133,7 @@ class Agent:
             context_window=self.choice.settings.context_window,
             reply_reserve=self.choice.settings.max_tokens,
             first_tool_choice=self.choice.settings.tool_choice,
+            reasoning_effort=self.options.reasoning_effort,
         )
         return self.loop
 
