@@ -45,6 +45,7 @@ TOOL_MODULES: dict[str, str] = {
     "skill_reload": "fermix_cli.skills.tools",
     "skill_run": "fermix_cli.skills.tools",
     "skill_view": "fermix_cli.skills.tools",
+    "subagents": "fermix_cli.subagents.tools",
     "tool_call": "fermix_cli.tools.meta.tools",
     "tool_describe": "fermix_cli.tools.meta.tools",
     "tool_help": "fermix_cli.tools.meta.tools",

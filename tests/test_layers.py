@@ -49,6 +49,8 @@ MIDDLE_ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("jobs", "channels"),  # deliveries go to a channel
         ("events", "channels"),  # reminders go to the snapshotted channel
         ("events", "agent"),  # a reminder's follow-up check-in is one short agent turn
+        ("skills", "agent"),  # a skill run is a delegated agent loop
+        ("subagents", "agent"),  # each worker is a delegated agent loop
     }
 )
 
