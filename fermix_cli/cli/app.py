@@ -103,6 +103,7 @@ def _register_subapps() -> None:
         mcp_cmd,
         memory_cmd,
         sandbox_cmd,
+        skills_cmd,
         state_cmd,
     )
 
@@ -122,6 +123,7 @@ def _register_subapps() -> None:
     app.add_typer(sandbox_cmd.grant_app, name="grant")
     app.add_typer(sandbox_cmd.revoke_app, name="revoke")
     app.add_typer(state_cmd.app, name="state")
+    app.add_typer(skills_cmd.app, name="skills")
 
 
 def full_app() -> typer.Typer:
