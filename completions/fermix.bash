@@ -17,7 +17,7 @@ _fermix_paths() {
 _fermix_node() {
     case "$1" in
         '')
-            _fx_subs='agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox state tool'
+            _fx_subs='agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox skills state tool'
             _fx_opts='--cwd -h --help --home --session --trust --version'
             _fx_valopts='--cwd --home --session --trust' ;;
         'agent')
@@ -232,6 +232,30 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
+        'skills')
+            _fx_subs='check list new run view'
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'skills check')
+            _fx_subs=''
+            _fx_opts='-h --help --json --model -m --no-evals --provider'
+            _fx_valopts='--model -m --provider' ;;
+        'skills list')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'skills new')
+            _fx_subs=''
+            _fx_opts='--description -d -h --help --json'
+            _fx_valopts='--description -d' ;;
+        'skills run')
+            _fx_subs=''
+            _fx_opts='--context -h --help --json --model -m --provider'
+            _fx_valopts='--context --model -m --provider' ;;
+        'skills view')
+            _fx_subs=''
+            _fx_opts='--file -h --help --json'
+            _fx_valopts='--file' ;;
         'state')
             _fx_subs='status'
             _fx_opts='-h --help'
@@ -465,6 +489,9 @@ _fermix_value() {
         'channels send|--file') _fermix_paths -f ;;
         'jobs add|--provider') _fermix_words 'openai anthropic echo mock' ;;
         'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell skill_create skill_list skill_reload skill_run skill_view subagents tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
+        'skills check|--provider') _fermix_words 'openai anthropic echo mock' ;;
+        'skills run|--provider') _fermix_words 'openai anthropic echo mock' ;;
+        'skills view|--file') _fermix_paths -f ;;
         'tool ast_grep|--json') _fermix_paths -f ;;
         'tool ast_grep|--items') _fermix_words 'structure exports imports all' ;;
         'tool ast_grep|--operation') _fermix_words 'search outline' ;;

@@ -6,7 +6,7 @@
 function __fermix_subs
     switch $argv[1]
         case ''
-            echo agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox state tool
+            echo agent ask channels completions config doctor events grant inbox jobs logs mcp memory revoke sandbox skills state tool
         case 'channels'
             echo list send
         case 'config'
@@ -25,6 +25,8 @@ function __fermix_subs
             echo path
         case 'sandbox'
             echo confirm deny explain grant mode revoke status
+        case 'skills'
+            echo check list new run view
         case 'state'
             echo status
         case 'tool'
@@ -68,6 +70,14 @@ function __fermix_valopts
             echo --category --limit --scope
         case 'memory search'
             echo --limit --scope
+        case 'skills check'
+            echo --model -m --provider
+        case 'skills new'
+            echo --description -d
+        case 'skills run'
+            echo --context --model -m --provider
+        case 'skills view'
+            echo --file
         case 'tool ast_grep'
             echo --json --items --language --limit --name --operation --path --pattern --rewrite --symbol-type --symbol_type --view
         case 'tool bash'
@@ -214,6 +224,7 @@ complete -c fermix -n '__fermix_at \'\'' -a 'mcp' -d 'Model Context Protocol: se
 complete -c fermix -n '__fermix_at \'\'' -a 'memory' -d 'What fermix remembers: list, search, forget (archive) and restore memories.'
 complete -c fermix -n '__fermix_at \'\'' -a 'revoke' -d 'Withdraw a directory grant.'
 complete -c fermix -n '__fermix_at \'\'' -a 'sandbox' -d 'Inspect and change the sandbox (an in-process policy gate, not an OS jail).'
+complete -c fermix -n '__fermix_at \'\'' -a 'skills' -d 'SKILL.md skills: list, view, scaffold, run and check them.'
 complete -c fermix -n '__fermix_at \'\'' -a 'state' -d 'The SQLite state file.'
 complete -c fermix -n '__fermix_at \'\'' -a 'tool' -d 'Run one tool with JSON in and JSON out: fermix tool NAME --json \'{...}\'.'
 complete -c fermix -n '__fermix_at \'\'' -l cwd -x -a '(__fish_complete_directories)' -d 'Working directory for this call.'
@@ -428,6 +439,30 @@ complete -c fermix -n '__fermix_at \'sandbox revoke\'' -s h -l help -d 'Show hel
 complete -c fermix -n '__fermix_at \'sandbox revoke\'' -F
 complete -c fermix -n '__fermix_at \'sandbox status\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'sandbox status\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'skills\'' -a 'check' -d 'Validate every skill, then run each evals/evals.json case and report pass/fail; exit 1 on any failure.'
+complete -c fermix -n '__fermix_at \'skills\'' -a 'list' -d 'The installed skills, and the ones that failed to load (with file and line).'
+complete -c fermix -n '__fermix_at \'skills\'' -a 'new' -d 'Scaffold <home>/skills/NAME/ with SKILL.md and evals/evals.json.'
+complete -c fermix -n '__fermix_at \'skills\'' -a 'run' -d 'Run a skill on a task, confined to its allowed tools; exit 1 unless it completed.'
+complete -c fermix -n '__fermix_at \'skills\'' -a 'view' -d 'A skill\'s instructions, allowed tools and metadata, or one of its reference files.'
+complete -c fermix -n '__fermix_at \'skills\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'skills check\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'skills check\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'skills check\'' -l model -s m -x -d 'Model for the run.'
+complete -c fermix -n '__fermix_at \'skills check\'' -l no-evals -d 'Only validate; run no evals.'
+complete -c fermix -n '__fermix_at \'skills check\'' -l provider -x -a 'openai anthropic echo mock' -d 'Provider for the run (default: the skill\'s, else the agent\'s).'
+complete -c fermix -n '__fermix_at \'skills list\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'skills list\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'skills new\'' -l description -s d -x -d 'What the skill does.'
+complete -c fermix -n '__fermix_at \'skills new\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'skills new\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'skills run\'' -l context -x -d 'Extra context for the skill.'
+complete -c fermix -n '__fermix_at \'skills run\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'skills run\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'skills run\'' -l model -s m -x -d 'Model for the run.'
+complete -c fermix -n '__fermix_at \'skills run\'' -l provider -x -a 'openai anthropic echo mock' -d 'Provider for the run (default: the skill\'s, else the agent\'s).'
+complete -c fermix -n '__fermix_at \'skills view\'' -l file -r -F -d 'A references/ file name (without .md).'
+complete -c fermix -n '__fermix_at \'skills view\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'skills view\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'state\'' -a 'status' -d 'Open (and migrate) state.db, then report its path, schema version and size.'
 complete -c fermix -n '__fermix_at \'state\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'state status\'' -s h -l help -d 'Show help and exit.'

@@ -15,7 +15,10 @@ from .common import context, emit_json, handles_errors, invoke_tool
 app = typer.Typer(help="SKILL.md skills: list, view, scaffold, run and check them.", no_args_is_help=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output.")]
-ProviderOpt = Annotated[str | None, typer.Option("--provider", help="Provider for the run (default: the skill's, else the agent's).")]
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option("--provider", help="Provider for the run (default: the skill's, else the agent's)."),
+]
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model for the run.")]
 
 
@@ -49,7 +52,9 @@ def view_cmd(
     elif file is not None:
         typer.echo(out["content"])
     else:
-        tools = "the caller's" if out["allowed_tools"] is None else (", ".join(out["allowed_tools"]) or "none")
+        tools = (
+            "the caller's" if out["allowed_tools"] is None else (", ".join(out["allowed_tools"]) or "none")
+        )
         typer.echo(f"{out['name']}: {out['description']}\nallowed tools: {tools}\npath: {out['path']}\n")
         typer.echo(out["system_prompt"])
 
@@ -66,10 +71,14 @@ def new_cmd(
     if as_json:
         emit_json(out)
     else:
-        typer.echo(f"Created {out['path']}. Write its instructions in SKILL.md and grant tools in allowed_tools.")
+        typer.echo(
+            f"Created {out['path']}. Write its instructions in SKILL.md and grant tools in allowed_tools."
+        )
 
 
-def _run(name: str, task: str, context_text: str | None, provider: str | None, model: str | None) -> dict[str, Any]:
+def _run(
+    name: str, task: str, context_text: str | None, provider: str | None, model: str | None
+) -> dict[str, Any]:
     from ..core.registry import default_registry
     from ..skills.run import find_skill, run_skill
 
@@ -89,7 +98,9 @@ def _run(name: str, task: str, context_text: str | None, provider: str | None, m
 def run_cmd(
     name: Annotated[str, typer.Argument(help="The skill's name.")],
     task: Annotated[str, typer.Argument(help="The work request.")],
-    context_text: Annotated[str | None, typer.Option("--context", help="Extra context for the skill.")] = None,
+    context_text: Annotated[
+        str | None, typer.Option("--context", help="Extra context for the skill.")
+    ] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     as_json: JsonOpt = False,
@@ -173,11 +184,13 @@ def check_cmd(
     if as_json:
         emit_json(report)
     else:
-        for e in errors:
-            typer.echo(f"ERROR {e['message']}")
+        for err in errors:
+            typer.echo(f"ERROR {err['message']}")
         for r in results:
             why = "" if r["passed"] else f" ({r['status']}; missed: {', '.join(r['missed']) or '-'})"
             typer.echo(f"{'PASS' if r['passed'] else 'FAIL'} {r['skill']}/{r['case']}{why}")
-        typer.echo(f"{len(skills)} skills loaded, {len(errors)} errors, {sum(r['passed'] for r in results)}/{len(results)} evals passed.")
+        typer.echo(
+            f"{len(skills)} skills loaded, {len(errors)} errors, {sum(r['passed'] for r in results)}/{len(results)} evals passed."
+        )
     if errors or not all(r["passed"] for r in results):
         raise typer.Exit(1)

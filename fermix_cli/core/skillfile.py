@@ -127,7 +127,7 @@ def _frontmatter(text: str, path: str) -> tuple[list[tuple[str, Any, int]], str,
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
         raise skill_error("invalid_frontmatter", path, 1, "the frontmatter has no closing '---' line")
-    import yaml
+    import yaml  # type: ignore[import-untyped]
 
     source = "\n".join(lines[1:end])
     loader = yaml.SafeLoader(source)
@@ -137,7 +137,10 @@ def _frontmatter(text: str, path: str) -> tuple[list[tuple[str, Any, int]], str,
             return [], "\n".join(lines[end + 1 :]), end + 2
         if not isinstance(node, yaml.MappingNode):
             raise skill_error(
-                "invalid_frontmatter", path, 2 + node.start_mark.line, "the frontmatter must be key: value lines"
+                "invalid_frontmatter",
+                path,
+                2 + node.start_mark.line,
+                "the frontmatter must be key: value lines",
             )
         entries: list[tuple[str, Any, int]] = []
         seen: set[str] = set()
@@ -189,7 +192,9 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
         raise skill_error(
             "invalid_name", path, lines["name"], f"name {name!r} must match ^[A-Za-z0-9_-]{{1,64}}$"
         )
-    out: dict[str, Any] = {"description": _str(values.pop("description"), "description", path, lines["description"])}
+    out: dict[str, Any] = {
+        "description": _str(values.pop("description"), "description", path, lines["description"])
+    }
     if "allowed_tools" in values:
         raw = values.pop("allowed_tools")
         if raw is not None:
@@ -205,7 +210,9 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
             raise skill_error("invalid_frontmatter", path, lines["temperature"], "temperature must be 0 to 2")
         out["temperature"] = float(t)
     if values.get("max_iterations") is not None:
-        out["max_iterations"] = _int(values.pop("max_iterations"), "max_iterations", path, lines["max_iterations"], 1, 100)
+        out["max_iterations"] = _int(
+            values.pop("max_iterations"), "max_iterations", path, lines["max_iterations"], 1, 100
+        )
     if values.get("timeout_seconds") is not None:
         out["timeout_seconds"] = _int(
             values.pop("timeout_seconds"), "timeout_seconds", path, lines["timeout_seconds"], 5, 900
@@ -217,7 +224,10 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
     instructions = body.strip()
     if not instructions:
         raise skill_error(
-            "invalid_frontmatter", path, body_line, "the instructions (the text after the frontmatter) are empty"
+            "invalid_frontmatter",
+            path,
+            body_line,
+            "the instructions (the text after the frontmatter) are empty",
         )
     return SkillDef(
         name=name,

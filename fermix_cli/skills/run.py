@@ -70,7 +70,9 @@ def run_skill(ctx: ToolContext, skill: SkillDef, task: str, context: str | None 
     )
     if run.status == "failed" and run.iterations == 0 and run.error is not None:
         # The run never started (no provider, an unreadable script ...): a failure of this call.
-        raise ToolError(run.error["code"], run.error["message"], {**run.error["details"], "skill": skill.name})
+        raise ToolError(
+            run.error["code"], run.error["message"], {**run.error["details"], "skill": skill.name}
+        )
     out: dict[str, Any] = {
         "skill": skill.name,
         "status": run.status,

@@ -17,7 +17,9 @@ from ..core.skillrefs import Discovery, discover_skills
 from .run import find_skill, run_skill
 
 REFERENCE_NAME = re.compile(r"^[a-z0-9_]{1,64}$")
-SkillName = Annotated[str, Field(min_length=1, max_length=64, description="Skill name, as skill_list shows it")]
+SkillName = Annotated[
+    str, Field(min_length=1, max_length=64, description="Skill name, as skill_list shows it")
+]
 
 
 # ----- what is installed ------------------------------------------------------------------------
@@ -144,7 +146,9 @@ def read_reference(skill: SkillDef, file: str) -> tuple[str, str]:
     try:
         return path, data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ToolError("invalid_encoding", f"references/{file}.md is not UTF-8 text", {"path": path}) from None
+        raise ToolError(
+            "invalid_encoding", f"references/{file}.md is not UTF-8 text", {"path": path}
+        ) from None
 
 
 def skill_view(p: ViewParams, ctx: ToolContext) -> dict[str, Any]:
@@ -182,7 +186,9 @@ def _render_view(result: dict[str, Any]) -> str:
 
 class RunParams(Params):
     name: SkillName
-    task: Annotated[str, Field(min_length=1, max_length=100_000, description="Work request to pass to the skill")]
+    task: Annotated[
+        str, Field(min_length=1, max_length=100_000, description="Work request to pass to the skill")
+    ]
     context: Annotated[
         str | None, Field(max_length=100_000, description="Optional parent context for the skill")
     ] = None
@@ -193,7 +199,9 @@ def skill_run(p: RunParams, ctx: ToolContext) -> dict[str, Any]:
     if p.name not in skills:
         find_skill(ctx, p.name)  # the precise reason: unknown, failed to load
         raise ToolError(
-            "unknown_skill", f"skill {p.name} is shadowed by a built-in tool and cannot run", {"skill": p.name}
+            "unknown_skill",
+            f"skill {p.name} is shadowed by a built-in tool and cannot run",
+            {"skill": p.name},
         )
     return run_skill(ctx, skills[p.name], p.task, p.context)
 
@@ -258,7 +266,9 @@ def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
         ],
     }
     os.mkdir(os.path.join(directory, "evals"), 0o700)
-    atomic_write(os.path.join(directory, "evals", "evals.json"), (json.dumps(evals, indent=2) + "\n").encode())
+    atomic_write(
+        os.path.join(directory, "evals", "evals.json"), (json.dumps(evals, indent=2) + "\n").encode()
+    )
     atomic_write(os.path.join(directory, SKILL_FILE), skill_md.encode())
     return {"created": True, "path": directory, "name": p.name}
 
@@ -283,7 +293,9 @@ TOOLS = specs(
         params=CreateParams,
         handler=skill_create,
         hints=Hints(),
-        examples=(Example({"name": "weekly_report", "description": "Draft the weekly status report"}, "scaffold"),),
+        examples=(
+            Example({"name": "weekly_report", "description": "Draft the weekly status report"}, "scaffold"),
+        ),
         failure_modes=(
             FailureMode("invalid_name", "the name is not letters, digits, _ or - (at most 64)"),
             FailureMode("already_exists", "a skill directory of that name exists"),

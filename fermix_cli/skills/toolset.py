@@ -19,7 +19,9 @@ from ..core.toolsets import Toolset
 
 class SkillTaskParams(Params):
     task: Annotated[str, Field(min_length=1, max_length=100_000, description="Work request for the skill")]
-    context: Annotated[str | None, Field(max_length=100_000, description="Optional context for the skill")] = None
+    context: Annotated[
+        str | None, Field(max_length=100_000, description="Optional context for the skill")
+    ] = None
 
 
 class SkillToolset(Toolset):
@@ -35,8 +37,7 @@ class SkillToolset(Toolset):
             name = skill.name
 
             def handler(p: SkillTaskParams, ctx: ToolContext) -> dict[str, Any]:
-                from .tools import skill_run
-                from .tools import RunParams
+                from .tools import RunParams, skill_run
 
                 return skill_run(RunParams(name=name, task=p.task, context=p.context), ctx)
 

@@ -39,14 +39,20 @@ class Slot(Record):
 
 def _work(ctx: ToolContext, slot: Slot, changed: threading.Event) -> None:
     try:
-        slot.result = run_delegated(ctx, slot.delegation, stopwatch=slot.stopwatch, session_id=slot.session_id)
+        slot.result = run_delegated(
+            ctx, slot.delegation, stopwatch=slot.stopwatch, session_id=slot.session_id
+        )
     except BaseException as e:  # a bug in a worker must not hang the caller; it is reported as a failure
         log.exception("subagent worker %s crashed", slot.id)
         slot.result = Delegated(
             status="failed",
             output=slot.stopwatch.so_far(),
             session_id=slot.session_id,
-            error={"code": "internal_error", "message": f"the worker crashed ({type(e).__name__})", "details": {}},
+            error={
+                "code": "internal_error",
+                "message": f"the worker crashed ({type(e).__name__})",
+                "details": {},
+            },
         )
     finally:
         slot.done.set()
@@ -61,7 +67,11 @@ def _timed_out(slot: Slot, timeout: float) -> Delegated:
         session_id=slot.session_id,
         iterations=slot.stopwatch.iterations,
         duration_ms=round(timeout * 1000, 1),
-        error={"code": "timeout", "message": f"the worker did not finish within {timeout:g} s", "details": {}},
+        error={
+            "code": "timeout",
+            "message": f"the worker did not finish within {timeout:g} s",
+            "details": {},
+        },
     )
 
 

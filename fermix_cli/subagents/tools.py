@@ -48,7 +48,9 @@ class SubagentsParams(Params):
         list[TaskSpec],
         Field(min_length=1, max_length=MAX_TASKS, description="Tasks, each {id, task, context?}"),
     ]
-    shared_context: Annotated[str | None, Field(max_length=100_000, description="Context for every task")] = None
+    shared_context: Annotated[str | None, Field(max_length=100_000, description="Context for every task")] = (
+        None
+    )
     max_concurrency: Annotated[
         int, Field(ge=1, le=MAX_CONCURRENCY, description="Workers running at once (default 4, max 8)")
     ] = DEFAULT_CONCURRENCY
@@ -58,9 +60,12 @@ class SubagentsParams(Params):
     result_format: Annotated[
         Literal["concise", "detailed", "structured"], Field(description="How workers shape their answers")
     ] = "structured"
-    model: Annotated[str | None, Field(min_length=1, max_length=256, description="Model for every worker")] = None
+    model: Annotated[
+        str | None, Field(min_length=1, max_length=256, description="Model for every worker")
+    ] = None
     provider: Annotated[
-        str | None, Field(min_length=1, max_length=64, description="Provider for `model`; inferred when omitted")
+        str | None,
+        Field(min_length=1, max_length=64, description="Provider for `model`; inferred when omitted"),
     ] = None
     reasoning_effort: Annotated[
         Literal["none", "low", "medium", "high", "xhigh", "max"] | None,
@@ -192,7 +197,9 @@ TOOLS = specs(
             ),
         ),
         failure_modes=(
-            FailureMode("policy_denied", "called from inside a subagent, or by a caller without external_api"),
+            FailureMode(
+                "policy_denied", "called from inside a subagent, or by a caller without external_api"
+            ),
             FailureMode("invalid_input", "no tasks, more than 10, duplicate ids, or limits out of range"),
             FailureMode("invalid_provider", "the model/provider override names an unknown provider"),
         ),

@@ -181,7 +181,9 @@ def test_extra_roots_from_config_and_foreign_skill(world: Env) -> None:
         f.write(f'\n[fermix_core.skills]\nroots = ["{foreign}"]\n')
     (world.project / "notes.txt").write_text("hello world\n")
     assert script.exists()
-    out = call(world, "skill_run", {"name": "summarize-file", "task": "summarize notes.txt"}, cwd=str(world.project))
+    out = call(
+        world, "skill_run", {"name": "summarize-file", "task": "summarize notes.txt"}, cwd=str(world.project)
+    )
     assert out["status"] == "completed" and out["output"] == "summary: hello"
     assert out["tools"] == ["file_read", "glob_search"]
 
@@ -215,7 +217,12 @@ def test_skill_naming_tools_its_caller_lacks_is_refused_at_execution(world: Env)
         ],
     )
     # the caller is narrowed to read_only: file_write is withheld, and refused when called anyway
-    out = call(world, "skill_run", {"name": "writer", "task": "write"}, policy_ceiling=frozenset({"read_only", "exec"}))
+    out = call(
+        world,
+        "skill_run",
+        {"name": "writer", "task": "write"},
+        policy_ceiling=frozenset({"read_only", "exec"}),
+    )
     assert out["tools"] == ["glob_search"] and out["withheld_tools"] == ["file_write"]
     assert not (world.project / "x.txt").exists()
     assert ("file_write", 0, "policy_denied") in _calls(world, "default:skill-writer")
@@ -236,7 +243,9 @@ def test_skill_policy_narrows_and_never_widens(world: Env) -> None:
 
 
 def test_skill_recursion_stops_at_depth_four(world: Env) -> None:
-    write_skill(world.fermix_home / "skills", "loop", "name: loop\ndescription: l\nallowed_tools: [skill_run]")
+    write_skill(
+        world.fermix_home / "skills", "loop", "name: loop\ndescription: l\nallowed_tools: [skill_run]"
+    )
     mock_config(
         world,
         {
@@ -277,4 +286,7 @@ def test_cli_skills_commands(world: Env) -> None:
     write_skill(world.fermix_home / "skills", "bad", "name: bad\ndescription: [x")
     r = world.run("skills", "check", "--no-evals", "--json")
     assert r.code == 1
-    assert any(e["code"] == "invalid_frontmatter_line" and "bad/SKILL.md:3" in e["message"] for e in r.json()["errors"])
+    assert any(
+        e["code"] == "invalid_frontmatter_line" and "bad/SKILL.md:3" in e["message"]
+        for e in r.json()["errors"]
+    )

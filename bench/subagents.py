@@ -1,0 +1,111 @@
+"""subagents: eight mock workers doing ten tool calls each, against the slowest worker alone.
+
+Each worker's mock script answers ten times with one `glob_search` call, then with text; every model
+reply waits `DELAY` seconds (a stand-in for the model). Worker i waits (1 + i/20) * DELAY, so worker 7
+is the slowest. Reported, medians over REPEATS:
+- the wall time of all eight through `fan_out` against the slowest worker run alone (target: <= 1.2x);
+- fermix's own overhead per worker: its duration minus its scripted model delays minus the time its
+  tool calls took inside their handlers (as recorded in tool_calls) (target: under 5 ms).
+
+Run: `python3 bench/subagents.py [REPEATS] [DELAY]` (5, 0.05).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+WORKERS = 8
+CALLS = 10
+
+
+def main() -> None:
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    delay = float(sys.argv[2]) if len(sys.argv) > 2 else 0.05
+    root = Path(tempfile.mkdtemp(prefix="fermix-bench-subagents-"))
+    home, project = root / "home", root / "home" / "project"
+    project.mkdir(parents=True)
+    (project / "a.txt").write_text("x")
+    fermix_home = home / ".fermix"
+    fermix_home.mkdir()
+    routes = []
+    scripted = {}
+    for i in range(WORKERS):
+        d = round(delay * (1 + i / 20), 4)
+        scripted[f"w{i}"] = d * (CALLS + 1)
+        steps = [
+            {"delay": d, "tool_calls": [{"name": "glob_search", "arguments": {"pattern": f"*{n}*"}}]}
+            for n in range(CALLS)
+        ]
+        routes.append(
+            {"contains": f"worker w{i} ", "responses": [*steps, {"delay": d, "text": f"w{i} done"}]}
+        )
+    script = fermix_home / "script.json"
+    script.write_text(json.dumps({"by_prompt": routes}))
+    (fermix_home / "config.toml").write_text(
+        f'[fermix_core.agent]\nprovider = "mock"\n\n[fermix_core.providers.mock]\nscript = "{script}"\n'
+    )
+    os.environ["FERMIX_HOME"] = str(fermix_home)
+
+    from fermix_cli.agent.delegate import Delegation
+    from fermix_cli.core.context import ToolContext
+    from fermix_cli.core.paths import resolve_paths
+    from fermix_cli.subagents.fanout import fan_out
+
+    def tasks(ids: list[str]) -> list[tuple[str, Delegation]]:
+        return [
+            (
+                i,
+                Delegation(
+                    origin="subagent", label=f"subagent:{i}", prompt=f"worker {i} task", max_iterations=100
+                ),
+            )
+            for i in ids
+        ]
+
+    def ctx() -> ToolContext:
+        return ToolContext(
+            paths=resolve_paths(str(fermix_home)),
+            os_home=str(home),
+            cwd=str(project),
+            launch_cwd=str(project),
+        )
+
+    def tool_ms(c: ToolContext, session: str) -> float:
+        rows = c.state.query("SELECT sum(duration_ms) AS ms FROM tool_calls WHERE session_id = ?", (session,))
+        return float(rows[0]["ms"] or 0.0)
+
+    c = ctx()
+    fan_out(c, tasks(["w0"]), max_concurrency=1, timeout=60)  # warm-up: imports, migrations
+    all_ids = [f"w{i}" for i in range(WORKERS)]
+    walls, singles, overheads = [], [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fan_out(c, tasks(["w7"]), max_concurrency=1, timeout=60)
+        singles.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        runs = fan_out(c, tasks(all_ids), max_concurrency=WORKERS, timeout=60)
+        walls.append(time.perf_counter() - t0)
+        assert all(r.status == "completed" for r in runs), [r.error for r in runs]
+        for i, r in zip(all_ids, runs, strict=True):
+            overheads.append(r.duration_ms - scripted[i] * 1000 - tool_ms(c, r.session_id))
+    c.close()
+    wall, single = statistics.median(walls), statistics.median(singles)
+    print(f"workers={WORKERS} calls/worker={CALLS} delay={delay}s repeats={repeats}")
+    print(f"slowest worker alone: median {single * 1000:.1f} ms")
+    print(f"8 workers concurrently: median {wall * 1000:.1f} ms  ratio {wall / single:.3f} (target <= 1.2)")
+    print(
+        f"fermix overhead per worker (duration - model delays - tool handler time): median "
+        f"{statistics.median(overheads):.2f} ms, max {max(overheads):.2f} ms (target < 5 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()
