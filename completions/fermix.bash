@@ -173,7 +173,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'memory')
-            _fx_subs='forget list restore search'
+            _fx_subs='forget list profile restore review search'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'memory forget')
@@ -184,10 +184,30 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--archived --category -h --help --json --limit --scope'
             _fx_valopts='--category --limit --scope' ;;
+        'memory profile')
+            _fx_subs='edit reset show'
+            _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'memory profile edit')
+            _fx_subs=''
+            _fx_opts='-h --help --json --text'
+            _fx_valopts='--text' ;;
+        'memory profile reset')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'memory profile show')
+            _fx_subs=''
+            _fx_opts='-h --help --history --json'
+            _fx_valopts='' ;;
         'memory restore')
             _fx_subs=''
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
+        'memory review')
+            _fx_subs=''
+            _fx_opts='-h --help --json --model -m --now --provider'
+            _fx_valopts='--model -m --provider' ;;
         'memory search')
             _fx_subs=''
             _fx_opts='-h --help --json --limit --scope'
@@ -489,6 +509,7 @@ _fermix_value() {
         'channels send|--file') _fermix_paths -f ;;
         'jobs add|--provider') _fermix_words 'openai anthropic echo mock' ;;
         'mcp serve|--allow') _fermix_words 'ast_grep bash content_search event_list event_remove event_store event_update file_edit file_read file_write find get_job_run git_read git_write glob_search grep hash_edit list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job shell skill_create skill_list skill_reload skill_run skill_view subagents tool_call tool_describe tool_help tool_search update_job web web_fetch web_search write' ;;
+        'memory review|--provider') _fermix_words 'openai anthropic echo mock' ;;
         'skills check|--provider') _fermix_words 'openai anthropic echo mock' ;;
         'skills run|--provider') _fermix_words 'openai anthropic echo mock' ;;
         'skills view|--file') _fermix_paths -f ;;

@@ -20,7 +20,9 @@ function __fermix_subs
         case 'mcp'
             echo serve servers tools
         case 'memory'
-            echo forget list restore search
+            echo forget list profile restore review search
+        case 'memory profile'
+            echo edit reset show
         case 'revoke'
             echo path
         case 'sandbox'
@@ -68,6 +70,10 @@ function __fermix_valopts
             echo --reason
         case 'memory list'
             echo --category --limit --scope
+        case 'memory profile edit'
+            echo --text
+        case 'memory review'
+            echo --model -m --provider
         case 'memory search'
             echo --limit --scope
         case 'skills check'
@@ -397,7 +403,9 @@ complete -c fermix -n '__fermix_at \'mcp tools\'' -s h -l help -d 'Show help and
 complete -c fermix -n '__fermix_at \'mcp tools\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'memory\'' -a 'forget' -d 'Archive a memory: it is no longer recalled, but kept; `fermix memory restore ID` undoes it.'
 complete -c fermix -n '__fermix_at \'memory\'' -a 'list' -d 'List memories, oldest first; the footer says when more exist than are shown.'
+complete -c fermix -n '__fermix_at \'memory\'' -a 'profile' -d 'The user and work profiles the memory review writes.'
 complete -c fermix -n '__fermix_at \'memory\'' -a 'restore' -d 'Bring a forgotten memory back.'
+complete -c fermix -n '__fermix_at \'memory\'' -a 'review' -d 'Consolidate the facts stored since the last review into the user and work profiles, now.'
 complete -c fermix -n '__fermix_at \'memory\'' -a 'search' -d 'Full-text search of active memories, best match (BM25) first.'
 complete -c fermix -n '__fermix_at \'memory\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'memory forget\'' -s h -l help -d 'Show help and exit.'
@@ -409,8 +417,25 @@ complete -c fermix -n '__fermix_at \'memory list\'' -s h -l help -d 'Show help a
 complete -c fermix -n '__fermix_at \'memory list\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'memory list\'' -l limit -x -d 'Show at most this many.'
 complete -c fermix -n '__fermix_at \'memory list\'' -l scope -x -d 'current (long-term memory and this session\'s notes), owner (every session) or all (jobs too).'
+complete -c fermix -n '__fermix_at \'memory profile\'' -a 'edit' -d 'Replace a profile by hand (the old version stays in its history).'
+complete -c fermix -n '__fermix_at \'memory profile\'' -a 'reset' -d 'Empty a profile (or both); the old versions stay in the history.'
+complete -c fermix -n '__fermix_at \'memory profile\'' -a 'show' -d 'Show the profiles (and with --history, their earlier versions).'
+complete -c fermix -n '__fermix_at \'memory profile\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'memory profile edit\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'memory profile edit\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'memory profile edit\'' -l text -x -d 'The new profile (default: open $EDITOR).'
+complete -c fermix -n '__fermix_at \'memory profile reset\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'memory profile reset\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'memory profile show\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'memory profile show\'' -l history -d 'Every stored version, newest first.'
+complete -c fermix -n '__fermix_at \'memory profile show\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'memory restore\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'memory restore\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'memory review\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'memory review\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'memory review\'' -l model -s m -x -d 'Model for the review turn.'
+complete -c fermix -n '__fermix_at \'memory review\'' -l now -d 'Accepted for compatibility; a review always runs now.'
+complete -c fermix -n '__fermix_at \'memory review\'' -l provider -x -a 'openai anthropic echo mock' -d 'Provider for the review turn.'
 complete -c fermix -n '__fermix_at \'memory search\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'memory search\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'memory search\'' -l limit -x -d 'Show at most this many.'

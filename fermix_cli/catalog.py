@@ -73,6 +73,7 @@ CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.events.config",
     "fermix_cli.jobs.config",
     "fermix_cli.mcp.config",
+    "fermix_cli.memory.config",
     "fermix_cli.skills.config",
     "fermix_cli.tools.coding.config",
     "fermix_cli.tools.git.config",
@@ -86,6 +87,7 @@ CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.events.config": ["fermix_core.personalization"],
     "fermix_cli.jobs.config": ["fermix_core.jobs"],
     "fermix_cli.mcp.config": ["mcp.servers"],
+    "fermix_cli.memory.config": ["fermix_core.memory_review"],
     "fermix_cli.skills.config": ["fermix_core.skills"],
     "fermix_cli.tools.coding.config": ["capabilities.tools.read", "capabilities.tools.write", "capabilities.tools.hash_edit", "capabilities.tools.bash", "capabilities.tools.grep", "capabilities.tools.find", "capabilities.tools.list_files", "capabilities.tools.ast_grep"],
     "fermix_cli.tools.git.config": ["fermix_core.tools.git"],
@@ -111,6 +113,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "events_001_temporal_events",
     "jobs_001_scheduled_jobs",
     "memory_001_memories",
+    "memory_002_profiles",
     "skills_001_skill_index",
     "core_002_directory_access_requests",
     "coding_001_hashline_snapshots",
@@ -120,4 +123,5 @@ MIGRATION_NAMES: tuple[str, ...] = (
 DUE_WORK_MODULES: tuple[str, ...] = (
     "fermix_cli.events.duework",
     "fermix_cli.jobs.duework",
+    "fermix_cli.memory.duework",
 )

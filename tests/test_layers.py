@@ -51,6 +51,7 @@ MIDDLE_ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("events", "agent"),  # a reminder's follow-up check-in is one short agent turn
         ("skills", "agent"),  # a skill run is a delegated agent loop
         ("subagents", "agent"),  # each worker is a delegated agent loop
+        ("memory", "agent"),  # the memory review is one confined model turn
     }
 )
 

@@ -30,6 +30,8 @@ class AgentOptions(Record):
     continue_last: bool = False
     max_iterations: int | None = None
     reasoning_effort: str | None = None
+    # Background sections appended to the system prompt (the memory profiles of ask and agent).
+    context_sections: tuple[str, ...] = ()
 
 
 class Agent:
@@ -115,6 +117,8 @@ class Agent:
         system = system_prompt(
             custom, cwd=ctx.cwd or ctx.launch_cwd, now=ctx.now(), deferred=toolbox.deferred
         )
+        if self.options.context_sections:
+            system = "\n\n".join([system, *self.options.context_sections])
         self.loop = AgentLoop(
             provider=self.provider,
             provider_name=self.choice.name,

@@ -174,6 +174,8 @@ def agent(
     ctx = context()
     setup_logging(ctx.paths.log_file)
     ctx.origin = "interactive"
+    from ..memory.profiles import profile_sections
+
     options = AgentOptions(
         provider=provider,
         model=model,
@@ -183,6 +185,7 @@ def agent(
         session=session,
         continue_last=continue_last,
         max_iterations=max_iterations,
+        context_sections=profile_sections(ctx),
     )
     session_agent = Agent(
         ctx, options, observer=observer, extras={"confirm": make_confirm(console, observer, interactive)}

@@ -130,7 +130,7 @@ def _frontmatter(text: str, path: str) -> tuple[list[tuple[str, Any, int]], str,
     import yaml  # type: ignore[import-untyped]
 
     source = "\n".join(lines[1:end])
-    loader = yaml.SafeLoader(source)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(source)  # libyaml when PyYAML was built with it
     try:
         node = loader.get_single_node()
         if node is None:
@@ -240,8 +240,31 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
     )
 
 
+_CACHE: dict[str, tuple[tuple[int, int, int], SkillDef]] = {}
+
+
 def load_skill(path: str, directory: str) -> SkillDef:
-    """Read and parse the SKILL.md at the canonical `path` (a symlink is refused)."""
+    """Read and parse the SKILL.md at the canonical `path` (a symlink is refused).
+
+    A file unchanged since its last load (same inode, size and mtime) is not parsed again.
+    """
+    import os
+
+    try:
+        st = os.stat(path)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        stamp = None
+    cached = _CACHE.get(path)
+    if stamp is not None and cached is not None and cached[0] == stamp and cached[1].directory == directory:
+        return cached[1]
+    skill = _read_skill(path, directory)
+    if stamp is not None:
+        _CACHE[path] = (stamp, skill)
+    return skill
+
+
+def _read_skill(path: str, directory: str) -> SkillDef:
     try:
         data = read_bytes(path, MAX_SKILL_BYTES)
     except OSError as e:

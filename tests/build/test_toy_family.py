@@ -152,7 +152,11 @@ def test_a_toy_family_needs_no_edit_outside_its_package(toyfam: str, tmp_path: P
 
 def test_a_family_declares_a_toolset_the_same_way(toyfam: str, tmp_path: Path) -> None:
     catalog = discover(("fermix_cli", toyfam))
-    assert catalog.toolset_modules == ("fermix_cli.mcp.toolset", "fermix_cli.skills.toolset", "toyfam.notebook")
+    assert catalog.toolset_modules == (
+        "fermix_cli.mcp.toolset",
+        "fermix_cli.skills.toolset",
+        "toyfam.notebook",
+    )
     assert '"toyfam.notebook",' in render(catalog)
     del sys.modules["toyfam.notebook"]  # discover imported it; a tool call must not need to
 
