@@ -185,7 +185,7 @@ def review_due(ctx: ToolContext) -> bool:
     row = db.execute(
         "SELECT max(started_at) AS t FROM memory_reviews WHERE status IN ('ok', 'nothing_new', 'failed')"
     ).fetchone()
-    if row is not None and row["t"] is not None:
-        if row["t"] > timestamp(ctx.now() - timedelta(hours=cfg.interval_hours)):
-            return False
+    recent = timestamp(ctx.now() - timedelta(hours=cfg.interval_hours))
+    if row is not None and row["t"] is not None and row["t"] > recent:
+        return False
     return has_new_facts(db)

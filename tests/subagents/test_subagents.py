@@ -248,3 +248,34 @@ def test_worker_policy_is_callers_minus_read_write(world: Env) -> None:
     with pytest.raises(ToolError) as e:  # external_api: a guest may not fan out at all
         run(world, {"tasks": [{"id": "a", "task": "task"}]}, trust="guest")
     assert e.value.code == "policy_denied"
+
+
+def test_ask_fans_out_and_logs_show_the_tree(world: Env) -> None:
+    script(
+        world,
+        [
+            {
+                "contains": "main job",
+                "responses": [
+                    {
+                        "tool_calls": [
+                            {"name": "subagents", "arguments": {"tasks": [{"id": "a", "task": "task a"}]}}
+                        ]
+                    },
+                    {"text": "synthesized"},
+                ],
+            },
+            {"contains": "task a", "responses": [{"text": "worker answer"}]},
+        ],
+    )
+    r = world.run("ask", "--json", "main job")
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["response"] == "synthesized"
+    parent = out["session_id"]
+    r = world.run("logs", "--sessions")
+    lines = r.stdout.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith(parent))
+    assert lines[top + 1].startswith(f"  └ {parent}:subagent-a-") and "[subagent:a]" in lines[top + 1]
+    sessions = world.run("logs", "--sessions", "--json").json()
+    assert any(s["parent_id"] == parent and s["label"] == "subagent:a" for s in sessions)
