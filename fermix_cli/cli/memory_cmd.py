@@ -246,7 +246,9 @@ def profile_edit(
     try:
         if text is None:
             old = profiles.current(ctx.state.conn).get(kind, {}).get("content", "")
-            text = typer.edit(old)
+            import click
+
+            text = click.edit(old)
             if text is None:
                 emit_result({"action": "unchanged", "message": "No change."}, as_json)
                 return

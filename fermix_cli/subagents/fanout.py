@@ -19,6 +19,7 @@ from ..agent.delegate import Delegated, Delegation, Stopwatch, child_session, ru
 from ..core.context import ToolContext
 from ..core.logs import logger
 from ..core.records import Record, field
+from ..core.registry import registry_of
 
 log = logger("fermix.subagents")
 
@@ -83,6 +84,10 @@ def fan_out(
     # The caller holds a connection while workers come and go, so a worker closing its own is never
     # the last one (the last connection to close checkpoints the WAL, tens of ms each time).
     ctx.state  # noqa: B018
+    # Load the registry's families and declared toolsets once, here, rather than racing in every worker.
+    registry = registry_of(ctx)
+    registry.all()
+    registry.toolset(ctx.toolset).get("-", ctx)
     slots = [
         Slot(
             id=task_id,

@@ -190,3 +190,17 @@ def test_profiles_reach_the_owners_prompt_only(world: Env) -> None:
         "reset",
         "edit",
     ]
+
+
+def test_profile_edit_and_owner_only_commands(world: Env) -> None:
+    configure(world, [])
+    r = world.run("memory", "profile", "edit", "work", "--text", "- Ships atlas in May", "--json")
+    assert r.code == 0, r.stderr
+    assert r.json()["revision"] == 1
+    r = world.run("memory", "profile", "show", "work", "--json")
+    assert r.json()["work"]["content"] == "- Ships atlas in May"
+    for argv in (("memory", "review"), ("memory", "profile", "show")):
+        r = world.run("--trust", "guest", *argv)
+        assert r.code == 3, (argv, r.stderr)
+    r = world.run("memory", "review", "--json")
+    assert r.code == 0 and r.json()["status"] == "nothing_new"
