@@ -313,6 +313,12 @@ TOOLS = specs(
         handler=skill_reload,
         hints=Hints(idempotent=True),
         when_to_use="After creating or editing a SKILL.md on disk.",
+        failure_modes=(
+            FailureMode(
+                "invalid_frontmatter", "a skill that does not load is listed under errors, not raised"
+            ),
+            FailureMode("state_unavailable", "state.db (which remembers the last reload) cannot be opened"),
+        ),
     ),
     ToolSpec(
         name="skill_list",
@@ -322,6 +328,14 @@ TOOLS = specs(
         params=NoParams,
         handler=skill_list,
         hints=Hints(read_only=True, idempotent=True),
+        failure_modes=(
+            FailureMode(
+                "invalid_frontmatter", "a skill that does not load is listed under errors, not raised"
+            ),
+            FailureMode(
+                "name_taken", "a skill named like a built-in tool is listed under errors and skipped"
+            ),
+        ),
     ),
     ToolSpec(
         name="skill_view",

@@ -52,7 +52,7 @@ class SkillToolset(Toolset):
                 handler=handler,
                 render=render_run,
                 kind="skill",
-                toolsets=frozenset({"fermix", "coding"}),
+                toolsets=frozenset({"fermix"}),
             )
             self._specs[key] = spec
         return spec

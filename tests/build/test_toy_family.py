@@ -203,6 +203,7 @@ def test_jobs_run_drives_a_toy_due_work_source(toyfam: str, tmp_path: Path) -> N
     assert catalog.due_work_modules == (
         "fermix_cli.events.duework",
         "fermix_cli.jobs.duework",
+        "fermix_cli.memory.duework",
         "toyfam.duework",
     )
     ctx = ToolContext(paths=resolve_paths(str(tmp_path / "home")))
@@ -213,7 +214,11 @@ def test_jobs_run_drives_a_toy_due_work_source(toyfam: str, tmp_path: Path) -> N
     assert code == 0 and not output.quiet
     out = output.as_dict()
     assert out["status"] == "idle"
-    assert out["due_work"] == {"reminders": {"status": "idle"}, "toy_chime": {"status": "chimed"}}
+    assert out["due_work"] == {
+        "reminders": {"status": "idle"},
+        "memory_review": {"status": "idle"},
+        "toy_chime": {"status": "chimed"},
+    }
 
 
 def test_fermix_catalog_lists_no_toy(toyfam: str) -> None:
