@@ -55,6 +55,8 @@ def main() -> None:
             {"contains": f"worker w{i} ", "responses": [*steps, {"delay": d, "text": f"w{i} done"}]}
         )
     script = fermix_home / "script.json"
+    # One-turn workers (no tool call): what starting, running and collecting a worker costs by itself.
+    routes.append({"contains": "worker one", "responses": [{"delay": delay, "text": "one done"}]})
     script.write_text(json.dumps({"by_prompt": routes}))
     (fermix_home / "config.toml").write_text(
         f'[fermix_core.agent]\nprovider = "mock"\n\n[fermix_core.providers.mock]\nscript = "{script}"\n'
@@ -104,6 +106,11 @@ def main() -> None:
         assert all(r.status == "completed" for r in runs), [r.error for r in runs]
         for i, r in zip(all_ids, runs, strict=True):
             overheads.append(r.duration_ms - scripted[i] * 1000 - tool_ms(c, r.session_id))
+    setup = []
+    for _ in range(repeats):
+        for r in fan_out(c, tasks([f"one{n}" for n in range(WORKERS)]), max_concurrency=WORKERS, timeout=60):
+            assert r.status == "completed", r.error
+            setup.append(r.duration_ms - delay * 1000)
     c.close()
     wall, single = statistics.median(walls), statistics.median(singles)
     print(f"workers={WORKERS} calls/worker={CALLS} delay={delay}s repeats={repeats}")
@@ -112,6 +119,10 @@ def main() -> None:
     print(
         f"fermix overhead per worker, alone (duration - model delays - tool handler time): median "
         f"{statistics.median(alone):.2f} ms (target < 5 ms)"
+    )
+    print(
+        f"one-turn workers, 8 together (context, agent, toolbox, transcript, one model turn): median "
+        f"{statistics.median(setup):.2f} ms per worker"
     )
     print(
         f"same, 8 together (adds GIL waits): median {statistics.median(overheads):.2f} ms, "
