@@ -51,7 +51,13 @@ TOOL_MODULES: dict[str, str] = {
     "schedule_job": "fermix_cli.jobs.tools",
     "send_attachment": "fermix_cli.tools.media.channeltools",
     "shell": "fermix_cli.tools.shell",
+    "skill_create": "fermix_cli.skills.tools",
+    "skill_list": "fermix_cli.skills.tools",
+    "skill_reload": "fermix_cli.skills.tools",
+    "skill_run": "fermix_cli.skills.tools",
+    "skill_view": "fermix_cli.skills.tools",
     "stop_tracking_coding_run": "fermix_cli.harness.tools",
+    "subagents": "fermix_cli.subagents.tools",
     "tool_call": "fermix_cli.tools.meta.tools",
     "tool_describe": "fermix_cli.tools.meta.tools",
     "tool_help": "fermix_cli.tools.meta.tools",
@@ -70,6 +76,7 @@ TOOLSET_ALIASES: dict[str, dict[str, str]] = {
 
 TOOLSET_MODULES: tuple[str, ...] = (
     "fermix_cli.mcp.toolset",
+    "fermix_cli.skills.toolset",
 )
 
 CONFIG_MODULES: tuple[str, ...] = (
@@ -82,6 +89,8 @@ CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.harness.config",
     "fermix_cli.jobs.config",
     "fermix_cli.mcp.config",
+    "fermix_cli.memory.config",
+    "fermix_cli.skills.config",
     "fermix_cli.tools.coding.config",
     "fermix_cli.tools.git.config",
     "fermix_cli.tools.media.config",
@@ -98,6 +107,8 @@ CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.harness.config": ["fermix_core.harness"],
     "fermix_cli.jobs.config": ["fermix_core.jobs"],
     "fermix_cli.mcp.config": ["mcp.servers"],
+    "fermix_cli.memory.config": ["fermix_core.memory_review"],
+    "fermix_cli.skills.config": ["fermix_core.skills"],
     "fermix_cli.tools.coding.config": ["capabilities.tools.read", "capabilities.tools.write", "capabilities.tools.hash_edit", "capabilities.tools.bash", "capabilities.tools.grep", "capabilities.tools.find", "capabilities.tools.list_files", "capabilities.tools.ast_grep"],
     "fermix_cli.tools.git.config": ["fermix_core.tools.git"],
     "fermix_cli.tools.media.config": ["capabilities.tools.view_image", "fermix_core.tools.generate_image"],
@@ -112,6 +123,7 @@ MIGRATION_MODULES: tuple[str, ...] = (
     "fermix_cli.harness.migrations",
     "fermix_cli.jobs.migrations",
     "fermix_cli.memory.migrations",
+    "fermix_cli.skills.migrations",
     "fermix_cli.tools.access.migrations",
     "fermix_cli.tools.coding.migrations",
     "fermix_cli.tools.web.migrations",
@@ -120,11 +132,14 @@ MIGRATION_MODULES: tuple[str, ...] = (
 MIGRATION_NAMES: tuple[str, ...] = (
     "core_001_tool_calls",
     "agent_001_transcripts",
+    "agent_002_session_parents",
     "computer_001_views_and_pause",
     "events_001_temporal_events",
     "harness_001_coding_runs",
     "jobs_001_scheduled_jobs",
     "memory_001_memories",
+    "memory_002_profiles",
+    "skills_001_skill_index",
     "core_002_directory_access_requests",
     "coding_001_hashline_snapshots",
     "web_001_snapshots",
@@ -135,4 +150,5 @@ DUE_WORK_MODULES: tuple[str, ...] = (
     "fermix_cli.events.duework",
     "fermix_cli.harness.duework",
     "fermix_cli.jobs.duework",
+    "fermix_cli.memory.duework",
 )

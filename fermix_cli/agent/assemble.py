@@ -56,6 +56,9 @@ class AgentOptions(Record):
     session: str | None = None
     continue_last: bool = False
     max_iterations: int | None = None
+    reasoning_effort: str | None = None
+    # Background sections appended to the system prompt (the memory profiles of ask and agent).
+    context_sections: tuple[str, ...] = ()
 
 
 class Agent:
@@ -141,6 +144,8 @@ class Agent:
         if custom is None:
             custom = ctx.config.fermix_core.agent.system_prompt
         system = system_prompt(custom, cwd=prompt_cwd(ctx), now=ctx.now(), deferred=toolbox.deferred)
+        if self.options.context_sections:
+            system = "\n\n".join([system, *self.options.context_sections])
         self.loop = AgentLoop(
             provider=self.provider,
             provider_name=self.choice.name,
@@ -159,6 +164,7 @@ class Agent:
             context_window=self.choice.settings.context_window,
             reply_reserve=self.choice.settings.max_tokens,
             first_tool_choice=self.choice.settings.tool_choice,
+            reasoning_effort=self.options.reasoning_effort,
         )
         return self.loop
 

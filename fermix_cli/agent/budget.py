@@ -151,7 +151,9 @@ def fit_request(
 
     def build() -> ModelRequest:
         note = "" if not notes else "\n\n[context] " + " ".join(notes)
-        return ModelRequest(request.model, system + note, messages, list(tools), request.tool_choice)
+        return ModelRequest(
+            request.model, system + note, messages, list(tools), request.tool_choice, request.reasoning_effort
+        )
 
     candidate = build()
     starts = turn_starts(messages)

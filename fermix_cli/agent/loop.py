@@ -139,6 +139,7 @@ class AgentLoop:
         context_window: int | None = None,
         reply_reserve: int | None = None,
         first_tool_choice: str | None = None,
+        reasoning_effort: str | None = None,
     ) -> None:
         self.provider = provider
         self.provider_name = provider_name
@@ -158,6 +159,7 @@ class AgentLoop:
         self.context_window = context_window
         self.reply_reserve = reply_reserve
         self.first_tool_choice = first_tool_choice
+        self.reasoning_effort = reasoning_effort
         self.run_id = ""
 
     # ----- one run -------------------------------------------------------------------------------
@@ -262,7 +264,9 @@ class AgentLoop:
         # Providers only read the history; no copy per turn, so long runs stay linear.
         # A forced tool choice applies to a run's first call only, so the model can then answer.
         choice = self.first_tool_choice if first and self._schemas else None
-        request = ModelRequest(self.model, self.system, self.history, self._schemas, choice)
+        request = ModelRequest(
+            self.model, self.system, self.history, self._schemas, choice, self.reasoning_effort
+        )
         if self.context_window is not None:
             request = self._fit(request)
         response = ModelResponse()

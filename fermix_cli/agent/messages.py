@@ -84,6 +84,7 @@ class ModelRequest(Record):
     messages: list[Message]
     tools: list[ToolSchema]
     tool_choice: str | None = None  # auto, required, none, or the name of the one tool to call
+    reasoning_effort: str | None = None  # none, low, medium, high, xhigh, max (providers that take one)
 
 
 # ----- what a provider streams --------------------------------------------------------------------

@@ -111,4 +111,14 @@ def transcripts(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = (Migration("agent_001_transcripts", transcripts),)
+def session_parents(db: sqlite3.Connection) -> None:
+    """A delegated run's conversation (a skill run, a subagent worker) points at its caller's session."""
+    db.execute("ALTER TABLE conversations ADD COLUMN parent_id TEXT")
+    db.execute("ALTER TABLE conversations ADD COLUMN label TEXT")
+    db.execute("CREATE INDEX conversations_parent ON conversations(parent_id) WHERE parent_id IS NOT NULL")
+
+
+MIGRATIONS = (
+    Migration("agent_001_transcripts", transcripts),
+    Migration("agent_002_session_parents", session_parents),
+)

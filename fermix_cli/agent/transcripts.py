@@ -58,7 +58,7 @@ class Transcript:
 
     def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
         rows = self.db.query(
-            "SELECT c.id, c.title, c.provider, c.model, c.created_at, c.updated_at,"
+            "SELECT c.id, c.title, c.provider, c.model, c.created_at, c.updated_at, c.parent_id, c.label,"
             " (SELECT count(*) FROM runs r WHERE r.conversation_id = c.id) AS runs"
             " FROM conversations c ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?",
             (limit,),
@@ -70,6 +70,8 @@ class Transcript:
                 "provider": r["provider"],
                 "model": r["model"],
                 "runs": r["runs"],
+                "parent_id": r["parent_id"],
+                "label": r["label"],
                 "created_at": r["created_at"],
                 "updated_at": r["updated_at"],
             }

@@ -197,6 +197,8 @@ def agent(
     setup_logging(ctx.paths.log_file)
     ctx.origin = "interactive"
     ctx.extras[REPLY_PORT] = OutboxPort(ctx.paths, lambda line: console.print(line, markup=False))
+    from ..memory.profiles import profile_sections
+
     options = AgentOptions(
         provider=provider,
         model=model,
@@ -206,6 +208,7 @@ def agent(
         session=session,
         continue_last=continue_last,
         max_iterations=max_iterations,
+        context_sections=profile_sections(ctx),
     )
     from ..harness.delivery import RunOutcomeNotices
 

@@ -106,6 +106,7 @@ def _register_subapps() -> None:
         runs_cmd,
         sandbox_cmd,
         serve_cmd,
+        skills_cmd,
         state_cmd,
     )
 
@@ -128,6 +129,7 @@ def _register_subapps() -> None:
     app.add_typer(state_cmd.app, name="state")
     app.add_typer(serve_cmd.app, name="serve")
     app.add_typer(browser_cmd.app, name="browser")
+    app.add_typer(skills_cmd.app, name="skills")
 
 
 def full_app() -> typer.Typer:

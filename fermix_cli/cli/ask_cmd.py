@@ -150,6 +150,8 @@ def ask(
     prompt = build_prompt(message, read_stdin)
     ctx = context()
     setup_logging(ctx.paths.log_file)
+    from ..memory.profiles import profile_sections
+
     options = AgentOptions(
         provider=provider,
         model=model,
@@ -159,6 +161,7 @@ def ask(
         session=session_option(session),
         continue_last=continue_last,
         max_iterations=max_iterations,
+        context_sections=profile_sections(ctx),
     )
     observer = None if as_json else StreamObserver(sys.stdout, sys.stderr, show_tools=sys.stderr.isatty())
     ctx.extras[REPLY_PORT] = OutboxPort(ctx.paths, lambda line: print(line, file=sys.stderr))

@@ -48,6 +48,28 @@ def format_run(run: dict[str, Any], messages: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def session_tree(rows: list[dict[str, Any]]) -> list[str]:
+    """Sessions as lines, each delegated run (skill, subagent worker) indented under its caller's session."""
+    listed = {r["session_id"] for r in rows}
+    children: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("parent_id") in listed:
+            children.setdefault(r["parent_id"], []).append(r)
+    out: list[str] = []
+
+    def emit(r: dict[str, Any], depth: int) -> None:
+        label = f"[{r['label']}]  " if r.get("label") else ""
+        pad = "  " * depth + ("└ " if depth else "")
+        out.append(f"{pad}{r['session_id']}  {r['updated_at']}  {r['runs']} run(s)  {label}{r['title']}")
+        for child in children.get(r["session_id"], []):
+            emit(child, depth + 1)
+
+    for r in rows:
+        if r.get("parent_id") not in listed:
+            emit(r, 0)
+    return out
+
+
 @handles_errors
 def logs(
     query: Annotated[
@@ -71,8 +93,7 @@ def logs(
             if as_json:
                 emit_json(rows)
             else:
-                for r in rows:
-                    typer.echo(f"{r['session_id']}  {r['updated_at']}  {r['runs']} run(s)  {r['title']}")
+                typer.echo("\n".join(session_tree(rows)))
             return
         runs = transcript.runs(session_id=session, query=query, limit=count)
         if as_json:

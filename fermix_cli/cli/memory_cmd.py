@@ -147,3 +147,145 @@ def restore_cmd(
         else f"Memory id={memory_id} is not archived; nothing changed."
     )
     emit_result({"action": "restored" if changed else "unchanged", "memory": m, "message": message}, as_json)
+
+
+def _owner_context() -> Any:
+    ctx = context()
+    if ctx.trust != "operator":
+        ctx.close()
+        raise ToolError("policy_denied", "The memory review and the profiles are for the owner only.", {})
+    return ctx
+
+
+@app.command("review")
+@handles_errors
+def review_cmd(
+    now: Annotated[
+        bool, typer.Option("--now", help="Accepted for compatibility; a review always runs now.")
+    ] = False,
+    provider: Annotated[str | None, typer.Option("--provider", help="Provider for the review turn.")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model for the review turn.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Consolidate the facts stored since the last review into the user and work profiles, now.
+
+    `fermix jobs run` does this on its own once `[fermix_core.memory_review] interval_hours` have passed
+    and new facts exist. Only the owner's facts are read: never a guest's notes or a job's memory.
+    """
+    from ..memory.review import run_review
+
+    ctx = _owner_context()
+    try:
+        out = run_review(ctx, provider=provider, model=model)
+    finally:
+        ctx.close()
+    messages = {
+        "ok": f"Reviewed {out.get('facts')} facts; profiles updated.",
+        "nothing_new": "No new facts since the last review; the profiles are unchanged.",
+        "busy": "Another memory review is running.",
+        "failed": f"The review failed: {(out.get('error') or {}).get('message', '')} (nothing changed).",
+    }
+    emit_result({**out, "message": messages[out["status"]]}, as_json)
+    if out["status"] == "failed":
+        raise typer.Exit(1)
+
+
+profile_app = typer.Typer(help="The user and work profiles the memory review writes.", no_args_is_help=True)
+app.add_typer(profile_app, name="profile")
+KindArg = Annotated[str, typer.Argument(help="user or work (default: both, for show).")]
+
+
+@profile_app.command("show")
+@handles_errors
+def profile_show(
+    kind: Annotated[str | None, typer.Argument(help="user or work (default: both).")] = None,
+    history: Annotated[bool, typer.Option("--history", help="Every stored version, newest first.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the profiles (and with --history, their earlier versions)."""
+    from ..memory import profiles
+
+    kinds = profiles.KINDS if kind is None else (profiles.check_kind(kind),)
+    ctx = _owner_context()
+    try:
+        found = profiles.current(ctx.state.conn)
+        out: dict[str, Any] = {k: found.get(k) for k in kinds}
+        if history:
+            out["history"] = {k: profiles.history(ctx.state.conn, k) for k in kinds}
+    finally:
+        ctx.close()
+    if as_json:
+        emit_json(out)
+        return
+    for k in kinds:
+        p = out[k]
+        head = f"{profiles.TITLES[k]} ({k}" + (
+            f", revision {p['revision']}, {p['updated_at']})" if p else ", empty)"
+        )
+        typer.echo(head)
+        typer.echo((p["content"] if p else "") + "\n")
+        for h in out.get("history", {}).get(k, []):
+            typer.echo(f"  revision {h['revision']} ({h['source']}, {h['created_at']})")
+
+
+@profile_app.command("edit")
+@handles_errors
+def profile_edit(
+    kind: KindArg,
+    text: Annotated[
+        str | None, typer.Option("--text", help="The new profile (default: open $EDITOR).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replace a profile by hand (the old version stays in its history)."""
+    from ..memory import profiles
+    from ..memory.store import timestamp
+
+    profiles.check_kind(kind)
+    ctx = _owner_context()
+    try:
+        if text is None:
+            old = profiles.current(ctx.state.conn).get(kind, {}).get("content", "")
+            import click
+
+            text = click.edit(old)
+            if text is None:
+                emit_result({"action": "unchanged", "message": "No change."}, as_json)
+                return
+        with ctx.state.write() as db:
+            revision = profiles.write(db, kind, text.strip(), "edit", timestamp(ctx.now()))
+    finally:
+        ctx.close()
+    emit_result(
+        {
+            "action": "edited",
+            "profile": kind,
+            "revision": revision,
+            "message": f"Saved {kind} profile, revision {revision}.",
+        },
+        as_json,
+    )
+
+
+@profile_app.command("reset")
+@handles_errors
+def profile_reset(
+    kind: Annotated[str | None, typer.Argument(help="user or work (default: both).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Empty a profile (or both); the old versions stay in the history."""
+    from ..memory import profiles
+    from ..memory.store import timestamp
+
+    kinds = profiles.KINDS if kind is None else (profiles.check_kind(kind),)
+    ctx = _owner_context()
+    try:
+        with ctx.state.write() as db:
+            for k in kinds:
+                if k in profiles.current(db):
+                    profiles.write(db, k, "", "reset", timestamp(ctx.now()))
+    finally:
+        ctx.close()
+    emit_result(
+        {"action": "reset", "profiles": list(kinds), "message": f"Reset: {', '.join(kinds)}."}, as_json
+    )

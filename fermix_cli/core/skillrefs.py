@@ -1,7 +1,7 @@
 """`skill://` read targets: a discovered skill's SKILL.md, or a reference file inside its directory.
 
-Skills are discovered at `<skills dir>/*/SKILL.md`; the skill's name is the frontmatter `name`
-(falling back to the directory name when the frontmatter has none). References must be relative,
+Skills are discovered at `<root>/*/SKILL.md` for each skill root; the skill's name is its frontmatter
+`name` (`core/skillfile.py` parses it). References must be relative,
 contain no `..`, and must be a regular, non-symlink file that stays under the canonical skill
 directory. Size and encoding are checked by the caller, like any read.
 """
@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 import stat
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .errors import ToolError
-from .fsops import open_regular_file
 from .pathcanon import canonicalize, is_inside
-from .records import Record
+from .records import Record, field
+from .skillfile import SKILL_FILE, SKILL_NAME, SkillDef, load_skill, skill_error
 
-SKILL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-SKILL_FILE = "SKILL.md"
-_FRONTMATTER_BYTES = 65_536
+if TYPE_CHECKING:
+    from .context import ToolContext
+
+__all__ = ["SKILL_FILE", "SKILL_NAME", "Discovery", "SkillFile", "SkillRoot", "discover", "skill_roots"]
+
+_BUNDLED = Path(__file__).resolve().parent.parent / "skills" / "bundled"
 
 
 class SkillFile(Record, frozen=True):
@@ -31,49 +35,82 @@ class SkillFile(Record, frozen=True):
     path: str
 
 
-def _frontmatter_name(path: str) -> str | None:
-    try:
-        fd = open_regular_file(path)
-    except (OSError, ToolError):
-        return None
-    with os.fdopen(fd, "rb") as f:
-        head = f.read(_FRONTMATTER_BYTES).decode("utf-8", "replace").splitlines()
-    if not head or head[0].strip() != "---":
-        return None
-    for line in head[1:]:
-        if line.strip() == "---":
-            break
-        key, sep, value = line.partition(":")
-        if sep and key.strip() == "name":
-            return value.strip().strip('"') or None
-    return None
+class SkillRoot(Record, frozen=True):
+    """A directory whose `*/SKILL.md` are skills, and where it comes from (`home`, `config`, `bundled`)."""
+
+    path: str
+    origin: str
 
 
-def discover(skills_dir: Path) -> dict[str, str]:
-    """Skill name → canonical skill directory, for every `*/SKILL.md` under `skills_dir`."""
-    found: dict[str, str] = {}
-    try:
-        entries = sorted(os.scandir(skills_dir), key=lambda e: e.name)
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.is_dir(follow_symlinks=False):
+class Discovery(Record):
+    """Every skill the roots hold (name -> skill), and the skills that failed to load (path -> error)."""
+
+    skills: dict[str, SkillDef] = field(default_factory=dict)
+    errors: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def skill_roots(ctx: ToolContext) -> list[SkillRoot]:
+    """Where skills are found, first match of a name wins: `<home>/skills`, config roots, the bundled ones.
+
+    Extra roots come from `[fermix_core.skills] roots` (declared by the skills domain; read here by name
+    so the kernel imports no domain).
+    """
+    roots = [SkillRoot(str(ctx.paths.skills), "home")]
+    section = getattr(ctx.config.fermix_core, "skills", None)
+    for extra in getattr(section, "roots", None) or ():
+        roots.append(SkillRoot(os.path.abspath(os.path.expanduser(str(extra))), "config"))
+    roots.append(SkillRoot(str(_BUNDLED), "bundled"))
+    return roots
+
+
+def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
+    """Load every `<root>/*/SKILL.md`; a bad skill is recorded in `errors` and skipped, never fatal."""
+    found = Discovery()
+    for root in roots:
+        try:
+            entries = sorted(os.scandir(root.path), key=lambda e: e.name)
+        except OSError:
             continue
-        directory = canonicalize(entry.path)
-        skill_md = posixpath.join(directory, SKILL_FILE)
-        if not os.path.isfile(skill_md) or os.path.islink(skill_md):
-            continue
-        name = _frontmatter_name(skill_md) or entry.name
-        if SKILL_NAME.fullmatch(name) and name not in found:
-            found[name] = directory
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            directory = canonicalize(entry.path)
+            skill_md = posixpath.join(directory, SKILL_FILE)
+            if not os.path.lexists(skill_md):
+                continue
+            try:
+                if os.path.islink(skill_md):
+                    raise skill_error("symlink_refused", skill_md, 1, "SKILL.md cannot be a symbolic link")
+                skill = load_skill(skill_md, directory)
+            except ToolError as e:
+                found.errors[skill_md] = {"code": e.code, "message": e.message, "root": root.origin}
+                continue
+            if skill.name in found.skills:
+                other = found.skills[skill.name].path
+                found.errors[skill_md] = {
+                    "code": "duplicate_skill",
+                    "message": f"{skill_md}: skill {skill.name} is already loaded from {other}",
+                    "root": root.origin,
+                }
+                continue
+            found.skills[skill.name] = skill.replace(metadata={**skill.metadata, "_root": root.origin})
     return found
 
 
-def resolve_skill_target(skills_dir: Path, target: str) -> SkillFile:
+def discover_skills(ctx: ToolContext) -> Discovery:
+    return discover_in(skill_roots(ctx))
+
+
+def discover(ctx: ToolContext) -> dict[str, str]:
+    """Skill name -> canonical skill directory, for every skill that loads."""
+    return {name: skill.directory for name, skill in discover_skills(ctx).skills.items()}
+
+
+def resolve_skill_target(ctx: ToolContext, target: str) -> SkillFile:
     """Resolve `skill://<name>` or `skill://<name>/<reference>` to a file inside the skill."""
     rest = target[len("skill://") :]
     name, _, reference = rest.partition("/")
-    skills = discover(skills_dir)
+    skills = discover(ctx)
     if name not in skills:
         known = ", ".join(sorted(skills)) or "none"
         raise ToolError(

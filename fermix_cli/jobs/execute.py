@@ -122,33 +122,14 @@ def job_prompt(job: Job, now: datetime) -> str:
 
 def skill_confinement(base: ToolContext, name: str) -> tuple[str, frozenset[str] | None]:
     """A bound skill's instructions (its SKILL.md body) and its `allowed_tools` list, if it sets one."""
-    import json
-    import os
+    from ..core.skillrefs import discover_skills
 
-    from ..core.skillrefs import SKILL_FILE, discover
-
-    found = discover(base.paths.skills)
-    if name not in found:
+    skill = discover_skills(base).skills.get(name)
+    if skill is None:
         raise ToolError(
             "unknown_skill", f"{name}: the job's skill is no longer installed; rebind it with update_job", {}
         )
-    with open(os.path.join(found[name], SKILL_FILE), encoding="utf-8", errors="replace") as f:
-        lines = f.read(65_536).splitlines()
-    tools: frozenset[str] | None = None
-    body_start = 0
-    if lines and lines[0].strip() == "---":
-        for i, line in enumerate(lines[1:], start=1):
-            if line.strip() == "---":
-                body_start = i + 1
-                break
-            key, _, value = line.partition(":")
-            if key.strip() == "allowed_tools" and value.strip().startswith("["):
-                try:
-                    parsed = json.loads(value.strip())
-                except ValueError:
-                    parsed = []  # an unreadable list confines to nothing rather than widening
-                tools = frozenset(str(t) for t in parsed) if isinstance(parsed, list) else frozenset()
-    return "\n".join(lines[body_start:]).strip(), tools
+    return skill.instructions, None if skill.allowed_tools is None else frozenset(skill.allowed_tools)
 
 
 def prepare(base: ToolContext, job: Job, session_id: str) -> Prepared:

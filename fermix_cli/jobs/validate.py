@@ -163,7 +163,7 @@ def check_skill(name: str, ctx: ToolContext) -> str:
     from ..core.skillrefs import discover
 
     skill = name.strip()
-    found = discover(ctx.paths.skills)
+    found = discover(ctx)
     if skill not in found:
         raise ToolError(
             "unknown_skill",

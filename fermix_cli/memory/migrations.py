@@ -101,4 +101,31 @@ def memories(db: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS = (Migration("memory_001_memories", memories),)
+def profiles(db: sqlite3.Connection) -> None:
+    """The durable user and work profiles the memory review writes, every version kept, and the reviews run.
+
+    `memory_reviews.through` is the newest `memories.updated_at` a successful review consolidated: the
+    next one reads only facts stored, changed or forgotten after it.
+    """
+    db.execute(
+        "CREATE TABLE memory_profiles (kind TEXT PRIMARY KEY CHECK (kind IN ('user', 'work')),"
+        " content TEXT NOT NULL, revision INTEGER NOT NULL, updated_at TEXT NOT NULL)"
+    )
+    db.execute(
+        "CREATE TABLE memory_profile_history (id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " kind TEXT NOT NULL CHECK (kind IN ('user', 'work')), revision INTEGER NOT NULL,"
+        " content TEXT NOT NULL, source TEXT NOT NULL CHECK (source IN ('review', 'edit', 'reset')),"
+        " review_id INTEGER, created_at TEXT NOT NULL)"
+    )
+    db.execute("CREATE INDEX memory_profile_history_kind ON memory_profile_history(kind, revision)")
+    db.execute(
+        "CREATE TABLE memory_reviews (id INTEGER PRIMARY KEY AUTOINCREMENT, started_at TEXT NOT NULL,"
+        " finished_at TEXT, status TEXT NOT NULL CHECK (status IN ('running', 'ok', 'failed', 'nothing_new')),"
+        " through TEXT, facts INTEGER NOT NULL DEFAULT 0, session_id TEXT, error_json TEXT)"
+    )
+
+
+MIGRATIONS = (
+    Migration("memory_001_memories", memories),
+    Migration("memory_002_profiles", profiles),
+)

@@ -247,7 +247,10 @@ def test_skill_must_be_installed(jobs: Jobs) -> None:
     err = jobs.error(
         "schedule_job", {"name": "x", "schedule": "every 5 minutes", "task": "t", "skill_name": "triage"}
     )
-    assert err.code == "unknown_skill" and err.message.startswith("triage: no such skill (known: none)")
+    # repo_overview ships with fermix (fermix_cli/skills/bundled)
+    assert err.code == "unknown_skill" and err.message.startswith(
+        "triage: no such skill (known: repo_overview)"
+    )
     skill = jobs.world.fermix_home / "skills" / "triage"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: triage\ndescription: sort mail\n---\nSort it.\n")

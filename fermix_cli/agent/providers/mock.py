@@ -7,6 +7,10 @@ have `text` (or `chunks`, streamed one by one), `tool_calls` (`[{"name", "argume
 
 The response replayed is chosen by the number of assistant turns already in the conversation, so a
 continued session picks up where the last run stopped and the provider itself keeps no state.
+
+`{"by_prompt": [{"contains": "...", "responses": [...]}, ...]}` holds one script per conversation: the
+first entry whose `contains` occurs in the conversation's first user message is replayed (concurrent
+subagent workers sharing one provider each follow their own script this way).
 """
 
 from __future__ import annotations
@@ -24,10 +28,30 @@ from .base import chunk_text, word_count
 
 
 class MockScript:
-    def __init__(self, responses: list[dict[str, Any]], repeat_last: bool, source: str) -> None:
+    def __init__(
+        self,
+        responses: list[dict[str, Any]],
+        repeat_last: bool,
+        source: str,
+        routes: list[tuple[str, MockScript]] | None = None,
+    ) -> None:
         self.responses = responses
         self.repeat_last = repeat_last
         self.source = source
+        self.routes = routes or []
+
+    def for_prompt(self, first_prompt: str) -> MockScript:
+        """The script that plays for a conversation opening with `first_prompt` (itself without routes)."""
+        if not self.routes:
+            return self
+        for needle, script in self.routes:
+            if needle in first_prompt:
+                return script
+        raise ToolError(
+            "provider_error",
+            f"mock: no by_prompt entry of {self.source} matches the conversation's first message",
+            {"path": self.source},
+        )
 
     @classmethod
     def load(cls, path: str) -> MockScript:
@@ -46,6 +70,19 @@ class MockScript:
     @classmethod
     def parse(cls, data: Any, source: str = "<script>") -> MockScript:
         repeat = False
+        if isinstance(data, dict) and "by_prompt" in data:
+            routes = data["by_prompt"]
+            if not isinstance(routes, list) or not routes:
+                raise ToolError("invalid_script", f"mock: {source}: by_prompt must be a non-empty list", {})
+            parsed: list[tuple[str, MockScript]] = []
+            for n, route in enumerate(routes):
+                if not isinstance(route, dict) or not isinstance(route.get("contains"), str):
+                    raise ToolError(
+                        "invalid_script", f'mock: {source}: by_prompt[{n}] needs a "contains" string', {}
+                    )
+                body = {k: v for k, v in route.items() if k != "contains"}
+                parsed.append((route["contains"], cls.parse(body, f"{source} by_prompt[{n}]")))
+            return cls([{}], False, source, parsed)
         if isinstance(data, dict):
             repeat = data.get("repeat_last") is True
             data = data.get("responses")
@@ -102,14 +139,16 @@ class MockProvider:
 
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
         index = sum(1 for m in request.messages if m.role == "assistant")
-        responses = self.script.responses
+        first = next((m.content for m in request.messages if m.role == "user"), "")
+        script = self.script.for_prompt(first)
+        responses = script.responses
         if index >= len(responses):
-            if not self.script.repeat_last:
+            if not script.repeat_last:
                 raise ToolError(
                     "provider_error",
-                    f"mock: the script {self.script.source} has {len(responses)} responses and the "
+                    f"mock: the script {script.source} has {len(responses)} responses and the "
                     f"conversation asked for response {index + 1}",
-                    {"path": self.script.source, "responses": len(responses)},
+                    {"path": script.source, "responses": len(responses)},
                 )
             index = len(responses) - 1
         r = responses[index]

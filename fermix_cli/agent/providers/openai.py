@@ -101,6 +101,9 @@ def request_body(
             body["tool_choice"] = wire_tool_choice(request.tool_choice)
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
+    if request.reasoning_effort is not None:
+        # Chat Completions' levels; fermix's `max` is the highest one the API names.
+        body["reasoning_effort"] = "xhigh" if request.reasoning_effort == "max" else request.reasoning_effort
     return body
 
 

@@ -68,7 +68,7 @@ def _load(ctx: ToolContext, entry: str) -> tuple[ReadEntry, str | None]:
     if target.startswith("skill://"):
         from fermix_cli.core.skillrefs import resolve_skill_target
 
-        skill = resolve_skill_target(ctx.paths.skills, target)
+        skill = resolve_skill_target(ctx, target)
         raw, _ = read_limited(skill.path, skill.display)
         chosen = selector or Selector()
         verbatim = Selector(chosen.start, chosen.end, raw=True)  # skill files carry no tag: not editable

@@ -409,7 +409,7 @@ def test_skill_refusals(world: Env, invoke) -> None:
         (
             "skill://nope",
             "not_found",
-            "Unknown skill: nope. read takes skill://<name> for a discovered skill (discovered: review).",
+            "Unknown skill: nope. read takes skill://<name> for a discovered skill (discovered: repo_overview, review).",
         ),
         (
             "skill://review/../review/SKILL.md",

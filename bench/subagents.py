@@ -1,0 +1,134 @@
+"""subagents: eight mock workers doing ten tool calls each, against the slowest worker alone.
+
+Each worker's mock script answers ten times with one `glob_search` call, then with text; every model
+reply waits `DELAY` seconds (a stand-in for the model). Worker i waits (1 + i/20) * DELAY, so worker 7
+is the slowest. Reported, medians over REPEATS:
+- the wall time of all eight through `fan_out` against the slowest worker run alone (target: <= 1.2x);
+- fermix's own overhead per worker, measured on the worker run alone (no other worker holding the GIL):
+  its duration minus its scripted model delays minus the time its tool calls took inside their handlers
+  (as recorded in tool_calls): child context, agent assembly, toolbox, transcript writes, the loop
+  (target: under 5 ms);
+- the same figure for the workers run together, where it also holds the time spent waiting for the GIL
+  while other workers run Python (the loop and the tools are CPU work; only the model wait overlaps).
+
+DELAY stands for the model's latency; with very short delays the eight workers' Python work, which
+the GIL serialises, outweighs the waiting and the ratio measures CPU, not concurrency.
+
+Run: `python3 bench/subagents.py [REPEATS] [DELAY]` (5, 0.2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+WORKERS = 8
+CALLS = 10
+
+
+def main() -> None:
+    repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    delay = float(sys.argv[2]) if len(sys.argv) > 2 else 0.2
+    root = Path(tempfile.mkdtemp(prefix="fermix-bench-subagents-"))
+    home, project = root / "home", root / "home" / "project"
+    project.mkdir(parents=True)
+    (project / "a.txt").write_text("x")
+    fermix_home = home / ".fermix"
+    fermix_home.mkdir()
+    routes = []
+    scripted = {}
+    for i in range(WORKERS):
+        d = round(delay * (1 + i / 20), 4)
+        scripted[f"w{i}"] = d * (CALLS + 1)
+        steps = [
+            {"delay": d, "tool_calls": [{"name": "glob_search", "arguments": {"pattern": f"*{n}*"}}]}
+            for n in range(CALLS)
+        ]
+        routes.append(
+            {"contains": f"worker w{i} ", "responses": [*steps, {"delay": d, "text": f"w{i} done"}]}
+        )
+    script = fermix_home / "script.json"
+    # One-turn workers (no tool call): what starting, running and collecting a worker costs by itself.
+    routes.append({"contains": "worker one", "responses": [{"delay": delay, "text": "one done"}]})
+    script.write_text(json.dumps({"by_prompt": routes}))
+    (fermix_home / "config.toml").write_text(
+        f'[fermix_core.agent]\nprovider = "mock"\n\n[fermix_core.providers.mock]\nscript = "{script}"\n'
+    )
+    os.environ["FERMIX_HOME"] = str(fermix_home)
+
+    from fermix_cli.agent.delegate import Delegation
+    from fermix_cli.core.context import ToolContext
+    from fermix_cli.core.paths import resolve_paths
+    from fermix_cli.subagents.fanout import fan_out
+
+    def tasks(ids: list[str]) -> list[tuple[str, Delegation]]:
+        return [
+            (
+                i,
+                Delegation(
+                    origin="subagent", label=f"subagent:{i}", prompt=f"worker {i} task", max_iterations=100
+                ),
+            )
+            for i in ids
+        ]
+
+    def ctx() -> ToolContext:
+        return ToolContext(
+            paths=resolve_paths(str(fermix_home)),
+            os_home=str(home),
+            cwd=str(project),
+            launch_cwd=str(project),
+        )
+
+    def tool_ms(c: ToolContext, session: str) -> float:
+        rows = c.state.query("SELECT sum(duration_ms) AS ms FROM tool_calls WHERE session_id = ?", (session,))
+        return float(rows[0]["ms"] or 0.0)
+
+    c = ctx()
+    fan_out(c, tasks(["w0"]), max_concurrency=1, timeout=60)  # warm-up: imports, migrations
+    all_ids = [f"w{i}" for i in range(WORKERS)]
+    walls, singles, overheads, alone = [], [], [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        (solo,) = fan_out(c, tasks(["w7"]), max_concurrency=1, timeout=60)
+        singles.append(time.perf_counter() - t0)
+        alone.append(solo.duration_ms - scripted["w7"] * 1000 - tool_ms(c, solo.session_id))
+        t0 = time.perf_counter()
+        runs = fan_out(c, tasks(all_ids), max_concurrency=WORKERS, timeout=60)
+        walls.append(time.perf_counter() - t0)
+        assert all(r.status == "completed" for r in runs), [r.error for r in runs]
+        for i, r in zip(all_ids, runs, strict=True):
+            overheads.append(r.duration_ms - scripted[i] * 1000 - tool_ms(c, r.session_id))
+    setup = []
+    for _ in range(repeats):
+        for r in fan_out(c, tasks([f"one{n}" for n in range(WORKERS)]), max_concurrency=WORKERS, timeout=60):
+            assert r.status == "completed", r.error
+            setup.append(r.duration_ms - delay * 1000)
+    c.close()
+    wall, single = statistics.median(walls), statistics.median(singles)
+    print(f"workers={WORKERS} calls/worker={CALLS} delay={delay}s repeats={repeats}")
+    print(f"slowest worker alone: median {single * 1000:.1f} ms")
+    print(f"8 workers concurrently: median {wall * 1000:.1f} ms  ratio {wall / single:.3f} (target <= 1.2)")
+    print(
+        f"fermix overhead per worker, alone (duration - model delays - tool handler time): median "
+        f"{statistics.median(alone):.2f} ms (target < 5 ms)"
+    )
+    print(
+        f"one-turn workers, 8 together (context, agent, toolbox, transcript, one model turn): median "
+        f"{statistics.median(setup):.2f} ms per worker"
+    )
+    print(
+        f"same, 8 together (adds GIL waits): median {statistics.median(overheads):.2f} ms, "
+        f"max {max(overheads):.2f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,196 @@
+"""`fermix skills list|view|new|run|check`: the owner's view of the installed skills."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Annotated, Any
+
+import typer
+
+from ..core.errors import ToolError
+from .common import context, emit_json, handles_errors, invoke_tool
+
+app = typer.Typer(help="SKILL.md skills: list, view, scaffold, run and check them.", no_args_is_help=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output.")]
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option("--provider", help="Provider for the run (default: the skill's, else the agent's)."),
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model for the run.")]
+
+
+@app.command("list")
+@handles_errors
+def list_cmd(as_json: JsonOpt = False) -> None:
+    """The installed skills, and the ones that failed to load (with file and line)."""
+    out = invoke_tool("skill_list", {})
+    if as_json:
+        emit_json(out)
+        return
+    for s in out["skills"]:
+        typer.echo(f"{s['name']:<24} {s['origin']:<8} {s['description']}")
+    if not out["skills"]:
+        typer.echo("No skills installed. Scaffold one: fermix skills new NAME --description TEXT")
+    for e in out["errors"]:
+        typer.echo(f"not loaded: {e['message']}", err=True)
+
+
+@app.command("view")
+@handles_errors
+def view_cmd(
+    name: Annotated[str, typer.Argument(help="The skill's name.")],
+    file: Annotated[str | None, typer.Option("--file", help="A references/ file name (without .md).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """A skill's instructions, allowed tools and metadata, or one of its reference files."""
+    out = invoke_tool("skill_view", {"name": name, "file": file})
+    if as_json:
+        emit_json(out)
+    elif file is not None:
+        typer.echo(out["content"])
+    else:
+        tools = (
+            "the caller's" if out["allowed_tools"] is None else (", ".join(out["allowed_tools"]) or "none")
+        )
+        typer.echo(f"{out['name']}: {out['description']}\nallowed tools: {tools}\npath: {out['path']}\n")
+        typer.echo(out["system_prompt"])
+
+
+@app.command("new")
+@handles_errors
+def new_cmd(
+    name: Annotated[str, typer.Argument(help="The skill's name (its directory name).")],
+    description: Annotated[str, typer.Option("--description", "-d", help="What the skill does.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Scaffold <home>/skills/NAME/ with SKILL.md and evals/evals.json."""
+    out = invoke_tool("skill_create", {"name": name, "description": description})
+    if as_json:
+        emit_json(out)
+    else:
+        typer.echo(
+            f"Created {out['path']}. Write its instructions in SKILL.md and grant tools in allowed_tools."
+        )
+
+
+def _run(
+    name: str, task: str, context_text: str | None, provider: str | None, model: str | None
+) -> dict[str, Any]:
+    from ..core.registry import default_registry
+    from ..skills.run import find_skill, run_skill
+
+    ctx = context()
+    try:
+        skill = find_skill(ctx, name)
+        if provider is not None or model is not None:
+            skill = skill.replace(provider=provider or skill.provider, model=model or skill.model)
+        ctx.extras["registry"] = default_registry()
+        return run_skill(ctx, skill, task, context_text)
+    finally:
+        ctx.close()
+
+
+@app.command("run")
+@handles_errors
+def run_cmd(
+    name: Annotated[str, typer.Argument(help="The skill's name.")],
+    task: Annotated[str, typer.Argument(help="The work request.")],
+    context_text: Annotated[
+        str | None, typer.Option("--context", help="Extra context for the skill.")
+    ] = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a skill on a task, confined to its allowed tools; exit 1 unless it completed."""
+    out = _run(name, task, context_text, provider, model)
+    if as_json:
+        emit_json(out)
+    else:
+        typer.echo(out["output"])
+        if out["status"] != "completed":
+            err = out.get("error") or {}
+            typer.echo(f"skill {out['status']}: {err.get('code', '')}: {err.get('message', '')}", err=True)
+    if out["status"] != "completed":
+        raise typer.Exit(1)
+
+
+def _expectation_met(expectation: str, output: str) -> bool:
+    """`regex:PATTERN` searches the output; any other expectation must appear in it (case-insensitive)."""
+    if expectation.startswith("regex:"):
+        return re.search(expectation[len("regex:") :], output) is not None
+    return expectation.lower() in output.lower()
+
+
+def _evals(directory: str) -> list[dict[str, Any]]:
+    path = os.path.join(directory, "evals", "evals.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        return []
+    cases = data.get("cases") if isinstance(data, dict) else None
+    if not isinstance(cases, list):
+        raise ValueError(f"{path}: expected {{skill, cases: [...]}}")
+    return [c for c in cases if isinstance(c, dict) and isinstance(c.get("prompt"), str)]
+
+
+@app.command("check")
+@handles_errors
+def check_cmd(
+    name: Annotated[str | None, typer.Argument(help="Check only this skill.")] = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    no_evals: Annotated[bool, typer.Option("--no-evals", help="Only validate; run no evals.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validate every skill, then run each evals/evals.json case and report pass/fail; exit 1 on any failure.
+
+    A case passes when the run completes and every expectation appears in its output (case-insensitive;
+    `regex:PATTERN` for a regular expression).
+    """
+    out = invoke_tool("skill_list", {})
+    errors = [e for e in out["errors"] if name is None or f"/{name}/" in e["path"]]
+    skills = [s for s in out["skills"] if name is None or s["name"] == name]
+    results: list[dict[str, Any]] = []
+    for s in [] if no_evals else skills:
+        try:
+            cases = _evals(s["path"])
+        except ValueError as e:
+            errors.append({"path": s["path"], "code": "invalid_evals", "message": str(e)})
+            continue
+        for case in cases:
+            try:
+                run = _run(s["name"], case["prompt"], None, provider, model)
+            except ToolError as e:  # the run could not start (no provider ...): this case fails
+                run = {"status": "failed", "output": "", "error": e.to_dict()}
+            expectations = [x for x in case.get("expectations", []) if isinstance(x, str)]
+            missed = [x for x in expectations if not _expectation_met(x, run["output"])]
+            ok = run["status"] == "completed" and not missed
+            results.append(
+                {
+                    "skill": s["name"],
+                    "case": case.get("name", ""),
+                    "passed": ok,
+                    "status": run["status"],
+                    "missed": missed,
+                    "error": run.get("error"),
+                }
+            )
+    report = {"skills": len(skills), "errors": errors, "evals": results}
+    if as_json:
+        emit_json(report)
+    else:
+        for err in errors:
+            typer.echo(f"ERROR {err['message']}")
+        for r in results:
+            why = "" if r["passed"] else f" ({r['status']}; missed: {', '.join(r['missed']) or '-'})"
+            typer.echo(f"{'PASS' if r['passed'] else 'FAIL'} {r['skill']}/{r['case']}{why}")
+        typer.echo(
+            f"{len(skills)} skills loaded, {len(errors)} errors, {sum(r['passed'] for r in results)}/{len(results)} evals passed."
+        )
+    if errors or not all(r["passed"] for r in results):
+        raise typer.Exit(1)

@@ -1,0 +1,274 @@
+"""SKILL.md: a `---` line, YAML frontmatter, a `---` line, then the instructions.
+
+The frontmatter is read with a real YAML parser (PyYAML, imported only when a skill is loaded) and
+checked key by key; every error names the file and the line. The format is the one other agent tools
+share, so a skill written for another agent loads unchanged: `allowed-tools` is read like
+`allowed_tools`, and the tool names such agents use (`Read`, `Grep`, `Bash` ...) map to fermix's.
+A name that maps to nothing (or a narrowed form such as `Bash(git:*)`, which fermix cannot enforce)
+grants nothing and is reported in `unmapped_tools`: a translation never widens what a skill may do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from .errors import ToolError
+from .fsops import read_bytes
+from .records import Record, field
+
+SKILL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SKILL_FILE = "SKILL.md"
+MAX_SKILL_BYTES = 65_536
+SKILL_POLICIES = ("read_only", "read_write", "exec", "network", "external_api")
+DEFAULT_MAX_ITERATIONS = 25
+DEFAULT_TIMEOUT_SECONDS = 300
+
+# Tool names of other agents' skills -> fermix's tools. Only exact equivalents are listed.
+FOREIGN_TOOLS = {
+    "Read": "file_read",
+    "Write": "file_write",
+    "Edit": "file_edit",
+    "MultiEdit": "file_edit",
+    "Bash": "shell",
+    "Grep": "content_search",
+    "Glob": "glob_search",
+    "WebFetch": "web_fetch",
+    "WebSearch": "web_search",
+}
+_FERMIX_TOOL = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+class SkillDef(Record, frozen=True):
+    """One loaded skill. `allowed_tools` None means "the caller's tools"; () means none."""
+
+    name: str
+    description: str
+    instructions: str
+    directory: str
+    path: str
+    digest: str
+    allowed_tools: tuple[str, ...] | None = None
+    unmapped_tools: tuple[str, ...] = ()
+    policy: tuple[str, ...] | None = None
+    model: str | None = None
+    provider: str | None = None
+    temperature: float | None = None
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "path": self.directory}
+
+
+def skill_error(code: str, path: str, line: int, message: str) -> ToolError:
+    return ToolError(code, f"{path}:{line}: {message}", {"path": path, "line": line})
+
+
+def _str(value: Any, key: str, path: str, line: int, *, limit: int = 1024) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise skill_error("invalid_frontmatter", path, line, f"{key} must be a non-empty string")
+    if len(value) > limit:
+        raise skill_error("invalid_frontmatter", path, line, f"{key} is longer than {limit} characters")
+    return value.strip()
+
+
+def _int(value: Any, key: str, path: str, line: int, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise skill_error("invalid_frontmatter", path, line, f"{key} must be an integer from {low} to {high}")
+    return value
+
+
+def map_tools(value: Any, path: str, line: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(fermix tool names, names that map to nothing) for an `allowed_tools` value."""
+    if isinstance(value, str):
+        items: list[Any] = [t for t in re.split(r"[,\s]+", value) if t]
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise skill_error(
+            "invalid_frontmatter", path, line, "allowed_tools must be a list of tool names (or [] for none)"
+        )
+    mapped: list[str] = []
+    unmapped: list[str] = []
+    for item in items:
+        if not isinstance(item, str) or not item.strip():
+            raise skill_error("invalid_frontmatter", path, line, "allowed_tools entries must be tool names")
+        name = item.strip()
+        target = FOREIGN_TOOLS.get(name) or (name if _FERMIX_TOOL.fullmatch(name) else None)
+        if target is None:
+            unmapped.append(name)
+        elif target not in mapped:
+            mapped.append(target)
+    return tuple(mapped), tuple(unmapped)
+
+
+def _policy(value: Any, path: str, line: int) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(p, str) and p in SKILL_POLICIES for p in items):
+        raise skill_error(
+            "invalid_frontmatter", path, line, f"policy must be one or more of {', '.join(SKILL_POLICIES)}"
+        )
+    return tuple(dict.fromkeys(items))
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _frontmatter(text: str, path: str) -> tuple[list[tuple[str, Any, int]], str, int]:
+    """The frontmatter's (key, value, line) entries, the body, and the body's first line number."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        raise skill_error("invalid_frontmatter", path, 1, "SKILL.md must start with a '---' line")
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
+    if end is None:
+        raise skill_error("invalid_frontmatter", path, 1, "the frontmatter has no closing '---' line")
+    import yaml  # type: ignore[import-untyped]
+
+    source = "\n".join(lines[1:end])
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(source)  # libyaml when PyYAML was built with it
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return [], "\n".join(lines[end + 1 :]), end + 2
+        if not isinstance(node, yaml.MappingNode):
+            raise skill_error(
+                "invalid_frontmatter",
+                path,
+                2 + node.start_mark.line,
+                "the frontmatter must be key: value lines",
+            )
+        entries: list[tuple[str, Any, int]] = []
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            line = 2 + key_node.start_mark.line
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise skill_error("invalid_frontmatter", path, line, "frontmatter keys must be strings")
+            if key in seen:
+                raise skill_error("invalid_frontmatter", path, line, f"duplicate key {key}")
+            seen.add(key)
+            entries.append((key, loader.construct_object(value_node, deep=True), line))
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = 2 + (mark.line if mark is not None else 0)
+        raise skill_error("invalid_frontmatter_line", path, line, f"YAML: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise skill_error("invalid_frontmatter_line", path, 2, f"YAML: {e}") from None
+    finally:
+        loader.dispose()
+    return entries, "\n".join(lines[end + 1 :]), end + 2
+
+
+def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
+    """The skill `data` (the bytes of `path`) declares; `ToolError` naming the file and line otherwise."""
+    if len(data) > MAX_SKILL_BYTES:
+        raise skill_error(
+            "too_large", path, 1, f"SKILL.md is over {MAX_SKILL_BYTES} bytes; move detail into references/"
+        )
+    try:
+        text = data.decode("utf-8").replace("\r\n", "\n")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise skill_error("invalid_frontmatter", path, line, "SKILL.md is not UTF-8 text") from None
+    entries, body, body_line = _frontmatter(text, path)
+    values: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    metadata: dict[str, Any] = {}
+    for key, value, line in entries:
+        canonical = key.replace("-", "_")
+        if canonical in values:
+            raise skill_error("invalid_frontmatter", path, line, f"duplicate key {key}")
+        values[canonical], lines[canonical] = value, line
+    for required in ("name", "description"):
+        if required not in values or values[required] is None:
+            raise skill_error("invalid_frontmatter", path, 2, f"missing required key: {required}")
+    name = values.pop("name")
+    if not isinstance(name, str) or not SKILL_NAME.fullmatch(name):
+        raise skill_error(
+            "invalid_name", path, lines["name"], f"name {name!r} must match ^[A-Za-z0-9_-]{{1,64}}$"
+        )
+    out: dict[str, Any] = {
+        "description": _str(values.pop("description"), "description", path, lines["description"])
+    }
+    if "allowed_tools" in values:
+        raw = values.pop("allowed_tools")
+        if raw is not None:
+            out["allowed_tools"], out["unmapped_tools"] = map_tools(raw, path, lines["allowed_tools"])
+    if values.get("policy") is not None:
+        out["policy"] = _policy(values.pop("policy"), path, lines["policy"])
+    for key in ("model", "provider"):
+        if values.get(key) is not None:
+            out[key] = _str(values.pop(key), key, path, lines[key], limit=256)
+    if values.get("temperature") is not None:
+        t = values.pop("temperature")
+        if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t <= 2:
+            raise skill_error("invalid_frontmatter", path, lines["temperature"], "temperature must be 0 to 2")
+        out["temperature"] = float(t)
+    if values.get("max_iterations") is not None:
+        out["max_iterations"] = _int(
+            values.pop("max_iterations"), "max_iterations", path, lines["max_iterations"], 1, 100
+        )
+    if values.get("timeout_seconds") is not None:
+        out["timeout_seconds"] = _int(
+            values.pop("timeout_seconds"), "timeout_seconds", path, lines["timeout_seconds"], 5, 900
+        )
+    if values.get("role") is not None and values["role"] not in ("main", "sub"):
+        raise skill_error("invalid_frontmatter", path, lines["role"], "role must be main or sub")
+    for key, value in values.items():
+        metadata[key] = _jsonable(value)
+    instructions = body.strip()
+    if not instructions:
+        raise skill_error(
+            "invalid_frontmatter",
+            path,
+            body_line,
+            "the instructions (the text after the frontmatter) are empty",
+        )
+    return SkillDef(
+        name=name,
+        instructions=instructions,
+        directory=directory,
+        path=path,
+        digest=hashlib.sha256(data).hexdigest(),
+        metadata=metadata,
+        **out,
+    )
+
+
+_CACHE: dict[str, tuple[tuple[int, int, int], SkillDef]] = {}
+
+
+def load_skill(path: str, directory: str) -> SkillDef:
+    """Read and parse the SKILL.md at the canonical `path` (a symlink is refused).
+
+    A file unchanged since its last load (same inode, size and mtime) is not parsed again.
+    """
+    import os
+
+    try:
+        st = os.stat(path)
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        stamp = None
+    cached = _CACHE.get(path)
+    if stamp is not None and cached is not None and cached[0] == stamp and cached[1].directory == directory:
+        return cached[1]
+    skill = _read_skill(path, directory)
+    if stamp is not None:
+        _CACHE[path] = (stamp, skill)
+    return skill
+
+
+def _read_skill(path: str, directory: str) -> SkillDef:
+    try:
+        data = read_bytes(path, MAX_SKILL_BYTES)
+    except OSError as e:
+        raise skill_error("not_found", path, 1, f"cannot read SKILL.md: {e.strerror or e}") from None
+    except ToolError as e:
+        raise skill_error(e.code, path, 1, e.message) from None
+    return parse_skill(data, path, directory)

@@ -1,0 +1,381 @@
+"""The skill tools: skill_create, skill_reload, skill_list, skill_view, skill_run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from typing import Annotated, Any
+
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.params import Field
+from ..core.registry import Example, FailureMode, Hints, NoParams, Params, ToolSpec, registry_of, specs
+from ..core.skillfile import MAX_SKILL_BYTES, SKILL_FILE, SKILL_NAME, SkillDef
+from ..core.skillrefs import Discovery, discover_skills
+from .run import find_skill, run_skill
+
+REFERENCE_NAME = re.compile(r"^[a-z0-9_]{1,64}$")
+SkillName = Annotated[
+    str, Field(min_length=1, max_length=64, description="Skill name, as skill_list shows it")
+]
+
+
+# ----- what is installed ------------------------------------------------------------------------
+
+
+def usable_skills(ctx: ToolContext) -> tuple[dict[str, SkillDef], list[dict[str, Any]]]:
+    """The loaded skills that do not collide with a built-in tool, and every load error (collisions too)."""
+    found: Discovery = discover_skills(ctx)
+    registry = registry_of(ctx)
+    errors = [{"path": path, **err} for path, err in sorted(found.errors.items())]
+    skills: dict[str, SkillDef] = {}
+    for name, skill in sorted(found.skills.items()):
+        if registry.find(name) is not None:
+            errors.append(
+                {
+                    "path": skill.path,
+                    "code": "name_taken",
+                    "message": f"{skill.path}: skill {name} is skipped: a built-in tool has that name",
+                    "root": skill.metadata.get("_root"),
+                }
+            )
+            continue
+        skills[name] = skill
+    return skills, errors
+
+
+def _origin(skill: SkillDef) -> str:
+    return str(skill.metadata.get("_root", ""))
+
+
+# ----- skill_list / skill_reload ----------------------------------------------------------------
+
+
+def skill_list(p: NoParams, ctx: ToolContext) -> dict[str, Any]:
+    skills, errors = usable_skills(ctx)
+    return {
+        "skills": [{**s.summary(), "origin": _origin(s)} for s in skills.values()],
+        "errors": errors,
+    }
+
+
+def skill_reload(p: NoParams, ctx: ToolContext) -> dict[str, Any]:
+    skills, errors = usable_skills(ctx)
+    now = ctx.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    with ctx.state.write() as db:
+        before = {r[0]: r[1] for r in db.execute("SELECT name, digest FROM skill_index")}
+        db.execute("DELETE FROM skill_index")
+        db.executemany(
+            "INSERT INTO skill_index (name, path, digest, seen_at) VALUES (?,?,?,?)",
+            [(s.name, s.path, s.digest, now) for s in skills.values()],
+        )
+    return {
+        "added": sorted(set(skills) - set(before)),
+        "removed": sorted(set(before) - set(skills)),
+        "changed": sorted(n for n in set(skills) & set(before) if skills[n].digest != before[n]),
+        "skills": len(skills),
+        "errors": errors,
+    }
+
+
+# ----- skill_view -------------------------------------------------------------------------------
+
+
+class ViewParams(Params):
+    name: SkillName
+    file: Annotated[
+        str | None,
+        Field(
+            max_length=200,
+            description="A reference file's name without .md (lowercase letters, digits, _; at most 64) "
+            "to load from the skill's references/ instead of its instructions",
+        ),
+    ] = None
+
+
+def _references(skill: SkillDef) -> list[str]:
+    refs = os.path.join(skill.directory, "references")
+    try:
+        if stat.S_ISLNK(os.lstat(refs).st_mode):
+            return []
+        names = os.listdir(refs)
+    except OSError:
+        return []
+    return sorted(n[:-3] for n in names if n.endswith(".md") and REFERENCE_NAME.fullmatch(n[:-3]))
+
+
+def read_reference(skill: SkillDef, file: str) -> tuple[str, str]:
+    """(path, text) of `references/<file>.md`: no traversal, no symlinks, at most 64 KiB."""
+    from ..core.fsops import read_bytes
+
+    if not REFERENCE_NAME.fullmatch(file):
+        raise ToolError(
+            "invalid_reference_name",
+            f"file {file!r} must be a reference name: lowercase letters, digits and _, at most 64, "
+            "without .md or a path",
+            {"file": file},
+        )
+    refs = os.path.join(skill.directory, "references")
+    path = os.path.join(refs, f"{file}.md")
+    for where, what in ((refs, "the references directory"), (path, f"references/{file}.md")):
+        try:
+            st = os.lstat(where)
+        except FileNotFoundError:
+            raise ToolError(
+                "reference_not_found",
+                f"{skill.name} has no references/{file}.md (it has: {', '.join(_references(skill)) or 'none'})",
+                {"skill": skill.name, "file": file},
+            ) from None
+        if stat.S_ISLNK(st.st_mode):
+            raise ToolError(
+                "symlink_refused",
+                f"{what} of skill {skill.name} is a symbolic link; skill references must be real files",
+                {"skill": skill.name, "path": where},
+            )
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        raise ToolError("reference_not_found", f"references/{file}.md is not a regular file", {"path": path})
+    data = read_bytes(path, MAX_SKILL_BYTES)
+    if len(data) > MAX_SKILL_BYTES:
+        raise ToolError(
+            "too_large",
+            f"references/{file}.md of {skill.name} is over {MAX_SKILL_BYTES} bytes; it is refused, not truncated",
+            {"path": path, "limit": MAX_SKILL_BYTES},
+        )
+    try:
+        return path, data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(
+            "invalid_encoding", f"references/{file}.md is not UTF-8 text", {"path": path}
+        ) from None
+
+
+def skill_view(p: ViewParams, ctx: ToolContext) -> dict[str, Any]:
+    skill = find_skill(ctx, p.name)
+    if p.file is not None:
+        path, text = read_reference(skill, p.file)
+        return {"name": skill.name, "file": p.file, "path": path, "content": text}
+    return {
+        "name": skill.name,
+        "description": skill.description,
+        "system_prompt": skill.instructions,
+        "allowed_tools": None if skill.allowed_tools is None else list(skill.allowed_tools),
+        "unmapped_tools": list(skill.unmapped_tools),
+        "policy": None if skill.policy is None else list(skill.policy),
+        "model": skill.model,
+        "provider": skill.provider,
+        "max_iterations": skill.max_iterations,
+        "timeout_seconds": skill.timeout_seconds,
+        "metadata": {k: v for k, v in skill.metadata.items() if not k.startswith("_")},
+        "origin": _origin(skill),
+        "path": skill.path,
+        "references": _references(skill),
+    }
+
+
+def _render_view(result: dict[str, Any]) -> str:
+    if "content" in result:
+        return str(result["content"])
+    head = {k: v for k, v in result.items() if k != "system_prompt"}
+    return json.dumps(head, ensure_ascii=False) + "\n\n" + str(result["system_prompt"])
+
+
+# ----- skill_run --------------------------------------------------------------------------------
+
+
+class RunParams(Params):
+    name: SkillName
+    task: Annotated[
+        str, Field(min_length=1, max_length=100_000, description="Work request to pass to the skill")
+    ]
+    context: Annotated[
+        str | None, Field(max_length=100_000, description="Optional parent context for the skill")
+    ] = None
+
+
+def skill_run(p: RunParams, ctx: ToolContext) -> dict[str, Any]:
+    skills, _ = usable_skills(ctx)
+    if p.name not in skills:
+        find_skill(ctx, p.name)  # the precise reason: unknown, failed to load
+        raise ToolError(
+            "unknown_skill",
+            f"skill {p.name} is shadowed by a built-in tool and cannot run",
+            {"skill": p.name},
+        )
+    return run_skill(ctx, skills[p.name], p.task, p.context)
+
+
+def render_run(result: dict[str, Any]) -> str:
+    if result["status"] == "completed":
+        return str(result["output"])
+    err = result.get("error") or {}
+    head = f"skill_{result['status']}: {err.get('code', result['status'])}: {err.get('message', '')}".rstrip()
+    return head + (f"\nOutput so far:\n{result['output']}" if result["output"] else "")
+
+
+# ----- skill_create -----------------------------------------------------------------------------
+
+
+class CreateParams(Params):
+    name: Annotated[str, Field(min_length=1, max_length=200, description="Skill name (the directory name)")]
+    description: Annotated[
+        str, Field(min_length=1, max_length=1024, description="Short description of what the skill does")
+    ]
+
+
+STARTER_BODY = """\
+Write this skill's instructions here: what it is for, the steps to follow, and what to answer with.
+Grant it tools by listing them in allowed_tools above (for example [file_read, glob_search]), then run
+skill_reload. Put longer material in references/<name>.md and load it with skill_view."""
+
+
+def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
+    from ..core.fsops import atomic_write
+
+    if not SKILL_NAME.fullmatch(p.name):
+        raise ToolError(
+            "invalid_name",
+            f"invalid_name: {p.name!r} must be letters, digits, _ or - (at most 64)",
+            {"name": p.name},
+        )
+    description = " ".join(p.description.split())
+    if not description:
+        raise ToolError("invalid_input", "description cannot be blank", {"field": "description"})
+    root = ctx.paths.ensure_dir(ctx.paths.skills)
+    directory = os.path.join(root, p.name)
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        raise ToolError(
+            "already_exists", f"already exists: {directory}", {"path": directory, "name": p.name}
+        ) from None
+    # JSON strings are YAML double-quoted scalars: any description round-trips through the parser.
+    skill_md = (
+        f"---\nname: {p.name}\ndescription: {json.dumps(description, ensure_ascii=False)}\n"
+        f"allowed_tools: []\n---\n{STARTER_BODY}\n"
+    )
+    evals = {
+        "skill": p.name,
+        "cases": [
+            {
+                "name": f"selects_{p.name}",
+                "prompt": description,
+                "expectations": [],
+            }
+        ],
+    }
+    os.mkdir(os.path.join(directory, "evals"), 0o700)
+    atomic_write(
+        os.path.join(directory, "evals", "evals.json"), (json.dumps(evals, indent=2) + "\n").encode()
+    )
+    atomic_write(os.path.join(directory, SKILL_FILE), skill_md.encode())
+    return {"created": True, "path": directory, "name": p.name}
+
+
+# ----- the specs --------------------------------------------------------------------------------
+
+_FAILURES = (
+    FailureMode("unknown_skill", "no installed skill has that name"),
+    FailureMode("invalid_frontmatter", "the skill's SKILL.md does not load; the message names file and line"),
+)
+
+TOOLS = specs(
+    ToolSpec(
+        name="skill_create",
+        category="skills",
+        policy_class="read_write",
+        description=(
+            "Scaffold a new local skill at <home>/skills/<name>/ (SKILL.md with an empty allowed-tool list, and "
+            "a starter evals/evals.json). Then write its instructions, grant tools in the frontmatter and run "
+            "skill_reload. Refuses a name whose directory exists."
+        ),
+        params=CreateParams,
+        handler=skill_create,
+        hints=Hints(),
+        examples=(
+            Example({"name": "weekly_report", "description": "Draft the weekly status report"}, "scaffold"),
+        ),
+        failure_modes=(
+            FailureMode("invalid_name", "the name is not letters, digits, _ or - (at most 64)"),
+            FailureMode("already_exists", "a skill directory of that name exists"),
+        ),
+    ),
+    ToolSpec(
+        name="skill_reload",
+        category="skills",
+        policy_class="read_write",
+        description=(
+            "Re-scan the skill directories: returns the added, removed and changed skill names since the last "
+            "reload, and every skill that failed to load (with file and line)."
+        ),
+        params=NoParams,
+        handler=skill_reload,
+        hints=Hints(idempotent=True),
+        when_to_use="After creating or editing a SKILL.md on disk.",
+        failure_modes=(
+            FailureMode(
+                "invalid_frontmatter", "a skill that does not load is listed under errors, not raised"
+            ),
+            FailureMode("state_unavailable", "state.db (which remembers the last reload) cannot be opened"),
+        ),
+    ),
+    ToolSpec(
+        name="skill_list",
+        category="skills",
+        policy_class="read_only",
+        description="List installed skills (name, description, where it lives) that skill_run can run.",
+        params=NoParams,
+        handler=skill_list,
+        hints=Hints(read_only=True, idempotent=True),
+        failure_modes=(
+            FailureMode(
+                "invalid_frontmatter", "a skill that does not load is listed under errors, not raised"
+            ),
+            FailureMode(
+                "name_taken", "a skill named like a built-in tool is listed under errors and skipped"
+            ),
+        ),
+    ),
+    ToolSpec(
+        name="skill_view",
+        category="skills",
+        policy_class="exec",
+        description=(
+            "Show a skill's system prompt, allowed tools and metadata, or with `file` one of its "
+            "references/<file>.md. Each view is capped at 64 KiB: a larger file is refused, not truncated; "
+            "path traversal and symlinks are refused."
+        ),
+        params=ViewParams,
+        handler=skill_view,
+        render=_render_view,
+        hints=Hints(read_only=True, idempotent=True),
+        examples=(
+            Example({"name": "repo_overview"}, "the instructions"),
+            Example({"name": "repo_overview", "file": "checklist"}, "a reference file"),
+        ),
+        failure_modes=(
+            *_FAILURES,
+            FailureMode("invalid_reference_name", "file is not [a-z0-9_]{1,64}"),
+            FailureMode("reference_not_found", "the skill has no such reference"),
+            FailureMode("symlink_refused", "references/ or the file is a symbolic link"),
+            FailureMode("too_large", "the file is over 64 KiB"),
+        ),
+    ),
+    ToolSpec(
+        name="skill_run",
+        category="skills",
+        policy_class="exec",
+        description=(
+            "Run an installed skill on a task. It runs as a sub-agent with the skill's instructions as its "
+            "system prompt, confined to the skill's allowed tools and policy intersected with yours; runs nest "
+            "at most 4 deep."
+        ),
+        params=RunParams,
+        handler=skill_run,
+        render=render_run,
+        hints=Hints(open_world=True),
+        examples=(Example({"name": "repo_overview", "task": "Brief me on this repository"}, "run a skill"),),
+        failure_modes=(*_FAILURES, FailureMode("depth_exceeded", "called from a run already 4 levels deep")),
+    ),
+)

@@ -1,0 +1,1 @@
+"""The subagents domain: the `subagents` tool (`tools`) and its concurrent workers (`fanout`)."""

@@ -1,0 +1,147 @@
+"""Fanning tasks out to concurrent workers, each a delegated model loop on its own thread.
+
+At most `max_concurrency` workers run at once; each has its own wall-clock limit from the moment it
+starts. A worker past its limit is reported `timed_out` with what it had produced, told to stop (it does
+at its next model or tool event) and no longer counted against the concurrency cap, so one stuck worker
+never holds the others back. Threads are daemons: a worker blocked in a slow model call never keeps
+the process alive after the call has answered.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from ..agent.delegate import Delegated, Delegation, Stopwatch, child_session, run_delegated
+from ..core.context import ToolContext
+from ..core.logs import logger
+from ..core.records import Record, field
+from ..core.registry import registry_of
+
+log = logger("fermix.subagents")
+
+
+class Slot(Record):
+    """One task's worker: what it runs, its stopwatch, and how it ended."""
+
+    id: str
+    delegation: Delegation
+    session_id: str
+    stopwatch: Stopwatch
+    done: threading.Event = field(default_factory=threading.Event)
+    started: float | None = None
+    deadline: float | None = None
+    result: Delegated | None = None  # written by the worker
+    final: Delegated | None = None  # what the caller reports (a late worker's result is ignored)
+
+
+def _work(ctx: ToolContext, slot: Slot, changed: threading.Event) -> None:
+    try:
+        slot.result = run_delegated(
+            ctx, slot.delegation, stopwatch=slot.stopwatch, session_id=slot.session_id
+        )
+    except BaseException as e:  # a bug in a worker must not hang the caller; it is reported as a failure
+        log.exception("subagent worker %s crashed", slot.id)
+        slot.result = Delegated(
+            status="failed",
+            output=slot.stopwatch.so_far(),
+            session_id=slot.session_id,
+            error={
+                "code": "internal_error",
+                "message": f"the worker crashed ({type(e).__name__})",
+                "details": {},
+            },
+        )
+    finally:
+        slot.done.set()
+        changed.set()
+
+
+def _timed_out(slot: Slot, timeout: float) -> Delegated:
+    slot.stopwatch.cancel.set()
+    return Delegated(
+        status="timed_out",
+        output=slot.stopwatch.so_far(),
+        session_id=slot.session_id,
+        iterations=slot.stopwatch.iterations,
+        duration_ms=round(timeout * 1000, 1),
+        error={
+            "code": "timeout",
+            "message": f"the worker did not finish within {timeout:g} s",
+            "details": {},
+        },
+    )
+
+
+def fan_out(
+    ctx: ToolContext, tasks: Sequence[tuple[str, Delegation]], *, max_concurrency: int, timeout: float
+) -> list[Delegated]:
+    """Run every (id, delegation); results in input order."""
+    ctx.config  # noqa: B018 - loaded once here, shared read-only by every worker
+    # The caller holds a connection while workers come and go, so a worker closing its own is never
+    # the last one (the last connection to close checkpoints the WAL, tens of ms each time).
+    ctx.state  # noqa: B018
+    # Load the registry's families and declared toolsets once, here, rather than racing in every worker.
+    registry = registry_of(ctx)
+    registry.all()
+    registry.toolset(ctx.toolset).get("-", ctx)
+    slots = [
+        Slot(
+            id=task_id,
+            delegation=d,
+            session_id=child_session(ctx.session_id, f"subagent-{task_id}"),
+            stopwatch=Stopwatch(None),
+        )
+        for task_id, d in tasks
+    ]
+    pending: deque[Slot] = deque(slots)
+    running: list[Slot] = []
+    changed = threading.Event()
+    while pending or running:
+        while pending and len(running) < max_concurrency:
+            slot = pending.popleft()
+            slot.started = time.monotonic()
+            slot.deadline = slot.started + timeout
+            slot.stopwatch.deadline = slot.deadline
+            threading.Thread(
+                target=_work, args=(ctx, slot, changed), name=f"subagent-{slot.id}", daemon=True
+            ).start()
+            running.append(slot)
+        soonest = min(s.deadline or 0.0 for s in running)
+        changed.wait(max(0.0, soonest - time.monotonic()))
+        changed.clear()
+        now = time.monotonic()
+        for slot in list(running):
+            if slot.done.is_set():
+                slot.final = slot.result
+                running.remove(slot)
+            elif slot.deadline is not None and now >= slot.deadline:
+                slot.final = _timed_out(slot, timeout)
+                running.remove(slot)
+    return [s.final or _timed_out(s, timeout) for s in slots]
+
+
+def clip_utf8(text: str, limit: int) -> tuple[str, bool]:
+    """`text` cut to at most `limit` UTF-8 bytes, never inside a character; and whether it was cut."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text, False
+    return data[:limit].decode("utf-8", "ignore"), True
+
+
+def result_entry(task_id: str, run: Delegated, budget: int) -> dict[str, Any]:
+    output, truncated = clip_utf8(run.output, budget)
+    return {
+        "id": task_id,
+        "status": run.status,
+        "agent_name": f"subagent:{task_id}",
+        "session_id": run.session_id,
+        "duration_ms": run.duration_ms,
+        "iterations": run.iterations,
+        "output": output,
+        "error": run.error,
+        "truncated": truncated,
+    }

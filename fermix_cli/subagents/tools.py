@@ -1,0 +1,207 @@
+"""The `subagents` tool: fan independent work out to temporary workers running concurrently.
+
+Workers run at the caller's trust with `read_write` and `gui_control` removed from the caller's policy
+classes, within the caller's allowed tools, one level deeper; they cannot start workers of their own.
+Their model is the call's `model`/`provider`/`reasoning_effort`, else `[fermix_core.routing]
+subagent_*`, else the main agent's. Results come back in input order, each cut to its share of the
+result budget at a UTF-8 boundary.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from ..core import policy
+from ..core.context import ToolContext
+from ..core.errors import ToolError
+from ..core.params import Field
+from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+
+MAX_TASKS = 10
+DEFAULT_CONCURRENCY = 4
+MAX_CONCURRENCY = 8
+DEFAULT_TIMEOUT = 300
+MIN_TIMEOUT, MAX_TIMEOUT = 5, 900
+RESULT_BUDGET = 60_000  # bytes, split evenly between the tasks
+WORKER_ITERATIONS = 100
+WITHHELD_CLASSES = frozenset({"read_write", "gui_control"})
+EFFORTS = ("none", "low", "medium", "high", "xhigh", "max")
+
+FORMAT_HINTS = {
+    "concise": "Answer briefly: the result itself, in a few lines.",
+    "detailed": "Answer thoroughly: the result, how you reached it, and what remains uncertain.",
+    "structured": (
+        "Answer so your result is easy to combine with other workers' results: a one-line summary, "
+        "then the findings as a list, then open questions."
+    ),
+}
+
+
+class TaskSpec(Params):
+    id: Annotated[str, Field(min_length=1, max_length=64, description="The task's id (unique in this call)")]
+    task: Annotated[str, Field(min_length=1, max_length=100_000, description="The task's goal")]
+    context: Annotated[str | None, Field(max_length=100_000, description="Context for this task only")] = None
+
+
+class SubagentsParams(Params):
+    tasks: Annotated[
+        list[TaskSpec],
+        Field(min_length=1, max_length=MAX_TASKS, description="Tasks, each {id, task, context?}"),
+    ]
+    shared_context: Annotated[str | None, Field(max_length=100_000, description="Context for every task")] = (
+        None
+    )
+    max_concurrency: Annotated[
+        int, Field(ge=1, le=MAX_CONCURRENCY, description="Workers running at once (default 4, max 8)")
+    ] = DEFAULT_CONCURRENCY
+    timeout_seconds: Annotated[
+        int, Field(ge=MIN_TIMEOUT, le=MAX_TIMEOUT, description="Per-worker wall-clock limit (default 300)")
+    ] = DEFAULT_TIMEOUT
+    result_format: Annotated[
+        Literal["concise", "detailed", "structured"], Field(description="How workers shape their answers")
+    ] = "structured"
+    model: Annotated[
+        str | None, Field(min_length=1, max_length=256, description="Model for every worker")
+    ] = None
+    provider: Annotated[
+        str | None,
+        Field(min_length=1, max_length=64, description="Provider for `model`; inferred when omitted"),
+    ] = None
+    reasoning_effort: Annotated[
+        Literal["none", "low", "medium", "high", "xhigh", "max"] | None,
+        Field(description="Thinking level for the workers"),
+    ] = None
+
+
+def infer_provider(model: str) -> str | None:
+    m = model.lower()
+    if m.startswith(("gpt-", "o1", "o3", "o4", "chatgpt-")):
+        return "openai"
+    if m.startswith("claude"):
+        return "anthropic"
+    return None
+
+
+def worker_model(p: SubagentsParams, ctx: ToolContext) -> tuple[str | None, str | None, str | None]:
+    """(provider, model, effort) for the workers, checked before any worker starts."""
+    from ..agent.providers import choose_provider
+
+    routing = ctx.config.fermix_core.routing
+    if p.model is not None:
+        model = p.model
+        provider = p.provider or infer_provider(p.model) or routing.subagent_provider
+    else:
+        model = routing.subagent_model
+        provider = p.provider or routing.subagent_provider
+    effort = p.reasoning_effort or routing.subagent_reasoning_effort
+    if effort is not None and effort not in EFFORTS:
+        raise ToolError("invalid_value", f"reasoning_effort must be one of {', '.join(EFFORTS)}", {})
+    choose_provider(ctx.config, provider=provider, model=model)  # raises invalid_provider, no_model ...
+    return provider, model, effort
+
+
+def worker_prompt(p: SubagentsParams, task: TaskSpec) -> str:
+    parts = []
+    if p.shared_context:
+        parts.append(f"Shared context:\n{p.shared_context}")
+    parts.append(f"Task:\n{task.task}")
+    if task.context:
+        parts.append(f"Task context:\n{task.context}")
+    parts.append(FORMAT_HINTS[p.result_format])
+    return "\n\n".join(parts)
+
+
+def refuse_nesting(ctx: ToolContext) -> None:
+    if ctx.depth > 0 or ctx.origin == "subagent":
+        raise ToolError(
+            "policy_denied",
+            f"subagents cannot be called from within a subagent (depth {ctx.depth}).",
+            {"tool": "subagents", "depth": ctx.depth},
+        )
+
+
+def subagents(p: SubagentsParams, ctx: ToolContext) -> dict[str, Any]:
+    from ..agent.delegate import Delegation
+    from .fanout import fan_out, result_entry
+
+    refuse_nesting(ctx)
+    ids = [t.id for t in p.tasks]
+    if len(set(ids)) != len(ids):
+        raise ToolError("invalid_input", "task ids must be unique.", {"ids": ids})
+    provider, model, effort = worker_model(p, ctx)
+    ceiling = policy.effective_classes(ctx) - WITHHELD_CLASSES
+    tasks = [
+        (
+            t.id,
+            Delegation(
+                origin="subagent",
+                label=f"subagent:{t.id}",
+                prompt=worker_prompt(p, t),
+                policy_ceiling=ceiling,
+                provider=provider,
+                model=model,
+                reasoning_effort=effort,
+                max_iterations=WORKER_ITERATIONS,
+                toolset=ctx.toolset,
+            ),
+        )
+        for t in p.tasks
+    ]
+    runs = fan_out(ctx, tasks, max_concurrency=p.max_concurrency, timeout=float(p.timeout_seconds))
+    share = RESULT_BUDGET // len(tasks)
+    results = [result_entry(task_id, run, share) for (task_id, _), run in zip(tasks, runs, strict=True)]
+    statuses = [r["status"] for r in results]
+    return {
+        "status": "completed",
+        "results": results,
+        "summary": {
+            "requested": len(results),
+            "completed": statuses.count("completed"),
+            "failed": statuses.count("failed"),
+            "timed_out": statuses.count("timed_out"),
+            "canceled": statuses.count("canceled"),
+        },
+    }
+
+
+def _depth_zero(ctx: ToolContext) -> bool:
+    return ctx.depth == 0 and ctx.origin != "subagent"
+
+
+TOOLS = specs(
+    ToolSpec(
+        name="subagents",
+        category="delegation",
+        policy_class="external_api",
+        description=(
+            "Fan out independent tasks to temporary subagents running concurrently (at most 10 tasks; 4 at a "
+            "time by default, at most 8; 300 s each by default, at most 900). Workers can read, search, browse "
+            "and run skills but cannot change local state or drive the desktop. Results come back in task "
+            "order with summary counts; you synthesize them."
+        ),
+        params=SubagentsParams,
+        handler=subagents,
+        available=_depth_zero,
+        hints=Hints(open_world=True),
+        when_to_use="Several independent research or reading tasks that can run side by side.",
+        examples=(
+            Example(
+                {
+                    "tasks": [
+                        {"id": "api", "task": "Summarise the public API in src/api"},
+                        {"id": "tests", "task": "List what tests/ covers"},
+                    ],
+                    "result_format": "concise",
+                },
+                "two readers in parallel",
+            ),
+        ),
+        failure_modes=(
+            FailureMode(
+                "policy_denied", "called from inside a subagent, or by a caller without external_api"
+            ),
+            FailureMode("invalid_input", "no tasks, more than 10, duplicate ids, or limits out of range"),
+            FailureMode("invalid_provider", "the model/provider override names an unknown provider"),
+        ),
+    ),
+)

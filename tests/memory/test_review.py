@@ -1,0 +1,206 @@
+"""The memory review: new owner facts folded into the user and work profiles; never a guest's or a job's."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from fermix_cli.core.registry import default_registry
+from fermix_cli.memory import profiles
+from fermix_cli.memory.duework import MemoryReview
+from fermix_cli.memory.review import run_review
+from tests.conftest import Env
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+def configure(world: Env, answers: list[dict[str, str]]) -> Path:
+    """A mock review model that answers each review (one conversation each) in turn."""
+    world.fermix_home.mkdir(parents=True, exist_ok=True)
+    path = world.fermix_home / "review.json"
+    routes = [
+        {"contains": f"#{n}", "responses": [{"text": json.dumps(a)}]} for n, a in enumerate(answers, start=1)
+    ]
+    path.write_text(json.dumps({"by_prompt": routes[::-1]}))  # a later review may quote an earlier marker
+    (world.fermix_home / "config.toml").write_text(
+        f'[fermix_core.agent]\nprovider = "mock"\n\n[fermix_core.providers.mock]\nscript = "{path}"\n'
+    )
+    return path
+
+
+def store(world: Env, key: str, value: str, category: str | None = None, at: datetime = T0, **kw: Any) -> Any:
+    ctx = world.context(clock=lambda: at, **kw)
+    try:
+        args = {"key": key, "value": value, **({"category": category} if category else {})}
+        return default_registry().invoke("memory_store", args, ctx)
+    finally:
+        ctx.close()
+
+
+def guest_note(world: Env, key: str, value: str, at: datetime = T0) -> None:
+    """A note a guest left in its conversation (stored as the memory tools store a guest's)."""
+    from fermix_cli.memory import store as mem
+
+    ctx = world.context()
+    try:
+        with ctx.state.write() as db:
+            caller = mem.Caller("guest", "cli", "tg")
+            mem.insert(db, mem.Scope("conversation", "tg"), key, value, None, caller, mem.timestamp(at))
+    finally:
+        ctx.close()
+
+
+def review(world: Env, at: datetime) -> dict[str, Any]:
+    ctx = world.context(clock=lambda: at)
+    try:
+        return run_review(ctx)
+    finally:
+        ctx.close()
+
+
+def prompt_of(world: Env, session: str) -> str:
+    ctx = world.context()
+    try:
+        return str(
+            ctx.state.query("SELECT prompt FROM runs WHERE conversation_id = ?", (session,))[0]["prompt"]
+        )
+    finally:
+        ctx.close()
+
+
+def current(world: Env) -> dict[str, Any]:
+    ctx = world.context()
+    try:
+        return profiles.current(ctx.state.conn)
+    finally:
+        ctx.close()
+
+
+def test_review_merges_updates_and_drops_and_never_reads_a_guest_or_job(world: Env) -> None:
+    # The mock tells reviews apart by a fact each one carries (#1, #2).
+    configure(
+        world,
+        [
+            {"user": "- Lives in Lyon\n- Likes tea", "work": "- Project: atlas"},
+            {"user": "- Lives in Oslo", "work": "- Project: atlas\n- Deadline: May"},
+        ],
+    )
+    store(world, "home", "Lives in Lyon", "identity", session_id="s1")
+    store(world, "drink", "Likes tea #1", "preference", session_id="s1")
+    store(world, "project", "Project atlas", "context", session_id="s1")
+    guest_note(world, "guest_note", "GUEST SECRET")
+    store(world, "job_note", "JOB PRIVATE", origin="scheduled", job_id="j1", session_id="job")
+
+    first = review(world, T0 + timedelta(minutes=1))
+    assert first["status"] == "ok" and first["facts"] == 3
+    prompt = prompt_of(world, first["session_id"])
+    assert "Lives in Lyon" in prompt and "Project atlas" in prompt
+    assert "GUEST SECRET" not in prompt and "JOB PRIVATE" not in prompt
+    assert current(world)["user"]["content"] == "- Lives in Lyon\n- Likes tea"
+
+    # Nothing new: nothing to do.
+    assert review(world, T0 + timedelta(minutes=2))["status"] == "nothing_new"
+
+    # An update, a forgotten fact and a new one: only these reach the next review.
+    later = T0 + timedelta(hours=1)
+    store(world, "home", "Lives in Oslo", "identity", at=later, session_id="s1")
+    store(world, "deadline", "Deadline May #2", "context", at=later, session_id="s1")
+    ctx = world.context(clock=lambda: later)
+    try:
+        tea = ctx.state.query("SELECT id FROM memories WHERE key = 'drink'")[0]["id"]
+        default_registry().invoke("memory_forget", {"id": tea}, ctx)
+    finally:
+        ctx.close()
+    guest_note(world, "guest_note2", "GUEST AGAIN", at=later)
+    second = review(world, later + timedelta(minutes=1))
+    assert second["status"] == "ok" and second["facts"] == 3
+    prompt = prompt_of(world, second["session_id"])
+    assert "Lives in Oslo" in prompt and "FORGOTTEN [preference] drink" in prompt
+    assert "Project atlas" not in prompt.split("Facts since")[1]  # reviewed already
+    assert "GUEST" not in prompt
+    assert "- Lives in Lyon" in prompt  # the current profile is the model's starting point
+    now = current(world)
+    assert now["user"] == {**now["user"], "content": "- Lives in Oslo", "revision": 2}
+    assert now["work"]["content"] == "- Project: atlas\n- Deadline: May"
+    ctx = world.context()
+    try:
+        hist = profiles.history(ctx.state.conn, "user")
+    finally:
+        ctx.close()
+    assert [h["revision"] for h in hist] == [2, 1] and hist[1]["content"] == "- Lives in Lyon\n- Likes tea"
+
+
+def test_a_bad_answer_changes_nothing_and_the_facts_wait(world: Env) -> None:
+    path = configure(world, [])
+    path.write_text(json.dumps([{"text": "I updated them!"}]))
+    store(world, "home", "Lives in Lyon", "identity", session_id="s1")
+    out = review(world, T0 + timedelta(minutes=1))
+    assert out["status"] == "failed" and out["error"]["code"] == "review_failed"
+    assert current(world) == {}
+    path.write_text(json.dumps([{"text": '```json\n{"user": "- Lyon", "work": ""}\n```'}]))
+    out = review(world, T0 + timedelta(minutes=2))
+    assert out["status"] == "ok" and out["facts"] == 1
+    assert current(world)["user"]["content"] == "- Lyon"
+
+
+def test_due_work_runs_once_per_interval(world: Env) -> None:
+    path = configure(world, [])
+    path.write_text(
+        json.dumps({"responses": [{"text": '{"user": "- u", "work": "- w"}'}], "repeat_last": True})
+    )
+    source = MemoryReview()
+
+    def tick(at: datetime) -> Any:
+        ctx = world.context(clock=lambda: at)
+        try:
+            return source.tick(ctx, use_lock=True)[1]
+        finally:
+            ctx.close()
+
+    assert tick(T0).quiet  # no facts
+    store(world, "home", "Lives in Lyon", "identity", session_id="s1")
+    assert tick(T0 + timedelta(minutes=1)).as_dict()["status"] == "ok"
+    store(world, "drink", "Likes tea", "preference", at=T0 + timedelta(minutes=2), session_id="s1")
+    assert tick(T0 + timedelta(hours=2)).quiet  # within the 24 h interval
+    assert tick(T0 + timedelta(hours=25)).as_dict()["status"] == "ok"
+
+
+def test_profiles_reach_the_owners_prompt_only(world: Env) -> None:
+    configure(world, [])
+    ctx = world.context(clock=lambda: T0)
+    try:
+        with ctx.state.write() as db:
+            profiles.write(db, "user", "- Prefers metric units", "edit", "2026-03-01T09:00:00.000000Z")
+    finally:
+        ctx.close()
+    r = world.run("ask", "-m", "echo", "hello")
+    assert r.code == 0, r.stderr
+    assert "Prefers metric units" in json.loads(r.stdout)["system"]
+    r = world.run("--trust", "guest", "ask", "-m", "echo", "hello")
+    assert r.code == 0, r.stderr
+    assert "Prefers metric units" not in r.stdout
+    r = world.run("memory", "profile", "show", "user", "--json")
+    assert r.code == 0 and r.json()["user"]["content"] == "- Prefers metric units"
+    r = world.run("memory", "profile", "reset", "user")
+    assert r.code == 0
+    r = world.run("memory", "profile", "show", "--history", "--json")
+    assert r.json()["user"]["content"] == "" and [h["source"] for h in r.json()["history"]["user"]] == [
+        "reset",
+        "edit",
+    ]
+
+
+def test_profile_edit_and_owner_only_commands(world: Env) -> None:
+    configure(world, [])
+    r = world.run("memory", "profile", "edit", "work", "--text", "- Ships atlas in May", "--json")
+    assert r.code == 0, r.stderr
+    assert r.json()["revision"] == 1
+    r = world.run("memory", "profile", "show", "work", "--json")
+    assert r.json()["work"]["content"] == "- Ships atlas in May"
+    for argv in (("memory", "review"), ("memory", "profile", "show")):
+        r = world.run("--trust", "guest", *argv)
+        assert r.code == 3, (argv, r.stderr)
+    r = world.run("memory", "review", "--json")
+    assert r.code == 0 and r.json()["status"] == "nothing_new"

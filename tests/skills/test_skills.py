@@ -1,0 +1,294 @@
+"""Skills: SKILL.md parsing, discovery, the skill tools, confined runs, and skill:// reads."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fermix_cli.core.errors import ToolError
+from fermix_cli.core.registry import default_registry
+from fermix_cli.core.skillfile import parse_skill
+from tests.conftest import Env
+
+
+def write_skill(root: Path, name: str, front: str, body: str = "Do the task well.") -> Path:
+    d = root / name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "SKILL.md").write_text(f"---\n{front}\n---\n{body}\n")
+    return d
+
+
+def mock_config(world: Env, script: Any) -> Path:
+    path = world.fermix_home / "script.json"
+    world.fermix_home.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(script))
+    (world.fermix_home / "config.toml").write_text(
+        f'[fermix_core.agent]\nprovider = "mock"\n\n[fermix_core.providers.mock]\nscript = "{path}"\n'
+    )
+    return path
+
+
+def call(world: Env, name: str, args: dict[str, Any], **kw: Any) -> Any:
+    ctx = world.context(**kw)
+    try:
+        return default_registry().invoke(name, args, ctx)
+    finally:
+        ctx.close()
+
+
+# ----- parsing ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "line"),
+    [
+        ("name: a\n", "invalid_frontmatter", 1),  # no opening ---
+        ("---\nname: a\ndescription: d\n", "invalid_frontmatter", 1),  # no closing ---
+        ("---\nname: a\ndescription: [unclosed\n---\nbody\n", "invalid_frontmatter_line", (3, 4)),
+        ("---\nname: a\n  bad: indent\n---\nbody\n", "invalid_frontmatter_line", 3),
+        ("---\ndescription: d\n---\nbody\n", "invalid_frontmatter", 2),  # missing name
+        ("---\nname: a\n---\nbody\n", "invalid_frontmatter", 2),  # missing description
+        ("---\nname: a b\ndescription: d\n---\nbody\n", "invalid_name", 2),
+        ("---\nname: a\ndescription: d\nname: b\n---\nbody\n", "invalid_frontmatter", 4),  # duplicate
+        ("---\nname: a\ndescription: d\npolicy: gui_control\n---\nbody\n", "invalid_frontmatter", 4),
+        ("---\nname: a\ndescription: d\nmax_iterations: true\n---\nbody\n", "invalid_frontmatter", 4),
+        ("---\nname: a\ndescription: d\nallowed_tools: 3\n---\nbody\n", "invalid_frontmatter", 4),
+        ("---\nname: a\ndescription: d\n---\n\n   \n", "invalid_frontmatter", 5),  # empty body
+        ("---\n- a\n- b\n---\nbody\n", "invalid_frontmatter", 2),  # not a mapping
+    ],
+)
+def test_malformed_frontmatter_names_file_and_line(text: str, code: str, line: int | tuple[int, int]) -> None:
+    with pytest.raises(ToolError) as e:
+        parse_skill(text.encode(), "/s/a/SKILL.md", "/s/a")
+    assert e.value.code == code
+    # an unclosed flow list is reported at its line (pure-Python parser) or at the end (libyaml)
+    lines = line if isinstance(line, tuple) else (line,)
+    assert e.value.details["line"] in lines
+    assert e.value.message.startswith(f"/s/a/SKILL.md:{e.value.details['line']}: "), e.value.message
+
+
+def test_oversized_skill_is_refused() -> None:
+    body = "x" * 70_000
+    with pytest.raises(ToolError) as e:
+        parse_skill(f"---\nname: a\ndescription: d\n---\n{body}".encode(), "/s/a/SKILL.md", "/s/a")
+    assert e.value.code == "too_large"
+
+
+def test_yaml_values_and_foreign_tool_names() -> None:
+    text = (
+        "---\nname: pdf-tools\ndescription: >\n  Work with PDFs\n  and forms\n"
+        "allowed-tools: Read, Grep, Bash(git:*), WebFetch\nlicense: MIT\nmetadata:\n  version: 2\n---\n# Hi\n"
+    )
+    skill = parse_skill(text.encode(), "/s/p/SKILL.md", "/s/p")
+    assert skill.description == "Work with PDFs and forms"
+    assert skill.allowed_tools == ("file_read", "content_search", "web_fetch")
+    assert skill.unmapped_tools == ("Bash(git:*)",)  # a narrowed shell is never granted as plain shell
+    assert skill.metadata == {"license": "MIT", "metadata": {"version": 2}}
+    assert skill.instructions == "# Hi"
+
+
+# ----- the tools --------------------------------------------------------------------------------------
+
+
+def test_create_list_reload_view(world: Env) -> None:
+    made = call(world, "skill_create", {"name": "notes", "description": "Tidy: my notes"})
+    skill_dir = Path(made["path"])
+    assert made["created"] is True and skill_dir == world.fermix_home / "skills" / "notes"
+    evals = json.loads((skill_dir / "evals" / "evals.json").read_text())
+    assert evals["skill"] == "notes" and evals["cases"][0]["name"] == "selects_notes"
+    view = call(world, "skill_view", {"name": "notes"})
+    assert view["allowed_tools"] == [] and view["description"] == "Tidy: my notes"
+    with pytest.raises(ToolError) as e:
+        call(world, "skill_create", {"name": "notes", "description": "again"})
+    assert e.value.code == "already_exists" and "already exists:" in e.value.message
+    with pytest.raises(ToolError) as e:
+        call(world, "skill_create", {"name": "../x", "description": "d"})
+    assert e.value.code == "invalid_name"
+
+    first = call(world, "skill_reload", {})
+    assert "notes" in first["added"] and "repo_overview" in first["added"]
+    (skill_dir / "SKILL.md").write_text("---\nname: notes\ndescription: changed\n---\nNew body\n")
+    write_skill(world.fermix_home / "skills", "broken", "name: broken\ndescription: [x")
+    write_skill(world.fermix_home / "skills", "shell", "name: shell\ndescription: shadow attempt")
+    second = call(world, "skill_reload", {})
+    assert second["changed"] == ["notes"] and second["added"] == [] and second["removed"] == []
+    codes = {e["code"] for e in second["errors"]}
+    assert {"invalid_frontmatter_line", "name_taken"} <= codes
+    listed = {s["name"] for s in call(world, "skill_list", {})["skills"]}
+    assert "shell" not in listed and "broken" not in listed and "notes" in listed
+    # the built-in stays the built-in: `shell` resolves to the registry's tool
+    assert default_registry().resolve("shell", world.context()).kind == "builtin"
+    (skill_dir / "SKILL.md").unlink()
+    (skill_dir / "evals" / "evals.json").unlink()
+    assert call(world, "skill_reload", {})["removed"] == ["notes"]
+
+
+def test_view_references_are_confined(world: Env, tmp_path: Path) -> None:
+    d = write_skill(world.fermix_home / "skills", "guide", "name: guide\ndescription: g")
+    (d / "references").mkdir()
+    (d / "references" / "style.md").write_text("Use short sentences.")
+    (d / "references" / "big.md").write_text("y" * 65_537)
+    outside = tmp_path / "secret.md"
+    outside.write_text("secret")
+    os.symlink(outside, d / "references" / "linked.md")
+    assert call(world, "skill_view", {"name": "guide", "file": "style"})["content"] == "Use short sentences."
+    assert call(world, "skill_view", {"name": "guide"})["references"] == ["big", "linked", "style"]
+    for file, code in [
+        ("../SKILL", "invalid_reference_name"),
+        ("Style", "invalid_reference_name"),
+        ("nope", "reference_not_found"),
+        ("linked", "symlink_refused"),
+        ("big", "too_large"),
+    ]:
+        with pytest.raises(ToolError) as e:
+            call(world, "skill_view", {"name": "guide", "file": file})
+        assert e.value.code == code, file
+    # a symlinked references/ directory is refused too
+    d2 = write_skill(world.fermix_home / "skills", "guide2", "name: guide2\ndescription: g")
+    os.symlink(d / "references", d2 / "references")
+    with pytest.raises(ToolError) as e:
+        call(world, "skill_view", {"name": "guide2", "file": "style"})
+    assert e.value.code == "symlink_refused"
+
+
+def test_read_skill_targets(world: Env) -> None:
+    d = write_skill(world.fermix_home / "skills", "guide", "name: guide\ndescription: g", "Body here")
+    (d / "references").mkdir()
+    (d / "references" / "a.md").write_text("ref text")
+    out = call(world, "read", {"paths": ["skill://guide", "skill://guide/references/a.md"]}, toolset="coding")
+    text = json.dumps(out)
+    assert "Body here" in text and "ref text" in text
+
+
+def test_extra_roots_from_config_and_foreign_skill(world: Env) -> None:
+    foreign = world.root / "other-agent-skills"
+    write_skill(
+        foreign,
+        "summarize-file",
+        "name: summarize-file\ndescription: Summarize a file\nallowed-tools: Read, Glob",
+        "Read the file and summarize it.",
+    )
+    script = mock_config(
+        world,
+        [
+            {"tool_calls": [{"name": "file_read", "arguments": {"path": "notes.txt"}}]},
+            {"text": "summary: hello"},
+        ],
+    )
+    with (world.fermix_home / "config.toml").open("a") as f:
+        f.write(f'\n[fermix_core.skills]\nroots = ["{foreign}"]\n')
+    (world.project / "notes.txt").write_text("hello world\n")
+    assert script.exists()
+    out = call(
+        world, "skill_run", {"name": "summarize-file", "task": "summarize notes.txt"}, cwd=str(world.project)
+    )
+    assert out["status"] == "completed" and out["output"] == "summary: hello"
+    assert out["tools"] == ["file_read", "glob_search"]
+
+
+# ----- confinement ------------------------------------------------------------------------------------
+
+
+def _calls(world: Env, session_prefix: str) -> list[tuple[str, int, str | None]]:
+    ctx = world.context()
+    try:
+        rows = ctx.state.query(
+            "SELECT tool, ok, error_code FROM tool_calls WHERE session_id LIKE ? ORDER BY started_at",
+            (session_prefix + "%",),
+        )
+    finally:
+        ctx.close()
+    return [(r["tool"], r["ok"], r["error_code"]) for r in rows]
+
+
+def test_skill_naming_tools_its_caller_lacks_is_refused_at_execution(world: Env) -> None:
+    write_skill(
+        world.fermix_home / "skills",
+        "writer",
+        "name: writer\ndescription: w\nallowed_tools: [file_write, glob_search]",
+    )
+    mock_config(
+        world,
+        [
+            {"tool_calls": [{"name": "file_write", "arguments": {"path": "x.txt", "content": "no"}}]},
+            {"text": "done"},
+        ],
+    )
+    # the caller is narrowed to read_only: file_write is withheld, and refused when called anyway
+    out = call(
+        world,
+        "skill_run",
+        {"name": "writer", "task": "write"},
+        policy_ceiling=frozenset({"read_only", "exec"}),
+    )
+    assert out["tools"] == ["glob_search"] and out["withheld_tools"] == ["file_write"]
+    assert not (world.project / "x.txt").exists()
+    assert ("file_write", 0, "policy_denied") in _calls(world, "default:skill-writer")
+
+
+def test_skill_policy_narrows_and_never_widens(world: Env) -> None:
+    write_skill(
+        world.fermix_home / "skills", "ro", "name: ro\ndescription: r\npolicy: read_only"
+    )  # no allowed_tools: the caller's, within read_only
+    mock_config(
+        world,
+        [{"tool_calls": [{"name": "shell", "arguments": {"command": "touch pwned"}}]}, {"text": "ok"}],
+    )
+    out = call(world, "skill_run", {"name": "ro", "task": "t"}, cwd=str(world.project))
+    assert "shell" not in out["tools"] and "glob_search" in out["tools"]
+    assert not (world.project / "pwned").exists()
+    assert ("shell", 0, "policy_denied") in _calls(world, "default:skill-ro")
+
+
+def test_skill_recursion_stops_at_depth_four(world: Env) -> None:
+    write_skill(
+        world.fermix_home / "skills", "loop", "name: loop\ndescription: l\nallowed_tools: [skill_run]"
+    )
+    mock_config(
+        world,
+        {
+            "responses": [
+                {"tool_calls": [{"name": "skill_run", "arguments": {"name": "loop", "task": "again"}}]},
+                {"text": "unwound"},
+            ]
+        },
+    )
+    out = call(world, "skill_run", {"name": "loop", "task": "go"})
+    assert out["status"] == "completed"
+    ctx = world.context()
+    try:
+        rows = ctx.state.query("SELECT error_code FROM tool_calls WHERE tool = 'skill_run' AND ok = 0")
+        depths = ctx.state.query("SELECT count(*) AS n FROM conversations WHERE label = 'skill-loop'")
+    finally:
+        ctx.close()
+    assert [r["error_code"] for r in rows] == ["depth_exceeded"]
+    assert depths[0]["n"] == 4  # depths 1..4 ran; the fifth was refused
+    with pytest.raises(ToolError) as e:
+        call(world, "skill_run", {"name": "loop", "task": "go"}, depth=4)
+    assert e.value.code == "depth_exceeded"
+
+
+def test_cli_skills_commands(world: Env) -> None:
+    r = world.run("skills", "new", "demo", "--description", "A demo skill")
+    assert r.code == 0, r.stderr
+    r = world.run("skills", "list", "--json")
+    assert r.code == 0 and "demo" in {s["name"] for s in r.json()["skills"]}
+    r = world.run("skills", "view", "demo")
+    assert r.code == 0 and "Write this skill's instructions" in r.stdout
+    mock_config(world, {"responses": [{"text": "did it"}], "repeat_last": True})
+    r = world.run("skills", "check", "demo", "--json")
+    assert r.code == 0, r.stderr
+    assert r.json()["evals"][0]["passed"] is True and r.json()["evals"][0]["case"] == "selects_demo"
+    r = world.run("skills", "run", "demo", "do it")
+    assert r.code == 0 and r.stdout.strip() == "did it"
+    write_skill(world.fermix_home / "skills", "bad", "name: bad\ndescription: [x")
+    r = world.run("skills", "check", "--no-evals", "--json")
+    assert r.code == 1
+    assert any(
+        e["code"] == "invalid_frontmatter_line" and "bad/SKILL.md:" in e["message"]
+        for e in r.json()["errors"]
+    )

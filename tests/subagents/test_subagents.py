@@ -1,0 +1,283 @@
+"""subagents: concurrent workers, caps, reduced policy, no nesting, timeouts, budgets, routing."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fermix_cli.agent.delegate import Delegation
+from fermix_cli.core.errors import ToolError
+from fermix_cli.core.registry import default_registry
+from fermix_cli.subagents.fanout import clip_utf8, fan_out
+from tests.conftest import Env
+
+
+def script(world: Env, routes: list[dict[str, Any]]) -> Path:
+    world.fermix_home.mkdir(parents=True, exist_ok=True)
+    path = world.fermix_home / "workers.json"
+    path.write_text(json.dumps({"by_prompt": routes}))
+    (world.fermix_home / "config.toml").write_text(
+        f'[fermix_core.agent]\nprovider = "mock"\n\n[fermix_core.providers.mock]\nscript = "{path}"\n'
+    )
+    return path
+
+
+def run(world: Env, args: dict[str, Any], **kw: Any) -> Any:
+    ctx = world.context(cwd=str(world.project), **kw)
+    try:
+        return default_registry().invoke("subagents", args, ctx)
+    finally:
+        ctx.close()
+
+
+def calls(world: Env) -> list[tuple[str, str, int, str | None]]:
+    ctx = world.context()
+    try:
+        rows = ctx.state.query("SELECT session_id, tool, ok, error_code FROM tool_calls ORDER BY started_at")
+    finally:
+        ctx.close()
+    return [(r["session_id"], r["tool"], r["ok"], r["error_code"]) for r in rows]
+
+
+def test_workers_run_concurrently_in_input_order_with_counts(world: Env) -> None:
+    script(
+        world,
+        [
+            {"contains": "task slow1", "responses": [{"delay": 0.4, "text": "slow one"}]},
+            {"contains": "task slow2", "responses": [{"delay": 0.4, "text": "slow two"}]},
+            {
+                "contains": "task fail",
+                "responses": [{"error": {"code": "provider_error", "message": "boom"}}],
+            },
+            {
+                "contains": "task tool",
+                "responses": [
+                    {"tool_calls": [{"name": "glob_search", "arguments": {"pattern": "*.txt"}}]},
+                    {"text": "found files"},
+                ],
+            },
+        ],
+    )
+    (world.project / "a.txt").write_text("x")
+    t0 = time.monotonic()
+    out = run(
+        world,
+        {
+            "tasks": [
+                {"id": "s1", "task": "task slow1"},
+                {"id": "f", "task": "task fail"},
+                {"id": "s2", "task": "task slow2", "context": "ctx"},
+                {"id": "t", "task": "task tool"},
+            ],
+            "shared_context": "all share this",
+            "result_format": "concise",
+        },
+    )
+    elapsed = time.monotonic() - t0
+    assert [r["id"] for r in out["results"]] == ["s1", "f", "s2", "t"]
+    assert [r["status"] for r in out["results"]] == ["completed", "failed", "completed", "completed"]
+    assert out["results"][1]["error"]["code"] == "provider_error"
+    assert out["results"][0]["output"] == "slow one" and out["results"][3]["output"] == "found files"
+    assert out["results"][0]["agent_name"] == "subagent:s1"
+    assert out["summary"] == {"requested": 4, "completed": 3, "failed": 1, "timed_out": 0, "canceled": 0}
+    assert elapsed < 0.8 + 2.0  # the two 0.4 s workers overlapped (generous for a loaded machine)
+    ctx = world.context()
+    try:
+        kids = ctx.state.query("SELECT id, label, parent_id FROM conversations WHERE parent_id IS NOT NULL")
+        prompt = ctx.state.query(
+            "SELECT prompt FROM runs r JOIN conversations c ON c.id = r.conversation_id"
+            " WHERE c.label = 'subagent:s2'"
+        )[0]["prompt"]
+    finally:
+        ctx.close()
+    assert {k["label"] for k in kids} == {"subagent:s1", "subagent:f", "subagent:s2", "subagent:t"}
+    assert {k["parent_id"] for k in kids} == {"default"}
+    assert prompt.startswith("Shared context:\nall share this\n\nTask:\ntask slow2\n\nTask context:\nctx")
+
+
+def test_worker_cannot_write_directly_or_through_tool_call_or_nest(world: Env) -> None:
+    script(
+        world,
+        [
+            {
+                "contains": "task w",
+                "responses": [
+                    {"tool_calls": [{"name": "file_write", "arguments": {"path": "w.txt", "content": "x"}}]},
+                    {
+                        "tool_calls": [
+                            {
+                                "name": "tool_call",
+                                "arguments": {
+                                    "name": "file_write",
+                                    "arguments": {"path": "w.txt", "content": "x"},
+                                },
+                            }
+                        ]
+                    },
+                    {
+                        "tool_calls": [
+                            {"name": "subagents", "arguments": {"tasks": [{"id": "x", "task": "task w"}]}}
+                        ]
+                    },
+                    {"text": "gave up"},
+                ],
+            }
+        ],
+    )
+    out = run(world, {"tasks": [{"id": "w", "task": "task w"}]})
+    assert out["results"][0]["status"] == "completed"
+    assert not (world.project / "w.txt").exists()
+    worker = [c for c in calls(world) if c[0] != "default"]
+    assert [c[1:] for c in worker] == [
+        ("file_write", 0, "policy_denied"),
+        ("file_write", 0, "policy_denied"),
+        ("subagents", 0, "policy_denied"),
+    ]
+
+
+def test_subagents_refused_inside_a_worker(world: Env) -> None:
+    with pytest.raises(ToolError) as e:
+        run(world, {"tasks": [{"id": "a", "task": "x"}]}, depth=1, origin="subagent")
+    assert e.value.code == "policy_denied" and "within a subagent (depth 1)" in e.value.message
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        ({"tasks": []}, "invalid_input"),
+        ({"tasks": [{"id": str(i), "task": "t"} for i in range(11)]}, "invalid_input"),
+        ({"tasks": [{"id": "a", "task": "t"}, {"id": "a", "task": "u"}]}, "invalid_input"),
+        ({"tasks": [{"id": "a", "task": "t"}], "max_concurrency": 9}, "invalid_input"),
+        ({"tasks": [{"id": "a", "task": "t"}], "timeout_seconds": 901}, "invalid_input"),
+        ({"tasks": [{"id": "a", "task": "t"}], "timeout_seconds": 4}, "invalid_input"),
+        ({"tasks": [{"id": "a", "task": "t"}], "provider": "nope"}, "invalid_provider"),
+        ({"tasks": [{"id": "a", "task": "t"}], "reasoning_effort": "huge"}, "invalid_input"),
+    ],
+)
+def test_caps_and_validation_fail_before_fan_out(world: Env, args: dict[str, Any], code: str) -> None:
+    script(world, [{"contains": "t", "responses": [{"text": "x"}]}])
+    with pytest.raises(ToolError) as e:
+        run(world, args)
+    assert e.value.code == code
+    assert calls(world) == []
+
+
+def test_timeout_reports_partial_output_and_others_finish(world: Env) -> None:
+    script(
+        world,
+        [
+            {
+                "contains": "task stuck",
+                "responses": [{"text": "partial findings"}, {"delay": 8, "text": "late"}],
+            },
+            {"contains": "task quick", "responses": [{"text": "quick done"}]},
+        ],
+    )
+    # The first reply ends with no tool call, so make it call a tool to reach the slow second reply.
+    path = world.fermix_home / "workers.json"
+    data = json.loads(path.read_text())
+    data["by_prompt"][0]["responses"][0]["tool_calls"] = [
+        {"name": "glob_search", "arguments": {"pattern": "*"}}
+    ]
+    path.write_text(json.dumps(data))
+    ctx = world.context(cwd=str(world.project))
+    try:
+        tasks = [
+            (tid, Delegation(origin="subagent", label=f"subagent:{tid}", prompt=f"task {tid}"))
+            for tid in ("stuck", "quick")
+        ]
+        t0 = time.monotonic()
+        runs = fan_out(
+            ctx, tasks, max_concurrency=1, timeout=2.0
+        )  # the first turn fits even on a busy machine
+        elapsed = time.monotonic() - t0
+    finally:
+        ctx.close()
+    assert [r.status for r in runs] == ["timed_out", "completed"]
+    assert runs[0].output == "partial findings" and runs[0].error["code"] == "timeout"
+    assert runs[1].output == "quick done"  # started once the stuck worker was given up on
+    assert elapsed < 6.0  # not the 8 s the stuck worker's model would have taken
+
+
+def test_result_budget_split_and_cut_at_utf8_boundaries(world: Env) -> None:
+    big = "é" * 20_000  # 40 000 bytes
+    script(
+        world,
+        [
+            {"contains": "task big", "responses": [{"text": big}]},
+            {"contains": "task small", "responses": [{"text": "small"}]},
+        ],
+    )
+    out = run(world, {"tasks": [{"id": "big", "task": "task big"}, {"id": "s", "task": "task small"}]})
+    big_out = out["results"][0]
+    assert big_out["truncated"] is True and len(big_out["output"].encode()) <= 30_000
+    assert big_out["output"] == "é" * 15_000
+    assert out["results"][1] == {**out["results"][1], "output": "small", "truncated": False}
+
+
+@pytest.mark.parametrize("limit", [0, 1, 2, 3, 4, 5, 7])
+def test_clip_utf8_never_splits_a_character(limit: int) -> None:
+    text = "aé€😀"
+    cut, truncated = clip_utf8(text, limit)
+    assert len(cut.encode()) <= limit and text.startswith(cut)
+    assert truncated == (len(text.encode()) > limit)
+
+
+def test_routing_defaults_and_per_call_override(world: Env) -> None:
+    path = script(world, [{"contains": "task", "responses": [{"text": "ok"}]}])
+    with (world.fermix_home / "config.toml").open("a") as f:
+        f.write('\n[fermix_core.routing]\nsubagent_provider = "echo"\n')
+    out = run(world, {"tasks": [{"id": "a", "task": "task a"}]})
+    assert json.loads(out["results"][0]["output"])["model"] == "echo"  # the echo provider answered
+    out = run(world, {"tasks": [{"id": "a", "task": "task a"}], "provider": "mock", "model": str(path)})
+    assert out["results"][0]["output"] == "ok"
+
+
+def test_worker_policy_is_callers_minus_read_write(world: Env) -> None:
+    script(world, [{"contains": "task", "responses": [{"text": "x"}]}])
+    from fermix_cli.core.policy import effective_classes
+    from fermix_cli.subagents.tools import WITHHELD_CLASSES
+
+    ctx = world.context(policy_ceiling=frozenset({"read_only", "read_write", "external_api"}))
+    try:
+        assert effective_classes(ctx) - WITHHELD_CLASSES == frozenset({"read_only", "external_api"})
+    finally:
+        ctx.close()
+    with pytest.raises(ToolError) as e:  # external_api: a guest may not fan out at all
+        run(world, {"tasks": [{"id": "a", "task": "task"}]}, trust="guest")
+    assert e.value.code == "policy_denied"
+
+
+def test_ask_fans_out_and_logs_show_the_tree(world: Env) -> None:
+    script(
+        world,
+        [
+            {
+                "contains": "main job",
+                "responses": [
+                    {
+                        "tool_calls": [
+                            {"name": "subagents", "arguments": {"tasks": [{"id": "a", "task": "task a"}]}}
+                        ]
+                    },
+                    {"text": "synthesized"},
+                ],
+            },
+            {"contains": "task a", "responses": [{"text": "worker answer"}]},
+        ],
+    )
+    r = world.run("ask", "--json", "main job")
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["response"] == "synthesized"
+    parent = out["session_id"]
+    r = world.run("logs", "--sessions")
+    lines = r.stdout.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith(parent))
+    assert lines[top + 1].startswith(f"  └ {parent}:subagent-a-") and "[subagent:a]" in lines[top + 1]
+    sessions = world.run("logs", "--sessions", "--json").json()
+    assert any(s["parent_id"] == parent and s["label"] == "subagent:a" for s in sessions)
