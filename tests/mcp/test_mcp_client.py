@@ -376,21 +376,15 @@ def test_sse_server_through_the_guard(world: Env, sse_server: str) -> None:
     assert r.json()["structured_content"] == {"sum": 42}
 
 
-def test_the_sdk_client_judges_every_request_through_the_guard() -> None:
-    # Past the up-front host check: the httpx2 client the SDK gets refuses a private host by itself.
-    import anyio
+def test_the_http_client_judges_every_request_through_the_guard() -> None:
+    # Past the up-front host check: the client the wire layer uses refuses a private host by itself.
+    from fermix_cli.mcp.wire import http_client
 
-    from fermix_cli.mcp.http import guarded_httpx2_client
-
-    async def get(allowed: list[str]) -> Any:
-        async with guarded_httpx2_client(allowed) as client:
-            return await client.get("http://127.0.0.1:9/")
-
-    with pytest.raises(ToolError) as e:
-        anyio.run(get, [])
+    with http_client([], {}) as client, pytest.raises(ToolError) as e:
+        client.get("http://127.0.0.1:9/")
     assert e.value.code == "blocked_url"
-    with pytest.raises(ToolError) as e:
-        anyio.run(get, ["127.0.0.1"])  # allowed, and nothing listens on the discard port
+    with http_client(["127.0.0.1"], {}) as client, pytest.raises(ToolError) as e:
+        client.get("http://127.0.0.1:9/")  # allowed, and nothing listens on the discard port
     assert e.value.code in ("connect_failed", "network")
 
 
