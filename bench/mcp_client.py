@@ -71,10 +71,16 @@ def main() -> None:
                     [sys.executable, "-c", "import mcp.client.session, mcp.client.stdio"],
                     None,
                 ),
-                "fermix tool mcp_stub_add (this tree)": ([sys.executable, *call], {**base, "PYTHONPATH": str(REPO)}),
+                "fermix tool mcp_stub_add (this tree)": (
+                    [sys.executable, *call],
+                    {**base, "PYTHONPATH": str(REPO)},
+                ),
             }
             if before := os.environ.get("BEFORE"):
-                cases["fermix tool mcp_stub_add (BEFORE)"] = ([sys.executable, *call], {**base, "PYTHONPATH": before})
+                cases["fermix tool mcp_stub_add (BEFORE)"] = (
+                    [sys.executable, *call],
+                    {**base, "PYTHONPATH": before},
+                )
             for _ in range(2):  # warm the page cache and bytecode
                 for argv, env in cases.values():
                     cpu_of(argv, env, str(home))

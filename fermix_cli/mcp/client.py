@@ -172,7 +172,9 @@ def specs_for(conn: Connection) -> list[ToolSpec]:
         remote = str(tool["name"])
         name = tool_name(conn.name, remote)
         if name is None:
-            log.warning("MCP server %s: tool %r skipped, its fermix name would be too long", conn.name, remote)
+            log.warning(
+                "MCP server %s: tool %r skipped, its fermix name would be too long", conn.name, remote
+            )
             continue
         schema = _schema(tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else None)
         annotations = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else None

@@ -160,7 +160,11 @@ def _stdio(name: str, config: McpServerConfig, paths: FermixPaths) -> Transport:
     from .wire import DEFAULT_INHERITED_ENV, StdioTransport
 
     # The server sees a minimal environment: the basics, the passed-through names, its own `env`.
-    env = {k: os.environ[k] for k in DEFAULT_INHERITED_ENV if k in os.environ and not os.environ[k].startswith("()")}
+    env = {
+        k: os.environ[k]
+        for k in DEFAULT_INHERITED_ENV
+        if k in os.environ and not os.environ[k].startswith("()")
+    }
     env.update({k: os.environ[k] for k in config.env_passthrough if k in os.environ})
     env.update(config.env)
     # The server's stderr goes to its own log, never to ours: fermix's stderr is the error channel.

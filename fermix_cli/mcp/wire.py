@@ -125,7 +125,9 @@ class StdioTransport(Transport):
         except (OSError, ValueError):
             pass
         code = self.proc.poll()
-        self.on_close(ConnectionError("the server closed its output" + (f" (exit status {code})" if code else "")))
+        self.on_close(
+            ConnectionError("the server closed its output" + (f" (exit status {code})" if code else ""))
+        )
 
     def send(self, message: Message) -> None:
         data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
@@ -167,7 +169,8 @@ class StdioTransport(Transport):
 
 def sse_events(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
     """(event, data) pairs of a text/event-stream, per the WHATWG rules MCP uses."""
-    event, data = "", []
+    event = ""
+    data: list[str] = []
     for line in lines:
         if line == "":
             if data:
@@ -469,7 +472,9 @@ class Session:
             page = self.request(
                 "tools/list", {"cursor": cursor} if cursor else None, deadline - time.monotonic()
             )
-            tools += [t for t in page.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)]
+            tools += [
+                t for t in page.get("tools") or [] if isinstance(t, dict) and isinstance(t.get("name"), str)
+            ]
             cursor = page.get("nextCursor")
             if not cursor:
                 return tools

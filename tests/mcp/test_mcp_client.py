@@ -163,7 +163,9 @@ def test_schema_comes_from_the_server(world: Env, http_server: str) -> None:
         ("mcp_stub_missing", {}, "unknown_tool", 2),
     ],
 )
-def test_errors(world: Env, tool: str, args: dict[str, Any], code: str, exit_code: int, http_server: str) -> None:
+def test_errors(
+    world: Env, tool: str, args: dict[str, Any], code: str, exit_code: int, http_server: str
+) -> None:
     configure(world, {"stub": web(http_server)}, extra=ALLOW_LOCAL)
     r = world.tool(tool, args)
     assert r.code == exit_code, r.stderr
@@ -263,7 +265,12 @@ def test_an_mcp_tool_call_never_imports_the_sdk(world: Env, http_server: str) ->
         "print(rcs, bad, file=sys.stderr)"
     )  # (httpx itself loads anyio for a URL server; the stdio path loads neither)
     r = subprocess.run(
-        [sys.executable, "-c", code], env=world.env, cwd=world.project, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code],
+        env=world.env,
+        cwd=world.project,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert r.stderr.strip().endswith("[0, 0] []"), r.stderr
 
@@ -431,7 +438,11 @@ def test_model_run_policy_applies_to_mcp_tools(world: Env, http_server: str) -> 
 
 
 def test_model_run_with_deferral_off_puts_mcp_schemas_inline(world: Env, http_server: str) -> None:
-    configure(world, {"stub": web(http_server)}, extra=ALLOW_LOCAL + "[fermix_core.tools.tool_search]\nenabled = false\n")
+    configure(
+        world,
+        {"stub": web(http_server)},
+        extra=ALLOW_LOCAL + "[fermix_core.tools.tool_search]\nenabled = false\n",
+    )
     out = _ask(world, [[{"name": "mcp_stub_add", "arguments": {"a": 4, "b": 4}}]])
     echoed = json.loads(out["response"])
     assert "mcp_stub_add" in echoed["tools"] and "tool_search" not in echoed["tools"]

@@ -50,7 +50,9 @@ def test_handshake_offers_the_newest_version_then_says_initialized(session: tupl
     assert third["method"] == "ping"
 
 
-@pytest.mark.parametrize(("version", "ok"), [("2024-11-05", True), ("2025-06-18", True), ("1999-01-01", False)])
+@pytest.mark.parametrize(
+    ("version", "ok"), [("2024-11-05", True), ("2025-06-18", True), ("1999-01-01", False)]
+)
 def test_the_servers_version_is_accepted_only_when_known(tmp_path: Path, version: str, ok: bool) -> None:
     s, _ = scripted(tmp_path, version)
     try:
@@ -131,7 +133,16 @@ def test_close_ends_the_server_and_kills_one_that_ignores_sigterm(
 
 
 def test_sse_event_parsing() -> None:
-    lines = [": comment", "event: endpoint", "data: /messages/?s=1", "", "data: {\"a\":", "data: 1}", "", "id: 7"]
+    lines = [
+        ": comment",
+        "event: endpoint",
+        "data: /messages/?s=1",
+        "",
+        'data: {"a":',
+        "data: 1}",
+        "",
+        "id: 7",
+    ]
     assert list(sse_events(iter(lines))) == [("endpoint", "/messages/?s=1"), ("message", '{"a":\n1}')]
 
 
@@ -144,7 +155,10 @@ def _sdk_view(url: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
     async def main() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         async with Client(url) as client:
-            tools = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in (await client.list_tools()).tools]
+            tools = [
+                t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for t in (await client.list_tools()).tools
+            ]
             results = []
             for name, args in CALLS:
                 r = await client.call_tool(name, args)

@@ -40,16 +40,31 @@ def receive() -> dict | None:
 def answer(request: dict) -> None:
     method, rid, params = request["method"], request["id"], request.get("params") or {}
     if method == "initialize":
-        send({"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "wire", "version": "0"},
-        }})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "wire", "version": "0"},
+                },
+            }
+        )
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": rid, "result": PAGES[params.get("cursor")]})
     elif method == "tools/call" and params["name"] == "add":
         total = params["arguments"]["a"] + params["arguments"]["b"]
-        send({"jsonrpc": "2.0", "id": rid, "result": {
-            "content": [{"type": "text", "text": str(total)}], "structuredContent": {"sum": total},
-        }})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {
+                    "content": [{"type": "text", "text": str(total)}],
+                    "structuredContent": {"sum": total},
+                },
+            }
+        )
     elif method == "tools/call" and params["name"] == "ask_back":
         # The server asks the client two things before it answers: a ping and a roots listing.
         send({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
