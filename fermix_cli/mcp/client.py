@@ -133,8 +133,8 @@ def _validate(name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> N
 def _call_error(server: str, remote: str, e: BaseException) -> ToolError:
     from .wire import REQUEST_TIMEOUT, McpError
 
-    if isinstance(e, ToolError):
-        return e
+    if isinstance(e, ToolError):  # from the network guard: a refusal stays one, a lost connection is not
+        return e if e.code == "blocked_url" else unavailable(server, e.message)
     if isinstance(e, TimeoutError):
         return ToolError(
             "timeout",

@@ -111,10 +111,12 @@ def _start(name: str, config: McpServerConfig, paths: FermixPaths, allowed_hosts
         session = Session(transport)
         session.initialize(deadline - time.monotonic())
         tools = session.list_tools(deadline - time.monotonic())
-    except ToolError:
+    except ToolError as e:
         if session is not None:
             session.close()
-        raise
+        if e.code == "blocked_url":  # the guard refused a request (a redirect to a private host, say)
+            raise
+        raise unavailable(name, e.message) from None
     except TimeoutError:
         if session is not None:
             with contextlib.suppress(Exception):

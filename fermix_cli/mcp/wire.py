@@ -434,7 +434,7 @@ class Session:
                     )
             raise TimeoutError(f"{method}: no answer within {timeout:g} s")
         answer = pending.answer or {}
-        if "_failure" in answer:
+        if isinstance(answer.get("_failure"), BaseException):  # never from the wire: JSON has no exceptions
             raise answer["_failure"]
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {}

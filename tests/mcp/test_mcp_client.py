@@ -211,8 +211,8 @@ def test_policy_class_from_config_applies_to_guests(world: Env, http_server: str
     assert r.code == 0, r.stderr
 
 
-def test_server_that_fails_to_start(world: Env) -> None:
-    configure(world, {"broken": stub("crash"), "stub": stub()})
+def test_server_that_fails_to_start(world: Env, http_server: str) -> None:
+    configure(world, {"broken": stub("crash"), "stub": web(http_server)}, extra=ALLOW_LOCAL)
     r = world.tool("mcp_broken_anything", {})
     assert r.code == 1 and r.error()["code"] == "mcp_unavailable"
     assert "[mcp.servers.broken]" in r.error()["message"]
@@ -360,6 +360,13 @@ def test_url_server_needs_its_host_allowed(world: Env, http_server: str) -> None
     r = world.tool("mcp_web_add", {"a": 20, "b": 22})
     assert r.code == 0, r.stderr
     assert r.json()["structured_content"] == {"sum": 42}
+
+
+def test_url_server_that_does_not_answer_is_unavailable(world: Env) -> None:
+    configure(world, {"web": {"url": "http://127.0.0.1:9/mcp"}}, extra=ALLOW_LOCAL)  # the discard port
+    r = world.tool("mcp_web_add", {"a": 1, "b": 1})
+    assert r.code == 1 and r.error()["code"] == "mcp_unavailable", r.stderr
+    assert "[mcp.servers.web]" in r.error()["message"]
 
 
 def test_sse_server_through_the_guard(world: Env, sse_server: str) -> None:
