@@ -6,6 +6,7 @@ The server is the tests' SDK stub over Streamable HTTP, started once, so the fig
 fermix process's own CPU (user + system): start, config, handshake, tools/list, tools/call, exit. Cases:
   python -c pass                          the interpreter's floor
   import mcp client (ClientSession, stdio)  what the SDK-based client paid before any byte was sent
+  fermix tool file_read (this tree)       a built-in call: what any fermix call costs
   fermix tool mcp_stub_add (this tree)    fermix's own wire layer
   fermix tool mcp_stub_add (BEFORE)       optional: the same call from another checkout (the SDK client)
 Interleaved runs, medians; compare only figures from one run.
@@ -63,6 +64,8 @@ def main() -> None:
                 '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n'
                 f'[mcp.servers.stub]\nurl = "{url}"\n'
             )
+            (home / ".fermix" / "workspace").mkdir(mode=0o700)
+            (home / ".fermix" / "workspace" / "n.txt").write_text("x\n")  # file_read with no project
             base = {**os.environ, "HOME": str(home), "FERMIX_HOME": str(home / ".fermix")}
             call = ["-m", "fermix_cli", "tool", "mcp_stub_add", "--json", json.dumps({"a": 1, "b": 2})]
             cases: dict[str, tuple[list[str], dict[str, str] | None]] = {
@@ -70,6 +73,10 @@ def main() -> None:
                 "import mcp client (ClientSession, stdio)": (
                     [sys.executable, "-c", "import mcp.client.session, mcp.client.stdio"],
                     None,
+                ),
+                "fermix tool file_read (this tree)": (
+                    [sys.executable, "-m", "fermix_cli", "tool", "file_read", "--json", '{"path":"n.txt"}'],
+                    {**base, "PYTHONPATH": str(REPO)},
                 ),
                 "fermix tool mcp_stub_add (this tree)": (
                     [sys.executable, *call],
