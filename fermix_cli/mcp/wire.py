@@ -153,7 +153,7 @@ class StdioTransport(Transport):
                 with contextlib.suppress(OSError):
                     os.killpg(self.proc.pid, sig)
             try:
-                self.proc.wait(timeout=STDIO_EXIT_GRACE_S)
+                self.proc.wait(timeout=5.0 if sig == signal.SIGKILL else STDIO_EXIT_GRACE_S)
                 break
             except subprocess.TimeoutExpired:
                 continue
