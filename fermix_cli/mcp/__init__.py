@@ -1,5 +1,5 @@
 """MCP: fermix's tools served over stdio, and other MCP servers' tools registered as `mcp_<server>_<tool>`.
 
-The `mcp` SDK costs about half a second to import, so only the modules that talk MCP import it, and only
-inside functions; `fermix tool NAME` for a built-in never loads it.
+The client side (`client`, `sessions`, `toolset`, `wire`) is fermix's own and never imports the `mcp`
+SDK, whose client costs about two seconds of CPU to import; `fermix mcp serve` (`server`) uses the SDK.
 """

@@ -46,13 +46,14 @@ class McpArguments(Params):
 
 
 def _hints(annotations: Any) -> Hints:
-    if annotations is None:
+    if not isinstance(annotations, dict):
         return Hints(open_world=True)
+    read_only = annotations.get("readOnlyHint")
     return Hints(
-        read_only=bool(annotations.read_only_hint),
-        destructive=bool(annotations.destructive_hint) if annotations.read_only_hint is not True else False,
-        idempotent=bool(annotations.idempotent_hint),
-        open_world=annotations.open_world_hint is not False,
+        read_only=read_only is True,
+        destructive=annotations.get("destructiveHint") is True if read_only is not True else False,
+        idempotent=annotations.get("idempotentHint") is True,
+        open_world=annotations.get("openWorldHint") is not False,
     )
 
 
@@ -63,13 +64,22 @@ def _schema(raw: Any) -> dict[str, Any]:
     return schema
 
 
-def result_payload(result: Any) -> dict[str, Any]:
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def result_payload(result: dict[str, Any]) -> dict[str, Any]:
     """A CallToolResult as fermix returns it: the joined text, the content blocks, structured content."""
-    blocks = [b.model_dump(mode="json", by_alias=True, exclude_none=True) for b in result.content]
-    text = "\n".join(b.text for b in result.content if getattr(b, "type", "") == "text")
+    content = result.get("content")
+    blocks = [_without_nulls(b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
     out: dict[str, Any] = {"text": text, "content": blocks}
-    if result.structured_content is not None:
-        out["structured_content"] = result.structured_content
+    if result.get("structuredContent") is not None:
+        out["structured_content"] = result["structuredContent"]
     return out
 
 
@@ -92,7 +102,7 @@ def _handler(name: str, server: str, remote: str, schema: dict[str, Any], conn: 
         except Exception as e:
             raise _call_error(server, remote, e) from None
         payload = result_payload(result)
-        if result.is_error:
+        if result.get("isError") is True:
             raise ToolError(
                 "mcp_tool_error",
                 payload["text"] or f"{remote} on MCP server {server} reported an error",
@@ -121,12 +131,17 @@ def _validate(name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> N
 
 
 def _call_error(server: str, remote: str, e: BaseException) -> ToolError:
-    from mcp.shared.exceptions import MCPError
-    from mcp.types import REQUEST_TIMEOUT
+    from .wire import REQUEST_TIMEOUT, McpError
 
-    if isinstance(e, ToolError):
-        return e
-    if isinstance(e, MCPError):
+    if isinstance(e, ToolError):  # from the network guard: a refusal stays one, a lost connection is not
+        return e if e.code == "blocked_url" else unavailable(server, e.message)
+    if isinstance(e, TimeoutError):
+        return ToolError(
+            "timeout",
+            f"{remote} on MCP server {server} did not answer in time",
+            {"server": server, "tool": remote},
+        )
+    if isinstance(e, McpError):
         code = e.code
         if code == REQUEST_TIMEOUT:
             return ToolError(
@@ -154,15 +169,17 @@ def specs_for(conn: Connection) -> list[ToolSpec]:
     """One deferred registry tool per remote tool (names that would not fit are skipped and logged)."""
     out: list[ToolSpec] = []
     for tool in conn.tools:
-        name = tool_name(conn.name, tool.name)
+        remote = str(tool["name"])
+        name = tool_name(conn.name, remote)
         if name is None:
             log.warning(
-                "MCP server %s: tool %r skipped, its fermix name would be too long", conn.name, tool.name
+                "MCP server %s: tool %r skipped, its fermix name would be too long", conn.name, remote
             )
             continue
-        schema = _schema(tool.input_schema)
-        title = getattr(tool.annotations, "title", None) or tool.title
-        description = (tool.description or title or f"{tool.name} (MCP server {conn.name})").strip()
+        schema = _schema(tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else None)
+        annotations = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else None
+        title = (annotations or {}).get("title") or tool.get("title")
+        description = (tool.get("description") or title or f"{remote} (MCP server {conn.name})").strip()
         out.append(
             ToolSpec(
                 name=name,
@@ -170,8 +187,8 @@ def specs_for(conn: Connection) -> list[ToolSpec]:
                 policy_class=conn.config.policy_class,
                 description=description,
                 params=McpArguments,
-                handler=_handler(name, conn.name, tool.name, schema, conn),
-                hints=_hints(tool.annotations),
+                handler=_handler(name, conn.name, remote, schema, conn),
+                hints=_hints(annotations),
                 failure_modes=FAILURES,
                 toolsets=MEMBERSHIP,
                 kind="mcp",

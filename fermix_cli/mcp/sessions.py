@@ -1,8 +1,7 @@
-"""Live MCP client sessions: one background event-loop thread, one session per configured server.
+"""Live MCP client sessions, one per configured server, over fermix's own wire layer (`wire.py`).
 
-Sync code (handlers, the CLI) drives the async SDK through an anyio blocking portal. A server is
-started once per process, on first need; stdio servers' stderr goes to their own log file, and URL
-servers are reached through the network guard.
+A server is started once per process, on first need; stdio servers' stderr goes to their own log file,
+and URL servers are reached through the network guard. Nothing here imports the `mcp` SDK.
 """
 
 from __future__ import annotations
@@ -11,84 +10,47 @@ import atexit
 import contextlib
 import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from ..core.logs import logger
-from ..core.records import Record, field
+from ..core.records import Record
 
 if TYPE_CHECKING:
-    from anyio.from_thread import BlockingPortal
-    from mcp import ClientSession
-
     from ..core.context import ToolContext
     from ..core.paths import FermixPaths
     from .config import McpServerConfig
+    from .wire import Session, Transport
 
 log = logger("fermix.mcp.client")
 
 
 class Connection(Record):
-    """A started server: its session (driven through the portal) and the tools it listed."""
+    """A started server: its session and the tools it listed (plain MCP `Tool` objects)."""
 
     name: str
     config: McpServerConfig
-    portal: BlockingPortal
-    session: ClientSession
-    tools: list[Any]
-    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    session: Session
+    tools: list[dict[str, Any]]
 
-    def call(self, remote: str, arguments: dict[str, Any]) -> Any:
-        """Call `remote`; past call_timeout_ms the SDK gives up and tells the server to cancel the call."""
-        return self.portal.call(self._call, remote, arguments, self.config.call_timeout_ms / 1000)
-
-    async def _call(self, remote: str, arguments: dict[str, Any], timeout: float) -> Any:
-        return await self.session.call_tool(remote, arguments, read_timeout_seconds=timeout)
+    def call(self, remote: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Call `remote`; past call_timeout_ms the server is told to cancel and TimeoutError raised."""
+        return self.session.call_tool(remote, arguments, self.config.call_timeout_ms / 1000)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            self.stack.close()
+            self.session.close()
 
 
 class ClientPool:
-    """The process's MCP sessions and the event-loop thread they run on."""
+    """The process's MCP sessions, one per server, started on first need and closed at exit."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._portal: BlockingPortal | None = None
-        self._thread: threading.Thread | None = None
+        self._registered = False
         self.connections: dict[str, Connection] = {}
         self.failures: dict[str, ToolError] = {}
-
-    def portal(self) -> BlockingPortal:
-        """Start the loop thread on first use. It is a daemon, so a stuck server never blocks exit."""
-        if self._portal is None:
-            import queue
-
-            import anyio
-            from anyio.from_thread import BlockingPortal
-
-            ready: queue.Queue[Any] = queue.Queue()
-
-            async def loop() -> None:
-                async with BlockingPortal() as portal:
-                    ready.put(portal)
-                    await portal.sleep_until_stopped()
-
-            def run() -> None:
-                try:
-                    anyio.run(loop)
-                except BaseException as e:  # surfaced to the waiting caller below
-                    ready.put(e)
-
-            self._thread = threading.Thread(target=run, name="fermix-mcp-client", daemon=True)
-            self._thread.start()
-            got = ready.get()
-            if isinstance(got, BaseException):
-                raise got
-            self._portal = got
-            atexit.register(self.close)
-        return self._portal
 
     def connect(self, name: str, config: McpServerConfig, ctx: ToolContext) -> Connection:
         """The session with server `name`, started (and its tools listed) on first call."""
@@ -97,10 +59,11 @@ class ClientPool:
                 return self.connections[name]
             if name in self.failures:
                 raise self.failures[name]
+            if not self._registered:
+                atexit.register(self.close)
+                self._registered = True
             try:
-                conn = _start(
-                    name, config, self.portal(), ctx.paths, ctx.config.fermix_core.net.allowed_private_hosts
-                )
+                conn = _start(name, config, ctx.paths, ctx.config.fermix_core.net.allowed_private_hosts)
             except ToolError as e:
                 self.failures[name] = e
                 raise
@@ -108,18 +71,11 @@ class ClientPool:
             return conn
 
     def close(self) -> None:
-        """End every session (stdio servers are terminated), then the loop thread."""
+        """End every session (stdio servers are terminated, then killed after a grace period)."""
         with self._lock:
             conns, self.connections = list(self.connections.values()), {}
-            for conn in conns:
-                conn.close()
-            if self._portal is not None:
-                with contextlib.suppress(Exception):
-                    self._portal.call(self._portal.stop, True)
-                self._portal = None
-            if self._thread is not None:
-                self._thread.join(timeout=5)
-                self._thread = None
+        for conn in conns:
+            conn.close()
 
 
 _POOL: ClientPool | None = None
@@ -141,53 +97,41 @@ def unavailable(name: str, why: str) -> ToolError:
     )
 
 
-def _start(
-    name: str, config: McpServerConfig, portal: BlockingPortal, paths: FermixPaths, allowed_hosts: list[str]
-) -> Connection:
-    import anyio
-    from mcp import ClientSession
-    from mcp.types import PaginatedRequestParams
+def _start(name: str, config: McpServerConfig, paths: FermixPaths, allowed_hosts: list[str]) -> Connection:
+    from .wire import Session
 
     if config.url is not None:
         _preflight(name, config.url, allowed_hosts)
-    stack = contextlib.ExitStack()
+    session: Session | None = None
     try:
+        deadline = time.monotonic() + config.startup_timeout_ms / 1000
         transport = (
             _stdio(name, config, paths) if config.command is not None else _http(config, allowed_hosts)
         )
-        streams = stack.enter_context(portal.wrap_async_context_manager(transport))
-        read, write = streams[0], streams[1]
-        session = stack.enter_context(portal.wrap_async_context_manager(ClientSession(read, write)))
-
-        async def handshake() -> list[Any]:
-            with anyio.fail_after(config.startup_timeout_ms / 1000):
-                await session.initialize()
-                tools: list[Any] = []
-                cursor: str | None = None
-                while True:
-                    page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor))
-                    tools += page.tools
-                    cursor = page.next_cursor
-                    if not cursor:
-                        return tools
-
-        tools = portal.call(handshake)
-    except ToolError:
-        stack.close()
-        raise
+        session = Session(transport)
+        session.initialize(deadline - time.monotonic())
+        tools = session.list_tools(deadline - time.monotonic())
+    except ToolError as e:
+        if session is not None:
+            session.close()
+        if e.code == "blocked_url":  # the guard refused a request (a redirect to a private host, say)
+            raise
+        raise unavailable(name, e.message) from None
     except TimeoutError:
-        with contextlib.suppress(Exception):
-            stack.close()
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.close()
         raise unavailable(name, f"no answer within {config.startup_timeout_ms} ms") from None
     except Exception as e:
         log.warning("MCP server %s failed to start", name, exc_info=e)
-        with contextlib.suppress(Exception):
-            stack.close()
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.close()
         raise unavailable(name, describe_error(e)) from None
     if config.tools is not None:
         wanted = set(config.tools)
-        tools = [t for t in tools if t.name in wanted]
-    return Connection(name, config, portal, session, tools, stack)
+        tools = [t for t in tools if t["name"] in wanted]
+    return Connection(name, config, session, tools)
 
 
 def _preflight(name: str, url: str, allowed_hosts: list[str]) -> None:
@@ -213,51 +157,40 @@ def describe_error(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
-@contextlib.asynccontextmanager
-async def _stdio(name: str, config: McpServerConfig, paths: FermixPaths) -> Any:
-    from mcp import StdioServerParameters
-    from mcp.client.stdio import stdio_client
-
+def _stdio(name: str, config: McpServerConfig, paths: FermixPaths) -> Transport:
     from ..core.paths import make_private_dirs
+    from .wire import DEFAULT_INHERITED_ENV, StdioTransport
 
-    env = {k: os.environ[k] for k in config.env_passthrough if k in os.environ}
+    # The server sees a minimal environment: the basics, the passed-through names, its own `env`.
+    env = {
+        k: os.environ[k]
+        for k in DEFAULT_INHERITED_ENV
+        if k in os.environ and not os.environ[k].startswith("()")
+    }
+    env.update({k: os.environ[k] for k in config.env_passthrough if k in os.environ})
     env.update(config.env)
-    params = StdioServerParameters(
-        command=os.path.expanduser(config.command or ""),
-        args=list(config.args),
-        env=env,
-        cwd=os.path.expanduser(config.cwd) if config.cwd else None,
-    )
     # The server's stderr goes to its own log, never to ours: fermix's stderr is the error channel.
     make_private_dirs(paths.log_dir)
     fd = os.open(
         paths.log_dir / f"mcp-{name}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600
     )
-    with os.fdopen(fd, "a", encoding="utf-8") as errlog:
-        async with stdio_client(params, errlog=errlog) as streams:
-            yield streams
+    try:
+        return StdioTransport(
+            os.path.expanduser(config.command or ""),
+            list(config.args),
+            env,
+            os.path.expanduser(config.cwd) if config.cwd else None,
+            stderr=fd,
+        )
+    finally:
+        os.close(fd)  # the child holds its own copy
 
 
-@contextlib.asynccontextmanager
-async def _http(config: McpServerConfig, allowed_hosts: list[str]) -> Any:
+def _http(config: McpServerConfig, allowed_hosts: list[str]) -> Transport:
     """A URL server, over the network guard: its host must be public or in allowed_private_hosts."""
-    from .http import guarded_httpx2_client
+    from .wire import SseTransport, StreamableHttpTransport, http_client
 
+    client = http_client(allowed_hosts, dict(config.headers))
     if config.transport == "sse":
-        from mcp.client.sse import sse_client
-
-        def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
-            return guarded_httpx2_client(allowed_hosts, headers=headers, timeout=timeout, auth=auth)
-
-        async with sse_client(
-            config.url or "", headers=dict(config.headers), httpx_client_factory=factory
-        ) as s:
-            yield s
-    else:
-        from mcp.client.streamable_http import streamable_http_client
-
-        async with (
-            guarded_httpx2_client(allowed_hosts, headers=dict(config.headers)) as client,
-            streamable_http_client(config.url or "", http_client=client) as s,
-        ):
-            yield s
+        return SseTransport(config.url or "", client)
+    return StreamableHttpTransport(config.url or "", client)

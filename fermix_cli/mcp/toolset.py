@@ -4,7 +4,7 @@ Declared in `TOOLSETS`, so the kernel finds it through the catalog and imports t
 name misses the built-ins or a caller lists every tool. A server starts on first need: a name of its
 own, or a listing (`tool_search`, a model run). One that fails to start is skipped in a listing (the
 reason is in the fermix log and in `failures()`), and its error is raised when a caller names its tool.
-This module does not import the `mcp` SDK; the client does, when a server starts.
+Neither this module nor the client imports the `mcp` SDK: the wire layer is fermix's own (`wire.py`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -39,6 +38,14 @@ def configure(world: Env, servers: dict[str, dict[str, Any]], extra: str = "") -
 
 def stub(*args: str, **more: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(STUB), *args], **more}
+
+
+ALLOW_LOCAL = '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n'
+
+
+def web(url: str, **more: Any) -> dict[str, Any]:
+    """The shared SDK stub over Streamable HTTP (started once), for tests whose subject is not stdio."""
+    return {"url": url, **more}
 
 
 # ----- config and names --------------------------------------------------------------------------
@@ -115,9 +122,9 @@ def test_call_by_name_from_the_cli(world: Env) -> None:
     assert r.code == 0 and r.stdout == "hi there\n"
 
 
-def test_the_bridges_from_the_cli_see_the_mcp_servers(world: Env) -> None:
+def test_the_bridges_from_the_cli_see_the_mcp_servers(world: Env, http_server: str) -> None:
     # `fermix tool tool_search` reaches the same toolsets as a model run: the servers' tools are found.
-    configure(world, {"stub": stub()})
+    configure(world, {"stub": web(http_server)}, extra=ALLOW_LOCAL)
     r = world.tool("tool_search", {"query": "add two integers sum"})
     assert r.code == 0, r.stderr
     found = r.json()
@@ -140,8 +147,8 @@ def test_the_bridges_from_the_cli_see_the_mcp_servers(world: Env) -> None:
     assert r.code == 1 and r.error()["message"] == "Unknown capability: mcp_stub_add"  # not malformed input
 
 
-def test_schema_comes_from_the_server(world: Env) -> None:
-    configure(world, {"stub": stub()})
+def test_schema_comes_from_the_server(world: Env, http_server: str) -> None:
+    configure(world, {"stub": web(http_server)}, extra=ALLOW_LOCAL)
     schema = world.run("tool", "mcp_stub_add", "--schema").json()
     assert schema["required"] == ["a", "b"]
     assert schema["properties"]["a"]["type"] == "integer"
@@ -156,8 +163,10 @@ def test_schema_comes_from_the_server(world: Env) -> None:
         ("mcp_stub_missing", {}, "unknown_tool", 2),
     ],
 )
-def test_errors(world: Env, tool: str, args: dict[str, Any], code: str, exit_code: int) -> None:
-    configure(world, {"stub": stub()})
+def test_errors(
+    world: Env, tool: str, args: dict[str, Any], code: str, exit_code: int, http_server: str
+) -> None:
+    configure(world, {"stub": web(http_server)}, extra=ALLOW_LOCAL)
     r = world.tool(tool, args)
     assert r.code == exit_code, r.stderr
     assert r.error()["code"] == code
@@ -186,24 +195,24 @@ def test_env_passthrough_and_cwd(world: Env, tmp_path: Path) -> None:
     assert got == {"token": "t0k", "passed": "through", "secret": "", "cwd": str(work)}
 
 
-def test_tools_allowlist(world: Env) -> None:
-    configure(world, {"stub": stub(tools=["add"])})
+def test_tools_allowlist(world: Env, http_server: str) -> None:
+    configure(world, {"stub": web(http_server, tools=["add"])}, extra=ALLOW_LOCAL)
     names = [t["name"] for t in world.run("mcp", "tools", "--json").json()["tools"]]
     assert names == ["mcp_stub_add"]
     assert world.tool("mcp_stub_echo", {"text": "x"}).error()["code"] == "unknown_tool"
 
 
-def test_policy_class_from_config_applies_to_guests(world: Env) -> None:
-    configure(world, {"stub": stub()})
+def test_policy_class_from_config_applies_to_guests(world: Env, http_server: str) -> None:
+    configure(world, {"stub": web(http_server)}, extra=ALLOW_LOCAL)
     r = world.run("--trust", "guest", "tool", "mcp_stub_add", "--json", '{"a":1,"b":1}')
     assert r.code == 3 and r.error()["code"] == "policy_denied"
-    configure(world, {"stub": stub(policy_class="read_only")})
+    configure(world, {"stub": web(http_server, policy_class="read_only")}, extra=ALLOW_LOCAL)
     r = world.run("--trust", "guest", "tool", "mcp_stub_add", "--json", '{"a":1,"b":1}')
     assert r.code == 0, r.stderr
 
 
-def test_server_that_fails_to_start(world: Env) -> None:
-    configure(world, {"broken": stub("crash"), "stub": stub()})
+def test_server_that_fails_to_start(world: Env, http_server: str) -> None:
+    configure(world, {"broken": stub("crash"), "stub": web(http_server)}, extra=ALLOW_LOCAL)
     r = world.tool("mcp_broken_anything", {})
     assert r.code == 1 and r.error()["code"] == "mcp_unavailable"
     assert "[mcp.servers.broken]" in r.error()["message"]
@@ -244,14 +253,36 @@ def test_machine_call_of_a_builtin_never_imports_mcp(world: Env) -> None:
     assert r.stderr.strip().endswith("0 []"), r.stderr
 
 
+def test_an_mcp_tool_call_never_imports_the_sdk(world: Env, http_server: str) -> None:
+    # The client is fermix's own wire layer: calling a server's tool never loads the SDK.
+    configure(world, {"stub": web(http_server), "local": stub()}, extra=ALLOW_LOCAL)
+    code = (
+        "import sys, json; from fermix_cli.__main__ import main; rcs=[];"
+        "sys.argv=['fermix','tool','mcp_local_echo','--json','{\"text\":\"x\"}']; rcs.append(main());"
+        "bad=[m for m in sys.modules if m.split('.')[0] in ('mcp','mcp_types','anyio','httpx')];"
+        "sys.argv=['fermix','tool','mcp_stub_add','--json','{\"a\":1,\"b\":2}']; rcs.append(main());"
+        "bad+=[m for m in sys.modules if m.split('.')[0] in ('mcp','mcp_types')];"
+        "print(rcs, bad, file=sys.stderr)"
+    )  # (httpx itself loads anyio for a URL server; the stdio path loads neither)
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        env=world.env,
+        cwd=world.project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.stderr.strip().endswith("[0, 0] []"), r.stderr
+
+
 # ----- in-process: registry specs, deferral metadata, policy -----------------------------------------
 
 
 @pytest.fixture
-def loaded(world: Env) -> Iterator[tuple[Registry, Any]]:
+def loaded(world: Env, http_server: str) -> Iterator[tuple[Registry, Any]]:
     from fermix_cli.mcp.client import pool
 
-    configure(world, {"stub": stub()})
+    configure(world, {"stub": web(http_server)}, extra=ALLOW_LOCAL)
     reg = Registry(modules={})
     ctx = world.context()
     report = load_servers(reg, ctx)
@@ -320,44 +351,6 @@ def test_fermix_mcp_serve_as_a_configured_server(world: Env) -> None:
 # ----- a URL server, through the network guard -----------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start_stub(mode: str) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(STUB), mode, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail(f"the stub {mode} server did not start")
-    yield f"http://127.0.0.1:{port}/{'mcp' if mode == 'http' else 'sse'}"
-    proc.terminate()
-    proc.wait(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def http_server() -> Iterator[str]:
-    yield from _start_stub("http")
-
-
-@pytest.fixture(scope="module")
-def sse_server() -> Iterator[str]:
-    yield from _start_stub("sse")
-
-
-ALLOW_LOCAL = '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n'
-
-
 def test_url_server_needs_its_host_allowed(world: Env, http_server: str) -> None:
     configure(world, {"web": {"url": http_server}})
     r = world.tool("mcp_web_add", {"a": 1, "b": 1})
@@ -369,6 +362,13 @@ def test_url_server_needs_its_host_allowed(world: Env, http_server: str) -> None
     assert r.json()["structured_content"] == {"sum": 42}
 
 
+def test_url_server_that_does_not_answer_is_unavailable(world: Env) -> None:
+    configure(world, {"web": {"url": "http://127.0.0.1:9/mcp"}}, extra=ALLOW_LOCAL)  # the discard port
+    r = world.tool("mcp_web_add", {"a": 1, "b": 1})
+    assert r.code == 1 and r.error()["code"] == "mcp_unavailable", r.stderr
+    assert "[mcp.servers.web]" in r.error()["message"]
+
+
 def test_sse_server_through_the_guard(world: Env, sse_server: str) -> None:
     configure(world, {"old": {"url": sse_server, "transport": "sse"}}, extra=ALLOW_LOCAL)
     r = world.tool("mcp_old_add", {"a": 40, "b": 2})
@@ -376,21 +376,15 @@ def test_sse_server_through_the_guard(world: Env, sse_server: str) -> None:
     assert r.json()["structured_content"] == {"sum": 42}
 
 
-def test_the_sdk_client_judges_every_request_through_the_guard() -> None:
-    # Past the up-front host check: the httpx2 client the SDK gets refuses a private host by itself.
-    import anyio
+def test_the_http_client_judges_every_request_through_the_guard() -> None:
+    # Past the up-front host check: the client the wire layer uses refuses a private host by itself.
+    from fermix_cli.mcp.wire import http_client
 
-    from fermix_cli.mcp.http import guarded_httpx2_client
-
-    async def get(allowed: list[str]) -> Any:
-        async with guarded_httpx2_client(allowed) as client:
-            return await client.get("http://127.0.0.1:9/")
-
-    with pytest.raises(ToolError) as e:
-        anyio.run(get, [])
+    with http_client([], {}) as client, pytest.raises(ToolError) as e:
+        client.get("http://127.0.0.1:9/")
     assert e.value.code == "blocked_url"
-    with pytest.raises(ToolError) as e:
-        anyio.run(get, ["127.0.0.1"])  # allowed, and nothing listens on the discard port
+    with http_client(["127.0.0.1"], {}) as client, pytest.raises(ToolError) as e:
+        client.get("http://127.0.0.1:9/")  # allowed, and nothing listens on the discard port
     assert e.value.code in ("connect_failed", "network")
 
 
@@ -403,8 +397,8 @@ def _ask(world: Env, steps: list[list[dict[str, Any]]], *extra: str) -> dict[str
     return r.json()
 
 
-def test_model_finds_and_calls_mcp_tools_through_the_bridges(world: Env) -> None:
-    configure(world, {"stub": stub()})
+def test_model_finds_and_calls_mcp_tools_through_the_bridges(world: Env, http_server: str) -> None:
+    configure(world, {"stub": web(http_server)}, extra=ALLOW_LOCAL)
     out = _ask(
         world,
         [
@@ -434,8 +428,8 @@ def test_model_finds_and_calls_mcp_tools_through_the_bridges(world: Env) -> None
     assert all(c["ok"] for c in out["tool_calls"])
 
 
-def test_model_run_policy_applies_to_mcp_tools(world: Env) -> None:
-    configure(world, {"stub": stub()})
+def test_model_run_policy_applies_to_mcp_tools(world: Env, http_server: str) -> None:
+    configure(world, {"stub": web(http_server)}, extra=ALLOW_LOCAL)
     call = {"name": "tool_call", "arguments": {"name": "mcp_stub_add", "arguments": {"a": 1, "b": 1}}}
     r = world.run(
         "--trust", "guest", "ask", "--json", "--provider", "echo", json.dumps({"tool_calls": [call]})
@@ -450,16 +444,20 @@ def test_model_run_policy_applies_to_mcp_tools(world: Env) -> None:
     assert json.loads(json.loads(r.json()["response"])["tool_results"][0]["output"])["total_available"] == 0
 
 
-def test_model_run_with_deferral_off_puts_mcp_schemas_inline(world: Env) -> None:
-    configure(world, {"stub": stub()}, extra="[fermix_core.tools.tool_search]\nenabled = false\n")
+def test_model_run_with_deferral_off_puts_mcp_schemas_inline(world: Env, http_server: str) -> None:
+    configure(
+        world,
+        {"stub": web(http_server)},
+        extra=ALLOW_LOCAL + "[fermix_core.tools.tool_search]\nenabled = false\n",
+    )
     out = _ask(world, [[{"name": "mcp_stub_add", "arguments": {"a": 4, "b": 4}}]])
     echoed = json.loads(out["response"])
     assert "mcp_stub_add" in echoed["tools"] and "tool_search" not in echoed["tools"]
     assert json.loads(echoed["tool_results"][0]["output"]) == {"sum": 8}
 
 
-def test_a_broken_server_does_not_stop_a_model_run(world: Env) -> None:
-    configure(world, {"broken": stub("crash"), "stub": stub()})
+def test_a_broken_server_does_not_stop_a_model_run(world: Env, http_server: str) -> None:
+    configure(world, {"broken": stub("crash"), "stub": web(http_server)}, extra=ALLOW_LOCAL)
     out = _ask(world, [[{"name": "tool_search", "arguments": {"query": "echo text"}}]])
     search = json.loads(json.loads(out["response"])["tool_results"][0]["output"])
     assert any(m["name"] == "mcp_stub_echo" for m in search["matches"])

@@ -1,0 +1,198 @@
+"""fermix's MCP client wire layer (`fermix_cli.mcp.wire`), against a scripted server and the SDK as oracle."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fermix_cli.mcp import wire
+from fermix_cli.mcp.client import result_payload
+from fermix_cli.mcp.wire import McpError, Session, StdioTransport, sse_events
+
+WIRE_SERVER = Path(__file__).with_name("wire_server.py")
+
+
+def scripted(tmp_path: Path, *args: str) -> tuple[Session, Path]:
+    log = tmp_path / "received.jsonl"
+    transport = StdioTransport(
+        sys.executable, [str(WIRE_SERVER), str(log), *args], dict(os.environ), None, stderr=2
+    )
+    return Session(transport), log
+
+
+def received(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[tuple[Session, Path]]:
+    s, log = scripted(tmp_path)
+    s.initialize(10)
+    yield s, log
+    s.close()
+
+
+def test_handshake_offers_the_newest_version_then_says_initialized(session: tuple[Session, Path]) -> None:
+    s, log = session
+    assert s.protocol_version == "2025-11-25" and s.server_info["name"] == "wire"
+    s.ping(10)  # a request after the handshake: the server has read the notification by now
+    first, second, third = received(log)
+    assert first["method"] == "initialize" and first["params"]["protocolVersion"] == wire.PROTOCOL_VERSION
+    assert first["params"]["clientInfo"]["name"] == "fermix" and first["params"]["capabilities"] == {}
+    assert second == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert third["method"] == "ping"
+
+
+@pytest.mark.parametrize(
+    ("version", "ok"), [("2024-11-05", True), ("2025-06-18", True), ("1999-01-01", False)]
+)
+def test_the_servers_version_is_accepted_only_when_known(tmp_path: Path, version: str, ok: bool) -> None:
+    s, _ = scripted(tmp_path, version)
+    try:
+        if ok:
+            s.initialize(10)
+            assert s.protocol_version == version
+        else:
+            with pytest.raises(ConnectionError, match="1999-01-01"):
+                s.initialize(10)
+    finally:
+        s.close()
+
+
+def test_tools_are_listed_across_pages(session: tuple[Session, Path]) -> None:
+    s, log = session
+    assert [t["name"] for t in s.list_tools(10)] == ["add", "ask_back", "hang"]
+    lists = [m for m in received(log) if m.get("method") == "tools/list"]
+    assert "params" not in lists[0] and lists[1]["params"] == {"cursor": "page-2"}
+
+
+def test_call_and_errors(session: tuple[Session, Path]) -> None:
+    s, _ = session
+    assert s.call_tool("add", {"a": 2, "b": 3}, 10)["structuredContent"] == {"sum": 5}
+    with pytest.raises(McpError) as e:
+        s.request("resources/list", None, 10)
+    assert e.value.code == -32601 and "resources/list" in e.value.message
+
+
+def test_the_client_answers_ping_and_refuses_what_it_does_not_offer(session: tuple[Session, Path]) -> None:
+    s, _ = session
+    got = s.call_tool("ask_back", {}, 10)["structuredContent"]
+    assert got["s1"] == {"jsonrpc": "2.0", "id": "s1", "result": {}}
+    assert got["s2"]["error"]["code"] == wire.METHOD_NOT_FOUND
+
+
+def test_a_timed_out_call_is_cancelled(session: tuple[Session, Path]) -> None:
+    s, log = session
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        s.call_tool("hang", {}, 0.2)
+    assert time.monotonic() - started < 5
+    s.ping(10)  # the session still works, and the server has read the cancellation by now
+    messages = received(log)
+    call = next(m for m in messages if m.get("method") == "tools/call")
+    cancel = next(m for m in messages if m.get("method") == "notifications/cancelled")
+    assert cancel["params"]["requestId"] == call["id"] and "no answer" in cancel["params"]["reason"]
+
+
+def test_a_server_that_exits_fails_the_waiting_request(tmp_path: Path) -> None:
+    transport = StdioTransport(sys.executable, ["-c", "import sys; sys.exit(3)"], dict(os.environ), None, 2)
+    s = Session(transport)
+    with pytest.raises(ConnectionError, match="exit status 3"):
+        s.initialize(10)
+    s.close()
+
+
+def test_close_ends_the_server_and_kills_one_that_ignores_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(wire, "STDIO_EXIT_GRACE_S", 0.3)
+    polite, _ = scripted(tmp_path)
+    polite.initialize(10)
+    polite.close()
+    assert polite.transport.proc.returncode == 0  # type: ignore[attr-defined]  # stdin closed: it exited
+    stubborn, _ = scripted(tmp_path, "2025-11-25", "stubborn")
+    stubborn.initialize(10)
+    # Closing stdin alone does not end it here: hold its input open by a second writer.
+    proc = stubborn.transport.proc  # type: ignore[attr-defined]
+    keep = os.dup(proc.stdin.fileno())
+    try:
+        started = time.monotonic()
+        stubborn.close()
+        assert proc.returncode == -9 and time.monotonic() - started < 5  # SIGTERM ignored, then SIGKILL
+    finally:
+        os.close(keep)
+    with pytest.raises(ConnectionError):
+        stubborn.ping(1)
+
+
+def test_sse_event_parsing() -> None:
+    lines = [
+        ": comment",
+        "event: endpoint",
+        "data: /messages/?s=1",
+        "",
+        'data: {"a":',
+        "data: 1}",
+        "",
+        "id: 7",
+    ]
+    assert list(sse_events(iter(lines))) == [("endpoint", "/messages/?s=1"), ("message", '{"a":\n1}')]
+
+
+# ----- side by side with the SDK's own client, against the SDK stub ---------------------------------
+
+
+def _sdk_view(url: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    import anyio
+    from mcp.client import Client
+
+    async def main() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        async with Client(url) as client:
+            tools = [
+                t.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for t in (await client.list_tools()).tools
+            ]
+            results = []
+            for name, args in CALLS:
+                r = await client.call_tool(name, args)
+                results.append(r.model_dump(mode="json", by_alias=True, exclude_none=True))
+            return tools, results
+
+    return anyio.run(main)
+
+
+CALLS = [("add", {"a": 2, "b": 40}), ("echo", {"text": "hi"}), ("fail", {})]
+
+
+def test_same_tools_and_results_as_the_sdk_client(http_server: str) -> None:
+    sdk_tools, sdk_results = _sdk_view(http_server)
+    s = Session(wire.StreamableHttpTransport(http_server, wire.http_client(["127.0.0.1"], {})))
+    try:
+        s.initialize(20)
+        ours = s.list_tools(20)
+        assert [t["name"] for t in ours] == [t["name"] for t in sdk_tools]
+        for mine, theirs in zip(ours, sdk_tools, strict=True):
+            assert {k: v for k, v in mine.items() if v is not None} == theirs
+        for (name, args), theirs in zip(CALLS, sdk_results, strict=True):
+            mine = s.call_tool(name, args, 20)
+            assert result_payload(mine) == result_payload(theirs)
+            assert bool(mine.get("isError")) == bool(theirs.get("isError"))
+    finally:
+        s.close()
+
+
+def test_sse_transport_against_the_sdk_stub(sse_server: str) -> None:
+    s = Session(wire.SseTransport(sse_server, wire.http_client(["127.0.0.1"], {})))
+    try:
+        s.initialize(20)
+        assert "add" in [t["name"] for t in s.list_tools(20)]
+        assert s.call_tool("add", {"a": 1, "b": 2}, 20)["structuredContent"] == {"sum": 3}
+    finally:
+        s.close()

@@ -1,0 +1,90 @@
+"""A scripted MCP stdio server in plain Python, for the wire layer's edge cases the SDK stub cannot show.
+
+`python wire_server.py LOG [VERSION] [stubborn]`: every message received is appended to LOG (one JSON
+line each); the server answers `initialize` with VERSION, lists its tools over two pages, and ignores
+SIGTERM when `stubborn` (so the client has to kill it).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+
+log_path = sys.argv[1]
+version = sys.argv[2] if len(sys.argv) > 2 else "2025-11-25"
+if "stubborn" in sys.argv[3:]:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+PAGES = {
+    None: {"tools": [{"name": "add", "inputSchema": {"type": "object"}}], "nextCursor": "page-2"},
+    "page-2": {"tools": [{"name": "ask_back", "inputSchema": {"type": "object"}}, {"name": "hang"}]},
+}
+
+
+def send(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def receive() -> dict | None:
+    line = sys.stdin.readline()
+    if not line:
+        return None
+    message = json.loads(line)
+    with open(log_path, "a") as f:
+        f.write(json.dumps(message) + "\n")
+    return message
+
+
+def answer(request: dict) -> None:
+    method, rid, params = request["method"], request["id"], request.get("params") or {}
+    if method == "initialize":
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "wire", "version": "0"},
+                },
+            }
+        )
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": rid, "result": PAGES[params.get("cursor")]})
+    elif method == "tools/call" and params["name"] == "add":
+        total = params["arguments"]["a"] + params["arguments"]["b"]
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {
+                    "content": [{"type": "text", "text": str(total)}],
+                    "structuredContent": {"sum": total},
+                },
+            }
+        )
+    elif method == "tools/call" and params["name"] == "ask_back":
+        # The server asks the client two things before it answers: a ping and a roots listing.
+        send({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
+        send({"jsonrpc": "2.0", "id": "s2", "method": "roots/list"})
+        got = {}
+        while len(got) < 2:
+            reply = receive()
+            if reply is None:
+                return
+            if reply.get("id") in ("s1", "s2"):
+                got[reply["id"]] = reply
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [], "structuredContent": got}})
+    elif method == "tools/call" and params["name"] == "hang":
+        pass  # never answers: the client times out and cancels
+    elif method == "ping":
+        send({"jsonrpc": "2.0", "id": rid, "result": {}})
+    else:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"no method {method}"}})
+
+
+while (message := receive()) is not None:
+    if "method" in message and "id" in message:
+        answer(message)
