@@ -1,9 +1,9 @@
-"""ast_grep: embedded AST search, read-only rewrite previews, and outlines (ast-grep-py, no CLI).
+"""ast_grep: AST search and read-only rewrite previews on the ast-grep CLI, outlines in-process.
 
-Directories use the shared workspace walker; a file named explicitly bypasses the ignore filters
-but not the path checks. Only complete UTF-8 files up to 256 KiB are parsed, and trees, patterns,
-files, bytes, time and output are all bounded. Nothing is ever written, and no project
-`sgconfig.yml`, custom grammar or rule file is loaded.
+search runs `ast-grep run --json=stream` (its own parallel walk and parser, every file read whole;
+see `cli`); outline parses each file with ast-grep-py, over the files `rg --files` lists. A file
+named explicitly bypasses the ignore filters but not the path checks. Nothing is ever written, and
+no project `sgconfig.yml`, custom grammar or rule file is loaded.
 """
 
 from __future__ import annotations
@@ -23,7 +23,16 @@ from . import languages
 from .languages import DeadlinePassed
 from .matches import search
 from .outline import OutlineOptions, check_filter_size, compile_name, entry, parse_types, selected, symbols
-from .workset import Output, Work, common_result, load_tree, notes, with_notes, work_files
+from .workset import (
+    Output,
+    Work,
+    check_file_language,
+    common_result,
+    load_tree,
+    notes,
+    with_notes,
+    work_files,
+)
 
 PATTERN_MAX_BYTES = 4096
 DEADLINE_S = 30.0
@@ -213,9 +222,15 @@ def ast_grep(p: AstGrepParams, ctx: ToolContext) -> dict[str, Any]:
                 f"pattern does not compile for {language}: {err}",
                 {"language": language, "error": err},
             )
-    files = work_files(ctx, target.path, target.cwd, language, op == "outline", work)
     if op == "search":
-        return search(p, work, files, limit, language)
+        if os.path.isdir(target.path):
+            root, name = target.path, "."
+        else:
+            lang = check_file_language(target.path, target.cwd, language, outline=False)
+            root, name = os.path.dirname(target.path), os.path.basename(target.path)
+            language = lang
+        return search(p, ctx, work, root, name, target.cwd, limit, language)
+    files = work_files(ctx, target.path, target.cwd, language, True, work)
     return _outline(p, work, files, limit)
 
 
