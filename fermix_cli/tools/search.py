@@ -185,7 +185,9 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
             fm.path = full
             files.append(fm)
     except PatternError as e:
-        raise ToolError("invalid_regex", f"Invalid regular expression: {e.message}", {"pattern": p.pattern}) from None
+        raise ToolError(
+            "invalid_regex", f"Invalid regular expression: {e.message}", {"pattern": p.pattern}
+        ) from None
     if search.stats.timed_out:
         found = sum(fm.matched_lines for fm in files)
         raise ToolError(

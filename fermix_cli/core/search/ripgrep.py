@@ -17,6 +17,7 @@ Nothing is read through a size cap: rg reads every file to its end.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -183,7 +184,7 @@ class Run:
     # ----- process handling -------------------------------------------------------------------
 
     def _spawn(self, args: list[str]) -> subprocess.Popen[bytes]:
-        err = tempfile.TemporaryFile()
+        err = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _stderr once rg has finished
         try:
             proc = subprocess.Popen(
                 [engines.rg(), *args, "--", self.target],
@@ -212,10 +213,8 @@ class Run:
 
     def _kill(self, proc: subprocess.Popen[bytes]) -> None:
         if proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
 
     def _on_deadline(self) -> None:
         with self._lock:
@@ -273,7 +272,7 @@ class Run:
             assert proc.stdout is not None
             if "--null" in self.mode_args:
                 buf = b""
-                while chunk := proc.stdout.read1(1 << 16):
+                while chunk := proc.stdout.read1(1 << 16):  # type: ignore[attr-defined]
                     buf += chunk
                     *records, buf = buf.split(b"\0")
                     yield from records
@@ -293,10 +292,8 @@ class Run:
         self.stats.returncode = proc.returncode
         err = self._stderr(proc)
         if self._ignore_file:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(self._ignore_file)
-            except OSError:
-                pass
         if self.stats.timed_out or self.stats.stopped_early:
             return
         if proc.returncode == 2:

@@ -17,7 +17,8 @@ from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.search.p4ignore import resolve_p4
 from ...core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
-from ...core.search.ripgrep import Scope, list_files as rg_list_files
+from ...core.search.ripgrep import Scope
+from ...core.search.ripgrep import list_files as rg_list_files
 from .fuzzy import Query, rank_key
 from .pathrules import ToolPath, display_path, resolve_source
 
@@ -137,7 +138,9 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     if complete and more:
         footer.append(f"[{len(scored) - offset - len(page)} more results; use offset={offset + len(page)}]")
     if not complete:
-        footer.append("[partial scan: stopped at the 10 s deadline; only paths seen so far are ranked. Narrow path.]")
+        footer.append(
+            "[partial scan: stopped at the 10 s deadline; only paths seen so far are ranked. Narrow path.]"
+        )
     footer += [n for o, n in zip(omissions, notes(omissions), strict=True) if o.reason == "unreadable"]
     output = "\n".join(lines)
     if footer:

@@ -22,7 +22,9 @@ def test_grep_cli_json_and_text(world: Env) -> None:
     )
     assert t.code == 0
     # The page note, then what the search left out (bin/blob.dat and bad.txt match too).
-    assert t.stdout.startswith("docs/running.md:3:To run the tool, call run.\n\n[more matches; use offset=1]\n")
+    assert t.stdout.startswith(
+        "docs/running.md:3:To run the tool, call run.\n\n[more matches; use offset=1]\n"
+    )
     assert "[incomplete: 1 file left out (binary)" in t.stdout
     bad = world.tool("grep", {"patterns": [""]})
     assert bad.code == 2 and bad.stdout == "" and bad.error()["code"] == "invalid_pattern"

@@ -24,7 +24,8 @@ SKIP_NOTES = (
     "shown; to see them run `rg -a PATTERN PATH` in the shell]"
 )
 
-RANKED = """\
+RANKED = (
+    """\
 grouped_v1
 ## src/lib/runner.py
 2:[import] from run import run
@@ -56,7 +57,9 @@ grouped_v1
 ## docs/running.md
 3:[match] To run the tool, call run.
 
-""" + SKIP_NOTES
+"""
+    + SKIP_NOTES
+)
 
 
 def test_ranked_default_golden(proj: Path, invoke) -> None:
@@ -80,7 +83,8 @@ def test_ranked_default_golden(proj: Path, invoke) -> None:
     }
 
 
-RANKED_PAGE_TWO = """\
+RANKED_PAGE_TWO = (
+    """\
 grouped_v1
 ## src/run.rs
 2-
@@ -100,7 +104,9 @@ grouped_v1
 3-export function start() {
 
 [5 more primary matches; use offset=9]
-""" + SKIP_NOTES
+"""
+    + SKIP_NOTES
+)
 
 
 def test_ranked_pagination_with_context_golden(proj: Path, invoke) -> None:
@@ -118,7 +124,8 @@ def test_ranked_pagination_with_context_golden(proj: Path, invoke) -> None:
     assert last["output"].startswith("grouped_v1\n## src/app.ts\n1:[import] import { run }")
 
 
-RAW_FIRST = """\
+RAW_FIRST = (
+    """\
 docs/running.md:3:To run the tool, call run.
 src/app.ts:1:import { run } from "./run";
 src/app.ts:2:export const runTwice = (x: number) => run(run(x));
@@ -127,9 +134,12 @@ src/lib/runner.py:2:from run import run
 src/lib/runner.py:5:    def run(self):
 
 [more matches; use offset=6]
-""" + SKIP_NOTES
+"""
+    + SKIP_NOTES
+)
 
-RAW_SECOND = """\
+RAW_SECOND = (
+    """\
 src/lib/runner.py:5:    def run(self):
 src/lib/runner.py:6:        return run()
 src/lib/runner.py-7-
@@ -148,7 +158,9 @@ src/run.rs:5:    run_inner(args)?;
 src/run.rs-6-    Ok(())
 
 [more matches; use offset=12]
-""" + SKIP_NOTES
+"""
+    + SKIP_NOTES
+)
 
 
 def test_raw_mode_golden_with_lookahead_paging(proj: Path, invoke) -> None:

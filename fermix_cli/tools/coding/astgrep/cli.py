@@ -13,6 +13,7 @@ fermix adds what is its own around the engine:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -25,10 +26,10 @@ from collections import Counter
 from typing import Any
 
 from ....core.context import ToolContext
+from ....core.fsops import FileReader
 from ....core.records import Record, field
 from ....core.search import engines
 from ....core.search.p4ignore import resolve_p4
-from ....core.fsops import FileReader
 from ....core.search.ripgrep import Scope, list_files
 from . import languages
 
@@ -169,7 +170,7 @@ def run_scan(
 
         lister = threading.Thread(target=_list, daemon=True)
         lister.start()
-    err = tempfile.TemporaryFile()
+    err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
     try:
         proc = subprocess.Popen(
             argv,
@@ -183,10 +184,8 @@ def run_scan(
         def _kill() -> None:
             if proc.poll() is None:
                 scan.timed_out = True
-                try:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
 
         timer = threading.Timer(max(deadline - time.monotonic(), 0.0), _kill)
         timer.daemon = True
@@ -238,7 +237,9 @@ def run_scan(
             continue
         m["file"] = os.path.join(root, rel)
         scan.matches.append(m)
-    scan.matches.sort(key=lambda m: (m["file"], m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"]))
+    scan.matches.sort(
+        key=lambda m: (m["file"], m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"])
+    )
     return scan
 
 

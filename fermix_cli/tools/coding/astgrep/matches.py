@@ -111,7 +111,12 @@ def search(
 
 
 def _preview(
-    shown: str, lines: list[str], start: dict[str, int], end: dict[str, int], replacement: str, record: dict[str, Any]
+    shown: str,
+    lines: list[str],
+    start: dict[str, int],
+    end: dict[str, int],
+    replacement: str,
+    record: dict[str, Any],
 ) -> list[str]:
     """`@@ path:line bytes[s:e] @@`, then `-` source lines and `+` the same lines with the match replaced.
 

@@ -133,11 +133,11 @@ class Tally(Record):
 
 
 def _scope(ctx: ToolContext, p: GrepParams, path: str) -> tuple[Scope, str]:
-    filters = {"globs": tuple(p.glob or ()), "types": tuple(p.type or ())}
+    globs, types = tuple(p.glob or ()), tuple(p.type or ())
     if os.path.isdir(path):
-        scope = Scope(root=path, exclude_names=SKIP_DIRS, p4=resolve_p4(path, home=ctx.os_home), **filters)
-        return scope, "."
-    return Scope(root=os.path.dirname(path), **filters), os.path.basename(path)
+        p4 = resolve_p4(path, home=ctx.os_home)
+        return Scope(root=path, exclude_names=SKIP_DIRS, p4=p4, globs=globs, types=types), "."
+    return Scope(root=os.path.dirname(path), globs=globs, types=types), os.path.basename(path)
 
 
 def _collect(
@@ -407,7 +407,9 @@ def _omissions(
         left = scan.primary_total - next_offset
         why = "output_cap" if capped else "page"
         cap = "the 64 KiB output cap" if capped else "limit"
-        out.append(Omission(why, left, "match", f"stopped at {cap}; use offset={next_offset} for the next page"))
+        out.append(
+            Omission(why, left, "match", f"stopped at {cap}; use offset={next_offset} for the next page")
+        )
     if omitted_total:
         out.append(
             Omission(
@@ -508,7 +510,9 @@ TOOLS = specs(
             FailureMode("invalid_pattern", "a pattern is empty or longer than 1,024 bytes"),
             FailureMode("invalid_type", "a `type` is not one of ripgrep's file types"),
             FailureMode("invalid_glob", "a `glob` does not parse"),
-            FailureMode("search_engine_missing", "ripgrep (rg) is not installed; the message says how to install it"),
+            FailureMode(
+                "search_engine_missing", "ripgrep (rg) is not installed; the message says how to install it"
+            ),
             FailureMode("not_found", "the search path does not exist"),
             FailureMode("outside_cwd", "a relative path leaves the working directory"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),
