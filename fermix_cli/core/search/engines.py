@@ -23,7 +23,7 @@ RG_FIX = (
     "wheels) or put `rg` on PATH (e.g. `apt-get install ripgrep`)"
 )
 AST_GREP_FIX = (
-    "install the ast-grep CLI next to fermix (`python -m pip install 'ast-grep-cli>=0.40,<1'`) "
+    "install the ast-grep CLI next to fermix (`python -m pip install 'ast-grep-cli>=0.51,<1'`) "
     "or put `ast-grep` on PATH"
 )
 
