@@ -194,7 +194,12 @@ def check_engine(inp: DoctorInput, program: str, label: str, fix: str) -> Check:
     if found is None:
         return Check(label, "fail", f"{program} not found beside {sys.executable} nor on PATH; {fix}")
     version = inp.engine_version(found.path)
-    where = {"interpreter": "beside the interpreter", "scripts": "in the scripts dir", "PATH": "on PATH"}
+    where = {
+        "interpreter": "beside the interpreter",
+        "scripts": "in the scripts dir",
+        "bundled": "bundled with fermix",
+        "PATH": "on PATH",
+    }
     detail = f"{version or 'version unknown'} at {found.path} ({where.get(found.source, found.source)})"
     status: Status = "ok" if version else "warn"
     return Check(label, status, detail, {"path": found.path, "source": found.source, "version": version})

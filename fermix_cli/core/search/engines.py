@@ -2,9 +2,10 @@
 
 An engine is looked up in this order: next to the running interpreter (the console scripts a pip
 install of fermix puts beside `python`, which is how the `ripgrep` and `ast-grep-cli` wheels ship
-their binaries), then the interpreter's scripts directory, then `PATH`. `fermix.pyz` carries no
-binary: it finds the engines the same way, so an interpreter with the wheels installed, or `rg` and
-`ast-grep` on PATH, is what it needs. A missing engine is an error naming the fix, never a fallback.
+their binaries), then the interpreter's scripts directory, then the `bin/` directory beside the
+installed `fermix_cli` package (where a `pip install --target` puts them: that is how `fermix.pyz`
+carries its own, extracted with their permissions), then `PATH`. A missing engine is an error
+naming the fix, never a fallback.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ AST_GREP_FIX = (
 class Engine(Record, frozen=True):
     name: str  # rg | ast-grep
     path: str
-    source: str  # interpreter | scripts | PATH
+    source: str  # interpreter | scripts | bundled | PATH
 
 
 _cache: dict[str, Engine | None] = {}
@@ -45,6 +46,8 @@ def _candidates(program: str) -> list[tuple[str, str]]:
         scripts = None
     if scripts:
         out.append((os.path.join(scripts, program), "scripts"))
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    out.append((os.path.join(package_parent, "bin", program), "bundled"))
     found = shutil.which(program)
     if found:
         out.append((found, "PATH"))
