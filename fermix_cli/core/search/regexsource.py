@@ -46,6 +46,12 @@ def repair_regex(pattern: str) -> str:
     while i < n:
         c = pattern[i]
         if c == "\\":
+            if pattern[i + 1 : i + 2] in ("p", "P", "x", "u") and pattern[i + 2 : i + 3] == "{":
+                close = pattern.find("}", i + 3)
+                if close != -1:  # \p{Greek}, \x{1F600}: one escape, braces included
+                    out.append(pattern[i : close + 1])
+                    i = close + 1
+                    continue
             out.append(pattern[i : i + 2] if i + 1 < n else "\\\\")
             i += 2
             continue
