@@ -234,6 +234,17 @@ def test_100_000_entries_in_one_directory(world: Env, invoke: Any) -> None:
     assert len(g["paths"]) == 10 and g["complete"] is True
 
 
+def _remove_chain(top: Path, depth: int) -> None:
+    """Remove top/d/d/…/d (depth levels) and its files bottom-up; rmtree would recurse once per level."""
+    rel = "/".join(["d"] * depth)
+    for level in range(depth, 0, -1):
+        d = top / "/".join(["d"] * level) if level < depth else top / rel
+        for name in os.listdir(d):
+            if name != "d":
+                os.unlink(d / name)
+        os.rmdir(d)
+
+
 @pytest.mark.slow
 def test_1000_levels_of_nesting(world: Env, invoke: Any) -> None:
     rel = "/".join(["d"] * 1000)
@@ -248,10 +259,13 @@ def test_1000_levels_of_nesting(world: Env, invoke: Any) -> None:
     os.write(out, b"deep marker\n")
     os.close(out)
     os.close(fd)
-    want = rg_hits(world.project, "-e", "deep marker")
-    got, _ = all_raw_hits(invoke, {"patterns": ["deep marker"]})
-    assert got == want == {(f"{rel}/bottom.txt", 1)}
-    r = invoke("find", {"query": "bottom"})
-    assert r["results"][0]["path"] == f"{rel}/bottom.txt"
-    g = invoke("glob_search", {"pattern": "**/bottom.txt"})
-    assert g["paths"] == [str(deep / "bottom.txt")]
+    try:
+        want = rg_hits(world.project, "-e", "deep marker")
+        got, _ = all_raw_hits(invoke, {"patterns": ["deep marker"]})
+        assert got == want == {(f"{rel}/bottom.txt", 1)}
+        r = invoke("find", {"query": "bottom"})
+        assert r["results"][0]["path"] == f"{rel}/bottom.txt"
+        g = invoke("glob_search", {"pattern": "**/bottom.txt"})
+        assert g["paths"] == [str(deep / "bottom.txt")]
+    finally:
+        _remove_chain(world.project, 1000)
