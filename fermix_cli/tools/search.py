@@ -171,7 +171,7 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
         target=target,
     )
     files = []
-    binary = binary_lines = 0
+    binary = 0
     try:
         for fm in search.files():
             full = os.path.join(scope.root, fm.path)
@@ -179,9 +179,7 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
             if not allowed:
                 continue
             if fm.binary:
-                binary += 1
-                binary_lines += fm.matched_lines
-                continue
+                binary += 1  # rg stopped at a NUL after the first matches; those are kept
             fm.path = full
             files.append(fm)
     except PatternError as e:
@@ -229,7 +227,7 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
                 "binary",
                 binary,
                 "file",
-                f"binary files (NUL bytes) are skipped; {binary_lines} matching line(s) are in them",
+                "binary data (a NUL byte) follows their first matches, so rg stopped reading them there",
             )
         )
     bad = unreadable_omission(search.stats.errors)
@@ -292,7 +290,7 @@ TOOLS = specs(
         owner_only=True,
         description=(
             "Search file contents for text (or a regular expression, Rust syntax, when `regex` is true) in a "
-            "file or below a directory, on ripgrep (no shell). Binary files are skipped and counted; "
+            "file or below a directory, on ripgrep (no shell). Binary files are skipped (a NUL byte); "
             ".gitignore and .ignore are honoured; every file is read to its end. Returns {path, line, text} "
             "for each matching line, in path order, bounded by max_results and a deadline. A line is shown "
             "up to 1000 characters (`line_truncated` marks a cut one) and an answer up to 256 KiB of text "

@@ -169,9 +169,11 @@ class Run:
         deadline: float,
         sandbox: Sandbox | None = None,
         target: str = ".",
+        p4_found: list[str] | None = None,
     ) -> None:
         self.scope = scope
         self.target = target  # "." (the root) or one file's name relative to it
+        self.p4_found = p4_found  # the Perforce rule files, when the caller already knows them
         self.mode_args = mode_args
         self.deadline = deadline
         self.sandbox = sandbox
@@ -236,6 +238,8 @@ class Run:
         args = _scope_args(self.scope, self.sandbox) + self.mode_args
         if self.scope.p4 is None:
             return self._spawn(args)
+        if self.p4_found is not None:
+            return self._with_p4_rules(args, self.p4_found)
         pre = self._spawn(_p4_prepass_args(self.scope, self.sandbox))
         main = self._spawn(args)  # runs beside the listing; rerun only when rule files exist
         try:
@@ -253,11 +257,23 @@ class Run:
         self._kill(main)
         main.communicate()
         self._stderr(main)
+        return self._with_p4_rules(args, found)
+
+    def _with_p4_rules(self, args: list[str], found: list[str]) -> subprocess.Popen[bytes]:
+        assert self.scope.p4 is not None
+        if not found and not self.scope.p4.global_files:
+            return self._spawn(args)
         self.stats.p4_files = len(found)
         fd, self._ignore_file = tempfile.mkstemp(prefix="fermix-p4-", suffix=".ignore")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(p4_rules_text(self.scope.root, self.scope.p4, found))
         return self._spawn([*args, "--ignore-file", self._ignore_file])
+
+    def records(self) -> list[str]:
+        """All of a `--null` run's records, decoded at once, "./" dropped."""
+        data = b"\0".join(self.lines())  # lines() has split the records already
+        text = os.fsdecode(data) if data else ""
+        return [_strip_dot(p) for p in text.split("\0") if p]
 
     def lines(self) -> Iterator[bytes]:
         """rg's stdout, line by line (or NUL-separated record by record with `--null`)."""
@@ -329,10 +345,24 @@ def _strip_dot(p: str) -> str:
 
 
 def list_files(scope: Scope, deadline: float, sandbox: Sandbox | None = None) -> tuple[list[str], RunStats]:
-    """Every file rg would search below the root, relative to it, "/"-separated, in no set order."""
-    run = Run(scope, ["--files", "--null"], deadline, sandbox)
-    paths = [_strip_dot(os.fsdecode(rec)) for rec in run.lines()]
-    return paths, run.stats
+    """Every file rg would search below the root, relative to it, "/"-separated, in no set order.
+
+    With Perforce rules and hidden files left out, one listing does both jobs: it includes hidden
+    files (not hidden directories), which finds the `.p4ignore` files; hidden names are then dropped,
+    and only when rule files turned up does rg list again with them.
+    """
+    mode = ["--files", "--null"]
+    if scope.p4 is None or scope.hidden:
+        run = Run(scope, mode, deadline, sandbox)
+        return run.records(), run.stats
+    first = Run(scope, [*mode, "--hidden", "-g", "!.*/"], deadline, sandbox, p4_found=[])
+    paths = first.records()
+    names = set(scope.p4.ignore_names)
+    found = [p for p in paths if p.rpartition("/")[2] in names]
+    if found or scope.p4.global_files:
+        again = Run(scope, mode, deadline, sandbox, p4_found=found)
+        return again.records(), again.stats
+    return [p for p in paths if "/." not in p and not p.startswith(".")], first.stats
 
 
 # ----- matching --------------------------------------------------------------------------------
@@ -350,7 +380,7 @@ class FileMatches(Record):
     path: str  # relative to the root, "/"-separated
     lines: list[LineMatch] = field(default_factory=list)  # the first `keep` matching lines
     matched_lines: int = 0  # every matching line rg counted
-    binary: bool = False  # rg saw a NUL: the matches are not text and are dropped
+    binary: bool = False  # rg met a NUL after the first matches and stopped reading the file there
     bytes_searched: int = 0
 
 
@@ -389,7 +419,10 @@ class Search:
         keep: int | None = None,
         target: str = ".",
     ) -> None:
-        args = ["--json", "--binary"]
+        # rg's own binary handling: a file with a NUL in the first block it reads is skipped (as
+        # every grep does); one whose NUL comes later is searched up to it, and its end event says
+        # where (`binary_offset`), so the caller can say that the rest of it was not searched.
+        args = ["--json"]
         if fixed:
             args.append("--fixed-strings")
         if ignore_case:

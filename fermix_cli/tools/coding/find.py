@@ -101,6 +101,8 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         candidates += [(d, True) for d in dirs]
     sandbox = ctx.sandbox
     check = sandbox.needs_checks_below(target.path)
+    base = display_path(target.path, target.cwd)  # rg follows no symlink: root + rel is canonical
+    prefix = "" if base == "." else base + "/"
     scored: list[tuple[tuple[int, int, bytes], str, bool, int]] = []
     refused = 0
     for rel, is_dir in candidates:
@@ -109,11 +111,11 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         score = query.score(rel)
         if score is None:
             continue
-        full = os.path.join(target.path, rel)
+        full = target.path + "/" + rel
         if (check and not sandbox.allows(full)) or (not is_dir and sandbox.is_link_to_protected(full)):
             refused += 1
             continue
-        shown = display_path(full, target.cwd) + ("/" if is_dir else "")
+        shown = prefix + rel + ("/" if is_dir else "")
         scored.append((rank_key(score, shown), shown, is_dir, score))
     scored.sort()
     complete = not run.timed_out

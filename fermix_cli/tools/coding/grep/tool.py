@@ -125,8 +125,7 @@ class Tally(Record):
     """What the search saw beyond the hits: counts for the metadata and the omissions."""
 
     files_matched: int = 0
-    binary: int = 0  # files with a match that rg found to be binary
-    binary_lines: int = 0
+    binary: int = 0  # files rg stopped reading at a NUL byte after their first matches
     invalid_utf8: int = 0  # files with a matching line that is not UTF-8
     invalid_lines: int = 0
     denied: int = 0  # files rg returned that the sandbox refuses (hard links to protected files)
@@ -163,9 +162,7 @@ def _collect(
             tally.denied += 1
             continue
         if fm.binary:
-            tally.binary += 1
-            tally.binary_lines += fm.matched_lines
-            continue
+            tally.binary += 1  # the matches before the NUL are kept, as rg prints them
         bad = [lm for lm in fm.lines if not lm.utf8]
         if bad:
             tally.invalid_utf8 += 1
@@ -425,8 +422,8 @@ def _omissions(
                 "binary",
                 tally.binary,
                 "file",
-                f"they hold NUL bytes, so their {tally.binary_lines} matching line(s) are not shown as text; "
-                "to see them run `rg -a PATTERN PATH` in the shell",
+                "binary data (a NUL byte) follows their first matches, so rg stopped reading them there; "
+                "to search them whole run `rg -a PATTERN PATH` in the shell",
             )
         )
     if tally.invalid_utf8:
@@ -486,8 +483,9 @@ TOOLS = specs(
             "still does not compile; `case_insensitive`, `glob` and `type` narrow it. Ranked mode (default) "
             "prints grouped_v1: `## path` headers, `N:[def-like]`, `N:[match]` and `N:[import]` rows (at "
             "most 5 per file, definitions first) and `N-` context rows; raw mode prints `path:line:text` "
-            "rows. Skips hidden, ignored (.gitignore, .ignore, Perforce), .git and target; every file is "
-            "read to its end. Limits: 10 s, 64 KiB of output. `complete` is false and `omitted` (and "
+            "rows. Skips hidden, ignored (.gitignore, .ignore, Perforce), .git, target and binary files (a "
+            "NUL byte where reading starts); every other file is read to its end. Limits: 10 s, 64 KiB of "
+            "output. `complete` is false and `omitted` (and "
             "`[incomplete: …]` lines) say what was left out (next page, binary files, ...) and how to get it."
         ),
         params=GrepParams,
