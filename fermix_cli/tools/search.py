@@ -40,9 +40,10 @@ def _allowed(ctx: ToolContext, root: str, paths: list[str]) -> tuple[list[str], 
     """The absolute paths the sandbox allows (checked again after rg), and how many it refused."""
     sandbox = ctx.sandbox
     check = sandbox.needs_checks_below(root)
+    links = bool(paths) and sandbox.may_have_protected_links()
     out: list[str] = []
     for p in paths:
-        if (check and not sandbox.allows(p)) or sandbox.is_link_to_protected(p):
+        if (check and not sandbox.allows(p)) or (links and sandbox.is_link_to_protected(p)):
             continue
         out.append(p)
     return out, len(paths) - len(out)

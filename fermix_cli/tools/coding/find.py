@@ -103,6 +103,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     check = sandbox.needs_checks_below(target.path)
     base = display_path(target.path, target.cwd)  # rg follows no symlink: root + rel is canonical
     prefix = "" if base == "." else base + "/"
+    links = bool(files) and sandbox.may_have_protected_links()
     scored: list[tuple[tuple[int, int, bytes], str, bool, int]] = []
     refused = 0
     for rel, is_dir in candidates:
@@ -112,7 +113,9 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         if score is None:
             continue
         full = target.path + "/" + rel
-        if (check and not sandbox.allows(full)) or (not is_dir and sandbox.is_link_to_protected(full)):
+        if (check and not sandbox.allows(full)) or (
+            links and not is_dir and sandbox.is_link_to_protected(full)
+        ):
             refused += 1
             continue
         shown = prefix + rel + ("/" if is_dir else "")

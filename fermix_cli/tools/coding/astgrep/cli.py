@@ -223,13 +223,14 @@ def run_scan(
     sandbox = ctx.sandbox
     check = sandbox.needs_checks_below(root)
     verdicts: dict[str, bool] = {}
+    links = bool(raw) and sandbox.may_have_protected_links()
     for m in raw:
         rel = target if stdin_data is not None else str(m.get("file", "")).removeprefix("./")
         ok = verdicts.get(rel)
         if ok is None:
             full = os.path.join(root, rel)
             ok = (listed is None or rel in listed) and not (
-                (check and not sandbox.allows(full)) or sandbox.is_link_to_protected(full)
+                (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full))
             )
             verdicts[rel] = ok
         if not ok:

@@ -79,13 +79,14 @@ def work_files(
     listed, run = list_files(scope, work.deadline, ctx.sandbox)
     sandbox = ctx.sandbox
     check = sandbox.needs_checks_below(root)
+    links = bool(listed) and sandbox.may_have_protected_links()
     for rel in sorted(listed):
         lang = languages.language_for_path(rel)
         if lang is None or lang not in wanted or (language is not None and lang != language):
             work.unsupported += 1
             continue
         full = os.path.join(root, rel)
-        if (check and not sandbox.allows(full)) or sandbox.is_link_to_protected(full):
+        if (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full)):
             continue
         yield display_path(full, cwd), full, lang
     if run.timed_out:

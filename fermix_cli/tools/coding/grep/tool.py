@@ -154,11 +154,12 @@ def _collect(
     )
     sandbox = ctx.sandbox
     check = sandbox.needs_checks_below(scope.root)
+    links = sandbox.may_have_protected_links()
     tally = Tally()
     found: list[FileMatches] = []
     for fm in search.files():
         full = os.path.join(scope.root, fm.path)
-        if (check and not sandbox.allows(full)) or sandbox.is_link_to_protected(full):
+        if (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full)):
             tally.denied += 1
             continue
         if fm.binary:
