@@ -36,6 +36,7 @@ MAX_CONTEXT = 20
 SKIP_DIRS = (".git", "target")
 RANKED_KEEP = 10_000  # matching lines per file labelled in ranked mode; the rest are counted by rg
 MAX_FILTERS = 16
+HIT_TEXT_CAP = 4096  # characters of a hit's line in the JSON `hits` (the text output cuts at 1,000)
 
 
 class GrepParams(Params):
@@ -382,12 +383,16 @@ def _result(
             "output_bytes": OUTPUT_CAP,
             "per_file_hits": PER_FILE_CAP if mode == "ranked" else None,
         },
-        "hits": [
-            {"path": b.path, "line": h.line, "label": h.label, "text": h.text}
-            for b, _ in scan.blocks
-            for h in b.hits
-        ],
+        "hits": [_hit_json(b.path, h) for b, _ in scan.blocks for h in b.hits],
     }
+
+
+def _hit_json(path: str, h: Hit) -> dict[str, Any]:
+    """One hit for the JSON: the whole line up to HIT_TEXT_CAP characters (`text_truncated` past it)."""
+    out: dict[str, Any] = {"path": path, "line": h.line, "label": h.label, "text": h.text[:HIT_TEXT_CAP]}
+    if len(h.text) > HIT_TEXT_CAP:
+        out["text_truncated"] = True
+    return out
 
 
 def _omissions(
