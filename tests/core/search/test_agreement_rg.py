@@ -268,3 +268,28 @@ def test_1000_levels_of_nesting(world: Env, invoke: Any) -> None:
         assert g["paths"] == [str(deep / "bottom.txt")]
     finally:
         _remove_chain(world.project, 1000)
+
+
+def test_nested_perforce_rule_files_apply_below_their_directory(
+    world: Env, invoke: Any, monkeypatch: Any
+) -> None:
+    # rg does not know .p4ignore: fermix translates each file's rules to root-relative gitignore lines.
+    for var in ("P4IGNORE", "P4CONFIG", "P4ENVIRO"):
+        monkeypatch.delenv(var, raising=False)
+    write(
+        world.project,
+        {
+            "a.tmp": "hit\n",
+            "keep.log": "hit\n",
+            "sub/.p4ignore": "*.tmp\n/only_here.txt\n!keep.tmp\n",
+            "sub/b.tmp": "hit\n",
+            "sub/keep.tmp": "hit\n",
+            "sub/only_here.txt": "hit\n",
+            "sub/deeper/only_here.txt": "hit\n",
+            "sub/deeper/c.tmp": "hit\n",
+        },
+    )
+    got, _ = all_raw_hits(invoke, {"patterns": ["hit"]})
+    assert {p for p, _ in got} == {"a.tmp", "keep.log", "sub/keep.tmp", "sub/deeper/only_here.txt"}
+    found = invoke("find", {"query": "tmp"})
+    assert {r["path"] for r in found["results"]} == {"a.tmp", "sub/keep.tmp"}
