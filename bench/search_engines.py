@@ -56,21 +56,23 @@ def copy_tree(src: Path, dst: Path) -> None:
     shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
 
 
-def build_trees(work: Path) -> dict[str, Path]:
+def build_trees(work: Path, only: list[str]) -> dict[str, Path]:
     site = Path(sysconfig.get_paths()["purelib"])
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     home = work / "home"
     trees = {"10k": home / "t10k", "33k": home / "t33k", "200mb": home / "big"}
-    copy_tree(site, trees["10k"] / "site")
-    for i in range(2):
-        copy_tree(site, trees["33k"] / f"site{i}")
-    for i in range(3):
-        shutil.copytree(
-            stdlib,
-            trees["33k"] / f"lib{i}",
-            symlinks=True,
-            ignore=shutil.ignore_patterns("__pycache__", "site-packages", "lib-dynload", "config-*"),
-        )
+    if "10k" in only or "ast" in only:
+        copy_tree(site, trees["10k"] / "site")
+    if "33k" in only:
+        for i in range(2):
+            copy_tree(site, trees["33k"] / f"site{i}")
+        for i in range(3):
+            shutil.copytree(
+                stdlib,
+                trees["33k"] / f"lib{i}",
+                symlinks=True,
+                ignore=shutil.ignore_patterns("__pycache__", "site-packages", "lib-dynload", "config-*"),
+            )
     big = trees["200mb"]
     big.mkdir(parents=True)
     block = b"".join(b"filler line %06d of the big file, nothing to see here\n" % i for i in range(19_000))
@@ -82,6 +84,7 @@ def build_trees(work: Path) -> dict[str, Path]:
     # Each tree is a git work tree, so fd (whose Debian build has no --no-require-git) honours the
     # .gitignore files a site-packages holds exactly as rg and fermix do.
     for t in trees.values():
+        t.mkdir(parents=True, exist_ok=True)
         subprocess.run(["git", "init", "-q", str(t)], check=True)
     return trees
 
