@@ -313,24 +313,31 @@ class Run:
         if self.stats.timed_out or self.stats.stopped_early:
             return
         if proc.returncode == 2:
-            _raise_for(err)
+            _raise_for(err, self.target)
         self.stats.errors = [ln for ln in err.splitlines() if ln.startswith("rg: ")]
 
 
-def _raise_for(err: str) -> None:
-    """rg exits 2 for per-file errors too (an unreadable file): only a fatal error raises."""
-    if "regex parse error" in err or "error parsing regex" in err or "regex could not be compiled" in err:
-        raise PatternError(_tidy(err))
-    if "unrecognized file type" in err:
+def _raise_for(err: str, target: str = ".") -> None:
+    """rg exits 2 for per-file errors too (an unreadable file, `rg: ./path: …`): only a fatal error raises."""
+    per_file = ("rg: ./", f"rg: {target}:")
+    fatal = "\n".join(ln for ln in err.splitlines() if ln.strip() and not ln.startswith(per_file))
+    if not fatal:
+        return
+    if (
+        "regex parse error" in fatal
+        or "error parsing regex" in fatal
+        or "regex could not be compiled" in fatal
+    ):
+        raise PatternError(_tidy(fatal))
+    if "unrecognized file type" in fatal:
         raise ToolError(
             "invalid_type",
-            f"{_tidy(err)}; use one of the names `rg --type-list` prints (py, rust, js, ...)",
+            f"{_tidy(fatal)}; use one of the names `rg --type-list` prints (py, rust, js, ...)",
             {},
         )
-    if "glob" in err.lower() and "error" in err.lower():
-        raise ToolError("invalid_glob", f"A glob was rejected by ripgrep: {_tidy(err)}", {})
-    if not any(ln.startswith("rg: ./") for ln in err.splitlines()):
-        raise ToolError("search_failed", f"ripgrep failed: {_tidy(err)}", {"stderr": err[:2000]})
+    if "glob" in fatal.lower():
+        raise ToolError("invalid_glob", f"A glob was rejected by ripgrep: {_tidy(fatal)}", {})
+    raise ToolError("search_failed", f"ripgrep failed: {_tidy(fatal)}", {"stderr": err[:2000]})
 
 
 def _tidy(err: str) -> str:

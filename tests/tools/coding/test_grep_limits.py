@@ -322,3 +322,36 @@ def test_import_and_definition_labels(world: Env, invoke) -> None:
     labels = {h["line"]: h["label"] for h in r["hits"]}
     # Five kept: the three definitions, the one plain match, then the first import.
     assert labels == {6: "def-like", 7: "def-like", 8: "def-like", 9: "match", 1: "import"}
+
+
+def test_type_and_glob_filters_and_their_errors(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.py": "hit\n", "b.rs": "hit\n", "docs/c.md": "hit\n"})
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw", "type": ["py", "md"]})
+    assert r["output"] == "a.py:1:hit\ndocs/c.md:1:hit"
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw", "glob": ["!docs/**"]})
+    assert r["output"] == "a.py:1:hit\nb.rs:1:hit"
+    r = invoke("grep", {"patterns": ["HIT"], "mode": "raw", "case_insensitive": True, "glob": ["*.rs"]})
+    assert r["output"] == "b.rs:1:hit" and r["case_insensitive"] is True
+    assert err(invoke, {"patterns": ["hit"], "type": ["nosuch"]}).code == "invalid_type"
+    assert err(invoke, {"patterns": ["hit"], "glob": ["["]}).code == "invalid_glob"
+
+
+def test_per_file_errors_are_reported_and_fatal_ones_raise() -> None:
+    # The machine's tests run as root, who reads every file, so rg's stderr is given here as rg writes it.
+    from fermix_cli.core.search.report import unreadable_omission
+    from fermix_cli.core.search.ripgrep import PatternError, _raise_for
+
+    per_file = "rg: ./locked.txt: Permission denied (os error 13)\nrg: ./glob-dir/x: Permission denied (os error 13)\n"
+    _raise_for(per_file)  # exit 2 with only per-file errors: the answer reports them
+    _raise_for("rg: one.txt: Permission denied (os error 13)\n", "one.txt")
+    o = unreadable_omission(per_file.splitlines())
+    assert o is not None and (o.reason, o.count, o.unit) == ("unreadable", 2, "path")
+    assert "./locked.txt: Permission denied" in o.how
+    with pytest.raises(PatternError):
+        _raise_for("rg: regex parse error:\n    (\n    ^\nerror: unclosed group\n")
+    with pytest.raises(ToolError) as e:
+        _raise_for(per_file + "rg: error parsing glob '[': unclosed character class; missing ']'\n")
+    assert e.value.code == "invalid_glob"
+    with pytest.raises(ToolError) as e:
+        _raise_for("rg: something else went wrong\n")
+    assert e.value.code == "search_failed"
