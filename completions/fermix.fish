@@ -421,7 +421,7 @@ complete -c fermix -n '__fermix_at \'state\'' -s h -l help -d 'Show help and exi
 complete -c fermix -n '__fermix_at \'state status\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'state status\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'list' -d 'List the tools this caller may run.'
-complete -c fermix -n '__fermix_at \'tool\'' -a 'ast_grep' -d 'Syntax-aware search, read-only rewrite previews and symbol outlines, in-process (no CLI).'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'ast_grep' -d 'Syntax-aware search, read-only rewrite previews and symbol outlines.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'bash' -d 'Run a non-interactive command in the active working directory, with a nonblank intent saying why.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'content_search' -d 'Search file contents for text (or a regular expression, Rust syntax, when `regex` is true) in a file or below a directory, on ripgrep (no shell).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'event_list' -d 'List or search stored dates: what is coming up, when a birthday falls, which reminders are planned and whether one failed to deliver.'

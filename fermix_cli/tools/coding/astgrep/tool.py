@@ -245,14 +245,15 @@ TOOLS = specs(
         policy_class="read_only",
         owner_only=True,
         description=(
-            "Syntax-aware search, read-only rewrite previews and symbol outlines, in-process (no CLI). "
-            "search (default): `pattern` is ast-grep code with metavariables ($A, $$$ARGS); rows are "
-            "path:line:text; with `rewrite`, each match becomes a `@@ path:line bytes[s:e] @@` block of "
-            "`-` source lines and `+` replaced lines (files are never written). outline: JSON lines "
-            "{path, language, item} for Rust, TypeScript/TSX, JavaScript, Python, Go, Kotlin, Java and "
-            "Swift, shaped by items/view/name/symbol_type/pub_members. Language comes from the extension "
-            "unless given. Limits: 4 KiB patterns, 256 KiB UTF-8 files, 10,000 files, 128 MiB, 16,384 "
-            "nodes at depth 64, 30 s, 64 KiB output; check files_skipped, partial and truncated."
+            "Syntax-aware search, read-only rewrite previews and symbol outlines. search (default) runs "
+            "the ast-grep CLI over a directory (its own parallel walk; the same visible files as grep): "
+            "`pattern` is ast-grep code with metavariables ($A, $$$ARGS); rows are path:line:text in "
+            "path order; with `rewrite`, each match becomes a `@@ path:line bytes[s:e] @@` block of `-` "
+            "source lines and `+` replaced lines (files are never written). outline: JSON lines {path, "
+            "language, item} for Rust, TypeScript/TSX, JavaScript, Python, Go, Kotlin, Java and Swift, "
+            "shaped by items/view/name/symbol_type/pub_members. Language comes from the extension unless "
+            "given. Search reads every file whole (no size or node gate); limits: 4 KiB patterns, 30 s, "
+            "64 KiB output; check matches_total, more, files_skipped, pattern_errors, partial and truncated."
         ),
         params=AstGrepParams,
         handler=ast_grep,
@@ -287,6 +288,7 @@ TOOLS = specs(
             FailureMode("invalid_symbol_type", "symbol_type names an unknown type"),
             FailureMode("invalid_name", "name is not a valid regular expression"),
             FailureMode("not_found", "the path does not exist"),
+            FailureMode("search_engine_missing", "the ast-grep CLI is not installed; the message says how"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),
             FailureMode(
                 "absolute_path_denied",
