@@ -281,6 +281,7 @@ TOOLS = specs(
         failure_modes=(
             FailureMode("invalid_pattern", "the pattern is absolute, has a `..` component, or is malformed"),
             FailureMode("not_found", "the search path does not exist"),
+            FailureMode("search_engine_missing", "ripgrep (rg) is not installed; the message says how"),
             FailureMode("outside_root", "the search path is outside the sandbox roots"),
         ),
     ),

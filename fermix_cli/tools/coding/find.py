@@ -296,6 +296,7 @@ TOOLS = specs(
             FailureMode("invalid_query", "the query is empty after trimming"),
             FailureMode("query_too_long", "the query is longer than 512 characters"),
             FailureMode("not_found", "the path does not exist"),
+            FailureMode("search_engine_missing", "ripgrep (rg) is not installed; the message says how"),
             FailureMode("invalid_path", "the path is a file, not a directory"),
             FailureMode("outside_cwd", "a relative path leaves the working directory"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),

@@ -94,3 +94,30 @@ def test_a_protected_file_named_explicitly_is_refused(world: Env) -> None:
             assert getattr(e.value, "code", None) in ("protected_path", "not_found"), (tool, e.value)
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "program"),
+    [
+        ("grep", {"patterns": ["x"]}, "rg"),
+        ("content_search", {"pattern": "x"}, "rg"),
+        ("glob_search", {"pattern": "*"}, "rg"),
+        ("find", {"query": "x"}, "rg"),
+        ("ast_grep", {"pattern": "$X"}, "ast-grep"),
+    ],
+)
+def test_a_missing_engine_is_an_error_naming_the_fix(
+    world: Env, monkeypatch: pytest.MonkeyPatch, tool: str, args: dict[str, Any], program: str
+) -> None:
+    from fermix_cli.core.errors import ToolError
+    from fermix_cli.core.search import engines
+
+    (world.project / "a.py").write_text("x = 1\n")
+    monkeypatch.setattr(engines, "_cache", {program: None})  # neither beside python nor on PATH
+    ctx = world.context()
+    try:
+        with pytest.raises(ToolError) as e:
+            default_registry().invoke(tool, args, ctx)
+    finally:
+        ctx.close()
+    assert e.value.code == "search_engine_missing" and "pip install" in e.value.message
