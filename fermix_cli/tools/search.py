@@ -1,25 +1,26 @@
-"""Search tools of the agent toolset: glob_search and content_search, over the shared walker and matcher."""
+"""Search tools of the agent toolset: glob_search and content_search, on ripgrep.
+
+glob_search lists candidates with `rg --files` (ignore rules, dotfiles included) and matches the
+glob in fermix; content_search runs `rg --json`. Every returned path is checked by the sandbox again.
+Answers say whether they are complete (`complete`, `omitted`) and how to get what was left out.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import time
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError, world_error
-from ..core.fsops import FileReader
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ..core.search.globpat import compile_glob, literal_prefix, max_depth
-from ..core.search.match import Matcher, MatchTimeout, is_binary, line_text
-from ..core.search.walk import WalkOptions, WalkStats, walk
+from ..core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
+from ..core.search.ripgrep import PatternError, Scope, Search, list_files
 
-GLOB_MAX_ENTRIES = 100_000
 GLOB_DEADLINE_S = 30.0
-CONTENT_FILE_CAP = 64 * 1024 * 1024
 CONTENT_LINE_CAP = 1000  # characters of one matched line shown; the rest is cut and marked
 CONTENT_OUTPUT_CAP = 256 * 1024  # characters of matched text in one answer
 
@@ -33,6 +34,19 @@ def _search_root(ctx: ToolContext, raw: str | None, tool: str) -> str:
     if not os.path.exists(root):
         raise ToolError("not_found", f"Search path not found: {root}", {"path": root})
     return root
+
+
+def _allowed(ctx: ToolContext, root: str, paths: list[str]) -> tuple[list[str], int]:
+    """The absolute paths the sandbox allows (checked again after rg), and how many it refused."""
+    sandbox = ctx.sandbox
+    check = sandbox.needs_checks_below(root)
+    links = bool(paths) and sandbox.may_have_protected_links()
+    out: list[str] = []
+    for p in paths:
+        if (check and not sandbox.allows(p)) or (links and sandbox.is_link_to_protected(p)):
+            continue
+        out.append(p)
+    return out, len(paths) - len(out)
 
 
 # ----- glob_search -----------------------------------------------------------------------------
@@ -57,43 +71,55 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
     root = _search_root(ctx, p.path, "glob_search")
     if not os.path.isdir(root):
         raise world_error("invalid_path", f"Search root is not a directory: {root}", {"path": root})
+    empty: dict[str, Any] = {"paths": [], "truncated": False, "scan_complete": True, **completeness([])}
     prefix = literal_prefix(p.pattern)
     start = os.path.join(root, prefix) if prefix else root
     if prefix:
         try:
             start = ctx.sandbox.read_path(start, tool="glob_search")
         except ToolError:
-            return {"paths": [], "truncated": False, "scan_complete": True}
+            return empty
         if not os.path.isdir(start):
-            return {"paths": [], "truncated": False, "scan_complete": True}
+            return empty
     depth = max_depth(p.pattern)
-    opts = WalkOptions(
+    scope = Scope(
+        root=start,
         hidden=True,
-        max_entries=GLOB_MAX_ENTRIES,
-        deadline=time.monotonic() + GLOB_DEADLINE_S,
         max_depth=None if depth is None else max(depth - prefix.count("/") - (1 if prefix else 0), 1),
     )
-    stats = WalkStats()
-    hits: list[str] = []
+    listed, run = list_files(scope, time.monotonic() + GLOB_DEADLINE_S, ctx.sandbox)
     base_rel = prefix + "/" if prefix else ""
-    for entry in walk(start, ctx.sandbox, opts, stats):
-        if rx.match(base_rel + entry.rel):
-            hits.append(entry.path)
+    hits = [os.path.join(start, rel) for rel in listed if rx.match(base_rel + rel)]
+    hits, _ = _allowed(ctx, start, hits)
     hits.sort()
+    omissions: list[Omission] = []
+    if len(hits) > limit:
+        omissions.append(
+            Omission(
+                "max_results",
+                len(hits) - limit,
+                "path",
+                f"{len(hits)} paths matched; raise max_results (at most 1000) or narrow the pattern or path",
+            )
+        )
+    bad = unreadable_omission(run.errors)
+    if bad:
+        omissions.append(bad)
+    if run.timed_out:
+        omissions.append(timeout_omission(GLOB_DEADLINE_S, "path"))
     return {
         "paths": hits[:limit],
-        "truncated": len(hits) > limit or not stats.complete,
-        "scan_complete": stats.complete,
+        "truncated": len(hits) > limit or run.timed_out,
+        "scan_complete": not run.timed_out,
+        "total_matched": len(hits),
+        **completeness(omissions),
     }
 
 
 def _render_glob(r: dict[str, Any]) -> str:
     text = json.dumps(r["paths"], ensure_ascii=False)
-    if not r["scan_complete"]:
-        text += "\n[scan stopped early: the walk hit its entry or time limit; narrow the pattern or path]"
-    elif r["truncated"]:
-        text += "\n[truncated: more paths matched; raise max_results or narrow the pattern]"
-    return text
+    lines = notes([Omission(**o) for o in r["omitted"]])
+    return "\n".join([text, *lines])
 
 
 # ----- content_search --------------------------------------------------------------------------
@@ -108,7 +134,13 @@ class ContentParams(Params):
         str | None,
         Field(max_length=4096, description="File or directory to search (default: the working directory)"),
     ] = None
-    regex: Annotated[bool, Field(description="Interpret `pattern` as a regular expression")] = False
+    regex: Annotated[
+        bool,
+        Field(description="Interpret `pattern` as a regular expression (Rust syntax, as ripgrep has it)"),
+    ] = False
+    case_insensitive: Annotated[
+        bool | None, Field(description="Match regardless of case (default false: case-sensitive)")
+    ] = None
     max_results: Annotated[
         int | None, Field(le=2**31, description="Upper bound on matches (default 200, at most 1000)")
     ] = None
@@ -121,74 +153,101 @@ class ContentParams(Params):
 def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     if p.pattern == "":
         raise ToolError("missing_pattern", "Missing required parameter: pattern", {})
-    matcher = Matcher([p.pattern], regex=p.regex)
     limit = _clamp(p.max_results, 200, 1, 1000)
     timeout_ms = _clamp(p.timeout_ms, 30_000, 1, 120_000)
     deadline = time.monotonic() + timeout_ms / 1000
     root = _search_root(ctx, p.path, "content_search")
-    files: Iterator[tuple[str, int]]
     if os.path.isdir(root):
-        stats = WalkStats()
-        files = (
-            (e.canonical, e.size)
-            for e in walk(root, ctx.sandbox, WalkOptions(hidden=True, deadline=deadline), stats)
-        )
+        scope, target = Scope(root=root, hidden=True), "."
     else:
-        stats = None
-        files = iter([(root, os.path.getsize(root))])
-    matches: list[dict[str, Any]] = []
-    skipped_large = 0
-    truncated = output_capped = False
-    shown = 0
-    reader = FileReader()
-
+        scope, target = Scope(root=os.path.dirname(root)), os.path.basename(root)
+    search = Search(
+        scope,
+        [p.pattern],
+        deadline,
+        ctx.sandbox,
+        fixed=not p.regex,
+        ignore_case=bool(p.case_insensitive),
+        keep=limit,
+        target=target,
+    )
+    files = []
+    binary = 0
     try:
-        for path, size in files:
-            if size > CONTENT_FILE_CAP:
-                skipped_large += 1
+        for fm in search.files():
+            full = os.path.join(scope.root, fm.path)
+            allowed, _ = _allowed(ctx, scope.root, [full])
+            if not allowed:
                 continue
-            try:
-                data, _ = reader.read(path, CONTENT_FILE_CAP)
-            except (OSError, ToolError):
-                continue
-            if is_binary(data):
-                continue
-            for hit in matcher.lines(data, deadline):
-                if len(matches) >= limit or shown >= CONTENT_OUTPUT_CAP:
-                    truncated = True
-                    output_capped = shown >= CONTENT_OUTPUT_CAP
-                    break
-                match = _match(path, hit.line, line_text(data, hit))
-                shown += len(match["text"])
-                matches.append(match)
-            if truncated:
-                break
-            if time.monotonic() > deadline:
-                raise MatchTimeout()
-    except MatchTimeout:
+            if fm.binary:
+                binary += 1  # rg stopped at a NUL after the first matches; those are kept
+            fm.path = full
+            files.append(fm)
+    except PatternError as e:
         raise ToolError(
-            "timeout",
-            f"content_search passed its {timeout_ms} ms deadline with {len(matches)} matches so far; "
-            "narrow the path or pattern, or raise timeout_ms",
-            {"timeout_ms": timeout_ms, "matches_so_far": len(matches)},
+            "invalid_regex", f"Invalid regular expression: {e.message}", {"pattern": p.pattern}
         ) from None
-    finally:
-        reader.close()
-    if stats is not None and stats.stopped == "deadline":
+    if search.stats.timed_out:
+        found = sum(fm.matched_lines for fm in files)
         raise ToolError(
             "timeout",
-            f"content_search passed its {timeout_ms} ms deadline; narrow the path or raise timeout_ms",
-            {"timeout_ms": timeout_ms, "matches_so_far": len(matches)},
+            f"content_search passed its {timeout_ms} ms deadline with {found} matches so far; "
+            "narrow the path or pattern, or raise timeout_ms",
+            {"timeout_ms": timeout_ms, "matches_so_far": found},
         )
+    files.sort(key=lambda fm: fm.path)
+    total = sum(fm.matched_lines for fm in files)
+    matches: list[dict[str, Any]] = []
+    shown = 0
+    output_capped = False
+    for fm in files:
+        for lm in fm.lines:
+            if len(matches) >= limit:
+                break
+            if shown >= CONTENT_OUTPUT_CAP:
+                output_capped = True
+                break
+            match = _match(fm.path, lm.line, lm.text.decode("utf-8", "replace").rstrip())
+            shown += len(match["text"])
+            matches.append(match)
+        if len(matches) >= limit or output_capped:
+            break
+    omissions: list[Omission] = []
+    left = total - len(matches)
+    if left:
+        why = "output_cap" if output_capped else "max_results"
+        fix = (
+            f"the answer holds at most {CONTENT_OUTPUT_CAP // 1024} KiB of text; narrow the path or pattern"
+            if output_capped
+            else "raise max_results (at most 1000) or narrow the path or pattern"
+        )
+        omissions.append(Omission(why, left, "match", f"{total} lines matched; {fix}"))
+    if binary:
+        omissions.append(
+            Omission(
+                "binary",
+                binary,
+                "file",
+                "binary data (a NUL byte) follows their first matches, so rg stopped reading them there",
+            )
+        )
+    bad = unreadable_omission(search.stats.errors)
+    if bad:
+        omissions.append(bad)
     result: dict[str, Any] = {
         "matches": matches,
-        "truncated": truncated or (stats is not None and not stats.complete),
+        "truncated": left > 0,
+        "total_matches": total,
+        **completeness(omissions),
     }
-    if skipped_large:
-        result["files_skipped_large"] = skipped_large
     if output_capped:
         result["output_capped_at"] = CONTENT_OUTPUT_CAP
     return result
+
+
+def _render_content(r: dict[str, Any]) -> str:
+    text = json.dumps(r["matches"], ensure_ascii=False)
+    return "\n".join([text, *notes([Omission(**o) for o in r["omitted"]])])
 
 
 def _match(path: str, line: int, text: str) -> dict[str, Any]:
@@ -207,7 +266,8 @@ TOOLS = specs(
         description=(
             "Find files by glob pattern below a directory (default: the working directory). `*` stays within "
             "one directory, `**` spans directories, `{a,b}` alternates. Honours .gitignore and .ignore; "
-            "dotfiles match. Returns sorted absolute paths of regular files."
+            "dotfiles match; symlinks are not followed. Returns sorted absolute paths of regular files; "
+            "`complete`/`omitted` say when more matched than max_results."
         ),
         params=GlobParams,
         handler=glob_search,
@@ -221,6 +281,7 @@ TOOLS = specs(
         failure_modes=(
             FailureMode("invalid_pattern", "the pattern is absolute, has a `..` component, or is malformed"),
             FailureMode("not_found", "the search path does not exist"),
+            FailureMode("search_engine_missing", "ripgrep (rg) is not installed; the message says how"),
             FailureMode("outside_root", "the search path is outside the sandbox roots"),
         ),
     ),
@@ -230,14 +291,17 @@ TOOLS = specs(
         policy_class="read_only",
         owner_only=True,
         description=(
-            "Search file contents for text (or a regular expression when `regex` is true) in a file or below "
-            "a directory, without shelling out. Binary files are skipped; .gitignore is honoured. Returns "
-            "{path, line, text} for each matching line, bounded by max_results and a deadline. A line is "
-            "shown up to 1000 characters (`line_truncated` marks a cut one) and an answer up to 256 KiB of "
-            "text (`output_capped_at`); `truncated` says when matches were left out."
+            "Search file contents for text (or a regular expression, Rust syntax, when `regex` is true) in a "
+            "file or below a directory, on ripgrep (no shell). Binary files are skipped (a NUL byte); "
+            ".gitignore and .ignore are honoured; every file is read to its end. Returns {path, line, text} "
+            "for each matching line, in path order, bounded by max_results and a deadline. A line is shown "
+            "up to 1000 characters (`line_truncated` marks a cut one) and an answer up to 256 KiB of text "
+            "(`output_capped_at`); `complete`, `omitted` and `total_matches` say what was left out and how "
+            "to get it."
         ),
         params=ContentParams,
         handler=content_search,
+        render=_render_content,
         hints=Hints(read_only=True, idempotent=True),
         when_to_use="Find where text occurs. To find files by name, use glob_search.",
         examples=(
@@ -247,6 +311,7 @@ TOOLS = specs(
         failure_modes=(
             FailureMode("invalid_regex", "the regular expression does not compile"),
             FailureMode("timeout", "the deadline passed; narrow the search"),
+            FailureMode("search_engine_missing", "ripgrep (rg) is not installed; the message says how"),
             FailureMode("not_found", "the search path does not exist"),
         ),
     ),

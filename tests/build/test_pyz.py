@@ -96,6 +96,15 @@ def test_pyz_runs_a_real_tool_call_from_an_empty_venv(pyz: Path, empty_venv: Pat
     r = _run(pyz, empty_venv, home, "tool", "file_read", "--path", "missing.txt")
     assert r.returncode == 1 and json.loads(r.stderr)["error"]["code"] == "not_found"
 
+    # The pyz carries rg and ast-grep (the wheels' binaries, extracted with their mode) and searches
+    # with them even though PATH holds nothing but the empty venv.
+    r = _run(pyz, empty_venv, home, "tool", "grep", "--json", '{"patterns":["hi"],"mode":"raw"}')
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["output"] == "hello.txt:1:hi"
+    r = _run(pyz, empty_venv, home, "doctor", "--json")
+    engines = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
+    assert engines["ripgrep"]["data"]["source"] == "bundled", engines["ripgrep"]
+
 
 @pytest.mark.slow
 def test_pyz_carries_the_human_commands_and_mcp(pyz: Path, empty_venv: Path, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 from fermix_cli.cli.doctor_checks import DoctorInput, run_checks, summary_line
 from fermix_cli.core.migrations import all_migrations
 from fermix_cli.core.paths import resolve_paths
+from fermix_cli.core.search.engines import Engine
 from fermix_cli.core.state import StateDB
 from tests.conftest import Env
 
@@ -188,19 +189,20 @@ def test_missing_optional_binaries(world: Env, tmp_path: Path) -> None:
     assert r.returncode == 0
     checks, _ = parse(r.stdout)
     assert checks["git"][0] == "WARN" and "git tools" in checks["git"][1]
-    assert checks["ripgrep"][0] == "N/A"
+    # The search engines are found beside the interpreter (installed with fermix), PATH or not.
+    assert checks["ripgrep"][0] == "OK" and "beside the interpreter" in checks["ripgrep"][1]
+    assert checks["ripgrep"][1].startswith("ripgrep 14.")
+    assert checks["ast-grep"][0] == "OK" and checks["ast-grep"][1].startswith("ast-grep ")
 
 
 def test_present_optional_binaries(world: Env, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name in ("git", "rg"):
-        exe = bin_dir / name
-        exe.write_text("#!/bin/sh\nexit 0\n")
-        exe.chmod(0o755)
+    exe = bin_dir / "git"
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
     checks, _ = parse(doctor(world, env={"PATH": str(bin_dir)}).stdout)
-    for name in ("git", "ripgrep"):
-        assert checks[name][0] == "OK" and str(bin_dir) in checks[name][1]
+    assert checks["git"][0] == "OK" and str(bin_dir) in checks["git"][1]
 
 
 def test_mcp_server_command_missing(world: Env) -> None:
@@ -214,14 +216,31 @@ def test_mcp_server_command_missing(world: Env) -> None:
 
 def test_checks_are_pure_functions_of_their_input(world: Env) -> None:
     inp = DoctorInput(
-        paths=resolve_paths(str(world.fermix_home)), os_home=str(world.home), which=lambda _: None
+        paths=resolve_paths(str(world.fermix_home)),
+        os_home=str(world.home),
+        which=lambda _: None,
+        engine=lambda _: None,
     )
     checks = run_checks(inp)
     by_name = {c.name: c for c in checks}
-    assert by_name["git"].status == "warn" and by_name["ripgrep"].status == "n/a"
+    assert by_name["git"].status == "warn"
+    # A missing search engine is a failure that names the fix.
+    assert (
+        by_name["ripgrep"].status == "fail"
+        and "pip install 'ripgrep>=14.1,<14.2'" in by_name["ripgrep"].detail
+    )
+    assert by_name["ast-grep"].status == "fail" and "ast-grep-cli" in by_name["ast-grep"].detail
     assert by_name["state.db"].status == "ok"
     assert not world.fermix_home.exists()  # the doctor creates nothing
     assert summary_line(checks).endswith("not applicable")
+    found = DoctorInput(
+        paths=resolve_paths(str(world.fermix_home)),
+        os_home=str(world.home),
+        engine=lambda name: Engine(name, f"/opt/{name}", "PATH"),
+        engine_version=lambda path: f"{path.rsplit('/', 1)[-1]} 9.9",
+    )
+    rg_check = {c.name: c for c in run_checks(found)}["ripgrep"]
+    assert rg_check.status == "ok" and rg_check.detail == "rg 9.9 at /opt/rg (on PATH)"
     for c in checks:
         assert LINE.match(c.line()), c.line()
 

@@ -1,7 +1,8 @@
-"""glob_search and content_search over the shared walker (ignore rules) and matcher."""
+"""glob_search and content_search on ripgrep: ignore rules, formats, caps and completeness."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,15 @@ def test_glob_results_are_sorted_absolute_and_capped(world: Env, invoke) -> None
     tree(world.project, {f"f{i:04d}.txt": "x" for i in range(1200)})
     r = invoke("glob_search", {"pattern": "*.txt", "max_results": 5000})
     assert len(r["paths"]) == 1000 and r["truncated"] is True  # clamped to 1000
+    assert r["complete"] is False and r["total_matched"] == 1200
+    assert r["omitted"] == [
+        {
+            "reason": "max_results",
+            "count": 200,
+            "unit": "path",
+            "how": "1200 paths matched; raise max_results (at most 1000) or narrow the pattern or path",
+        }
+    ]
     assert r["paths"] == sorted(r["paths"]) and all(p.startswith("/") for p in r["paths"])
     r = invoke("glob_search", {"pattern": "*.txt", "max_results": 0})
     assert len(r["paths"]) == 1  # clamped to 1
@@ -88,7 +98,9 @@ def test_content_search_literal_by_default(repo: Path, invoke) -> None:
         ("src/app.py", 4, "    return 'needle'"),
         ("src/gen/keep.py", 1, "needle kept"),
     ]
-    assert r["truncated"] is False
+    assert r["truncated"] is False and r["total_matches"] == 5
+    # img.bin (a NUL first) is binary: not searched, as by rg and every grep.
+    assert r["complete"] is True and r["omitted"] == []
     r = invoke("content_search", {"pattern": "needle.*"})
     assert r["matches"] == []
 
@@ -111,13 +123,16 @@ def test_content_search_truncates_at_max_results(world: Env, invoke) -> None:
     tree(world.project, {"many.txt": "hit\n" * 50})
     r = invoke("content_search", {"pattern": "hit", "max_results": 7})
     assert len(r["matches"]) == 7 and r["truncated"] is True
+    assert r["total_matches"] == 50 and r["omitted"][0]["count"] == 43
     assert [m["line"] for m in r["matches"]] == list(range(1, 8))
 
 
 def test_content_search_deadline_is_an_error(world: Env, invoke) -> None:
-    tree(world.project, {"slow.txt": "a" * 5000 + "!\n"})
+    # rg's regexes are linear-time, so a FIFO named explicitly (rg blocks reading it) stands in for
+    # a search that runs past its deadline.
+    os.mkfifo(world.project / "pipe")
     with pytest.raises(ToolError) as e:
-        invoke("content_search", {"pattern": "(a|aa)+$", "regex": True, "timeout_ms": 50})
+        invoke("content_search", {"pattern": "x", "path": "pipe", "timeout_ms": 200})
     assert e.value.code == "timeout"
 
 
@@ -140,3 +155,13 @@ def test_ancestor_gitignore_applies_when_searching_a_subdirectory(repo: Path, in
     tree(repo, {"src/trace.log": "needle in log\n"})
     r = invoke("content_search", {"pattern": "needle", "path": "src"})
     assert not any(m["path"].endswith("trace.log") for m in r["matches"])
+
+
+def test_content_search_case_insensitive_and_unicode_classes(world: Env, invoke) -> None:
+    tree(world.project, {"u.txt": "Ärger über Straße\nplain ascii\n"})
+    r = invoke("content_search", {"pattern": "ärger", "case_insensitive": True})
+    assert [m["line"] for m in r["matches"]] == [1]
+    r = invoke("content_search", {"pattern": r"\bStra\w+e\b", "regex": True})
+    assert [m["text"] for m in r["matches"]] == ["Ärger über Straße"]  # \w is Unicode-aware
+    r = invoke("content_search", {"pattern": "ärger"})
+    assert r["matches"] == [] and r["complete"] is True

@@ -1,9 +1,11 @@
-"""The search engine, shared by the file-search and coding families: walk, ignore rules, matching.
+"""The search engine, shared by the file-search and coding families: ripgrep and ast-grep, located
+and driven, plus the glob, pattern-repair, Perforce and completeness helpers around them.
 
-- `walk`: the directory walk with hidden-file, `.gitignore`, `.ignore` and Perforce rules.
-- `gitignore`, `p4ignore`: the ignore-file matchers.
-- `match`, `regexsource`: literal and regex matching over file bytes, with binary detection.
-- `globpat`: glob patterns compiled for path matching.
+- `engines`: where `rg` and `ast-grep` are (beside the interpreter, then PATH) and their versions.
+- `ripgrep`: `rg --files` listings and `rg --json` searches over a sandboxed `Scope`, with a deadline.
+- `report`: `complete` / `omitted` for every search result, and the `[incomplete: …]` notes.
+- `globpat`: glob patterns compiled for path matching (glob_search).
+- `regexsource`: grep's repairs of almost-regexes; `p4ignore`: Perforce ignore settings.
 """
 
 from __future__ import annotations
@@ -12,20 +14,20 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .match import LineHit, Matcher, MatchTimeout, is_binary
-    from .walk import WalkOptions, WalkStats, walk
+    from .report import Omission, completeness
+    from .ripgrep import FileMatches, LineMatch, Scope, Search, list_files
 
 _EXPORTS = {
-    "LineHit": "match",
-    "Matcher": "match",
-    "MatchTimeout": "match",
-    "is_binary": "match",
-    "WalkOptions": "walk",
-    "WalkStats": "walk",
-    "walk": "walk",
+    "FileMatches": "ripgrep",
+    "LineMatch": "ripgrep",
+    "Scope": "ripgrep",
+    "Search": "ripgrep",
+    "list_files": "ripgrep",
+    "Omission": "report",
+    "completeness": "report",
 }
 
-__all__ = ["LineHit", "MatchTimeout", "Matcher", "WalkOptions", "WalkStats", "is_binary", "walk"]
+__all__ = ["FileMatches", "LineMatch", "Omission", "Scope", "Search", "completeness", "list_files"]
 
 
 def __getattr__(name: str) -> Any:  # PEP 562: submodules load on first use

@@ -1,4 +1,9 @@
-"""find (fuzzy path discovery over the workspace walker) and list_files (a raw shallow listing)."""
+"""find (fuzzy path discovery over `rg --files`) and list_files (a raw shallow listing).
+
+find's candidates are the files rg lists (hidden, Git-ignored, `.ignore`d and Perforce-ignored
+paths left out, as rg and the rule files say) and the directories that hold them: rg lists files
+only, so a directory with no visible file below it (an empty one, say) is not a candidate.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +16,13 @@ from ...core.errors import ToolError, world_error
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.search.p4ignore import resolve_p4
-from ...core.search.walk import WalkOptions, WalkStats, walk
+from ...core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
+from ...core.search.ripgrep import Scope
+from ...core.search.ripgrep import list_files as rg_list_files
 from .fuzzy import Query, rank_key
 from .pathrules import ToolPath, display_path, resolve_source
 
 MAX_QUERY_CHARS = 512
-FIND_MAX_ENTRIES = 100_000
 FIND_DEADLINE_S = 10.0
 FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT = 50, 200
 LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT = 500, 5000
@@ -80,46 +86,70 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     offset = p.offset or 0
     target = _directory(ctx, p.path, "find")
     query = Query.parse(text)
-    stats = WalkStats()
-    opts = WalkOptions(
-        hidden=False,
-        perforce=resolve_p4(target.path, home=ctx.os_home),
-        include_dirs=kind != "files",
-        include_files=kind != "directories",
-        max_entries=FIND_MAX_ENTRIES,
-        deadline=time.monotonic() + FIND_DEADLINE_S,
-        want_size=False,
-        count_root=True,
-        cache_listings=True,
-    )
+    scope = Scope(root=target.path, p4=resolve_p4(target.path, home=ctx.os_home))
+    files, run = rg_list_files(scope, time.monotonic() + FIND_DEADLINE_S, ctx.sandbox)
+    candidates: list[tuple[str, bool]] = []
+    if kind != "directories":
+        candidates += [(rel, False) for rel in files]
+    if kind != "files":
+        dirs: set[str] = set()
+        for rel in files:
+            d = rel.rpartition("/")[0]
+            while d and d not in dirs:
+                dirs.add(d)
+                d = d.rpartition("/")[0]
+        candidates += [(d, True) for d in dirs]
+    sandbox = ctx.sandbox
+    check = sandbox.needs_checks_below(target.path)
+    base = display_path(target.path, target.cwd)  # rg follows no symlink: root + rel is canonical
+    prefix = "" if base == "." else base + "/"
+    links = bool(files) and sandbox.may_have_protected_links()
     scored: list[tuple[tuple[int, int, bytes], str, bool, int]] = []
-    for entry in walk(target.path, ctx.sandbox, opts, stats):
-        if not query.could_match(entry.rel.lower()):
+    refused = 0
+    for rel, is_dir in candidates:
+        if not query.could_match(rel.lower()):
             continue
-        score = query.score(entry.rel)
+        score = query.score(rel)
         if score is None:
             continue
-        shown = display_path(entry.path, target.cwd) + ("/" if entry.is_dir else "")
-        scored.append((rank_key(score, shown), shown, entry.is_dir, score))
+        full = target.path + "/" + rel
+        if (check and not sandbox.allows(full)) or (
+            links and not is_dir and sandbox.is_link_to_protected(full)
+        ):
+            refused += 1
+            continue
+        shown = prefix + rel + ("/" if is_dir else "")
+        scored.append((rank_key(score, shown), shown, is_dir, score))
     scored.sort()
-    complete = stats.complete
+    complete = not run.timed_out
     page = scored[offset : offset + limit]
     more = offset + len(page) < len(scored)
     has_more: bool | None = more if complete else None
     lines = [shown for _, shown, _, _ in page]
-    notes: list[str] = []
+    omissions: list[Omission] = []
+    if more and complete:
+        nxt = offset + len(page)
+        omissions.append(Omission("page", len(scored) - nxt, "path", f"use offset={nxt} for the next page"))
+    bad = unreadable_omission(run.errors)
+    if bad:
+        omissions.append(bad)
+    if run.timed_out:
+        omissions.append(timeout_omission(FIND_DEADLINE_S, "path"))
+    footer: list[str] = []
     if not scored:
-        notes.append("[no matches]")
+        footer.append("[no matches]")
     elif not page:
-        notes.append(f"[no results at offset={offset}; {len(scored)} in total]")
+        footer.append(f"[no results at offset={offset}; {len(scored)} in total]")
     if complete and more:
-        notes.append(f"[{len(scored) - offset - len(page)} more results; use offset={offset + len(page)}]")
+        footer.append(f"[{len(scored) - offset - len(page)} more results; use offset={offset + len(page)}]")
     if not complete:
-        why = "entry limit (100,000)" if stats.stopped == "max_entries" else "10 s deadline"
-        notes.append(f"[partial scan: stopped at the {why}; only paths seen so far are ranked. Narrow path.]")
+        footer.append(
+            "[partial scan: stopped at the 10 s deadline; only paths seen so far are ranked. Narrow path.]"
+        )
+    footer += [n for o, n in zip(omissions, notes(omissions), strict=True) if o.reason == "unreadable"]
     output = "\n".join(lines)
-    if notes:
-        output = f"{output}\n\n" + "\n".join(notes) if output else "\n".join(notes)
+    if footer:
+        output = f"{output}\n\n" + "\n".join(footer) if output else "\n".join(footer)
     return {
         "output": output,
         "results": [
@@ -138,12 +168,15 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         "scan_complete": complete,
         "truncated": not complete or more,
         "index_ready": complete,
-        "entries_scanned": stats.entries,
-        "entry_limit_reached": stats.stopped == "max_entries",
-        "timed_out": stats.stopped == "deadline",
-        "walk_errors": stats.errors,
-        "walk_entries_omitted": stats.denied + stats.special,
-        "skipped": {"hidden": stats.hidden, "ignored": stats.ignored},
+        "entries_scanned": len(files),
+        "entry_limit_reached": False,
+        "timed_out": run.timed_out,
+        "walk_errors": len(run.errors),
+        # Protected and blocked entries are excluded before rg lists them; this counts the ones the
+        # sandbox refused after (hard links to protected files).
+        "walk_entries_omitted": refused,
+        **completeness(omissions),
+        "engine": "rg",
     }
 
 
@@ -263,6 +296,7 @@ TOOLS = specs(
             FailureMode("invalid_query", "the query is empty after trimming"),
             FailureMode("query_too_long", "the query is longer than 512 characters"),
             FailureMode("not_found", "the path does not exist"),
+            FailureMode("search_engine_missing", "ripgrep (rg) is not installed; the message says how"),
             FailureMode("invalid_path", "the path is a file, not a directory"),
             FailureMode("outside_cwd", "a relative path leaves the working directory"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),

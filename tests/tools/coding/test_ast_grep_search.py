@@ -12,7 +12,6 @@ from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.astgrep import languages as ast_lang
 from fermix_cli.tools.coding.astgrep import matches as ast_search
 from fermix_cli.tools.coding.astgrep import tool as ag
-from fermix_cli.tools.coding.astgrep import workset as ast_work
 from tests.conftest import Env
 
 PY = 'import logging\n\ndef f(x):\n    print("é", x)\n    foo(print(1,\n      2))\n    return x\n'
@@ -88,7 +87,8 @@ def test_overlapping_matches_get_independent_previews(world: Env, invoke) -> Non
 def test_metavariables_in_rewrites(world: Env, invoke) -> None:
     make_tree(world.project, {"m.py": "add(a, b)\nadd()\n"})
     r = invoke("ast_grep", {"pattern": "add($X, $Y)", "rewrite": "$Y + $X  # $_ $MISSING"})
-    assert r["output"].splitlines()[2] == "+b + a  # $_ $MISSING"
+    # As the ast-grep CLI fills templates: a metavariable the match did not bind becomes empty.
+    assert r["output"].splitlines()[2] == "+b + a  #  "
     r = invoke("ast_grep", {"pattern": "add($$$A)", "rewrite": "plus($$$A)"})
     assert [ln for ln in r["output"].splitlines() if ln.startswith("+")] == ["+plus(a, b)", "+plus()"]
 
@@ -182,30 +182,31 @@ def test_mixed_language_pattern_failure_is_partial(world: Env, invoke) -> None:
     assert "\n\n[pattern does not compile for javascript: Multiple AST nodes" in r["output"]
 
 
-def test_skipped_files_are_reported(world: Env, invoke, monkeypatch) -> None:
+def test_skipped_files_are_reported(world: Env, invoke) -> None:
     make_tree(
         world.project,
         {
-            "big.py": "x = 1\n" * 50_000,  # over 256 KiB
+            "big.py": "x = 1\n" * 50_000,  # over the reference's 256 KiB: searched whole now
             "bad.py": b"x = 1\n\xff\n",
-            "nul.py": b"x = 1\n\x00\n",
             "ok.py": "x = 1\n",
-            "deep.py": "x = " + "(" * 80 + "1" + ")" * 80 + "\n",
+            "deep.py": "x = " + "(" * 80 + "1" + ")" * 80 + "\n",  # no node-count gate either
             ".hidden.py": "x = 1\n",
         },
     )
-    r = invoke("ast_grep", {"pattern": "x = $A"})
-    assert r["output"].splitlines()[0] == "ok.py:1:x = 1"
-    assert r["files_skipped"] == 4 and r["partial"] is True
-    assert r["skip_reasons"] == {"too_large": 1, "invalid_utf8": 1, "binary": 1, "too_complex": 1}
-    assert {s["path"]: s["reason"] for s in r["skipped_files"]}["deep.py"] == "too_complex"
-    assert "[4 files skipped (binary: 1, invalid_utf8: 1, too_complex: 1, too_large: 1)]" in r["output"]
+    r = invoke("ast_grep", {"pattern": "x = $A", "limit": 500})
+    assert r["output"].splitlines()[0] == "big.py:1:x = 1"
+    assert r["matches_total"] == 50_002 and r["files_matched"] == 3
+    assert r["files_skipped"] == 1 and r["partial"] is True
+    assert r["skip_reasons"] == {"invalid_utf8": 1}
+    assert r["skipped_files"] == [{"path": "bad.py", "reason": "invalid_utf8"}]
+    assert "[1 files skipped (invalid_utf8: 1)]" in r["output"]
+    assert r["more"]["count"] == 50_002 - 500
 
 
-def test_node_count_limit(world: Env, invoke) -> None:
+def test_no_node_count_gate(world: Env, invoke) -> None:
     make_tree(world.project, {"many.py": "".join(f"x{i} = {i}\n" for i in range(5000))})
     r = invoke("ast_grep", {"pattern": "x1 = 1"})
-    assert r["skip_reasons"] == {"too_complex": 1} and r["output"].startswith("[no matches]")
+    assert r["skip_reasons"] == {} and r["output"] == "many.py:2:x1 = 1"
 
 
 def test_pattern_node_limit(world: Env, invoke) -> None:
@@ -215,16 +216,12 @@ def test_pattern_node_limit(world: Env, invoke) -> None:
     assert e.code == "invalid_pattern" and "more than 256" in e.message
 
 
-def test_file_and_byte_caps(world: Env, invoke, monkeypatch) -> None:
+def test_no_file_or_byte_cap_on_tree_scans(world: Env, invoke) -> None:
     make_tree(world.project, {f"f{i}.py": "x = 1\n" for i in range(5)})
-    monkeypatch.setattr(ast_work, "MAX_FILES", 2)
     r = invoke("ast_grep", {"pattern": "x = 1"})
-    assert r["files_scanned"] == 2 and r["scan_stop"] == "file_cap" and r["partial"] is True
-    assert r["truncated"] is True and r["returned"] == 2
-    monkeypatch.setattr(ast_work, "MAX_FILES", 10_000)
-    monkeypatch.setattr(ast_work, "CALL_BYTES_CAP", 15)
-    r = invoke("ast_grep", {"pattern": "x = 1"})
-    assert r["scan_stop"] == "byte_cap" and r["bytes_read"] <= 15
+    assert r["files_scanned"] == 5 and r["scan_stop"] is None and r["partial"] is False
+    assert r["returned"] == 5 and r["truncated"] is False
+    assert r["output"].splitlines() == [f"f{i}.py:1:x = 1" for i in range(5)]  # path order
 
 
 def test_deadline_returns_partial(world: Env, invoke, monkeypatch) -> None:
@@ -238,7 +235,7 @@ def test_deadline_returns_partial(world: Env, invoke, monkeypatch) -> None:
 def test_empty_worksets_succeed(world: Env, invoke) -> None:
     make_tree(world.project, {"readme.md": "nothing to parse\n"})
     r = invoke("ast_grep", {"pattern": "foo($A)"})
-    assert r["output"] == "[no matches]" and r["partial"] is False and r["files_scanned"] == 0
+    assert r["output"] == "[no matches]" and r["partial"] is False and r["files_matched"] == 0
 
 
 def test_explicit_file_bypasses_ignore_but_not_sandbox(world: Env, invoke) -> None:
@@ -271,4 +268,4 @@ def test_every_listed_language_parses() -> None:
     import time
 
     for lang in sorted(ast_lang.LANGUAGES):
-        assert ast_lang.parse("", lang, time.monotonic() + 5).nodes >= 1
+        assert ast_lang.parse("", lang, time.monotonic() + 5).root.root().kind()

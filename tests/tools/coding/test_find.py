@@ -44,10 +44,10 @@ def test_complete_scan_metadata(proj: Path, invoke) -> None:
     assert r["truncated"] is False and r["next_offset"] is None
     assert r["entry_limit_reached"] is False and r["timed_out"] is False
     assert r["walk_errors"] == 0 and r["walk_entries_omitted"] == 0
-    # .gitignore, .ignore, .p4ignore and .hidden are hidden; build/, debug.log, vendor/ and
-    # scratch.tmp are ignored (.git is never visited).
-    assert r["skipped"] == {"hidden": 4, "ignored": 4}
-    assert r["entries_scanned"] == 24  # the root, 18 visible or skipped entries, .git, and more
+    assert r["complete"] is True and r["omitted"] == []
+    # rg lists the 8 visible files: hidden ones (.gitignore, .ignore, .p4ignore, .hidden/) and
+    # ignored ones (build/, debug.log, vendor/, scratch.tmp) are left out, .git is never visited.
+    assert r["entries_scanned"] == 8
 
 
 def test_kinds(proj: Path, invoke) -> None:
@@ -149,18 +149,17 @@ def test_protected_entries_are_never_found_in_open_mode(world: Env, invoke) -> N
     make_tree(world.home, {"keys/id_ed25519": ""})
     r = invoke("find", {"query": "id", "path": "~"})
     assert r["output"] == f"{world.home}/notes/id_list.txt"
-    assert r["walk_entries_omitted"] == 1  # the blocked keys/ directory, pruned whole
+    assert r["complete"] is True  # the blocked keys/ directory is excluded before rg lists it
 
 
-def test_entry_limit_makes_a_partial_scan(world: Env, invoke, monkeypatch) -> None:
-    monkeypatch.setattr(find_mod, "FIND_MAX_ENTRIES", 10)
+def test_no_entry_limit_the_whole_tree_is_ranked(world: Env, invoke) -> None:
+    # The reference's 100,000-entry cap is gone: what is listed is ranked (see test_agreement_rg).
     make_tree(world.project, {f"a{i:02d}.txt": "" for i in range(30)})
-    r = invoke("find", {"query": "a"})
-    assert r["entries_scanned"] == 10 and r["entry_limit_reached"] is True
-    assert r["scan_complete"] is False and r["total_matched_exact"] is False and r["index_ready"] is False
-    assert r["truncated"] is True and r["has_more"] is None
-    assert r["total_matched"] == 9  # the root counts as one of the ten entries
-    assert "[partial scan: stopped at the entry limit (100,000)" in r["output"]
+    r = invoke("find", {"query": "a", "limit": 5})
+    assert r["entries_scanned"] == 30 and r["entry_limit_reached"] is False
+    assert r["scan_complete"] is True and r["total_matched"] == 30 and r["has_more"] is True
+    assert r["complete"] is False and r["omitted"][0]["reason"] == "page"
+    assert r["omitted"][0]["count"] == 25 and "offset=5" in r["omitted"][0]["how"]
 
 
 def test_deadline_makes_a_partial_scan(world: Env, invoke, monkeypatch) -> None:
@@ -186,7 +185,6 @@ def test_ignore_rules_and_hidden_entries(world: Env, invoke) -> None:
     r = invoke("find", {"query": "alpha"})
     # src/.ignore applies below src too (gitignore semantics), so nothing but the hidden ones is left.
     assert r["output"] == "[no matches]"
-    assert r["skipped"] == {"hidden": 4, "ignored": 3}
     (world.project / "src" / ".ignore").write_text("/alpha.txt\n")
     assert invoke("find", {"query": "alpha"})["output"] == "src/sub/alpha.txt"
 
@@ -197,8 +195,8 @@ def test_special_files_and_symlinks(world: Env, invoke) -> None:
     os.symlink(world.project / "real" / "data.txt", world.project / "data_link.txt")
     os.mkfifo(world.project / "data.fifo")
     r = invoke("find", {"query": "data", "kind": "mixed"})
-    assert r["output"] == "real/data.txt\ndata_link.txt"  # stem equal beats prefix
-    assert r["walk_entries_omitted"] == 2  # the fifo and the symlinked directory
+    # rg follows no symlink (file or directory) and lists regular files only (no FIFO).
+    assert r["output"] == "real/data.txt"
 
 
 def test_listing_cache_sees_new_files(world: Env, invoke) -> None:

@@ -1,9 +1,9 @@
 """Languages for ast_grep: names, file extensions, and parsing that never crashes the process.
 
 ast-grep-py panics (a `BaseException` subclass, with a message on stderr) when asked for a language
-it does not know, so only names from this table ever reach it. Syntax trees and patterns are
-measured before use: a tree over 16,384 nodes or 64 levels, or a pattern over 256 nodes, is
-refused. Measuring walks every node and checks the shared deadline as it goes.
+it does not know, so only names from this table ever reach it. A pattern over 256 nodes is
+refused (measured against the shared deadline); source trees are not measured: the parser's own
+limits apply.
 """
 
 from __future__ import annotations
@@ -131,9 +131,7 @@ def parse(source: str, language: str, deadline: float) -> Parsed:
     from ast_grep_py import SgRoot
 
     check_deadline(deadline)
-    root = SgRoot(source, language)
-    nodes = measure(root.root(), deadline, MAX_TREE_NODES, MAX_TREE_DEPTH)
-    return Parsed(root, nodes)
+    return Parsed(SgRoot(source, language), 0)  # no node-count gate: the parser's own limits apply
 
 
 def compile_pattern(pattern: str, language: str, deadline: float) -> str | None:

@@ -1,9 +1,9 @@
-"""ast_grep: embedded AST search, read-only rewrite previews, and outlines (ast-grep-py, no CLI).
+"""ast_grep: AST search and read-only rewrite previews on the ast-grep CLI, outlines in-process.
 
-Directories use the shared workspace walker; a file named explicitly bypasses the ignore filters
-but not the path checks. Only complete UTF-8 files up to 256 KiB are parsed, and trees, patterns,
-files, bytes, time and output are all bounded. Nothing is ever written, and no project
-`sgconfig.yml`, custom grammar or rule file is loaded.
+search runs `ast-grep run --json=stream` (its own parallel walk and parser, every file read whole;
+see `cli`); outline parses each file with ast-grep-py, over the files `rg --files` lists. A file
+named explicitly bypasses the ignore filters but not the path checks. Nothing is ever written, and
+no project `sgconfig.yml`, custom grammar or rule file is loaded.
 """
 
 from __future__ import annotations
@@ -23,7 +23,16 @@ from . import languages
 from .languages import DeadlinePassed
 from .matches import search
 from .outline import OutlineOptions, check_filter_size, compile_name, entry, parse_types, selected, symbols
-from .workset import Output, Work, common_result, load_tree, notes, with_notes, work_files
+from .workset import (
+    Output,
+    Work,
+    check_file_language,
+    common_result,
+    load_tree,
+    notes,
+    with_notes,
+    work_files,
+)
 
 PATTERN_MAX_BYTES = 4096
 DEADLINE_S = 30.0
@@ -213,9 +222,15 @@ def ast_grep(p: AstGrepParams, ctx: ToolContext) -> dict[str, Any]:
                 f"pattern does not compile for {language}: {err}",
                 {"language": language, "error": err},
             )
-    files = work_files(ctx, target.path, target.cwd, language, op == "outline", work)
     if op == "search":
-        return search(p, work, files, limit, language)
+        if os.path.isdir(target.path):
+            root, name = target.path, "."
+        else:
+            lang = check_file_language(target.path, target.cwd, language, outline=False)
+            root, name = os.path.dirname(target.path), os.path.basename(target.path)
+            language = lang
+        return search(p, ctx, work, root, name, target.cwd, limit, language)
+    files = work_files(ctx, target.path, target.cwd, language, True, work)
     return _outline(p, work, files, limit)
 
 
@@ -230,14 +245,15 @@ TOOLS = specs(
         policy_class="read_only",
         owner_only=True,
         description=(
-            "Syntax-aware search, read-only rewrite previews and symbol outlines, in-process (no CLI). "
-            "search (default): `pattern` is ast-grep code with metavariables ($A, $$$ARGS); rows are "
-            "path:line:text; with `rewrite`, each match becomes a `@@ path:line bytes[s:e] @@` block of "
-            "`-` source lines and `+` replaced lines (files are never written). outline: JSON lines "
-            "{path, language, item} for Rust, TypeScript/TSX, JavaScript, Python, Go, Kotlin, Java and "
-            "Swift, shaped by items/view/name/symbol_type/pub_members. Language comes from the extension "
-            "unless given. Limits: 4 KiB patterns, 256 KiB UTF-8 files, 10,000 files, 128 MiB, 16,384 "
-            "nodes at depth 64, 30 s, 64 KiB output; check files_skipped, partial and truncated."
+            "Syntax-aware search, read-only rewrite previews and symbol outlines. search (default) runs "
+            "the ast-grep CLI over a directory (its own parallel walk; the same visible files as grep): "
+            "`pattern` is ast-grep code with metavariables ($A, $$$ARGS); rows are path:line:text in "
+            "path order; with `rewrite`, each match becomes a `@@ path:line bytes[s:e] @@` block of `-` "
+            "source lines and `+` replaced lines (files are never written). outline: JSON lines {path, "
+            "language, item} for Rust, TypeScript/TSX, JavaScript, Python, Go, Kotlin, Java and Swift, "
+            "shaped by items/view/name/symbol_type/pub_members. Language comes from the extension unless "
+            "given. Search reads every file whole (no size or node gate); limits: 4 KiB patterns, 30 s, "
+            "64 KiB output; check matches_total, more, files_skipped, pattern_errors, partial and truncated."
         ),
         params=AstGrepParams,
         handler=ast_grep,
@@ -272,6 +288,7 @@ TOOLS = specs(
             FailureMode("invalid_symbol_type", "symbol_type names an unknown type"),
             FailureMode("invalid_name", "name is not a valid regular expression"),
             FailureMode("not_found", "the path does not exist"),
+            FailureMode("search_engine_missing", "the ast-grep CLI is not installed; the message says how"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),
             FailureMode(
                 "absolute_path_denied",

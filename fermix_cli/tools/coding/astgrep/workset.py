@@ -14,7 +14,7 @@ from ....core.errors import ToolError
 from ....core.fsops import FileReader
 from ....core.records import Record, field
 from ....core.search.p4ignore import resolve_p4
-from ....core.search.walk import WalkOptions, WalkStats, walk
+from ....core.search.ripgrep import Scope, list_files
 from ..pathrules import display_path
 from . import languages
 from .languages import TreeTooComplex
@@ -48,42 +48,48 @@ class Work(Record):
             self.skipped_files.append({"path": path, "reason": reason})
 
 
+def check_file_language(path: str, cwd: str, language: str | None, *, outline: bool) -> str:
+    """The language of one explicitly named file, or invalid_language."""
+    wanted = languages.OUTLINE_LANGUAGES if outline else languages.LANGUAGES
+    lang = language or languages.language_for_path(path)
+    if lang is None:
+        raise ToolError(
+            "invalid_language",
+            f"Cannot tell the language of {display_path(path, cwd)} from its extension; pass language",
+            {"path": path},
+        )
+    if lang not in wanted:
+        raise ToolError(
+            "invalid_language",
+            f"outline supports {', '.join(sorted(wanted))}; {display_path(path, cwd)} is {lang}",
+            {"language": lang},
+        )
+    return lang
+
+
 def work_files(
     ctx: ToolContext, root: str, cwd: str, language: str | None, outline: bool, work: Work
 ) -> Iterator[tuple[str, str, str]]:
-    """(shown path, canonical path, language) of each file to parse."""
+    """(shown path, canonical path, language) of each file to parse: the files `rg --files` lists."""
     wanted = languages.OUTLINE_LANGUAGES if outline else languages.LANGUAGES
     if not os.path.isdir(root):
-        lang = language or languages.language_for_path(root)
-        if lang is None:
-            raise ToolError(
-                "invalid_language",
-                f"Cannot tell the language of {display_path(root, cwd)} from its extension; pass language",
-                {"path": root},
-            )
-        if lang not in wanted:
-            raise ToolError(
-                "invalid_language",
-                f"outline supports {', '.join(sorted(wanted))}; {display_path(root, cwd)} is {lang}",
-                {"language": lang},
-            )
-        yield display_path(root, cwd), root, lang
+        yield display_path(root, cwd), root, check_file_language(root, cwd, language, outline=outline)
         return
-    stats = WalkStats()
-    opts = WalkOptions(
-        hidden=False,
-        perforce=resolve_p4(root, home=ctx.os_home),
-        max_entries=10**9,
-        deadline=work.deadline,
-        want_size=False,
-    )
-    for e in walk(root, ctx.sandbox, opts, stats):
-        lang = languages.language_for_path(e.rel)
+    scope = Scope(root=root, p4=resolve_p4(root, home=ctx.os_home))
+    listed, run = list_files(scope, work.deadline, ctx.sandbox)
+    sandbox = ctx.sandbox
+    check = sandbox.needs_checks_below(root)
+    links = bool(listed) and sandbox.may_have_protected_links()
+    for rel in sorted(listed):
+        lang = languages.language_for_path(rel)
         if lang is None or lang not in wanted or (language is not None and lang != language):
             work.unsupported += 1
             continue
-        yield display_path(e.path, cwd), e.canonical, lang
-    if stats.stopped == "deadline":
+        full = os.path.join(root, rel)
+        if (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full)):
+            continue
+        yield display_path(full, cwd), full, lang
+    if run.timed_out:
         work.stop = work.stop or "deadline"
 
 

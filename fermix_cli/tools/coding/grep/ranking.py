@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from ....core.records import Record, field
-from ....core.search.match import LineHit
+from ....core.search.ripgrep import LineMatch as LineHit
 
 DEF_LIKE, MATCH, IMPORT = "def-like", "match", "import"
 RANK = {DEF_LIKE: 0, MATCH: 1, IMPORT: 2}

@@ -1,147 +1,135 @@
-"""grep's searcher: reads candidate files within the per-file, per-call, file-count and time budgets,
-skips binary and non-UTF-8 text, and extracts hit and context lines.
+"""grep's searcher: plans the patterns for ripgrep, runs the search, and reads context rows.
+
+Patterns: one that has no regex metacharacters is plain text; the others are repaired first (stray
+brackets and braces escaped, see `regexsource.repair_regex`) and handed to rg as regexes. When rg
+rejects the set, each pattern is checked on its own and the ones rg cannot compile are matched
+literally (`literal_fallback`, with rg's error). rg's regex syntax is Rust's (`regex` crate): linear
+time, Unicode-aware classes, no look-around or backreferences; the bundled rg has no PCRE2.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Generator, Iterable
+import os
+from typing import Any, Literal
 
-from ....core.errors import ToolError
-from ....core.fsops import FileReader
 from ....core.records import Record
-from ....core.search.match import LineHit, Matcher, MatchTimeout, is_binary
+from ....core.search.regexsource import META, repair_regex
+from ....core.search.ripgrep import LineMatch, check_pattern
 
-FILE_CAP = 4 * 1024 * 1024
-CALL_BYTES_CAP = 128 * 1024 * 1024
-MAX_FILES = 10_000
 BINARY_PROBE = 8192
+CONTEXT_WINDOW = 1 << 16  # bytes read at a time while looking for context lines
+CONTEXT_READ_CAP = 4 << 20  # context lines are not looked for further than this from a hit
+
+PlanKind = Literal["literal", "regex", "regex_repaired", "literal_fallback"]
+_RUST_META = set("\\.+*?()|[]{}^$#&-~")
 
 
-class ScanStats(Record):
-    files_scanned: int = 0
-    files_matched: int = 0
-    bytes_scanned: int = 0
-    files_truncated: int = 0
-    binary: int = 0
-    invalid_utf8: int = 0
-    special: int = 0
-    unreadable: int = 0
-    recovery_skips: int = 0
-    stop: str | None = None  # file_cap | byte_cap | deadline | lookahead
+class PatternPlan(Record, frozen=True):
+    """How one pattern is matched, and the regex rg is given for it."""
+
+    pattern: str
+    kind: PlanKind
+    source: str
+    repaired: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"pattern": self.pattern, "kind": self.kind}
+        if self.repaired is not None:
+            out["repaired"] = self.repaired
+        if self.error is not None:
+            out["error"] = self.error
+        return out
 
 
-def line_str(data: bytes, start: int, end: int) -> str:
-    text = data[start:end].decode("utf-8", "replace")
-    return text[:-1] if text.endswith("\r") else text
+def rust_escape(text: str) -> str:
+    """`text` as a Rust regex that matches it literally."""
+    return "".join("\\" + c if c in _RUST_META else c for c in text)
 
 
-def context_rows(data: bytes, hit: LineHit, n: int) -> tuple[tuple[int, str], ...]:
+def plan(patterns: list[str]) -> list[PatternPlan]:
+    """The first plan: every pattern is a regex, repaired first when it has metacharacters."""
+    out: list[PatternPlan] = []
+    for p in patterns:
+        if not META.search(p):
+            out.append(PatternPlan(p, "regex", p))  # plain text is the same regex in any syntax
+            continue
+        source = repair_regex(p)
+        if source != p:
+            out.append(PatternPlan(p, "regex_repaired", source, repaired=source))
+        else:
+            out.append(PatternPlan(p, "regex", source))
+    return out
+
+
+def replan(plans: list[PatternPlan]) -> list[PatternPlan]:
+    """After rg rejected the set: each regex rg cannot compile is matched literally."""
+    out: list[PatternPlan] = []
+    for pl in plans:
+        if pl.kind in ("regex", "regex_repaired"):
+            err = check_pattern(pl.source)
+            if err is not None:
+                out.append(PatternPlan(pl.pattern, "literal_fallback", rust_escape(pl.pattern), error=err))
+                continue
+        out.append(pl)
+    return out
+
+
+def line_str(text: bytes) -> str:
+    return text.decode("utf-8", "replace")
+
+
+def _lines_around(path: str, hit: LineMatch, n: int) -> tuple[list[bytes], list[bytes]]:
+    """Up to `n` whole lines before and after the hit line, read from the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return [], []
+    try:
+        # Before: read backwards in windows until n+1 line starts are known (or the file starts).
+        start = hit.offset
+        buf = b""
+        pos = start
+        while pos > 0 and buf.count(b"\n") < n + 1 and start - pos < CONTEXT_READ_CAP:
+            step = min(CONTEXT_WINDOW, pos)
+            pos -= step
+            buf = os.pread(fd, step, pos) + buf
+        before = buf.split(b"\n")[:-1] if buf else []  # the part after the last \n is empty: hit starts there
+        if pos > 0 and before:
+            before = before[1:]  # the first piece may be the tail of a longer line
+        before = before[-n:] if n else []
+        # After: read forwards from just past the hit line.
+        after_start = hit.offset + len(hit.text)
+        tail = b""
+        pos = after_start
+        while tail.count(b"\n") < n + 1 and pos - after_start < CONTEXT_READ_CAP:
+            chunk = os.pread(fd, CONTEXT_WINDOW, pos)
+            if not chunk:
+                break
+            tail += chunk
+            pos += len(chunk)
+        # tail starts with the hit line's ending ("\n" or "\r\n").
+        nl = tail.find(b"\n")
+        rest = tail[nl + 1 :] if nl != -1 else b""
+        pieces = rest.split(b"\n")
+        complete = pieces[:-1]
+        if pieces and pieces[-1] and len(complete) < n and not os.pread(fd, 1, pos):
+            complete.append(pieces[-1])  # the last line of a file without a final newline
+        return before, complete[:n]
+    except OSError:
+        return [], []
+    finally:
+        os.close(fd)
+
+
+def context_rows(path: str, hit: LineMatch, n: int) -> tuple[tuple[int, str], ...]:
     """Up to `n` lines before and after a hit, as (line, text)."""
     if n <= 0:
         return ()
-    before: list[tuple[int, str]] = []
-    pos, line = hit.start, hit.line
-    while len(before) < n and pos > 0:
-        prev_start = data.rfind(b"\n", 0, pos - 1) + 1
-        line -= 1
-        before.append((line, line_str(data, prev_start, pos - 1)))
-        pos = prev_start
-    before.reverse()
-    after: list[tuple[int, str]] = []
-    pos, line, size = hit.end, hit.line, len(data)
-    while len(after) < n and pos < size - 1:
-        nxt = data.find(b"\n", pos + 1)
-        if nxt == -1:
-            nxt = size
-        line += 1
-        after.append((line, line_str(data, pos + 1, nxt)))
-        pos = nxt
-    return (*before, *after)
-
-
-def valid_utf8(data: bytes) -> bool:
-    if data.isascii():
-        return True
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-class Searcher:
-    """Reads candidate files within the per-file, per-call, file-count and time budgets."""
-
-    def __init__(self, matcher: Matcher, deadline: float) -> None:
-        self.matcher = matcher
-        self.deadline = deadline
-        self.stats = ScanStats()
-        self.reader = FileReader()
-
-    def load(self, path: str) -> bytes | None:
-        """The searchable bytes of a file, or None (skipped, counted). Sets `stats.stop` on a budget."""
-        s = self.stats
-        if s.files_scanned >= MAX_FILES:
-            s.stop = "file_cap"
-            return None
-        room = CALL_BYTES_CAP - s.bytes_scanned
-        if room <= 0:
-            s.stop = "byte_cap"
-            return None
-        if time.monotonic() > self.deadline:
-            s.stop = "deadline"
-            return None
-        try:
-            data, longer = self.reader.read(path, min(FILE_CAP, room))
-        except FileNotFoundError:
-            s.recovery_skips += 1
-            return None
-        except IsADirectoryError:
-            s.special += 1
-            return None
-        except ToolError as e:
-            if e.details.get("path") == path and "regular" in e.message:
-                s.special += 1
-            else:
-                s.recovery_skips += 1  # the path changed under us (a symlink appeared)
-            return None
-        except OSError:
-            s.unreadable += 1
-            return None
-        s.files_scanned += 1
-        s.bytes_scanned += len(data)
-        if is_binary(data, BINARY_PROBE):
-            s.binary += 1
-            return None
-        if longer:
-            s.files_truncated += 1
-            if room < FILE_CAP:
-                s.stop = "byte_cap"
-            # The cut line is searched as far as it was read: a match in a line longer than the cap
-            # (at its byte 0, say) is still found; the result says the file was not read to its end.
-        return data
-
-    def hits(self, data: bytes) -> list[LineHit] | None:
-        """Matching lines of a loaded buffer; None when the file turns out not to be UTF-8 text."""
-        try:
-            found = list(self.matcher.lines(data, self.deadline))
-        except MatchTimeout:
-            self.stats.stop = "deadline"
-            return []
-        if found and not valid_utf8(data):
-            self.stats.invalid_utf8 += 1
-            return None
-        return found
-
-    def scan(self, targets: Iterable[tuple[str, str]]) -> Generator[tuple[str, bytes, list[LineHit]]]:
-        """(shown path, bytes, hits) of each file with hits, in order, until the targets or a budget end."""
-        for shown, canonical in targets:
-            data = self.load(canonical)
-            if data is not None:
-                found = self.hits(data)
-                if found:
-                    self.stats.files_matched += 1
-                    yield shown, data, found
-            if self.stats.stop:
-                return
+    before, after = _lines_around(path, hit, n)
+    rows: list[tuple[int, str]] = []
+    for i, b in enumerate(before):
+        rows.append((hit.line - len(before) + i, line_str(b.removesuffix(b"\r"))))
+    for i, b in enumerate(after):
+        rows.append((hit.line + 1 + i, line_str(b.removesuffix(b"\r"))))
+    return tuple(rows)

@@ -1,8 +1,9 @@
-"""grep: bounded in-process content search with OR patterns, ranked (`grouped_v1`) or raw output.
+"""grep: content search with OR patterns, ranked (`grouped_v1`) or raw output, on ripgrep.
 
-The pipeline is the shared one: the workspace walker (ignore, hidden and Perforce rules, sandbox),
-the shared matcher (regex after repairs, literal fallback), a bounded reader, then this module's
-ranking and printer. No program is run: one loop reads and matches the walked files in order.
+rg walks (ignore, hidden and Perforce rules; the sandbox's exclusions) and matches (`rg --json`),
+reading every candidate file to its end; this module plans the patterns, checks every returned path
+with the sandbox again, ranks, pages and prints. Files come out in path order, so pages are stable.
+What the answer leaves out is listed in `omitted` and in `[incomplete: …]` lines of the text.
 """
 
 from __future__ import annotations
@@ -10,9 +11,6 @@ from __future__ import annotations
 import bisect
 import os
 import time
-from collections.abc import Iterator
-from contextlib import closing
-from functools import partial
 from typing import Annotated, Any, Literal
 
 from ....core.context import ToolContext
@@ -20,22 +18,25 @@ from ....core.errors import ToolError
 from ....core.params import Field
 from ....core.records import Record, field
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ....core.search.match import LineHit, Matcher
 from ....core.search.p4ignore import resolve_p4
-from ....core.search.walk import ALWAYS_SKIP, WalkOptions, WalkStats, walk
+from ....core.search.report import Omission, completeness, timeout_omission, unreadable_omission
+from ....core.search.ripgrep import FileMatches, LineMatch, PatternError, Scope, Search
 from ..pathrules import display_path, resolve_source
 from .printer import Block, Hit, render_ranked, render_raw
 from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
-from .searcher import CALL_BYTES_CAP, FILE_CAP, MAX_FILES, ScanStats, Searcher, context_rows, line_str
+from .searcher import PatternPlan, context_rows, line_str, plan, replan
 
 MAX_PATTERNS = 8
 MAX_PATTERN_BYTES = 1024
 DEADLINE_S = 10.0
 OUTPUT_CAP = 65_536
-FOOTER_RESERVE = 512
+FOOTER_RESERVE = 1024
 DEFAULT_LIMIT, MAX_LIMIT = 50, 500
 MAX_CONTEXT = 20
-SKIP_DIRS = ALWAYS_SKIP | {"target"}
+SKIP_DIRS = (".git", "target")
+RANKED_KEEP = 10_000  # matching lines per file labelled in ranked mode; the rest are counted by rg
+MAX_FILTERS = 16
+HIT_TEXT_CAP = 4096  # characters of a hit's line in the JSON `hits` (the text output cuts at 1,000)
 
 
 class GrepParams(Params):
@@ -45,8 +46,9 @@ class GrepParams(Params):
             min_length=1,
             max_length=MAX_PATTERNS,
             description=(
-                "1 to 8 patterns, OR-ed. Each is a case-sensitive regex (unbalanced brackets and stray "
-                "braces are escaped first); one that still does not compile is matched literally."
+                "1 to 8 patterns, OR-ed. Each is a case-sensitive regex (Rust syntax, as ripgrep has it; "
+                "unbalanced brackets and stray braces are escaped first); one that still does not compile "
+                "is matched literally."
             ),
         ),
     ]
@@ -74,13 +76,35 @@ class GrepParams(Params):
             ge=0, le=MAX_CONTEXT, description="Context lines on each side of a hit (default 0, at most 20)"
         ),
     ] = None
+    case_insensitive: Annotated[
+        bool | None,
+        Field(description="Match regardless of case (default false: case-sensitive)"),
+    ] = None
+    glob: Annotated[
+        list[Annotated[str, Field(max_length=1024)]] | None,
+        Field(
+            max_length=MAX_FILTERS,
+            description=(
+                "Only files whose path matches these globs (`*.py`, `src/**`); `!` in front excludes. "
+                "A glob that names an ignored file includes it (ripgrep's -g)"
+            ),
+        ),
+    ] = None
+    type: Annotated[
+        list[Annotated[str, Field(max_length=64)]] | None,
+        Field(
+            max_length=MAX_FILTERS,
+            description="Only files of these ripgrep types (py, rust, js, ts, go, md, ...; see `rg --type-list`)",
+        ),
+    ] = None
 
 
 class FileResult(Record):
-    path: str
+    path: str  # as shown
+    abs_path: str
     hits: int
     best: int
-    kept: list[Hit]
+    kept: list[LineMatch]
     labels: dict[int, str | None] = field(default_factory=dict)
 
 
@@ -98,25 +122,65 @@ def _validate_patterns(patterns: list[str]) -> None:
             )
 
 
-def _targets(
-    ctx: ToolContext, root: str, walk_stats: WalkStats, deadline: float
-) -> Iterator[tuple[str, str]]:
-    if not os.path.isdir(root):
-        return iter([(root, root)])
-    opts = WalkOptions(
-        hidden=False,
-        perforce=resolve_p4(root, home=ctx.os_home),
-        skip_names=SKIP_DIRS,
-        max_entries=10**9,
-        deadline=deadline,
-        want_size=False,
+class Tally(Record):
+    """What the search saw beyond the hits: counts for the metadata and the omissions."""
+
+    files_matched: int = 0
+    binary: int = 0  # files rg stopped reading at a NUL byte after their first matches
+    invalid_utf8: int = 0  # files with a matching line that is not UTF-8
+    invalid_lines: int = 0
+    denied: int = 0  # files rg returned that the sandbox refuses (hard links to protected files)
+
+
+def _scope(ctx: ToolContext, p: GrepParams, path: str) -> tuple[Scope, str]:
+    globs, types = tuple(p.glob or ()), tuple(p.type or ())
+    if os.path.isdir(path):
+        p4 = resolve_p4(path, home=ctx.os_home)
+        return Scope(root=path, exclude_names=SKIP_DIRS, p4=p4, globs=globs, types=types), "."
+    return Scope(root=os.path.dirname(path), globs=globs, types=types), os.path.basename(path)
+
+
+def _collect(
+    ctx: ToolContext, p: GrepParams, path: str, plans: list[PatternPlan], deadline: float, keep: int | None
+) -> tuple[list[FileMatches], Search, Tally]:
+    scope, target = _scope(ctx, p, path)
+    search = Search(
+        scope,
+        [pl.source for pl in plans],
+        deadline,
+        ctx.sandbox,
+        ignore_case=bool(p.case_insensitive),
+        keep=keep,
+        target=target,
     )
-    return ((e.path, e.canonical) for e in walk(root, ctx.sandbox, opts, walk_stats) if not e.is_dir)
+    sandbox = ctx.sandbox
+    check = sandbox.needs_checks_below(scope.root)
+    links = sandbox.may_have_protected_links()
+    tally = Tally()
+    found: list[FileMatches] = []
+    for fm in search.files():
+        full = os.path.join(scope.root, fm.path)
+        if (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full)):
+            tally.denied += 1
+            continue
+        if fm.binary:
+            tally.binary += 1  # the matches before the NUL are kept, as rg prints them
+        bad = [lm for lm in fm.lines if not lm.utf8]
+        if bad:
+            tally.invalid_utf8 += 1
+            tally.invalid_lines += len(bad)
+            fm.lines = [lm for lm in fm.lines if lm.utf8]
+            fm.matched_lines -= len(bad)
+            if not fm.lines:
+                continue
+        fm.path = full
+        found.append(fm)
+    tally.files_matched = len(found)
+    return found, search, tally
 
 
 def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
     _validate_patterns(p.patterns)
-    matcher = Matcher(p.patterns, regex=True, literal_fallback=True, repair=True)
     mode = p.mode or "ranked"
     limit = min(p.limit or DEFAULT_LIMIT, MAX_LIMIT)
     offset = p.offset or 0
@@ -125,134 +189,114 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
     if not os.path.exists(target.path):
         raise ToolError("not_found", f"Search path not found: {target.display}", {"path": target.path})
     deadline = time.monotonic() + DEADLINE_S
-    walk_stats = WalkStats()
-    searcher = Searcher(matcher, deadline)
-    scan: Scan | list[FileResult]
+    plans = plan(p.patterns)
+    keep = RANKED_KEEP if mode == "ranked" else offset + limit + 1 + ctx_lines
     try:
-        if mode == "raw":
-            scan = _scan_raw(ctx, target.path, target.cwd, searcher, walk_stats, offset, limit, ctx_lines)
-        else:
-            scan = _scan_ranked(ctx, target.path, target.cwd, searcher, walk_stats, ctx_lines)
-    finally:
-        searcher.reader.close()
-    if walk_stats.stopped == "deadline" and searcher.stats.stop is None:
-        searcher.stats.stop = "deadline"
-    return _result(p, mode, matcher, scan, searcher.stats, walk_stats, offset, limit, ctx_lines)
+        found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep)
+    except PatternError:
+        plans = replan(plans)
+        found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep)
+    found.sort(key=lambda fm: fm.path)
+    if mode == "raw":
+        scan = _page_raw(found, target.cwd, offset, limit, ctx_lines)
+    else:
+        ranked = [_rank_file(fm, display_path(fm.path, target.cwd), ctx_lines) for fm in found]
+        ranked.sort(key=lambda r: file_order_key(r.best, r.hits, r.path))
+        scan = _page_ranked(ranked, offset, limit, ctx_lines)
+    return _result(p, mode, plans, scan, search, tally, offset, limit, ctx_lines)
 
 
 # ----- ranked ----------------------------------------------------------------------------------
 
 
-def _rank_file(path: str, data: bytes, found: list[LineHit], matcher: Matcher, n_ctx: int) -> FileResult:
-    """Label a file's hits until its top five are settled, then build the kept hits and their context."""
+def _label(lm: LineMatch) -> str:
+    return label_for(lm.text, 0, len(lm.text), lambda: lm.spans)
 
-    def label(h: LineHit) -> str:
-        return label_for(data, h.start, h.end, lambda: matcher.spans(data, h.start, h.end))
 
+def _rank_file(fm: FileMatches, shown: str, n_ctx: int) -> FileResult:
+    """Label a file's hits until its top five are settled, then keep the top five."""
     fh = FileHits()
-    for hit in found:
+    for hit in fm.lines:
         if fh.settled():
             fh.count()
         elif not fh.only_definitions_matter():
-            fh.add(hit, label(hit))
-        elif is_def_like(data, hit.start, hit.end, partial(matcher.spans, data, hit.start, hit.end)):
+            fh.add(hit, _label(hit))
+        elif is_def_like(hit.text, 0, len(hit.text), lambda h=hit: h.spans):  # type: ignore[misc]
             fh.add(hit, DEF_LIKE)
         else:
             fh.count()
+    fh.hits += fm.matched_lines - len(fm.lines)  # matching lines past the labelled ones
     kept = fh.top()
     # Hits inside a kept hit's context window print as primary rows, so they need labels too.
     labels: dict[int, str | None] = {}
     if n_ctx:
-        lines = [h.line for h in found]
+        lines = [h.line for h in fm.lines]
         for k in kept:
             lo = bisect.bisect_left(lines, k.line - n_ctx)
             hi = bisect.bisect_right(lines, k.line + n_ctx)
-            for h in found[lo:hi]:
-                labels[h.line] = fh.labels.get(h.line) or label(h)
+            for h in fm.lines[lo:hi]:
+                labels[h.line] = fh.labels.get(h.line) or _label(h)
     for k in kept:
         labels[k.line] = fh.labels[k.line]
-    hits = [
-        Hit(h.line, fh.labels[h.line], line_str(data, h.start, h.end), context_rows(data, h, n_ctx))
-        for h in kept
-    ]
-    return FileResult(path, fh.hits, fh.best_rank(), hits, labels)
+    return FileResult(shown, fm.path, fh.hits, fh.best_rank(), kept, labels)
 
 
 class Scan(Record):
     blocks: list[tuple[Block, list[Hit]]]  # the page, before the byte budget
-    primary_total: int  # pageable primary hits seen (after the per-file cap in ranked mode)
-    hits_total: int  # every matching line seen
-    has_more: bool  # known to have more primary hits after this page
+    primary_total: int  # pageable primary hits (after the per-file cap in ranked mode)
+    hits_total: int  # every matching line
+    has_more: bool  # more primary hits after this page
     files: list[FileResult] = field(default_factory=list)
 
 
-def _scan_ranked(
-    ctx: ToolContext, root: str, cwd: str, searcher: Searcher, walk_stats: WalkStats, n_ctx: int
-) -> list[FileResult]:
-    results: list[FileResult] = []
-    for shown_path, data, found in searcher.scan(_targets(ctx, root, walk_stats, searcher.deadline)):
-        results.append(_rank_file(display_path(shown_path, cwd), data, found, searcher.matcher, n_ctx))
-    results.sort(key=lambda r: file_order_key(r.best, r.hits, r.path))
-    return results
+def _hit(path: str, lm: LineMatch, label: str | None, n_ctx: int) -> Hit:
+    return Hit(lm.line, label, line_str(lm.text), context_rows(path, lm, n_ctx))
 
 
-def _page_ranked(results: list[FileResult], offset: int, limit: int) -> Scan:
+def _page_ranked(results: list[FileResult], offset: int, limit: int, n_ctx: int) -> Scan:
     flat = [(r, h) for r in results for h in r.kept]
     page = flat[offset : offset + limit]
     blocks: list[tuple[Block, list[Hit]]] = []
     for r, h in page:
+        hit = _hit(r.abs_path, h, r.labels[h.line], n_ctx)
         if blocks and blocks[-1][0].path == r.path:
-            blocks[-1][1].append(h)
+            blocks[-1][1].append(hit)
         else:
-            blocks.append((Block(r.path, r.labels), [h]))
+            blocks.append((Block(r.path, r.labels), [hit]))
     return Scan(blocks, len(flat), sum(r.hits for r in results), offset + limit < len(flat), results)
 
 
 # ----- raw -------------------------------------------------------------------------------------
 
 
-def _scan_raw(
-    ctx: ToolContext,
-    root: str,
-    cwd: str,
-    searcher: Searcher,
-    walk_stats: WalkStats,
-    offset: int,
-    limit: int,
-    n_ctx: int,
-) -> Scan:
+def _page_raw(found: list[FileMatches], cwd: str, offset: int, limit: int, n_ctx: int) -> Scan:
+    """Files by path, lines in order; rg counted every matching line, so the total is exact."""
+    total = sum(fm.matched_lines for fm in found)
     seen = 0
     blocks: list[tuple[Block, list[Hit]]] = []
-    has_more = False
-    scan = searcher.scan(_targets(ctx, root, walk_stats, searcher.deadline))
-    with closing(scan):
-        for shown_path, data, found in scan:
-            page: list[Hit] = []
-            labels: dict[int, str | None] = {}
-            last_page_line = -1
-            for hit in found:
-                if seen >= offset + limit:
-                    if not has_more:
-                        has_more = True
-                    if hit.line > last_page_line + n_ctx:
-                        break
-                    labels[hit.line] = None  # a hit inside the last hit's context prints as primary
-                    continue
-                if seen >= offset:
-                    page.append(
-                        Hit(
-                            hit.line, None, line_str(data, hit.start, hit.end), context_rows(data, hit, n_ctx)
-                        )
-                    )
-                    last_page_line = hit.line
-                labels[hit.line] = None
-                seen += 1
-            if page:
-                blocks.append((Block(display_path(shown_path, cwd), labels), page))
-            if has_more:
-                searcher.stats.stop = searcher.stats.stop or "lookahead"
-                break
-    return Scan(blocks, seen, seen, has_more)
+    for fm in found:
+        if seen + fm.matched_lines <= offset:
+            seen += fm.matched_lines
+            continue
+        page: list[Hit] = []
+        labels: dict[int, str | None] = {}
+        last_page_line = -1
+        for lm in fm.lines:
+            if seen >= offset + limit:
+                if lm.line > last_page_line + n_ctx:
+                    break
+                labels[lm.line] = None  # a hit inside the last hit's context prints as primary
+                continue
+            if seen >= offset:
+                page.append(_hit(fm.path, lm, None, n_ctx))
+                last_page_line = lm.line
+            labels[lm.line] = None
+            seen += 1
+        if page:
+            blocks.append((Block(display_path(fm.path, cwd), labels), page))
+        if seen >= offset + limit:
+            break
+    return Scan(blocks, total, total, offset + limit < total)
 
 
 # ----- result ----------------------------------------------------------------------------------
@@ -261,26 +305,25 @@ def _scan_raw(
 def _result(
     p: GrepParams,
     mode: str,
-    matcher: Matcher,
-    scanned: Any,
-    stats: ScanStats,
-    walk_stats: WalkStats,
+    plans: list[PatternPlan],
+    scan: Scan,
+    search: Search,
+    tally: Tally,
     offset: int,
     limit: int,
     n_ctx: int,
 ) -> dict[str, Any]:
-    scan: Scan = _page_ranked(scanned, offset, limit) if mode == "ranked" else scanned
     budget = OUTPUT_CAP - FOOTER_RESERVE
     if mode == "ranked":
         page = render_ranked(scan.blocks, budget)
     else:
         page = render_raw(scan.blocks, budget, context=n_ctx > 0)
-    scan_complete = stats.stop is None and stats.files_truncated == 0  # a cut file was not scanned whole
-    cap_stop = stats.stop if stats.stop in ("file_cap", "byte_cap", "deadline") else None
+    run = search.stats
+    scan_complete = not run.timed_out
     returned = page.printed
     next_offset = offset + returned
     more = scan.has_more or page.capped
-    has_more: bool | None = True if more else (None if cap_stop else False)
+    has_more: bool | None = True if more else (None if not scan_complete else False)
     reasons: list[str] = []
     omitted_total = 0
     per_file: dict[str, dict[str, int]] = {}
@@ -295,20 +338,20 @@ def _result(
             reasons.append("per_file_cap")
     if page.capped:
         reasons.append("output_cap")
-    if cap_stop:
-        reasons.append(cap_stop)
-    if stats.files_truncated and cap_stop != "byte_cap":  # the call cap's own cut is byte_cap
-        reasons.append("file_bytes")
+    if not scan_complete:
+        reasons.append("deadline")
+    omissions = _omissions(mode, scan, page.capped, more, next_offset, omitted_total, tally, search)
     text = page.text
-    notes = _footer(mode, scan, page.capped, has_more, next_offset, cap_stop, omitted_total, returned, offset)
-    if notes:
-        text = f"{text}\n\n{notes}" if text else notes
+    footer = _footer(mode, scan, returned, offset, omissions)
+    if footer:
+        text = f"{text}\n\n{footer}" if text else footer
     return {
         "output": text,
         "format": "grouped_v1" if mode == "ranked" else "raw",
         "mode": mode,
         "patterns": list(p.patterns),
-        "matchers": [pl.to_dict() for pl in matcher.plans],
+        "matchers": [pl.to_dict() for pl in plans],
+        "case_insensitive": bool(p.case_insensitive),
         "offset": offset,
         "limit": limit,
         "context": n_ctx,
@@ -320,73 +363,114 @@ def _result(
         "total_exact": scan_complete,
         "truncated": bool(reasons) or bool(more),
         "truncation_reasons": reasons,
+        **completeness(omissions),
         "per_file": per_file,
         "omitted_total": omitted_total,
         "scan_complete": scan_complete,
-        "scan_stop": stats.stop,
-        "files_scanned": stats.files_scanned,
-        "files_matched": stats.files_matched,
-        "bytes_scanned": stats.bytes_scanned,
-        "files_truncated": stats.files_truncated,
+        "scan_stop": "deadline" if run.timed_out else None,
+        "files_scanned": search.files_searched,
+        "files_matched": tally.files_matched,
+        "bytes_scanned": search.bytes_searched,
         "skipped": {
-            "binary": stats.binary,
-            "invalid_utf8": stats.invalid_utf8,
-            "special": stats.special + walk_stats.special,
-            "unreadable": stats.unreadable + walk_stats.errors,
-            "hidden": walk_stats.hidden,
-            "ignored": walk_stats.ignored,
-            "denied": walk_stats.denied,
+            "binary": tally.binary,
+            "invalid_utf8": tally.invalid_utf8,
+            "unreadable": len(run.errors),
+            "denied": tally.denied,
         },
-        "recovery_skips": stats.recovery_skips,
+        "engine": "rg",
         "limits": {
-            "file_bytes": FILE_CAP,
-            "call_bytes": CALL_BYTES_CAP,
-            "files": MAX_FILES,
             "seconds": DEADLINE_S,
             "output_bytes": OUTPUT_CAP,
             "per_file_hits": PER_FILE_CAP if mode == "ranked" else None,
         },
-        "hits": [
-            {"path": b.path, "line": h.line, "label": h.label, "text": h.text}
-            for b, _ in scan.blocks
-            for h in b.hits
-        ],
+        "hits": [_hit_json(b.path, h) for b, _ in scan.blocks for h in b.hits],
     }
 
 
-def _footer(
+def _hit_json(path: str, h: Hit) -> dict[str, Any]:
+    """One hit for the JSON: the whole line up to HIT_TEXT_CAP characters (`text_truncated` past it)."""
+    out: dict[str, Any] = {"path": path, "line": h.line, "label": h.label, "text": h.text[:HIT_TEXT_CAP]}
+    if len(h.text) > HIT_TEXT_CAP:
+        out["text_truncated"] = True
+    return out
+
+
+def _omissions(
     mode: str,
     scan: Scan,
     capped: bool,
-    has_more: bool | None,
+    more: bool,
     next_offset: int,
-    cap_stop: str | None,
     omitted_total: int,
-    returned: int,
-    offset: int,
-) -> str:
-    notes: list[str] = []
+    tally: Tally,
+    search: Search,
+) -> list[Omission]:
+    out: list[Omission] = []
+    if more:
+        left = scan.primary_total - next_offset
+        why = "output_cap" if capped else "page"
+        cap = "the 64 KiB output cap" if capped else "limit"
+        out.append(
+            Omission(why, left, "match", f"stopped at {cap}; use offset={next_offset} for the next page")
+        )
+    if omitted_total:
+        out.append(
+            Omission(
+                "per_file_cap",
+                omitted_total,
+                "match",
+                f"ranked mode shows {PER_FILE_CAP} hits per file; narrow path to that file or use mode=raw",
+            )
+        )
+    if tally.binary:
+        out.append(
+            Omission(
+                "binary",
+                tally.binary,
+                "file",
+                "binary data (a NUL byte) follows their first matches, so rg stopped reading them there; "
+                "to search them whole run `rg -a PATTERN PATH` in the shell",
+            )
+        )
+    if tally.invalid_utf8:
+        out.append(
+            Omission(
+                "invalid_utf8",
+                tally.invalid_lines,
+                "line",
+                f"in {tally.invalid_utf8} file(s) they are not UTF-8 text, so they are not shown; "
+                "to see them run `rg -a PATTERN PATH` in the shell",
+            )
+        )
+    bad = unreadable_omission(search.stats.errors)
+    if bad:
+        out.append(bad)
+    if search.stats.timed_out:
+        out.append(timeout_omission(DEADLINE_S, "file"))
+    return out
+
+
+def _footer(mode: str, scan: Scan, returned: int, offset: int, omissions: list[Omission]) -> str:
+    lines: list[str] = []
     if returned == 0 and not scan.primary_total:
-        notes.append("[no matches]")
+        lines.append("[no matches]")
     elif returned == 0:
-        notes.append(f"[no primary matches at offset={offset}; {scan.primary_total} in total]")
-    if capped:
-        notes.append(f"[output capped at 64 KiB; use offset={next_offset}]")
-    elif has_more:
-        if mode == "ranked" and cap_stop is None:
-            notes.append(
-                f"[{scan.primary_total - next_offset} more primary matches; use offset={next_offset}]"
+        lines.append(f"[no primary matches at offset={offset}; {scan.primary_total} in total]")
+    for o in omissions:
+        nxt = o.how.rsplit("offset=", 1)[-1].split(" ")[0] if "offset=" in o.how else ""
+        if o.reason == "output_cap":
+            lines.append(f"[output capped at 64 KiB; use offset={nxt}]")
+        elif o.reason == "page" and mode == "raw":
+            lines.append(f"[more matches; use offset={nxt}]")
+        elif o.reason == "page":
+            lines.append(f"[{o.count} more primary matches; use offset={nxt}]")
+        elif o.reason == "per_file_cap":
+            lines.append(
+                f"[{o.count} more hits beyond {PER_FILE_CAP} per file are not listed; narrow path or use mode=raw]"
             )
         else:
-            notes.append(f"[more matches; use offset={next_offset}]")
-    if omitted_total:
-        notes.append(
-            f"[{omitted_total} more hits beyond {PER_FILE_CAP} per file are not listed; narrow path or use mode=raw]"
-        )
-    if cap_stop:
-        why = {"file_cap": "10,000 files", "byte_cap": "128 MiB read", "deadline": "10 s"}[cap_stop]
-        notes.append(f"[scan stopped at the {why} limit; results are partial, narrow path]")
-    return "\n".join(notes)
+            lines.append(o.note())
+    return "\n".join(lines)
 
 
 def _render(result: dict[str, Any]) -> str:
@@ -400,13 +484,15 @@ TOOLS = specs(
         policy_class="read_only",
         owner_only=True,
         description=(
-            "Search file contents in-process (no rg needed) for up to 8 OR-ed patterns. Each pattern is a "
-            "case-sensitive regex after common bracket/brace repairs, matched literally if it still does "
-            "not compile. Ranked mode (default) prints grouped_v1: `## path` headers, `N:[def-like]`, "
-            "`N:[match]` and `N:[import]` rows (at most 5 per file, definitions first) and `N-` context "
-            "rows; raw mode prints `path:line:text` rows. Skips hidden, ignored (.gitignore, .ignore, "
-            "Perforce), .git, target, binary, special and unreadable files. Caps: 4 MiB per file, 128 MiB "
-            "and 10,000 files per call, 10 s, 64 KiB of output; metadata says when results are partial."
+            "Search file contents (on ripgrep) for up to 8 OR-ed patterns. Each pattern is a case-sensitive "
+            "regex (Rust syntax, Unicode-aware) after common bracket/brace repairs, matched literally if it "
+            "still does not compile; `case_insensitive`, `glob` and `type` narrow it. Ranked mode (default) "
+            "prints grouped_v1: `## path` headers, `N:[def-like]`, `N:[match]` and `N:[import]` rows (at "
+            "most 5 per file, definitions first) and `N-` context rows; raw mode prints `path:line:text` "
+            "rows. Skips hidden, ignored (.gitignore, .ignore, Perforce), .git, target and binary files (a "
+            "NUL byte where reading starts); every other file is read to its end. Limits: 10 s, 64 KiB of "
+            "output. `complete` is false and `omitted` (and "
+            "`[incomplete: …]` lines) say what was left out (next page, binary files, ...) and how to get it."
         ),
         params=GrepParams,
         handler=grep,
@@ -426,6 +512,11 @@ TOOLS = specs(
         ),
         failure_modes=(
             FailureMode("invalid_pattern", "a pattern is empty or longer than 1,024 bytes"),
+            FailureMode("invalid_type", "a `type` is not one of ripgrep's file types"),
+            FailureMode("invalid_glob", "a `glob` does not parse"),
+            FailureMode(
+                "search_engine_missing", "ripgrep (rg) is not installed; the message says how to install it"
+            ),
             FailureMode("not_found", "the search path does not exist"),
             FailureMode("outside_cwd", "a relative path leaves the working directory"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),

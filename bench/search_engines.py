@@ -1,0 +1,250 @@
+"""fermix's search tools against the engines themselves, side by side in one run (issue 15).
+
+End to end (`python -m fermix_cli tool NAME --json ...`, start-up included) and in-process
+(`registry.invoke`, the agent loop's path, no start-up) against `rg` and `fd` on a ~12k-file tree (a
+copy of a virtualenv's site-packages), a ~33k-file tree (two such copies and three of the stdlib)
+and one 200 MB file; `ast_grep` against the `ast-grep` CLI on the 12k tree. Every row checks that
+fermix and the reference return the same number of results before it is timed (a row whose counts
+differ is marked MISMATCH). Prints medians and ratios.
+
+Usage: python bench/search_engines.py [--runs N] [--only 10k,33k,200mb,ast]
+Needs: the rg and ast-grep fermix runs (installed with it), fd (`apt-get install fd-find`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+LIT = "frozenset("
+RX = r"class \w+Error\("
+AST = "isinstance($A, $B)"
+
+
+def median_s(fn: Callable[[], Any], runs: int) -> float:
+    fn()  # warm-up (page cache, imports)
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def sh(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{argv[:3]} failed: {done.stderr[:500]}")
+    return done.stdout
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def build_trees(work: Path, only: list[str]) -> dict[str, Path]:
+    site = Path(sysconfig.get_paths()["purelib"])
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    home = work / "home"
+    trees = {"10k": home / "t10k", "33k": home / "t33k", "200mb": home / "big"}
+    if "10k" in only or "ast" in only:
+        copy_tree(site, trees["10k"] / "site")
+    if "33k" in only:
+        for i in range(2):
+            copy_tree(site, trees["33k"] / f"site{i}")
+        for i in range(3):
+            shutil.copytree(
+                stdlib,
+                trees["33k"] / f"lib{i}",
+                symlinks=True,
+                ignore=shutil.ignore_patterns("__pycache__", "site-packages", "lib-dynload", "config-*"),
+            )
+    big = trees["200mb"]
+    big.mkdir(parents=True)
+    block = b"".join(b"filler line %06d of the big file, nothing to see here\n" % i for i in range(19_000))
+    with open(big / "big.txt", "wb") as f:
+        f.write(b"class StartError(Exception): frozenset()\n")
+        for _ in range(200):
+            f.write(block)
+        f.write(b"class EndError(Exception): frozenset()\n")
+    # Each tree is a git work tree, so fd (whose Debian build has no --no-require-git) honours the
+    # .gitignore files a site-packages holds exactly as rg and fermix do.
+    for t in trees.values():
+        t.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "init", "-q", str(t)], check=True)
+    return trees
+
+
+def fd_binary() -> str:
+    found = shutil.which("fdfind") or shutil.which("fd")
+    if not found:
+        raise SystemExit("fd is needed: apt-get install fd-find")
+    return found
+
+
+class Bench:
+    def __init__(self, work: Path, runs: int) -> None:
+        self.runs = runs
+        self.home = work / "home"
+        self.fermix_home = work / "fermix"
+        self.env = {
+            **os.environ,
+            "HOME": str(self.home),
+            "FERMIX_HOME": str(self.fermix_home),
+            "PYTHONPATH": str(REPO),
+            "PYDANTIC_DISABLE_PLUGINS": "__all__",
+        }
+        os.environ.update({k: self.env[k] for k in ("HOME", "FERMIX_HOME")})
+        from fermix_cli.core.search import engines
+
+        self.rg = engines.rg()
+        self.sg = engines.ast_grep()
+        self.fd = fd_binary()
+        self.rows: list[tuple[str, str, float, float | None, float, str]] = []
+
+    # ----- fermix, two ways ---------------------------------------------------------------------
+
+    def cli(self, tool: str, args: dict[str, Any], cwd: Path) -> dict[str, Any]:
+        out = sh(
+            [sys.executable, "-m", "fermix_cli", "tool", tool, "--json", json.dumps(args)], cwd, self.env
+        )
+        return dict(json.loads(out))
+
+    def inproc(self, tool: str, args: dict[str, Any], cwd: Path) -> Callable[[], dict[str, Any]]:
+        from fermix_cli.core.context import ToolContext
+        from fermix_cli.core.paths import resolve_paths
+        from fermix_cli.core.registry import default_registry
+
+        reg = default_registry()
+
+        def call() -> dict[str, Any]:
+            ctx = ToolContext(
+                paths=resolve_paths(str(self.fermix_home)), os_home=str(self.home), launch_cwd=str(cwd)
+            )
+            try:
+                return dict(reg.invoke(tool, args, ctx))
+            finally:
+                ctx.close()
+
+        return call
+
+    # ----- one comparison -----------------------------------------------------------------------
+
+    def row(
+        self,
+        label: str,
+        tool: str,
+        args: dict[str, Any],
+        count_of: Callable[[dict[str, Any]], int],
+        ref_argv: list[str],
+        ref_count: Callable[[str], int],
+        cwd: Path,
+        in_process: bool = True,
+    ) -> None:
+        want = ref_count(sh(ref_argv, cwd))
+        got = count_of(self.cli(tool, args, cwd))
+        status = "same count" if got == want else f"MISMATCH fermix {got} vs {want}"
+        ref_t = median_s(lambda: sh(ref_argv, cwd), self.runs)
+        cli_t = median_s(lambda: self.cli(tool, args, cwd), self.runs)
+        inp_t = median_s(self.inproc(tool, args, cwd), self.runs) if in_process else None
+        ref_name = Path(ref_argv[0]).name
+        self.rows.append((label, ref_name, ref_t, inp_t, cli_t, f"{want} results, {status}"))
+        print(self.format(self.rows[-1]), flush=True)
+
+    @staticmethod
+    def format(r: tuple[str, str, float, float | None, float, str]) -> str:
+        label, ref, ref_t, inp_t, cli_t, note = r
+        inp = f"{inp_t * 1000:8.1f} {inp_t / ref_t:5.2f}x" if inp_t is not None else f"{'-':>8s} {'':>6s}"
+        return f"{label:34s} {ref:>8s} {ref_t * 1000:8.1f} | {inp} | {cli_t * 1000:8.1f} {cli_t / ref_t:5.2f}x | {note}"
+
+    # ----- the suites ---------------------------------------------------------------------------
+
+    def tree(self, name: str, root: Path) -> None:
+        rg = [self.rg, "--no-config", "--no-require-git"]
+        grep_flags = [*rg, "-g", "!.git", "-g", "!target", "-n", "--no-heading"]
+        nfiles = len(sh([*rg, "--files"], root).splitlines())
+        print(f"\n== {name} tree: {root} ({nfiles} files rg lists)", flush=True)
+
+        def lines(out: str) -> int:
+            return sum(1 for ln in out.splitlines() if ln and ": WARNING: " not in ln)
+
+        for kind, pat in (("literal", LIT), ("regex", RX)):
+            ref = [*grep_flags, "-F", "-e", pat] if kind == "literal" else [*grep_flags, "-e", pat]
+            self.row(f"grep {kind} (raw)", "grep", {"patterns": [pat], "mode": "raw"},
+                     lambda r: int(r["primary_total"]), ref, lines, root)  # fmt: skip
+            self.row(f"grep {kind} (ranked)", "grep", {"patterns": [pat]},
+                     lambda r: int(r["hits_total"]), ref, lines, root)  # fmt: skip
+            cs_ref = [
+                *rg,
+                "--hidden",
+                "-n",
+                "--no-heading",
+                *(["-F"] if kind == "literal" else []),
+                "-e",
+                pat,
+            ]
+            self.row(f"content_search {kind}", "content_search",
+                     {"pattern": pat, "regex": kind == "regex", "max_results": 1000},
+                     lambda r: int(r["total_matches"]), cs_ref, lines, root)  # fmt: skip
+        if name == "200mb":
+            return
+        fd = [self.fd, "-E", ".git"]
+        self.row("glob_search **/*.py", "glob_search", {"pattern": "**/*.py", "max_results": 1000},
+                 lambda r: int(r["total_matched"]), [*fd, "-H", "-t", "f", "-g", "*.py"], lines, root)  # fmt: skip
+        # find's fuzzy match of a 4-letter token reaches subsequences of the relative path; fd's
+        # full-path regex u.*t.*i.*l is the same set (the root's own path holds no u).
+        self.row("find util", "find", {"query": "util"},
+                 lambda r: int(r["total_matched"]), [*fd, "-t", "f", "-i", "-p", "u.*t.*i.*l"], lines, root)  # fmt: skip
+
+    def ast(self, root: Path) -> None:
+        print(f"\n== ast_grep on {root}", flush=True)
+
+        def count(out: str) -> int:
+            return sum(1 for ln in out.splitlines() if ln.strip())
+
+        ref = [self.sg, "run", "-p", AST, "-l", "python", "--json=stream", "."]
+        self.row("ast_grep python tree", "ast_grep", {"pattern": AST, "language": "python", "limit": 10},
+                 lambda r: int(r["matches_total"]), ref, count, root, in_process=True)  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--only", default="10k,33k,200mb,ast")
+    opts = ap.parse_args()
+    # The tree's absolute path must hold no "u" (see find), so the work dir is named by hand.
+    work = Path(tempfile.gettempdir()) / f"fxbench{os.getpid()}"
+    work.mkdir()
+    try:
+        only = opts.only.split(",")
+        trees = build_trees(work, only)
+        bench = Bench(work, opts.runs)
+        print(f"rg: {bench.rg}  ast-grep: {bench.sg}  fd: {bench.fd}  runs: {opts.runs} (medians, ms)")
+        print(
+            f"{'row':34s} {'ref':>8s} {'ref ms':>8s} | {'in-proc':>8s} {'ratio':>6s} | {'CLI':>8s} {'ratio':>6s} |"
+        )
+        for name in ("10k", "33k", "200mb"):
+            if name in only:
+                bench.tree(name, trees[name])
+        if "ast" in only:
+            bench.ast(trees["10k"])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""Where the search engines are: ripgrep (`rg`) and the ast-grep CLI (`ast-grep`).
+
+An engine is looked up in this order: next to the running interpreter (the console scripts a pip
+install of fermix puts beside `python`, which is how the `ripgrep` and `ast-grep-cli` wheels ship
+their binaries), then the interpreter's scripts directory, then the `bin/` directory beside the
+installed `fermix_cli` package (where a `pip install --target` puts them: that is how `fermix.pyz`
+carries its own, extracted with their permissions), then `PATH`. A missing engine is an error
+naming the fix, never a fallback.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+
+from ..errors import ToolError
+from ..records import Record
+
+RG_FIX = (
+    "install ripgrep next to fermix (`python -m pip install 'ripgrep>=14.1,<14.2'`, which ships binary "
+    "wheels) or put `rg` on PATH (e.g. `apt-get install ripgrep`)"
+)
+AST_GREP_FIX = (
+    "install the ast-grep CLI next to fermix (`python -m pip install 'ast-grep-cli>=0.51,<1'`) "
+    "or put `ast-grep` on PATH"
+)
+
+
+class Engine(Record, frozen=True):
+    name: str  # rg | ast-grep
+    path: str
+    source: str  # interpreter | scripts | bundled | PATH
+
+
+_cache: dict[str, Engine | None] = {}
+
+
+def _candidates(program: str) -> list[tuple[str, str]]:
+    out = [(os.path.join(os.path.dirname(sys.executable), program), "interpreter")]
+    try:
+        scripts = sysconfig.get_path("scripts")
+    except KeyError:  # an unusual install scheme
+        scripts = None
+    if scripts:
+        out.append((os.path.join(scripts, program), "scripts"))
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    out.append((os.path.join(package_parent, "bin", program), "bundled"))
+    found = shutil.which(program)
+    if found:
+        out.append((found, "PATH"))
+    return out
+
+
+def locate(program: str) -> Engine | None:
+    """The engine binary fermix will run, or None when there is none."""
+    if program in _cache:
+        return _cache[program]
+    engine = None
+    for path, source in _candidates(program):
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            engine = Engine(program, path, source)
+            break
+    _cache[program] = engine
+    return engine
+
+
+def rg() -> str:
+    engine = locate("rg")
+    if engine is None:
+        raise ToolError(
+            "search_engine_missing",
+            f"ripgrep (rg) is not installed; fermix searches with it. Fix: {RG_FIX}",
+            {"engine": "rg"},
+        )
+    return engine.path
+
+
+def ast_grep() -> str:
+    engine = locate("ast-grep")
+    if engine is None:
+        raise ToolError(
+            "search_engine_missing",
+            f"the ast-grep CLI is not installed; tree-wide ast_grep runs it. Fix: {AST_GREP_FIX}",
+            {"engine": "ast-grep"},
+        )
+    return engine.path
+
+
+def version(path: str) -> str | None:
+    """The first line of `PROGRAM --version`, or None when it does not run."""
+    try:
+        done = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    line = done.stdout.strip().splitlines()
+    return line[0] if done.returncode == 0 and line else None

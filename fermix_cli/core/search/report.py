@@ -1,0 +1,57 @@
+"""Whether a search result is complete, and when not, what was left out and how to get the rest.
+
+Every search tool's result carries `complete` (true only when every match or path the search found
+is in this answer) and `omitted`: one entry per reason, with how many and what to do about it. The
+same entries become `[incomplete: …]` lines in the text a model sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..records import Record
+
+
+class Omission(Record, frozen=True):
+    reason: str  # page | per_file_cap | output_cap | binary | invalid_utf8 | unreadable | timeout | ...
+    count: int | None  # None: not known (the search stopped before it could count)
+    unit: str  # what was left out, singular: match, line, file, path
+    how: str  # how to get the rest
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reason": self.reason, "count": self.count, "unit": self.unit, "how": self.how}
+
+    def note(self) -> str:
+        if self.count is None:
+            what = f"an unknown number of {_plural(self.unit)}"
+        else:
+            what = f"{self.count:,} {self.unit if self.count == 1 else _plural(self.unit)}"
+        return f"[incomplete: {what} left out ({self.reason}); {self.how}]"
+
+
+def _plural(unit: str) -> str:
+    return unit + ("es" if unit.endswith(("ch", "sh", "s", "x")) else "s")
+
+
+def completeness(omissions: list[Omission]) -> dict[str, Any]:
+    return {"complete": not omissions, "omitted": [o.to_dict() for o in omissions]}
+
+
+def notes(omissions: list[Omission]) -> list[str]:
+    return [o.note() for o in omissions]
+
+
+def timeout_omission(seconds: float, what: str) -> Omission:  # what: singular
+    return Omission(
+        "timeout",
+        None,
+        what,
+        f"the search stopped at its {seconds:g} s limit; narrow the path (or pattern), or raise the limit",
+    )
+
+
+def unreadable_omission(errors: list[str]) -> Omission | None:
+    if not errors:
+        return None
+    sample = "; ".join(e.removeprefix("rg: ") for e in errors[:3])
+    return Omission("unreadable", len(errors), "path", f"they could not be read ({sample})")

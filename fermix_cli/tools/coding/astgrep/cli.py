@@ -1,0 +1,253 @@
+"""ast_grep search on the ast-grep CLI: `ast-grep run --json=stream`, its own parallel walk and parser.
+
+fermix adds what is its own around the engine:
+- isolation: the CLI runs with a private empty `sgconfig.yml` (`-c`), so no project or ancestor
+  config, custom language or rule file is loaded;
+- the sandbox: protected entries and blocked roots inside the root are excluded with `--globs` before
+  the CLI reads anything, and every match's file is checked again after;
+- ignore rules as grep and find have them: `rg --files` lists the visible files beside the scan
+  (Git, `.ignore` and Perforce rules, hidden files) and only matches in those files are kept;
+- what the engine skipped (`--inspect entity`: non-UTF-8 files and the like), pattern errors per
+  language present, a deadline (the process group is killed), and a stable order (path, offset).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+from ....core.context import ToolContext
+from ....core.fsops import FileReader
+from ....core.records import Record, field
+from ....core.search import engines
+from ....core.search.p4ignore import resolve_p4
+from ....core.search.ripgrep import Scope, list_files
+from . import languages
+
+# ast-grep's names for the languages it reports, lower-cased, to fermix's names.
+CLI_LANGUAGE = {"tsx": "tsx", "typescript": "typescript", "javascript": "javascript", "c#": "csharp"}
+
+
+class Scan(Record):
+    matches: list[dict[str, Any]] = field(default_factory=list)
+    languages: set[str] = field(default_factory=set)  # fermix names of the languages scanned
+    skipped: Counter[str] = field(default_factory=Counter)
+    skipped_files: list[dict[str, str]] = field(default_factory=list)
+    files_scanned: int = 0
+    timed_out: bool = False
+    errors: list[str] = field(default_factory=list)
+    refused: int = 0  # matches in files the sandbox or the ignore rules leave out
+    unsupported: int = 0  # visible files of no language fermix knows
+
+
+def _ci_glob(rel: str) -> str:
+    """A glob for `rel` that matches any letter case (the sandbox compares case-insensitively)."""
+    out = []
+    for c in rel:
+        if c.isalpha() and c.lower() != c.upper():
+            out.append(f"[{c.lower()}{c.upper()}]")
+        elif c in "*?[]{}\\!":
+            out.append(f"[{c}]")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def sandbox_globs(ctx: ToolContext, root: str) -> list[str]:
+    sandbox = ctx.sandbox
+    if not sandbox.needs_checks_below(root):
+        return []
+    prefix = root.rstrip("/") + "/"
+    out: list[str] = []
+    for entry in [*sandbox.protected, *sandbox.blocked_roots]:
+        if entry.lower().startswith(prefix.lower()):
+            rel = _ci_glob(entry[len(prefix) :].strip("/"))
+            if rel:
+                out += ["--globs", f"!/{rel}", "--globs", f"!/{rel}.*", "--globs", f"!/{rel}-*"]
+    return out
+
+
+def language_name(cli_name: str) -> str:
+    low = cli_name.lower()
+    return CLI_LANGUAGE.get(low, low)
+
+
+def _parse_inspect(line: str, scan: Scan, listed: set[str] | None, skipped_cap: int) -> None:
+    # sg: entity|file|PATH: language=Python   /   sg: entity|file|PATH: skipped=invalidUtf8
+    if not line.startswith("sg: entity|file|"):
+        if line.startswith("sg: summary|file:"):
+            for part in line.split(":", 2)[-1].split(","):
+                k, _, v = part.strip().partition("=")
+                if k == "scannedFileCount" and v.isdigit():
+                    scan.files_scanned = int(v)
+        elif line.strip() and not line.startswith("sg: "):
+            scan.errors.append(line.strip())
+        return
+    body = line[len("sg: entity|file|") :]
+    path, _, what = body.rpartition(": ")
+    key, _, value = what.partition("=")
+    path = path.removeprefix("./")
+    if listed is not None and path not in listed:
+        return
+    if key == "language":
+        scan.languages.add(language_name(value))
+    elif key == "skipped" and value == "error":
+        # The pattern does not compile for this file's language: reported per language, not per file.
+        lang = languages.language_for_path(path)
+        if lang is not None:
+            scan.languages.add(lang)
+    elif key == "skipped":
+        reason = {"invalidUtf8": "invalid_utf8"}.get(value, value)
+        scan.skipped[reason] += 1
+        if len(scan.skipped_files) < skipped_cap:
+            scan.skipped_files.append({"path": path, "reason": reason})
+
+
+def run_scan(
+    ctx: ToolContext,
+    root: str,
+    target: str,
+    pattern: str,
+    rewrite: str | None,
+    language: str | None,
+    deadline: float,
+    skipped_cap: int,
+) -> Scan:
+    """Matches of `pattern` in `target` (a file name or "." below the directory `root`).
+
+    One named file is read by fermix (no symlink followed) and fed to the CLI on stdin with its
+    language, so its extension need not be one the CLI knows.
+    """
+    binary = engines.ast_grep()
+    scan = Scan()
+    if time.monotonic() >= deadline:
+        scan.timed_out = True
+        return scan
+    stdin_data: bytes | None = None
+    if target != ".":
+        reader = FileReader()
+        try:
+            stdin_data, _ = reader.read(os.path.join(root, target), 1 << 40)
+        finally:
+            reader.close()
+        try:
+            stdin_data.decode("utf-8")
+        except UnicodeDecodeError:
+            scan.skipped["invalid_utf8"] += 1
+            scan.skipped_files.append({"path": target, "reason": "invalid_utf8"})
+            return scan
+    conf_dir = tempfile.mkdtemp(prefix="fermix-sg-")
+    conf = os.path.join(conf_dir, "sgconfig.yml")
+    with open(conf, "w", encoding="utf-8") as f:
+        f.write("ruleDirs: []\n")
+    argv = [binary, "run", "-c", conf, "-p", pattern, "--json=stream", "--inspect", "entity"]
+    if language is not None:
+        argv += ["-l", language]
+    if rewrite is not None:
+        argv += ["-r", rewrite]
+    if stdin_data is not None:
+        argv.append("--stdin")
+    else:
+        argv += sandbox_globs(ctx, root)
+        argv += ["--", target]
+    listing: dict[str, Any] = {}
+    lister = None
+    if target == ".":
+        # The visible files, as grep and find see them, listed while the CLI scans.
+        scope = Scope(root=root, p4=resolve_p4(root, home=ctx.os_home))
+
+        def _list() -> None:
+            listing["files"], listing["stats"] = list_files(scope, deadline, ctx.sandbox)
+
+        lister = threading.Thread(target=_list, daemon=True)
+        lister.start()
+    err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=root,
+            stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            start_new_session=True,
+        )
+
+        def _kill() -> None:
+            if proc.poll() is None:
+                scan.timed_out = True
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+
+        timer = threading.Timer(max(deadline - time.monotonic(), 0.0), _kill)
+        timer.daemon = True
+        timer.start()
+        raw: list[dict[str, Any]] = []
+        assert proc.stdout is not None
+        if stdin_data is not None:
+            feeder = threading.Thread(target=_feed, args=(proc, stdin_data), daemon=True)
+            feeder.start()
+        for line in proc.stdout:
+            if line.strip():
+                raw.append(json.loads(line))
+        proc.wait()
+        timer.cancel()
+        if lister is not None:
+            lister.join(max(deadline - time.monotonic(), 0.0) + 1)
+        listed: set[str] | None = None
+        if lister is not None:
+            if "files" in listing:
+                listed = set(listing["files"])
+                scan.unsupported = sum(
+                    1 for rel in listed if languages.language_for_path(rel) not in languages.LANGUAGES
+                )
+                if listing["stats"].timed_out:
+                    scan.timed_out = True
+            else:
+                scan.timed_out = True
+                listed = set()
+        err.seek(0)
+        for eline in err.read(8 << 20).decode("utf-8", "replace").splitlines():
+            _parse_inspect(eline, scan, listed, skipped_cap)
+    finally:
+        err.close()
+        shutil.rmtree(conf_dir, ignore_errors=True)
+    sandbox = ctx.sandbox
+    check = sandbox.needs_checks_below(root)
+    verdicts: dict[str, bool] = {}
+    links = bool(raw) and sandbox.may_have_protected_links()
+    for m in raw:
+        rel = target if stdin_data is not None else str(m.get("file", "")).removeprefix("./")
+        ok = verdicts.get(rel)
+        if ok is None:
+            full = os.path.join(root, rel)
+            ok = (listed is None or rel in listed) and not (
+                (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full))
+            )
+            verdicts[rel] = ok
+        if not ok:
+            scan.refused += 1
+            continue
+        m["file"] = os.path.join(root, rel)
+        scan.matches.append(m)
+    scan.matches.sort(
+        key=lambda m: (m["file"], m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"])
+    )
+    return scan
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(data)
+        proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass

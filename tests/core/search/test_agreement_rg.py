@@ -1,0 +1,295 @@
+"""Agreement with ripgrep itself: fermix's grep, content_search, glob_search and find return what `rg`
+returns for the same question on generated trees, with the same counts, and say when they are
+complete.
+
+The reference is the rg fermix runs (`engines.rg()`), called directly with the flags fermix's scope
+means: `--no-config --no-require-git`, `.git` and `target` excluded for grep, hidden files included
+for content_search. Binary files are handled as rg handles them; when rg stops reading a file at a
+NUL byte after its first matches (it warns on stderr), fermix says so in the answer.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fermix_cli.core.search import engines
+from tests.conftest import Env
+
+GREP_FLAGS = ("--no-config", "--no-require-git", "-g", "!.git", "-g", "!target")
+
+
+def rg(root: Path, *args: str) -> list[str]:
+    done = subprocess.run(
+        [engines.rg(), *args], cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode in (0, 1), done.stderr
+    return [ln for ln in done.stdout.splitlines() if ln]
+
+
+def rg_hits(root: Path, *args: str) -> set[tuple[str, int]]:
+    """(path, line) of every matching line, from `rg -n --no-heading --with-filename`."""
+    out = set()
+    for ln in rg(root, *GREP_FLAGS, "-n", "--no-heading", "--with-filename", *args):
+        if ": WARNING: " in ln:  # rg's note on a binary file it stopped searching
+            continue
+        path, line, _ = ln.split(":", 2)
+        out.add((path.removeprefix("./"), int(line)))
+    return out
+
+
+def all_raw_hits(invoke: Any, args: dict[str, Any]) -> tuple[set[tuple[str, int]], dict[str, Any]]:
+    """Every hit of a raw grep, paging through with offset (500 a page)."""
+    hits: set[tuple[str, int]] = set()
+    offset = 0
+    while True:
+        r = invoke("grep", {**args, "mode": "raw", "limit": 500, "offset": offset})
+        hits |= {(h["path"], h["line"]) for h in r["hits"]}
+        if not r["has_more"]:
+            return hits, r
+        offset = r["next_offset"]
+
+
+def write(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(content if isinstance(content, bytes) else content.encode("utf-8"))
+
+
+MIXED = {
+    "src/a.py": "def alpha():\n    return 'Straße'\nALPHA = 1\n",
+    "src/b.rs": 'fn alpha() {}\n// ÄLPHA in caps\nlet x = "αβγ";\n',
+    "src/deep/c.txt": "alphabet soup\nnothing\nAlpha Centauri\n",
+    "docs/readme.md": "# Alpha\nsee alpha() for details\n",
+    "unicode.txt": "naïve café\nΣίσυφος\n日本語のテキスト\n",
+    "crlf.txt": "alpha\r\nbeta\r\n",
+    "noeol.txt": "last alpha",
+    "bin/blob.bin": b"alpha\x00\x01\x02",
+    "target/skip.rs": "fn alpha() {}\n",
+    ".hidden/h.py": "alpha = 1\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("patterns", "extra", "rg_args"),
+    [
+        (["alpha"], {}, ["-e", "alpha"]),
+        (["alpha", "Centauri"], {}, ["-e", "alpha", "-e", "Centauri"]),
+        ([r"fn \w+\(\)"], {}, ["-e", r"fn \w+\(\)"]),
+        ([r"^\w+ \w+$"], {}, ["-e", r"^\w+ \w+$"]),  # \w is Unicode: naïve café, Alpha Centauri
+        ([r"\p{Greek}+"], {}, ["-e", r"\p{Greek}+"]),
+        ([r"[\p{Han}\p{Hiragana}]{3}"], {}, ["-e", r"[\p{Han}\p{Hiragana}]{3}"]),
+        (["alpha"], {"case_insensitive": True}, ["-i", "-e", "alpha"]),
+        (["straße"], {"case_insensitive": True}, ["-i", "-e", "straße"]),
+        (["alpha"], {"type": ["py"]}, ["-t", "py", "-e", "alpha"]),
+        (["alpha"], {"glob": ["*.md", "src/deep/**"]}, ["-g", "*.md", "-g", "src/deep/**", "-e", "alpha"]),
+        (["alpha"], {"glob": ["!src/**"]}, ["-g", "!src/**", "-e", "alpha"]),
+    ],
+)
+def test_grep_agrees_with_rg(
+    world: Env, invoke: Any, patterns: list[str], extra: dict[str, Any], rg_args: list[str]
+) -> None:
+    write(world.project, MIXED)
+    want = rg_hits(world.project, *rg_args)
+    got, last = all_raw_hits(invoke, {"patterns": patterns, **extra})
+    assert got == want and want
+    assert last["primary_total"] == len(want) and last["total_exact"] is True
+    ranked = invoke("grep", {"patterns": patterns, **extra, "limit": 500})
+    assert ranked["hits_total"] == len(want)
+
+
+def test_content_search_agrees_with_rg(world: Env, invoke: Any) -> None:
+    write(world.project, MIXED)
+    for pattern, regex, ci, args in [
+        ("alpha", False, False, ["-F", "-e", "alpha"]),
+        ("alpha()", False, False, ["-F", "-e", "alpha()"]),
+        (r"\bAlpha\b", True, False, ["-e", r"\bAlpha\b"]),
+        ("ALPHA", False, True, ["-F", "-i", "-e", "ALPHA"]),
+    ]:
+        want = {
+            (ln.split(":", 2)[0].removeprefix("./"), int(ln.split(":", 2)[1]))
+            for ln in rg(
+                world.project, "--no-config", "--no-require-git", "--hidden", "-n", "--with-filename", *args
+            )
+        }
+        r = invoke("content_search", {"pattern": pattern, "regex": regex, "case_insensitive": ci})
+        got = {(str(Path(m["path"]).relative_to(world.project)), m["line"]) for m in r["matches"]}
+        assert got == want and r["total_matches"] == len(want), pattern
+        assert r["complete"] is True  # bin/blob.bin is binary from its first bytes: not searched
+
+
+IGNORES = {
+    ".gitignore": "*.log\nbuild/\n!keep.log\n/rootonly.txt\n",
+    "keep.log": "hit\n",
+    "drop.log": "hit\n",
+    "rootonly.txt": "hit\n",
+    "sub/rootonly.txt": "hit\n",
+    "build/out.txt": "hit\n",
+    "sub/.gitignore": "*.txt\n!want.txt\n",
+    "sub/want.txt": "hit\n",
+    "sub/other.txt": "hit\n",
+    "sub/inner/.gitignore": "!other.txt\n",
+    "sub/inner/other.txt": "hit\n",
+    "sub/inner/x.md": "hit\n",
+    "vend/.ignore": "*.md\n",
+    "vend/a.md": "hit\n",
+    "vend/b.py": "hit\n",
+    ".ignore": "!drop.log\n",  # .ignore outranks .gitignore
+}
+
+
+def test_ignore_files_agree_with_rg(world: Env, invoke: Any) -> None:
+    write(world.project, IGNORES)
+    want_files = set(rg(world.project, "--no-config", "--no-require-git", "--files", "-g", "!.git"))
+    assert "drop.log" in want_files and "sub/other.txt" not in want_files
+    assert "sub/inner/other.txt" in want_files and "vend/a.md" not in want_files
+    got, _ = all_raw_hits(invoke, {"patterns": ["hit"]})
+    assert {p for p, _ in got} == want_files
+    found = invoke("find", {"query": "t", "limit": 200})
+    listed = set(rg(world.project, "--no-config", "--no-require-git", "--files"))
+    assert {r["path"] for r in found["results"]} == {p for p in listed if "t" in p.lower()}
+    globbed = invoke("glob_search", {"pattern": "**/*.txt"})
+    # (rg's own `-g '*.txt'` would whitelist ignored files too: the glob is matched on rg's listing.)
+    hidden_too = rg(world.project, "--no-config", "--no-require-git", "--hidden", "--files")
+    want_txt = {p for p in hidden_too if p.endswith(".txt")}
+    assert {str(Path(p).relative_to(world.project)) for p in globbed["paths"]} == want_txt
+
+
+def test_symlinks_are_not_followed_as_rg_does(world: Env, invoke: Any) -> None:
+    write(world.project, {"real/a.txt": "hit\n", "top.txt": "hit\n"})
+    os.symlink(world.project / "real", world.project / "dirlink")
+    os.symlink(world.project / "top.txt", world.project / "filelink.txt")
+    want = rg_hits(world.project, "-e", "hit")
+    got, _ = all_raw_hits(invoke, {"patterns": ["hit"]})
+    assert got == want == {("real/a.txt", 1), ("top.txt", 1)}
+    assert {r["path"] for r in invoke("find", {"query": "a"})["results"]} == {"real/a.txt"}
+
+
+def test_binary_files_are_left_out_as_rg_does_and_counted(world: Env, invoke: Any) -> None:
+    write(
+        world.project,
+        {
+            "text.txt": "hit\n",
+            "head.bin": b"\x00hit\n",
+            "late.bin": b"hit\n" + b"y" * 100_000 + b"\x00",
+            "nomatch.bin": b"\x00\x01\x02",
+        },
+    )
+    want = rg_hits(world.project, "-e", "hit")
+    got, last = all_raw_hits(invoke, {"patterns": ["hit"]})
+    # rg prints late.bin's first line (its NUL is past the first block rg reads) and stops there;
+    # fermix shows the same lines and says the file was not read past the NUL.
+    assert got == want == {("text.txt", 1), ("late.bin", 1)}
+    assert last["skipped"]["binary"] == 1 and last["complete"] is False
+    assert [(o["reason"], o["count"]) for o in last["omitted"]] == [("binary", 1)]
+
+
+@pytest.mark.slow
+def test_a_200_mb_file_is_searched_to_both_ends(world: Env, invoke: Any) -> None:
+    big = world.project / "big.txt"
+    block = (b"filler line of text that never matches\n" * 26_000)[: 1 << 20]
+    block = block[: block.rfind(b"\n") + 1]
+    with open(big, "wb") as f:
+        f.write(b"needle at the start\n")
+        for _ in range(200):
+            f.write(block)
+        f.write(b"needle at the end\n")
+    try:
+        want = rg_hits(world.project, "-e", "needle")
+        got, last = all_raw_hits(invoke, {"patterns": ["needle"]})
+        assert got == want and len(want) == 2
+        assert last["scan_complete"] is True and last["complete"] is True
+        assert last["bytes_scanned"] == big.stat().st_size > 200_000_000
+        r = invoke("content_search", {"pattern": "needle"})
+        assert [m["line"] for m in r["matches"]] == sorted(line for _, line in want)
+        assert r["complete"] is True
+    finally:
+        big.unlink()
+
+
+@pytest.mark.slow
+def test_100_000_entries_in_one_directory(world: Env, invoke: Any) -> None:
+    d = world.project / "flat"
+    d.mkdir()
+    markers = {7, 50_000, 99_999}
+    for i in range(100_000):
+        fd = os.open(d / f"f{i}", os.O_WRONLY | os.O_CREAT, 0o644)
+        if i in markers:
+            os.write(fd, b"marker\n")
+        os.close(fd)
+    want = rg_hits(world.project, "-e", "marker")
+    got, last = all_raw_hits(invoke, {"patterns": ["marker"]})
+    assert got == want == {(f"flat/f{i}", 1) for i in markers}
+    assert last["complete"] is True
+    r = invoke("find", {"query": "f99999"})
+    assert r["results"][0]["path"] == "flat/f99999" and r["entries_scanned"] == 100_000
+    assert r["scan_complete"] is True
+    g = invoke("glob_search", {"pattern": "flat/f9999?"})
+    assert len(g["paths"]) == 10 and g["complete"] is True
+
+
+def _remove_chain(top: Path, depth: int) -> None:
+    """Remove top/d/d/…/d (depth levels) and its files bottom-up; rmtree would recurse once per level."""
+    rel = "/".join(["d"] * depth)
+    for level in range(depth, 0, -1):
+        d = top / "/".join(["d"] * level) if level < depth else top / rel
+        for name in os.listdir(d):
+            if name != "d":
+                os.unlink(d / name)
+        os.rmdir(d)
+
+
+@pytest.mark.slow
+def test_1000_levels_of_nesting(world: Env, invoke: Any) -> None:
+    rel = "/".join(["d"] * 1000)
+    deep = world.project / rel
+    fd = os.open(world.project, os.O_RDONLY)
+    for _ in range(1000):  # pathlib's mkdir(parents=True) recurses once per level
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    out = os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+    os.write(out, b"deep marker\n")
+    os.close(out)
+    os.close(fd)
+    try:
+        want = rg_hits(world.project, "-e", "deep marker")
+        got, _ = all_raw_hits(invoke, {"patterns": ["deep marker"]})
+        assert got == want == {(f"{rel}/bottom.txt", 1)}
+        r = invoke("find", {"query": "bottom"})
+        assert r["results"][0]["path"] == f"{rel}/bottom.txt"
+        g = invoke("glob_search", {"pattern": "**/bottom.txt"})
+        assert g["paths"] == [str(deep / "bottom.txt")]
+    finally:
+        _remove_chain(world.project, 1000)
+
+
+def test_nested_perforce_rule_files_apply_below_their_directory(
+    world: Env, invoke: Any, monkeypatch: Any
+) -> None:
+    # rg does not know .p4ignore: fermix translates each file's rules to root-relative gitignore lines.
+    for var in ("P4IGNORE", "P4CONFIG", "P4ENVIRO"):
+        monkeypatch.delenv(var, raising=False)
+    write(
+        world.project,
+        {
+            "a.tmp": "hit\n",
+            "keep.log": "hit\n",
+            "sub/.p4ignore": "*.tmp\n/only_here.txt\n!keep.tmp\n",
+            "sub/b.tmp": "hit\n",
+            "sub/keep.tmp": "hit\n",
+            "sub/only_here.txt": "hit\n",
+            "sub/deeper/only_here.txt": "hit\n",
+            "sub/deeper/c.tmp": "hit\n",
+        },
+    )
+    got, _ = all_raw_hits(invoke, {"patterns": ["hit"]})
+    assert {p for p, _ in got} == {"a.tmp", "keep.log", "sub/keep.tmp", "sub/deeper/only_here.txt"}
+    found = invoke("find", {"query": "tmp"})
+    assert {r["path"] for r in found["results"]} == {"a.tmp", "sub/keep.tmp"}
