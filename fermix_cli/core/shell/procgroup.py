@@ -94,6 +94,30 @@ def run_captured(
         start_new_session=True,
         close_fds=True,
     )
+    try:
+        return _supervise(proc, spawn_id, secrets_b, keep, cap, started, deadline, cancel)
+    except BaseException:
+        # SIGTERM becomes SystemExit in the main thread, and it can land after Popen returned but
+        # before the supervision's own cleanup is armed (a loaded machine gives the child time to
+        # start children meanwhile): end the group here too, never leave it running.
+        if proc.returncode is None:
+            _kill_group(proc.pid)
+            _sweep(proc.pid, spawn_id)
+            proc.wait()
+        raise
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    spawn_id: str,
+    secrets_b: list[bytes],
+    keep: int,
+    cap: int,
+    started: float,
+    deadline: float,
+    cancel: CancelToken | None,
+) -> ProcessOutcome:
+    """Collect the output of `proc` until it exits, times out, overflows or is cancelled; end its group."""
     assert proc.stdout is not None
     leader = proc.pid
     buf = bytearray()

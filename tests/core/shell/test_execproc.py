@@ -214,3 +214,27 @@ def test_cancel_token_wakes_every_waiter_once() -> None:
         token.cancel("second")  # idempotent: the first reason stays
         assert sorted(select.select([a, b], [], [], 1)[0]) == sorted([a, b])
     assert token.cancelled and token.reason == "first" and token.wait(0)
+
+
+@linux_only
+def test_a_signal_before_supervision_starts_still_ends_the_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM (SystemExit in the main thread) landing between Popen and the watch loop ends the group."""
+    from fermix_cli.core.shell import procgroup
+
+    pidfile = tmp_path / "grandchild"
+
+    def term_arrives(pid: int) -> int | None:
+        # By now the child runs; let it start a grandchild, then deliver the "signal".
+        end = time.monotonic() + 5
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            assert time.monotonic() < end, "the child never started its grandchild"
+            time.sleep(0.01)
+        raise SystemExit(143)
+
+    monkeypatch.setattr(procgroup, "_pidfd_open", term_arrives)
+    with pytest.raises(SystemExit):
+        run(f"sleep 30 & echo $! > {pidfile}; sleep 30")
+    grandchild = int(pidfile.read_text())
+    assert wait_gone(grandchild), f"grandchild {grandchild} survived a SIGTERM during start-up"
