@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.shell import group_members
 from .outcome import RESULT_TAIL_BYTES, diagnostics, harvest, tail_bytes
 
 if TYPE_CHECKING:
@@ -221,23 +222,6 @@ def _signal_group(pgid: int, sig: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def group_members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of group `pgid`."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                raw = f.read()
-        except OSError:
-            continue
-        fields = raw[raw.rfind(b")") + 2 :].split()
-        if len(fields) > 2 and fields[0] not in (b"Z", b"X") and int(fields[2]) == pgid:
-            out.append(int(entry))
-    return out
 
 
 def cancel(ctx: ToolContext, run_id: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ def _now() -> str:
 
 
 def _group_members(pgid: int) -> list[int]:
+    # core.shell.group_members does this for fermix; this script runs without fermix importable.
     me = os.getpid()
     out = []
     for entry in os.listdir("/proc"):

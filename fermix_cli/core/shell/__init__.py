@@ -16,17 +16,18 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .childenv import base_env, build_child_env
     from .engine import run_shell
-    from .procgroup import ProcessOutcome, run_captured
+    from .procgroup import ProcessOutcome, group_members, run_captured
 
 _EXPORTS = {
     "base_env": "childenv",
     "build_child_env": "childenv",
     "run_shell": "engine",
     "ProcessOutcome": "procgroup",
+    "group_members": "procgroup",
     "run_captured": "procgroup",
 }
 
-__all__ = ["ProcessOutcome", "base_env", "build_child_env", "run_captured", "run_shell"]
+__all__ = ["ProcessOutcome", "base_env", "build_child_env", "group_members", "run_captured", "run_shell"]
 
 
 def __getattr__(name: str) -> Any:  # PEP 562: submodules load on first use

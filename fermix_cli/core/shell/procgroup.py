@@ -281,6 +281,16 @@ def _group_has_live_members(pgid: int) -> bool:
     return any(pg == pgid and state != "Z" for _pid, _ppid, pg, _sid, state in _proc_table())
 
 
+def group_members(pgid: int) -> list[int]:
+    """The live (not zombie or dead) processes of group `pgid`, this process excluded; empty without /proc."""
+    me = os.getpid()
+    return [
+        pid
+        for pid, _ppid, pg, _sid, state in _proc_table()
+        if pg == pgid and pid != me and state not in ("Z", "X")
+    ]
+
+
 def _proc_table() -> list[tuple[int, int, int, int, str]]:
     """(pid, ppid, pgid, sid, state) of every process we can see; empty where /proc is missing."""
     rows: list[tuple[int, int, int, int, str]] = []

@@ -6,14 +6,12 @@ has reactions, with its `emoji` narrowed to the channel's own set in the schema 
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
-import stat
 from typing import Annotated, Any, Literal
 
 from ...core.context import ToolContext
-from ...core.errors import ExitClass, ToolError, world_error
+from ...core.errors import ExitClass, ToolError
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from .replyport import ENDS_TURN, reply_port, require_port, supports_reactions
@@ -49,29 +47,12 @@ def _looks_like_url(raw: str) -> bool:
 
 
 def _read_attachment(ctx: ToolContext, raw: str) -> tuple[str, bytes]:
+    from .localimage import read_regular_file
+
     canonical = ctx.sandbox.read_path(ctx.sandbox.anchor(raw), tool="send_attachment")
-    try:
-        fd = os.open(canonical, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise ToolError("not_found", f"{canonical} does not exist.", {"path": canonical}) from None
-    except OSError as e:
-        raise world_error(
-            "invalid_path", f"Cannot open {canonical}: {e.strerror or e}", {"path": canonical}
-        ) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise world_error(
-                "not_regular_file", f"{canonical} is not a regular file; send one file.", {"path": canonical}
-            )
-        if st.st_size > ATTACHMENT_MAX:
-            raise _too_large(canonical, st.st_size)
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(ATTACHMENT_MAX + 1)
-    finally:
-        os.close(fd)
-    if len(data) > ATTACHMENT_MAX:
-        raise _too_large(canonical, len(data))
+    data = read_regular_file(
+        canonical, ATTACHMENT_MAX, what="send one file", too_large=lambda size: _too_large(canonical, size)
+    )
     return canonical, data
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import posixpath
 import stat
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...core.errors import ToolError, world_error
@@ -42,9 +43,14 @@ def check_extension(path: str) -> ImageFormat:
     return fmt
 
 
-def read_image(canonical: str, max_bytes: int, *, setting: str) -> LocalImage:
-    """Open, check and read the image at `canonical` (already through the sandbox)."""
-    expected = check_extension(canonical)
+def read_regular_file(
+    canonical: str, max_bytes: int, *, what: str, too_large: Callable[[int], ToolError]
+) -> bytes:
+    """The bytes of the regular file at `canonical` (already through the sandbox), at most `max_bytes`.
+
+    Opened without following a symlink swapped in after the check; `too_large(size)` is raised for a
+    file over the cap, checked before reading and again after (a file that grew meanwhile).
+    """
     try:
         fd = os.open(canonical, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -57,12 +63,10 @@ def read_image(canonical: str, max_bytes: int, *, setting: str) -> LocalImage:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise world_error(
-                "not_regular_file",
-                f"{canonical} is not a regular file; give the path of one image file.",
-                {"path": canonical},
+                "not_regular_file", f"{canonical} is not a regular file; {what}.", {"path": canonical}
             )
         if st.st_size > max_bytes:
-            raise _too_large(canonical, st.st_size, max_bytes, setting)
+            raise too_large(st.st_size)
         chunks: list[bytes] = []
         remaining = max_bytes + 1  # one byte more than allowed tells a file that grew meanwhile
         while remaining > 0:
@@ -75,7 +79,19 @@ def read_image(canonical: str, max_bytes: int, *, setting: str) -> LocalImage:
         os.close(fd)
     data = b"".join(chunks)
     if len(data) > max_bytes:
-        raise _too_large(canonical, len(data), max_bytes, setting)
+        raise too_large(len(data))
+    return data
+
+
+def read_image(canonical: str, max_bytes: int, *, setting: str) -> LocalImage:
+    """Open, check and read the image at `canonical` (already through the sandbox)."""
+    expected = check_extension(canonical)
+    data = read_regular_file(
+        canonical,
+        max_bytes,
+        what="give the path of one image file",
+        too_large=lambda size: _too_large(canonical, size, max_bytes, setting),
+    )
     found = sniff(data[:HEADER_BYTES])
     if found != expected:
         what = f"{found.upper()} data" if found else "no PNG, JPEG, GIF or WebP signature"
