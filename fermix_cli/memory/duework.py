@@ -1,6 +1,6 @@
 """The memory review's due-work source: `fermix jobs run` consolidates new facts into the profiles.
 
-Cheap when nothing is due: the config flag, then two indexed reads; the review itself (and the model
+Cheap when nothing is due: one indexed read before any config is loaded, then the config flag; the review itself (and the model
 loop) is imported only when one is due. A failed review is reported, never fatal to the tick.
 """
 
@@ -25,14 +25,31 @@ class ReviewReport:
         return self.outcome or {"status": "idle"}
 
 
+# The owner's own facts: what a review may read (never a guest's notes or a job's memory).
+OWN_FACTS = (
+    "created_trust = 'operator' AND source_id = 'main' AND scope_type IN ('owner', 'agent', 'conversation')"
+)
+# Is any of the owner's facts newer than what the last successful review consolidated? One indexed read,
+# with no config loaded, so an idle tick stays cheap.
+ANY_NEW_FACT = f"""
+WITH last AS (SELECT max(through) AS t FROM memory_reviews WHERE status = 'ok')
+SELECT 1 FROM memories, last
+WHERE {OWN_FACTS} AND (last.t IS NULL OR updated_at > last.t OR (archived_at IS NOT NULL AND archived_at > last.t))
+LIMIT 1
+"""
+
+
 class MemoryReview:
     name = "memory_review"
 
     def tick(self, ctx: ToolContext, *, use_lock: bool) -> tuple[int, ReviewReport]:
         from ..core.errors import ToolError
-        from .review import review_due, run_review
 
         try:
+            if not ctx.state.query(ANY_NEW_FACT):
+                return 0, ReviewReport(None)
+            from .review import review_due, run_review
+
             if not review_due(ctx):
                 return 0, ReviewReport(None)
         except ToolError as e:
