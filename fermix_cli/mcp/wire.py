@@ -124,7 +124,11 @@ class StdioTransport(Transport):
                     _deliver(self.on_message, line)
         except (OSError, ValueError):
             pass
-        code = self.proc.poll()
+        # EOF usually means the server is exiting: give it a moment so the message can say how it ended.
+        try:
+            code = self.proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            code = None
         self.on_close(
             ConnectionError("the server closed its output" + (f" (exit status {code})" if code else ""))
         )
