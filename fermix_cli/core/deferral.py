@@ -65,12 +65,15 @@ class DeferredToolset(WrapperToolset):
         With nothing deferred the bridges have nothing to find: they stay off the wire (still dispatchable).
         """
         listed = self.wrapped.tools(ctx)
-        deferred = [s for s in listed if self.enabled and is_deferrable(s)]
+        # Callable by name only: neither on the wire nor named in the prompt.
+        by_name = [s for s in listed if s.advertise is not None and not s.advertise(ctx)]
+        quiet = {s.name for s in by_name}
+        deferred = [s for s in listed if self.enabled and is_deferrable(s) and s.name not in quiet]
         bridges = [s for s in listed if s.name in BRIDGES and not deferred]
         # By name: a listing's names are unique, and comparing whole ToolSpecs field by field cost ~8 ms a run.
-        held = {s.name for s in deferred} | {s.name for s in bridges}
+        held = {s.name for s in deferred} | {s.name for s in bridges} | quiet
         advertised = [s for s in listed if s.name not in held]
-        return advertised, deferred, bridges
+        return advertised, deferred, bridges + by_name
 
     def route(self, name: str, arguments: Any, ctx: ToolContext) -> tuple[str, Any]:
         if self.enabled and name == CALL_BRIDGE:

@@ -76,6 +76,9 @@ class ToolSpec(Record, frozen=True):
     deferred: bool = False
     hidden_from_agent: bool = False
     available: Callable[[ToolContext], bool] | None = None
+    # False where a model may call the tool by name but should not be shown it (neither its schema nor
+    # its name): the coding harness's second vendor next to `default_vendor`. None: shown when available.
+    advertise: Callable[[ToolContext], bool] | None = None
     gate: Callable[[ToolContext], None] | None = None
     render: Callable[[Any], str] | None = None
     # The schema a model is shown in a given context, when the context changes it (a channel's own set of

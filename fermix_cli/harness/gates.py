@@ -71,15 +71,24 @@ def authorized(ctx: ToolContext, tool: str) -> bool:
 
 
 def advertised(tool: str) -> Callable[[ToolContext], bool]:
+    """Shown to a model (and callable by it): registered, approved and authorized here."""
+
     def available(ctx: ToolContext) -> bool:
-        if not registered(ctx, tool) or not settings(ctx).approved or not authorized(ctx, tool):
-            return False
+        return registered(ctx, tool) and settings(ctx).approved and authorized(ctx, tool)
+
+    return available
+
+
+def shown_by_default(tool: str) -> Callable[[ToolContext], bool]:
+    """With both CLIs and `default_vendor`, only that vendor's run tool is shown; the other is called by name."""
+
+    def advertise(ctx: ToolContext) -> bool:
         default = settings(ctx).default_vendor
         if tool in RUN_TOOLS and default is not None and RUN_TOOLS[tool] != default:
             return VENDOR_TOOL[default] not in _registered_run_tools(ctx)
         return True
 
-    return available
+    return advertise
 
 
 def _registered_run_tools(ctx: ToolContext) -> set[str]:

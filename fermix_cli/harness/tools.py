@@ -12,7 +12,7 @@ from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from .gates import advertised, gate
+from .gates import advertised, gate, shown_by_default
 
 PROMPT_MAX = 10 * 1024 * 1024
 Path = Annotated[str, Field(min_length=1, max_length=4096)]
@@ -410,6 +410,7 @@ def _spec(
         params=params,
         handler=handler,
         available=advertised(name),
+        advertise=shown_by_default(name),
         gate=gate(name),
         **kw,
     )

@@ -67,15 +67,26 @@ def test_registration_needs_the_vendor_cli_on_path(harness: Any) -> None:
     assert harness.fails("get_coding_run", {"run_id": "hr_000000000000"}).code == "unknown_tool"
 
 
+def _model_sees(harness: Any) -> tuple[set[str], set[str]]:
+    """(names a model is shown, by schema or by name; names a model may call) in an agent run."""
+    from fermix_cli.agent.toolbox import select_tools
+    from fermix_cli.core.registry import default_registry
+
+    box = select_tools(default_registry(), harness.ctx(origin="interactive"), toolset=None)
+    shown = {s.name for s in (*box.advertised, *box.deferred)}
+    return shown, set(box.dispatchable)
+
+
 def test_default_vendor_advertises_one_run_tool_and_keeps_the_other_callable(harness: Any) -> None:
     harness.configure('approved = true\ndefault_vendor = "claude_code"')
-    visible = _visible(harness)
-    assert "claude_code_run" in visible and "codex_run" not in visible
-    run_id = harness.call("codex_run", _args(harness))["run_id"]
+    shown, callable_ = _model_sees(harness)
+    assert "claude_code_run" in shown and "codex_run" not in shown
+    assert "codex_run" in callable_  # the model loop dispatches it when named
+    run_id = harness.call("codex_run", _args(harness), origin="interactive")["run_id"]
     assert harness.settled(run_id)["status"] == "completed"
     # Without the default vendor's CLI, the other vendor's tool is advertised after all.
     (harness.bin_dir / "claude").unlink()
-    assert "codex_run" in _visible(harness)
+    assert "codex_run" in _model_sees(harness)[0]
 
 
 @pytest.mark.parametrize(
