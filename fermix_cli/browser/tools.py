@@ -126,6 +126,17 @@ def render(result: dict[str, Any]) -> str:
     return json.dumps(result, ensure_ascii=False, separators=(",", ":"))
 
 
+def screenshot_images(result: Any) -> tuple[str, ...]:
+    """A screenshot's file, so a model loop sends the picture itself to a model that takes images."""
+    if (
+        isinstance(result, dict)
+        and result.get("format") in ("png", "jpeg")
+        and isinstance(result.get("path"), str)
+    ):
+        return (result["path"],)
+    return ()
+
+
 BROWSER = ToolSpec(
     name="browser",
     category="web",
@@ -143,6 +154,7 @@ BROWSER = ToolSpec(
     params=BrowserParams,
     handler=browser,
     render=render,
+    images=screenshot_images,
     hints=Hints(open_world=True),
     when_to_use=(
         "JavaScript-rendered or interactive pages (forms, logins, single-page apps). For a plain public page "
