@@ -247,8 +247,11 @@ class AgentLoop:
 
     def _call_model_fitted(self, state: _TurnState, *, first: bool) -> ModelResponse:
         """A model call; when a server refuses it for naming its context size, fitted to that and retried."""
+        from ..core.cancel import interrupt_requested
         from .budget import context_size_in
 
+        if interrupt_requested():  # a Ctrl-C whose KeyboardInterrupt a finalizer swallowed
+            raise KeyboardInterrupt
         try:
             return self._call_model(state, first=first)
         except ToolError as e:

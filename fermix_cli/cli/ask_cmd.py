@@ -169,7 +169,13 @@ def ask(
 
     agent = Agent(ctx, options, observer=observer, turn_notices=RunOutcomeNotices())
     try:
-        result = agent.run(prompt)
+        from ..core.cancel import install_interrupt_flag
+
+        restore_sigint = install_interrupt_flag()
+        try:
+            result = agent.run(prompt)
+        finally:
+            restore_sigint()
         if as_json:
             emit_json(agent.transcript.run_json(result.run_id))
         else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 
 class CancelToken:
@@ -59,3 +59,46 @@ class CancelToken:
                 self._wakers.remove(write)
             os.close(read)
             os.close(write)
+
+
+# Ctrl-C in a one-shot command. Python turns SIGINT into KeyboardInterrupt wherever the main thread is,
+# and where that is a finalizer run by the garbage collector (`__del__`, a weakref callback) the
+# exception is printed and dropped: the command would carry on as if no key was pressed. The handler
+# below also raises this flag, which the model loop and slow waits check, so one Ctrl-C always stops.
+_interrupt = {"requested": False}
+
+
+def interrupt_requested() -> bool:
+    """Whether Ctrl-C was pressed since `install_interrupt_flag` (for code that must not miss it)."""
+    return _interrupt["requested"]
+
+
+def install_interrupt_flag() -> Callable[[], None]:
+    """Make SIGINT raise the flag and then KeyboardInterrupt (main thread only); returns the undo."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def on_int(signum: int, frame: object) -> None:
+        _interrupt["requested"] = True
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_int)
+
+    def undo() -> None:
+        signal.signal(signal.SIGINT, previous)
+        _interrupt["requested"] = False
+
+    return undo
+
+
+def sleep_unless_interrupted(seconds: float) -> None:
+    """time.sleep that ends with KeyboardInterrupt once Ctrl-C was pressed, even if that was swallowed."""
+    import time
+
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        if _interrupt["requested"]:
+            raise KeyboardInterrupt
+        time.sleep(min(left, 0.05))

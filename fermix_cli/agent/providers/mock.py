@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -153,7 +152,9 @@ class MockProvider:
             index = len(responses) - 1
         r = responses[index]
         if r.get("delay"):
-            time.sleep(float(r["delay"]))
+            from ...core.cancel import sleep_unless_interrupted
+
+            sleep_unless_interrupted(float(r["delay"]))
         if isinstance(r.get("error"), dict):
             err = r["error"]
             raise ToolError(str(err.get("code", "provider_error")), str(err.get("message", "mock error")), {})
