@@ -2,7 +2,9 @@
 
 find's candidates are the files rg lists (hidden, Git-ignored, `.ignore`d and Perforce-ignored
 paths left out, as rg and the rule files say) and the directories that hold them: rg lists files
-only, so a directory with no visible file below it (an empty one, say) is not a candidate.
+only, so a directory with no visible file below it (an empty one, say) is not a candidate; such a
+directory that matches is counted in the result's `omitted` (reason `no_listed_files`), never dropped
+silently.
 """
 
 from __future__ import annotations
@@ -91,8 +93,8 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     candidates: list[tuple[str, bool]] = []
     if kind != "directories":
         candidates += [(rel, False) for rel in files]
+    dirs: set[str] = set()
     if kind != "files":
-        dirs: set[str] = set()
         for rel in files:
             d = rel.rpartition("/")[0]
             while d and d not in dirs:
@@ -130,6 +132,19 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     if more and complete:
         nxt = offset + len(page)
         omissions.append(Omission("page", len(scored) - nxt, "path", f"use offset={nxt} for the next page"))
+    if kind != "files" and not run.timed_out:
+        fileless = _fileless_dirs(target.path, dirs, query, sandbox)
+        if fileless:
+            sample = ", ".join(prefix + d + "/" for d in fileless[:3])
+            omissions.append(
+                Omission(
+                    "no_listed_files",
+                    len(fileless),
+                    "directory",
+                    f"these match but hold no file ripgrep lists (empty, hidden or ignored files only), so they "
+                    f"are not ranked, e.g. {sample}; list_files on the parent shows them",
+                )
+            )
     bad = unreadable_omission(run.errors)
     if bad:
         omissions.append(bad)
@@ -146,7 +161,11 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         footer.append(
             "[partial scan: stopped at the 10 s deadline; only paths seen so far are ranked. Narrow path.]"
         )
-    footer += [n for o, n in zip(omissions, notes(omissions), strict=True) if o.reason == "unreadable"]
+    footer += [
+        n
+        for o, n in zip(omissions, notes(omissions), strict=True)
+        if o.reason in ("unreadable", "no_listed_files")
+    ]
     output = "\n".join(lines)
     if footer:
         output = f"{output}\n\n" + "\n".join(footer) if output else "\n".join(footer)
@@ -178,6 +197,28 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         **completeness(omissions),
         "engine": "rg",
     }
+
+
+def _fileless_dirs(root: str, known: set[str], query: Query, sandbox: Any) -> list[str]:
+    """Directories matching `query` that rg's file list cannot show: children of the directories it saw
+    (and of the root) that hold no listed file. Not descended into, so the walk costs one scandir per
+    directory rg already found."""
+    found: list[str] = []
+    for parent in ("", *sorted(known)):
+        try:
+            with os.scandir(root + "/" + parent if parent else root) as it:
+                children = [
+                    e.name for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
+                ]
+        except OSError:
+            continue
+        for name in children:
+            rel = f"{parent}/{name}" if parent else name
+            if rel in known or not query.could_match(rel.lower()) or query.score(rel) is None:
+                continue
+            if sandbox.allows(root + "/" + rel):
+                found.append(rel)
+    return sorted(found)
 
 
 # ----- list_files ------------------------------------------------------------------------------

@@ -241,3 +241,19 @@ def test_scores_penalise_depth_and_long_names() -> None:
     assert q.score("a/cfg_" + "x" * 80) == 800 - 5 - 50 + 10  # the length penalty stops at 50
     assert q.score("a/CFG.py") == 1000 - 5 - 3  # no exact-case bonus
     assert q.score("a/c") is None
+
+
+def test_a_matching_directory_without_listed_files_is_counted_not_dropped(world: Env, invoke) -> None:
+    (world.project / "src" / "empty_cache").mkdir(parents=True)
+    (world.project / "src" / "main.py").write_text("x\n")
+    (world.project / "full_cache").mkdir()
+    (world.project / "full_cache" / "a.txt").write_text("a\n")
+    r = invoke("find", {"query": "cache", "kind": "directories"})
+    assert [x["path"] for x in r["results"]] == ["full_cache/"]
+    assert r["complete"] is False
+    (gap,) = r["omitted"]
+    assert (gap["reason"], gap["count"], gap["unit"]) == ("no_listed_files", 1, "directory")
+    assert "src/empty_cache/" in gap["how"]
+    assert "[incomplete: 1 directory left out (no_listed_files)" in r["output"]
+    # Files only: directories are not asked for, so nothing is missing.
+    assert invoke("find", {"query": "cache"})["complete"] is True
