@@ -18,9 +18,10 @@ import secrets
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..records import Record
 
@@ -84,27 +85,71 @@ def run_captured(
     spawn_id = child_env.setdefault(SPAWN_MARKER, new_spawn_id())
     started = time.monotonic()
     deadline = started + max(timeout_s, 0.0)
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=child_env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        close_fds=True,
-    )
+    held = _HeldSignals()
     try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=child_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        held.release()
+        raise  # the program could not be started: nothing runs
+    except BaseException:
+        # Something other than a held signal broke Popen after the child started: there is no Popen
+        # object to end it with, so find what this run started by its spawn marker.
+        held.release()
+        _sweep(None, spawn_id)
+        raise
+    try:
+        # A SIGTERM or Ctrl-C that arrived while Popen ran is delivered here, where the group is known.
+        held.release()
         return _supervise(proc, spawn_id, secrets_b, keep, cap, started, deadline, cancel)
     except BaseException:
-        # SIGTERM becomes SystemExit in the main thread, and it can land after Popen returned but
-        # before the supervision's own cleanup is armed (a loaded machine gives the child time to
-        # start children meanwhile): end the group here too, never leave it running.
+        # SIGTERM becomes SystemExit in the main thread: end the group whatever the supervision had
+        # armed by then, never leave it running.
         if proc.returncode is None:
             _kill_group(proc.pid)
             _sweep(proc.pid, spawn_id)
             proc.wait()
         raise
+
+
+class _HeldSignals:
+    """Hold SIGTERM and SIGINT (main thread only) until `release`, which restores and re-delivers them.
+
+    The Python handlers for them raise (SystemExit, KeyboardInterrupt), and one raised inside Popen,
+    after the child started, would leave it running with no handle on it: on a loaded machine the child
+    can exec and start children of its own before Popen returns.
+    """
+
+    _HELD = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self._previous: dict[int, Any] = {}
+        self._pending: list[int] = []
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in self._HELD:
+            handler = signal.getsignal(sig)
+            if callable(handler):  # SIG_DFL / SIG_IGN raise nothing in Python: leave them alone
+                self._previous[sig] = signal.signal(sig, self._hold)
+
+    def _hold(self, signum: int, _frame: Any) -> None:
+        self._pending.append(signum)
+
+    def release(self) -> None:
+        previous, self._previous = self._previous, {}
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        pending, self._pending = self._pending, []
+        for sig in dict.fromkeys(pending):
+            signal.raise_signal(sig)
 
 
 def _supervise(
@@ -323,8 +368,11 @@ def _carries_marker(pid: int, marker: bytes) -> bool:
         return False
 
 
-def _sweep(leader: int, spawn_id: str) -> None:
-    """SIGKILL what left the group but stayed in the session, or still carries this run's marker."""
+def _sweep(leader: int | None, spawn_id: str) -> None:
+    """SIGKILL what left the group but stayed in the session, or still carries this run's marker.
+
+    With no `leader` (the child's pid was never known) the marker alone decides, the child included.
+    """
     if not os.path.isdir("/proc"):
         return
     marker = f"{SPAWN_MARKER}={spawn_id}".encode()
@@ -337,7 +385,7 @@ def _sweep(leader: int, spawn_id: str) -> None:
             if pid not in (me, leader)
             and state != "Z"
             and pid not in killed
-            and (sid == leader or pgid == leader or _carries_marker(pid, marker))
+            and ((leader is not None and (sid == leader or pgid == leader)) or _carries_marker(pid, marker))
         ]
         if not found:
             return

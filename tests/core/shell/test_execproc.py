@@ -238,3 +238,70 @@ def test_a_signal_before_supervision_starts_still_ends_the_group(
         run(f"sleep 30 & echo $! > {pidfile}; sleep 30")
     grandchild = int(pidfile.read_text())
     assert wait_gone(grandchild), f"grandchild {grandchild} survived a SIGTERM during start-up"
+
+
+@linux_only
+def test_a_signal_inside_popen_after_the_child_started_still_ends_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded machine the child can exec and fork before Popen returns; SIGTERM landing there
+    leaves no Popen object to clean up with, so the run's spawn marker finds what it started."""
+    import subprocess
+
+    pidfile = tmp_path / "grandchild"
+    real = subprocess.Popen._execute_child
+
+    def started_then_signalled(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        real(self, *args, **kwargs)
+        end = time.monotonic() + 5
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            assert time.monotonic() < end, "the child never started its grandchild"
+            time.sleep(0.01)
+        raise SystemExit(143)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", started_then_signalled)
+    with pytest.raises(SystemExit):
+        run(f"sleep 30 & echo $! > {pidfile}; sleep 30")
+    grandchild = int(pidfile.read_text())
+    assert wait_gone(grandchild), f"grandchild {grandchild} survived a SIGTERM inside Popen"
+
+
+@linux_only
+def test_a_real_sigterm_inside_popen_is_held_and_delivered_once_the_group_is_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real SIGTERM sent while Popen runs: the handler's SystemExit comes once Popen returned, and
+    the whole group (the grandchild too) is ended by the supervision's cleanup."""
+    import signal
+    import subprocess
+
+    pidfile = tmp_path / "grandchild"
+    real = subprocess.Popen._execute_child
+    raised: list[str] = []
+
+    def on_term(signum: int, _frame: object) -> None:
+        raised.append("handler")
+        raise SystemExit(128 + signum)
+
+    def started_then_signalled(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        real(self, *args, **kwargs)
+        end = time.monotonic() + 5
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            assert time.monotonic() < end, "the child never started its grandchild"
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # a handler that was not held would have raised by now
+        raised.append("popen returns")
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        monkeypatch.setattr(subprocess.Popen, "_execute_child", started_then_signalled)
+        with pytest.raises(SystemExit) as exc:
+            run(f"sleep 30 & echo $! > {pidfile}; sleep 30")
+    finally:
+        assert signal.getsignal(signal.SIGTERM) is on_term, "the held handler was not restored"
+        signal.signal(signal.SIGTERM, previous)
+    assert exc.value.code == 143
+    assert raised == ["popen returns", "handler"]
+    grandchild = int(pidfile.read_text())
+    assert wait_gone(grandchild), f"grandchild {grandchild} survived a SIGTERM inside Popen"
