@@ -46,10 +46,12 @@ class DeliveryReport:
         self.rolled: list[str] = []
         self.followups: list[dict[str, Any]] = []
         self.timings_ms: dict[str, float] = {}
+        # Due reminders this tick left for the next one (past its claim cap); 0 when it took them all.
+        self.more_due = 0
 
     @property
     def quiet(self) -> bool:
-        return not (self.sent or self.retrying or self.failed or self.expired or self.rolled)
+        return not (self.sent or self.retrying or self.failed or self.expired or self.rolled or self.more_due)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +62,7 @@ class DeliveryReport:
             "expired": self.expired,
             "rolled": self.rolled,
             "followups": self.followups,
+            "more_due": self.more_due,
             "timings_ms": self.timings_ms,
         }
 
@@ -188,6 +191,11 @@ def claim(
             (claimant, stamps.ts(now + timedelta(seconds=lease)), r["id"]),
         )
         claimed.append(r)
+    if len(due) >= limit:
+        report.more_due = db.execute(
+            "SELECT count(*) FROM reminder_occurrences WHERE status = 'pending' AND next_attempt_at <= ?",
+            (stamp,),
+        ).fetchone()[0]
     return claimed
 
 

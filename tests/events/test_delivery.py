@@ -318,3 +318,23 @@ def test_a_snooze_after_a_one_time_event_completed_reactivates_it_just_long_enou
     assert [s["reminder_id"] for s in sent["sent"]] == [snoozed["reminder"]["reminder_id"]]
     ev.tick(utc("2026-09-12T07:06:00Z"))  # delivered: nothing left to send, so it completes again
     assert ev.call("event_list", {"status": "any"})["events"][0]["status"] == "completed"
+
+
+def test_a_tick_past_its_claim_cap_says_how_many_wait_for_the_next(ev: Events) -> None:
+    for i in range(5):
+        ev.store(
+            f"Task {i}",
+            "explicit_reminder",
+            when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"},
+        )
+    at = utc("2026-09-02T10:00:05Z")
+    channel = FlakyChannel(failures=0)
+    ctx = ev.world.context(clock=lambda: at)
+    try:
+        first = deliver_due(ctx, channel, limit=3)[1].as_dict()
+        second = deliver_due(ctx, channel, limit=3)[1].as_dict()
+    finally:
+        ctx.close()
+    assert len(first["sent"]) == 3 and first["more_due"] == 2
+    assert len(second["sent"]) == 2 and second["more_due"] == 0
+    assert len(channel.sent) == 5
