@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from pathlib import Path
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any
 
 import typer
 
@@ -157,14 +156,16 @@ def command() -> Any:
     return root
 
 
+# The names typer's click types give str, int, float and Path values (bounded numbers too).
+_PLAIN_TYPES = frozenset({"str", "int", "float", "path", "int range", "float range"})
+
+
 def _plain_help(cmd: Any) -> None:
     if hasattr(cmd, "rich_markup_mode"):
         cmd.rich_markup_mode = None
     for param in cmd.params:
-        annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
-        if get_origin(annotation) is list:  # a repeatable option: each value is named alike
-            annotation = (get_args(annotation) or (None,))[0]
-        plain = annotation in (str, int, float, Path)
+        # A repeatable option has its values' type: each value is named alike.
+        plain = getattr(param.type, "name", None) in _PLAIN_TYPES
         kind = getattr(param, "param_type_name", "")
         if (
             plain

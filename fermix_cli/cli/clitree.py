@@ -8,7 +8,6 @@ is the same on every run.
 
 from __future__ import annotations
 
-import enum
 import typing
 from typing import TYPE_CHECKING, Any
 
@@ -122,16 +121,8 @@ def first_sentence(text: str) -> str:
 
 def _choices_of(param: Any) -> tuple[str, ...]:
     click_type = getattr(param, "type", None)
-    if click_type is not None and getattr(click_type, "choices", None):
-        return tuple(str(c) for c in click_type.choices)
-    descriptor = getattr(param, "type_descriptor", None)
-    annotation = getattr(descriptor, "annotation", None)
-    for candidate in (annotation, *typing.get_args(annotation)):
-        if isinstance(candidate, type) and issubclass(candidate, enum.Enum):
-            return tuple(str(m.value) for m in candidate)
-        if typing.get_origin(candidate) is typing.Literal:
-            return tuple(str(v) for v in typing.get_args(candidate))
-    return ()
+    choices = getattr(click_type, "choices", None) or ()
+    return tuple(str(getattr(c, "value", c)) for c in choices)
 
 
 def _path_kind(name: str) -> str:

@@ -60,3 +60,39 @@ def invoke_tool(name: str, args: dict[str, Any]) -> Any:
         return default_registry().invoke(name, {k: v for k, v in args.items() if v is not None}, ctx)
     finally:
         ctx.close()
+
+
+def edit_in_editor(text: str, suffix: str = ".md") -> str | None:
+    """Open `text` in $VISUAL / $EDITOR (else `vi`) and return what was saved, or None when unchanged.
+
+    An editor that cannot be started, or exits non-zero, is a ToolError naming the variable to set.
+    """
+    import os
+    import shlex
+    import subprocess
+    import tempfile
+
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    fd, name = tempfile.mkstemp(prefix="fermix-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        try:
+            code = subprocess.call([*shlex.split(editor), name])
+        except (OSError, ValueError) as e:
+            raise ToolError(
+                "editor_failed",
+                f"could not start the editor {editor!r} ({e}); set $EDITOR or pass --text",
+                {},
+            ) from e
+        if code != 0:
+            raise ToolError(
+                "editor_failed",
+                f"the editor {editor!r} exited with {code}; nothing was changed",
+                {"exit_code": code},
+            )
+        with open(name, encoding="utf-8") as f:
+            edited = f.read()
+    finally:
+        os.unlink(name)
+    return None if edited == text else edited

@@ -8,7 +8,7 @@ import typer
 
 from ..core.errors import ToolError
 from ..memory import store as mem
-from .common import context, emit_json, emit_result, handles_errors, invoke_tool
+from .common import context, edit_in_editor, emit_json, emit_result, handles_errors, invoke_tool
 
 app = typer.Typer(
     help="What fermix remembers: list, search, forget (archive) and restore memories.", no_args_is_help=True
@@ -246,9 +246,7 @@ def profile_edit(
     try:
         if text is None:
             old = profiles.current(ctx.state.conn).get(kind, {}).get("content", "")
-            import click
-
-            text = click.edit(old)
+            text = edit_in_editor(old)
             if text is None:
                 emit_result({"action": "unchanged", "message": "No change."}, as_json)
                 return

@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from fermix_cli.core.registry import default_registry
 from fermix_cli.memory import profiles
 from fermix_cli.memory.duework import MemoryReview
@@ -204,3 +206,29 @@ def test_profile_edit_and_owner_only_commands(world: Env) -> None:
         assert r.code == 3, (argv, r.stderr)
     r = world.run("memory", "review", "--json")
     assert r.code == 0 and r.json()["status"] == "nothing_new"
+
+
+def test_profile_edit_opens_the_editor_and_keeps_an_unchanged_profile(
+    world: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(world, [])
+    editor = world.root / "editor.sh"
+    # The "editor" appends a line to the file it is given; a second one leaves it as it was.
+    editor.write_text('#!/bin/sh\nprintf -- "- Ships atlas in May\\n" >> "$1"\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("VISUAL", str(editor))
+    r = world.run("memory", "profile", "edit", "work", "--json")
+    assert r.code == 0, r.stderr
+    r = world.run("memory", "profile", "show", "work", "--json")
+    assert r.json()["work"]["content"] == "- Ships atlas in May"
+    monkeypatch.setenv("VISUAL", "true")
+    r = world.run("memory", "profile", "edit", "work", "--json")
+    assert r.code == 0 and r.json()["action"] == "unchanged", r.stdout + r.stderr
+    monkeypatch.setenv("VISUAL", "false")
+    r = world.run("memory", "profile", "edit", "work")
+    assert r.code == 1 and "exited with 1" in r.stderr
+    monkeypatch.setenv("VISUAL", str(world.root / "no-such-editor"))
+    r = world.run("memory", "profile", "edit", "work")
+    assert r.code == 1 and "set $EDITOR or pass --text" in r.stderr
+    r = world.run("memory", "profile", "show", "work", "--json")
+    assert r.json()["work"]["content"] == "- Ships atlas in May"
