@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -382,7 +383,9 @@ def test_fast_path_does_not_import_pydantic(world: Env, notes: Path, argv: list[
 
 
 def test_console_script_when_installed(world: Env, notes: Path) -> None:
-    exe = shutil.which("fermix")
+    # The script pip installed beside this interpreter (the README runs .venv/bin/python, not PATH).
+    beside = Path(sys.executable).parent / "fermix"
+    exe = str(beside) if beside.exists() else shutil.which("fermix")
     if exe is None:
         pytest.skip("the fermix console script is not installed in this environment")
     proc = subprocess.run(
