@@ -5,8 +5,12 @@ in the session `telegram-<chat id>`, with the same tools and policy as `fermix a
 streams back as a message that is edited as it grows (and continued in new messages past Telegram's
 4096-character limit). Photos and documents that come with it are saved under `media/inbound/` and
 offered to the tools as `inbound:1`, `inbound:2`, ... for this turn. The private chats of
-`guest_user_ids` are answered as guests (read-only tools that are not owner-only, a session per chat);
-messages from any other chat are refused (never answered) and logged.
+`guest_user_ids` are answered as guests (read-only tools that are not owner-only, a session per chat),
+and so are the group chats of `guest_chat_ids`, but only messages that address the bot (an @mention of
+its username, a reply to one of its messages, a /command@its-username); in a group even the owner is a
+guest, since the whole group reads the answer. A guest's turn carries none of the owner's profile
+sections, and its notes stay in its own conversation. Messages from any other chat are refused (never
+answered) and logged.
 
 Failures to reach Telegram back off (1 s doubling to 60 s; a 429's `retry_after` exactly); a bad token
 stops the server. SIGTERM or SIGINT stop it cleanly: while waiting for updates at once, while a message
@@ -133,6 +137,7 @@ class TelegramServer:
         downloads: GuardedClient,
         poll_timeout: int = 25,
         guests: Iterable[int] = (),
+        guest_chats: Iterable[int] = (),
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -148,6 +153,8 @@ class TelegramServer:
         self.waiting = False
         self.handled = 0
         self.guests = frozenset(guests)
+        self.guest_chats = frozenset(guest_chats)
+        self.me: dict[str, Any] | None = None  # getMe: the bot's own id and username, for group chats
         self.offset_file = ctx.paths.run_dir / "telegram.offset"
 
     # ----- lifecycle ----------------------------------------------------------------------------
@@ -179,6 +186,8 @@ class TelegramServer:
             try:
                 self.waiting = True
                 try:
+                    if self.guest_chats and self.me is None:
+                        self.me = self._get_me()
                     updates = get_updates(self.api, offset, self.poll_timeout)
                 finally:
                     self.waiting = False
@@ -190,7 +199,7 @@ class TelegramServer:
                 else:
                     failures += 1
                     wait = min(BACKOFF_MAX, BACKOFF_START * 2 ** (failures - 1))
-                log.warning("telegram: getUpdates failed (%s); retrying in %g s", e.code, wait)
+                log.warning("telegram: polling failed (%s); retrying in %g s", e.code, wait)
                 self._pause(wait)
                 continue
             failures = 0
@@ -225,6 +234,12 @@ class TelegramServer:
 
     # ----- one message --------------------------------------------------------------------------
 
+    def _get_me(self) -> dict[str, Any]:
+        me = self.api.call("getMe", payload={})
+        if not isinstance(me, dict) or not isinstance(me.get("id"), int):
+            raise ChannelError("Telegram getMe answered without the bot's id", code="bad_answer")
+        return me
+
     def handle(self, update: dict[str, Any]) -> None:
         message = update.get("message")
         if not isinstance(message, dict):
@@ -232,21 +247,42 @@ class TelegramServer:
         chat = message.get("chat") or {}
         sender = message.get("from") or {}
         chat_id, user_id = chat.get("id"), sender.get("id")
-        guest = chat_id == user_id and chat_id in self.guests and chat_id != self.owner
-        if not guest and (chat_id != self.owner or user_id != self.owner):
-            log.warning(
-                "telegram: refused a message from chat %s (user %s): only the owner's chat %s is served",
-                chat_id,
-                user_id,
-                self.owner,
-            )
+        text = str(message.get("text") or message.get("caption") or "")
+        if chat.get("type") in ("group", "supergroup"):
+            if chat_id not in self.guest_chats:
+                log.warning(
+                    "telegram: refused a message in group %s (user %s): the group is not in guest_chat_ids",
+                    chat_id,
+                    user_id,
+                )
+                return
+            if not self._addressed(message):  # ordinary talk in the group, not meant for the bot
+                log.debug(
+                    "telegram: group %s message %s does not address the bot",
+                    chat_id,
+                    message.get("message_id"),
+                )
+                return
+            guest = True
+            text = self._unaddressed(text)
+            name = str(sender.get("username") or sender.get("first_name") or "someone")
+            text = f"[group chat; {name} (user {user_id}) writes:]\n{text}"
+        else:
+            guest = chat_id == user_id and chat_id in self.guests and chat_id != self.owner
+            if not guest and (chat_id != self.owner or user_id != self.owner):
+                log.warning(
+                    "telegram: refused a message from chat %s (user %s): only the owner's chat %s is served",
+                    chat_id,
+                    user_id,
+                    self.owner,
+                )
+                return
+        if not isinstance(chat_id, int):
             return
-        assert isinstance(chat_id, int)
         message_id = message.get("message_id")
         if not isinstance(message_id, int):
             return
         files, notes = self._inbound(message)
-        text = str(message.get("text") or message.get("caption") or "")
         if not text.strip() and not files:
             if notes:
                 self.api.send_message(chat_id, "\n".join(notes))
@@ -257,6 +293,42 @@ class TelegramServer:
             prompt += "\n\n[Sent with this message: " + "; ".join(listed + notes) + "]"
         self.handled += 1
         self._run(prompt.strip(), TelegramReplyPort(self.api, chat_id, message_id), files, guest=guest)
+
+    def _addressed(self, message: dict[str, Any]) -> bool:
+        """Whether a group message is meant for the bot: a mention, a reply to it, or a /command@it."""
+        me = self.me or {}
+        bot_id, username = me.get("id"), str(me.get("username") or "").lower()
+        replied = message.get("reply_to_message")
+        if isinstance(replied, dict) and (replied.get("from") or {}).get("id") == bot_id:
+            return True
+        text = str(message.get("text") or message.get("caption") or "")
+        entities = message.get("entities") or message.get("caption_entities") or []
+        encoded = text.encode("utf-16-le")  # entity offsets count UTF-16 code units
+        for entity in entities if isinstance(entities, list) else []:
+            if not isinstance(entity, dict):
+                continue
+            kind = entity.get("type")
+            if kind == "text_mention" and (entity.get("user") or {}).get("id") == bot_id:
+                return True
+            try:
+                start, length = int(entity.get("offset", 0)), int(entity.get("length", 0))
+            except (TypeError, ValueError):
+                continue
+            word = encoded[2 * start : 2 * (start + length)].decode("utf-16-le", "replace").lower()
+            if username and kind == "mention" and word == f"@{username}":
+                return True
+            if username and kind == "bot_command" and word.endswith(f"@{username}"):
+                return True
+        return False
+
+    def _unaddressed(self, text: str) -> str:
+        """The text without the bot's @username."""
+        username = str((self.me or {}).get("username") or "")
+        if not username:
+            return text
+        import re
+
+        return re.sub(rf"@{re.escape(username)}\b", "", text, flags=re.IGNORECASE).strip()
 
     def _inbound(self, message: dict[str, Any]) -> tuple[list[InboundFile], list[str]]:
         """The photo or document of a message saved under media/inbound/, and notes on what failed."""
@@ -295,7 +367,10 @@ class TelegramServer:
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
         run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
-        options = self.options.replace(session=f"telegram-{chat}") if guest else self.options
+        # A guest's session is its chat's own, and carries none of the owner's profile sections.
+        options = (
+            self.options.replace(session=f"telegram-{chat}", context_sections=()) if guest else self.options
+        )
         extra = ""
         try:
             agent = Agent(run_ctx, options, observer=stream)

@@ -22,7 +22,7 @@ from fermix_cli.channels.telegram import BotApi
 from fermix_cli.channels.telegram_chat import TELEGRAM_REACTIONS
 from fermix_cli.cli.telegram_serve import TelegramServer
 from fermix_cli.core.net.guarded import guarded_client
-from tests.channels.botstandin import OWNER, BotStandIn
+from tests.channels.botstandin import BOT_ID, BOT_USERNAME, OWNER, BotStandIn
 from tests.channels.standins import TOKEN
 from tests.conftest import Env
 from tests.tools.media.images import png
@@ -378,3 +378,87 @@ def test_an_agent_that_cannot_start_is_reported_in_the_chat(world: Env, bot: Bot
     handled, _ = serve(world, bot, polls=1)
     shown = bot.texts_shown()
     assert handled == 2 and len(shown) == 2 and all(t.startswith("⚠ ") for t in shown)
+
+
+GROUP = -1005550001
+
+
+def test_a_group_answers_only_messages_that_address_the_bot_and_only_as_a_guest(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    script = [
+        {
+            "tool_calls": [
+                {"name": "shell", "arguments": {"command": "cat ~/.ssh/id_ed25519"}},
+                {"name": "memory_recall", "arguments": {"search": "bank", "scope": "owner"}},
+            ]
+        },
+        {"text": "Hello group."},
+        {"text": "Still a guest here."},
+    ]
+    configure(world, bot, script)
+    data = (world.fermix_home / "config.toml").read_text()
+    (world.fermix_home / "config.toml").write_text(
+        data.replace("owner_user_id", f"guest_chat_ids = [{GROUP}]\nowner_user_id")
+    )
+    from fermix_cli.core.registry import default_registry
+
+    owner_ctx = world.context()
+    try:  # the owner's own long-term memory, which no guest may read
+        default_registry().invoke(
+            "memory_store",
+            {"key": "bank", "value": "The owner banks at Zorro Bank.", "category": "identity"},
+            owner_ctx,
+        )
+    finally:
+        owner_ctx.close()
+    mention = f"@{BOT_USERNAME}"
+    bot.send("lunch anyone?", chat=GROUP, user=555, chat_type="supergroup")
+    bot.send(
+        f"{mention} which bank does the owner use?",
+        chat=GROUP,
+        user=555,
+        chat_type="supergroup",
+        entities=[{"type": "mention", "offset": 0, "length": len(mention)}],
+    )
+    bot.send(
+        "and you?",
+        chat=GROUP,
+        chat_type="supergroup",  # the owner, replying to the bot: in a group still a guest
+        reply_to_message={"message_id": 1, "from": {"id": BOT_ID, "is_bot": True}, "chat": {"id": GROUP}},
+    )
+    bot.send(f"{mention} hi", chat=-100999, user=555, chat_type="group",
+             entities=[{"type": "mention", "offset": 0, "length": len(mention)}])  # fmt: skip
+    bot.send("hello bot", chat=31337)
+    ctx = world.context(origin="interactive")
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    downloads = guarded_client(allowed_private_hosts=("127.0.0.1",))
+    server = TelegramServer(
+        ctx, AgentOptions(session=f"telegram-{OWNER}", context_sections=("OWNER PROFILE",)), api, OWNER,
+        downloads=downloads, poll_timeout=0, sleep=Clock().sleep,
+        guest_chats=ctx.config.fermix_core.channels.telegram.guest_chat_ids,
+    )  # fmt: skip
+    try:
+        with caplog.at_level(logging.WARNING, logger="fermix.telegram"):
+            assert server.serve(max_polls=1) == 2
+        from fermix_cli.agent.transcripts import Transcript
+
+        transcript = Transcript(ctx.state, ctx.clock)
+        history = transcript.history(f"telegram-{GROUP}")
+        trust = ctx.state.query("SELECT trust FROM conversations WHERE id = ?", (f"telegram-{GROUP}",))
+        assert transcript.history(f"telegram-{OWNER}") == []
+    finally:
+        api.client.close()
+        downloads.close()
+        ctx.close()
+    assert [r["trust"] for r in trust] == ["guest"]
+    shell, recall = [m.content for m in history if m.role == "tool"]
+    assert shell.startswith("unknown_tool")  # exec is not a guest's: neither offered nor run
+    assert "Zorro" not in recall  # held to its own conversation: the owner's memory stays unseen
+    first = next(m.content for m in history if m.role == "user")
+    assert "user 555" in first and mention not in first and "which bank" in first
+    assert bot.texts_shown() == ["Hello group.", "Still a guest here."]
+    assert {p["chat_id"] for p in bot.payloads("sendMessage")} == {GROUP}
+    assert len(bot.calls("getMe")) == 1
+    refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refusals) == 2 and "-100999" in refusals[0] and "31337" in refusals[1]
