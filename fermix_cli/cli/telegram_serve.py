@@ -3,8 +3,9 @@
 One long poll (`getUpdates`) at a time. A message from the owner's private chat becomes one agent run
 in the session `telegram-<chat id>`, with the same tools and policy as `fermix agent`; its text
 streams back as a message that is edited as it grows (and continued in new messages past Telegram's
-4096-character limit). Photos and documents that come with it are saved under `media/inbound/` and
-offered to the tools as `inbound:1`, `inbound:2`, ... for this turn. The private chats of
+4096-character limit). Photos, documents, voice messages, audio, videos and video notes that come with
+it are saved under `media/inbound/` and offered to the tools as `inbound:1`, `inbound:2`, ... for this
+turn, each named to the model with its kind and, for sound and video, its duration. The private chats of
 `guest_user_ids` are answered as guests (read-only tools that are not owner-only, a session per chat),
 and so are the group chats of `guest_chat_ids`, but only messages that address the bot (an @mention of
 its username, a reply to one of its messages, a /command@its-username); in a group even the owner is a
@@ -23,13 +24,20 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import partial
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..channels.base import ChannelError
 from ..channels.telegram import MESSAGE_MAX, BotApi, split_message
-from ..channels.telegram_chat import TelegramReplyPort, download_file, edit_message_text, get_updates
+from ..channels.telegram_chat import (
+    DOWNLOAD_MAX,
+    TelegramReplyPort,
+    download_file,
+    edit_message_text,
+    get_updates,
+)
 from ..core.errors import ToolError
 from ..core.logs import logger
 from ..tools.media.imagefmt import MIME_TYPES, SUFFIX, sniff
@@ -47,6 +55,41 @@ log = logger("fermix.telegram")
 BACKOFF_START = 1.0
 BACKOFF_MAX = 60.0
 EDIT_INTERVAL = 1.5  # seconds between edits of a growing message (Telegram limits edits per chat)
+
+
+# The Bot API's message fields for sent media besides photos: (field, kind, default name, default mime).
+MEDIA_FIELDS: tuple[tuple[str, AttachmentKind, str, str], ...] = (
+    ("document", "document", "document", ""),
+    ("voice", "voice", "voice.ogg", "audio/ogg"),
+    ("audio", "audio", "audio.mp3", "audio/mpeg"),
+    ("video", "video", "video.mp4", "video/mp4"),
+    ("video_note", "video", "video_note.mp4", "video/mp4"),
+)
+
+
+@dataclass(frozen=True)
+class Wanted:
+    file_id: str
+    name: str
+    mime: str
+    kind: AttachmentKind
+    label: str  # what Telegram called it: photo, document, voice, audio, video, video note
+    meta: dict[str, Any]
+
+
+def _safe_name(raw: Any) -> str:
+    return str(raw).replace("/", "_").replace("\x00", "")[:200] if raw else ""
+
+
+def describe(f: InboundFile) -> str:
+    """How an inbound file is named to the model: what it is, how long it plays, its name."""
+    parts = [f.label or f.kind]
+    if f.duration is not None:
+        parts.append(f"{f.duration} s")
+    parts.append(f.name or f.mime_type)
+    if f.kind in ("voice", "audio", "video"):
+        parts.append(f.mime_type)
+    return ", ".join(parts)
 
 
 class StopServing(BaseException):
@@ -289,7 +332,7 @@ class TelegramServer:
             return
         prompt = text
         if files or notes:
-            listed = [f"inbound:{i} ({f.kind}, {f.name or f.mime_type})" for i, f in enumerate(files, 1)]
+            listed = [f"inbound:{i} ({describe(f)})" for i, f in enumerate(files, 1)]
             prompt += "\n\n[Sent with this message: " + "; ".join(listed + notes) + "]"
         self.handled += 1
         self._run(prompt.strip(), TelegramReplyPort(self.api, chat_id, message_id), files, guest=guest)
@@ -331,32 +374,65 @@ class TelegramServer:
         return re.sub(rf"@{re.escape(username)}\b", "", text, flags=re.IGNORECASE).strip()
 
     def _inbound(self, message: dict[str, Any]) -> tuple[list[InboundFile], list[str]]:
-        """The photo or document of a message saved under media/inbound/, and notes on what failed."""
-        wanted: list[tuple[str, str, str]] = []  # (file_id, name, mime)
+        """The files of a message saved under media/inbound/, and notes on what could not be fetched.
+
+        Photos, documents, voice messages, audio, videos and round video notes (the Bot API's `photo`,
+        `document`, `voice`, `audio`, `video`, `video_note`), each fetched through `getFile`. Telegram lets
+        a bot download files of at most 20 MB; a bigger one is named in a note instead.
+        """
+        wanted: list[Wanted] = []
         photos = message.get("photo")
         if isinstance(photos, list) and photos and isinstance(photos[-1], dict):
-            wanted.append((str(photos[-1].get("file_id", "")), "photo.jpg", "image/jpeg"))
-        document = message.get("document")
-        if isinstance(document, dict):
-            name = str(document.get("file_name") or "document").replace("/", "_")[:200]
-            wanted.append((str(document.get("file_id", "")), name, str(document.get("mime_type") or "")))
+            largest = photos[-1]
+            wanted.append(
+                Wanted(str(largest.get("file_id", "")), "photo.jpg", "image/jpeg", "image", "photo", largest)
+            )
+        for field, kind, default_name, default_mime in MEDIA_FIELDS:
+            item = message.get(field)
+            if not isinstance(item, dict):
+                continue
+            name = _safe_name(item.get("file_name")) or default_name
+            mime = str(item.get("mime_type") or default_mime)
+            label = field.replace("_", " ")
+            wanted.append(Wanted(str(item.get("file_id", "")), name, mime, kind, label, item))
         files: list[InboundFile] = []
         notes: list[str] = []
-        for file_id, name, mime in wanted:
+        for w in wanted:
+            size = w.meta.get("file_size")
+            if isinstance(size, int) and size > DOWNLOAD_MAX:
+                notes.append(
+                    f"{w.name} ({w.label}, {size / 1024 / 1024:.0f} MB) is over the 20 MB a bot may download; "
+                    "ask for a smaller file or a link"
+                )
+                continue
             try:
-                data, _ = download_file(self.api, self.downloads, file_id)
+                data, _ = download_file(self.api, self.downloads, w.file_id)
             except ChannelError as e:
-                log.warning("telegram: could not download %s: %s", name, e)
-                notes.append(f"{name} could not be downloaded ({e.code})")
+                log.warning("telegram: could not download %s: %s", w.name, e)
+                notes.append(f"{w.name} could not be downloaded ({e.code})")
                 continue
             folder = self.ctx.paths.ensure_dir(self.ctx.paths.media / "inbound")
             fmt = sniff(data[:12])
-            kind: AttachmentKind = "document"
-            if fmt is not None:  # an image is saved under the extension its bytes carry
+            kind, mime, name = w.kind, w.mime, w.name
+            if kind in ("image", "document") and fmt is not None:  # saved under the extension its bytes carry
                 kind, mime = "image", MIME_TYPES[fmt]
                 name = name.rsplit(".", 1)[0] + SUFFIX[fmt] if "." in name else name + SUFFIX[fmt]
+            elif kind == "image":
+                kind = "document"
             path = write_new_file(folder, f"{message.get('message_id')}-{name}", data)
-            files.append(InboundFile(str(path), kind, mime or "application/octet-stream", name))
+            duration = w.meta.get("duration")
+            files.append(
+                InboundFile(
+                    str(path),
+                    kind,
+                    mime or "application/octet-stream",
+                    name,
+                    duration=duration
+                    if isinstance(duration, int) and not isinstance(duration, bool)
+                    else None,
+                    label=w.label,
+                )
+            )
         return files, notes
 
     def _run(self, prompt: str, port: TelegramReplyPort, files: list[InboundFile], *, guest: bool) -> None:

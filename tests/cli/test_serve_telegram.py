@@ -462,3 +462,45 @@ def test_a_group_answers_only_messages_that_address_the_bot_and_only_as_a_guest(
     assert len(bot.calls("getMe")) == 1
     refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
     assert len(refusals) == 2 and "-100999" in refusals[0] and "31337" in refusals[1]
+
+
+def test_voice_audio_and_video_notes_arrive_as_inbound_files(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "Heard it."}, {"text": "Nice video."}])
+    voice, note = b"OggS\x00voice-bytes", b"\x00\x00\x00\x18ftypmp42note"
+    bot.add_file("v1", "voice/file_3.oga", voice)
+    bot.add_file("vn1", "video_notes/file_4.mp4", note)
+    bot.send(voice={"file_id": "v1", "file_unique_id": "uv1", "duration": 7, "mime_type": "audio/ogg",
+                    "file_size": len(voice)})  # fmt: skip
+    bot.send(
+        "what do you think?",
+        video_note={"file_id": "vn1", "file_unique_id": "uvn1", "length": 240, "duration": 12,
+                    "file_size": len(note)},
+    )  # fmt: skip
+    bot.send(audio={"file_id": "a1", "file_unique_id": "ua1", "duration": 3600, "file_name": "talk.mp3",
+                    "mime_type": "audio/mpeg", "file_size": 25 * 1024 * 1024})  # fmt: skip
+    handled, _ = serve(world, bot, polls=1)
+    assert handled == 2
+    assert [p["file_id"] for p in bot.payloads("getFile")] == ["v1", "vn1"]  # the 25 MB file is not fetched
+    ctx = world.context()
+    try:
+        from fermix_cli.agent.transcripts import Transcript
+
+        asked = [
+            m.content
+            for m in Transcript(ctx.state, ctx.clock).history(f"telegram-{OWNER}")
+            if m.role == "user"
+        ]
+    finally:
+        ctx.close()
+    assert asked[0] == "[Sent with this message: inbound:1 (voice, 7 s, voice.ogg, audio/ogg)]"
+    assert asked[1] == (
+        "what do you think?\n\n[Sent with this message: inbound:1 (video note, 12 s, video_note.mp4, video/mp4)]"
+    )
+    saved = sorted((world.fermix_home / "media" / "inbound").iterdir())
+    assert [(p.name, p.read_bytes()) for p in saved] == [
+        ("1001-voice.ogg", voice),
+        ("1002-video_note.mp4", note),
+    ]
+    shown = bot.texts_shown()
+    assert shown[:2] == ["Heard it.", "Nice video."]
+    assert "talk.mp3 (audio, 25 MB) is over the 20 MB a bot may download" in shown[2]
