@@ -87,6 +87,10 @@ class _Unauthorized(Exception):
     pass
 
 
+class _ToolChoiceRefused(Exception):
+    """The backend refused the forced tool_choice (the Codex CLI itself always sends "auto")."""
+
+
 def auth_file(cfg: GenerateImageConfig, os_home: str, env: Mapping[str, str] | None = None) -> str:
     """The login file: the configured path, or `$CODEX_HOME/auth.json` when the default is left and it is set."""
     env = os.environ if env is None else env
@@ -364,6 +368,8 @@ def _request(
             raise _Unauthorized
         if response.status_code >= 400:
             raw = response.read(truncate=True)
+            if response.status_code == 400 and b"tool_choice" in raw and body["tool_choice"] != "auto":
+                raise _ToolChoiceRefused
             raise _http_error(ctx, response.status_code, raw, response.headers)
         for event in _sse_events(response.iter_lines()):
             kind = event.get("type")
@@ -418,15 +424,27 @@ def run_openai_codex(ctx: ToolContext, cfg: GenerateImageConfig, req: ImageReque
         login = refresh_login(ctx, cfg, login)
     body = request_body(cfg, req)
     try:
-        return _request(ctx, cfg, login, body)
+        return _send(ctx, cfg, login, body)
     except _Unauthorized:
         if renewed:
             raise _rejected(path) from None
     login = refresh_login(ctx, cfg, login)  # re-reads first: the Codex CLI may have renewed it meanwhile
     try:
-        return _request(ctx, cfg, login, body)
+        return _send(ctx, cfg, login, body)
     except _Unauthorized:
         raise _rejected(path) from None
+
+
+def _send(ctx: ToolContext, cfg: GenerateImageConfig, login: CodexLogin, body: dict[str, Any]) -> Generated:
+    """One request; if the backend refuses the forced tool_choice, once more with "auto" as the CLI sends it.
+
+    The instructions still ask for the image, and an answer without one is `provider_error`, so this
+    never turns into a silent answer of another kind.
+    """
+    try:
+        return _request(ctx, cfg, login, body)
+    except _ToolChoiceRefused:
+        return _request(ctx, cfg, login, {**body, "tool_choice": "auto"})
 
 
 def _rejected(path: str) -> ToolError:

@@ -67,6 +67,7 @@ class CodexBackend:
         self.revoked = False
         self.events = image_events(b64)
         self.answer: Reply | None = None  # a canned failure instead of the image
+        self.forced_tool_choice_ok = True  # False: answer 400 to anything but tool_choice "auto"
         web.routes[RESPONSES] = self.responses
         web.routes[TOKEN] = self.token
 
@@ -120,6 +121,9 @@ class CodexBackend:
         ]
         if problems:
             return json_reply({"detail": f"Unsupported parameter(s): {', '.join(problems)}"}, 400)
+        if not self.forced_tool_choice_ok and body.get("tool_choice") != "auto":
+            message = "Unsupported value: 'tool_choice' only supports 'auto' here."
+            return json_reply({"error": {"message": message, "type": "invalid_request_error"}}, 400)
         return self.answer or sse(self.events)
 
     def token(self, hit: Hit) -> Reply:

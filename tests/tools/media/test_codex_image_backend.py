@@ -232,3 +232,14 @@ def test_the_image_may_come_only_in_the_completed_response(world: Env, backend: 
         ]
     )
     assert Path(generate(world, {"prompt": "p"})["path"]).read_bytes() == OUT
+
+
+def test_a_refused_forced_tool_choice_is_retried_with_auto(world: Env, backend: CodexBackend) -> None:
+    backend.write_login(auth_path(world))
+    backend.forced_tool_choice_ok = False
+    assert Path(generate(world, {"prompt": "p"})["path"]).read_bytes() == OUT
+    forced, auto = (h.json()["tool_choice"] for h in backend.web.hits)
+    assert (forced, auto) == ({"type": "image_generation"}, "auto")
+    backend.events = [e for e in backend.events if e["type"] != "response.output_item.done"]
+    backend.events[-1] = {"type": "response.completed", "response": {"id": "resp_1", "output": []}}
+    assert refused(world, {"prompt": "p"}).code == "provider_error"  # no image: never a silent success
