@@ -99,9 +99,19 @@ class StopServing(BaseException):
 class MessageStream:
     """A LoopObserver that shows the run's text in Telegram: one message edited as it grows, then more."""
 
-    def __init__(self, api: BotApi, chat_id: int, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        api: BotApi,
+        chat_id: int,
+        clock: Callable[[], float],
+        *,
+        reply_to: int | None = None,
+        thread_id: int | None = None,
+    ) -> None:
         self.api = api
         self.chat_id = chat_id
+        self.reply_to = reply_to  # in a group: the first message answers the one that addressed the bot
+        self.thread_id = thread_id  # a forum topic's thread
         self.clock = clock
         self.text_so_far = ""
         self.sent: list[tuple[int, str]] = []  # (message_id, text shown)
@@ -147,7 +157,14 @@ class MessageStream:
                 self.sent[i] = (message_id, part)
                 self.last_edit = self.clock()
             else:
-                result = self._call(partial(self.api.send_message, self.chat_id, part), final)
+                send = partial(
+                    self.api.send_message,
+                    self.chat_id,
+                    part,
+                    thread_id=self.thread_id,
+                    reply_to=self.reply_to if not self.sent else None,
+                )
+                result = self._call(send, final)
                 if isinstance(result, dict) and isinstance(result.get("message_id"), int):
                     self.sent.append((result["message_id"], part))
                     self.last_edit = self.clock()
@@ -335,7 +352,16 @@ class TelegramServer:
             listed = [f"inbound:{i} ({describe(f)})" for i, f in enumerate(files, 1)]
             prompt += "\n\n[Sent with this message: " + "; ".join(listed + notes) + "]"
         self.handled += 1
-        self._run(prompt.strip(), TelegramReplyPort(self.api, chat_id, message_id), files, guest=guest)
+        in_group = chat.get("type") in ("group", "supergroup")
+        thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+        self._run(
+            prompt.strip(),
+            TelegramReplyPort(self.api, chat_id, message_id),
+            files,
+            guest=guest,
+            reply_to=message_id if in_group else None,
+            thread_id=thread if isinstance(thread, int) else None,
+        )
 
     def _addressed(self, message: dict[str, Any]) -> bool:
         """Whether a group message is meant for the bot: a mention, a reply to it, or a /command@it."""
@@ -435,11 +461,20 @@ class TelegramServer:
             )
         return files, notes
 
-    def _run(self, prompt: str, port: TelegramReplyPort, files: list[InboundFile], *, guest: bool) -> None:
+    def _run(
+        self,
+        prompt: str,
+        port: TelegramReplyPort,
+        files: list[InboundFile],
+        *,
+        guest: bool,
+        reply_to: int | None = None,
+        thread_id: int | None = None,
+    ) -> None:
         from ..agent.assemble import Agent
 
         chat = port.chat_id
-        stream = MessageStream(self.api, chat, self.clock)
+        stream = MessageStream(self.api, chat, self.clock, reply_to=reply_to, thread_id=thread_id)
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
         run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)

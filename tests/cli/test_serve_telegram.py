@@ -458,7 +458,10 @@ def test_a_group_answers_only_messages_that_address_the_bot_and_only_as_a_guest(
     first = next(m.content for m in history if m.role == "user")
     assert "user 555" in first and mention not in first and "which bank" in first
     assert bot.texts_shown() == ["Hello group.", "Still a guest here."]
-    assert {p["chat_id"] for p in bot.payloads("sendMessage")} == {GROUP}
+    sent = bot.payloads("sendMessage")
+    assert {p["chat_id"] for p in sent} == {GROUP}
+    # each answer is a reply to the message that addressed the bot (update 2, then update 3)
+    assert [p["reply_parameters"]["message_id"] for p in sent] == [1002, 1003]
     assert len(bot.calls("getMe")) == 1
     refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
     assert len(refusals) == 2 and "-100999" in refusals[0] and "31337" in refusals[1]
