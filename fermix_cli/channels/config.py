@@ -30,6 +30,9 @@ class TelegramConfig(Section):
     # Users `fermix serve telegram` also answers, in their private chats, as guests: read-only tools that
     # are not owner-only, each in a session of its own. Everyone else is refused.
     guest_user_ids: list[Annotated[int, Field(ge=1)]] = []
+    # Group and supergroup chats (negative ids) where `fermix serve telegram` answers messages that address
+    # the bot (@mention, a reply to it, /command@bot), everyone in them as a guest, the owner included.
+    guest_chat_ids: list[Annotated[int, Field(le=-1)]] = []
     api_base: Endpoint = TELEGRAM_API
     timeout_seconds: Annotated[float, Field(gt=0, le=300)] = 30.0
 

@@ -192,7 +192,9 @@ class BotApi:
             return ChannelError(f"{said}.", code="bad_request", permanent=True)
         return ChannelError(f"{said}; this is usually temporary.", code="platform_error")
 
-    def send_message(self, chat_id: str | int, text: str, thread_id: int | None = None) -> dict[str, Any]:
+    def send_message(
+        self, chat_id: str | int, text: str, thread_id: int | None = None, reply_to: int | None = None
+    ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "chat_id": chat_id,
             "text": text,
@@ -200,6 +202,8 @@ class BotApi:
         }
         if thread_id is not None:
             payload["message_thread_id"] = thread_id
+        if reply_to is not None:  # Bot API ReplyParameters; still sent if that message was deleted meanwhile
+            payload["reply_parameters"] = {"message_id": reply_to, "allow_sending_without_reply": True}
         result = self.call("sendMessage", payload=payload)
         return result if isinstance(result, dict) else {}
 

@@ -85,6 +85,7 @@ def telegram_cmd(
         downloads=downloads,
         poll_timeout=poll_timeout,
         guests=settings.guest_user_ids,
+        guest_chats=settings.guest_chat_ids,
     )
     typer.echo(
         f"fermix: serving Telegram chat {settings.owner_user_id} (stop with Ctrl-C or SIGTERM)", err=True

@@ -3,10 +3,15 @@
 One long poll (`getUpdates`) at a time. A message from the owner's private chat becomes one agent run
 in the session `telegram-<chat id>`, with the same tools and policy as `fermix agent`; its text
 streams back as a message that is edited as it grows (and continued in new messages past Telegram's
-4096-character limit). Photos and documents that come with it are saved under `media/inbound/` and
-offered to the tools as `inbound:1`, `inbound:2`, ... for this turn. The private chats of
-`guest_user_ids` are answered as guests (read-only tools that are not owner-only, a session per chat);
-messages from any other chat are refused (never answered) and logged.
+4096-character limit). Photos, documents, voice messages, audio, videos and video notes that come with
+it are saved under `media/inbound/` and offered to the tools as `inbound:1`, `inbound:2`, ... for this
+turn, each named to the model with its kind and, for sound and video, its duration. The private chats of
+`guest_user_ids` are answered as guests (read-only tools that are not owner-only, a session per chat),
+and so are the group chats of `guest_chat_ids`, but only messages that address the bot (an @mention of
+its username, a reply to one of its messages, a /command@its-username); in a group even the owner is a
+guest, since the whole group reads the answer. A guest's turn carries none of the owner's profile
+sections, and its notes stay in its own conversation. Messages from any other chat are refused (never
+answered) and logged.
 
 Failures to reach Telegram back off (1 s doubling to 60 s; a 429's `retry_after` exactly); a bad token
 stops the server. SIGTERM or SIGINT stop it cleanly: while waiting for updates at once, while a message
@@ -19,13 +24,20 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import partial
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..channels.base import ChannelError
 from ..channels.telegram import MESSAGE_MAX, BotApi, split_message
-from ..channels.telegram_chat import TelegramReplyPort, download_file, edit_message_text, get_updates
+from ..channels.telegram_chat import (
+    DOWNLOAD_MAX,
+    TelegramReplyPort,
+    download_file,
+    edit_message_text,
+    get_updates,
+)
 from ..core.errors import ToolError
 from ..core.logs import logger
 from ..tools.media.imagefmt import MIME_TYPES, SUFFIX, sniff
@@ -45,6 +57,41 @@ BACKOFF_MAX = 60.0
 EDIT_INTERVAL = 1.5  # seconds between edits of a growing message (Telegram limits edits per chat)
 
 
+# The Bot API's message fields for sent media besides photos: (field, kind, default name, default mime).
+MEDIA_FIELDS: tuple[tuple[str, AttachmentKind, str, str], ...] = (
+    ("document", "document", "document", ""),
+    ("voice", "voice", "voice.ogg", "audio/ogg"),
+    ("audio", "audio", "audio.mp3", "audio/mpeg"),
+    ("video", "video", "video.mp4", "video/mp4"),
+    ("video_note", "video", "video_note.mp4", "video/mp4"),
+)
+
+
+@dataclass(frozen=True)
+class Wanted:
+    file_id: str
+    name: str
+    mime: str
+    kind: AttachmentKind
+    label: str  # what Telegram called it: photo, document, voice, audio, video, video note
+    meta: dict[str, Any]
+
+
+def _safe_name(raw: Any) -> str:
+    return str(raw).replace("/", "_").replace("\x00", "")[:200] if raw else ""
+
+
+def describe(f: InboundFile) -> str:
+    """How an inbound file is named to the model: what it is, how long it plays, its name."""
+    parts = [f.label or f.kind]
+    if f.duration is not None:
+        parts.append(f"{f.duration} s")
+    parts.append(f.name or f.mime_type)
+    if f.kind in ("voice", "audio", "video"):
+        parts.append(f.mime_type)
+    return ", ".join(parts)
+
+
 class StopServing(BaseException):
     """Raised by the signal handler while the server is only waiting for updates."""
 
@@ -52,9 +99,19 @@ class StopServing(BaseException):
 class MessageStream:
     """A LoopObserver that shows the run's text in Telegram: one message edited as it grows, then more."""
 
-    def __init__(self, api: BotApi, chat_id: int, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        api: BotApi,
+        chat_id: int,
+        clock: Callable[[], float],
+        *,
+        reply_to: int | None = None,
+        thread_id: int | None = None,
+    ) -> None:
         self.api = api
         self.chat_id = chat_id
+        self.reply_to = reply_to  # in a group: the first message answers the one that addressed the bot
+        self.thread_id = thread_id  # a forum topic's thread
         self.clock = clock
         self.text_so_far = ""
         self.sent: list[tuple[int, str]] = []  # (message_id, text shown)
@@ -100,7 +157,14 @@ class MessageStream:
                 self.sent[i] = (message_id, part)
                 self.last_edit = self.clock()
             else:
-                result = self._call(partial(self.api.send_message, self.chat_id, part), final)
+                send = partial(
+                    self.api.send_message,
+                    self.chat_id,
+                    part,
+                    thread_id=self.thread_id,
+                    reply_to=self.reply_to if not self.sent else None,
+                )
+                result = self._call(send, final)
                 if isinstance(result, dict) and isinstance(result.get("message_id"), int):
                     self.sent.append((result["message_id"], part))
                     self.last_edit = self.clock()
@@ -133,6 +197,7 @@ class TelegramServer:
         downloads: GuardedClient,
         poll_timeout: int = 25,
         guests: Iterable[int] = (),
+        guest_chats: Iterable[int] = (),
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -148,6 +213,8 @@ class TelegramServer:
         self.waiting = False
         self.handled = 0
         self.guests = frozenset(guests)
+        self.guest_chats = frozenset(guest_chats)
+        self.me: dict[str, Any] | None = None  # getMe: the bot's own id and username, for group chats
         self.offset_file = ctx.paths.run_dir / "telegram.offset"
 
     # ----- lifecycle ----------------------------------------------------------------------------
@@ -179,6 +246,8 @@ class TelegramServer:
             try:
                 self.waiting = True
                 try:
+                    if self.guest_chats and self.me is None:
+                        self.me = self._get_me()
                     updates = get_updates(self.api, offset, self.poll_timeout)
                 finally:
                     self.waiting = False
@@ -190,7 +259,7 @@ class TelegramServer:
                 else:
                     failures += 1
                     wait = min(BACKOFF_MAX, BACKOFF_START * 2 ** (failures - 1))
-                log.warning("telegram: getUpdates failed (%s); retrying in %g s", e.code, wait)
+                log.warning("telegram: polling failed (%s); retrying in %g s", e.code, wait)
                 self._pause(wait)
                 continue
             failures = 0
@@ -225,6 +294,12 @@ class TelegramServer:
 
     # ----- one message --------------------------------------------------------------------------
 
+    def _get_me(self) -> dict[str, Any]:
+        me = self.api.call("getMe", payload={})
+        if not isinstance(me, dict) or not isinstance(me.get("id"), int):
+            raise ChannelError("Telegram getMe answered without the bot's id", code="bad_answer")
+        return me
+
     def handle(self, update: dict[str, Any]) -> None:
         message = update.get("message")
         if not isinstance(message, dict):
@@ -232,70 +307,181 @@ class TelegramServer:
         chat = message.get("chat") or {}
         sender = message.get("from") or {}
         chat_id, user_id = chat.get("id"), sender.get("id")
-        guest = chat_id == user_id and chat_id in self.guests and chat_id != self.owner
-        if not guest and (chat_id != self.owner or user_id != self.owner):
-            log.warning(
-                "telegram: refused a message from chat %s (user %s): only the owner's chat %s is served",
-                chat_id,
-                user_id,
-                self.owner,
-            )
+        text = str(message.get("text") or message.get("caption") or "")
+        if chat.get("type") in ("group", "supergroup"):
+            if chat_id not in self.guest_chats:
+                log.warning(
+                    "telegram: refused a message in group %s (user %s): the group is not in guest_chat_ids",
+                    chat_id,
+                    user_id,
+                )
+                return
+            if not self._addressed(message):  # ordinary talk in the group, not meant for the bot
+                log.debug(
+                    "telegram: group %s message %s does not address the bot",
+                    chat_id,
+                    message.get("message_id"),
+                )
+                return
+            guest = True
+            text = self._unaddressed(text)
+            name = str(sender.get("username") or sender.get("first_name") or "someone")
+            text = f"[group chat; {name} (user {user_id}) writes:]\n{text}"
+        else:
+            guest = chat_id == user_id and chat_id in self.guests and chat_id != self.owner
+            if not guest and (chat_id != self.owner or user_id != self.owner):
+                log.warning(
+                    "telegram: refused a message from chat %s (user %s): only the owner's chat %s is served",
+                    chat_id,
+                    user_id,
+                    self.owner,
+                )
+                return
+        if not isinstance(chat_id, int):
             return
-        assert isinstance(chat_id, int)
         message_id = message.get("message_id")
         if not isinstance(message_id, int):
             return
         files, notes = self._inbound(message)
-        text = str(message.get("text") or message.get("caption") or "")
         if not text.strip() and not files:
             if notes:
                 self.api.send_message(chat_id, "\n".join(notes))
             return
         prompt = text
         if files or notes:
-            listed = [f"inbound:{i} ({f.kind}, {f.name or f.mime_type})" for i, f in enumerate(files, 1)]
+            listed = [f"inbound:{i} ({describe(f)})" for i, f in enumerate(files, 1)]
             prompt += "\n\n[Sent with this message: " + "; ".join(listed + notes) + "]"
         self.handled += 1
-        self._run(prompt.strip(), TelegramReplyPort(self.api, chat_id, message_id), files, guest=guest)
+        in_group = chat.get("type") in ("group", "supergroup")
+        thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+        self._run(
+            prompt.strip(),
+            TelegramReplyPort(self.api, chat_id, message_id),
+            files,
+            guest=guest,
+            reply_to=message_id if in_group else None,
+            thread_id=thread if isinstance(thread, int) else None,
+        )
+
+    def _addressed(self, message: dict[str, Any]) -> bool:
+        """Whether a group message is meant for the bot: a mention, a reply to it, or a /command@it."""
+        me = self.me or {}
+        bot_id, username = me.get("id"), str(me.get("username") or "").lower()
+        replied = message.get("reply_to_message")
+        if isinstance(replied, dict) and (replied.get("from") or {}).get("id") == bot_id:
+            return True
+        text = str(message.get("text") or message.get("caption") or "")
+        entities = message.get("entities") or message.get("caption_entities") or []
+        encoded = text.encode("utf-16-le")  # entity offsets count UTF-16 code units
+        for entity in entities if isinstance(entities, list) else []:
+            if not isinstance(entity, dict):
+                continue
+            kind = entity.get("type")
+            if kind == "text_mention" and (entity.get("user") or {}).get("id") == bot_id:
+                return True
+            try:
+                start, length = int(entity.get("offset", 0)), int(entity.get("length", 0))
+            except (TypeError, ValueError):
+                continue
+            word = encoded[2 * start : 2 * (start + length)].decode("utf-16-le", "replace").lower()
+            if username and kind == "mention" and word == f"@{username}":
+                return True
+            if username and kind == "bot_command" and word.endswith(f"@{username}"):
+                return True
+        return False
+
+    def _unaddressed(self, text: str) -> str:
+        """The text without the bot's @username."""
+        username = str((self.me or {}).get("username") or "")
+        if not username:
+            return text
+        import re
+
+        return re.sub(rf"@{re.escape(username)}\b", "", text, flags=re.IGNORECASE).strip()
 
     def _inbound(self, message: dict[str, Any]) -> tuple[list[InboundFile], list[str]]:
-        """The photo or document of a message saved under media/inbound/, and notes on what failed."""
-        wanted: list[tuple[str, str, str]] = []  # (file_id, name, mime)
+        """The files of a message saved under media/inbound/, and notes on what could not be fetched.
+
+        Photos, documents, voice messages, audio, videos and round video notes (the Bot API's `photo`,
+        `document`, `voice`, `audio`, `video`, `video_note`), each fetched through `getFile`. Telegram lets
+        a bot download files of at most 20 MB; a bigger one is named in a note instead.
+        """
+        wanted: list[Wanted] = []
         photos = message.get("photo")
         if isinstance(photos, list) and photos and isinstance(photos[-1], dict):
-            wanted.append((str(photos[-1].get("file_id", "")), "photo.jpg", "image/jpeg"))
-        document = message.get("document")
-        if isinstance(document, dict):
-            name = str(document.get("file_name") or "document").replace("/", "_")[:200]
-            wanted.append((str(document.get("file_id", "")), name, str(document.get("mime_type") or "")))
+            largest = photos[-1]
+            wanted.append(
+                Wanted(str(largest.get("file_id", "")), "photo.jpg", "image/jpeg", "image", "photo", largest)
+            )
+        for field, kind, default_name, default_mime in MEDIA_FIELDS:
+            item = message.get(field)
+            if not isinstance(item, dict):
+                continue
+            name = _safe_name(item.get("file_name")) or default_name
+            mime = str(item.get("mime_type") or default_mime)
+            label = field.replace("_", " ")
+            wanted.append(Wanted(str(item.get("file_id", "")), name, mime, kind, label, item))
         files: list[InboundFile] = []
         notes: list[str] = []
-        for file_id, name, mime in wanted:
+        for w in wanted:
+            size = w.meta.get("file_size")
+            if isinstance(size, int) and size > DOWNLOAD_MAX:
+                notes.append(
+                    f"{w.name} ({w.label}, {size / 1024 / 1024:.0f} MB) is over the 20 MB a bot may download; "
+                    "ask for a smaller file or a link"
+                )
+                continue
             try:
-                data, _ = download_file(self.api, self.downloads, file_id)
+                data, _ = download_file(self.api, self.downloads, w.file_id)
             except ChannelError as e:
-                log.warning("telegram: could not download %s: %s", name, e)
-                notes.append(f"{name} could not be downloaded ({e.code})")
+                log.warning("telegram: could not download %s: %s", w.name, e)
+                notes.append(f"{w.name} could not be downloaded ({e.code})")
                 continue
             folder = self.ctx.paths.ensure_dir(self.ctx.paths.media / "inbound")
             fmt = sniff(data[:12])
-            kind: AttachmentKind = "document"
-            if fmt is not None:  # an image is saved under the extension its bytes carry
+            kind, mime, name = w.kind, w.mime, w.name
+            if kind in ("image", "document") and fmt is not None:  # saved under the extension its bytes carry
                 kind, mime = "image", MIME_TYPES[fmt]
                 name = name.rsplit(".", 1)[0] + SUFFIX[fmt] if "." in name else name + SUFFIX[fmt]
+            elif kind == "image":
+                kind = "document"
             path = write_new_file(folder, f"{message.get('message_id')}-{name}", data)
-            files.append(InboundFile(str(path), kind, mime or "application/octet-stream", name))
+            duration = w.meta.get("duration")
+            files.append(
+                InboundFile(
+                    str(path),
+                    kind,
+                    mime or "application/octet-stream",
+                    name,
+                    duration=duration
+                    if isinstance(duration, int) and not isinstance(duration, bool)
+                    else None,
+                    label=w.label,
+                )
+            )
         return files, notes
 
-    def _run(self, prompt: str, port: TelegramReplyPort, files: list[InboundFile], *, guest: bool) -> None:
+    def _run(
+        self,
+        prompt: str,
+        port: TelegramReplyPort,
+        files: list[InboundFile],
+        *,
+        guest: bool,
+        reply_to: int | None = None,
+        thread_id: int | None = None,
+    ) -> None:
         from ..agent.assemble import Agent
 
         chat = port.chat_id
-        stream = MessageStream(self.api, chat, self.clock)
+        stream = MessageStream(self.api, chat, self.clock, reply_to=reply_to, thread_id=thread_id)
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
         run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
-        options = self.options.replace(session=f"telegram-{chat}") if guest else self.options
+        # A guest's session is its chat's own, and carries none of the owner's profile sections.
+        options = (
+            self.options.replace(session=f"telegram-{chat}", context_sections=()) if guest else self.options
+        )
         extra = ""
         try:
             agent = Agent(run_ctx, options, observer=stream)

@@ -9,6 +9,8 @@ from tests.channels.standins import TOKEN, TelegramStandIn, multipart
 from tests.tools.webfakes import Hit, Reply, json_reply
 
 OWNER = 4242
+BOT_ID = 9001
+BOT_USERNAME = "FermixTestBot"
 METHODS = (
     "sendMessage",
     "editMessageText",
@@ -19,6 +21,7 @@ METHODS = (
     "sendVoice",
     "setMessageReaction",
     "getFile",
+    "getMe",
 )
 
 
@@ -61,6 +64,9 @@ class BotStandIn(TelegramStandIn):
                     },
                 }
             )
+        if method == "getMe":
+            me = {"id": BOT_ID, "is_bot": True, "first_name": "Fermix", "username": BOT_USERNAME}
+            return json_reply({"ok": True, "result": {**me, "can_join_groups": True}})
         if method == "setMessageReaction":
             return json_reply({"ok": True, "result": True})
         if method == "editMessageText":
@@ -97,7 +103,13 @@ class BotStandIn(TelegramStandIn):
         return reply
 
     def send(
-        self, text: str | None = None, *, chat: int = OWNER, user: int | None = None, **extra: Any
+        self,
+        text: str | None = None,
+        *,
+        chat: int = OWNER,
+        user: int | None = None,
+        chat_type: str = "private",
+        **extra: Any,
     ) -> int:
         """Queue a message from `user` (the owner by default) in `chat`; its update_id."""
         update_id = self.next_update
@@ -105,7 +117,11 @@ class BotStandIn(TelegramStandIn):
         message: dict[str, Any] = {
             "message_id": 1000 + update_id,
             "from": {"id": chat if user is None else user, "is_bot": False, "first_name": "Ann"},
-            "chat": {"id": chat, "type": "private"},
+            "chat": {
+                "id": chat,
+                "type": chat_type,
+                **({} if chat_type == "private" else {"title": "Friends"}),
+            },
             "date": 1_700_000_000,
             **extra,
         }

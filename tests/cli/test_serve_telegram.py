@@ -22,7 +22,7 @@ from fermix_cli.channels.telegram import BotApi
 from fermix_cli.channels.telegram_chat import TELEGRAM_REACTIONS
 from fermix_cli.cli.telegram_serve import TelegramServer
 from fermix_cli.core.net.guarded import guarded_client
-from tests.channels.botstandin import OWNER, BotStandIn
+from tests.channels.botstandin import BOT_ID, BOT_USERNAME, OWNER, BotStandIn
 from tests.channels.standins import TOKEN
 from tests.conftest import Env
 from tests.tools.media.images import png
@@ -378,3 +378,132 @@ def test_an_agent_that_cannot_start_is_reported_in_the_chat(world: Env, bot: Bot
     handled, _ = serve(world, bot, polls=1)
     shown = bot.texts_shown()
     assert handled == 2 and len(shown) == 2 and all(t.startswith("⚠ ") for t in shown)
+
+
+GROUP = -1005550001
+
+
+def test_a_group_answers_only_messages_that_address_the_bot_and_only_as_a_guest(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    script = [
+        {
+            "tool_calls": [
+                {"name": "shell", "arguments": {"command": "cat ~/.ssh/id_ed25519"}},
+                {"name": "memory_recall", "arguments": {"search": "bank", "scope": "owner"}},
+            ]
+        },
+        {"text": "Hello group."},
+        {"text": "Still a guest here."},
+    ]
+    configure(world, bot, script)
+    data = (world.fermix_home / "config.toml").read_text()
+    (world.fermix_home / "config.toml").write_text(
+        data.replace("owner_user_id", f"guest_chat_ids = [{GROUP}]\nowner_user_id")
+    )
+    from fermix_cli.core.registry import default_registry
+
+    owner_ctx = world.context()
+    try:  # the owner's own long-term memory, which no guest may read
+        default_registry().invoke(
+            "memory_store",
+            {"key": "bank", "value": "The owner banks at Zorro Bank.", "category": "identity"},
+            owner_ctx,
+        )
+    finally:
+        owner_ctx.close()
+    mention = f"@{BOT_USERNAME}"
+    bot.send("lunch anyone?", chat=GROUP, user=555, chat_type="supergroup")
+    bot.send(
+        f"{mention} which bank does the owner use?",
+        chat=GROUP,
+        user=555,
+        chat_type="supergroup",
+        entities=[{"type": "mention", "offset": 0, "length": len(mention)}],
+    )
+    bot.send(
+        "and you?",
+        chat=GROUP,
+        chat_type="supergroup",  # the owner, replying to the bot: in a group still a guest
+        reply_to_message={"message_id": 1, "from": {"id": BOT_ID, "is_bot": True}, "chat": {"id": GROUP}},
+    )
+    bot.send(f"{mention} hi", chat=-100999, user=555, chat_type="group",
+             entities=[{"type": "mention", "offset": 0, "length": len(mention)}])  # fmt: skip
+    bot.send("hello bot", chat=31337)
+    ctx = world.context(origin="interactive")
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    downloads = guarded_client(allowed_private_hosts=("127.0.0.1",))
+    server = TelegramServer(
+        ctx, AgentOptions(session=f"telegram-{OWNER}", context_sections=("OWNER PROFILE",)), api, OWNER,
+        downloads=downloads, poll_timeout=0, sleep=Clock().sleep,
+        guest_chats=ctx.config.fermix_core.channels.telegram.guest_chat_ids,
+    )  # fmt: skip
+    try:
+        with caplog.at_level(logging.WARNING, logger="fermix.telegram"):
+            assert server.serve(max_polls=1) == 2
+        from fermix_cli.agent.transcripts import Transcript
+
+        transcript = Transcript(ctx.state, ctx.clock)
+        history = transcript.history(f"telegram-{GROUP}")
+        trust = ctx.state.query("SELECT trust FROM conversations WHERE id = ?", (f"telegram-{GROUP}",))
+        assert transcript.history(f"telegram-{OWNER}") == []
+    finally:
+        api.client.close()
+        downloads.close()
+        ctx.close()
+    assert [r["trust"] for r in trust] == ["guest"]
+    shell, recall = [m.content for m in history if m.role == "tool"]
+    assert shell.startswith("unknown_tool")  # exec is not a guest's: neither offered nor run
+    assert "Zorro" not in recall  # held to its own conversation: the owner's memory stays unseen
+    first = next(m.content for m in history if m.role == "user")
+    assert "user 555" in first and mention not in first and "which bank" in first
+    assert bot.texts_shown() == ["Hello group.", "Still a guest here."]
+    sent = bot.payloads("sendMessage")
+    assert {p["chat_id"] for p in sent} == {GROUP}
+    # each answer is a reply to the message that addressed the bot (update 2, then update 3)
+    assert [p["reply_parameters"]["message_id"] for p in sent] == [1002, 1003]
+    assert len(bot.calls("getMe")) == 1
+    refusals = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert len(refusals) == 2 and "-100999" in refusals[0] and "31337" in refusals[1]
+
+
+def test_voice_audio_and_video_notes_arrive_as_inbound_files(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "Heard it."}, {"text": "Nice video."}])
+    voice, note = b"OggS\x00voice-bytes", b"\x00\x00\x00\x18ftypmp42note"
+    bot.add_file("v1", "voice/file_3.oga", voice)
+    bot.add_file("vn1", "video_notes/file_4.mp4", note)
+    bot.send(voice={"file_id": "v1", "file_unique_id": "uv1", "duration": 7, "mime_type": "audio/ogg",
+                    "file_size": len(voice)})  # fmt: skip
+    bot.send(
+        "what do you think?",
+        video_note={"file_id": "vn1", "file_unique_id": "uvn1", "length": 240, "duration": 12,
+                    "file_size": len(note)},
+    )  # fmt: skip
+    bot.send(audio={"file_id": "a1", "file_unique_id": "ua1", "duration": 3600, "file_name": "talk.mp3",
+                    "mime_type": "audio/mpeg", "file_size": 25 * 1024 * 1024})  # fmt: skip
+    handled, _ = serve(world, bot, polls=1)
+    assert handled == 2
+    assert [p["file_id"] for p in bot.payloads("getFile")] == ["v1", "vn1"]  # the 25 MB file is not fetched
+    ctx = world.context()
+    try:
+        from fermix_cli.agent.transcripts import Transcript
+
+        asked = [
+            m.content
+            for m in Transcript(ctx.state, ctx.clock).history(f"telegram-{OWNER}")
+            if m.role == "user"
+        ]
+    finally:
+        ctx.close()
+    assert asked[0] == "[Sent with this message: inbound:1 (voice, 7 s, voice.ogg, audio/ogg)]"
+    assert asked[1] == (
+        "what do you think?\n\n[Sent with this message: inbound:1 (video note, 12 s, video_note.mp4, video/mp4)]"
+    )
+    saved = sorted((world.fermix_home / "media" / "inbound").iterdir())
+    assert [(p.name, p.read_bytes()) for p in saved] == [
+        ("1001-voice.ogg", voice),
+        ("1002-video_note.mp4", note),
+    ]
+    shown = bot.texts_shown()
+    assert shown[:2] == ["Heard it.", "Nice video."]
+    assert "talk.mp3 (audio, 25 MB) is over the 20 MB a bot may download" in shown[2]

@@ -55,7 +55,8 @@ class GenerateImageConfig(Section):
     xai_url: Endpoint = "https://api.x.ai/v1"
     google_url: Endpoint = "https://generativelanguage.googleapis.com/v1beta"
     codex_url: Endpoint = "https://chatgpt.com/backend-api/codex"
-    codex_auth_file: Name = "~/.codex/auth.json"
+    codex_auth_file: Name = "~/.codex/auth.json"  # left as is, $CODEX_HOME/auth.json when CODEX_HOME is set
+    codex_refresh_url: Endpoint = "https://auth.openai.com/oauth/token"  # where the Codex login is renewed
     router_model: Name = "gpt-5.2"  # openai_codex: the GPT-5.x model that carries the image tool
     timeout_seconds: Annotated[float, Field(gt=0, le=900)] = 180.0
 

@@ -237,6 +237,10 @@ TOOLS = specs(
             ),
             FailureMode("image_backend_not_configured", "the backend has no API key"),
             FailureMode("codex_login_missing", "openai_codex without a ChatGPT/Codex login"),
+            FailureMode(
+                "codex_login_expired", "the ChatGPT/Codex login could not be renewed; codex login again"
+            ),
+            FailureMode("codex_not_entitled", "the ChatGPT plan does not include image generation"),
             FailureMode("unsupported_operation", "edit or mask on a backend that does not declare it"),
             FailureMode("unsupported_model", "a model outside the backend's curated list"),
             FailureMode("prompt_refused", "the backend refused the prompt (content policy)"),

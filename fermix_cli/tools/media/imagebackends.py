@@ -7,9 +7,14 @@
 - `google`: Gemini `POST {google_url}/models/{model}:generateContent` with `x-goog-api-key`; text and
   `inline_data` parts in, an `inlineData` image part out; a blocked prompt is `promptFeedback.blockReason`
   or a safety `finishReason`.
-- `openai_codex`: the Responses API on the ChatGPT/Codex backend with the login's access token, the
-  `router_model` carrying an `image_generation` tool; the image is the `result` of an
-  `image_generation_call` output item in the event stream.
+- `openai_codex`: in codexbackend.py, which names its sources.
+
+Sources: OpenAI Images API reference (https://platform.openai.com/docs/api-reference/images: gpt-image
+models always answer `b64_json` and take no `response_format`; edits are multipart with `image`, `mask`);
+xAI (https://docs.x.ai/developers/model-capabilities/images and .../images/editing: JSON only, the OpenAI
+SDK's multipart edit is not accepted; `image.url` a public URL or a base64 data URI; `response_format`
+defaults to `url`); Gemini image generation (https://ai.google.dev/gemini-api/docs/image-generation:
+`responseModalities`, `imageConfig.aspectRatio`, `inlineData` parts).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ToolError
@@ -166,6 +171,8 @@ def _decode(backend: str, b64: Any) -> bytes:
         raise ToolError(
             "provider_error", f"the {backend} image backend answered without an image", {"backend": backend}
         )
+    if b64.startswith("data:") and ";base64," in b64[:100]:  # xAI's documented examples carry a data URI
+        b64 = b64.split(";base64,", 1)[1]
     try:
         return base64.b64decode(b64, validate=True)
     except ValueError:
@@ -291,130 +298,10 @@ def _google_refused(reason: str) -> ToolError:
     )
 
 
-# ----- openai_codex ------------------------------------------------------------------------------
+def _run_openai_codex(ctx: ToolContext, cfg: GenerateImageConfig, req: ImageRequest) -> Generated:
+    from .codexbackend import run_openai_codex
+
+    return run_openai_codex(ctx, cfg, req)
 
 
-def codex_login(cfg: GenerateImageConfig, os_home: str) -> tuple[str, str | None]:
-    """(access token, account id) from the Codex login file; `codex_login_missing` when there is none."""
-    path = cfg.codex_auth_file
-    if path.startswith("~/"):
-        path = os.path.join(os_home, path[2:])
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, ValueError):
-        data = None
-    tokens = data.get("tokens") if isinstance(data, dict) else None
-    token = tokens.get("access_token") if isinstance(tokens, dict) else None
-    if not isinstance(token, str) or not token:
-        raise ToolError(
-            "codex_login_missing",
-            f"openai_codex needs a ChatGPT/Codex login, and {path} holds none. Log in with the Codex CLI "
-            "(codex login), or choose another backend; fermix never falls back to one by itself.",
-            {"backend": "openai_codex", "auth_file": path},
-        )
-    account = tokens.get("account_id") if isinstance(tokens, dict) else None
-    return token, account if isinstance(account, str) and account else None
-
-
-def _sse_events(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
-    data: list[str] = []
-    for line in lines:
-        if line.startswith("data:"):
-            data.append(line[5:].lstrip())
-        elif not line.strip() and data:
-            payload = "\n".join(data)
-            data = []
-            if payload != "[DONE]":
-                try:
-                    event = json.loads(payload)
-                except ValueError:
-                    continue
-                if isinstance(event, dict):
-                    yield event
-    if data and data != ["[DONE]"]:
-        try:
-            event = json.loads("\n".join(data))
-        except ValueError:
-            return
-        if isinstance(event, dict):
-            yield event
-
-
-def run_openai_codex(ctx: ToolContext, cfg: GenerateImageConfig, req: ImageRequest) -> Generated:
-    token, account = codex_login(cfg, ctx.os_home)
-    headers = {"authorization": f"Bearer {token}", "accept": "text/event-stream"}
-    if account:
-        headers["chatgpt-account-id"] = account
-    content: list[dict[str, Any]] = [{"type": "input_text", "text": req.prompt}]
-    if req.image is not None:
-        content.append({"type": "input_image", "image_url": _data_url(req.image)})
-    tool: dict[str, Any] = {"type": "image_generation", "model": req.model}
-    if req.size != "auto":
-        tool["size"] = req.size
-    body = {
-        "model": cfg.router_model,
-        "instructions": "Create the image the user asks for with the image_generation tool.",
-        "input": [{"role": "user", "content": content}],
-        "tools": [tool],
-        "tool_choice": {"type": "image_generation"},
-        "store": False,
-        "stream": True,
-    }
-    url = f"{cfg.codex_url.rstrip('/')}/responses"
-    limits = {**CLIENT_LIMITS, "read_timeout": cfg.timeout_seconds, "total_timeout": cfg.timeout_seconds + 60}
-    with (
-        ctx.http_client(**limits) as client,
-        client.stream("POST", url, json=body, headers=headers) as response,
-    ):
-        if response.status_code >= 400:
-            raw = response.read(truncate=True)
-            failure = http_failure("openai_codex", response.status_code, raw, response.headers)
-            if failure.code == "auth_failed" or response.status_code == 403:
-                raise ToolError(
-                    "codex_not_entitled",
-                    "the ChatGPT/Codex login was refused for image generation (HTTP "
-                    f"{response.status_code}); log in again with codex login, or check that the plan includes it.",
-                    {"backend": "openai_codex", "status": response.status_code},
-                )
-            raise failure
-        for event in _sse_events(response.iter_lines()):
-            kind = event.get("type")
-            item = event.get("item")
-            if (
-                kind == "response.output_item.done"
-                and isinstance(item, dict)
-                and item.get("type") == "image_generation_call"
-                and item.get("result")
-            ):
-                revised = item.get("revised_prompt")
-                return Generated(
-                    _decode("openai_codex", item["result"]), revised if isinstance(revised, str) else None
-                )
-            if kind in ("response.failed", "error"):
-                err = (event.get("response") or {}).get("error") if kind == "response.failed" else event
-                code = str((err or {}).get("code") or "")
-                message = str((err or {}).get("message") or "the response failed")
-                if any(m in (code + " " + message).lower() for m in REFUSAL_MARKERS):
-                    raise ToolError(
-                        "prompt_refused",
-                        f"the openai_codex image backend refused this prompt ({message}). Rephrase the request.",
-                        {"backend": "openai_codex", "reason": code or message},
-                    )
-                if "rate" in code:
-                    raise ToolError(
-                        "rate_limited",
-                        f"openai_codex: {message}; try again later.",
-                        {"backend": "openai_codex"},
-                    )
-                raise ToolError(
-                    "provider_error", f"openai_codex: {message}", {"backend": "openai_codex", "code": code}
-                )
-    raise ToolError(
-        "provider_error",
-        "the openai_codex image backend finished without an image",
-        {"backend": "openai_codex"},
-    )
-
-
-RUNNERS = {"openai": run_openai, "xai": run_xai, "google": run_google, "openai_codex": run_openai_codex}
+RUNNERS = {"openai": run_openai, "xai": run_xai, "google": run_google, "openai_codex": _run_openai_codex}

@@ -33,6 +33,8 @@ class InboundFile(Record, frozen=True):
     kind: AttachmentKind
     mime_type: str
     name: str = ""
+    duration: int | None = None  # seconds, for voice, audio and video
+    label: str = ""  # what the platform called it (Telegram: photo, voice, video note, ...)
 
 
 class ReplyPort(Protocol):

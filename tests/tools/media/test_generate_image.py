@@ -39,7 +39,7 @@ def google_path(model: str) -> str:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeWeb]:
-    for name in ("OPENAI_API_KEY", "XAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+    for name in ("OPENAI_API_KEY", "XAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "CODEX_HOME"):
         monkeypatch.delenv(name, raising=False)
     web = FakeWeb()
     try:
@@ -164,7 +164,9 @@ def test_generate_on_each_backend(world: Env, server: FakeWeb, backend: str) -> 
             and hit.headers["chatgpt-account-id"] == "acct-1"
         )
         assert body["model"] == "gpt-5.2" and body["stream"] is True
-        assert body["tools"] == [{"type": "image_generation", "model": "gpt-image-2", "size": "1024x1024"}]
+        assert body["tools"] == [
+            {"type": "image_generation", "model": "gpt-image-2", "output_format": "png", "size": "1024x1024"}
+        ]
         assert body["input"][0]["content"] == [{"type": "input_text", "text": "a blue square"}]
 
 
@@ -201,6 +203,13 @@ def test_xai_edit_sends_a_data_url(world: Env, server: FakeWeb) -> None:
     )
     image = server.hits[0].json()["image"]
     assert image == {"url": "data:image/jpeg;base64," + base64.b64encode(JPEG).decode(), "type": "image_url"}
+
+
+def test_xai_b64_json_given_as_a_data_uri_is_decoded(world: Env, server: FakeWeb) -> None:
+    configure(world, server, "xai")
+    # xAI's documented response example carries the image as a data URI inside b64_json.
+    server.routes[PATHS["xai_gen"]] = json_reply({"data": [{"b64_json": "data:image/png;base64," + B64}]})
+    assert Path(generate(world, {"prompt": "a blue square"})["path"]).read_bytes() == OUT
 
 
 def test_edit_of_the_image_sent_in_chat(world: Env, server: FakeWeb) -> None:
@@ -308,10 +317,12 @@ def test_configuration_and_capability_refusals_send_nothing(world: Env, server: 
     assert server.hits == []
 
 
-def test_codex_refused_login_is_not_entitled(world: Env, server: FakeWeb) -> None:
+def test_codex_refused_login_asks_for_a_new_login(world: Env, server: FakeWeb) -> None:
     configure(world, server, "openai_codex")
-    codex_login(world)
+    codex_login(world)  # no refresh token: a 401 cannot be recovered from
     server.routes[PATHS["codex"]] = json_reply({"detail": "Unauthorized"}, 401)
+    assert refused(world, {"prompt": "p"}).code == "codex_login_expired"
+    server.routes[PATHS["codex"]] = json_reply({"detail": "Forbidden"}, 403)
     assert refused(world, {"prompt": "p"}).code == "codex_not_entitled"
 
 
