@@ -54,7 +54,7 @@ def _dispatch(args: list[str]) -> int:
         return internal_error(e)
     from .cli.app import run_app
 
-    return run_app(args)
+    return run_app(args, rest[0] if rest else None)
 
 
 def _help_width_is_default() -> bool:

@@ -81,54 +81,54 @@ def tool_list(as_json: Annotated[bool, typer.Option("--json", help="JSON output.
     raise typer.Exit(run_tool_list(["--json"] if as_json else [], GLOBAL))
 
 
-_REGISTERED: list[bool] = []
+# Each command group: its module and how it joins the root app. `fermix NAME ...` registers only NAME's
+# group (building the whole click tree costs more than most commands' own work); help, docs and
+# completions register them all.
+_COMMANDS: dict[str, tuple[str, str, bool]] = {
+    # name: (module, attribute, a command function rather than a Typer group)
+    "ask": ("ask_cmd", "ask", True),
+    "agent": ("agent_cmd", "agent", True),
+    "logs": ("logs_cmd", "logs", True),
+    "inbox": ("inbox_cmd", "inbox", True),
+    "doctor": ("doctor_cmd", "doctor_cmd", True),
+    "completions": ("completions_cmd", "completions_cmd", True),
+    "mcp": ("mcp_cmd", "app", False),
+    "config": ("config_cmd", "app", False),
+    "events": ("events_cmd", "app", False),
+    "jobs": ("jobs_cmd", "app", False),
+    "channels": ("channels_cmd", "app", False),
+    "memory": ("memory_cmd", "app", False),
+    "runs": ("runs_cmd", "app", False),
+    "sandbox": ("sandbox_cmd", "app", False),
+    "grant": ("sandbox_cmd", "grant_app", False),
+    "revoke": ("sandbox_cmd", "revoke_app", False),
+    "state": ("state_cmd", "app", False),
+    "serve": ("serve_cmd", "app", False),
+    "browser": ("browser_cmd", "app", False),
+    "skills": ("skills_cmd", "app", False),
+}
+_REGISTERED: set[str] = set()
 
 
-def _register_subapps() -> None:
-    if _REGISTERED:
-        return
-    _REGISTERED.append(True)
-    from . import (
-        agent_cmd,
-        ask_cmd,
-        browser_cmd,
-        channels_cmd,
-        completions_cmd,
-        config_cmd,
-        doctor_cmd,
-        events_cmd,
-        inbox_cmd,
-        jobs_cmd,
-        logs_cmd,
-        mcp_cmd,
-        memory_cmd,
-        runs_cmd,
-        sandbox_cmd,
-        serve_cmd,
-        skills_cmd,
-        state_cmd,
-    )
+def _register_subapps(only: str | None = None) -> None:
+    """Join the command groups to the root app: every one, or only `only` when it names one."""
+    import importlib
 
-    app.command("ask")(ask_cmd.ask)
-    app.command("agent")(agent_cmd.agent)
-    app.command("logs")(logs_cmd.logs)
-    app.command("inbox")(inbox_cmd.inbox)
-    app.command("doctor")(doctor_cmd.doctor_cmd)
-    app.command("completions")(completions_cmd.completions_cmd)
-    app.add_typer(mcp_cmd.app, name="mcp")
-    app.add_typer(config_cmd.app, name="config")
-    app.add_typer(events_cmd.app, name="events")
-    app.add_typer(jobs_cmd.app, name="jobs")
-    app.add_typer(channels_cmd.app, name="channels")
-    app.add_typer(memory_cmd.app, name="memory")
-    app.add_typer(runs_cmd.app, name="runs")
-    app.add_typer(sandbox_cmd.app, name="sandbox")
-    app.add_typer(sandbox_cmd.grant_app, name="grant")
-    app.add_typer(sandbox_cmd.revoke_app, name="revoke")
-    app.add_typer(state_cmd.app, name="state")
-    app.add_typer(serve_cmd.app, name="serve")
-    app.add_typer(browser_cmd.app, name="browser")
-    app.add_typer(skills_cmd.app, name="skills")
+    names = [only] if only in _COMMANDS else list(_COMMANDS)
+    for name in names:
+        if name in _REGISTERED:
+            continue
+        _REGISTERED.add(name)
+        module, attr, is_command = _COMMANDS[name]
+        target = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+        if is_command:
+            app.command(name)(target)
+        else:
+            app.add_typer(target, name=name)
+    # Help lists them in this table's order, whichever were registered first in this process.
+    order = {name: i for i, name in enumerate(("tool", *_COMMANDS))}
+    app.registered_commands.sort(key=lambda info: order.get(info.name or "", -1))
+    app.registered_groups.sort(key=lambda info: order.get(info.name or "", -1))
 
 
 def full_app() -> typer.Typer:
@@ -137,8 +137,9 @@ def full_app() -> typer.Typer:
     return app
 
 
-def command() -> Any:
-    """The click command tree of the whole app, as `--help`, the docs and the completions show it.
+def command(only: str | None = None) -> Any:
+    """The click command tree of the whole app (or of the root and `only`), as `--help`, the docs and
+    the completions show it.
 
     Help text is plain, never Rich markup: fermix's help names config tables (`[mcp.servers.NAME]`)
     that markup would swallow. An argument, or an option that takes a value, shows it as its name
@@ -146,7 +147,8 @@ def command() -> Any:
     """
     from ..core.catalog import default_catalog
 
-    root: Any = typer.main.get_command(full_app())
+    _register_subapps(only)
+    root: Any = typer.main.get_command(app)
     _plain_help(root)
     names = sorted(default_catalog().tool_modules)
     root.commands["tool"].epilog = (
@@ -177,10 +179,14 @@ def _plain_help(cmd: Any) -> None:
         _plain_help(sub)
 
 
-def run_app(argv: list[str]) -> int:
-    """Run the Typer app and return its exit code (never raising SystemExit)."""
+def run_app(argv: list[str], name: str | None = None) -> int:
+    """Run the Typer app and return its exit code (never raising SystemExit).
+
+    `name`: the command the arguments name (after the global options), when the caller knows it; only
+    that group is built. An unknown or absent name builds them all, so errors list every command.
+    """
     try:
-        command().main(args=argv, prog_name="fermix", standalone_mode=True)
+        command(name).main(args=argv, prog_name="fermix", standalone_mode=True)
     except SystemExit as e:
         code = e.code
         return code if isinstance(code, int) else (0 if code is None else 1)
