@@ -39,8 +39,8 @@ from ..channels.telegram_chat import (
     get_updates,
 )
 from ..core.errors import ToolError
+from ..core.imagefmt import MIME_TYPES, SUFFIX, sniff
 from ..core.logs import logger
-from ..tools.media.imagefmt import MIME_TYPES, SUFFIX, sniff
 from ..tools.media.newfile import write_new_file
 from ..tools.media.replyport import INBOUND, REPLY_PORT, AttachmentKind, InboundFile
 

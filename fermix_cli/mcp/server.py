@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core.errors import ToolError
+from ..core.imagefmt import load_base64
 from ..core.logs import logger
 from .exposure import listing, served_names
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 log = logger("fermix.mcp.server")
 
+MAX_IMAGE_BYTES = 5 * 1024 * 1024  # per image sent as MCP image content; a larger one is named, not sent
 INSTRUCTIONS = (
     "fermix tools: JSON in, JSON out, over fermix's sandbox and policy layer. Errors read `code: message`; "
     "the message says how to recover. Shell and file-writing tools are served only when the operator "
@@ -123,10 +125,13 @@ def build_server(
         return types.ListToolsResult(tools=tools)
 
     def call_sync(name: str, arguments: dict[str, Any], token: CancelToken) -> types.CallToolResult:
+        images: tuple[str, ...] = ()
         with calls.track(token):
             ctx = mcp_context(make_context(), served, registry, token)
             try:
                 ok, text, payload = registry.invoke_for_model(name, arguments, ctx)
+                if ok:
+                    images = registry.resolve(name, ctx).result_images(payload)
             except Exception as e:  # a bug in a tool: the client gets an error result, the log the trace
                 log.exception("MCP call of %s failed", name)
                 err = ToolError("internal_error", f"{name} failed: {type(e).__name__}", {"tool": name})
@@ -134,8 +139,15 @@ def build_server(
             finally:
                 ctx.close()
         structured = payload if ok else {"error": payload}
+        content: list[Any] = [types.TextContent(type="text", text=text)]
+        for path in images:  # a screenshot travels as image content, as it does to a model
+            loaded = load_base64(path, MAX_IMAGE_BYTES)
+            if isinstance(loaded, str):
+                content.append(types.TextContent(type="text", text=f"[image file: {path} — {loaded}]"))
+            else:
+                content.append(types.ImageContent(type="image", mime_type=loaded[0], data=loaded[1]))
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)],
+            content=content,
             structured_content=structured if isinstance(structured, dict) else None,
             is_error=not ok,
         )

@@ -186,6 +186,40 @@ def test_exec_tool_needs_allow_and_runs_unattended(world: Env, standins: Registr
     assert r.structured_content == {"echo": "hi", "origin": "mcp", "attended": False}
 
 
+def test_a_result_that_carries_images_sends_them_as_image_content(world: Env, tmp_path: Any) -> None:
+    """Screenshots (a tool's declared `images`) reach an MCP client as image content, as they reach a
+    model; a file that is not an image is named in a text block instead."""
+    import base64
+
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    )
+    (tmp_path / "shot.png").write_bytes(png)
+    (tmp_path / "notes.png").write_text("not an image")
+    reg = Registry(modules={})
+    reg.register(
+        ToolSpec(
+            name="snap",
+            category="gui",
+            policy_class="read_only",
+            description="snap stand-in",
+            params=EchoParams,
+            handler=lambda p, ctx: {"paths": [str(tmp_path / "shot.png"), str(tmp_path / p.text)]},
+            images=lambda result: result["paths"],
+        )
+    )
+
+    async def body(s: Session) -> Any:
+        return await s.call_tool("snap", {"text": "notes.png"})
+
+    r = with_session(reg, world.context, [], body)
+    assert r.is_error is False
+    kinds = [c.type for c in r.content]
+    assert kinds == ["text", "image", "text"]
+    assert r.content[1].mime_type == "image/png" and base64.b64decode(r.content[1].data) == png
+    assert "not a PNG, JPEG, GIF or WebP image" in r.content[2].text
+
+
 # ----- the real command over stdio ---------------------------------------------------------------
 
 

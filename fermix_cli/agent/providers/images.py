@@ -7,9 +7,9 @@ the model still knows where the picture is.
 
 from __future__ import annotations
 
-import base64
 from typing import TYPE_CHECKING
 
+from ...core.imagefmt import load_base64
 from ...core.records import Record
 
 if TYPE_CHECKING:
@@ -18,12 +18,6 @@ if TYPE_CHECKING:
 
 MAX_INLINE = 3
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # Anthropic's per-image limit; OpenAI's is larger
-_MAGIC = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
 
 
 class InlineImage(Record, frozen=True):
@@ -43,28 +37,12 @@ def takes_images(choice: ProviderChoice) -> bool:
     return choice.kind == "anthropic" or (choice.kind == "openai" and choice.is_official)
 
 
-def _media_type(head: bytes) -> str | None:
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    for magic, media in _MAGIC:
-        if head.startswith(magic):
-            return media
-    return None
-
-
 def load(path: str) -> InlineImage | str:
     """The image ready to send, or why it cannot be sent."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_IMAGE_BYTES + 1)
-    except OSError as e:
-        return f"unreadable ({e.strerror or e})"
-    if len(raw) > MAX_IMAGE_BYTES:
-        return "too large to send"
-    media = _media_type(raw[:16])
-    if media is None:
-        return "not a PNG, JPEG, GIF or WebP image"
-    return InlineImage(path, media, base64.b64encode(raw).decode("ascii"))
+    loaded = load_base64(path, MAX_IMAGE_BYTES)
+    if isinstance(loaded, str):
+        return loaded
+    return InlineImage(path, *loaded)
 
 
 def inline_set(messages: list[Message], vision: bool) -> set[tuple[int, int]]:

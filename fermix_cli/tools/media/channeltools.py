@@ -67,7 +67,7 @@ def _too_large(path: str, size: int) -> ToolError:
 def send_attachment(p: SendAttachmentParams, ctx: ToolContext) -> dict[str, Any]:
     import mimetypes
 
-    from .imagefmt import MIME_TYPES, sniff
+    from ...core.imagefmt import MIME_TYPES, sniff
 
     if _looks_like_url(p.path):
         raise ToolError(

@@ -110,8 +110,8 @@ def _source_image(ctx: ToolContext, ref: str, *, what: str) -> Any:
 
 
 def generate_image(p: GenerateImageParams, ctx: ToolContext) -> dict[str, Any]:
+    from ...core.imagefmt import MIME_TYPES, SUFFIX, sniff
     from .imagebackends import CAPABILITIES, MODELS, RUNNERS, ImageRequest
-    from .imagefmt import MIME_TYPES, SUFFIX, sniff
     from .newfile import write_new_file
     from .replyport import reply_port
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...core.errors import ToolError, world_error
+from ...core.imagefmt import EXTENSIONS, HEADER_BYTES, MIME_TYPES, ImageFormat, extension_format, sniff
 from ...core.records import Record
-from .imagefmt import EXTENSIONS, HEADER_BYTES, MIME_TYPES, ImageFormat, extension_format, sniff
 
 if TYPE_CHECKING:
     from ...core.context import ToolContext

@@ -44,3 +44,24 @@ def extension_format(name: str) -> ImageFormat | None:
     if dot <= 0 or "/" in name[dot:]:
         return None
     return EXTENSIONS.get(name[dot + 1 :].lower())
+
+
+def load_base64(path: str, max_bytes: int) -> tuple[str, str] | str:
+    """(MIME type, base64 data) of the image file at `path`, or why it cannot be sent as one.
+
+    For images that travel inline (to a model, to an MCP client): at most `max_bytes`, one of the four
+    formats by its bytes, whatever its name says.
+    """
+    import base64
+
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(max_bytes + 1)
+    except OSError as e:
+        return f"unreadable ({e.strerror or e})"
+    if len(raw) > max_bytes:
+        return "too large to send"
+    fmt = sniff(raw[:HEADER_BYTES])
+    if fmt is None:
+        return "not a PNG, JPEG, GIF or WebP image"
+    return MIME_TYPES[fmt], base64.b64encode(raw).decode("ascii")
