@@ -91,7 +91,8 @@ def console(session: Session, tab: Tab) -> dict[str, Any]:
         for line in fh:
             with contextlib.suppress(ValueError):
                 item = json.loads(line)
-                if item.get("target") == tab.target_id:
+                # "" marks the proxy's refusals: a connection does not say which tab made it.
+                if item.get("target") in (tab.target_id, ""):
                     messages.append({k: item[k] for k in ("level", "text", "ts")})
     total = len(messages)
     return {"tab": tab.target_id, "messages": messages[-CONSOLE_LIMIT:], "total": total}

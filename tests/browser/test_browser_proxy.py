@@ -1,0 +1,157 @@
+"""The warden's guarding proxy against real headless Chromium: WebSockets, the DNS window, its own ports.
+
+Pages and a WebSocket echo server listen on every address, so 127.0.0.2 (not allowed) would really
+answer if the guard let a connection through, and the servers record what reached them.
+
+The warden's lookups go through `FERMIX_BROWSER_TEST_RESOLVER` (see `fermix_cli/browser/warden.py`):
+`echo.test` answers 127.0.0.1 and is an allowed host; `rebind.test` answers a public address to the first
+lookup and 127.0.0.2 to every later one. Neither name resolves on this machine, so Chromium can reach
+them only through the proxy's own lookup.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.browser.browser_world import BrowserWorld, Site, html, make_world, needs_chromium
+
+pytestmark = needs_chromium
+
+PUBLIC = "93.184.216.34"
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserWorld]:
+    root = tmp_path_factory.mktemp("proxy")
+    config = '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1", "echo.test"]\n'
+    made = make_world(root, config)
+    answers = {"echo.test": [["127.0.0.1"]], "rebind.test": [[PUBLIC], ["127.0.0.2"]]}
+    (root / "resolver.json").write_text(json.dumps(answers))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FERMIX_BROWSER_TEST_RESOLVER", str(root / "resolver.json"))
+        made.call({"action": "start"})
+    yield made
+    made.call({"action": "stop"})
+
+
+class EchoServer:
+    """A WebSocket echo server on every address; `paths` lists the connections that reached it."""
+
+    def __init__(self) -> None:
+        from websockets.sync.server import ServerConnection, serve
+
+        self.paths: list[str] = []
+
+        def echo(ws: ServerConnection) -> None:
+            self.paths.append(ws.request.path if ws.request else "")
+            for message in ws:
+                ws.send(f"echo {message!s}")
+
+        self.server = serve(echo, "0.0.0.0", 0)
+        self.port = int(self.server.socket.getsockname()[1])
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[EchoServer]:
+    server = EchoServer()
+    yield server
+    server.server.shutdown()
+
+
+def ws_page(url: str) -> tuple[int, dict[str, str], bytes]:
+    return html(
+        f"""<p id="out">waiting</p><script>
+const out = document.getElementById('out'); const ws = new WebSocket({json.dumps(url)});
+ws.onopen = () => ws.send('ping'); ws.onmessage = e => {{ out.textContent = 'got ' + e.data; }};
+ws.onerror = () => {{ out.textContent = 'ws refused'; }};</script>""",
+        "WebSocket",
+    )
+
+
+@pytest.fixture(scope="module")
+def site(page_server: Callable[..., Site], echo: EchoServer, world: BrowserWorld) -> Site:
+    made: Site = page_server({"/secret": html("secret", "Secret")})
+    record = json.loads((world.fermix_home / "run" / "browser" / "fermix.json").read_text())
+    pages = {
+        "/ws-private": ws_page(f"ws://127.0.0.2:{echo.port}/private"),
+        "/ws-allowed": ws_page(f"ws://127.0.0.1:{echo.port}/allowed"),
+        "/ws-named": ws_page(f"ws://echo.test:{echo.port}/named"),
+        "/ws-devtools": ws_page(record["ws_url"]),
+        "/ws-proxy": ws_page(f"ws://127.0.0.1:{record['proxy_port']}/"),
+        "/rebind": html(
+            f"""<p id="out">waiting</p><script>
+fetch('http://rebind.test:{made.port}/secret').then(r => {{ document.getElementById('out').textContent =
+  'status ' + r.status; }}).catch(() => {{ document.getElementById('out').textContent = 'fetch refused'; }});
+</script>""",
+            "Rebind",
+        ),
+    }  # fmt: skip
+    made.pages.update(pages)
+    return made
+
+
+def outcome(world: BrowserWorld, site: Site, path: str, text: str) -> list[dict[str, Any]]:
+    """Load `path`, wait for `text` in the page, and return the console messages since."""
+    world.call({"action": "navigate", "url": site.url(path)})
+    world.call({"action": "act", "kind": "wait", "wait_until": "text", "text": text, "timeout_ms": 10_000})
+    return list(world.call({"action": "console"})["messages"])
+
+
+def refusals(messages: list[dict[str, Any]], needle: str) -> list[str]:
+    return [m["text"] for m in messages if m["level"] == "blocked" and needle in m["text"]]
+
+
+def test_a_websocket_to_a_private_address_is_refused(
+    world: BrowserWorld, site: Site, echo: EchoServer
+) -> None:
+    messages = outcome(world, site, "/ws-private", "ws refused")
+    assert "/private" not in echo.paths  # the connection never reached the server
+    assert refusals(messages, f"CONNECT 127.0.0.2:{echo.port}")
+
+
+def test_a_websocket_to_an_allowed_host_works_end_to_end(
+    world: BrowserWorld, site: Site, echo: EchoServer
+) -> None:
+    outcome(world, site, "/ws-allowed", "got echo ping")
+    assert "/allowed" in echo.paths
+
+
+def test_the_proxy_connects_to_the_address_it_judged(
+    world: BrowserWorld, site: Site, echo: EchoServer
+) -> None:
+    # echo.test resolves nowhere but in the warden: the connection can only have gone to its judged answer.
+    outcome(world, site, "/ws-named", "got echo ping")
+    assert "/named" in echo.paths
+
+
+def test_a_host_changing_its_answer_after_the_check_is_refused(world: BrowserWorld, site: Site) -> None:
+    # The warden's request check sees the public answer; the connection's own lookup sees 127.0.0.2.
+    messages = outcome(world, site, "/rebind", "fetch refused")
+    assert "/secret" not in site.seen
+    refused = refusals(messages, "rebind.test")
+    assert refused and "127.0.0.2" in refused[0] and "GET http://rebind.test" in refused[0]
+
+
+@pytest.mark.parametrize("path", ["/ws-devtools", "/ws-proxy"])
+def test_a_page_cannot_reach_the_browsers_own_ports(world: BrowserWorld, site: Site, path: str) -> None:
+    record = json.loads((world.fermix_home / "run" / "browser" / "fermix.json").read_text())
+    port = record["port"] if path == "/ws-devtools" else record["proxy_port"]
+    messages = outcome(world, site, path, "ws refused")
+    refused = refusals(messages, f"CONNECT 127.0.0.1:{port}")
+    assert refused and "own DevTools or proxy port" in refused[0]
+    # The browser is still there and answering.
+    assert world.call({"action": "status"})["responding"] is True
+
+
+def test_the_launch_record_names_the_proxy(world: BrowserWorld) -> None:
+    record = json.loads((world.fermix_home / "run" / "browser" / "fermix.json").read_text())
+    cmdline = Path(f"/proc/{record['pid']}/cmdline").read_bytes().split(b"\0")
+    assert f"--proxy-server=http://127.0.0.1:{record['proxy_port']}".encode() in cmdline
+    assert b"--proxy-bypass-list=<-loopback>" in cmdline
