@@ -18,7 +18,7 @@ judged: no second lookup, so no DNS window. On top of the guard, a loopback (or 
 the DevTools port or at the proxy's own port is always refused, allowed host or not: the DevTools
 endpoint would give a page the whole browser, and the proxy's own port would only loop. A refusal is a
 `403` (for CONNECT the browser reports `ERR_TUNNEL_CONNECTION_FAILED`) and is reported through
-`on_refused`.
+`on_refused`; a name that does not resolve, or an address that does not answer, is a `502`.
 """
 
 from __future__ import annotations
@@ -144,6 +144,10 @@ class GuardProxy:
         try:
             addresses = self.guard.addresses(host)
         except ToolError as exc:
+            if exc.code == "dns_failure":
+                # Not a refusal: the name does not resolve (Chromium's own background requests, offline,
+                # end here too, so they stay out of the console).
+                raise Refused(502, exc.message) from None
             self.refuse(what, exc.message)
         local = [a for a in addresses if is_local_address(a)]
         if local and port in self.forbidden_local_ports:

@@ -45,6 +45,8 @@ CHROMIUM_FLAGS = (
     "--disable-dev-shm-usage",
     # Everything through the warden's guarding proxy; Chromium bypasses a proxy for loopback by default.
     "--proxy-bypass-list=<-loopback>",
+    # WebRTC sends UDP (STUN, ICE) to any address a page names, past any proxy: only proxied TCP.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 
 

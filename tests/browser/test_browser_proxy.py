@@ -12,7 +12,9 @@ them only through the proxy's own lookup.
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -65,6 +67,32 @@ def echo() -> Iterator[EchoServer]:
     server.server.shutdown()
 
 
+class UDPServer:
+    """A UDP socket on every address; `senders` lists where each datagram came from."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("0.0.0.0", 0))
+        self.port = int(self.sock.getsockname()[1])
+        self.senders: list[tuple[str, int]] = []
+        threading.Thread(target=self._receive, daemon=True).start()
+
+    def _receive(self) -> None:
+        while True:
+            try:
+                _, sender = self.sock.recvfrom(4096)
+            except OSError:
+                return
+            self.senders.append(sender)
+
+
+@pytest.fixture(scope="module")
+def stun() -> Iterator[UDPServer]:
+    server = UDPServer()
+    yield server
+    server.sock.close()
+
+
 def ws_page(url: str) -> tuple[int, dict[str, str], bytes]:
     return html(
         f"""<p id="out">waiting</p><script>
@@ -76,7 +104,7 @@ ws.onerror = () => {{ out.textContent = 'ws refused'; }};</script>""",
 
 
 @pytest.fixture(scope="module")
-def site(page_server: Callable[..., Site], echo: EchoServer, world: BrowserWorld) -> Site:
+def site(page_server: Callable[..., Site], echo: EchoServer, stun: UDPServer, world: BrowserWorld) -> Site:
     made: Site = page_server({"/secret": html("secret", "Secret")})
     record = json.loads((world.fermix_home / "run" / "browser" / "fermix.json").read_text())
     pages = {
@@ -85,6 +113,14 @@ def site(page_server: Callable[..., Site], echo: EchoServer, world: BrowserWorld
         "/ws-named": ws_page(f"ws://echo.test:{echo.port}/named"),
         "/ws-devtools": ws_page(record["ws_url"]),
         "/ws-proxy": ws_page(f"ws://127.0.0.1:{record['proxy_port']}/"),
+        "/webrtc": html(
+            f"""<p id="out">waiting</p><script>
+const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.2:{stun.port}'}}]}});
+pc.createDataChannel('x');
+pc.onicecandidate = e => {{ if (!e.candidate) document.getElementById('out').textContent = 'gathered'; }};
+pc.createOffer().then(offer => pc.setLocalDescription(offer));</script>""",
+            "WebRTC",
+        ),
         "/rebind": html(
             f"""<p id="out">waiting</p><script>
 fetch('http://rebind.test:{made.port}/secret').then(r => {{ document.getElementById('out').textContent =
@@ -148,6 +184,14 @@ def test_a_page_cannot_reach_the_browsers_own_ports(world: BrowserWorld, site: S
     assert refused and "own DevTools or proxy port" in refused[0]
     # The browser is still there and answering.
     assert world.call({"action": "status"})["responding"] is True
+
+
+def test_webrtc_sends_no_udp_past_the_proxy(world: BrowserWorld, site: Site, stun: UDPServer) -> None:
+    # A STUN server on a private address: without `--webrtc-ip-handling-policy` Chromium sends it UDP
+    # binding requests directly, which no proxy sees.
+    outcome(world, site, "/webrtc", "gathered")
+    time.sleep(0.5)
+    assert stun.senders == []
 
 
 def test_the_launch_record_names_the_proxy(world: BrowserWorld) -> None:

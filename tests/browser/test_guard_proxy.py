@@ -145,6 +145,12 @@ def test_malformed_requests_get_a_clear_status(
     assert proxy[1] == []  # not a guard refusal
 
 
+def test_a_name_that_does_not_resolve_is_502_and_not_a_refusal(proxy: tuple[GuardProxy, list[str]]) -> None:
+    answer = exchange(proxy[0].port, b"CONNECT no-such-host.invalid:443 HTTP/1.1\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 502 Bad Gateway\r\n") and b"dns_resolution_failed" in answer
+    assert proxy[1] == []
+
+
 def test_an_unreachable_allowed_host_is_502(proxy: tuple[GuardProxy, list[str]]) -> None:
     free = socket.create_server(("127.0.0.1", 0))
     port = free.getsockname()[1]
