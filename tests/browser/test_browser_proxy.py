@@ -117,8 +117,12 @@ def site(page_server: Callable[..., Site], echo: EchoServer, stun: UDPServer, wo
             f"""<p id="out">waiting</p><script>
 const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.2:{stun.port}'}}]}});
 pc.createDataChannel('x');
-pc.onicecandidate = e => {{ if (!e.candidate) document.getElementById('out').textContent = 'gathered'; }};
-pc.createOffer().then(offer => pc.setLocalDescription(offer));</script>""",
+const wt = new WebTransport('https://127.0.0.2:{stun.port}/');
+const failed = wt.ready.then(() => 'opened', () => 'failed');
+const gathered = new Promise(done => {{ pc.onicecandidate = e => {{ if (!e.candidate) done(); }}; }});
+pc.createOffer().then(offer => pc.setLocalDescription(offer));
+Promise.all([gathered, failed]).then(([, how]) => {{
+  document.getElementById('out').textContent = 'gathered, webtransport ' + how; }});</script>""",
             "WebRTC",
         ),
         "/rebind": html(
@@ -186,10 +190,12 @@ def test_a_page_cannot_reach_the_browsers_own_ports(world: BrowserWorld, site: S
     assert world.call({"action": "status"})["responding"] is True
 
 
-def test_webrtc_sends_no_udp_past_the_proxy(world: BrowserWorld, site: Site, stun: UDPServer) -> None:
-    # A STUN server on a private address: without `--webrtc-ip-handling-policy` Chromium sends it UDP
-    # binding requests directly, which no proxy sees.
-    outcome(world, site, "/webrtc", "gathered")
+def test_webrtc_and_webtransport_send_no_udp_past_the_proxy(
+    world: BrowserWorld, site: Site, stun: UDPServer
+) -> None:
+    # A STUN server and a WebTransport (QUIC) server on a private address: without the proxy and
+    # `--webrtc-ip-handling-policy`, Chromium sends both UDP directly, which nothing guards.
+    outcome(world, site, "/webrtc", "gathered, webtransport failed")
     time.sleep(0.5)
     assert stun.senders == []
 
