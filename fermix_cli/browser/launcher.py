@@ -105,7 +105,7 @@ def live_record(files: ProfileFiles) -> dict[str, Any] | None:
     record = read_json(files.launch)
     if record is None:
         return None
-    if browser_alive(record) and process_alive(int(record.get("warden_pid", 0))):
+    if browser_alive(record) and process_alive(int(record.get("warden_pid", 0))) and record.get("proxy_port"):
         return record
     return None
 
@@ -126,6 +126,12 @@ def connect(files: ProfileFiles, idle_minutes: int) -> tuple[dict[str, Any], CDP
         # Without its warden nothing guards the browser's requests: never drive it unguarded.
         stop_browser(files)
         raise host_lost(files, record, "lost its network-guard process and was closed")
+    if not record.get("proxy_port"):
+        # Started by a fermix before the guarding proxy: its pages' WebSockets are not guarded.
+        stop_browser(files)
+        raise host_lost(
+            files, record, "was started without the guarding proxy (by an older fermix) and was closed"
+        )
     if idle:
         stop_browser(files)
         raise not_running(files.profile, f"was closed after {idle_minutes} idle minutes")

@@ -205,3 +205,22 @@ def test_the_launch_record_names_the_proxy(world: BrowserWorld) -> None:
     cmdline = Path(f"/proc/{record['pid']}/cmdline").read_bytes().split(b"\0")
     assert f"--proxy-server=http://127.0.0.1:{record['proxy_port']}".encode() in cmdline
     assert b"--proxy-bypass-list=<-loopback>" in cmdline
+
+
+def test_doctor_probes_the_proxy(world: BrowserWorld) -> None:
+    checks = {c["name"]: c for c in world.call({"action": "doctor"})["checks"]}
+    assert checks["guard_proxy"]["ok"] is True, checks["guard_proxy"]
+    assert world.call({"action": "status"})["proxy_port"] > 0
+
+
+def test_a_browser_started_without_the_proxy_is_closed_not_driven(world: BrowserWorld) -> None:
+    # Last in the module: it closes the module's browser. A launch record from a fermix before the proxy.
+    path = world.fermix_home / "run" / "browser" / "fermix.json"
+    record = json.loads(path.read_text())
+    del record["proxy_port"]
+    path.write_text(json.dumps(record))
+    lost = world.error({"action": "tabs"})
+    assert lost.code == "host_lost" and "without the guarding proxy" in lost.message
+    assert not path.exists()
+    stat = Path(f"/proc/{record['pid']}/stat")
+    assert not stat.exists() or stat.read_text().rpartition(")")[2].split()[0] in ("Z", "X")  # killed
