@@ -50,7 +50,7 @@ def own_port_reason(port: int) -> str:
     )
 
 
-def check_navigation(url: str, guard: HostGuard) -> None:
+def check_navigation(url: str, guard: HostGuard, local_ports: frozenset[int] = frozenset()) -> None:
     """Refuse a navigation target before the browser sees it: only http(s) to allowed hosts and about:blank."""
     if url == "about:blank":
         return
@@ -62,7 +62,7 @@ def check_navigation(url: str, guard: HostGuard) -> None:
             {"url": url[:200], "reason": "unsupported_scheme"},
             exit_class=ExitClass.REFUSED,
         )
-    why = judge(url, guard)
+    why = judge(url, guard, local_ports)
     if why is not None:
         raise navigation_blocked(url, why)
 

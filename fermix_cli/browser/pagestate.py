@@ -200,7 +200,7 @@ def download(ctx: ToolContext, session: Session, tab: Tab, p: Any, timeout: floa
     make_private_dirs(folder)
     conn = session.conn
     if p.url is not None:
-        check_navigation(p.url, session.guard)
+        check_navigation(p.url, session.guard, session.local_ports)
     elif p.ref is None:
         raise ToolError("missing_url", "download needs `url` or the `ref` of a link or button", {})
     conn.call(

@@ -200,6 +200,13 @@ def test_webrtc_and_webtransport_send_no_udp_past_the_proxy(
     assert stun.senders == []
 
 
+def test_navigating_to_the_browsers_own_ports_is_refused_up_front(world: BrowserWorld) -> None:
+    record = json.loads((world.fermix_home / "run" / "browser" / "fermix.json").read_text())
+    for port in (record["port"], record["proxy_port"]):
+        refused = world.error({"action": "navigate", "url": f"http://127.0.0.1:{port}/json/version"})
+        assert refused.code == "navigation_blocked" and "own DevTools or proxy port" in refused.message
+
+
 def test_the_launch_record_names_the_proxy(world: BrowserWorld) -> None:
     record = json.loads((world.fermix_home / "run" / "browser" / "fermix.json").read_text())
     cmdline = Path(f"/proc/{record['pid']}/cmdline").read_bytes().split(b"\0")
