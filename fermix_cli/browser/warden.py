@@ -53,7 +53,7 @@ REQUEST_POLL = 0.1  # seconds between looks for a dialog request
 TEST_RESOLVER_ENV = "FERMIX_BROWSER_TEST_RESOLVER"
 
 
-def test_resolver(path: str) -> Resolver:
+def scripted_resolver(path: str) -> Resolver:
     """The resolver `FERMIX_BROWSER_TEST_RESOLVER` names (see the module docstring)."""
     table: dict[str, list[list[str]]] = json.loads(Path(path).read_text())
     lookups: dict[str, int] = {}
@@ -83,7 +83,9 @@ class Warden:
         self.console_file = launch.with_name(f"{profile}.console.jsonl")
         self.request_file = launch.with_name(f"{profile}.dialog-request.json")
         hook = os.environ.get(TEST_RESOLVER_ENV)
-        self.guard = HostGuard(record.get("allowed_private_hosts", []), test_resolver(hook) if hook else None)
+        self.guard = HostGuard(
+            record.get("allowed_private_hosts", []), scripted_resolver(hook) if hook else None
+        )
         self.console_lock = threading.Lock()
         self.proxy = GuardProxy(
             socket.socket(fileno=proxy_fd),
