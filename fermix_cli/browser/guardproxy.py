@@ -202,6 +202,9 @@ class GuardProxy:
             upstream.sendall(data)
             left -= len(data)
         head, rest = read_head(upstream)
+        while head[:9] in (b"HTTP/1.1 ", b"HTTP/1.0 ") and head[9:10] == b"1":
+            client.sendall(head)  # an interim response (100 Continue, 103 Early Hints): the final one follows
+            head, rest = read_head(upstream, rest)
         if not head:
             raise Refused(502, f"{host}:{port} closed the connection without a response")
         client.sendall(rewrite_response_head(head) + rest)
@@ -213,9 +216,11 @@ class GuardProxy:
 # -- HTTP/1.1 message heads ------------------------------------------------------------------------
 
 
-def read_head(sock: socket.socket) -> tuple[bytes, bytes]:
-    """A message head (through the blank line) and the bytes read after it; (b'', b'') on a clean close."""
-    buffer = b""
+def read_head(sock: socket.socket, buffer: bytes = b"") -> tuple[bytes, bytes]:
+    """A message head (through the blank line) and the bytes read after it; (b'', b'') on a clean close.
+
+    `buffer` holds bytes already read from `sock` (what followed the previous head).
+    """
     while b"\r\n\r\n" not in buffer:
         if len(buffer) > MAX_HEAD:
             raise Refused(431, "the message head is too large")

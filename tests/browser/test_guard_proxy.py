@@ -118,6 +118,23 @@ def test_an_absolute_form_request_goes_on_as_origin_form_with_connection_close(
     assert b"Connection: close\r\n" in answer and b"Keep-Alive" not in answer and b"keep-alive" not in answer
 
 
+def test_interim_responses_pass_unchanged_and_the_final_one_is_rewritten(
+    proxy: tuple[GuardProxy, list[str]],
+) -> None:
+    early = b"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+    final = b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok"
+    server = Upstream(early + final)
+    answer = exchange(proxy[0].port, f"GET http://127.0.0.1:{server.port}/ HTTP/1.1\r\n\r\n".encode())
+    assert answer.startswith(early)
+    rest = answer[len(early) :]
+    assert (
+        rest.startswith(b"HTTP/1.1 200 OK\r\n")
+        and b"Connection: close\r\n" in rest
+        and b"keep-alive" not in rest
+    )
+    assert rest.endswith(b"\r\n\r\nok")
+
+
 def test_a_plain_request_to_a_refused_host_is_403_and_never_sent(proxy: tuple[GuardProxy, list[str]]) -> None:
     server = Upstream(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
     answer = exchange(proxy[0].port, f"GET http://127.0.0.2:{server.port}/ HTTP/1.1\r\n\r\n".encode())
