@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -104,28 +103,23 @@ def test_the_browser_and_its_warden_run_from_the_pyz(tmp_path: Path, site: Site)
         subprocess.run([str(pyz), "tool", "browser", "--json", '{"action":"stop"}'], env=env, timeout=60)
 
 
-def free_display() -> int:
-    for n in range(431, 531):
-        if not os.path.exists(f"/tmp/.X11-unix/X{n}") and not os.path.exists(f"/tmp/.X{n}-lock"):
-            return n
-    raise RuntimeError("no free X display number")
-
-
 @pytest.fixture
 def xvfb() -> Iterator[str]:
+    """A private Xvfb; it picks a free display itself (`-displayfd`), so parallel tests never collide."""
     if shutil.which("Xvfb") is None:
         pytest.skip("Xvfb is not installed (apt-get install xvfb): the headed browser needs an X server")
-    display = free_display()
+    read, write = os.pipe()
     proc = subprocess.Popen(
-        ["Xvfb", f":{display}", "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-noreset"],
+        ["Xvfb", "-displayfd", str(write), "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-noreset"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
+        pass_fds=(write,),
     )
-    deadline = time.monotonic() + 10
-    while not os.path.exists(f"/tmp/.X11-unix/X{display}"):
-        assert proc.poll() is None and time.monotonic() < deadline, "Xvfb did not start"
-        time.sleep(0.05)
+    os.close(write)
+    with os.fdopen(read) as numbers:
+        display = numbers.readline().strip()  # written once the server is ready
+    assert display.isdigit(), f"Xvfb did not start (exit status {proc.poll()})"
     yield f":{display}"
     proc.terminate()
     proc.wait(timeout=10)
