@@ -7,6 +7,8 @@
 2. In-process: attach + act (connect, find the tab, evaluate) without interpreter start-up.
 3. A snapshot of a 1 000-element page: in-process handler time and the whole CLI call (target: under
    300 ms).
+4. A page load: an in-process `navigate` to a page with 40 uncached images, every request passing the
+   warden's checks (and its guarding proxy), to see what the guard adds to loading a page.
 
 Pages are served on 127.0.0.1 by this script (allowed to the guard for this home only).
 
@@ -31,17 +33,22 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIG = "".join(
     f'<li><a href="/item/{i}">Item {i}</a> <button>Buy {i}</button></li>' for i in range(500)
 )  # 1 000 interactive elements (and their list items)
+IMAGES = "".join(f'<img src="/img/{i}.gif" width="1" height="1">' for i in range(40))
+GIF = bytes.fromhex("47494638396101000100800000000000ffffff21f90401000000002c00000000010001000002024401003b")
 PAGES = {
     "/act": "<title>Act</title><button>Go</button>",
+    "/load": f"<title>Load</title>{IMAGES}",
     "/big": f"<title>Big</title><ul>{BIG}</ul>",
 }
 
 
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
-        body = PAGES.get(self.path, "").encode()
+        image = self.path.startswith("/img/")
+        body = GIF if image else PAGES.get(self.path.split("?")[0], "").encode()
         self.send_response(200 if body else 404)
-        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Type", "image/gif" if image else "text/html")
+        self.send_header("Cache-Control", "no-store")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -121,6 +128,12 @@ def main() -> None:
             call({"action": "act", "kind": "get", "field": "title"})
             in_process.append((time.perf_counter() - t) * 1000)
 
+        loads = []
+        for i in range(reps):
+            t = time.perf_counter()
+            call({"action": "navigate", "url": f"{base}/load?{i}"})
+            loads.append((time.perf_counter() - t) * 1000)
+
         call({"action": "navigate", "url": base + "/big"})
         snap_in = []
         refs = 0
@@ -157,6 +170,7 @@ def main() -> None:
         f"  snapshot of the 1 000-element page ({refs} refs): in-process {statistics.median(snap_in):.1f} ms, "
         f"whole CLI call {statistics.median(snap_cli):.1f} ms wall, {statistics.median(CPU['snapshot cli']):.1f} ms cpu"
     )
+    print(f"  navigate to a page with 40 uncached images (in-process): {statistics.median(loads):.1f} ms")
 
 
 if __name__ == "__main__":

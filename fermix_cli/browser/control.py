@@ -48,6 +48,7 @@ def describe(record: dict[str, Any]) -> dict[str, Any]:
         "profile": record["profile"],
         "pid": record["pid"],
         "port": record["port"],
+        "proxy_port": record.get("proxy_port"),
         "endpoint": record["ws_url"],
         "headless": record["headless"],
         "user_data_dir": record["user_data_dir"],
@@ -96,6 +97,27 @@ def status(files: ProfileFiles, cfg: BrowserConfig) -> dict[str, Any]:
     }
 
 
+def probe_proxy(port: int) -> tuple[bool, str]:
+    """Whether the warden's guarding proxy answers on `port` (a request it must refuse, logged nowhere)."""
+    import socket
+
+    if not port:
+        return False, "no guarding proxy recorded: run action=stop, then action=start"
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2.0) as sock:
+            sock.settimeout(2.0)
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: probe\r\n\r\n")  # origin-form: a 400, not a refusal
+            answer = sock.recv(4096)
+    except OSError as exc:
+        return (
+            False,
+            f"the guarding proxy on 127.0.0.1:{port} does not answer ({exc}): run action=stop, then action=start",
+        )
+    if answer.startswith(b"HTTP/1.1 400 ") and b"X-Fermix-Guard:" in answer:
+        return True, f"127.0.0.1:{port} answers"
+    return False, f"127.0.0.1:{port} is not the guarding proxy: run action=stop, then action=start"
+
+
 def doctor(ctx: ToolContext, cfg: BrowserConfig, files: ProfileFiles) -> dict[str, Any]:
     checks: list[dict[str, Any]] = []
 
@@ -116,6 +138,8 @@ def doctor(ctx: ToolContext, cfg: BrowserConfig, files: ProfileFiles) -> dict[st
     check("profile_dir", os.access(files.user_data, os.W_OK), str(files.user_data))
     state = status(files, cfg)
     check("running", True, "running" if state["running"] else "not running (start it with action=start)")
+    if state["running"]:
+        check("guard_proxy", *probe_proxy(int(state.get("proxy_port") or 0)))
     hosts = allowed_hosts(ctx)
     check("allowed_private_hosts", True, ", ".join(hosts) if hosts else "none: private addresses refused")
     return {"ok": all(c["ok"] for c in checks), "checks": checks, "status": state}

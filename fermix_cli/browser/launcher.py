@@ -1,10 +1,12 @@
 """Chromium's lifecycle across CLI calls: find it, start it with its warden, attach to it, stop it.
 
-`start` launches Chromium with remote debugging on 127.0.0.1 and a free port (`--remote-debugging-port=0`;
-Chromium writes the port it bound to `DevToolsActivePort` in the user-data directory), records the
-endpoint and pids in the profile's launch file, then starts the warden and waits until it guards the
-browser. A later call reads the launch file and connects straight to the recorded endpoint: one
-WebSocket handshake, no discovery. A browser that died is noticed at that connect (the pid is gone, or
+`start` binds the guarding proxy's socket (127.0.0.1, an ephemeral port), launches Chromium behind it
+(`--proxy-server`, with `--proxy-bypass-list=<-loopback>` so that nothing, loopback included, bypasses
+it) and with remote debugging on 127.0.0.1 and a free port (`--remote-debugging-port=0`; Chromium writes
+the port it bound to `DevToolsActivePort` in the user-data directory), records the endpoint, ports and
+pids in the profile's launch file, then starts the warden (which inherits the proxy's socket and serves
+it) and waits until it guards the browser. A later call reads the launch file and connects straight to
+the recorded endpoint: one WebSocket handshake, no discovery. A browser that died is noticed at that connect (the pid is gone, or
 nothing listens) and reported as `host_lost` with the recovery, never waited on.
 """
 
@@ -15,11 +17,14 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from .cdp import CDPConnection, ConnectionLost
 from .runfiles import ProfileFiles, process_alive, process_start, read_json, write_json
+
+if TYPE_CHECKING:
+    import socket
 
 EXECUTABLE_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
@@ -38,6 +43,10 @@ CHROMIUM_FLAGS = (
     "--password-store=basic",
     "--use-mock-keychain",
     "--disable-dev-shm-usage",
+    # Everything through the warden's guarding proxy; Chromium bypasses a proxy for loopback by default.
+    "--proxy-bypass-list=<-loopback>",
+    # WebRTC sends UDP (STUN, ICE) to any address a page names, past any proxy: only proxied TCP.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
 )
 
 
@@ -96,7 +105,7 @@ def live_record(files: ProfileFiles) -> dict[str, Any] | None:
     record = read_json(files.launch)
     if record is None:
         return None
-    if browser_alive(record) and process_alive(int(record.get("warden_pid", 0))):
+    if browser_alive(record) and process_alive(int(record.get("warden_pid", 0))) and record.get("proxy_port"):
         return record
     return None
 
@@ -117,6 +126,12 @@ def connect(files: ProfileFiles, idle_minutes: int) -> tuple[dict[str, Any], CDP
         # Without its warden nothing guards the browser's requests: never drive it unguarded.
         stop_browser(files)
         raise host_lost(files, record, "lost its network-guard process and was closed")
+    if not record.get("proxy_port"):
+        # Started by a fermix before the guarding proxy: its pages' WebSockets are not guarded.
+        stop_browser(files)
+        raise host_lost(
+            files, record, "was started without the guarding proxy (by an older fermix) and was closed"
+        )
     if idle:
         stop_browser(files)
         raise not_running(files.profile, f"was closed after {idle_minutes} idle minutes")
@@ -145,14 +160,34 @@ def start_browser(
     timeout_ms: int,
 ) -> dict[str, Any]:
     """Launch Chromium and its warden for a profile; returns the launch record."""
-    import subprocess
+    from .guardproxy import listen
 
     files.ensure()
     files.clear()
+    proxy = listen()  # bound first: Chromium must never run without its proxy
+    try:
+        return _launch(files, proxy, executable, headless, allowed_private_hosts, idle_minutes, timeout_ms)
+    finally:
+        proxy.close()  # the warden holds its own copy
+
+
+def _launch(
+    files: ProfileFiles,
+    proxy: socket.socket,
+    executable: str,
+    headless: bool,
+    allowed_private_hosts: list[str],
+    idle_minutes: int,
+    timeout_ms: int,
+) -> dict[str, Any]:
+    import subprocess
+
     port_file = files.user_data / "DevToolsActivePort"
     with contextlib.suppress(FileNotFoundError):
         port_file.unlink()
-    argv = [executable, *CHROMIUM_FLAGS, f"--user-data-dir={files.user_data}"]
+    proxy_port = int(proxy.getsockname()[1])
+    argv = [executable, *CHROMIUM_FLAGS, f"--proxy-server=http://127.0.0.1:{proxy_port}"]
+    argv.append(f"--user-data-dir={files.user_data}")
     if headless:
         argv.append("--headless=new")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -190,6 +225,7 @@ def start_browser(
         "pid": proc.pid,
         "pid_start": process_start(proc.pid),
         "port": port,
+        "proxy_port": proxy_port,
         "ws_url": f"ws://127.0.0.1:{port}{ws_path}",
         "user_data_dir": str(files.user_data),
         "executable": executable,
@@ -200,14 +236,14 @@ def start_browser(
         "warden_pid": 0,
     }
     write_json(files.launch, record)
-    warden = _start_warden(files, record, deadline)
+    warden = _start_warden(files, record, proxy, deadline)
     record["warden_pid"] = warden
     write_json(files.launch, record)
     write_json(files.session, {"active": None, "opened": [], "refs": {}})
     return record
 
 
-def _start_warden(files: ProfileFiles, record: dict[str, Any], deadline: float) -> int:
+def _start_warden(files: ProfileFiles, record: dict[str, Any], proxy: socket.socket, deadline: float) -> int:
     import subprocess
 
     env = dict(os.environ)
@@ -215,13 +251,17 @@ def _start_warden(files: ProfileFiles, record: dict[str, Any], deadline: float) 
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
     with open(files.log, "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "fermix_cli.browser.warden", str(files.launch)],
+            [sys.executable, "-m", "fermix_cli.browser.warden", str(files.launch), str(proxy.fileno())],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
             start_new_session=True,
             close_fds=True,
+            pass_fds=(proxy.fileno(),),
             env=env,
+            # `-m` puts the working directory first on sys.path: a project holding its own fermix_cli
+            # (a fermix checkout) must not supply the warden's code.
+            cwd=files.run_dir,
         )
     while time.monotonic() < deadline + 5:
         state = read_json(files.warden)

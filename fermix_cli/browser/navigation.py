@@ -15,7 +15,7 @@ from .session import Session
 
 def navigate_tab(session: Session, tab: Tab, url: str, timeout: float) -> dict[str, Any]:
     """Load `url` in `tab` and wait for it; the warden judges the redirects and subresources."""
-    check_navigation(url, session.guard)
+    check_navigation(url, session.guard, session.local_ports)
     tab.check_no_dialog()
     result = tab.call("Page.navigate", {"url": url})
     error = str(result.get("errorText", ""))
@@ -33,7 +33,7 @@ def navigate_tab(session: Session, tab: Tab, url: str, timeout: float) -> dict[s
 
 
 def open_tab(session: Session, url: str, timeout: float) -> dict[str, Any]:
-    check_navigation(url, session.guard)
+    check_navigation(url, session.guard, session.local_ports)
     closed = enforce_tab_cap(session, session.cfg.max_tabs - 1)
     created = session.conn.call("Target.createTarget", {"url": "about:blank"}, timeout=timeout)
     target = str(created["targetId"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING
 
 from ..core.errors import ExitClass, ToolError
@@ -13,8 +14,12 @@ if TYPE_CHECKING:
 LOCAL_SCHEMES = ("data:", "blob:", "about:")
 
 
-def judge(url: str, guard: HostGuard) -> str | None:
-    """Why the browser must not fetch `url` (a ToolError message), or None when it may."""
+def judge(url: str, guard: HostGuard, local_ports: frozenset[int] = frozenset()) -> str | None:
+    """Why the browser must not fetch `url` (a ToolError message), or None when it may.
+
+    `local_ports` (the browser's DevTools and proxy ports) are refused on this machine's own addresses
+    even for an allowed host: see `guardproxy`.
+    """
     lowered = url[:16].lower()
     if lowered.startswith(LOCAL_SCHEMES):
         return None
@@ -22,13 +27,30 @@ def judge(url: str, guard: HostGuard) -> str | None:
 
     try:
         checked = check_url(url)
-        guard.addresses(checked.host)
+        addresses = guard.addresses(checked.host)
     except ToolError as exc:
         return exc.message
+    if checked.port in local_ports and any(is_local_address(a) for a in addresses):
+        return own_port_reason(checked.port)
     return None
 
 
-def check_navigation(url: str, guard: HostGuard) -> None:
+def is_local_address(address: str) -> bool:
+    """Loopback or unspecified (which reaches this machine too), IPv4-mapped forms included."""
+    ip = ipaddress.ip_address(address)
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_unspecified
+
+
+def own_port_reason(port: int) -> str:
+    return (
+        f"port {port} on this machine is the browser's own DevTools or proxy port, never reachable from a "
+        "page (allowed_private_hosts does not change that)"
+    )
+
+
+def check_navigation(url: str, guard: HostGuard, local_ports: frozenset[int] = frozenset()) -> None:
     """Refuse a navigation target before the browser sees it: only http(s) to allowed hosts and about:blank."""
     if url == "about:blank":
         return
@@ -40,7 +62,7 @@ def check_navigation(url: str, guard: HostGuard) -> None:
             {"url": url[:200], "reason": "unsupported_scheme"},
             exit_class=ExitClass.REFUSED,
         )
-    why = judge(url, guard)
+    why = judge(url, guard, local_ports)
     if why is not None:
         raise navigation_blocked(url, why)
 

@@ -91,7 +91,8 @@ def console(session: Session, tab: Tab) -> dict[str, Any]:
         for line in fh:
             with contextlib.suppress(ValueError):
                 item = json.loads(line)
-                if item.get("target") == tab.target_id:
+                # "" marks the proxy's refusals: a connection does not say which tab made it.
+                if item.get("target") in (tab.target_id, ""):
                     messages.append({k: item[k] for k in ("level", "text", "ts")})
     total = len(messages)
     return {"tab": tab.target_id, "messages": messages[-CONSOLE_LIMIT:], "total": total}
@@ -199,7 +200,7 @@ def download(ctx: ToolContext, session: Session, tab: Tab, p: Any, timeout: floa
     make_private_dirs(folder)
     conn = session.conn
     if p.url is not None:
-        check_navigation(p.url, session.guard)
+        check_navigation(p.url, session.guard, session.local_ports)
     elif p.ref is None:
         raise ToolError("missing_url", "download needs `url` or the `ref` of a link or button", {})
     conn.call(

@@ -1,10 +1,12 @@
 """What a profile records under `<data>/run/browser/`, so every later CLI call finds its browser.
 
-- `<profile>.json`: the launch record (endpoint, pids, user-data dir), written once by `start`.
+- `<profile>.json`: the launch record (endpoint, DevTools and proxy ports, pids, user-data dir), written
+  once by `start`.
 - `<profile>.session.json`: the active tab, the order tabs were opened, and each tab's snapshot refs
   (keyed by target id and loader id, so a ref never outlives its document). Its mtime is "last used".
 - `<profile>.warden.json`: written by the warden: the targets it guards and any open JavaScript dialog.
-- `<profile>.console.jsonl`: console messages and page errors the warden saw.
+- `<profile>.console.jsonl`: console messages, page errors and refusals the warden saw (target "" for the
+  proxy's, which every tab's console lists).
 - `<profile>.dialog-request.json`: a call asking the warden to answer a dialog (only a session that had
   the Page domain on before the dialog opened can answer it, and that is the warden's).
 

@@ -37,6 +37,11 @@ class Session:
             self._guard = HostGuard(self.record.get("allowed_private_hosts", []))
         return self._guard
 
+    @property
+    def local_ports(self) -> frozenset[int]:
+        """The browser's DevTools and proxy ports, which no page may reach on this machine."""
+        return frozenset(int(self.record.get(key) or 0) for key in ("port", "proxy_port")) - {0}
+
     def close(self) -> None:
         self.conn.close()
 

@@ -6,11 +6,21 @@ target (pages, frames, workers) with `waitForDebuggerOnStart`, enables CDP `Fetc
 before letting it run, and answers every paused request: continue when the network guard allows the URL,
 fail with `BlockedByClient` otherwise. That covers navigations, each redirect hop and subresources.
 
+It also serves the guarding forward proxy Chromium is started behind (`guardproxy`): the connections
+themselves, WebSockets included, are made by the warden to addresses it resolved and judged once, so
+neither a page's WebSocket nor a host that changes its DNS answer between two lookups gets past the guard.
+
 It also records what a short-lived call could miss: JavaScript dialogs that are open (a dialog blocks the
 page, so calls must be told to use action=dialog) and console messages. It closes the browser when the
 profile has been idle longer than `idle_minutes`, and exits when the browser goes away.
 
-Run as `python -m fermix_cli.browser.warden <launch-file>`.
+Run as `python -m fermix_cli.browser.warden <launch-file> <proxy-fd>`, where `proxy-fd` is the proxy's
+listening socket, bound by `start` before Chromium was launched and inherited.
+
+For tests only, `FERMIX_BROWSER_TEST_RESOLVER` names a JSON file `{"host": [[answers], [answers], ...]}`:
+the warden's lookups of a listed host get those answer lists in turn (the last one repeats), any other
+host goes to the system resolver. It replaces where answers come from, never how they are judged: every
+answer still goes through `HostGuard`. It lets a test be a host whose DNS answer changes between lookups.
 """
 
 from __future__ import annotations
@@ -19,25 +29,49 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sys
+import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..core.net.guard import HostGuard
+from ..core.net.guard import HostGuard, Resolver, system_resolver
 from .cdp import CDPConnection, ConnectionLost
+from .guardproxy import GuardProxy
 from .launcher import browser_alive
 from .netrules import judge
 from .runfiles import read_json, write_json
 
 GUARDED_TYPES = frozenset({"page", "iframe", "worker", "shared_worker", "service_worker"})
 PATTERN = {"urlPattern": "*", "requestStage": "Request"}
-CONSOLE_CAP = 1_000_000
-REQUEST_POLL = 0.1  # seconds between looks for a dialog request  # bytes kept in the console file
+CONSOLE_CAP = 1_000_000  # bytes kept in the console file
+REQUEST_POLL = 0.1  # seconds between looks for a dialog request
+
+
+TEST_RESOLVER_ENV = "FERMIX_BROWSER_TEST_RESOLVER"
+
+
+def scripted_resolver(path: str) -> Resolver:
+    """The resolver `FERMIX_BROWSER_TEST_RESOLVER` names (see the module docstring)."""
+    table: dict[str, list[list[str]]] = json.loads(Path(path).read_text())
+    lookups: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def resolve(host: str) -> Iterable[str]:
+        answers = table.get(host)
+        if not answers:
+            return system_resolver(host)
+        with lock:
+            n = lookups[host] = lookups.get(host, -1) + 1
+        return list(answers[min(n, len(answers) - 1)])
+
+    return resolve
 
 
 class Warden:
-    def __init__(self, launch: Path) -> None:
+    def __init__(self, launch: Path, proxy_fd: int) -> None:
         record = read_json(launch)
         if record is None:
             raise SystemExit(f"warden: no launch record at {launch}")
@@ -48,7 +82,18 @@ class Warden:
         self.session_file = launch.with_name(f"{profile}.session.json")
         self.console_file = launch.with_name(f"{profile}.console.jsonl")
         self.request_file = launch.with_name(f"{profile}.dialog-request.json")
-        self.guard = HostGuard(record.get("allowed_private_hosts", []))
+        hook = os.environ.get(TEST_RESOLVER_ENV)
+        self.guard = HostGuard(
+            record.get("allowed_private_hosts", []), scripted_resolver(hook) if hook else None
+        )
+        self.console_lock = threading.Lock()
+        self.proxy = GuardProxy(
+            socket.socket(fileno=proxy_fd),
+            self.guard,
+            forbidden_local_ports=[int(record["port"])],
+            on_refused=lambda text: self.append_console("", "blocked", text),
+        )
+        self.local_ports = self.proxy.forbidden_local_ports
         self.idle_seconds = int(record.get("idle_minutes", 0)) * 60
         self.conn = CDPConnection(str(record["ws_url"]), open_timeout=5.0)
         self.sessions: dict[str, str] = {}  # session id -> target id
@@ -73,6 +118,7 @@ class Warden:
         )
 
     def run(self) -> None:
+        self.proxy.start()
         auto = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
         self.conn.call("Target.setAutoAttach", auto, timeout=10)
         self.conn.call("Target.setDiscoverTargets", {"discover": True}, timeout=10)
@@ -214,7 +260,7 @@ class Warden:
     def decide(self, params: dict[str, Any], session: str | None) -> None:
         request_id = params["requestId"]
         url = str(params.get("request", {}).get("url", ""))
-        why = judge(url, self.guard)
+        why = judge(url, self.guard, self.local_ports)
         if why is None:
             self.conn.send("Fetch.continueRequest", {"requestId": request_id}, session)
             return
@@ -237,7 +283,12 @@ class Warden:
         self.append_console(target, str(params.get("type", "log")), " ".join(parts))
 
     def append_console(self, target: str, level: str, text: str) -> None:
+        """One console line; `target` "" for the proxy's refusals (a connection does not name its tab)."""
         line = json.dumps({"target": target, "level": level, "text": text[:4000], "ts": time.time()})
+        with self.console_lock:  # the proxy's threads write here too
+            self._append_console(line)
+
+    def _append_console(self, line: str) -> None:
         with open(self.console_file, "a", encoding="utf-8") as fh:
             fh.write(line + "\n")
         with contextlib.suppress(OSError):
@@ -250,7 +301,7 @@ class Warden:
 
 
 def main(argv: list[str]) -> int:
-    warden = Warden(Path(argv[0]))
+    warden = Warden(Path(argv[0]), int(argv[1]))
     try:
         warden.run()
     except ConnectionLost:
@@ -261,6 +312,7 @@ def main(argv: list[str]) -> int:
             if state and state.get("pid") == os.getpid():
                 warden.state_file.unlink()
         warden.conn.close()
+        warden.proxy.close()
     return 0
 
 
