@@ -58,7 +58,7 @@ def test_grep_stops_at_its_deadline(world: Env, invoke: Any, monkeypatch: pytest
     started = time.monotonic()
     out = invoke("grep", {"patterns": ["x"], "path": "pipe"})
     elapsed = time.monotonic() - started
-    assert 1.0 <= elapsed < 1.1 + overhead + 0.2, (elapsed, overhead)  # the limit, 10 %, the call's work
+    assert 1.0 <= elapsed < 1.1 + overhead + 0.5, (elapsed, overhead)  # the limit, 10 %, the call's work
     assert out["scan_complete"] is False and "deadline" in out["truncation_reasons"]
 
 
@@ -73,4 +73,4 @@ def test_content_search_stops_at_timeout_ms(world: Env, invoke: Any) -> None:
         invoke("content_search", {"pattern": "x", "path": "pipe", "timeout_ms": 1000})
     elapsed = time.monotonic() - started
     assert e.value.code == "timeout"
-    assert 1.0 <= elapsed < 1.1 + overhead + 0.2, (elapsed, overhead)
+    assert 1.0 <= elapsed < 1.1 + overhead + 0.5, (elapsed, overhead)
