@@ -218,6 +218,14 @@ def test_cancel_token_wakes_every_waiter_once() -> None:
     assert token.cancelled and token.reason == "first" and token.wait(0)
 
 
+def _wait_for_pid_in(pidfile: Path) -> None:
+    """Until the child wrote its grandchild's pid (its loop is far shorter than the safety net)."""
+    end = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text().strip():
+        assert time.monotonic() < end, "the child never started its grandchild"
+        time.sleep(0.01)
+
+
 @linux_only
 def test_a_signal_before_supervision_starts_still_ends_the_group(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -229,10 +237,7 @@ def test_a_signal_before_supervision_starts_still_ends_the_group(
 
     def term_arrives(pid: int) -> int | None:
         # By now the child runs; let it start a grandchild, then deliver the "signal".
-        end = time.monotonic() + 5
-        while not pidfile.exists() or not pidfile.read_text().strip():
-            assert time.monotonic() < end, "the child never started its grandchild"
-            time.sleep(0.01)
+        _wait_for_pid_in(pidfile)
         raise SystemExit(143)
 
     monkeypatch.setattr(procgroup, "_pidfd_open", term_arrives)
@@ -255,10 +260,7 @@ def test_a_signal_inside_popen_after_the_child_started_still_ends_it(
 
     def started_then_signalled(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         real(self, *args, **kwargs)
-        end = time.monotonic() + 5
-        while not pidfile.exists() or not pidfile.read_text().strip():
-            assert time.monotonic() < end, "the child never started its grandchild"
-            time.sleep(0.01)
+        _wait_for_pid_in(pidfile)
         raise SystemExit(143)
 
     monkeypatch.setattr(subprocess.Popen, "_execute_child", started_then_signalled)
@@ -287,10 +289,7 @@ def test_a_real_sigterm_inside_popen_is_held_and_delivered_once_the_group_is_kno
 
     def started_then_signalled(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         real(self, *args, **kwargs)
-        end = time.monotonic() + 5
-        while not pidfile.exists() or not pidfile.read_text().strip():
-            assert time.monotonic() < end, "the child never started its grandchild"
-            time.sleep(0.01)
+        _wait_for_pid_in(pidfile)
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(0.05)  # a handler that was not held would have raised by now
         raised.append("popen returns")
