@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.records import Record
 from ..core.state import StateDB
 from .messages import Message, ModelResponse, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from ..core.registry import CallRecord
 
 TITLE_CHARS = 80
 
@@ -112,15 +115,20 @@ class Transcript:
         toolset: str | None,
         origin: str,
         trust: str,
+        parent: tuple[str, str] | None = None,
     ) -> str:
-        """Record a new run and its prompt, creating the conversation on its first run."""
+        """Record a new run and its prompt, creating the conversation on its first run.
+
+        `parent` (session, label) links a new conversation under its caller's (a delegated run).
+        """
         run_id = new_run_id()
         now = self._now()
+        parent_id, label = parent if parent is not None else (None, None)
         with self.db.write() as c:
             c.execute(
-                "INSERT OR IGNORE INTO conversations (id, origin, trust, created_at, updated_at)"
-                " VALUES (?,?,?,?,?)",
-                (session_id, origin, trust, now, now),
+                "INSERT OR IGNORE INTO conversations (id, origin, trust, created_at, updated_at, parent_id,"
+                " label) VALUES (?,?,?,?,?,?,?)",
+                (session_id, origin, trust, now, now, parent_id, label),
             )
             c.execute(
                 "INSERT INTO runs (id, conversation_id, status, provider, model, toolset, prompt, started_at)"
@@ -136,11 +144,23 @@ class Transcript:
         return run_id
 
     def add_turn(
-        self, session_id: str, run_id: str, response: ModelResponse, results: list[ToolOutcome]
+        self,
+        session_id: str,
+        run_id: str,
+        response: ModelResponse,
+        results: list[ToolOutcome],
+        call_records: Sequence[CallRecord] = (),
     ) -> None:
-        """Store a model reply and the answers to its tool calls in one transaction."""
+        """Store a model reply and the answers to its tool calls in one transaction.
+
+        `call_records` are tool_calls rows held back for this transaction (the turn's last call).
+        """
         calls = [c.to_json() for c in response.tool_calls]
         with self.db.write() as c:
+            if call_records:
+                from ..core.registry import insert_call_records
+
+                insert_call_records(c, call_records)
             self._insert(
                 c,
                 session_id,
@@ -166,6 +186,13 @@ class Transcript:
                     is_error=int(not r.ok),
                     error_code=r.error_code,
                 )
+
+    def add_call_records(self, call_records: Sequence[CallRecord]) -> None:
+        """Store tool_calls rows held for a turn that was never stored (the run failed first)."""
+        from ..core.registry import insert_call_records
+
+        with self.db.write() as c:
+            insert_call_records(c, call_records)
 
     def finish_run(
         self,
