@@ -161,7 +161,7 @@ class Transcript:
                 from ..core.registry import insert_call_records
 
                 insert_call_records(c, call_records)
-            self._insert(
+            seq = self._insert(
                 c,
                 session_id,
                 run_id,
@@ -173,10 +173,11 @@ class Transcript:
                 output_tokens=response.usage.output_tokens,
             )
             for r in results:
-                self._insert(
+                seq = self._insert(
                     c,
                     session_id,
                     run_id,
+                    after=seq,  # the turn's messages follow each other inside this transaction
                     role="tool",
                     kind="tool_result",
                     content=r.output,
@@ -220,14 +221,20 @@ class Transcript:
                 ),
             )
 
-    def _insert(self, c: Any, session_id: str, run_id: str, **cols: Any) -> None:
-        seq = c.execute(
-            "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE conversation_id = ?", (session_id,)
-        ).fetchone()[0]
+    def _insert(self, c: Any, session_id: str, run_id: str, *, after: int | None = None, **cols: Any) -> int:
+        """Insert one message and return its seq: the next after `after` (the seq this transaction
+        inserted last), else the next in the conversation."""
+        if after is None:
+            seq = c.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE conversation_id = ?", (session_id,)
+            ).fetchone()[0]
+        else:
+            seq = after + 1
         cols.update(conversation_id=session_id, run_id=run_id, seq=seq, created_at=self._now())
         names = ", ".join(cols)
         marks = ", ".join("?" for _ in cols)
         c.execute(f"INSERT INTO messages ({names}) VALUES ({marks})", tuple(cols.values()))
+        return int(seq)
 
     # ----- reading back --------------------------------------------------------------------------
 
