@@ -118,8 +118,10 @@ def fan_out(
         if key not in kits:
             try:
                 kits[key] = prepare(ctx, d, registry)
-            except ToolError:
-                kits[key] = None  # each such worker prepares again and reports why it cannot start
+            except Exception as e:  # each such worker prepares again and reports why it cannot start
+                if not isinstance(e, ToolError):
+                    log.exception("preparing subagent workers failed")
+                kits[key] = None
     slots = [
         Slot(
             id=task_id,

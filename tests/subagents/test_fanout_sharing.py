@@ -206,3 +206,21 @@ def test_lent_connections_are_reused_and_never_reused_mid_transaction(tmp_path: 
     owner.take_back(second)  # after the owner closed: closed too
     with pytest.raises(Exception, match="closed"):
         second.conn.execute("SELECT 1")
+
+
+def test_a_narrowing_that_cannot_be_prepared_fails_only_its_own_workers(world: Env) -> None:
+    script(world, [{"contains": "task", "responses": [{"text": "ok"}]}])
+    ctx = world.context(cwd=str(world.project))
+    try:
+        bad = Delegation(
+            origin="subagent", label="subagent:bad", prompt="task bad", toolset="no-such-toolset"
+        )
+        runs = fanout.fan_out(
+            ctx, [("bad", bad), worker("good", frozenset({"read_only"}))], max_concurrency=2, timeout=60
+        )
+        kids = ctx.state.query("SELECT label FROM conversations WHERE parent_id = 'default' ORDER BY label")
+    finally:
+        ctx.close()
+    assert [r.status for r in runs] == ["failed", "completed"]
+    assert runs[0].error is not None and runs[0].error["code"] == "invalid_toolset"
+    assert [k["label"] for k in kids] == ["subagent:bad", "subagent:good"]
