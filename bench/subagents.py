@@ -6,10 +6,17 @@ is the slowest. Reported, medians over REPEATS:
 - the wall time of all eight through `fan_out` against the slowest worker run alone (target: <= 1.2x);
 - fermix's own overhead per worker, measured on the worker run alone (no other worker holding the GIL):
   its duration minus its scripted model delays minus the time its tool calls took inside their handlers
-  (as recorded in tool_calls): child context, agent assembly, toolbox, transcript writes, the loop
-  (target: under 5 ms);
+  (as recorded in tool_calls): the worker's context, agent, transcript writes, tool-call records, the
+  loop (target: under 5 ms);
+- the same for the whole one-worker `fan_out` call (its wall time minus the same): adds what the
+  fan-out does for its workers before they start (the shared preparation: child context, sandbox,
+  toolbox), starting the thread and collecting the result;
 - the same figure for the workers run together, where it also holds the time spent waiting for the GIL
-  while other workers run Python (the loop and the tools are CPU work; only the model wait overlaps).
+  while other workers run Python (the loop and the tools are CPU work; only the model wait overlaps),
+  and the fan-out's own time outside its workers (wall minus the longest worker), once per call;
+- the operating system's wake-up delay after a model wait: eleven sleeps of the worker's DELAY in a
+  thread, minus what was asked. It is part of every figure above (the mock's wait overshoots like any
+  sleep) and not fermix's doing; on a busy machine it alone can be milliseconds.
 
 DELAY stands for the model's latency; with very short delays the eight workers' Python work, which
 the GIL serialises, outweighs the waiting and the ratio measures CPU, not concurrency.
@@ -24,6 +31,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -91,21 +99,40 @@ def main() -> None:
         rows = c.state.query("SELECT sum(duration_ms) AS ms FROM tool_calls WHERE session_id = ?", (session,))
         return float(rows[0]["ms"] or 0.0)
 
+    def oversleep_ms(d: float) -> float:
+        """What eleven sleeps of `d` in a thread take beyond `d` each: the OS's wake-up delay."""
+        out: list[float] = []
+
+        def nap() -> None:
+            t = time.perf_counter()
+            for _ in range(CALLS + 1):
+                time.sleep(d)
+            out.append((time.perf_counter() - t - d * (CALLS + 1)) * 1000)
+
+        t = threading.Thread(target=nap)
+        t.start()
+        t.join()
+        return out[0]
+
     c = ctx()
     fan_out(c, tasks(["w0"]), max_concurrency=1, timeout=60)  # warm-up: imports, migrations
     all_ids = [f"w{i}" for i in range(WORKERS)]
-    walls, singles, overheads, alone = [], [], [], []
+    walls, singles, overheads, alone, alone_call, outside, sleeps = [], [], [], [], [], [], []
     for _ in range(repeats):
         t0 = time.perf_counter()
         (solo,) = fan_out(c, tasks(["w7"]), max_concurrency=1, timeout=60)
         singles.append(time.perf_counter() - t0)
-        alone.append(solo.duration_ms - scripted["w7"] * 1000 - tool_ms(c, solo.session_id))
+        solo_tools = tool_ms(c, solo.session_id)
+        alone.append(solo.duration_ms - scripted["w7"] * 1000 - solo_tools)
+        alone_call.append(singles[-1] * 1000 - scripted["w7"] * 1000 - solo_tools)
         t0 = time.perf_counter()
         runs = fan_out(c, tasks(all_ids), max_concurrency=WORKERS, timeout=60)
         walls.append(time.perf_counter() - t0)
         assert all(r.status == "completed" for r in runs), [r.error for r in runs]
+        outside.append(walls[-1] * 1000 - max(r.duration_ms for r in runs))
         for i, r in zip(all_ids, runs, strict=True):
             overheads.append(r.duration_ms - scripted[i] * 1000 - tool_ms(c, r.session_id))
+        sleeps.append(oversleep_ms(round(delay * 1.35, 4)))
     setup = []
     for _ in range(repeats):
         for r in fan_out(c, tasks([f"one{n}" for n in range(WORKERS)]), max_concurrency=WORKERS, timeout=60):
@@ -121,12 +148,24 @@ def main() -> None:
         f"{statistics.median(alone):.2f} ms (target < 5 ms)"
     )
     print(
+        f"same, the whole one-worker fan_out call (adds preparation, thread start, collection): median "
+        f"{statistics.median(alone_call):.2f} ms"
+    )
+    print(
         f"one-turn workers, 8 together (context, agent, toolbox, transcript, one model turn): median "
         f"{statistics.median(setup):.2f} ms per worker"
     )
     print(
         f"same, 8 together (adds GIL waits): median {statistics.median(overheads):.2f} ms, "
         f"max {max(overheads):.2f} ms"
+    )
+    print(
+        f"fan_out's own time outside its 8 workers (wall - longest worker), once per call: median "
+        f"{statistics.median(outside):.2f} ms"
+    )
+    print(
+        f"OS wake-up delay in {CALLS + 1} thread sleeps of the slowest worker's delay (included in the "
+        f"figures above): median {statistics.median(sleeps):.2f} ms"
     )
 
 

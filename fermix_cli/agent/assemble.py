@@ -47,6 +47,21 @@ NOTICE_HEAD = (
 NOTICE_FOOT = "[the owner's message follows]"
 
 
+class Groundwork(Record, frozen=True):
+    """What a run's context and options settle before the first prompt: its toolbox and the working
+    directory its prompt names. Read only, so runs in the same context (the workers of one fan-out)
+    can share one instead of each building its own."""
+
+    toolbox: Toolbox
+    cwd: str
+
+
+def lay_groundwork(registry: Registry, ctx: ToolContext, options: AgentOptions) -> Groundwork:
+    toolset = None if options.tools is not None else (options.toolset or ctx.config.fermix_core.agent.toolset)
+    toolbox = select_tools(registry, ctx, toolset=toolset, names=options.tools)
+    return Groundwork(toolbox=toolbox, cwd=prompt_cwd(ctx))
+
+
 class AgentOptions(Record):
     provider: str | None = None
     model: str | None = None
@@ -59,6 +74,9 @@ class AgentOptions(Record):
     reasoning_effort: str | None = None
     # Background sections appended to the system prompt (the memory profiles of ask and agent).
     context_sections: tuple[str, ...] = ()
+    # A delegated run's caller: its conversation is created under this one (conversations.parent_id).
+    parent_session: str | None = None
+    label: str | None = None
 
 
 class Agent:
@@ -73,8 +91,10 @@ class Agent:
         registry: Registry | None = None,
         extras: dict[str, Any] | None = None,
         turn_notices: TurnNotices | None = None,
+        groundwork: Groundwork | None = None,
     ) -> None:
         self.base_ctx = ctx
+        self.groundwork = groundwork  # built for `ctx` by the caller (shared); else built on open
         self.turn_notices = turn_notices
         self.options = options
         self.observer = observer
@@ -114,14 +134,6 @@ class Agent:
                 return latest
         return new_session_id()
 
-    def _toolbox(self, ctx: ToolContext) -> Toolbox:
-        toolset = (
-            None
-            if self.options.tools is not None
-            else (self.options.toolset or ctx.config.fermix_core.agent.toolset)
-        )
-        return select_tools(self.registry, ctx, toolset=toolset, names=self.options.tools)
-
     def open(self) -> AgentLoop:
         """The loop of the current session, loading its history the first time."""
         if self.loop is not None:
@@ -130,9 +142,13 @@ class Agent:
         stamped = self._stamped_trust()
         if stamped == "guest" and ctx.trust != "guest":
             ctx = ctx.derive(trust="guest")
-        toolbox = self._toolbox(ctx)
+        ground = self.groundwork
+        if ground is None or ctx is not self.base_ctx:
+            ground = lay_groundwork(self.registry, ctx, self.options)
+        toolbox = ground.toolbox
         self.source_failures.update(toolbox.tools.failures())
         run_ctx = ctx.derive(
+            share_sandbox=True,  # the one the prompt's cwd came from
             allowed_tools=toolbox.dispatchable,
             record_calls=True,
             session_id=self.session_id,
@@ -143,7 +159,7 @@ class Agent:
         custom = self.options.system
         if custom is None:
             custom = ctx.config.fermix_core.agent.system_prompt
-        system = system_prompt(custom, cwd=prompt_cwd(ctx), now=ctx.now(), deferred=toolbox.deferred)
+        system = system_prompt(custom, cwd=ground.cwd, now=ctx.now(), deferred=toolbox.deferred)
         if self.options.context_sections:
             system = "\n\n".join([system, *self.options.context_sections])
         self.loop = AgentLoop(
@@ -165,6 +181,11 @@ class Agent:
             reply_reserve=self.choice.settings.max_tokens,
             first_tool_choice=self.choice.settings.tool_choice,
             reasoning_effort=self.options.reasoning_effort,
+            parent=(
+                None
+                if self.options.parent_session is None
+                else (self.options.parent_session, self.options.label or "")
+            ),
         )
         return self.loop
 

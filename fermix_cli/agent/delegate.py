@@ -12,15 +12,22 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core import policy
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from ..core.logs import logger
 from ..core.records import Record, field
 from ..core.registry import Registry, registry_of
 from .messages import ModelResponse, ToolCall
 from .transcripts import ToolOutcome, iso
+
+if TYPE_CHECKING:
+    from ..core.state import StateDB
+    from .assemble import AgentOptions, Groundwork
+
+log = logger("fermix.delegate")
 
 Origin = Literal["skill", "subagent"]
 STATUSES = ("completed", "failed", "timed_out", "canceled")
@@ -125,18 +132,18 @@ def granted_tools(
     return granted, withheld
 
 
-def _link(child: ToolContext, session_id: str, parent: str, label: str) -> None:
-    now = iso(child.now())
-    with child.state.write() as db:
-        db.execute(
+def _link(db: StateDB, when: str, session_id: str, origin: str, trust: str, parent: str, label: str) -> None:
+    """Create the run's conversation under its caller's (a run that never started still shows there)."""
+    with db.write() as c:
+        c.execute(
             "INSERT OR IGNORE INTO conversations (id, origin, trust, created_at, updated_at, parent_id, label)"
             " VALUES (?,?,?,?,?,?,?)",
-            (session_id, child.origin, child.trust, now, now, parent, label),
+            (session_id, origin, trust, when, when, parent, label),
         )
 
 
 def derive_child(ctx: ToolContext, d: Delegation, registry: Registry) -> ToolContext:
-    """The child's context: one level deeper, unattended, its own state connection, narrowed."""
+    """The child's context: one level deeper, unattended, no state connection yet, narrowed."""
     changes: dict[str, Any] = {
         "origin": d.origin,
         "depth": ctx.depth + 1,
@@ -144,11 +151,75 @@ def derive_child(ctx: ToolContext, d: Delegation, registry: Registry) -> ToolCon
         "record_calls": True,
         "extras": {"registry": registry},
         "toolsets": None,
-        "_state": None,  # a worker thread opens its own connection
+        "_state": None,  # a run gets a connection of its own (see run_delegated)
     }
     if d.policy_ceiling is not None:
         changes["policy_ceiling"] = d.policy_ceiling
     return ctx.derive(**changes)
+
+
+class Prepared(Record):
+    """What every run of one narrowing shares, built once and then only read: the child's context (its
+    sandbox built), the tools granted and withheld, the run's options and groundwork (toolbox, cwd).
+
+    Each run still derives its own context from `child` (own extras, own state connection, own session),
+    and policy is still checked at `registry.invoke` for every call against that context.
+    """
+
+    child: ToolContext
+    tools: list[str]
+    withheld: list[str]
+    options: AgentOptions
+    groundwork: Groundwork
+
+
+def prepare(ctx: ToolContext, d: Delegation, registry: Registry | None = None) -> Prepared:
+    """Narrow `ctx` for `d` and settle its toolbox; raises ToolError when such a run cannot start."""
+    from .assemble import AgentOptions, lay_groundwork
+
+    registry = registry or registry_of(ctx)
+    child = derive_child(ctx, d, registry)
+    tools: list[str] = []
+    withheld: list[str] = []
+    if d.tools is not None:
+        tools, withheld = granted_tools(d.tools, ctx, child, registry)
+        child = child.derive(allowed_tools=frozenset(tools))
+    if ctx._sandbox is not None:
+        # The caller's protected paths and blocked roots, as its sandbox found them; the child's roots
+        # are its own (a delegated run does not get the caller's request cwd).
+        child._sandbox = ctx._sandbox.sibling(request_cwd=child.cwd, trusted_local=child._trusted_local())
+    options = AgentOptions(
+        provider=d.provider,
+        model=d.model,
+        system=d.system,
+        toolset=d.toolset,
+        tools=tools if d.tools is not None else None,
+        max_iterations=d.max_iterations,
+        reasoning_effort=d.reasoning_effort,
+    )
+    try:
+        groundwork = lay_groundwork(registry, child, options)
+    finally:
+        if child._state is not None:  # a tool's availability check may have opened one: not shared
+            child.close()
+    if d.tools is None:
+        tools = sorted(groundwork.toolbox.dispatchable)
+    return Prepared(child=child, tools=tools, withheld=withheld, options=options, groundwork=groundwork)
+
+
+def narrowing(d: Delegation) -> tuple[Any, ...]:
+    """The fields of `d` that `prepare` reads: delegations equal in these share one `Prepared`."""
+    return (
+        d.origin,
+        d.tools,
+        d.policy_ceiling,
+        d.provider,
+        d.model,
+        d.system,
+        d.reasoning_effort,
+        d.max_iterations,
+        d.toolset,
+    )
 
 
 def run_delegated(
@@ -157,37 +228,39 @@ def run_delegated(
     *,
     stopwatch: Stopwatch | None = None,
     session_id: str | None = None,
+    prepared: Prepared | None = None,
 ) -> Delegated:
-    """Run `d` to the end in this thread; never raises for the run's own failures."""
-    from .assemble import Agent, AgentOptions
+    """Run `d` to the end in this thread; never raises for the run's own failures.
+
+    `prepared` is `prepare(ctx, d)` built once for several runs (a fan-out's workers); without it the
+    run prepares its own. The run borrows a state connection from the caller's (`StateDB.lend`) and
+    gives it back; `ctx.state` must already be open when this runs on another thread than the caller's.
+    """
+    from .assemble import Agent
 
     started = time.monotonic()
     registry = registry_of(ctx)
     session = session_id or child_session(ctx.session_id, d.label)
     watch = stopwatch or Stopwatch(None if d.timeout_seconds is None else started + d.timeout_seconds)
-    child = derive_child(ctx, d, registry)
+    lender: StateDB | None = None
+    db: StateDB | None = None
+    child: ToolContext | None = None
     tools: list[str] = []
     withheld: list[str] = []
+    started_run = False
     try:
-        if d.tools is not None:
-            tools, withheld = granted_tools(d.tools, ctx, child, registry)
-            child = child.derive(allowed_tools=frozenset(tools))
-        options = AgentOptions(
-            provider=d.provider,
-            model=d.model,
-            system=d.system,
-            toolset=d.toolset,
-            tools=tools if d.tools is not None else None,
-            session=session,
-            max_iterations=d.max_iterations,
-            reasoning_effort=d.reasoning_effort,
-        )
-        _link(child, session, ctx.session_id, d.label)
-        agent = Agent(child, options, observer=watch, registry=registry)
+        lender = ctx.state
+        db = lender.lend()
+        ready = prepared or prepare(ctx, d, registry)
+        tools, withheld = list(ready.tools), list(ready.withheld)
+        # The run's own context (own extras, the borrowed connection); it keeps the prepared sandbox.
+        child = ready.child.derive(share_sandbox=True, extras=dict(ready.child.extras), _state=db)
+        options = ready.options.replace(session=session, parent_session=ctx.session_id, label=d.label)
+        agent = Agent(child, options, observer=watch, registry=registry, groundwork=ready.groundwork)
         try:
-            if d.tools is None:
-                tools = sorted(agent.open().toolbox.dispatchable)
-            result = agent.run(d.prompt)
+            loop = agent.open()
+            started_run = True  # the run's first write creates its conversation under the caller's
+            result = loop.run(d.prompt)
         finally:
             agent.close()
         error = result.error
@@ -196,7 +269,17 @@ def run_delegated(
     except ToolError as e:  # the run could not start (no provider, a bad script ...)
         error, output, iterations = e, watch.so_far(), watch.iterations
     finally:
-        child.close()
+        if child is not None:
+            child._state = None  # handed back below, not closed
+            child.close()
+        if lender is not None and db is not None:
+            try:
+                if not started_run:
+                    _link(db, iso(ctx.now()), session, d.origin, ctx.trust, ctx.session_id, d.label)
+            except ToolError:
+                log.exception("could not record delegated run %s under %s", session, ctx.session_id)
+            finally:
+                lender.take_back(db)
     status = "completed"
     if error is not None:
         status = {"timeout": "timed_out", "canceled": "canceled"}.get(error.code, "failed")

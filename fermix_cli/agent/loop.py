@@ -15,7 +15,7 @@ from ..core.context import ToolContext
 from ..core.errors import ExitClass, ToolError
 from ..core.logs import logger
 from ..core.records import Record, field
-from ..core.registry import Registry
+from ..core.registry import HELD_RECORDS, CallRecord, Registry
 from .messages import (
     Finish,
     Message,
@@ -140,8 +140,10 @@ class AgentLoop:
         reply_reserve: int | None = None,
         first_tool_choice: str | None = None,
         reasoning_effort: str | None = None,
+        parent: tuple[str, str] | None = None,
     ) -> None:
         self.provider = provider
+        self.parent = parent  # (caller's session, label): a delegated run's conversation is linked
         self.provider_name = provider_name
         self.model = model
         self.ctx = ctx
@@ -173,6 +175,7 @@ class AgentLoop:
             toolset=self.toolbox.toolset,
             origin=self.ctx.origin,
             trust=self.ctx.trust,
+            parent=self.parent,
         )
         self.run_id = run_id
         self._schemas = self.toolbox.schemas(self.ctx)  # what a tool shows can follow live state
@@ -201,6 +204,7 @@ class AgentLoop:
             )
             self._settle(result, state, "the run failed (internal_error)")
         finally:
+            self._store_held(state)
             self.transcript.finish_run(
                 run_id,
                 status=result.status,
@@ -351,7 +355,16 @@ class AgentLoop:
                     "repeated_call",
                 )
             else:
-                outcome = self._dispatch(call, name, arguments)
+                # The turn's last call is stored with the turn (its result, the reply that asked for it)
+                # in one transaction; earlier ones are stored as they end (a later call can be slow).
+                held = call is calls[-1]
+                if held:
+                    self.ctx.extras[HELD_RECORDS] = state.records
+                try:
+                    outcome = self._dispatch(call, name, arguments)
+                finally:
+                    if held:
+                        self.ctx.extras.pop(HELD_RECORDS, None)
                 # A tool whose delivered result is itself the reply (react) says so in ctx.extras.
                 if self.ctx.extras.pop(ENDS_TURN, False) and outcome.ok:
                     answering += 1
@@ -407,7 +420,8 @@ class AgentLoop:
     def _flush(self, state: _TurnState) -> None:
         """Store the turn: the model's reply and the answers to its calls, in one transaction."""
         if state.response is not None:
-            self.transcript.add_turn(self.session_id, self.run_id, state.response, state.done)
+            self.transcript.add_turn(self.session_id, self.run_id, state.response, state.done, state.records)
+            state.records = []
         state.response = None
         state.done = []
 
@@ -420,6 +434,16 @@ class AgentLoop:
             self._answer(state, outcome)
             result.outcomes.append(outcome)
         self._flush(state)
+
+    def _store_held(self, state: _TurnState) -> None:
+        """Tool_calls rows held for a turn that was not stored (its write failed): stored by themselves."""
+        if not state.records:
+            return
+        try:
+            self.transcript.add_call_records(state.records)
+        except Exception:
+            log.exception("could not record the last tool call of run %s", self.run_id)
+        state.records = []
 
     def _settle(self, result: RunResult, state: _TurnState, reason: str) -> None:
         """After an abnormal stop: keep streamed text, answer unanswered calls, store the turn."""
@@ -443,3 +467,4 @@ class _TurnState(Record):
     pending: list[ToolCall] = field(default_factory=list)
     done: list[ToolOutcome] = field(default_factory=list)
     answered: bool = False  # the last tool calls answered the person by themselves (see ENDS_TURN)
+    records: list[CallRecord] = field(default_factory=list)  # tool_calls rows held for the turn's write

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.records import Record
 from ..core.state import StateDB
 from .messages import Message, ModelResponse, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from ..core.registry import CallRecord
 
 TITLE_CHARS = 80
 
@@ -112,15 +115,20 @@ class Transcript:
         toolset: str | None,
         origin: str,
         trust: str,
+        parent: tuple[str, str] | None = None,
     ) -> str:
-        """Record a new run and its prompt, creating the conversation on its first run."""
+        """Record a new run and its prompt, creating the conversation on its first run.
+
+        `parent` (session, label) links a new conversation under its caller's (a delegated run).
+        """
         run_id = new_run_id()
         now = self._now()
+        parent_id, label = parent if parent is not None else (None, None)
         with self.db.write() as c:
             c.execute(
-                "INSERT OR IGNORE INTO conversations (id, origin, trust, created_at, updated_at)"
-                " VALUES (?,?,?,?,?)",
-                (session_id, origin, trust, now, now),
+                "INSERT OR IGNORE INTO conversations (id, origin, trust, created_at, updated_at, parent_id,"
+                " label) VALUES (?,?,?,?,?,?,?)",
+                (session_id, origin, trust, now, now, parent_id, label),
             )
             c.execute(
                 "INSERT INTO runs (id, conversation_id, status, provider, model, toolset, prompt, started_at)"
@@ -136,12 +144,24 @@ class Transcript:
         return run_id
 
     def add_turn(
-        self, session_id: str, run_id: str, response: ModelResponse, results: list[ToolOutcome]
+        self,
+        session_id: str,
+        run_id: str,
+        response: ModelResponse,
+        results: list[ToolOutcome],
+        call_records: Sequence[CallRecord] = (),
     ) -> None:
-        """Store a model reply and the answers to its tool calls in one transaction."""
+        """Store a model reply and the answers to its tool calls in one transaction.
+
+        `call_records` are tool_calls rows held back for this transaction (the turn's last call).
+        """
         calls = [c.to_json() for c in response.tool_calls]
         with self.db.write() as c:
-            self._insert(
+            if call_records:
+                from ..core.registry import insert_call_records
+
+                insert_call_records(c, call_records)
+            seq = self._insert(
                 c,
                 session_id,
                 run_id,
@@ -153,10 +173,11 @@ class Transcript:
                 output_tokens=response.usage.output_tokens,
             )
             for r in results:
-                self._insert(
+                seq = self._insert(
                     c,
                     session_id,
                     run_id,
+                    after=seq,  # the turn's messages follow each other inside this transaction
                     role="tool",
                     kind="tool_result",
                     content=r.output,
@@ -166,6 +187,13 @@ class Transcript:
                     is_error=int(not r.ok),
                     error_code=r.error_code,
                 )
+
+    def add_call_records(self, call_records: Sequence[CallRecord]) -> None:
+        """Store tool_calls rows held for a turn that was never stored (the run failed first)."""
+        from ..core.registry import insert_call_records
+
+        with self.db.write() as c:
+            insert_call_records(c, call_records)
 
     def finish_run(
         self,
@@ -193,14 +221,20 @@ class Transcript:
                 ),
             )
 
-    def _insert(self, c: Any, session_id: str, run_id: str, **cols: Any) -> None:
-        seq = c.execute(
-            "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE conversation_id = ?", (session_id,)
-        ).fetchone()[0]
+    def _insert(self, c: Any, session_id: str, run_id: str, *, after: int | None = None, **cols: Any) -> int:
+        """Insert one message and return its seq: the next after `after` (the seq this transaction
+        inserted last), else the next in the conversation."""
+        if after is None:
+            seq = c.execute(
+                "SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE conversation_id = ?", (session_id,)
+            ).fetchone()[0]
+        else:
+            seq = after + 1
         cols.update(conversation_id=session_id, run_id=run_id, seq=seq, created_at=self._now())
         names = ", ".join(cols)
         marks = ", ".join("?" for _ in cols)
         c.execute(f"INSERT INTO messages ({names}) VALUES ({marks})", tuple(cols.values()))
+        return int(seq)
 
     # ----- reading back --------------------------------------------------------------------------
 

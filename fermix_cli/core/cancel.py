@@ -94,9 +94,21 @@ def install_interrupt_flag() -> Callable[[], None]:
 
 
 def sleep_unless_interrupted(seconds: float) -> None:
-    """time.sleep that ends with KeyboardInterrupt once Ctrl-C was pressed, even if that was swallowed."""
+    """time.sleep that ends with KeyboardInterrupt once Ctrl-C was pressed, even if that was swallowed.
+
+    The main thread, where Ctrl-C lands, wakes every 50 ms to look at the flag. Another thread (a
+    subagent worker) never receives KeyboardInterrupt, like a model call blocked in a read: it sleeps
+    in one piece and looks at the flag before and after.
+    """
     import time
 
+    if threading.current_thread() is not threading.main_thread():
+        if _interrupt["requested"]:
+            raise KeyboardInterrupt
+        time.sleep(max(0.0, seconds))
+        if _interrupt["requested"]:
+            raise KeyboardInterrupt
+        return
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
         if _interrupt["requested"]:

@@ -131,9 +131,16 @@ class ToolContext(Record):
                 home=self.os_home,
                 launch_cwd=self.launch_cwd,
                 request_cwd=self.cwd,
-                trusted_local=self.trust == "operator" and self.origin in ("cli", "interactive"),
+                trusted_local=self._trusted_local(),
             )
         return self._sandbox
+
+    def _trusted_local(self) -> bool:
+        return self.trust == "operator" and self.origin in ("cli", "interactive")
+
+    def _sandbox_inputs(self) -> tuple[Any, ...]:
+        """Everything `sandbox` is built from (the config by identity): equal inputs, an equal sandbox."""
+        return (id(self._config), self.paths, self.os_home, self.launch_cwd, self.cwd, self._trusted_local())
 
     @property
     def state(self) -> StateDB:
@@ -159,8 +166,13 @@ class ToolContext(Record):
     def now(self) -> datetime:
         return self.clock()
 
-    def derive(self, **changes: Any) -> ToolContext:
-        """A narrowed child context (subagent, skill, job). Narrowing only narrows."""
+    def derive(self, *, share_sandbox: bool = False, **changes: Any) -> ToolContext:
+        """A narrowed child context (subagent, skill, job). Narrowing only narrows.
+
+        The child builds its own sandbox on first use. With `share_sandbox` it reuses this context's
+        instead, where one is built and the child's would be built from the same inputs (a run's context
+        for the turn that just built one): the sandbox is then as fresh as this context's.
+        """
         child = self.replace(_sandbox=None, _home=None, **changes)  # the pinned home stays the parent's
         if "allowed_tools" in changes and self.allowed_tools is not None:
             mine = changes["allowed_tools"]
@@ -170,6 +182,13 @@ class ToolContext(Record):
             child.policy_ceiling = self.policy_ceiling if mine is None else self.policy_ceiling & mine
         if self.trust == "guest":
             child.trust = "guest"
+        if (
+            share_sandbox
+            and self._sandbox is not None
+            and child._config is self._config
+            and child._sandbox_inputs() == self._sandbox_inputs()
+        ):
+            child._sandbox = self._sandbox
         return child
 
     def pin_home(self) -> None:

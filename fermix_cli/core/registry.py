@@ -369,6 +369,22 @@ def to_jsonable(result: Any) -> Any:
     return result
 
 
+# The ctx.extras key under which a model loop collects the record of the call it is about to make, to
+# store it in the same transaction as the turn that carries the call's result (agent/loop.py).
+HELD_RECORDS = "held_call_records"
+
+CallRecord = tuple[Any, ...]
+
+
+def insert_call_records(db: Any, rows: Sequence[CallRecord]) -> None:
+    """Insert tool_calls rows inside the caller's transaction."""
+    db.executemany(
+        "INSERT INTO tool_calls (id, session_id, tool, origin, trust, args_json, ok, error_code,"
+        " result_json, started_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        rows,
+    )
+
+
 def _record(
     ctx: ToolContext,
     name: str,
@@ -381,26 +397,27 @@ def _record(
     import uuid
     from datetime import UTC, datetime
 
-    args_json = raw_args if isinstance(raw_args, str) else json.dumps(raw_args, default=str)
     try:
+        args_json = raw_args if isinstance(raw_args, str) else json.dumps(raw_args, default=str)
+        row = (
+            ctx.extras.get("call_id") or f"call_{uuid.uuid4().hex}",
+            ctx.session_id,
+            name,
+            ctx.origin,
+            ctx.trust,
+            args_json,
+            int(error is None),
+            error.code if error else None,
+            json.dumps(result if error is None else error.to_dict(), default=str),
+            datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            seconds * 1000,
+        )
+        held = ctx.extras.get(HELD_RECORDS)
+        if isinstance(held, list):  # the loop stores it with the call's result, in one transaction
+            held.append(row)
+            return
         with ctx.state.write() as db:
-            db.execute(
-                "INSERT INTO tool_calls (id, session_id, tool, origin, trust, args_json, ok, error_code,"
-                " result_json, started_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    ctx.extras.get("call_id") or f"call_{uuid.uuid4().hex}",
-                    ctx.session_id,
-                    name,
-                    ctx.origin,
-                    ctx.trust,
-                    args_json,
-                    int(error is None),
-                    error.code if error else None,
-                    json.dumps(result if error is None else error.to_dict(), default=str),
-                    datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-                    seconds * 1000,
-                ),
-            )
+            insert_call_records(db, [row])
     except Exception:  # recording must never turn a finished call into a failure
         from .logs import logger
 

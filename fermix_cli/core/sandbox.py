@@ -121,6 +121,16 @@ class Sandbox(Record):
             blocked_roots_raw=tuple(cfg.blocked_roots),
         )
 
+    def sibling(self, *, request_cwd: str | None, trusted_local: bool) -> Sandbox:
+        """The sandbox of a context that differs from this one's only in its request cwd or trust
+        (a delegated run's): the protected paths, blocked roots and protected link ids computed so far
+        are shared as they are, the roots are its own. The lists are computed here if they were not
+        yet, so this sandbox keeps them for its next sibling."""
+        self.protected, self.blocked_roots  # noqa: B018
+        return self.replace(
+            request_cwd=request_cwd, trusted_local=trusted_local, refused_grants=(), _roots=None
+        )
+
     # ----- the lists -------------------------------------------------------------------------
 
     def _expand(self, raw: str) -> str:

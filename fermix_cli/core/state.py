@@ -42,19 +42,58 @@ def _write_lock(path: Path) -> threading.RLock:
 
 
 class StateDB:
-    """One connection per process, in autocommit mode; transactions are explicit."""
+    """One connection per thread, in autocommit mode; transactions are explicit.
+
+    Threads that come and go (subagent workers) borrow a connection from the one their caller holds
+    (`lend`, `take_back`) instead of opening and closing their own: a borrowed connection is used by
+    one thread at a time, and one handed back inside a transaction is closed, never lent again.
+    """
 
     def __init__(
-        self, path: Path, migrations: Sequence[Migration] | None = None, *, catalog: Catalog | None = None
+        self,
+        path: Path,
+        migrations: Sequence[Migration] | None = None,
+        *,
+        catalog: Catalog | None = None,
+        migrate: bool = True,
+        same_thread: bool = True,
     ) -> None:
         """Open (creating and migrating) `path`; the migrations are the catalog's unless given."""
         self.path = path
         self._migrations = migrations
         self._catalog = catalog
-        self.conn = self._connect()
+        self.conn = self._connect(same_thread)
         # Taken once the file exists: every commit checks the home is still this one (homecheck).
         self.identity = HomeIdentity.capture(path.parent, path)
-        self.migrate()
+        self._spares: list[StateDB] = []
+        self._spares_lock = threading.Lock()
+        self._closed = False
+        if migrate:
+            self.migrate()
+
+    def lend(self) -> StateDB:
+        """A connection to the same file for another thread: a spare handed back earlier, else a new one.
+
+        The file is already migrated (this connection did it). Give it back with `take_back`.
+        """
+        while True:
+            with self._spares_lock:
+                spare = self._spares.pop() if self._spares else None
+            if spare is None:
+                return StateDB(
+                    self.path, self._migrations, catalog=self._catalog, migrate=False, same_thread=False
+                )
+            if spare.identity is None or spare.identity.problem() is None:
+                return spare
+            spare.close()  # the home was replaced meanwhile: that connection writes nowhere useful
+
+    def take_back(self, db: StateDB) -> None:
+        """Keep a lent connection for the next borrower; close it if it is mid-transaction or we are closed."""
+        with self._spares_lock:
+            if not self._closed and not db.conn.in_transaction:
+                self._spares.append(db)
+                return
+        db.close()
 
     def _unavailable(self, why: str) -> ToolError:
         return ToolError(
@@ -63,7 +102,7 @@ class StateDB:
             {"path": str(self.path)},
         )
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, same_thread: bool = True) -> sqlite3.Connection:
         try:
             make_private_dirs(self.path.parent)
             self._refuse_links()
@@ -74,7 +113,12 @@ class StateDB:
         except OSError as e:
             raise self._unavailable(e.strerror or str(e)) from None
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn = sqlite3.connect(
+                self.path,
+                isolation_level=None,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                check_same_thread=same_thread,  # a lent connection moves between threads, one at a time
+            )
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode.lower() != "wal":
@@ -186,6 +230,11 @@ class StateDB:
             self.identity.check()
 
     def close(self) -> None:
+        with self._spares_lock:
+            self._closed = True
+            spares, self._spares = self._spares, []
+        for spare in spares:
+            spare.close()
         self.conn.close()
         if self.identity is not None:
             self.identity.release()

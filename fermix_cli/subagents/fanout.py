@@ -15,8 +15,18 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from ..agent.delegate import Delegated, Delegation, Stopwatch, child_session, run_delegated
+from ..agent.delegate import (
+    Delegated,
+    Delegation,
+    Prepared,
+    Stopwatch,
+    child_session,
+    narrowing,
+    prepare,
+    run_delegated,
+)
 from ..core.context import ToolContext
+from ..core.errors import ToolError
 from ..core.logs import logger
 from ..core.records import Record, field
 from ..core.registry import registry_of
@@ -31,6 +41,7 @@ class Slot(Record):
     delegation: Delegation
     session_id: str
     stopwatch: Stopwatch
+    prepared: Prepared | None = None  # shared with the other tasks of the same narrowing
     done: threading.Event = field(default_factory=threading.Event)
     started: float | None = None
     deadline: float | None = None
@@ -41,7 +52,11 @@ class Slot(Record):
 def _work(ctx: ToolContext, slot: Slot, changed: threading.Event) -> None:
     try:
         slot.result = run_delegated(
-            ctx, slot.delegation, stopwatch=slot.stopwatch, session_id=slot.session_id
+            ctx,
+            slot.delegation,
+            stopwatch=slot.stopwatch,
+            session_id=slot.session_id,
+            prepared=slot.prepared,
         )
     except BaseException as e:  # a bug in a worker must not hang the caller; it is reported as a failure
         log.exception("subagent worker %s crashed", slot.id)
@@ -79,21 +94,41 @@ def _timed_out(slot: Slot, timeout: float) -> Delegated:
 def fan_out(
     ctx: ToolContext, tasks: Sequence[tuple[str, Delegation]], *, max_concurrency: int, timeout: float
 ) -> list[Delegated]:
-    """Run every (id, delegation); results in input order."""
+    """Run every (id, delegation); results in input order.
+
+    What the workers share is built here, once, before any starts, and only read after: the caller's
+    loaded config, its state connection (workers borrow connections from it, so the WAL is never
+    checkpointed by a worker closing the last one), the registry's loaded families, and per narrowing
+    (tasks alike in tools, policy and model) the child context with its sandbox and the toolbox.
+    Each worker still runs in its own context (session, extras, connection), and policy is checked
+    against it at every call.
+    """
     ctx.config  # noqa: B018 - loaded once here, shared read-only by every worker
-    # The caller holds a connection while workers come and go, so a worker closing its own is never
-    # the last one (the last connection to close checkpoints the WAL, tens of ms each time).
-    ctx.state  # noqa: B018
+    ctx.state  # noqa: B018 - the workers' connections are lent from it
+    # The workers' sandboxes are siblings of the caller's (its protected paths as it found them); a
+    # caller that has not used its own yet builds it now, once, and keeps it for its next fan-outs.
+    ctx.sandbox  # noqa: B018
     # Load the registry's families and declared toolsets once, here, rather than racing in every worker.
     registry = registry_of(ctx)
     registry.all()
     registry.toolset(ctx.toolset).get("-", ctx)
+    kits: dict[tuple[Any, ...], Prepared | None] = {}
+    for _task_id, d in tasks:
+        key = narrowing(d)
+        if key not in kits:
+            try:
+                kits[key] = prepare(ctx, d, registry)
+            except Exception as e:  # each such worker prepares again and reports why it cannot start
+                if not isinstance(e, ToolError):
+                    log.exception("preparing subagent workers failed")
+                kits[key] = None
     slots = [
         Slot(
             id=task_id,
             delegation=d,
             session_id=child_session(ctx.session_id, f"subagent-{task_id}"),
             stopwatch=Stopwatch(None),
+            prepared=kits[narrowing(d)],
         )
         for task_id, d in tasks
     ]
