@@ -99,8 +99,9 @@ def test_content_search_literal_by_default(repo: Path, invoke) -> None:
         ("src/gen/keep.py", 1, "needle kept"),
     ]
     assert r["truncated"] is False and r["total_matches"] == 5
-    # img.bin (a NUL first) is binary: not searched, as by rg and every grep.
-    assert r["complete"] is True and r["omitted"] == []
+    # img.bin (a NUL first) is binary: not searched, as by rg and every grep, and the answer says so.
+    assert r["complete"] is False and [(o["reason"], o["count"]) for o in r["omitted"]] == [("binary", 1)]
+    assert r["omitted"][0]["how"].endswith(f"(e.g. {repo / 'img.bin'})")
     r = invoke("content_search", {"pattern": "needle.*"})
     assert r["matches"] == []
 
