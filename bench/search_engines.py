@@ -8,7 +8,8 @@ fermix and the reference return the same number of results before it is timed (a
 differ is marked MISMATCH). Each round times the reference, the CLI and the in-process call back to
 back; prints the medians over the rounds and the ratios.
 
-Usage: python bench/search_engines.py [--runs N] [--only 10k,33k,200mb,ast]
+Usage: python bench/search_engines.py [--runs N] [--only 10k,33k,src,200mb,ast]
+(`src`, not run by default: three stdlib copies, a source tree with few binary files.)
 Needs: the rg and ast-grep fermix runs (installed with it), fd (`apt-get install fd-find`).
 """
 
@@ -65,7 +66,7 @@ def build_trees(work: Path, only: list[str]) -> dict[str, Path]:
     site = Path(sysconfig.get_paths()["purelib"])
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     home = work / "home"
-    trees = {"10k": home / "t10k", "33k": home / "t33k", "200mb": home / "big"}
+    trees = {"10k": home / "t10k", "33k": home / "t33k", "src": home / "tsrc", "200mb": home / "big"}
     if "10k" in only or "ast" in only:
         copy_tree(site, trees["10k"] / "site")
     if "33k" in only:
@@ -75,6 +76,14 @@ def build_trees(work: Path, only: list[str]) -> dict[str, Path]:
             shutil.copytree(
                 stdlib,
                 trees["33k"] / f"lib{i}",
+                symlinks=True,
+                ignore=shutil.ignore_patterns("__pycache__", "site-packages", "lib-dynload", "config-*"),
+            )
+    if "src" in only:  # a source tree: three copies of the stdlib (few binary files, unlike site-packages)
+        for i in range(3):
+            shutil.copytree(
+                stdlib,
+                trees["src"] / f"lib{i}",
                 symlinks=True,
                 ignore=shutil.ignore_patterns("__pycache__", "site-packages", "lib-dynload", "config-*"),
             )
@@ -185,7 +194,11 @@ class Bench:
         rg = [self.rg, "--no-config", "--no-require-git"]
         grep_flags = [*rg, "-g", "!.git", "-g", "!target", "-n", "--no-heading"]
         nfiles = len(sh([*rg, "--files"], root).splitlines())
-        print(f"\n== {name} tree: {root} ({nfiles} files rg lists)", flush=True)
+        log = subprocess.run(
+            [*rg, "--json", "--debug", "-F", "-e", LIT], cwd=root, capture_output=True, text=True
+        )
+        nbin = log.stderr.count("found binary data at offset")
+        print(f"\n== {name} tree: {root} ({nfiles} files rg lists, {nbin} of them binary)", flush=True)
 
         def lines(out: str) -> int:
             return sum(1 for ln in out.splitlines() if ln and ": WARNING: " not in ln)
@@ -245,7 +258,7 @@ def main() -> None:
         print(
             f"{'row':34s} {'ref':>8s} {'ref ms':>8s} | {'in-proc':>8s} {'ratio':>6s} | {'CLI':>8s} {'ratio':>6s} |"
         )
-        for name in ("10k", "33k", "200mb"):
+        for name in ("10k", "33k", "src", "200mb"):
             if name in only:
                 bench.tree(name, trees[name])
         if "ast" in only:
