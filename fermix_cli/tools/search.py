@@ -192,6 +192,11 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
         raise ToolError(
             "invalid_regex", f"Invalid regular expression: {e.message}", {"pattern": p.pattern}
         ) from None
+    allowed, refused = _allowed(ctx, scope.root, [fm.path for fm in files])
+    if refused:
+        keep = set(allowed)
+        files = [fm for fm in files if fm.path in keep]
+        stopped = [p for p in stopped if p in keep]
     if search.stats.timed_out:
         found = sum(fm.matched_lines for fm in files)
         raise ToolError(
@@ -200,9 +205,6 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
             "narrow the path or pattern, or raise timeout_ms",
             {"timeout_ms": timeout_ms, "matches_so_far": found},
         )
-    allowed = set(_allowed(ctx, scope.root, [fm.path for fm in files])[0])
-    files = [fm for fm in files if fm.path in allowed]
-    stopped = [p for p in stopped if p in allowed]
     seen = set(stopped)
     not_searched, _ = _allowed(
         ctx, scope.root, [base + rel for rel in search.stats.binary if base + rel not in seen]
