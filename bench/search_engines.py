@@ -5,9 +5,11 @@ End to end (`python -m fermix_cli tool NAME --json ...`, start-up included) and 
 copy of a virtualenv's site-packages), a ~33k-file tree (two such copies and three of the stdlib)
 and one 200 MB file; `ast_grep` against the `ast-grep` CLI on the 12k tree. Every row checks that
 fermix and the reference return the same number of results before it is timed (a row whose counts
-differ is marked MISMATCH). Prints medians and ratios.
+differ is marked MISMATCH). Each round times the reference, the CLI and the in-process call back to
+back; prints the medians over the rounds and the ratios.
 
-Usage: python bench/search_engines.py [--runs N] [--only 10k,33k,200mb,ast]
+Usage: python bench/search_engines.py [--runs N] [--only 10k,33k,src,200mb,ast]
+(`src`, not run by default: three stdlib copies, a source tree with few binary files.)
 Needs: the rg and ast-grep fermix runs (installed with it), fd (`apt-get install fd-find`).
 """
 
@@ -35,14 +37,18 @@ RX = r"class \w+Error\("
 AST = "isinstance($A, $B)"
 
 
-def median_s(fn: Callable[[], Any], runs: int) -> float:
-    fn()  # warm-up (page cache, imports)
-    times = []
+def interleaved(fns: list[Callable[[], Any]], runs: int) -> list[float]:
+    """Medians of `runs` rounds, each round timing every function once, back to back, so that load
+    from other work on the machine falls on the reference and on fermix alike."""
+    for fn in fns:
+        fn()  # warm-up (page cache, imports)
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+        for i, fn in enumerate(fns):
+            t = time.perf_counter()
+            fn()
+            times[i].append(time.perf_counter() - t)
+    return [statistics.median(t) for t in times]
 
 
 def sh(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -60,7 +66,7 @@ def build_trees(work: Path, only: list[str]) -> dict[str, Path]:
     site = Path(sysconfig.get_paths()["purelib"])
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     home = work / "home"
-    trees = {"10k": home / "t10k", "33k": home / "t33k", "200mb": home / "big"}
+    trees = {"10k": home / "t10k", "33k": home / "t33k", "src": home / "tsrc", "200mb": home / "big"}
     if "10k" in only or "ast" in only:
         copy_tree(site, trees["10k"] / "site")
     if "33k" in only:
@@ -70,6 +76,14 @@ def build_trees(work: Path, only: list[str]) -> dict[str, Path]:
             shutil.copytree(
                 stdlib,
                 trees["33k"] / f"lib{i}",
+                symlinks=True,
+                ignore=shutil.ignore_patterns("__pycache__", "site-packages", "lib-dynload", "config-*"),
+            )
+    if "src" in only:  # a source tree: three copies of the stdlib (few binary files, unlike site-packages)
+        for i in range(3):
+            shutil.copytree(
+                stdlib,
+                trees["src"] / f"lib{i}",
                 symlinks=True,
                 ignore=shutil.ignore_patterns("__pycache__", "site-packages", "lib-dynload", "config-*"),
             )
@@ -158,9 +172,12 @@ class Bench:
         want = ref_count(sh(ref_argv, cwd))
         got = count_of(self.cli(tool, args, cwd))
         status = "same count" if got == want else f"MISMATCH fermix {got} vs {want}"
-        ref_t = median_s(lambda: sh(ref_argv, cwd), self.runs)
-        cli_t = median_s(lambda: self.cli(tool, args, cwd), self.runs)
-        inp_t = median_s(self.inproc(tool, args, cwd), self.runs) if in_process else None
+        fns: list[Callable[[], Any]] = [lambda: sh(ref_argv, cwd), lambda: self.cli(tool, args, cwd)]
+        if in_process:
+            fns.append(self.inproc(tool, args, cwd))
+        ts = interleaved(fns, self.runs)
+        ref_t, cli_t = ts[0], ts[1]
+        inp_t = ts[2] if in_process else None
         ref_name = Path(ref_argv[0]).name
         self.rows.append((label, ref_name, ref_t, inp_t, cli_t, f"{want} results, {status}"))
         print(self.format(self.rows[-1]), flush=True)
@@ -177,7 +194,11 @@ class Bench:
         rg = [self.rg, "--no-config", "--no-require-git"]
         grep_flags = [*rg, "-g", "!.git", "-g", "!target", "-n", "--no-heading"]
         nfiles = len(sh([*rg, "--files"], root).splitlines())
-        print(f"\n== {name} tree: {root} ({nfiles} files rg lists)", flush=True)
+        log = subprocess.run(
+            [*rg, "--json", "--debug", "-F", "-e", LIT], cwd=root, capture_output=True, text=True
+        )
+        nbin = log.stderr.count("found binary data at offset")
+        print(f"\n== {name} tree: {root} ({nfiles} files rg lists, {nbin} of them binary)", flush=True)
 
         def lines(out: str) -> int:
             return sum(1 for ln in out.splitlines() if ln and ": WARNING: " not in ln)
@@ -237,7 +258,7 @@ def main() -> None:
         print(
             f"{'row':34s} {'ref':>8s} {'ref ms':>8s} | {'in-proc':>8s} {'ratio':>6s} | {'CLI':>8s} {'ratio':>6s} |"
         )
-        for name in ("10k", "33k", "200mb"):
+        for name in ("10k", "33k", "src", "200mb"):
             if name in only:
                 bench.tree(name, trees[name])
         if "ast" in only:

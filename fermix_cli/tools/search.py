@@ -16,11 +16,19 @@ from ..core.context import ToolContext
 from ..core.errors import ToolError, world_error
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ..core.search.globpat import compile_glob, literal_prefix, max_depth
-from ..core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
-from ..core.search.ripgrep import PatternError, Scope, Search, list_files
+from ..core.search.globpat import basename_globs, compile_glob, literal_prefix, max_depth
+from ..core.search.report import (
+    Omission,
+    binary_omission,
+    completeness,
+    notes,
+    timeout_omission,
+    unreadable_omission,
+)
+from ..core.search.ripgrep import PatternError, Scope, Search, allowed_below, list_files
 
 GLOB_DEADLINE_S = 30.0
+NAME_TYPE = "fermixname"  # the rg file type glob_search defines for its file-name prefilter
 CONTENT_LINE_CAP = 1000  # characters of one matched line shown; the rest is cut and marked
 CONTENT_OUTPUT_CAP = 256 * 1024  # characters of matched text in one answer
 
@@ -38,15 +46,7 @@ def _search_root(ctx: ToolContext, raw: str | None, tool: str) -> str:
 
 def _allowed(ctx: ToolContext, root: str, paths: list[str]) -> tuple[list[str], int]:
     """The absolute paths the sandbox allows (checked again after rg), and how many it refused."""
-    sandbox = ctx.sandbox
-    check = sandbox.needs_checks_below(root)
-    links = bool(paths) and sandbox.may_have_protected_links()
-    out: list[str] = []
-    for p in paths:
-        if (check and not sandbox.allows(p)) or (links and sandbox.is_link_to_protected(p)):
-            continue
-        out.append(p)
-    return out, len(paths) - len(out)
+    return allowed_below(ctx.sandbox, root, paths)
 
 
 # ----- glob_search -----------------------------------------------------------------------------
@@ -82,14 +82,22 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
         if not os.path.isdir(start):
             return empty
     depth = max_depth(p.pattern)
+    # rg narrows the listing by file name when the pattern's last component allows (a file type is
+    # matched after the ignore rules, unlike `-g`, which would bring ignored files back); the full
+    # glob is then matched here on what is left.
+    names = basename_globs(p.pattern)
     scope = Scope(
         root=start,
         hidden=True,
         max_depth=None if depth is None else max(depth - prefix.count("/") - (1 if prefix else 0), 1),
+        type_defs=tuple(f"{NAME_TYPE}:{g}" for g in names or ()),
+        types=(NAME_TYPE,) if names else (),
     )
     listed, run = list_files(scope, time.monotonic() + GLOB_DEADLINE_S, ctx.sandbox)
     base_rel = prefix + "/" if prefix else ""
-    hits = [os.path.join(start, rel) for rel in listed if rx.match(base_rel + rel)]
+    at = start.rstrip("/") + "/"  # canonical; rg follows no symlink, so at + rel is too
+    match = rx.match
+    hits = [at + rel for rel in listed if match(base_rel + rel)]
     hits, _ = _allowed(ctx, start, hits)
     hits.sort()
     omissions: list[Omission] = []
@@ -172,21 +180,23 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
         target=target,
     )
     files = []
-    binary = 0
+    stopped: list[str] = []
+    base = scope.root.rstrip("/") + "/"  # canonical; rg follows no symlink, so base + rel is too
     try:
         for fm in search.files():
-            full = os.path.join(scope.root, fm.path)
-            allowed, _ = _allowed(ctx, scope.root, [full])
-            if not allowed:
-                continue
-            if fm.binary:
-                binary += 1  # rg stopped at a NUL after the first matches; those are kept
-            fm.path = full
+            fm.path = base + fm.path
             files.append(fm)
+            if fm.binary:
+                stopped.append(fm.path)  # rg stopped at a NUL after the first matches; those are kept
     except PatternError as e:
         raise ToolError(
             "invalid_regex", f"Invalid regular expression: {e.message}", {"pattern": p.pattern}
         ) from None
+    allowed, refused = _allowed(ctx, scope.root, [fm.path for fm in files])
+    if refused:
+        keep = set(allowed)
+        files = [fm for fm in files if fm.path in keep]
+        stopped = [p for p in stopped if p in keep]
     if search.stats.timed_out:
         found = sum(fm.matched_lines for fm in files)
         raise ToolError(
@@ -195,6 +205,10 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
             "narrow the path or pattern, or raise timeout_ms",
             {"timeout_ms": timeout_ms, "matches_so_far": found},
         )
+    seen = set(stopped)
+    not_searched, _ = _allowed(
+        ctx, scope.root, [base + rel for rel in search.stats.binary if base + rel not in seen]
+    )
     files.sort(key=lambda fm: fm.path)
     total = sum(fm.matched_lines for fm in files)
     matches: list[dict[str, Any]] = []
@@ -222,15 +236,13 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
             else "raise max_results (at most 1000) or narrow the path or pattern"
         )
         omissions.append(Omission(why, left, "match", f"{total} lines matched; {fix}"))
+    binary = binary_omission(
+        not_searched,
+        stopped,
+        "content_search does not search binary data; run `rg -a PATTERN PATH` in a shell",
+    )
     if binary:
-        omissions.append(
-            Omission(
-                "binary",
-                binary,
-                "file",
-                "binary data (a NUL byte) follows their first matches, so rg stopped reading them there",
-            )
-        )
+        omissions.append(binary)
     bad = unreadable_omission(search.stats.errors)
     if bad:
         omissions.append(bad)

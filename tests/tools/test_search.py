@@ -99,8 +99,9 @@ def test_content_search_literal_by_default(repo: Path, invoke) -> None:
         ("src/gen/keep.py", 1, "needle kept"),
     ]
     assert r["truncated"] is False and r["total_matches"] == 5
-    # img.bin (a NUL first) is binary: not searched, as by rg and every grep.
-    assert r["complete"] is True and r["omitted"] == []
+    # img.bin (a NUL first) is binary: not searched, as by rg and every grep, and the answer says so.
+    assert r["complete"] is False and [(o["reason"], o["count"]) for o in r["omitted"]] == [("binary", 1)]
+    assert r["omitted"][0]["how"].endswith(f"(e.g. {repo / 'img.bin'})")
     r = invoke("content_search", {"pattern": "needle.*"})
     assert r["matches"] == []
 
@@ -165,3 +166,34 @@ def test_content_search_case_insensitive_and_unicode_classes(world: Env, invoke)
     assert [m["text"] for m in r["matches"]] == ["Ärger über Straße"]  # \w is Unicode-aware
     r = invoke("content_search", {"pattern": "ärger"})
     assert r["matches"] == [] and r["complete"] is True
+
+
+def test_glob_name_prefilter_never_drops_a_match(world: Env, invoke) -> None:
+    """rg narrows the listing by file name (a file type built from the pattern's last component);
+    the answer must equal the full glob matched over rg's whole listing, for names rg's globs and
+    fermix's could read differently."""
+    import subprocess
+
+    from fermix_cli.core.search import engines
+    from fermix_cli.core.search.globpat import basename_globs, compile_glob
+
+    names = ["a.py", "b.PY", ".dot.py", "sp ace.py", "ü.py", "x.pyi", "a+b@c%d=e~f.py", "py", "t-1.txt"]
+    tree(world.project, {f"{d}{n}": "x" for d in ("", "sub/", "sub/deep/") for n in names})
+    tree(world.project, {".gitignore": "ignored.py\n", "ignored.py": "x", "sub/ignored.py": "x"})
+    (world.project / os.fsdecode(b"bad\xff.py")).write_text("x")
+    listed = subprocess.run(
+        [engines.rg(), "--no-config", "--no-require-git", "--hidden", "-g", "!.git", "--files", "--null"],
+        cwd=world.project,
+        capture_output=True,
+        check=True,
+    ).stdout
+    rels = [os.fsdecode(p) for p in listed.split(b"\0") if p]
+    patterns = ["*.py", "**/*.py", "**/*.{py,pyi}", "sub/**/a*", "**/*y", "**/py", "**/*+b@*", "**/sp ace.py"]
+    patterns += ["**/[ab].py", "**/?.py", "**/*.P[Yy]", "sub/*/*.txt"]
+    for pattern in patterns:
+        rx = compile_glob(pattern)
+        want = sorted(str(world.project / r) for r in rels if rx.match(r))
+        got = invoke("glob_search", {"pattern": pattern, "max_results": 1000})["paths"]
+        assert got == want and want, pattern
+    assert basename_globs("**/*.{py,pyi}") == ["*.py", "*.pyi"]
+    assert basename_globs("**/[ab].py") is None and basename_globs("src/**") is None

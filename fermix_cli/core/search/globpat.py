@@ -117,3 +117,20 @@ def max_depth(pattern: str) -> int | None:
             return None
         depth = max(depth, len(comps))
     return depth
+
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9._+@%=~ *-]+")  # literal characters rg's globs read the same way, and *
+
+
+def basename_globs(pattern: str) -> list[str] | None:
+    """Globs for the last path component that every match of `pattern` satisfies, for rg to filter
+    file names by (`--type-add`), or None when the last components are not simple enough to be sure
+    (`**`, `?`, `[...]`, escapes): a prefilter must never drop a path the full match keeps."""
+    out: list[str] = []
+    for alt in expand_braces(pattern):
+        last = alt.rstrip("/").rpartition("/")[2]
+        if not last or "**" in last or not _SAFE_NAME.fullmatch(last):
+            return None
+        if last not in out:
+            out.append(last)
+    return out

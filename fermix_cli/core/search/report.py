@@ -7,6 +7,7 @@ same entries become `[incomplete: …]` lines in the text a model sees.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..records import Record
@@ -55,3 +56,26 @@ def unreadable_omission(errors: list[str]) -> Omission | None:
         return None
     sample = "; ".join(e.removeprefix("rg: ") for e in errors[:3])
     return Omission("unreadable", len(errors), "path", f"they could not be read ({sample})")
+
+
+def binary_omission(
+    not_searched: list[str], stopped: list[str], how_to_search: str, show: Callable[[str], str] = str
+) -> Omission | None:
+    """Files rg met binary data in: `not_searched` (a NUL byte in the first block it read, so it did
+    not search them, as every grep does) and `stopped` (a NUL after their first matches: searched up
+    to it). The first three paths (by path) are named, as `show` shows them."""
+    total = len(not_searched) + len(stopped)
+    if not total:
+        return None
+    parts = []
+    if not_searched:
+        n = len(not_searched)
+        verbs = ("holds", "was") if n == 1 else ("hold", "were")
+        parts.append(f"{n:,} {verbs[0]} binary data from the start (a NUL byte) and {verbs[1]} not searched")
+    if stopped:
+        n = len(stopped)
+        parts.append(
+            f"{n:,} {'was' if n == 1 else 'were'} searched only up to a NUL byte after the first matches"
+        )
+    sample = ", ".join(show(p) for p in sorted(not_searched + stopped)[:3])
+    return Omission("binary", total, "file", f"{'; '.join(parts)}; {how_to_search} (e.g. {sample})")

@@ -58,6 +58,7 @@ class Scope(Record, frozen=True):
     max_depth: int | None = None
     globs: tuple[str, ...] = ()  # the caller's rg globs (`-g`)
     types: tuple[str, ...] = ()  # rg file types (`-t`)
+    type_defs: tuple[str, ...] = ()  # rg file type definitions (`--type-add NAME:GLOB`)
 
 
 class RunStats(Record):
@@ -65,6 +66,11 @@ class RunStats(Record):
     stopped_early: bool = False  # the caller had enough and ended the run
     errors: list[str] = field(default_factory=list)  # per-path errors rg reported (unreadable, …)
     p4_files: int = 0
+    # With `--debug` (searches): the files rg met binary data in (a NUL byte), relative to the root,
+    # whether it stopped before its first match (not searched at all) or after; and the Perforce rule
+    # files the walk passed (excluded by an override glob, so rg logs them).
+    binary: list[str] = field(default_factory=list)
+    p4_seen: list[str] = field(default_factory=list)
     returncode: int | None = None
 
 
@@ -87,6 +93,35 @@ def sandbox_globs(root: str, sandbox: Sandbox | None) -> list[str]:
     return out
 
 
+def allowed_below(
+    sandbox: Sandbox, root: str, paths: list[str], *, link_check: bool = True
+) -> tuple[list[str], int]:
+    """The canonical `paths` below `root` (canonical, already allowed) that the sandbox allows, and
+    how many it refused.
+
+    Below an allowed root only a protected entry or blocked root lying inside it can deny a path
+    (`Sandbox.needs_checks_below`), so the full decision runs only for paths that start with one of
+    those (most trees have none: no check at all); hard links to protected files are looked for only
+    when some protected file has a second link (`link_check=False` for directories).
+    """
+    check = sandbox.needs_checks_below(root)
+    links = link_check and bool(paths) and sandbox.may_have_protected_links()
+    if not check and not links:
+        return paths, 0
+    low_prefix = root.rstrip("/").lower() + "/"
+    inside = tuple(
+        e.lower() for e in (*sandbox.protected, *sandbox.blocked_roots) if e.lower().startswith(low_prefix)
+    )
+    out: list[str] = []
+    for p in paths:
+        if inside and p.lower().startswith(inside) and not sandbox.allows(p):
+            continue
+        if links and sandbox.is_link_to_protected(p):
+            continue
+        out.append(p)
+    return out, len(paths) - len(out)
+
+
 def _glob_escape(text: str) -> str:
     return "".join(f"[{c}]" if c in "*?[]{}\\!" else c for c in text)
 
@@ -106,6 +141,8 @@ def _scope_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
             args += ["-g", f"!{_glob_escape(name)}"]
     for g in scope.globs:
         args += ["-g", g]
+    for d in scope.type_defs:
+        args += ["--type-add", d]
     for t in scope.types:
         args += ["-t", t]
     args += sandbox_globs(scope.root, sandbox)
@@ -182,6 +219,7 @@ class Run:
         self._ignore_file: str | None = None
         self._lock = threading.Lock()
         self._err: dict[int, Any] = {}
+        self.full_args: list[str] | None = None  # set: exactly these arguments, no scope or rules
 
     # ----- process handling -------------------------------------------------------------------
 
@@ -203,13 +241,13 @@ class Run:
         return proc
 
     def _stderr(self, proc: subprocess.Popen[bytes]) -> str:
-        """What rg wrote to stderr (at most 1 MiB); closes the file."""
+        """What rg wrote to stderr (at most 64 MiB: `--debug` writes a line per binary file); closes it."""
         f = self._err.pop(proc.pid, None)
         if f is None:
             return ""
         try:
             f.seek(0)
-            return f.read(1 << 20).decode("utf-8", "replace")
+            return f.read(64 << 20).decode("utf-8", "replace")
         finally:
             f.close()
 
@@ -235,29 +273,12 @@ class Run:
         return max(self.deadline - time.monotonic(), 0.0)
 
     def _start(self) -> subprocess.Popen[bytes]:
+        if self.full_args is not None:
+            return self._spawn(self.full_args)
         args = _scope_args(self.scope, self.sandbox) + self.mode_args
         if self.scope.p4 is None:
             return self._spawn(args)
-        if self.p4_found is not None:
-            return self._with_p4_rules(args, self.p4_found)
-        pre = self._spawn(_p4_prepass_args(self.scope, self.sandbox))
-        main = self._spawn(args)  # runs beside the listing; rerun only when rule files exist
-        try:
-            out, _ = pre.communicate(timeout=self._remaining())
-        except subprocess.TimeoutExpired:
-            self._kill(pre)
-            pre.communicate()
-            self._stderr(pre)
-            self.stats.timed_out = True
-            return main
-        self._stderr(pre)
-        found = [_strip_dot(os.fsdecode(p)) for p in out.split(b"\0") if p]
-        if not found and not self.scope.p4.global_files:
-            return main
-        self._kill(main)
-        main.communicate()
-        self._stderr(main)
-        return self._with_p4_rules(args, found)
+        return self._with_p4_rules(args, self.p4_found or [])
 
     def _with_p4_rules(self, args: list[str], found: list[str]) -> subprocess.Popen[bytes]:
         assert self.scope.p4 is not None
@@ -271,12 +292,28 @@ class Run:
 
     def records(self) -> list[str]:
         """All of a `--null` run's records, decoded at once, "./" dropped."""
-        data = b"\0".join(self.lines())  # lines() has split the records already
-        text = os.fsdecode(data) if data else ""
-        return [_strip_dot(p) for p in text.split("\0") if p]
+        data = b"".join(self.chunks())
+        if not data:
+            return []
+        text = os.fsdecode(data).removesuffix("\0")
+        if self.target == "." and text.startswith("./"):
+            # rg prints every path below "." as "./rel": split on the separator and that prefix at once.
+            return text[2:].split("\0./")
+        return _split_null(text)
 
     def lines(self) -> Iterator[bytes]:
-        """rg's stdout, line by line (or NUL-separated record by record with `--null`)."""
+        """rg's stdout, line by line (without the line ending), read in large chunks."""
+        rest = b""
+        for chunk in self.chunks():
+            if rest:
+                chunk = rest + chunk
+            *whole, rest = chunk.split(b"\n")
+            yield from whole
+        if rest:
+            yield rest
+
+    def chunks(self) -> Iterator[bytes]:
+        """rg's stdout in chunks of up to 1 MiB, as rg writes it; rg is killed at the deadline."""
         proc = self._start()
         with self._lock:
             self._proc = proc
@@ -286,16 +323,9 @@ class Run:
         eof = False
         try:
             assert proc.stdout is not None
-            if "--null" in self.mode_args:
-                buf = b""
-                while chunk := proc.stdout.read1(1 << 16):  # type: ignore[attr-defined]
-                    buf += chunk
-                    *records, buf = buf.split(b"\0")
-                    yield from records
-                if buf:
-                    yield buf
-            else:
-                yield from proc.stdout
+            read = proc.stdout.read1  # type: ignore[attr-defined]
+            while chunk := read(1 << 20):
+                yield chunk
             eof = True
         finally:
             self._finish(proc, timer, eof)
@@ -310,11 +340,43 @@ class Run:
         if self._ignore_file:
             with contextlib.suppress(OSError):
                 os.unlink(self._ignore_file)
+        err = self._read_debug(err)
         if self.stats.timed_out or self.stats.stopped_early:
             return
         if proc.returncode == 2:
             _raise_for(err, self.target)
         self.stats.errors = [ln for ln in err.splitlines() if ln.startswith("rg: ")]
+
+    def _read_debug(self, err: str) -> str:
+        """Take rg's `--debug` lines out of its stderr: binary files and Perforce rule files are noted
+        in the stats; everything else from the log is dropped. Returns the rest (rg's own messages)."""
+        if _DEBUG not in err:
+            return err
+        keep: list[str] = []
+        names = set(self.scope.p4.ignore_names) if self.scope.p4 is not None else set()
+        for ln in err.splitlines():
+            if not ln.startswith(_DEBUG):
+                keep.append(ln)
+                continue
+            if _BINARY_LOG in ln:  # "…json.rs:N: ignoring PATH: found binary data at offset N"
+                head, _, _ = ln.rpartition(": found binary data at offset ")
+                self.stats.binary.append(_strip_dot(head.partition(": ignoring ")[2]))
+            elif names and _WALK_LOG in ln and _OVERRIDE in ln:
+                head = ln.rpartition(_OVERRIDE)[0].partition(": ignoring ")[2]
+                rel = _strip_dot(head)
+                if rel.rpartition("/")[2] in names:
+                    self.stats.p4_seen.append(rel)
+        return "\n".join(keep)
+
+
+_DEBUG = "rg: DEBUG|"
+_BINARY_LOG = "|grep_printer::json|"  # rg 14: one line per file it met a NUL byte in (quit mode)
+_WALK_LOG = "|ignore::walk|"
+_OVERRIDE = ": Ignore(IgnoreMatch(Override("
+
+
+def _split_null(text: str) -> list[str]:
+    return [_strip_dot(p) for p in text.split("\0") if p]
 
 
 def _raise_for(err: str, target: str = ".") -> None:
@@ -411,7 +473,15 @@ def _strip_eol(b: bytes) -> bytes:
 
 
 class Search:
-    """`rg --json` over a scope: one FileMatches per file with a match, as rg finishes each file."""
+    """`rg --json` over a scope: one FileMatches per file with a match.
+
+    rg runs with `--debug`, whose log names every file rg met binary data in (`stats.binary`), the
+    ones it skipped from their first block included, which `--json` itself does not report. With
+    Perforce rules in play, the search itself finds the rule files: they are excluded by override
+    globs (placed last, so they win), which rg logs as it walks past them; only when it saw one (or a
+    global rule file is set) does the search run again with the translated rules. No second walk runs
+    beside the search.
+    """
 
     def __init__(
         self,
@@ -428,8 +498,8 @@ class Search:
     ) -> None:
         # rg's own binary handling: a file with a NUL in the first block it reads is skipped (as
         # every grep does); one whose NUL comes later is searched up to it, and its end event says
-        # where (`binary_offset`), so the caller can say that the rest of it was not searched.
-        args = ["--json"]
+        # where (`binary_offset`). Both are in the debug log, so both are counted.
+        args = ["--json", "--debug"]
         if fixed:
             args.append("--fixed-strings")
         if ignore_case:
@@ -438,10 +508,21 @@ class Search:
             args.append("--smart-case")
         for p in patterns:
             args += ["-e", p]
+        self.args = args
+        self.scope = scope
+        self.deadline = deadline
+        self.sandbox = sandbox
+        self.target = target
         self.keep = keep
-        self.run = Run(scope, args, deadline, sandbox, target)
+        self.run = self._run(None)
         self.bytes_searched = 0
         self.files_searched = 0
+
+    def _run(self, p4_found: list[str] | None) -> Run:
+        args = self.args
+        if self.scope.p4 is not None and p4_found is None:
+            args = [*args, *(a for n in self.scope.p4.ignore_names for a in ("-g", f"!{_glob_escape(n)}"))]
+        return Run(self.scope, args, self.deadline, self.sandbox, self.target, p4_found=p4_found or [])
 
     @property
     def stats(self) -> RunStats:
@@ -451,9 +532,28 @@ class Search:
         self.run.stop()
 
     def files(self) -> Iterator[FileMatches]:
+        found = self._parse()
+        st = self.run.stats
+        if self.scope.p4 is not None and st.p4_seen and not (st.timed_out or st.stopped_early):
+            seen = st.p4_seen
+            if not all(os.path.isfile(os.path.join(self.scope.root, rel)) for rel in seen):
+                # rg's log prints paths lossily (a name that is not UTF-8): list the rule files exactly.
+                seen = self._list_p4_files()
+            self.run = self._run(seen)
+            found = self._parse()
+        return iter(found)
+
+    def _list_p4_files(self) -> list[str]:
+        listing = Run(self.scope, [], self.deadline, self.sandbox)
+        listing.full_args = _p4_prepass_args(self.scope, self.sandbox)
+        return listing.records()
+
+    def _parse(self) -> list[FileMatches]:
+        out: list[FileMatches] = []
         current: FileMatches | None = None
         keep = self.keep
         loads = json.loads
+        self.bytes_searched = self.files_searched = 0
         for raw in self.run.lines():
             if raw.startswith(b'{"type":"match"'):
                 if current is None or (keep is not None and len(current.lines) >= keep):
@@ -472,21 +572,22 @@ class Search:
             elif raw.startswith(b'{"type":"begin"'):
                 current = FileMatches(_path(loads(raw)["data"]["path"]))
             elif raw.startswith(b'{"type":"end"'):
-                d = loads(raw)["data"]
                 if current is None:
                     continue
+                d = loads(raw)["data"]
                 st = d.get("stats") or {}
                 current.matched_lines = int(st.get("matched_lines", len(current.lines)))
                 current.bytes_searched = int(st.get("bytes_searched", 0))
                 self.bytes_searched += current.bytes_searched
                 if d.get("binary_offset") is not None:
                     current.binary = True
-                yield current
+                out.append(current)
                 current = None
             elif raw.startswith(b'{"type":"summary"'):
                 st = loads(raw)["data"].get("stats") or {}
                 self.bytes_searched = int(st.get("bytes_searched", self.bytes_searched))
                 self.files_searched = int(st.get("searches", 0))
+        return out
 
 
 def check_pattern(pattern: str, *, fixed: bool = False) -> str | None:

@@ -19,7 +19,7 @@ from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.search.p4ignore import resolve_p4
 from ...core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
-from ...core.search.ripgrep import Scope
+from ...core.search.ripgrep import Scope, allowed_below
 from ...core.search.ripgrep import list_files as rg_list_files
 from .fuzzy import Query, rank_key
 from .pathrules import ToolPath, display_path, resolve_source
@@ -90,9 +90,6 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     query = Query.parse(text)
     scope = Scope(root=target.path, p4=resolve_p4(target.path, home=ctx.os_home))
     files, run = rg_list_files(scope, time.monotonic() + FIND_DEADLINE_S, ctx.sandbox)
-    candidates: list[tuple[str, bool]] = []
-    if kind != "directories":
-        candidates += [(rel, False) for rel in files]
     dirs: set[str] = set()
     if kind != "files":
         for rel in files:
@@ -100,28 +97,27 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
             while d and d not in dirs:
                 dirs.add(d)
                 d = d.rpartition("/")[0]
-        candidates += [(d, True) for d in dirs]
-    sandbox = ctx.sandbox
-    check = sandbox.needs_checks_below(target.path)
     base = display_path(target.path, target.cwd)  # rg follows no symlink: root + rel is canonical
     prefix = "" if base == "." else base + "/"
-    links = bool(files) and sandbox.may_have_protected_links()
+    at = target.path.rstrip("/") + "/"
     scored: list[tuple[tuple[int, int, bytes], str, bool, int]] = []
     refused = 0
-    for rel, is_dir in candidates:
-        if not query.could_match(rel.lower()):
-            continue
-        score = query.score(rel)
-        if score is None:
-            continue
-        full = target.path + "/" + rel
-        if (check and not sandbox.allows(full)) or (
-            links and not is_dir and sandbox.is_link_to_protected(full)
-        ):
-            refused += 1
-            continue
-        shown = prefix + rel + ("/" if is_dir else "")
-        scored.append((rank_key(score, shown), shown, is_dir, score))
+    for is_dir, rels in ((False, files if kind != "directories" else []), (True, sorted(dirs))):
+        hits: list[tuple[str, int]] = []
+        for rel in query.survivors(rels):
+            score = query.score(rel)
+            if score is not None:
+                hits.append((rel, score))
+        allowed, denied = allowed_below(
+            ctx.sandbox, target.path, [at + rel for rel, _ in hits], link_check=not is_dir
+        )
+        refused += denied
+        keep = set(allowed) if denied else None
+        for rel, score in hits:
+            if keep is not None and at + rel not in keep:
+                continue
+            shown = prefix + rel + ("/" if is_dir else "")
+            scored.append((rank_key(score, shown), shown, is_dir, score))
     scored.sort()
     complete = not run.timed_out
     page = scored[offset : offset + limit]
@@ -133,7 +129,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         nxt = offset + len(page)
         omissions.append(Omission("page", len(scored) - nxt, "path", f"use offset={nxt} for the next page"))
     if kind != "files" and not run.timed_out:
-        fileless = _fileless_dirs(target.path, dirs, query, sandbox)
+        fileless = _fileless_dirs(target.path, dirs, query, ctx.sandbox)
         if fileless:
             sample = ", ".join(prefix + d + "/" for d in fileless[:3])
             omissions.append(

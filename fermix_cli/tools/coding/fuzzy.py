@@ -118,6 +118,34 @@ class Query(Record, frozen=True):
                 return False
         return True
 
+    def survivors(self, rels: list[str]) -> list[str]:
+        """The candidates for which `could_match` holds, found with one regex scan per token over
+        all of them at once (the same test, in C rather than once per path in Python)."""
+        if not rels:
+            return []
+        text = "\n".join(rels)
+        low = text.lower()
+        if len(low) != len(text) or any("\n" in r for r in rels):  # offsets would not line up
+            return [r for r in rels if self.could_match(r.lower())]
+        starts: dict[int, int] = {}
+        pos = 0
+        for i, r in enumerate(rels):
+            starts[pos] = i
+            pos += len(r) + 1
+        keep: set[int] | None = None
+        for tl, rx in self._filters:
+            if rx is None:  # a short token: a substring
+                scan = re.compile("^.*?" + re.escape(tl), re.MULTILINE)
+            else:  # a subsequence (a substring is one too): linear, each step possessive
+                scan = re.compile(
+                    "^" + "".join(f"[^{re.escape(c)}\n]*+{re.escape(c)}" for c in tl), re.MULTILINE
+                )
+            hit = {starts[m.start()] for m in scan.finditer(low)}
+            keep = hit if keep is None else keep & hit
+            if not keep:
+                return []
+        return [rels[i] for i in sorted(keep)] if keep is not None else list(rels)
+
     def score(self, rel: str) -> int | None:
         """The candidate's score, or None when some token does not match."""
         base = rel.rsplit("/", 1)[-1]

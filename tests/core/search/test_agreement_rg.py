@@ -120,7 +120,14 @@ def test_content_search_agrees_with_rg(world: Env, invoke: Any) -> None:
         r = invoke("content_search", {"pattern": pattern, "regex": regex, "case_insensitive": ci})
         got = {(str(Path(m["path"]).relative_to(world.project)), m["line"]) for m in r["matches"]}
         assert got == want and r["total_matches"] == len(want), pattern
-        assert r["complete"] is True  # bin/blob.bin is binary from its first bytes: not searched
+        # bin/blob.bin is binary from its first bytes: rg does not search it, and the answer says so.
+        assert r["complete"] is False
+        [binary] = r["omitted"]
+        assert (binary["reason"], binary["count"]) == ("binary", 1)
+        assert (
+            "1 holds binary data from the start (a NUL byte) and was not searched" in binary["how"]
+            and "bin/blob.bin" in binary["how"]
+        )
 
 
 IGNORES = {
@@ -170,7 +177,19 @@ def test_symlinks_are_not_followed_as_rg_does(world: Env, invoke: Any) -> None:
     assert {r["path"] for r in invoke("find", {"query": "a"})["results"]} == {"real/a.txt"}
 
 
-def test_binary_files_are_left_out_as_rg_does_and_counted(world: Env, invoke: Any) -> None:
+def rg_binary_files(root: Path, *args: str) -> set[str]:
+    """The files rg's own debug log says it met binary data in (a NUL byte), for a search."""
+    done = subprocess.run(
+        [engines.rg(), *args, "--debug"], cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    )
+    out = set()
+    for ln in done.stderr.splitlines():
+        if "found binary data at offset" in ln:
+            out.add(ln.split(": ignoring ", 1)[1].rsplit(": found binary", 1)[0].removeprefix("./"))
+    return out
+
+
+def test_binary_files_are_left_out_as_rg_does_and_every_one_is_counted(world: Env, invoke: Any) -> None:
     write(
         world.project,
         {
@@ -178,15 +197,61 @@ def test_binary_files_are_left_out_as_rg_does_and_counted(world: Env, invoke: An
             "head.bin": b"\x00hit\n",
             "late.bin": b"hit\n" + b"y" * 100_000 + b"\x00",
             "nomatch.bin": b"\x00\x01\x02",
+            "sub/deep.dat": b"\x00\x00",
+            "ignored/x.bin": b"\x00",
+            ".gitignore": "ignored/\n",
         },
     )
     want = rg_hits(world.project, "-e", "hit")
     got, last = all_raw_hits(invoke, {"patterns": ["hit"]})
     # rg prints late.bin's first line (its NUL is past the first block rg reads) and stops there;
-    # fermix shows the same lines and says the file was not read past the NUL.
+    # head.bin, nomatch.bin and sub/deep.dat are binary from their first block, so rg does not search
+    # them at all (and --json does not mention them): fermix counts all four, as rg's log has them.
     assert got == want == {("text.txt", 1), ("late.bin", 1)}
-    assert last["skipped"]["binary"] == 1 and last["complete"] is False
-    assert [(o["reason"], o["count"]) for o in last["omitted"]] == [("binary", 1)]
+    binary = rg_binary_files(world.project, *GREP_FLAGS, "-e", "hit")
+    assert binary == {"head.bin", "late.bin", "nomatch.bin", "sub/deep.dat"}
+    assert last["skipped"]["binary"] == len(binary) and last["complete"] is False
+    [omission] = last["omitted"]
+    assert (omission["reason"], omission["count"], omission["unit"]) == ("binary", 4, "file")
+    assert "3 hold binary data from the start (a NUL byte) and were not searched" in omission["how"]
+    assert "1 was searched only up to a NUL byte after the first matches" in omission["how"]
+    assert "rg -a" in omission["how"] and "head.bin, late.bin, nomatch.bin" in omission["how"]
+    assert "[incomplete: 4 files left out (binary)" in last["output"]
+    cs = invoke("content_search", {"pattern": "hit"})
+    assert [(o["reason"], o["count"]) for o in cs["omitted"]] == [("binary", 4)]
+    # A text-only tree is complete: no binary file, nothing to report.
+    (world.project / "head.bin").unlink()
+    (world.project / "late.bin").unlink()
+    (world.project / "nomatch.bin").unlink()
+    (world.project / "sub/deep.dat").unlink()
+    assert invoke("grep", {"patterns": ["hit"]})["complete"] is True
+    assert invoke("content_search", {"pattern": "hit"})["complete"] is True
+
+
+def test_perforce_rule_files_are_found_by_the_search_itself(world: Env, invoke: Any) -> None:
+    """No listing runs beside the search: the rule files are seen as rg walks past them (also with a
+    caller's exclusion globs), and the search runs again with their rules."""
+    write(
+        world.project,
+        {
+            "keep.txt": "hit\n",
+            "scratch.txt": "hit\n",
+            "sub/p4ignore.txt": "*.txt\n!keep2.txt\n",
+            "sub/drop.txt": "hit\n",
+            "sub/keep2.txt": "hit\n",
+            "other/.p4ignore": "gone.py\n",
+            "other/gone.py": "hit\n",
+            "other/stay.py": "hit\n",
+        },
+    )
+    for args in ({}, {"glob": ["!*.md"]}, {"case_insensitive": True}):
+        got, last = all_raw_hits(invoke, {"patterns": ["hit"], **args})
+        assert got == {("keep.txt", 1), ("scratch.txt", 1), ("sub/keep2.txt", 1), ("other/stay.py", 1)}, args
+        assert last["complete"] is True
+    # The rule file itself is searched, as any text file is, when its rules do not exclude it.
+    (world.project / "sub/p4ignore.txt").write_text("drop.txt\n# hit\n")
+    got, _ = all_raw_hits(invoke, {"patterns": ["hit"]})
+    assert ("sub/p4ignore.txt", 2) in got and ("sub/drop.txt", 1) not in got
 
 
 @pytest.mark.slow

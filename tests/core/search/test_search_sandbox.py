@@ -121,3 +121,21 @@ def test_a_missing_engine_is_an_error_naming_the_fix(
     finally:
         ctx.close()
     assert e.value.code == "search_engine_missing" and "pip install" in e.value.message
+
+
+def test_binary_files_are_counted_without_protected_ones_or_hard_links_to_them(world: Env) -> None:
+    """Binary files are named in the `binary` omission; a protected binary file, and a hard link to
+    one elsewhere in the tree, are neither counted nor named."""
+    setup_home(world)
+    (world.home / ".ssh" / "blob").write_bytes(b"\x00" + SECRET.encode())
+    os.link(world.home / ".ssh" / "blob", world.home / "notes" / "hardlinked.bin")
+    (world.home / "notes" / "img.bin").write_bytes(b"\x00\x01")
+    for tool, args in (
+        ("grep", {"patterns": [SECRET], "mode": "raw", "limit": 500}),
+        ("content_search", {"pattern": SECRET, "max_results": 1000}),
+    ):
+        text = run(world, tool, args)
+        result = json.loads(text)
+        [binary] = [o for o in result["omitted"] if o["reason"] == "binary"]
+        assert binary["count"] == 1 and "img.bin" in binary["how"], (tool, binary)
+        assert "hardlinked" not in text and "blob" not in text and ".ssh" not in text.lower(), tool

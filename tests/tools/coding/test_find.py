@@ -257,3 +257,18 @@ def test_a_matching_directory_without_listed_files_is_counted_not_dropped(world:
     assert "[incomplete: 1 directory left out (no_listed_files)" in r["output"]
     # Files only: directories are not asked for, so nothing is missing.
     assert invoke("find", {"query": "cache"})["complete"] is True
+
+
+def test_batch_prefilter_agrees_with_could_match_path_by_path() -> None:
+    import random
+
+    rng = random.Random(15)
+    alphabet = "abcUtil_-./[]^\\ü"
+    paths = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(3000)]
+    paths += ["src/util.py", "UTIL", "u/t/i/l", "a^b", "x\\y", "[ab]"]
+    for text in ("util", "ut", "u", "ÜTIL", "a^b", "x\\y", "[ab]", "src/ util", "zzz", "l i t u"):
+        q = Query.parse(text)
+        assert q.survivors(paths) == [p for p in paths if q.could_match(p.lower())], text
+    # "İ".lower() is two characters long: offsets would not line up, so each path is tested alone.
+    odd = ["İstanbul/util.py", "util.py", "other"]
+    assert Query.parse("util").survivors(odd) == ["İstanbul/util.py", "util.py"]

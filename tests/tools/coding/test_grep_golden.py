@@ -16,11 +16,16 @@ def proj(world: Env) -> Path:
     return world.project
 
 
-# bad.txt matches too, on a line that is not UTF-8: the answer says so instead of leaving it out
-# silently. (bin/blob.dat is binary from its first bytes: rg does not search it, like every grep.)
+# bin/blob.dat is binary from its first bytes: rg does not search it, like every grep, and the answer
+# says so. bad.txt matches too, on a line that is not UTF-8: the answer says so instead of leaving it
+# out silently.
+BINARY_NOTE = (
+    "[incomplete: 1 file left out (binary); 1 holds binary data from the start (a NUL byte) and was not "
+    "searched; to search them as text run `rg -a PATTERN PATH` in the shell (e.g. bin/blob.dat)]"
+)
 SKIP_NOTES = (
-    "[incomplete: 1 line left out (invalid_utf8); in 1 file(s) they are not UTF-8 text, so they are not "
-    "shown; to see them run `rg -a PATTERN PATH` in the shell]"
+    BINARY_NOTE + "\n[incomplete: 1 line left out (invalid_utf8); in 1 file(s) they are not UTF-8 text, so "
+    "they are not shown; to see them run `rg -a PATTERN PATH` in the shell]"
 )
 
 RANKED = (
@@ -70,9 +75,9 @@ def test_ranked_default_golden(proj: Path, invoke) -> None:
     assert r["scan_complete"] is True and r["total_exact"] is True
     assert r["files_matched"] == 5
     # Hidden and ignored files are rg's to skip (by design, not a partial answer): not counted.
-    assert r["skipped"] == {"binary": 0, "invalid_utf8": 1, "unreadable": 0, "denied": 0}
+    assert r["skipped"] == {"binary": 1, "invalid_utf8": 1, "unreadable": 0, "denied": 0}
     assert r["complete"] is False
-    assert [o["reason"] for o in r["omitted"]] == ["invalid_utf8"]
+    assert [o["reason"] for o in r["omitted"]] == ["binary", "invalid_utf8"]
     assert r["matchers"] == [{"pattern": "run", "kind": "regex"}]
     assert r["hits"][0] == {
         "path": "src/lib/runner.py",
@@ -193,7 +198,7 @@ def test_or_patterns_repairs_and_fallback_are_reported(proj: Path, invoke) -> No
     r = invoke("grep", {"patterns": ["fn run(", r"def run\b", "{x", "(unclosed[", "a{2,"]})
     assert r["output"] == (
         "grouped_v1\n## src/lib/runner.py\n5:[def-like]     def run(self):\n\n"
-        "## src/run.rs\n3:[def-like] pub fn run(args: Args) -> Result<()> {"
+        "## src/run.rs\n3:[def-like] pub fn run(args: Args) -> Result<()> {\n\n" + BINARY_NOTE
     )
     assert r["matchers"] == [
         {"pattern": "fn run(", "kind": "regex_repaired", "repaired": r"fn run\("},
@@ -213,5 +218,6 @@ def test_literal_fallback_when_repairs_do_not_help(world: Env, invoke) -> None:
 
 
 def test_regex_patterns_are_case_sensitive(proj: Path, invoke) -> None:
-    assert invoke("grep", {"patterns": ["Running"], "mode": "raw"})["output"] == "docs/running.md:1:# Running"
-    assert invoke("grep", {"patterns": ["RUN"]})["output"] == "grouped_v1\n\n[no matches]"
+    raw = invoke("grep", {"patterns": ["Running"], "mode": "raw"})["output"]
+    assert raw == "docs/running.md:1:# Running\n\n" + BINARY_NOTE
+    assert invoke("grep", {"patterns": ["RUN"]})["output"] == "grouped_v1\n\n[no matches]\n" + BINARY_NOTE

@@ -152,12 +152,16 @@ def test_hidden_ignored_target_and_git_are_skipped(world: Env, invoke) -> None:
     make_tree(world.project, {".git/config": "run\n", "sub/target/x.rs": "run\n", "sub/targets.rs": "run\n"})
     r = invoke("grep", {"patterns": ["{}"], "mode": "raw"})
     # build/ (.gitignore), vendor/ (.ignore), target/, .hidden/ hold `fn run() {}`; all skipped.
-    assert r["output"] == "[no matches]"
+    assert r["output"].split("\n")[0] == "[no matches]" and r["primary_total"] == 0
     r = invoke("grep", {"patterns": ["^run$"], "mode": "raw"})
-    # debug.log (.gitignore), scratch.tmp (.p4ignore), .git/config and the binary bin/blob.dat are
-    # skipped too.
-    assert r["output"] == "sub/targets.rs:1:run"
-    assert r["complete"] is True
+    # debug.log (.gitignore), scratch.tmp (.p4ignore) and .git/config are skipped too, by design; the
+    # binary bin/blob.dat is not searched either, and that one the answer reports.
+    assert r["output"].split("\n\n") == [
+        "sub/targets.rs:1:run",
+        "[incomplete: 1 file left out (binary); 1 holds binary data from the start (a NUL byte) and was "
+        "not searched; to search them as text run `rg -a PATTERN PATH` in the shell (e.g. bin/blob.dat)]",
+    ]
+    assert r["complete"] is False and [o["reason"] for o in r["omitted"]] == ["binary"]
 
 
 def test_an_explicit_file_bypasses_hidden_and_ignore_filters(world: Env, invoke) -> None:
@@ -213,13 +217,18 @@ def test_binary_and_invalid_utf8_files_are_skipped_and_counted(world: Env, invok
     )
     r = invoke("grep", {"patterns": ["hit"], "mode": "raw"})
     assert r["output"].split("\n\n")[0] == "b.txt:1:hit\ne.txt:1:hit"
-    assert r["skipped"]["binary"] == 1 and r["skipped"]["invalid_utf8"] == 1
+    # a.bin is not searched at all (rg's --json never mentions it); b.txt is searched up to its NUL.
+    assert r["skipped"]["binary"] == 2 and r["skipped"]["invalid_utf8"] == 1
     assert r["complete"] is False
     assert [(o["reason"], o["count"], o["unit"]) for o in r["omitted"]] == [
-        ("binary", 1, "file"),
+        ("binary", 2, "file"),
         ("invalid_utf8", 1, "line"),
     ]
-    assert "[incomplete: 1 file left out (binary)" in r["output"]
+    assert (
+        "[incomplete: 2 files left out (binary); 1 holds binary data from the start (a NUL byte) and was "
+        "not searched; 1 was searched only up to a NUL byte after the first matches; to search them as "
+        "text run `rg -a PATTERN PATH` in the shell (e.g. a.bin, b.txt)]"
+    ) in r["output"]
 
 
 def test_a_file_past_the_old_4_mib_cap_is_searched_to_its_end(world: Env, invoke) -> None:

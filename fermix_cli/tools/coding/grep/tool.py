@@ -19,8 +19,14 @@ from ....core.params import Field
 from ....core.records import Record, field
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ....core.search.p4ignore import resolve_p4
-from ....core.search.report import Omission, completeness, timeout_omission, unreadable_omission
-from ....core.search.ripgrep import FileMatches, LineMatch, PatternError, Scope, Search
+from ....core.search.report import (
+    Omission,
+    binary_omission,
+    completeness,
+    timeout_omission,
+    unreadable_omission,
+)
+from ....core.search.ripgrep import FileMatches, LineMatch, PatternError, Scope, Search, allowed_below
 from ..pathrules import display_path, resolve_source
 from .printer import Block, Hit, render_ranked, render_raw
 from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
@@ -126,10 +132,13 @@ class Tally(Record):
     """What the search saw beyond the hits: counts for the metadata and the omissions."""
 
     files_matched: int = 0
-    binary: int = 0  # files rg stopped reading at a NUL byte after their first matches
+    binary: int = 0  # files with binary data (a NUL byte): not searched, or searched up to it
+    binary_not_searched: list[str] = field(default_factory=list)  # canonical paths, binary from the start
+    binary_stopped: list[str] = field(default_factory=list)  # canonical paths, NUL after the first matches
     invalid_utf8: int = 0  # files with a matching line that is not UTF-8
     invalid_lines: int = 0
     denied: int = 0  # files rg returned that the sandbox refuses (hard links to protected files)
+    cwd: str = ""  # paths in notes are shown relative to it
 
 
 def _scope(ctx: ToolContext, p: GrepParams, path: str) -> tuple[Scope, str]:
@@ -153,18 +162,19 @@ def _collect(
         keep=keep,
         target=target,
     )
-    sandbox = ctx.sandbox
-    check = sandbox.needs_checks_below(scope.root)
-    links = sandbox.may_have_protected_links()
     tally = Tally()
+    base = scope.root.rstrip("/") + "/"  # canonical; rg follows no symlink, so base + rel is too
+    matched = list(search.files())
+    for fm in matched:
+        fm.path = base + fm.path
+    allowed, tally.denied = allowed_below(ctx.sandbox, scope.root, [fm.path for fm in matched])
+    keep_paths = set(allowed) if tally.denied else None
     found: list[FileMatches] = []
-    for fm in search.files():
-        full = os.path.join(scope.root, fm.path)
-        if (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full)):
-            tally.denied += 1
+    for fm in matched:
+        if keep_paths is not None and fm.path not in keep_paths:
             continue
         if fm.binary:
-            tally.binary += 1  # the matches before the NUL are kept, as rg prints them
+            tally.binary_stopped.append(fm.path)  # the matches before the NUL are kept, as rg prints them
         bad = [lm for lm in fm.lines if not lm.utf8]
         if bad:
             tally.invalid_utf8 += 1
@@ -173,9 +183,13 @@ def _collect(
             fm.matched_lines -= len(bad)
             if not fm.lines:
                 continue
-        fm.path = full
         found.append(fm)
     tally.files_matched = len(found)
+    # Every file rg met binary data in (its debug log names them), checked by the sandbox like a hit.
+    stopped = {fm.path for fm in matched if fm.binary}
+    unsearched = [base + rel for rel in search.stats.binary if base + rel not in stopped]
+    tally.binary_not_searched = allowed_below(ctx.sandbox, scope.root, unsearched)[0]
+    tally.binary = len(tally.binary_not_searched) + len(tally.binary_stopped)
     return found, search, tally
 
 
@@ -196,6 +210,7 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
     except PatternError:
         plans = replan(plans)
         found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep)
+    tally.cwd = target.cwd
     found.sort(key=lambda fm: fm.path)
     if mode == "raw":
         scan = _page_raw(found, target.cwd, offset, limit, ctx_lines)
@@ -422,16 +437,14 @@ def _omissions(
                 f"ranked mode shows {PER_FILE_CAP} hits per file; narrow path to that file or use mode=raw",
             )
         )
-    if tally.binary:
-        out.append(
-            Omission(
-                "binary",
-                tally.binary,
-                "file",
-                "binary data (a NUL byte) follows their first matches, so rg stopped reading them there; "
-                "to search them whole run `rg -a PATTERN PATH` in the shell",
-            )
-        )
+    binary = binary_omission(
+        tally.binary_not_searched,
+        tally.binary_stopped,
+        "to search them as text run `rg -a PATTERN PATH` in the shell",
+        lambda path: display_path(path, tally.cwd),
+    )
+    if binary:
+        out.append(binary)
     if tally.invalid_utf8:
         out.append(
             Omission(
