@@ -28,9 +28,47 @@ def canonicalize(path: str, max_hops: int = MAX_SYMLINK_HOPS) -> str:
     """
     if not path.startswith("/"):
         raise ValueError("canonicalize needs an absolute path")
+    return _resolve("/", [p for p in path.split("/") if p], path, max_hops)
+
+
+def canonicalize_many(paths: list[str], max_hops: int = MAX_SYMLINK_HOPS) -> list[str | None]:
+    """`canonicalize` of each absolute path (None where it fails), each parent directory resolved once.
+
+    Paths that share directories (a home's many dotfiles) cost one lstat per new component instead of
+    one per component of every path: a path's canonical form is its parent's, resolved on by its name,
+    and below a directory that does not exist nothing does (the name is appended, as `canonicalize`
+    appends the rest of a path once a component is missing).
+    """
+    memo: dict[str, tuple[str | None, bool]] = {}  # path -> (canonical, whether it exists)
+
+    def canon(path: str) -> tuple[str | None, bool]:
+        if path in memo:
+            return memo[path]
+        parent, name = posixpath.split(path)
+        try:
+            if not name or name in (".", "..") or parent == path or not parent.startswith("/"):
+                found = canonicalize(path, max_hops)
+                result: tuple[str | None, bool] = (found, os.path.lexists(found))
+            else:
+                base, exists = canon(parent.rstrip("/") or "/")
+                if base is None:
+                    result = (None, False)
+                elif not exists:
+                    result = (posixpath.join(base, name), False)
+                else:
+                    found = _resolve(base, [name], path, max_hops)
+                    result = (found, os.path.lexists(found))
+        except (ToolError, ValueError):
+            result = (None, False)
+        memo[path] = result
+        return result
+
+    return [canon(p)[0] for p in paths]
+
+
+def _resolve(resolved: str, pending: list[str], path: str, max_hops: int) -> str:
+    """Resolve `pending` components below the canonical directory `resolved` (`path`: for messages)."""
     hops = 0
-    pending = [p for p in path.split("/") if p]
-    resolved = "/"
     while pending:
         part = pending.pop(0)
         if part == ".":

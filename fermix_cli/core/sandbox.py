@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from .errors import ToolError
 from .hardlinks import linked_file_id, protected_link_ids
-from .pathcanon import canonicalize, is_inside
+from .pathcanon import canonicalize, canonicalize_many, is_inside
 from .paths import FermixPaths, make_private_dirs
 from .records import Record, field
 
@@ -149,12 +149,13 @@ class Sandbox(Record):
             if self.paths.config_dir != self.paths.data_dir:
                 entries.append(str(self.paths.config_dir))
             entries.append(str(self.paths.log_dir))
-            out: list[str] = []
-            for e in entries:
-                for form in (e, _safe_canon(e)):
-                    if form and form not in out:
-                        out.append(form)
-            self._protected = out
+            absolute = [e if e.startswith("/") else os.path.abspath(e) for e in entries]
+            forms: dict[str, None] = {}  # each entry's literal and canonical forms, once each, in order
+            for literal, canonical in zip(entries, canonicalize_many(absolute), strict=True):
+                forms.setdefault(literal)
+                if canonical:
+                    forms.setdefault(canonical)
+            self._protected = list(forms)
         return self._protected
 
     @property
