@@ -3,7 +3,6 @@ and what stays each worker's own (policy, session, transcript, tool records)."""
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,17 +15,7 @@ from fermix_cli.core.state import StateDB
 from fermix_cli.subagents import fanout
 from fermix_cli.subagents.tools import WITHHELD_CLASSES
 from tests.conftest import Env
-
-
-def script(world: Env, routes: list[dict[str, Any]]) -> Path:
-    world.fermix_home.mkdir(parents=True, exist_ok=True)
-    path = world.fermix_home / "workers.json"
-    path.write_text(json.dumps({"by_prompt": routes}))
-    (world.fermix_home / "config.toml").write_text(
-        f'[fermix_core.agent]\nprovider = "mock"\n\n[fermix_core.providers.mock]\nscript = "{path}"\n'
-    )
-    return path
-
+from tests.subagents.test_subagents import script
 
 WRITE_ATTEMPTS = [
     {"tool_calls": [{"name": "file_write", "arguments": {"path": "w.txt", "content": "x"}}]},
