@@ -210,7 +210,7 @@ def agent(
         max_iterations=max_iterations,
         context_sections=profile_sections(ctx),
     )
-    from ..harness.delivery import RunOutcomeNotices
+    from ..harness.notices import RunOutcomeNotices
 
     session_agent = Agent(
         ctx,

@@ -165,7 +165,7 @@ def ask(
     )
     observer = None if as_json else StreamObserver(sys.stdout, sys.stderr, show_tools=sys.stderr.isatty())
     ctx.extras[REPLY_PORT] = OutboxPort(ctx.paths, lambda line: print(line, file=sys.stderr))
-    from ..harness.delivery import RunOutcomeNotices
+    from ..harness.notices import RunOutcomeNotices
 
     agent = Agent(ctx, options, observer=observer, turn_notices=RunOutcomeNotices())
     try:

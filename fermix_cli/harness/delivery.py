@@ -192,13 +192,3 @@ def _dead_letter(ctx: ToolContext, run_id: str, error: str) -> None:
             " AND delivery_state = 'pending'",
             (error[:500], run_id),
         )
-
-
-class RunOutcomeNotices:
-    """The agent's turn notices (`agent.assemble.TurnNotices`): this session's finished coding runs."""
-
-    def collect(self, ctx: ToolContext, session_id: str) -> list[tuple[str, str]]:
-        return turn_notices(ctx, session_id)
-
-    def delivered(self, ctx: ToolContext, ids: list[str], session_id: str) -> None:
-        mark_delivered(ctx, ids, f"session:{session_id}")

@@ -427,6 +427,7 @@ def test_ask_starts_without_http_or_rich_markdown(world: Env) -> None:
         "fermix_cli.cli.events_cmd",
         "fermix_cli.cli.browser_cmd",
         "pydantic",
+        "fermix_cli.harness.delivery",  # no coding run in this session: one read, not the engine
     ]
     r, loaded = world.imports_of(
         ["ask", "-m", "echo", "hi"], ["httpx", "httpcore", "rich.markdown", "rich.live", *others]

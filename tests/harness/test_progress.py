@@ -21,7 +21,7 @@ def _written(harness: Any, run_id: str, text: str = "file_change") -> bool:
 
 
 def test_the_launching_session_hears_progress_at_most_once_a_minute(harness: Any) -> None:
-    from fermix_cli.harness.delivery import RunOutcomeNotices
+    from fermix_cli.harness.notices import RunOutcomeNotices
 
     args = {"prompt": "STEPS WAITFILE", "cwd": str(harness.world.project), "progress": "milestones"}
     run_id = harness.call("codex_run", args, session_id="s5")["run_id"]
@@ -41,7 +41,7 @@ def test_the_launching_session_hears_progress_at_most_once_a_minute(harness: Any
 
 
 def test_a_quiet_run_sends_no_progress(harness: Any) -> None:
-    from fermix_cli.harness.delivery import RunOutcomeNotices
+    from fermix_cli.harness.notices import RunOutcomeNotices
 
     args = {"prompt": "STEPS WAITFILE", "cwd": str(harness.world.project)}
     run_id = harness.call("codex_run", args, session_id="s6")["run_id"]

@@ -21,7 +21,7 @@ def _cli(harness: Any, *args: str, env: dict[str, str] | None = None) -> subproc
 
 
 def test_the_next_ask_turn_in_the_launching_session_reports_the_outcome_once(harness: Any) -> None:
-    from fermix_cli.harness.delivery import RunOutcomeNotices
+    from fermix_cli.harness.notices import RunOutcomeNotices
 
     project = str(harness.world.project)
     run_id = harness.call("codex_run", {"prompt": "fix it", "cwd": project}, session_id="s1")["run_id"]
@@ -38,7 +38,7 @@ def test_the_next_ask_turn_in_the_launching_session_reports_the_outcome_once(har
 
 def test_a_turn_that_fails_leaves_the_outcome_pending(harness: Any) -> None:
     from fermix_cli.agent.assemble import Agent, AgentOptions
-    from fermix_cli.harness.delivery import RunOutcomeNotices
+    from fermix_cli.harness.notices import RunOutcomeNotices
 
     run_id = harness.call("codex_run", {"prompt": "q", "cwd": str(harness.world.project)}, session_id="s9")[
         "run_id"
