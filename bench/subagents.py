@@ -74,7 +74,7 @@ def main() -> None:
     from fermix_cli.agent.delegate import Delegation
     from fermix_cli.core.context import ToolContext
     from fermix_cli.core.paths import resolve_paths
-    from fermix_cli.subagents.fanout import fan_out
+    from fermix_cli.agent.subagents.fanout import fan_out
 
     def tasks(ids: list[str]) -> list[tuple[str, Delegation]]:
         return [

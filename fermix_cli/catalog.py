@@ -51,13 +51,13 @@ TOOL_MODULES: dict[str, str] = {
     "schedule_job": "fermix_cli.jobs.tools",
     "send_attachment": "fermix_cli.tools.media.channeltools",
     "shell": "fermix_cli.tools.shell",
-    "skill_create": "fermix_cli.skills.tools",
-    "skill_list": "fermix_cli.skills.tools",
-    "skill_reload": "fermix_cli.skills.tools",
-    "skill_run": "fermix_cli.skills.tools",
-    "skill_view": "fermix_cli.skills.tools",
+    "skill_create": "fermix_cli.agent.skills.tools",
+    "skill_list": "fermix_cli.agent.skills.tools",
+    "skill_reload": "fermix_cli.agent.skills.tools",
+    "skill_run": "fermix_cli.agent.skills.tools",
+    "skill_view": "fermix_cli.agent.skills.tools",
     "stop_tracking_coding_run": "fermix_cli.harness.tools",
-    "subagents": "fermix_cli.subagents.tools",
+    "subagents": "fermix_cli.agent.subagents.tools",
     "tool_call": "fermix_cli.tools.meta.tools",
     "tool_describe": "fermix_cli.tools.meta.tools",
     "tool_help": "fermix_cli.tools.meta.tools",
@@ -75,12 +75,13 @@ TOOLSET_ALIASES: dict[str, dict[str, str]] = {
 }
 
 TOOLSET_MODULES: tuple[str, ...] = (
+    "fermix_cli.agent.skills.toolset",
     "fermix_cli.mcp.toolset",
-    "fermix_cli.skills.toolset",
 )
 
 CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.config",
+    "fermix_cli.agent.skills.config",
     "fermix_cli.browser.config",
     "fermix_cli.channels.config",
     "fermix_cli.computer.config",
@@ -90,7 +91,6 @@ CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.jobs.config",
     "fermix_cli.mcp.config",
     "fermix_cli.memory.config",
-    "fermix_cli.skills.config",
     "fermix_cli.tools.coding.config",
     "fermix_cli.tools.git.config",
     "fermix_cli.tools.media.config",
@@ -99,6 +99,7 @@ CONFIG_MODULES: tuple[str, ...] = (
 
 CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.agent.config": ["fermix_core.providers", "fermix_core.agent", "fermix_core.routing"],
+    "fermix_cli.agent.skills.config": ["fermix_core.skills"],
     "fermix_cli.browser.config": ["fermix_core.browser"],
     "fermix_cli.channels.config": ["fermix_core.channels.telegram", "fermix_core.channels.webhooks", "fermix_core.channels.apprise"],
     "fermix_cli.computer.config": ["fermix_core.computer_use"],
@@ -108,7 +109,6 @@ CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.jobs.config": ["fermix_core.jobs"],
     "fermix_cli.mcp.config": ["mcp.servers"],
     "fermix_cli.memory.config": ["fermix_core.memory_review"],
-    "fermix_cli.skills.config": ["fermix_core.skills"],
     "fermix_cli.tools.coding.config": ["capabilities.tools.read", "capabilities.tools.write", "capabilities.tools.hash_edit", "capabilities.tools.bash", "capabilities.tools.grep", "capabilities.tools.find", "capabilities.tools.list_files", "capabilities.tools.ast_grep"],
     "fermix_cli.tools.git.config": ["fermix_core.tools.git"],
     "fermix_cli.tools.media.config": ["capabilities.tools.view_image", "fermix_core.tools.generate_image"],
@@ -117,13 +117,13 @@ CONFIG_TABLES: dict[str, list[str]] = {
 
 MIGRATION_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.migrations",
+    "fermix_cli.agent.skills.migrations",
     "fermix_cli.computer.migrations",
     "fermix_cli.core.migrations",
     "fermix_cli.events.migrations",
     "fermix_cli.harness.migrations",
     "fermix_cli.jobs.migrations",
     "fermix_cli.memory.migrations",
-    "fermix_cli.skills.migrations",
     "fermix_cli.tools.access.migrations",
     "fermix_cli.tools.coding.migrations",
     "fermix_cli.tools.web.migrations",
@@ -133,13 +133,13 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "core_001_tool_calls",
     "agent_001_transcripts",
     "agent_002_session_parents",
+    "skills_001_skill_index",
     "computer_001_views_and_pause",
     "events_001_temporal_events",
     "harness_001_coding_runs",
     "jobs_001_scheduled_jobs",
     "memory_001_memories",
     "memory_002_profiles",
-    "skills_001_skill_index",
     "core_002_directory_access_requests",
     "coding_001_hashline_snapshots",
     "web_001_snapshots",
@@ -150,5 +150,5 @@ DUE_WORK_MODULES: tuple[str, ...] = (
     "fermix_cli.events.duework",
     "fermix_cli.harness.duework",
     "fermix_cli.jobs.duework",
-    "fermix_cli.memory.duework",
+    "fermix_cli.jobs.memoryreview",
 )

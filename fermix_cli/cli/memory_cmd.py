@@ -172,7 +172,7 @@ def review_cmd(
     `fermix jobs run` does this on its own once `[fermix_core.memory_review] interval_hours` have passed
     and new facts exist. Only the owner's facts are read: never a guest's notes or a job's memory.
     """
-    from ..memory.review import run_review
+    from ..jobs.memoryreview import run_review
 
     ctx = _owner_context()
     try:

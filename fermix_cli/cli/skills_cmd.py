@@ -79,8 +79,8 @@ def new_cmd(
 def _run(
     name: str, task: str, context_text: str | None, provider: str | None, model: str | None
 ) -> dict[str, Any]:
+    from ..agent.skills.run import find_skill, run_skill
     from ..core.registry import default_registry
-    from ..skills.run import find_skill, run_skill
 
     ctx = context()
     try:

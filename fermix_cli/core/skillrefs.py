@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SKILL_FILE", "SKILL_NAME", "Discovery", "SkillFile", "SkillRoot", "discover", "skill_roots"]
 
-_BUNDLED = Path(__file__).resolve().parent.parent / "skills" / "bundled"
+_BUNDLED = Path(__file__).resolve().parent.parent / "agent" / "skills" / "bundled"
 
 
 class SkillFile(Record, frozen=True):

@@ -10,7 +10,6 @@ source in `duework.py`) through the owner's channel, with retries until `deliver
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -159,22 +158,11 @@ def _claim(ctx: ToolContext, row: sqlite3.Row) -> bool:
 
 
 def _send(ctx: ToolContext, row: sqlite3.Row, text: str | None = None) -> str:
-    from ..channels import ChannelError, channel_for
-    from ..channels.targets import ADDRESS_KEYS, THREAD_KEYS, resolve_default_target
-    from ..core.errors import ToolError
+    """To the owner's delivery target, through the sender `fermix jobs run` lends (`core/ownersend.py`)."""
+    from ..core.ownersend import send_to_owner
 
-    target = resolve_default_target(ctx.config).target
-    address_key = next(k for k in ADDRESS_KEYS if k in target)
-    channel = channel_for(str(target["platform"]), ctx.paths, ctx.config)
-    if channel is None:
-        raise ToolError("unsupported_channel", f"no channel delivers to {target['platform']}", {})
     meta = {"run_id": row["id"], "job_id": row["job_id"], "status": row["status"]}
-    meta.update({k: target[k] for k in THREAD_KEYS if k in target})
-    try:
-        sent = channel.send_text(str(target[address_key]), text or outcome_text(row), meta)
-    except ChannelError as e:
-        raise ToolError(e.code, str(e), {"permanent": e.permanent}) from None
-    return json.dumps(sent.as_dict())
+    return send_to_owner(ctx, text or outcome_text(row), meta)
 
 
 def _attempt_failed(ctx: ToolContext, run_id: str, error: str) -> None:

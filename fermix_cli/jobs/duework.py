@@ -72,8 +72,10 @@ def run_due_work(
 ) -> tuple[int, TickOutput]:
     """One `fermix jobs run`: tick every declared source in catalog order; the exit code is the worst."""
     from ..core.catalog import default_catalog
+    from .ownersend import lend_owner_send
 
     catalog = catalog or default_catalog()
+    lend_owner_send(ctx)  # sources that report to the owner send through the jobs' channels
     code = 0
     reports: list[tuple[str, Report]] = []
     for _module, sources in catalog.declared("DUE_WORK", catalog.due_work_modules):

@@ -1,29 +1,10 @@
-"""The memory review's due-work source: `fermix jobs run` consolidates new facts into the profiles.
+"""Which facts the memory review may read, and the one read that says whether any is new.
 
-Cheap when nothing is due: one indexed read before any config is loaded, then the config flag; the review itself (and the model
-loop) is imported only when one is due. A failed review is reported, never fatal to the tick.
+Cheap to import: the review's due-work source (`jobs/memoryreview.py`, run by `fermix jobs run`) asks this
+before loading any config.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ..core.context import ToolContext
-
-
-class ReviewReport:
-    def __init__(self, outcome: dict[str, Any] | None, *, quiet: bool | None = None) -> None:
-        self.outcome = outcome
-        self._quiet = quiet
-
-    @property
-    def quiet(self) -> bool:
-        return self.outcome is None if self._quiet is None else self._quiet
-
-    def as_dict(self) -> dict[str, Any]:
-        return self.outcome or {"status": "idle"}
-
 
 # The owner's own facts: what a review may read (never a guest's notes or a job's memory).
 OWN_FACTS = (
@@ -37,25 +18,3 @@ SELECT 1 FROM memories, last
 WHERE {OWN_FACTS} AND (last.t IS NULL OR updated_at > last.t OR (archived_at IS NOT NULL AND archived_at > last.t))
 LIMIT 1
 """
-
-
-class MemoryReview:
-    name = "memory_review"
-
-    def tick(self, ctx: ToolContext, *, use_lock: bool) -> tuple[int, ReviewReport]:
-        from ..core.errors import ToolError
-
-        try:
-            if not ctx.state.query(ANY_NEW_FACT):
-                return 0, ReviewReport(None)
-            from .review import review_due, run_review
-
-            if not review_due(ctx):
-                return 0, ReviewReport(None)
-        except ToolError as e:
-            # An unreadable config or state is the scheduled jobs' report to make; the review just waits.
-            return 0, ReviewReport({"status": "skipped", "error": e.to_dict()}, quiet=True)
-        return 0, ReviewReport(run_review(ctx))
-
-
-DUE_WORK = (MemoryReview(),)

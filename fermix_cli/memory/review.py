@@ -89,7 +89,7 @@ def parse_profiles(text: str, limit: int) -> dict[str, str]:
     return {k: profiles.clip(data[k].strip(), limit) for k in profiles.KINDS}
 
 
-def _claim(ctx: ToolContext, now: str) -> int | None:
+def claim_review(ctx: ToolContext, now: str) -> int | None:
     """A new review row in state `running`, unless another review is running (and not stale)."""
     stale = timestamp(ctx.now() - STALE_CLAIM)
     with ctx.state.write() as db:
@@ -105,7 +105,7 @@ def _claim(ctx: ToolContext, now: str) -> int | None:
         return int(cur.lastrowid or 0)
 
 
-def _finish(ctx: ToolContext, review_id: int, status: str, **values: Any) -> None:
+def finish_review(ctx: ToolContext, review_id: int, status: str, **values: Any) -> None:
     with ctx.state.write() as db:
         db.execute(
             "UPDATE memory_reviews SET status = ?, finished_at = ?, through = ?, facts = ?, session_id = ?,"
@@ -120,58 +120,6 @@ def _finish(ctx: ToolContext, review_id: int, status: str, **values: Any) -> Non
                 review_id,
             ),
         )
-
-
-def run_review(ctx: ToolContext, *, provider: str | None = None, model: str | None = None) -> dict[str, Any]:
-    """Review the facts stored since the last review; the report says what happened."""
-    from ..agent.assemble import Agent, AgentOptions
-
-    cfg = ctx.config.fermix_core.memory_review
-    now = timestamp(ctx.now())
-    review_id = _claim(ctx, now)
-    if review_id is None:
-        return {"status": "busy", "message": "another memory review is running"}
-    db = ctx.state.conn
-    facts = new_facts(db, last_through(db), cfg.max_facts)
-    if not facts:
-        _finish(ctx, review_id, "nothing_new")
-        return {"status": "nothing_new", "review_id": review_id, "facts": 0}
-    through = max(max(f["updated_at"], f["archived_at"] or "") for f in facts)
-    current = profiles.current(db)
-    session = f"memory-review-{review_id}"
-    child = ctx.derive(origin="scheduled", attended=False, allowed_tools=frozenset(), record_calls=True)
-    try:
-        options = AgentOptions(
-            provider=provider or cfg.provider,
-            model=model or cfg.model,
-            system=REVIEW_SYSTEM.format(limit=cfg.profile_max_chars),
-            tools=[],
-            session=session,
-            max_iterations=1,
-        )
-        agent = Agent(child, options)
-        try:
-            result = agent.run(review_prompt(current, facts))
-        finally:
-            agent.close()
-        if result.error is not None:
-            raise result.error
-        updated = parse_profiles(result.response, cfg.profile_max_chars)
-    except ToolError as e:
-        _finish(ctx, review_id, "failed", session_id=session, error=e.to_dict(), facts=len(facts))
-        return {"status": "failed", "review_id": review_id, "facts": len(facts), "error": e.to_dict()}
-    revisions: dict[str, int] = {}
-    with ctx.state.write() as w:
-        for kind in profiles.KINDS:
-            revisions[kind] = profiles.write(w, kind, updated[kind], "review", now, review_id)
-    _finish(ctx, review_id, "ok", through=through, facts=len(facts), session_id=session)
-    return {
-        "status": "ok",
-        "review_id": review_id,
-        "facts": len(facts),
-        "session_id": session,
-        "revisions": revisions,
-    }
 
 
 def review_due(ctx: ToolContext) -> bool:

@@ -153,8 +153,8 @@ def test_a_toy_family_needs_no_edit_outside_its_package(toyfam: str, tmp_path: P
 def test_a_family_declares_a_toolset_the_same_way(toyfam: str, tmp_path: Path) -> None:
     catalog = discover(("fermix_cli", toyfam))
     assert catalog.toolset_modules == (
+        "fermix_cli.agent.skills.toolset",
         "fermix_cli.mcp.toolset",
-        "fermix_cli.skills.toolset",
         "toyfam.notebook",
     )
     assert '"toyfam.notebook",' in render(catalog)
@@ -205,7 +205,7 @@ def test_jobs_run_drives_a_toy_due_work_source(toyfam: str, tmp_path: Path) -> N
         "fermix_cli.events.duework",
         "fermix_cli.harness.duework",
         "fermix_cli.jobs.duework",
-        "fermix_cli.memory.duework",
+        "fermix_cli.jobs.memoryreview",
         "toyfam.duework",
     )
     ctx = ToolContext(paths=resolve_paths(str(tmp_path / "home")))

@@ -24,8 +24,9 @@ def _log(harness: Any) -> list[list[str]]:
 
 def _poll(harness: Any, at: datetime) -> dict[str, Any]:
     from fermix_cli.harness.delivery import deliver_due
+    from fermix_cli.jobs.ownersend import lend_owner_send
 
-    return deliver_due(harness.ctx(clock=lambda: at))
+    return deliver_due(lend_owner_send(harness.ctx(clock=lambda: at)))
 
 
 def test_cloud_tools_exist_only_with_cloud_enabled(harness: Any) -> None:

@@ -53,6 +53,7 @@ def test_a_quiet_run_sends_no_progress(harness: Any) -> None:
 def test_a_job_launch_gets_progress_through_the_owners_channel(harness: Any) -> None:
     from fermix_cli.channels.inbox import read_inbox
     from fermix_cli.harness.delivery import deliver_due
+    from fermix_cli.jobs.ownersend import lend_owner_send
 
     harness.configure(
         "approved = true",
@@ -63,11 +64,14 @@ def test_a_job_launch_gets_progress_through_the_owners_channel(harness: Any) -> 
     args = {"prompt": "STEPS WAITFILE", "cwd": str(harness.world.project), "progress": "milestones"}
     run_id = harness.call("claude_code_run", args, **job)["run_id"]
     wait_for(lambda: _written(harness, run_id, "tool_use"))
-    report = deliver_due(harness.ctx(clock=lambda: T0))
+    report = deliver_due(lend_owner_send(harness.ctx(clock=lambda: T0)))
     assert report["progress"] == [run_id]
-    assert deliver_due(harness.ctx(clock=lambda: T0 + timedelta(seconds=5))).get("progress") is None
+    assert (
+        deliver_due(lend_owner_send(harness.ctx(clock=lambda: T0 + timedelta(seconds=5)))).get("progress")
+        is None
+    )
     inbox = read_inbox(harness.ctx().paths, "owner", 10)
     assert len(inbox) == 1 and "1 steps so far; latest: used Edit" in json.dumps(inbox[0])
     (harness.world.home / "standin" / "go").touch()
     harness.settled(run_id)
-    assert deliver_due(harness.ctx())["delivered"] == [run_id]
+    assert deliver_due(lend_owner_send(harness.ctx()))["delivered"] == [run_id]

@@ -98,16 +98,17 @@ def test_jobs_run_marks_a_vanished_run_and_dead_letters_an_undeliverable_outcome
 
     wait_for(lambda: not os.path.exists(f"/proc/{rec['pid']}"))
     from fermix_cli.harness.delivery import deliver_due
+    from fermix_cli.jobs.ownersend import lend_owner_send
 
-    report = deliver_due(harness.ctx())
+    report = deliver_due(lend_owner_send(harness.ctx()))
     assert report["settled"] == [run_id] and report["failed"][0]["error"] == "no_default_target"
     ctx = harness.ctx()
     with ctx.state.write() as db:  # the retry is due
         db.execute(
             "UPDATE coding_runs SET delivered_at = '2000-01-01T00:00:00.000000Z' WHERE id = ?", (run_id,)
         )
-    deliver_due(harness.ctx())
-    report = deliver_due(harness.ctx())
+    deliver_due(lend_owner_send(harness.ctx()))
+    report = deliver_due(lend_owner_send(harness.ctx()))
     assert report["dead_lettered"] == [run_id]
     run = harness.run(run_id)
     assert run["status"] == "lost" and run["delivery"]["state"] == "dead_letter"

@@ -14,11 +14,12 @@ def test_an_idle_tick_imports_no_other_domain_and_no_runner(jobs: Jobs) -> None:
             "fermix_cli.core.config",
             "fermix_cli.core.params",
             "fermix_cli.agent.*",
-            # The memory review's source (memory.duework) is loaded; nothing else of the domain.
+            # The memory review's source (jobs.memoryreview, with memory.duework) is loaded; nothing else.
             "fermix_cli.memory.review",
             "fermix_cli.memory.store",
             "fermix_cli.memory.profiles",
             "fermix_cli.harness.delivery",
+            "fermix_cli.channels.*",  # the owner's sender lent to the sources imports them only to send
             "fermix_cli.browser.launcher",
             "fermix_cli.tools.*",
             "fermix_cli.jobs.migrations",

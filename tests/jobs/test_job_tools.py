@@ -247,7 +247,7 @@ def test_skill_must_be_installed(jobs: Jobs) -> None:
     err = jobs.error(
         "schedule_job", {"name": "x", "schedule": "every 5 minutes", "task": "t", "skill_name": "triage"}
     )
-    # repo_overview ships with fermix (fermix_cli/skills/bundled)
+    # repo_overview ships with fermix (fermix_cli/agent/skills/bundled)
     assert err.code == "unknown_skill" and err.message.startswith(
         "triage: no such skill (known: repo_overview)"
     )

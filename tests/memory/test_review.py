@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from fermix_cli.core.registry import default_registry
+from fermix_cli.jobs.memoryreview import MemoryReview, run_review
 from fermix_cli.memory import profiles
-from fermix_cli.memory.duework import MemoryReview
-from fermix_cli.memory.review import run_review
 from tests.conftest import Env
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

@@ -11,9 +11,9 @@ import pytest
 
 from fermix_cli.agent import delegate
 from fermix_cli.agent.delegate import Delegation, run_delegated
+from fermix_cli.agent.subagents import fanout
+from fermix_cli.agent.subagents.tools import WITHHELD_CLASSES
 from fermix_cli.core.state import StateDB
-from fermix_cli.subagents import fanout
-from fermix_cli.subagents.tools import WITHHELD_CLASSES
 from tests.conftest import Env
 from tests.subagents.test_subagents import script
 

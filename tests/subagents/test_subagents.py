@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from fermix_cli.agent.delegate import Delegation
+from fermix_cli.agent.subagents.fanout import clip_utf8, fan_out
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.registry import default_registry
-from fermix_cli.subagents.fanout import clip_utf8, fan_out
 from tests.conftest import Env
 
 
@@ -239,8 +239,8 @@ def test_routing_defaults_and_per_call_override(world: Env) -> None:
 
 def test_worker_policy_is_callers_minus_read_write(world: Env) -> None:
     script(world, [{"contains": "task", "responses": [{"text": "x"}]}])
+    from fermix_cli.agent.subagents.tools import WITHHELD_CLASSES
     from fermix_cli.core.policy import effective_classes
-    from fermix_cli.subagents.tools import WITHHELD_CLASSES
 
     ctx = world.context(policy_ceiling=frozenset({"read_only", "read_write", "external_api"}))
     try:

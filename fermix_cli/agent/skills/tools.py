@@ -8,12 +8,12 @@ import re
 import stat
 from typing import Annotated, Any
 
-from ..core.context import ToolContext
-from ..core.errors import ToolError
-from ..core.params import Field
-from ..core.registry import Example, FailureMode, Hints, NoParams, Params, ToolSpec, registry_of, specs
-from ..core.skillfile import MAX_SKILL_BYTES, SKILL_FILE, SKILL_NAME, SkillDef
-from ..core.skillrefs import Discovery, discover_skills
+from ...core.context import ToolContext
+from ...core.errors import ToolError
+from ...core.params import Field
+from ...core.registry import Example, FailureMode, Hints, NoParams, Params, ToolSpec, registry_of, specs
+from ...core.skillfile import MAX_SKILL_BYTES, SKILL_FILE, SKILL_NAME, SkillDef
+from ...core.skillrefs import Discovery, discover_skills
 from .run import find_skill, run_skill
 
 REFERENCE_NAME = re.compile(r"^[a-z0-9_]{1,64}$")
@@ -108,7 +108,7 @@ def _references(skill: SkillDef) -> list[str]:
 
 def read_reference(skill: SkillDef, file: str) -> tuple[str, str]:
     """(path, text) of `references/<file>.md`: no traversal, no symlinks, at most 64 KiB."""
-    from ..core.fsops import read_bytes
+    from ...core.fsops import read_bytes
 
     if not REFERENCE_NAME.fullmatch(file):
         raise ToolError(
@@ -231,7 +231,7 @@ skill_reload. Put longer material in references/<name>.md and load it with skill
 
 
 def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
-    from ..core.fsops import atomic_write
+    from ...core.fsops import atomic_write
 
     if not SKILL_NAME.fullmatch(p.name):
         raise ToolError(

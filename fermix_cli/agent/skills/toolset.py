@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from ..core.context import ToolContext
-from ..core.params import Field
-from ..core.registry import Params, ToolSpec
-from ..core.skillfile import SkillDef
-from ..core.toolsets import Toolset
+from ...core.context import ToolContext
+from ...core.params import Field
+from ...core.registry import Params, ToolSpec
+from ...core.skillfile import SkillDef
+from ...core.toolsets import Toolset
 
 
 class SkillTaskParams(Params):
@@ -64,7 +64,7 @@ class SkillToolset(Toolset):
         return [self._spec(s) for _, s in sorted(skills.items())]
 
     def get(self, name: str, ctx: ToolContext) -> ToolSpec | None:
-        from ..core.skillfile import SKILL_NAME
+        from ...core.skillfile import SKILL_NAME
 
         if not SKILL_NAME.fullmatch(name):
             return None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from ..core.config import Section
-from ..core.params import Field
+from ...core.config import Section
+from ...core.params import Field
 
 
 class SkillsConfig(Section):

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from ..core import policy
-from ..core.context import ToolContext
-from ..core.errors import ToolError
-from ..core.params import Field
-from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from ...core import policy
+from ...core.context import ToolContext
+from ...core.errors import ToolError
+from ...core.params import Field
+from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
 MAX_TASKS = 10
 DEFAULT_CONCURRENCY = 4
@@ -84,7 +84,7 @@ def infer_provider(model: str) -> str | None:
 
 def worker_model(p: SubagentsParams, ctx: ToolContext) -> tuple[str | None, str | None, str | None]:
     """(provider, model, effort) for the workers, checked before any worker starts."""
-    from ..agent.providers import choose_provider
+    from ..providers import choose_provider
 
     routing = ctx.config.fermix_core.routing
     if p.model is not None:
@@ -121,7 +121,7 @@ def refuse_nesting(ctx: ToolContext) -> None:
 
 
 def subagents(p: SubagentsParams, ctx: ToolContext) -> dict[str, Any]:
-    from ..agent.delegate import Delegation
+    from ..delegate import Delegation
     from .fanout import fan_out, result_entry
 
     refuse_nesting(ctx)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.context import ToolContext
-from ..core.errors import ToolError
-from ..core.skillfile import SkillDef
-from ..core.skillrefs import discover_skills
+from ...core.context import ToolContext
+from ...core.errors import ToolError
+from ...core.skillfile import SkillDef
+from ...core.skillrefs import discover_skills
 
 MAX_DEPTH = 4
 
@@ -43,7 +43,7 @@ def skill_prompt(task: str, context: str | None) -> str:
 
 def run_skill(ctx: ToolContext, skill: SkillDef, task: str, context: str | None = None) -> dict[str, Any]:
     """Run `skill` on `task` in a confined child loop; the result says how it ended and what it used."""
-    from ..agent.delegate import Delegation, run_delegated
+    from ..delegate import Delegation, run_delegated
 
     if ctx.depth >= MAX_DEPTH:
         raise ToolError(

@@ -15,7 +15,12 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from ..agent.delegate import (
+from ...core.context import ToolContext
+from ...core.errors import ToolError
+from ...core.logs import logger
+from ...core.records import Record, field
+from ...core.registry import registry_of
+from ..delegate import (
     Delegated,
     Delegation,
     Prepared,
@@ -25,11 +30,6 @@ from ..agent.delegate import (
     prepare,
     run_delegated,
 )
-from ..core.context import ToolContext
-from ..core.errors import ToolError
-from ..core.logs import logger
-from ..core.records import Record, field
-from ..core.registry import registry_of
 
 log = logger("fermix.subagents")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..core.migrations import Migration
+from ...core.migrations import Migration
 
 
 def skill_index(db: sqlite3.Connection) -> None:
