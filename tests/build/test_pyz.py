@@ -104,6 +104,10 @@ def test_pyz_runs_a_real_tool_call_from_an_empty_venv(pyz: Path, empty_venv: Pat
     r = _run(pyz, empty_venv, home, "doctor", "--json")
     engines = {c["name"]: c for c in json.loads(r.stdout)["checks"]}
     assert engines["ripgrep"]["data"]["source"] == "bundled", engines["ripgrep"]
+    # The skills fermix ships (package data, not modules) are installed with it.
+    r = _run(pyz, empty_venv, home, "tool", "skill_list", "--json", "{}")
+    assert r.returncode == 0, r.stderr
+    assert "repo_overview" in [s["name"] for s in json.loads(r.stdout)["skills"]], r.stdout
 
 
 @pytest.mark.slow
