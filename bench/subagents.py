@@ -72,9 +72,9 @@ def main() -> None:
     os.environ["FERMIX_HOME"] = str(fermix_home)
 
     from fermix_cli.agent.delegate import Delegation
+    from fermix_cli.agent.subagents.fanout import fan_out
     from fermix_cli.core.context import ToolContext
     from fermix_cli.core.paths import resolve_paths
-    from fermix_cli.agent.subagents.fanout import fan_out
 
     def tasks(ids: list[str]) -> list[tuple[str, Delegation]]:
         return [

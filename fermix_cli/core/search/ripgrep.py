@@ -197,7 +197,7 @@ def _rebase(line: str, base: str) -> str:
 
 
 class Run:
-    """One rg process over a scope, killed at the deadline. Iterate `lines()` once."""
+    """One rg process over a scope, killed at the deadline. Read it once (`chunks()` or `records()`)."""
 
     def __init__(
         self,
@@ -224,7 +224,7 @@ class Run:
     # ----- process handling -------------------------------------------------------------------
 
     def _spawn(self, args: list[str]) -> subprocess.Popen[bytes]:
-        err = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _stderr once rg has finished
+        err = scratch_file()  # closed by _stderr once rg has finished
         try:
             proc = subprocess.Popen(
                 [engines.rg(), *args, "--", self.target],
@@ -301,17 +301,6 @@ class Run:
             return text[2:].split("\0./")
         return _split_null(text)
 
-    def lines(self) -> Iterator[bytes]:
-        """rg's stdout, line by line (without the line ending), read in large chunks."""
-        rest = b""
-        for chunk in self.chunks():
-            if rest:
-                chunk = rest + chunk
-            *whole, rest = chunk.split(b"\n")
-            yield from whole
-        if rest:
-            yield rest
-
     def chunks(self) -> Iterator[bytes]:
         """rg's stdout in chunks of up to 1 MiB, as rg writes it; rg is killed at the deadline."""
         proc = self._start()
@@ -373,6 +362,15 @@ _DEBUG = "rg: DEBUG|"
 _BINARY_LOG = "|grep_printer::json|"  # rg 14: one line per file it met a NUL byte in (quit mode)
 _WALK_LOG = "|ignore::walk|"
 _OVERRIDE = ": Ignore(IgnoreMatch(Override("
+
+
+def scratch_file() -> Any:
+    """An unnamed file for a child's stderr: in memory (memfd) where the system has it, so rg's
+    `--debug` log, a line per binary file, costs no disk writes; else a temporary file."""
+    if hasattr(os, "memfd_create"):
+        with contextlib.suppress(OSError):
+            return open(os.memfd_create("fermix-rg-stderr", os.MFD_CLOEXEC), "w+b")
+    return tempfile.TemporaryFile()
 
 
 def _split_null(text: str) -> list[str]:
@@ -549,45 +547,74 @@ class Search:
         return listing.records()
 
     def _parse(self) -> list[FileMatches]:
+        """rg's JSON messages, decoded a chunk at a time: the lines worth reading (a file's begin and
+        end, its first `keep` matches, the summary) are joined into one JSON array per chunk, which
+        costs one call into the decoder instead of one per line."""
         out: list[FileMatches] = []
         current: FileMatches | None = None
         keep = self.keep
         loads = json.loads
         self.bytes_searched = self.files_searched = 0
-        for raw in self.run.lines():
-            if raw.startswith(b'{"type":"match"'):
-                if current is None or (keep is not None and len(current.lines) >= keep):
-                    continue
-                d = loads(raw)["data"]
-                text, ok = _decode(d["lines"])
-                current.lines.append(
-                    LineMatch(
-                        d["line_number"],
-                        d["absolute_offset"],
-                        _strip_eol(text),
-                        tuple((s["start"], s["end"]) for s in d["submatches"]),
-                        ok,
+        kept = 0  # matches of the current file taken so far (the selection's own count)
+        for batch in self._batches():
+            wanted: list[bytes] = []
+            for raw in batch:
+                if raw.startswith(b'{"type":"match"'):
+                    if keep is not None and kept >= keep:
+                        continue
+                    kept += 1
+                elif raw.startswith(b'{"type":"begin"'):
+                    kept = 0
+                elif not (raw.startswith(b'{"type":"end"') or raw.startswith(b'{"type":"summary"')):
+                    continue  # context lines are not asked for; nothing else is worth a decode
+                wanted.append(raw)
+            if not wanted:
+                continue
+            for msg in loads(b"[" + b",".join(wanted) + b"]"):
+                kind, d = msg["type"], msg["data"]
+                if kind == "match":
+                    if current is None:
+                        continue
+                    text, ok = _decode(d["lines"])
+                    current.lines.append(
+                        LineMatch(
+                            d["line_number"],
+                            d["absolute_offset"],
+                            _strip_eol(text),
+                            tuple((s["start"], s["end"]) for s in d["submatches"]),
+                            ok,
+                        )
                     )
-                )
-            elif raw.startswith(b'{"type":"begin"'):
-                current = FileMatches(_path(loads(raw)["data"]["path"]))
-            elif raw.startswith(b'{"type":"end"'):
-                if current is None:
-                    continue
-                d = loads(raw)["data"]
-                st = d.get("stats") or {}
-                current.matched_lines = int(st.get("matched_lines", len(current.lines)))
-                current.bytes_searched = int(st.get("bytes_searched", 0))
-                self.bytes_searched += current.bytes_searched
-                if d.get("binary_offset") is not None:
-                    current.binary = True
-                out.append(current)
-                current = None
-            elif raw.startswith(b'{"type":"summary"'):
-                st = loads(raw)["data"].get("stats") or {}
-                self.bytes_searched = int(st.get("bytes_searched", self.bytes_searched))
-                self.files_searched = int(st.get("searches", 0))
+                elif kind == "begin":
+                    current = FileMatches(_path(d["path"]))
+                elif kind == "end":
+                    if current is None:
+                        continue
+                    st = d.get("stats") or {}
+                    current.matched_lines = int(st.get("matched_lines", len(current.lines)))
+                    current.bytes_searched = int(st.get("bytes_searched", 0))
+                    self.bytes_searched += current.bytes_searched
+                    if d.get("binary_offset") is not None:
+                        current.binary = True
+                    out.append(current)
+                    current = None
+                else:  # summary
+                    st = d.get("stats") or {}
+                    self.bytes_searched = int(st.get("bytes_searched", self.bytes_searched))
+                    self.files_searched = int(st.get("searches", 0))
         return out
+
+    def _batches(self) -> Iterator[list[bytes]]:
+        """rg's stdout as lists of whole lines, one list per chunk read."""
+        rest = b""
+        for chunk in self.run.chunks():
+            if rest:
+                chunk = rest + chunk
+            *whole, rest = chunk.split(b"\n")
+            if whole:
+                yield whole
+        if rest:
+            yield [rest]
 
 
 def check_pattern(pattern: str, *, fixed: bool = False) -> str | None:

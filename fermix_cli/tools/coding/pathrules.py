@@ -59,7 +59,8 @@ def display_path(canonical: str, cwd: str) -> str:
     if canonical == cwd:
         return "."
     if is_inside(canonical, cwd):
-        return posixpath.relpath(canonical, cwd)
+        # Both are canonical (absolute, normalised), so the relative path is what follows cwd's prefix.
+        return canonical[len(cwd) :].lstrip("/")
     return canonical
 
 

@@ -228,6 +228,30 @@ def test_binary_files_are_left_out_as_rg_does_and_every_one_is_counted(world: En
     assert invoke("content_search", {"pattern": "hit"})["complete"] is True
 
 
+def test_the_binary_count_does_not_depend_on_memfd(
+    world: Env, invoke: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rg's log goes to an in-memory file where the system has memfd_create, else to a temporary
+    file: either way every binary file is counted, and the matches are the same."""
+    from fermix_cli.core.search import ripgrep
+
+    write(
+        world.project, {"a.txt": "hit\n", "b.bin": b"\x00hit\n", "c.bin": b"hit\n" + b"y" * 100_000 + b"\x00"}
+    )
+    with_memfd = invoke("content_search", {"pattern": "hit"})
+    if hasattr(os, "memfd_create"):
+        with ripgrep.scratch_file() as f:
+            assert os.readlink(f"/proc/self/fd/{f.fileno()}").startswith("/memfd:fermix-rg-stderr")
+    monkeypatch.delattr(os, "memfd_create", raising=False)
+    with ripgrep.scratch_file() as f:
+        assert not os.readlink(f"/proc/self/fd/{f.fileno()}").startswith("/memfd:")
+    without = invoke("content_search", {"pattern": "hit"})
+    for r in (with_memfd, without):
+        assert [(o["reason"], o["count"]) for o in r["omitted"]] == [("binary", 2)]
+        assert r["complete"] is False
+    assert with_memfd["matches"] == without["matches"]
+
+
 def test_perforce_rule_files_are_found_by_the_search_itself(world: Env, invoke: Any) -> None:
     """No listing runs beside the search: the rule files are seen as rg walks past them (also with a
     caller's exclusion globs), and the search runs again with their rules."""
