@@ -63,6 +63,11 @@ def main() -> None:
             {"contains": f"worker w{i} ", "responses": [*steps, {"delay": d, "text": f"w{i} done"}]}
         )
     script = fermix_home / "script.json"
+    # The slowest worker's ten calls with a model that answers at once: fermix's work on a warm CPU.
+    warm = [
+        {"tool_calls": [{"name": "glob_search", "arguments": {"pattern": f"*{n}*"}}]} for n in range(CALLS)
+    ]
+    routes.append({"contains": "worker warm ", "responses": [*warm, {"text": "warm done"}]})
     # One-turn workers (no tool call): what starting, running and collecting a worker costs by itself.
     routes.append({"contains": "worker one", "responses": [{"delay": delay, "text": "one done"}]})
     script.write_text(json.dumps({"by_prompt": routes}))
@@ -133,6 +138,12 @@ def main() -> None:
         for i, r in zip(all_ids, runs, strict=True):
             overheads.append(r.duration_ms - scripted[i] * 1000 - tool_ms(c, r.session_id))
         sleeps.append(oversleep_ms(round(delay * 1.35, 4)))
+    warm_runs, ref_cold, ref_warm = [], [], []
+    for _ in range(repeats):
+        (w,) = fan_out(c, tasks(["warm"]), max_concurrency=1, timeout=60)
+        warm_runs.append(w.duration_ms - tool_ms(c, w.session_id))
+        ref_cold.append(reference_turns(root, round(delay * 1.35, 4)))
+        ref_warm.append(reference_turns(root, 0.0))
     setup = []
     for _ in range(repeats):
         for r in fan_out(c, tasks([f"one{n}" for n in range(WORKERS)]), max_concurrency=WORKERS, timeout=60):
@@ -163,10 +174,56 @@ def main() -> None:
         f"fan_out's own time outside its 8 workers (wall - longest worker), once per call: median "
         f"{statistics.median(outside):.2f} ms"
     )
+    cold, hot = statistics.median(alone), statistics.median(warm_runs)
+    print(
+        f"the same worker alone with a model that answers at once (a warm CPU): median {hot:.2f} ms; "
+        f"with the {delay * 1.35:g} s waits {cold / hot:.2f}x that"
+    )
+    rc, rw = statistics.median(ref_cold), statistics.median(ref_warm)
+    print(
+        f"reference, {CALLS + 1} turns of plain Python + sqlite3 (one write transaction of two rows each, "
+        f"no fermix): {rw:.2f} ms back to back, {rc:.2f} ms after the same waits ({rc / rw:.2f}x): what "
+        f"waking from an idle wait costs this machine"
+    )
     print(
         f"OS wake-up delay in {CALLS + 1} thread sleeps of the slowest worker's delay (included in the "
         f"figures above): median {statistics.median(sleeps):.2f} ms"
     )
+
+
+def reference_turns(root: Path, delay: float) -> float:
+    """Milliseconds of work (waits excluded) for CALLS + 1 turns of a bare loop in a thread: each turn
+    waits `delay`, then stores two ~300-byte rows in one transaction (WAL, synchronous=NORMAL, as
+    state.db) and round-trips a small message through json. The same work on a warm CPU and after
+    idle waits shows what the machine itself adds to fermix's figures after a model wait."""
+    import sqlite3
+
+    path = root / "reference.db"
+    out: list[float] = []
+
+    def turns() -> None:
+        db = sqlite3.connect(path, isolation_level=None)
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("CREATE TABLE IF NOT EXISTS m (id INTEGER PRIMARY KEY, run TEXT, content TEXT)")
+        spent = 0.0
+        for n in range(CALLS + 1):
+            if delay:
+                time.sleep(delay)
+            t = time.perf_counter()
+            msg = json.loads(json.dumps({"role": "tool", "content": "x" * 300, "n": n}))
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("INSERT INTO m (run, content) VALUES (?, ?)", ("r", msg["content"]))
+            db.execute("INSERT INTO m (run, content) VALUES (?, ?)", ("r", json.dumps(msg)))
+            db.execute("COMMIT")
+            spent += time.perf_counter() - t
+        db.close()
+        out.append(spent * 1000)
+
+    th = threading.Thread(target=turns)
+    th.start()
+    th.join()
+    return out[0]
 
 
 if __name__ == "__main__":
