@@ -246,8 +246,7 @@ class Run:
         if f is None:
             return ""
         try:
-            f.seek(0)
-            return f.read(64 << 20).decode("utf-8", "replace")
+            return read_back(f, 64 << 20).decode("utf-8", "replace")
         finally:
             f.close()
 
@@ -371,6 +370,14 @@ def scratch_file() -> Any:
         with contextlib.suppress(OSError):
             return open(os.memfd_create("fermix-rg-stderr", os.MFD_CLOEXEC), "w+b")
     return tempfile.TemporaryFile()
+
+
+def read_back(f: Any, cap: int) -> bytes:
+    """What a child wrote to a `scratch_file`, up to `cap` bytes. Asks for what is there: a read of the
+    cap itself would allocate (and map) that much memory for every call."""
+    size = min(os.fstat(f.fileno()).st_size, cap)
+    f.seek(0)
+    return f.read(size) if size > 0 else b""
 
 
 def _split_null(text: str) -> list[str]:

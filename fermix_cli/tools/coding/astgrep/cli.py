@@ -30,7 +30,7 @@ from ....core.fsops import FileReader
 from ....core.records import Record, field
 from ....core.search import engines
 from ....core.search.p4ignore import resolve_p4
-from ....core.search.ripgrep import Scope, list_files
+from ....core.search.ripgrep import Scope, list_files, read_back, scratch_file
 from . import languages
 
 # ast-grep's names for the languages it reports, lower-cased, to fermix's names.
@@ -170,7 +170,7 @@ def run_scan(
 
         lister = threading.Thread(target=_list, daemon=True)
         lister.start()
-    err = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below
+    err = scratch_file()  # closed in the finally below
     try:
         proc = subprocess.Popen(
             argv,
@@ -214,8 +214,7 @@ def run_scan(
             else:
                 scan.timed_out = True
                 listed = set()
-        err.seek(0)
-        for eline in err.read(8 << 20).decode("utf-8", "replace").splitlines():
+        for eline in read_back(err, 8 << 20).decode("utf-8", "replace").splitlines():
             _parse_inspect(eline, scan, listed, skipped_cap)
     finally:
         err.close()
