@@ -368,7 +368,7 @@ def scratch_file() -> Any:
     `--debug` log, a line per binary file, costs no disk writes; else a temporary file."""
     if hasattr(os, "memfd_create"):
         with contextlib.suppress(OSError):
-            return open(os.memfd_create("fermix-rg-stderr", os.MFD_CLOEXEC), "w+b")
+            return open(os.memfd_create("fermix-stderr", os.MFD_CLOEXEC), "w+b")
     return tempfile.TemporaryFile()
 
 
@@ -612,7 +612,9 @@ class Search:
         return out
 
     def _batches(self) -> Iterator[list[bytes]]:
-        """rg's stdout as lists of whole lines, one list per chunk read."""
+        """rg's stdout as lists of whole lines, one list per chunk read. rg ends every JSON message with
+        a newline, so a last line without one was cut off by a kill (the deadline, or `stop`), and the
+        run says so: it is dropped, not decoded."""
         rest = b""
         for chunk in self.run.chunks():
             if rest:
@@ -620,8 +622,6 @@ class Search:
             *whole, rest = chunk.split(b"\n")
             if whole:
                 yield whole
-        if rest:
-            yield [rest]
 
 
 def check_pattern(pattern: str, *, fixed: bool = False) -> str | None:

@@ -241,7 +241,7 @@ def test_the_binary_count_does_not_depend_on_memfd(
     with_memfd = invoke("content_search", {"pattern": "hit"})
     if hasattr(os, "memfd_create"):
         with ripgrep.scratch_file() as f:
-            assert os.readlink(f"/proc/self/fd/{f.fileno()}").startswith("/memfd:fermix-rg-stderr")
+            assert os.readlink(f"/proc/self/fd/{f.fileno()}").startswith("/memfd:fermix-stderr")
     monkeypatch.delattr(os, "memfd_create", raising=False)
     with ripgrep.scratch_file() as f:
         assert not os.readlink(f"/proc/self/fd/{f.fileno()}").startswith("/memfd:")

@@ -1,4 +1,5 @@
-"""Reading rg's `--debug` log: the binary files and Perforce rule files it names, and rg's own messages.
+"""Reading what rg writes: its `--debug` log (the binary files and Perforce rule files it names, and
+rg's own messages) and its JSON stream, cut into chunks anywhere.
 
 These cases pin down what the names may hold (the separators rg prints around them), and check the
 reading against the log of a real rg run.
@@ -82,3 +83,58 @@ def test_read_back_returns_what_was_written_up_to_the_cap() -> None:
         f.flush()
         assert read_back(f, 64 << 20) == b"0123456789"
         assert read_back(f, 4) == b"0123"
+
+
+def _match(path: str, line: int, text: str) -> bytes:
+    import json
+
+    return json.dumps(
+        {
+            "type": "match",
+            "data": {
+                "path": {"text": path},
+                "lines": {"text": text + "\n"},
+                "line_number": line,
+                "absolute_offset": 0,
+                "submatches": [{"match": {"text": text}, "start": 0, "end": len(text)}],
+            },
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+def _stream(*files: tuple[str, int]) -> bytes:
+    out = b""
+    for path, n in files:
+        out += b'{"type":"begin","data":{"path":{"text":"%s"}}}\n' % path.encode()
+        out += b"".join(_match(path, i + 1, f"hit{i}") + b"\n" for i in range(n))
+        out += (
+            b'{"type":"end","data":{"path":{"text":"%s"},"binary_offset":null,'
+            b'"stats":{"matched_lines":%d,"bytes_searched":10}}}\n' % (path.encode(), n)
+        )
+    return out
+
+
+def test_json_split_anywhere_across_chunks_decodes_the_same() -> None:
+    from fermix_cli.core.search.ripgrep import Search
+
+    data = _stream(("a.py", 3), ("b.py", 5))
+    for size in (1, 7, 64, len(data)):
+        search = Search(Scope(root="/"), ["hit"], deadline=0.0, keep=4)
+        search.run.chunks = lambda n=size: iter(data[i : i + n] for i in range(0, len(data), n))  # type: ignore[method-assign]
+        files = search._parse()
+        assert [(f.path, len(f.lines), f.matched_lines) for f in files] == [("a.py", 3, 3), ("b.py", 4, 5)]
+        assert [lm.text for lm in files[1].lines] == [b"hit0", b"hit1", b"hit2", b"hit3"]
+
+
+def test_a_line_cut_off_by_a_kill_is_dropped_not_decoded() -> None:
+    from fermix_cli.core.search.ripgrep import Search
+
+    data = (
+        _stream(("a.py", 2))
+        + b'{"type":"begin","data":{"path":{"text":"b.py"}}}\n'
+        + _match("b.py", 1, "hit")[:25]
+    )
+    search = Search(Scope(root="/"), ["hit"], deadline=0.0)
+    search.run.chunks = lambda: iter([data])  # type: ignore[method-assign]
+    assert [(f.path, len(f.lines)) for f in search._parse()] == [("a.py", 2)]
