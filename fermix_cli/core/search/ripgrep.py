@@ -301,7 +301,14 @@ class Run:
         return _split_null(text)
 
     def chunks(self) -> Iterator[bytes]:
-        """rg's stdout in chunks of up to 1 MiB, as rg writes it; rg is killed at the deadline."""
+        """rg's stdout in chunks of up to 1 MiB, as rg writes it; rg is killed at the deadline.
+
+        A run whose deadline has already passed does not start rg: it is timed out as it stands (else
+        a small search could finish before the timer thread got to run, and pass its deadline unseen).
+        """
+        if self._remaining() <= 0:
+            self.stats.timed_out = True
+            return
         proc = self._start()
         with self._lock:
             self._proc = proc
