@@ -622,13 +622,20 @@ class Search:
         """rg's stdout as lists of whole lines, one list per chunk read. rg ends every JSON message with
         a newline, so a last line without one was cut off by a kill (the deadline, or `stop`), and the
         run says so: it is dropped, not decoded."""
-        rest = b""
+        partial: list[bytes] = []  # the pieces of a line not yet ended (a long line spans many reads)
         for chunk in self.run.chunks():
-            if rest:
-                chunk = rest + chunk
-            *whole, rest = chunk.split(b"\n")
-            if whole:
-                yield whole
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                partial.append(chunk)  # joined once its end arrives: no copying per read
+                continue
+            whole = chunk[:end]
+            if partial:
+                partial.append(whole)
+                whole = b"".join(partial)
+                partial = []
+            if end + 1 < len(chunk):
+                partial.append(chunk[end + 1 :])
+            yield whole.split(b"\n")
 
 
 def check_pattern(pattern: str, *, fixed: bool = False) -> str | None:
