@@ -34,3 +34,31 @@ def test_warm_search_call_imports_neither_dataclasses_nor_inspect(
     assert r.code == 0, r.stderr
     assert loaded == []
     assert r.json()["returned"] > 0, "the call walked, matched and printed"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("grep", {"patterns": ["run"]}),
+        ("content_search", {"pattern": "run"}),
+        ("glob_search", {"pattern": "**/*.py"}),
+        ("find", {"query": "run"}),
+    ],
+)
+def test_a_search_call_imports_no_tempfile_shutil_or_sysconfig(
+    world: Env, tool: str, args: dict[str, Any]
+) -> None:
+    """rg found beside the interpreter (a pip install) ends the engine lookup, and rg's stderr goes to
+    a memfd: neither tempfile (with random and hashlib), shutil nor sysconfig is imported, about 2.5
+    ms of each search process. (Perforce rule files, which need a temporary ignore file, are absent.)"""
+    from fermix_cli.core.search import engines
+
+    engine = engines.locate("rg")
+    if engine is None or engine.source != "interpreter":
+        pytest.skip("rg is not installed beside this interpreter (the lookup goes on to PATH)")
+    make_tree(world.project, {"src/run.py": "def run():\n    pass\n", "README.md": "run it\n"})
+    r, loaded = world.imports_of(
+        ["tool", tool, "--json", json.dumps(args)], ["tempfile", "shutil", "sysconfig"]
+    )
+    assert r.code == 0, r.stderr
+    assert loaded == []
