@@ -118,49 +118,7 @@ def session_parents(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX conversations_parent ON conversations(parent_id) WHERE parent_id IS NOT NULL")
 
 
-def fts_in_batches(db: sqlite3.Connection) -> None:
-    """The full-text index is kept up to date in batches instead of row by row.
-
-    A message's insert only notes its id in `messages_fts_pending` (one small row, where indexing cost
-    a segment of FTS5 pages in every turn's commit); `core.historyindex` indexes the pending messages
-    when a run ends and before any full-text search. Deleting or editing a message still updates the
-    index at once when the message was indexed, and only drops the note when it was not: FTS5's
-    external-content `delete` must never name a row it does not hold.
-    """
-    db.execute("CREATE TABLE messages_fts_pending (id INTEGER PRIMARY KEY)")
-    for name in ("insert", "delete", "update"):
-        db.execute(f"DROP TRIGGER messages_fts_{name}")
-    db.execute(
-        """
-        CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
-            INSERT INTO messages_fts_pending (id) VALUES (new.id);
-        END
-        """
-    )
-    indexed = "NOT EXISTS (SELECT 1 FROM messages_fts_pending WHERE id = old.id)"
-    db.execute(
-        f"""
-        CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
-            INSERT INTO messages_fts(messages_fts, rowid, role, kind, content)
-            SELECT 'delete', old.id, old.role, old.kind, old.content WHERE {indexed};
-            DELETE FROM messages_fts_pending WHERE id = old.id;
-        END
-        """
-    )
-    db.execute(
-        f"""
-        CREATE TRIGGER messages_fts_update AFTER UPDATE OF role, kind, content ON messages BEGIN
-            INSERT INTO messages_fts(messages_fts, rowid, role, kind, content)
-            SELECT 'delete', old.id, old.role, old.kind, old.content WHERE {indexed};
-            INSERT INTO messages_fts(rowid, role, kind, content)
-            SELECT new.id, new.role, new.kind, new.content WHERE {indexed};
-        END
-        """
-    )
-
-
 MIGRATIONS = (
     Migration("agent_001_transcripts", transcripts),
     Migration("agent_002_session_parents", session_parents),
-    Migration("agent_003_fts_in_batches", fts_in_batches),
 )

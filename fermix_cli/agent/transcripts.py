@@ -205,10 +205,7 @@ class Transcript:
         usage: Usage,
         error: dict[str, Any] | None,
     ) -> None:
-        from ..core.historyindex import index_pending
-
         with self.db.write() as c:
-            index_pending(c)  # the run's messages (and any left by a run that died) join the search index
             c.execute(
                 "UPDATE runs SET status = ?, response = ?, iterations = ?, input_tokens = ?,"
                 " output_tokens = ?, error_json = ?, ended_at = ? WHERE id = ?",
@@ -280,9 +277,6 @@ class Transcript:
         q = fts_query(text)
         if not q:
             return []
-        from ..core.historyindex import catch_up
-
-        catch_up(self.db)
         sql = (
             "SELECT m.conversation_id, m.run_id, m.seq, m.role, m.kind, m.created_at,"
             " snippet(messages_fts, 2, '[', ']', '…', 12) AS snippet"

@@ -320,10 +320,6 @@ def memory_recall(p: MemoryRecallParams, ctx: ToolContext) -> dict[str, Any]:
         )
     db = ctx.state
     if p.search is not None:
-        if source != "memories":
-            from ..core.historyindex import catch_up
-
-            catch_up(db)  # the messages stored since the last run ended are searched too
         return _recall_search(db.conn, caller, p.search, requested, source)
     if p.key is not None:
         key = _clean_key(p.key)
