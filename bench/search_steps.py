@@ -4,9 +4,10 @@ Each step adds one thing to the one before, on the same tree, interleaved round 
 1. `rg -n` (the reference of search_engines.py);
 2. `rg --json --debug` with its stderr sent to /dev/null: rg's JSON and its debug log, a line per
    binary file, which is how fermix counts the binary files rg skips;
-3. the same with the log kept in a memfd, as fermix keeps it;
-4. the same with Python decoding every JSON line as it arrives (one `json.loads` per chunk);
-5. `content_search` itself, in-process, one `ToolContext` for all calls (as a model run holds one).
+3. the same with the log kept in a memfd, as fermix kept it before (each write updates the file);
+4. the same with the log in a 1 MiB pipe drained every 10 ms, as fermix keeps it (`LazyPipe`);
+5. the same with Python decoding every JSON line as it arrives (one `json.loads` per chunk);
+6. `content_search` itself, in-process, one `ToolContext` for all calls (as a model run holds one).
 
 Usage: python bench/search_steps.py DIR [PATTERN] [--runs N]   (DIR: any tree, e.g. a copy of
 site-packages; its parent stands as the home, and a scratch fermix home is used; PATTERN: a literal,
@@ -42,7 +43,7 @@ def main() -> None:
     from fermix_cli.core.paths import resolve_paths
     from fermix_cli.core.registry import default_registry
     from fermix_cli.core.search import engines
-    from fermix_cli.core.search.ripgrep import scratch_file
+    from fermix_cli.core.search.ripgrep import LazyPipe, _read_beside, scratch_file
 
     reg = default_registry()
     scratch = tempfile.mkdtemp(prefix="fermix-bench-steps-")
@@ -50,21 +51,29 @@ def main() -> None:
     args = {"pattern": opts.pattern, "max_results": 1000}
     base = [engines.rg(), "--no-config", "--no-require-git", "--hidden", "-g", "!.git"]
 
-    def rg(extra: list[str], memfd: bool = False, decode: bool = False) -> None:
-        err = scratch_file() if memfd else None
+    def rg(extra: list[str], log: str = "null", decode: bool = False) -> None:
+        err = scratch_file() if log == "memfd" else LazyPipe() if log == "pipe" else None
+        where = err.write_fd if isinstance(err, LazyPipe) else err or subprocess.DEVNULL
         proc = subprocess.Popen(
             [*base, *extra, "--fixed-strings", "-e", opts.pattern, "--", "."],
             stdout=subprocess.PIPE,
-            stderr=err or subprocess.DEVNULL,
+            stderr=where,
             cwd=root,
         )
         assert proc.stdout is not None
+        if isinstance(err, LazyPipe):
+            err.started()
+            chunks = _read_beside(proc.stdout.fileno(), err)
+        else:
+            chunks = iter(lambda: proc.stdout.read1(1 << 20), b"")  # type: ignore[attr-defined,union-attr]
         rest = b""
-        while chunk := proc.stdout.read1(1 << 20):
+        for chunk in chunks:
             if decode:
                 *whole, rest = (rest + chunk).split(b"\n")
                 if whole:
                     json.loads(b"[" + b",".join(whole) + b"]")
+        if isinstance(err, LazyPipe):
+            err.read_rest()
         proc.wait()
         if err is not None:
             err.close()
@@ -72,8 +81,9 @@ def main() -> None:
     steps: list[tuple[str, Callable[[], object]]] = [
         ("rg -n", lambda: rg(["-n"])),
         ("rg --json --debug, log to /dev/null", lambda: rg(["--json", "--debug"])),
-        ("  log kept in a memfd", lambda: rg(["--json", "--debug"], memfd=True)),
-        ("  every line decoded as it arrives", lambda: rg(["--json", "--debug"], memfd=True, decode=True)),
+        ("  log kept in a memfd (before)", lambda: rg(["--json", "--debug"], log="memfd")),
+        ("  log in a lazily read pipe", lambda: rg(["--json", "--debug"], log="pipe")),
+        ("  every line decoded as it arrives", lambda: rg(["--json", "--debug"], log="pipe", decode=True)),
         ("content_search in-process", lambda: reg.invoke("content_search", args, ctx)),
     ]
     for _, fn in steps:

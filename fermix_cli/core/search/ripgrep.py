@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
+import select
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
@@ -217,37 +219,38 @@ class Run:
         self._proc: subprocess.Popen[bytes] | None = None
         self._ignore_file: str | None = None
         self._lock = threading.Lock()
-        self._err: dict[int, Any] = {}
+        self._err: dict[int, LazyPipe] = {}
         self.full_args: list[str] | None = None  # set: exactly these arguments, no scope or rules
 
     # ----- process handling -------------------------------------------------------------------
 
     def _spawn(self, args: list[str]) -> subprocess.Popen[bytes]:
-        err = scratch_file()  # closed by _stderr once rg has finished
+        log = LazyPipe()  # closed by _stderr once rg has finished
         try:
             proc = subprocess.Popen(
                 [engines.rg(), *args, "--", self.target],
                 cwd=self.scope.root,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
-                stderr=err,
+                stderr=log.write_fd,
                 start_new_session=True,
             )
         except BaseException:
-            err.close()
+            log.close()
             raise
-        self._err[proc.pid] = err
+        log.started()
+        self._err[proc.pid] = log
         return proc
 
     def _stderr(self, proc: subprocess.Popen[bytes]) -> str:
         """What rg wrote to stderr (at most 64 MiB: `--debug` writes a line per binary file); closes it."""
-        f = self._err.pop(proc.pid, None)
-        if f is None:
+        log = self._err.pop(proc.pid, None)
+        if log is None:
             return ""
         try:
-            return read_back(f, 64 << 20).decode("utf-8", "replace")
+            return log.read_rest().decode("utf-8", "replace")
         finally:
-            f.close()
+            log.close()
 
     def _kill(self, proc: subprocess.Popen[bytes]) -> None:
         if proc.poll() is None:
@@ -319,9 +322,8 @@ class Run:
         eof = False
         try:
             assert proc.stdout is not None
-            read = proc.stdout.read1  # type: ignore[attr-defined]
-            while chunk := read(1 << 20):
-                yield chunk
+            log = self._err[proc.pid]
+            yield from _read_beside(proc.stdout.fileno(), log)
             eof = True
         finally:
             self._finish(proc, timer, eof)
@@ -329,10 +331,10 @@ class Run:
     def _finish(self, proc: subprocess.Popen[bytes], timer: threading.Timer, eof: bool) -> None:
         if not eof and not self.stats.timed_out:
             self.stop()
+        err = self._stderr(proc)  # to its end first: rg could be waiting to write the last of its log
         proc.wait()
         timer.cancel()
         self.stats.returncode = proc.returncode
-        err = self._stderr(proc)
         if self._ignore_file:
             with contextlib.suppress(OSError):
                 os.unlink(self._ignore_file)
@@ -369,6 +371,90 @@ _DEBUG = "rg: DEBUG|"
 _BINARY_LOG = "|grep_printer::json|"  # rg 14: one line per file it met a NUL byte in (quit mode)
 _WALK_LOG = "|ignore::walk|"
 _OVERRIDE = ": Ignore(IgnoreMatch(Override("
+
+
+def _read_beside(out: int, log: LazyPipe) -> Iterator[bytes]:
+    """A child's stdout in chunks of up to 1 MiB as it writes them, its log drained on the side."""
+    wait = _poller(out)
+    while True:
+        if wait(_DRAIN_EVERY_MS):
+            chunk = os.read(out, 1 << 20)
+            if not chunk:
+                return
+            yield chunk
+        log.drain_if_due()
+
+
+def _poller(fd: int) -> Callable[[int], bool]:
+    """`wait(ms)`: whether `fd` has something to read (data or its end) within `ms` milliseconds."""
+    if hasattr(select, "poll"):
+        p = select.poll()
+        p.register(fd, select.POLLIN)
+        return lambda ms: bool(p.poll(ms))
+    return lambda ms: bool(select.select([fd], [], [], ms / 1000)[0])
+
+
+_DRAIN_EVERY_MS = 10
+_PIPE_SIZE = 1 << 20  # Linux lets anyone enlarge a pipe this far (/proc/sys/fs/pipe-max-size)
+
+
+class LazyPipe:
+    """A pipe for a child's stderr that is read only now and then, never as the child writes.
+
+    rg's `--debug` log is a line per binary file, written in about 14 unbuffered `write` calls. Each
+    write that finds a reader waiting in `read` wakes it, which costs rg more than the write itself;
+    a memfd or file costs more again (its size and times are updated on every write). So the log
+    goes to a pipe enlarged to 1 MiB (a few thousand lines) that nobody waits on: the reader of
+    stdout takes what is in it every 10 ms without blocking (`drain_if_due`), so a longer log never
+    stalls rg for long, and the rest at the end (`read_rest`). Keeps at most `cap` bytes.
+    """
+
+    def __init__(self, cap: int = 64 << 20) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        if hasattr(fcntl, "F_SETPIPE_SZ"):
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(self.write_fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+        os.set_blocking(self.read_fd, False)
+        self.cap = cap
+        self.size = 0
+        self.parts: list[bytes] = []
+        self.due = 0.0
+
+    def started(self) -> None:
+        """The child has its copy of the write end: drop ours, so its exit ends the pipe."""
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+        self.due = time.monotonic() + _DRAIN_EVERY_MS / 1000
+
+    def _keep(self, chunk: bytes) -> None:
+        room = self.cap - self.size
+        if room > 0:
+            self.parts.append(chunk[:room])
+            self.size += min(len(chunk), room)
+
+    def drain_if_due(self) -> None:
+        now = time.monotonic()
+        if now < self.due:
+            return
+        self.due = now + _DRAIN_EVERY_MS / 1000
+        with contextlib.suppress(BlockingIOError):
+            while chunk := os.read(self.read_fd, _PIPE_SIZE):
+                self._keep(chunk)
+
+    def read_rest(self) -> bytes:
+        """Everything to the pipe's end (every writer gone); call once the child has finished or
+        been killed."""
+        os.set_blocking(self.read_fd, True)
+        while chunk := os.read(self.read_fd, _PIPE_SIZE):
+            self._keep(chunk)
+        return b"".join(self.parts)
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            if fd >= 0:
+                os.close(fd)
+        self.read_fd = self.write_fd = -1
 
 
 def scratch_file() -> Any:

@@ -7,8 +7,11 @@ reading against the log of a real rg run.
 
 from __future__ import annotations
 
+import os
 import subprocess
+import threading
 from pathlib import Path
+from typing import Any
 
 from fermix_cli.core.search import engines
 from fermix_cli.core.search.p4ignore import P4Rules
@@ -83,6 +86,56 @@ def test_read_back_returns_what_was_written_up_to_the_cap() -> None:
         f.flush()
         assert read_back(f, 64 << 20) == b"0123456789"
         assert read_back(f, 4) == b"0123"
+
+
+def _child(code: str) -> tuple[subprocess.Popen[bytes], Any]:
+    import sys
+
+    from fermix_cli.core.search.ripgrep import LazyPipe
+
+    log = LazyPipe(cap=5 << 20)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=log.write_fd)
+    log.started()
+    guard = threading.Timer(20, proc.kill)  # a child left waiting on a full pipe fails the test, not hangs it
+    guard.daemon = True
+    guard.start()
+    return proc, log
+
+
+def test_a_log_longer_than_its_pipe_never_stalls_the_child_for_good() -> None:
+    """3 MiB to stderr and nothing to stdout: the pipe (1 MiB) fills, the reader of stdout drains
+    it every 10 ms without waiting on it, and every byte arrives in order."""
+    from fermix_cli.core.search.ripgrep import _read_beside
+
+    code = "import os\nfor i in range(3 * 16):\n    os.write(2, bytes([65 + i % 26]) * 65536)\nprint('done')"
+    proc, log = _child(code)
+    assert proc.stdout is not None
+    out = b"".join(_read_beside(proc.stdout.fileno(), log))
+    data = log.read_rest()
+    log.close()
+    assert proc.wait(timeout=30) == 0 and out == b"done\n"
+    assert data == b"".join(bytes([65 + i % 26]) * 65536 for i in range(48))
+
+
+def test_a_log_past_its_cap_is_read_to_its_end_and_kept_to_the_cap() -> None:
+    proc, log = _child("import os\nos.write(2, b'x' * (6 << 20))")
+    assert proc.stdout is not None
+    from fermix_cli.core.search.ripgrep import _read_beside
+
+    assert b"".join(_read_beside(proc.stdout.fileno(), log)) == b""
+    assert log.read_rest() == b"x" * (5 << 20)
+    log.close()
+    assert proc.wait(timeout=30) == 0
+
+
+def test_the_write_end_is_the_child_s_alone() -> None:
+    """Once the child has it, the parent's copy is closed (else the pipe would never end), and the
+    read end is not inherited by other children."""
+    proc, log = _child("pass")
+    assert log.write_fd == -1 and not os.get_inheritable(log.read_fd)
+    assert log.read_rest() == b""
+    log.close()
+    proc.wait(timeout=30)
 
 
 def _match(path: str, line: int, text: str) -> bytes:
