@@ -204,6 +204,11 @@ class AgentLoop:
             )
             self._settle(result, state, "the run failed (internal_error)")
         finally:
+            # A final reply not stored yet (the run ended with it) is stored with the run's end.
+            last = None
+            if state.response is not None:
+                last = (self.session_id, state.response, state.records)
+                state.response, state.records = None, []
             self._store_held(state)
             self.transcript.finish_run(
                 run_id,
@@ -212,6 +217,7 @@ class AgentLoop:
                 iterations=result.iterations,
                 usage=result.usage,
                 error=result.error.to_dict() if result.error else None,
+                last_turn=last,
             )
         return result
 
@@ -319,13 +325,12 @@ class AgentLoop:
         return fitted.request
 
     def _record_assistant(self, response: ModelResponse, state: _TurnState) -> None:
-        """Keep the reply; a reply with tool calls is stored together with their results (one write)."""
+        """Keep the reply; a reply with tool calls is stored together with their results (one write),
+        a final reply (no calls) together with the run's end (`run`), or by `_settle` if the run fails."""
         self.history.append(Message("assistant", response.text, list(response.tool_calls)))
         state.pending = list(response.tool_calls)
         state.done = []
         state.response = response
-        if not response.tool_calls:
-            self._flush(state)
 
     # ----- tools ---------------------------------------------------------------------------------
 

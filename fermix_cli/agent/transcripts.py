@@ -155,38 +155,49 @@ class Transcript:
 
         `call_records` are tool_calls rows held back for this transaction (the turn's last call).
         """
-        calls = [c.to_json() for c in response.tool_calls]
         with self.db.write() as c:
-            if call_records:
-                from ..core.registry import insert_call_records
+            self._store_turn(c, session_id, run_id, response, results, call_records)
 
-                insert_call_records(c, call_records)
+    def _store_turn(
+        self,
+        c: Any,
+        session_id: str,
+        run_id: str,
+        response: ModelResponse,
+        results: list[ToolOutcome],
+        call_records: Sequence[CallRecord],
+    ) -> None:
+        calls = [call.to_json() for call in response.tool_calls]
+        if call_records:
+            from ..core.registry import insert_call_records
+
+            insert_call_records(c, call_records)
+        seq = self._insert(
+            c,
+            session_id,
+            run_id,
+            role="assistant",
+            kind="tool_calls" if calls else "text",
+            content=response.text,
+            tool_calls_json=json.dumps(calls, ensure_ascii=False) if calls else None,
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+        )
+        for r in results:
             seq = self._insert(
                 c,
                 session_id,
                 run_id,
-                role="assistant",
-                kind="tool_calls" if calls else "text",
-                content=response.text,
-                tool_calls_json=json.dumps(calls, ensure_ascii=False) if calls else None,
-                input_tokens=response.usage.input_tokens,
-                output_tokens=response.usage.output_tokens,
+                after=seq,  # the turn's messages follow each other inside this transaction
+                role="tool",
+                kind="tool_result",
+                content=r.output,
+                call_id=r.call.call_id,
+                provider_call_id=r.call.wire_id,
+                tool_name=r.name,
+                is_error=int(not r.ok),
+                error_code=r.error_code,
             )
-            for r in results:
-                seq = self._insert(
-                    c,
-                    session_id,
-                    run_id,
-                    after=seq,  # the turn's messages follow each other inside this transaction
-                    role="tool",
-                    kind="tool_result",
-                    content=r.output,
-                    call_id=r.call.call_id,
-                    provider_call_id=r.call.wire_id,
-                    tool_name=r.name,
-                    is_error=int(not r.ok),
-                    error_code=r.error_code,
-                )
 
     def add_call_records(self, call_records: Sequence[CallRecord]) -> None:
         """Store tool_calls rows held for a turn that was never stored (the run failed first)."""
@@ -204,8 +215,14 @@ class Transcript:
         iterations: int,
         usage: Usage,
         error: dict[str, Any] | None,
+        last_turn: tuple[str, ModelResponse, Sequence[CallRecord]] | None = None,
     ) -> None:
+        """Record how the run ended. `last_turn` (session id, the final reply, tool_calls rows held for
+        it) is stored in the same transaction: a run's last reply and its end are written together."""
         with self.db.write() as c:
+            if last_turn is not None:
+                session_id, reply, call_records = last_turn
+                self._store_turn(c, session_id, run_id, reply, [], call_records)
             c.execute(
                 "UPDATE runs SET status = ?, response = ?, iterations = ?, input_tokens = ?,"
                 " output_tokens = ?, error_json = ?, ended_at = ? WHERE id = ?",

@@ -60,9 +60,46 @@ def test_the_last_call_of_a_turn_is_stored_with_the_turn(world: Env, monkeypatch
     assert len(rows) == 3 and all(r["ok"] == 1 for r in rows)
     assert {r["id"] for r in rows} == {m["call_id"] for m in answered}
     # start_run, the first call of the two-call turn by itself, each turn (with its last call's record)
-    # and finish_run: one write fewer per turn that called a tool than recording every call apart.
+    # but the last, and the last (the final reply) with finish_run: one write fewer per turn that called
+    # a tool than recording every call apart, and one fewer for the run's end.
     turns = result.iterations
-    assert writes[0] == 1 + 1 + turns + 1
+    assert writes[0] == 1 + 1 + (turns - 1) + 1
+
+
+def test_the_final_reply_is_stored_with_the_run_s_end(world: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's last reply and how the run ended are one write: both are there, or neither."""
+    ctx = world.context()
+    try:
+        agent = Agent(ctx, AgentOptions(model="echo"))
+        agent.open()
+        writes = count_writes(monkeypatch)
+        result = agent.run("hello there")
+        first_run_writes = writes[0]
+        stored = ctx.state.query(
+            "SELECT m.role, m.content, r.status FROM messages m JOIN runs r ON r.id = m.run_id"
+            " WHERE m.conversation_id = ? ORDER BY m.seq",
+            (agent.session_id,),
+        )
+
+        def refused(self: Transcript, run_id: str, **kw: Any) -> None:
+            with self.db.write() as c:
+                self._store_turn(c, agent.session_id, run_id, kw["last_turn"][1], [], kw["last_turn"][2])
+                raise ToolError("state_unavailable", "disk said no", {})
+
+        monkeypatch.setattr(Transcript, "finish_run", refused)
+        with pytest.raises(ToolError):
+            agent.run("second question")
+        after = ctx.state.query(
+            "SELECT role, content FROM messages WHERE conversation_id = ? ORDER BY seq", (agent.session_id,)
+        )
+        runs = ctx.state.query("SELECT status FROM runs WHERE conversation_id = ?", (agent.session_id,))
+    finally:
+        ctx.close()
+    assert result.status == "ok" and first_run_writes == 2  # start_run, then the reply with finish_run
+    assert [tuple(r) for r in stored] == [("user", "hello there", "ok"), ("assistant", result.response, "ok")]
+    # The second run's reply was rolled back with its end: its question is stored, its answer is not.
+    assert [r["role"] for r in after] == ["user", "assistant", "user"]
+    assert sorted(r["status"] for r in runs) == ["ok", "running"]
 
 
 def test_a_held_record_is_stored_when_the_turn_write_fails(
