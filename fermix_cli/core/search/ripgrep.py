@@ -16,7 +16,6 @@ Nothing is read through a size cap: rg reads every file to its end.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import fcntl
 import json
@@ -557,6 +556,8 @@ class FileMatches(Record):
 def _decode(obj: dict[str, Any]) -> tuple[bytes, bool]:
     if "text" in obj:
         return obj["text"].encode("utf-8", "surrogateescape"), True
+    import base64  # only for text that is not UTF-8: a search that meets none does not pay its import
+
     return base64.b64decode(obj.get("bytes", "")), False
 
 
