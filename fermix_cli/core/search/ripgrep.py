@@ -457,8 +457,10 @@ class LazyPipe:
 
 
 def scratch_file() -> Any:
-    """An unnamed file for a child's stderr: in memory (memfd) where the system has it, so rg's
-    `--debug` log, a line per binary file, costs no disk writes; else a temporary file."""
+    """An unnamed file for a child's stderr that is read only once the child has finished (ast-grep's
+    `--inspect` lines): it never fills, so the child never waits on its reader. In memory (memfd)
+    where the system has it, so it costs no disk writes; else a temporary file. (rg's log, written in
+    many small pieces, goes to a `LazyPipe` instead: cheaper per write.)"""
     if hasattr(os, "memfd_create"):
         with contextlib.suppress(OSError):
             return open(os.memfd_create("fermix-stderr", os.MFD_CLOEXEC), "w+b")
