@@ -665,13 +665,15 @@ class Search:
         for batch in self._batches():
             wanted: list[bytes] = []
             for raw in batch:
-                if raw.startswith(b'{"type":"match"'):
+                # rg prints `{"type":"begin"|"match"|"end",…}`, and the summary as `{"data":…,"type":"summary"}`.
+                tag = raw[9:12]
+                if tag == b"mat":
                     if keep is not None and kept >= keep:
                         continue
                     kept += 1
-                elif raw.startswith(b'{"type":"begin"'):
+                elif tag == b"beg":
                     kept = 0
-                elif not (raw.startswith(b'{"type":"end"') or raw.startswith(b'{"type":"summary"')):
+                elif tag != b"end" and not raw.endswith(b'"type":"summary"}'):
                     continue  # context lines are not asked for; nothing else is worth a decode
                 wanted.append(raw)
             if not wanted:
@@ -681,15 +683,19 @@ class Search:
                 if kind == "match":
                     if current is None:
                         continue
-                    text, ok = _decode(d["lines"])
+                    lines = d["lines"]
+                    if "text" in lines:
+                        text, ok = lines["text"].encode("utf-8", "surrogateescape"), True
+                    else:
+                        text, ok = _decode(lines)
+                    subs = d["submatches"]
+                    spans = (
+                        ((subs[0]["start"], subs[0]["end"]),)
+                        if len(subs) == 1
+                        else tuple([(m["start"], m["end"]) for m in subs])
+                    )
                     current.lines.append(
-                        LineMatch(
-                            d["line_number"],
-                            d["absolute_offset"],
-                            _strip_eol(text),
-                            tuple((s["start"], s["end"]) for s in d["submatches"]),
-                            ok,
-                        )
+                        LineMatch(d["line_number"], d["absolute_offset"], _strip_eol(text), spans, ok)
                     )
                 elif kind == "begin":
                     current = FileMatches(_path(d["path"]))
@@ -704,7 +710,7 @@ class Search:
                         current.binary = True
                     out.append(current)
                     current = None
-                else:  # summary
+                elif kind == "summary":
                     st = d.get("stats") or {}
                     self.bytes_searched = int(st.get("bytes_searched", self.bytes_searched))
                     self.files_searched = int(st.get("searches", 0))

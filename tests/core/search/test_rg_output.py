@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,37 @@ def test_a_line_cut_off_by_a_kill_is_dropped_not_decoded() -> None:
     search = Search(Scope(root="/"), ["hit"], deadline=0.0)
     search.run.chunks = lambda: iter([data])  # type: ignore[method-assign]
     assert [(f.path, len(f.lines)) for f in search._parse()] == [("a.py", 2)]
+
+
+def test_the_summary_is_read_in_the_order_rg_prints_its_keys() -> None:
+    """rg prints the summary with "data" first (`{"data":…,"type":"summary"}`), unlike every other
+    message: its counts are read all the same."""
+    from fermix_cli.core.search.ripgrep import Search
+
+    summary = (
+        b'{"data":{"elapsed_total":{"human":"0.001s","nanos":1000000,"secs":0},"stats":{"bytes_printed":9,'
+        b'"bytes_searched":20,"elapsed":{"human":"0s","nanos":1,"secs":0},"matched_lines":5,"matches":5,'
+        b'"searches":2,"searches_with_match":2}},"type":"summary"}\n'
+    )
+    search = Search(Scope(root="/"), ["hit"], deadline=0.0)
+    search.run.chunks = lambda: iter([_stream(("a.py", 2), ("b.py", 3)) + summary])  # type: ignore[method-assign]
+    assert len(search._parse()) == 2
+    assert (search.files_searched, search.bytes_searched) == (2, 20)
+
+
+def test_lines_keep_their_text_spans_and_ends_as_rg_reports_them(tmp_path: Path) -> None:
+    """A real run: CRLF and LF endings stripped once, two matches on a line, text that is not UTF-8
+    (rg sends it as base64), and the files searched counted from rg's own summary."""
+    from fermix_cli.core.search.ripgrep import Search
+
+    (tmp_path / "a.txt").write_bytes(b"hit and hit\r\nnothing\nhit\n")
+    (tmp_path / "b.txt").write_bytes(b"\xffhit\n")
+    (tmp_path / "c.txt").write_bytes(b"none here\n")
+    search = Search(Scope(root=str(tmp_path)), ["hit"], deadline=time.monotonic() + 30, fixed=True)
+    files = sorted(search._parse(), key=lambda f: f.path)
+    got = [(f.path, [(lm.line, lm.text, lm.spans, lm.utf8) for lm in f.lines]) for f in files]
+    assert got == [
+        ("a.txt", [(1, b"hit and hit", ((0, 3), (8, 11)), True), (3, b"hit", ((0, 3),), True)]),
+        ("b.txt", [(1, b"\xffhit", ((1, 4),), False)]),
+    ]
+    assert search.files_searched == 2  # rg counts the files that printed a match
