@@ -683,11 +683,7 @@ class Search:
                 if kind == "match":
                     if current is None:
                         continue
-                    lines = d["lines"]
-                    if "text" in lines:
-                        text, ok = lines["text"].encode("utf-8", "surrogateescape"), True
-                    else:
-                        text, ok = _decode(lines)
+                    text, ok = _decode(d["lines"])
                     subs = d["submatches"]
                     spans = (
                         ((subs[0]["start"], subs[0]["end"]),)
