@@ -133,6 +133,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "core_001_tool_calls",
     "agent_001_transcripts",
     "agent_002_session_parents",
+    "agent_003_fts_in_batches",
     "skills_001_skill_index",
     "computer_001_views_and_pause",
     "events_001_temporal_events",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from ..core.ftsbatch import declare
 from ..core.migrations import Migration
 
 
@@ -118,7 +119,15 @@ def session_parents(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX conversations_parent ON conversations(parent_id) WHERE parent_id IS NOT NULL")
 
 
+def fts_in_batches(db: sqlite3.Connection) -> None:
+    """The messages' full-text index is filled in batches (core/ftsbatch.py) instead of row by row: a
+    stored message is noted as pending, and a run's end (Transcript.finish_run) and every full-text
+    search (`fermix logs -q`, memory_recall over history) index what is pending."""
+    declare(db, "messages_fts", "messages", ("role", "kind", "content"))
+
+
 MIGRATIONS = (
     Migration("agent_001_transcripts", transcripts),
     Migration("agent_002_session_parents", session_parents),
+    Migration("agent_003_fts_in_batches", fts_in_batches),
 )

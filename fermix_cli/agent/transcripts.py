@@ -219,10 +219,14 @@ class Transcript:
     ) -> None:
         """Record how the run ended. `last_turn` (session id, the final reply, tool_calls rows held for
         it) is stored in the same transaction: a run's last reply and its end are written together."""
+        from ..core.ftsbatch import index_pending
+
         with self.db.write() as c:
             if last_turn is not None:
                 session_id, reply, call_records = last_turn
                 self._store_turn(c, session_id, run_id, reply, [], call_records)
+            # The run's messages (and any a run that died left) join the search index in one batch.
+            index_pending(c, "messages_fts")
             c.execute(
                 "UPDATE runs SET status = ?, response = ?, iterations = ?, input_tokens = ?,"
                 " output_tokens = ?, error_json = ?, ended_at = ? WHERE id = ?",
@@ -294,6 +298,9 @@ class Transcript:
         q = fts_query(text)
         if not q:
             return []
+        from ..core.ftsbatch import catch_up
+
+        catch_up(self.db, "messages_fts")  # the messages stored since the last run ended, this run's too
         sql = (
             "SELECT m.conversation_id, m.run_id, m.seq, m.role, m.kind, m.created_at,"
             " snippet(messages_fts, 2, '[', ']', '…', 12) AS snippet"

@@ -320,6 +320,10 @@ def memory_recall(p: MemoryRecallParams, ctx: ToolContext) -> dict[str, Any]:
         )
     db = ctx.state
     if p.search is not None:
+        if source != "memories":
+            from ..core.ftsbatch import catch_up
+
+            catch_up(db, "messages_fts")  # the messages stored since the last run ended, this run's too
         return _recall_search(db.conn, caller, p.search, requested, source)
     if p.key is not None:
         key = _clean_key(p.key)
