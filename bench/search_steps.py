@@ -43,7 +43,7 @@ def main() -> None:
     from fermix_cli.core.paths import resolve_paths
     from fermix_cli.core.registry import default_registry
     from fermix_cli.core.search import engines
-    from fermix_cli.core.search.ripgrep import LazyPipe, _read_beside, scratch_file
+    from fermix_cli.core.search.ripgrep import LazyPipe, read_beside, scratch_file
 
     reg = default_registry()
     scratch = tempfile.mkdtemp(prefix="fermix-bench-steps-")
@@ -63,7 +63,7 @@ def main() -> None:
         assert proc.stdout is not None
         if isinstance(err, LazyPipe):
             err.started()
-            chunks = _read_beside(proc.stdout.fileno(), err)
+            chunks = read_beside(proc.stdout.fileno(), err)
         else:
             chunks = iter(lambda: proc.stdout.read1(1 << 20), b"")  # type: ignore[attr-defined,union-attr]
         rest = b""

@@ -240,6 +240,7 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
         not_searched,
         stopped,
         "content_search does not search binary data; run `rg -a PATTERN PATH` in a shell",
+        more=search.stats.log_cut,
     )
     if binary:
         omissions.append(binary)

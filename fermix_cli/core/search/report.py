@@ -59,15 +59,25 @@ def unreadable_omission(errors: list[str]) -> Omission | None:
 
 
 def binary_omission(
-    not_searched: list[str], stopped: list[str], how_to_search: str, show: Callable[[str], str] = str
+    not_searched: list[str],
+    stopped: list[str],
+    how_to_search: str,
+    show: Callable[[str], str] = str,
+    *,
+    more: bool = False,
 ) -> Omission | None:
     """Files rg met binary data in: `not_searched` (a NUL byte in the first block it read, so it did
     not search them, as every grep does) and `stopped` (a NUL after their first matches: searched up
-    to it). The first three paths (by path) are named, as `show` shows them."""
+    to it). The first three paths (by path) are named, as `show` shows them. `more`: rg's log of them
+    passed its cap, so there are more than these (the count is a floor, and the answer says so)."""
     total = len(not_searched) + len(stopped)
-    if not total:
+    if not total and not more:
         return None
     parts = []
+    if more:
+        parts.append(
+            f"at least {total:,} files: rg's log of binary files passed its cap and the rest were not counted"
+        )
     if not_searched:
         n = len(not_searched)
         verbs = ("holds", "was") if n == 1 else ("hold", "were")
@@ -78,4 +88,5 @@ def binary_omission(
             f"{n:,} {'was' if n == 1 else 'were'} searched only up to a NUL byte after the first matches"
         )
     sample = ", ".join(show(p) for p in sorted(not_searched + stopped)[:3])
-    return Omission("binary", total, "file", f"{'; '.join(parts)}; {how_to_search} (e.g. {sample})")
+    example = f" (e.g. {sample})" if sample else ""
+    return Omission("binary", total, "file", f"{'; '.join(parts)}; {how_to_search}{example}")

@@ -71,6 +71,7 @@ class RunStats(Record):
     # files the walk passed (excluded by an override glob, so rg logs them).
     binary: list[str] = field(default_factory=list)
     p4_seen: list[str] = field(default_factory=list)
+    log_cut: bool = False  # rg's log passed its cap: `binary` holds only the files it named before that
     returncode: int | None = None
 
 
@@ -224,7 +225,7 @@ class Run:
     # ----- process handling -------------------------------------------------------------------
 
     def _spawn(self, args: list[str]) -> subprocess.Popen[bytes]:
-        log = LazyPipe()  # closed by _stderr once rg has finished
+        log = LazyPipe(_LOG_CAP)  # closed by _stderr once rg has finished
         try:
             proc = subprocess.Popen(
                 [engines.rg(), *args, "--", self.target],
@@ -247,7 +248,11 @@ class Run:
         if log is None:
             return ""
         try:
-            return log.read_rest().decode("utf-8", "replace")
+            text = log.read_rest().decode("utf-8", "replace")
+            if log.cut:  # the cap fell inside a line: that line is not read as a whole one
+                self.stats.log_cut = True
+                text = text[: text.rfind("\n") + 1]
+            return text
         finally:
             log.close()
 
@@ -322,7 +327,7 @@ class Run:
         try:
             assert proc.stdout is not None
             log = self._err[proc.pid]
-            yield from _read_beside(proc.stdout.fileno(), log)
+            yield from read_beside(proc.stdout.fileno(), log)
             eof = True
         finally:
             self._finish(proc, timer, eof)
@@ -372,7 +377,7 @@ _WALK_LOG = "|ignore::walk|"
 _OVERRIDE = ": Ignore(IgnoreMatch(Override("
 
 
-def _read_beside(out: int, log: LazyPipe) -> Iterator[bytes]:
+def read_beside(out: int, log: LazyPipe) -> Iterator[bytes]:
     """A child's stdout in chunks of up to 1 MiB as it writes them, its log drained on the side."""
     wait = _poller(out)
     while True:
@@ -395,6 +400,7 @@ def _poller(fd: int) -> Callable[[int], bool]:
 
 _DRAIN_EVERY_MS = 10
 _PIPE_SIZE = 1 << 20  # Linux lets anyone enlarge a pipe this far (/proc/sys/fs/pipe-max-size)
+_LOG_CAP = 64 << 20  # rg's log kept per run: a line per binary file, some 500,000 of them
 
 
 class LazyPipe:
@@ -405,7 +411,8 @@ class LazyPipe:
     a memfd or file costs more again (its size and times are updated on every write). So the log
     goes to a pipe enlarged to 1 MiB (a few thousand lines) that nobody waits on: the reader of
     stdout takes what is in it every 10 ms without blocking (`drain_if_due`), so a longer log never
-    stalls rg for long, and the rest at the end (`read_rest`). Keeps at most `cap` bytes.
+    stalls rg for long, and the rest at the end (`read_rest`). Keeps at most `cap` bytes, and says
+    when it left any out (`cut`).
     """
 
     def __init__(self, cap: int = 64 << 20) -> None:
@@ -417,6 +424,7 @@ class LazyPipe:
         self.cap = cap
         self.size = 0
         self.parts: list[bytes] = []
+        self.cut = False
         self.due = 0.0
 
     def started(self) -> None:
@@ -428,6 +436,8 @@ class LazyPipe:
 
     def _keep(self, chunk: bytes) -> None:
         room = self.cap - self.size
+        if len(chunk) > room:
+            self.cut = True
         if room > 0:
             self.parts.append(chunk[:room])
             self.size += min(len(chunk), room)

@@ -248,6 +248,31 @@ def test_the_binary_count_does_not_depend_on_the_log_pipe_s_size(
     assert enlarged["matches"] == small["matches"] != []
 
 
+def test_a_binary_count_past_the_log_s_cap_says_it_is_a_floor(
+    world: Env, invoke: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rg's log is kept to a cap (64 MiB, some 500,000 binary files): past it the count is what the
+    log named before the cap, and grep and content_search say there are more, never a plain number."""
+    from fermix_cli.core.search import ripgrep
+
+    files: dict[str, str | bytes] = {"a.txt": "hit\n"}
+    files.update({f"bin/{i:04d}-{'x' * 40}.dat": b"\x00hit\n" for i in range(300)})
+    write(world.project, files)
+    monkeypatch.setattr(ripgrep, "_LOG_CAP", 8 << 10)  # about 60 of the 300 lines
+    for r, text in (
+        (invoke("content_search", {"pattern": "hit"}), None),
+        (grep := invoke("grep", {"patterns": ["hit"]}), "output"),
+    ):
+        [binary] = [o for o in r["omitted"] if o["reason"] == "binary"]
+        assert 0 < binary["count"] < 300 and r["complete"] is False
+        assert binary["how"].startswith(
+            f"at least {binary['count']:,} files: rg's log of binary files passed"
+        )
+        if text:
+            assert "at least" in r[text]
+    assert grep["hits"][0]["path"] == "a.txt"  # the text file is found all the same
+
+
 def test_perforce_rule_files_are_found_by_the_search_itself(world: Env, invoke: Any) -> None:
     """No listing runs beside the search: the rule files are seen as rg walks past them (also with a
     caller's exclusion globs), and the search runs again with their rules."""

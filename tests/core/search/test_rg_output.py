@@ -106,12 +106,12 @@ def _child(code: str) -> tuple[subprocess.Popen[bytes], Any]:
 def test_a_log_longer_than_its_pipe_never_stalls_the_child_for_good() -> None:
     """3 MiB to stderr and nothing to stdout: the pipe (1 MiB) fills, the reader of stdout drains
     it every 10 ms without waiting on it, and every byte arrives in order."""
-    from fermix_cli.core.search.ripgrep import _read_beside
+    from fermix_cli.core.search.ripgrep import read_beside
 
     code = "import os\nfor i in range(3 * 16):\n    os.write(2, bytes([65 + i % 26]) * 65536)\nprint('done')"
     proc, log = _child(code)
     assert proc.stdout is not None
-    out = b"".join(_read_beside(proc.stdout.fileno(), log))
+    out = b"".join(read_beside(proc.stdout.fileno(), log))
     data = log.read_rest()
     log.close()
     assert proc.wait(timeout=30) == 0 and out == b"done\n"
@@ -121,10 +121,11 @@ def test_a_log_longer_than_its_pipe_never_stalls_the_child_for_good() -> None:
 def test_a_log_past_its_cap_is_read_to_its_end_and_kept_to_the_cap() -> None:
     proc, log = _child("import os\nos.write(2, b'x' * (6 << 20))")
     assert proc.stdout is not None
-    from fermix_cli.core.search.ripgrep import _read_beside
+    from fermix_cli.core.search.ripgrep import read_beside
 
-    assert b"".join(_read_beside(proc.stdout.fileno(), log)) == b""
+    assert b"".join(read_beside(proc.stdout.fileno(), log)) == b""
     assert log.read_rest() == b"x" * (5 << 20)
+    assert log.cut
     log.close()
     assert proc.wait(timeout=30) == 0
 

@@ -135,6 +135,7 @@ class Tally(Record):
     binary: int = 0  # files with binary data (a NUL byte): not searched, or searched up to it
     binary_not_searched: list[str] = field(default_factory=list)  # canonical paths, binary from the start
     binary_stopped: list[str] = field(default_factory=list)  # canonical paths, NUL after the first matches
+    binary_log_cut: bool = False  # rg's log of binary files passed its cap: there are more than these
     invalid_utf8: int = 0  # files with a matching line that is not UTF-8
     invalid_lines: int = 0
     denied: int = 0  # files rg returned that the sandbox refuses (hard links to protected files)
@@ -190,6 +191,7 @@ def _collect(
     unsearched = [base + rel for rel in search.stats.binary if base + rel not in stopped]
     tally.binary_not_searched = allowed_below(ctx.sandbox, scope.root, unsearched)[0]
     tally.binary = len(tally.binary_not_searched) + len(tally.binary_stopped)
+    tally.binary_log_cut = search.stats.log_cut
     return found, search, tally
 
 
@@ -442,6 +444,7 @@ def _omissions(
         tally.binary_stopped,
         "to search them as text run `rg -a PATTERN PATH` in the shell",
         lambda path: display_path(path, tally.cwd),
+        more=tally.binary_log_cut,
     )
     if binary:
         out.append(binary)
