@@ -41,11 +41,16 @@ def count_writes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return count
 
 
+def echo_agent(ctx: Any) -> Agent:
+    agent = Agent(ctx, AgentOptions(model="echo"))
+    agent.open()
+    return agent
+
+
 def test_the_last_call_of_a_turn_is_stored_with_the_turn(world: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = world.context()
     try:
-        agent = Agent(ctx, AgentOptions(model="echo"))
-        agent.open()
+        agent = echo_agent(ctx)
         writes = count_writes(monkeypatch)
         result = agent.run(json.dumps({"tool_calls": STEPS}))
         rows = ctx.state.query(
@@ -70,8 +75,7 @@ def test_the_final_reply_is_stored_with_the_run_s_end(world: Env, monkeypatch: p
     """A run's last reply and how the run ended are one write: both are there, or neither."""
     ctx = world.context()
     try:
-        agent = Agent(ctx, AgentOptions(model="echo"))
-        agent.open()
+        agent = echo_agent(ctx)
         writes = count_writes(monkeypatch)
         result = agent.run("hello there")
         first_run_writes = writes[0]
