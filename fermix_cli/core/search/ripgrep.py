@@ -479,14 +479,6 @@ def scratch_file() -> Any:
     return tempfile.TemporaryFile()
 
 
-def read_back(f: Any, cap: int) -> bytes:
-    """What a child wrote to a `scratch_file`, up to `cap` bytes. Asks for what is there: a read of the
-    cap itself would allocate (and map) that much memory for every call."""
-    size = min(os.fstat(f.fileno()).st_size, cap)
-    f.seek(0)
-    return f.read(size) if size > 0 else b""
-
-
 def _split_null(text: str) -> list[str]:
     return [_strip_dot(p) for p in text.split("\0") if p]
 

@@ -78,17 +78,6 @@ def test_the_real_log_of_a_real_run(tmp_path: Path) -> None:
     assert "DEBUG" not in rest
 
 
-def test_read_back_returns_what_was_written_up_to_the_cap() -> None:
-    from fermix_cli.core.search.ripgrep import read_back, scratch_file
-
-    with scratch_file() as f:
-        assert read_back(f, 64 << 20) == b""
-        f.write(b"0123456789")
-        f.flush()
-        assert read_back(f, 64 << 20) == b"0123456789"
-        assert read_back(f, 4) == b"0123"
-
-
 def _child(code: str) -> tuple[subprocess.Popen[bytes], Any]:
     import sys
 

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from search_fixture import make_tree
+from search_fixture import make_tree, without_read_override
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.astgrep import languages as ast_lang
@@ -269,3 +269,53 @@ def test_every_listed_language_parses() -> None:
 
     for lang in sorted(ast_lang.LANGUAGES):
         assert ast_lang.parse("", lang, time.monotonic() + 5).root.root().kind()
+
+
+def test_unreadable_files_and_directories_are_reported(
+    world: Env, invoke, monkeypatch, tmp_path: Path
+) -> None:
+    from fermix_cli.core.search import engines
+
+    make_tree(world.project, {"a.py": "x = 1\n", "secret.py": "x = 2\n", "locked/b.py": "x = 3\n"})
+    (world.project / "secret.py").chmod(0)
+    (world.project / "locked").chmod(0)
+    wrapper = without_read_override(engines.ast_grep(), tmp_path)
+    monkeypatch.setattr(engines, "ast_grep", lambda: wrapper)
+    try:
+        r = invoke("ast_grep", {"pattern": "x = $A", "language": "python"})
+    finally:
+        (world.project / "locked").chmod(0o755)
+        (world.project / "secret.py").chmod(0o644)
+    assert r["output"].splitlines()[0] == "a.py:1:x = 1"
+    assert r["matches_total"] == 1 and r["partial"] is True
+    assert r["skip_reasons"] == {"unreadable": 2}
+    assert sorted(r["skipped_files"], key=lambda f: f["path"]) == [
+        {"path": "locked", "reason": "unreadable", "error": "Permission denied (os error 13)"},
+        {"path": "secret.py", "reason": "unreadable"},
+    ]
+    assert "[2 files skipped (unreadable: 2)]" in r["output"]
+
+
+def test_the_engine_log_is_read_to_its_end() -> None:
+    """ast-grep writes a line per file and its summary last: a log of any length (here 10 MiB, past
+    the 8 MiB that used to be read) is counted whole."""
+    from fermix_cli.core.search.ripgrep import scratch_file
+    from fermix_cli.tools.coding.astgrep.cli import Scan, read_inspect
+
+    n = 140_000
+    with scratch_file() as f:
+        for i in range(n):
+            f.write(
+                f"sg: entity|file|pkg/module_{i:06d}_with_a_long_enough_name.py: language=Python\n".encode()
+            )
+        f.write(b"sg: entity|file|pkg/last.py: skipped=invalidUtf8\r\n")
+        f.write(b"ERROR: ./pkg/locked: Permission denied (os error 13)\n")
+        f.write(f"sg: summary|file: scannedFileCount={n},skippedFileCount=1\n".encode())
+        f.flush()
+        assert f.tell() > 10 << 20
+        scan = Scan()
+        read_inspect(f, scan, None, 5)
+    assert scan.files_scanned == n and scan.languages == {"python"}
+    assert scan.skipped == {"invalid_utf8": 1}
+    assert scan.skipped_files == [{"path": "pkg/last.py", "reason": "invalid_utf8"}]
+    assert scan.unreadable == [("pkg/locked", "Permission denied (os error 13)")]

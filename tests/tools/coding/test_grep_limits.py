@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from search_fixture import FIXTURE, make_tree
+from search_fixture import FIXTURE, make_tree, without_read_override
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.grep import tool as grep_mod
@@ -364,3 +364,38 @@ def test_per_file_errors_are_reported_and_fatal_ones_raise() -> None:
     with pytest.raises(ToolError) as e:
         _raise_for("rg: something else went wrong\n")
     assert e.value.code == "search_failed"
+
+
+def test_what_rg_could_not_read_is_reported_by_every_search_tool(
+    world: Env, invoke, monkeypatch, tmp_path
+) -> None:
+    """The real rg, with root's read override dropped: a directory it cannot list and a file it cannot
+    read make every search incomplete, named, instead of a quiet "no more matches"."""
+    from fermix_cli.core.search import engines
+
+    make_tree(world.project, {"ok.txt": "needle\n", "secret.txt": "needle\n", "locked/in.txt": "needle\n"})
+    (world.project / "secret.txt").chmod(0)
+    (world.project / "locked").chmod(0)
+    wrapper = without_read_override(engines.rg(), tmp_path)
+    monkeypatch.setattr(engines, "rg", lambda: wrapper)
+    try:
+        results = {
+            "grep": invoke("grep", {"patterns": ["needle"]}),
+            "content_search": invoke("content_search", {"pattern": "needle"}),
+            "glob_search": invoke("glob_search", {"pattern": "**/*.txt"}),
+            "find": invoke("find", {"query": "txt"}),
+        }
+    finally:
+        (world.project / "locked").chmod(0o755)
+        (world.project / "secret.txt").chmod(0o644)
+    denied = "Permission denied (os error 13)"
+    for tool, r in results.items():
+        assert r["complete"] is False, tool
+        (o,) = r["omitted"]
+        assert o["reason"] == "unreadable" and o["unit"] == "path", tool
+        assert f"./locked: {denied}" in o["how"], tool
+        # Reading a file's content fails only for the searches; the listings never open files.
+        assert o["count"] == (2 if tool in ("grep", "content_search") else 1), tool
+    assert "[incomplete: 2 paths left out (unreadable)" in results["grep"]["output"]
+    assert [m["path"] for m in results["content_search"]["matches"]] == [str(world.project / "ok.txt")]
+    assert "[incomplete: 1 path left out (unreadable)" in results["find"]["output"]

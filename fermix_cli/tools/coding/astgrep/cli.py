@@ -23,14 +23,14 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, BinaryIO
 
 from ....core.context import ToolContext
 from ....core.fsops import FileReader
 from ....core.records import Record, field
 from ....core.search import engines
 from ....core.search.p4ignore import resolve_p4
-from ....core.search.ripgrep import Scope, list_files, read_back, scratch_file
+from ....core.search.ripgrep import Scope, list_files, scratch_file
 from . import languages
 
 # ast-grep's names for the languages it reports, lower-cased, to fermix's names.
@@ -44,7 +44,8 @@ class Scan(Record):
     skipped_files: list[dict[str, str]] = field(default_factory=list)
     files_scanned: int = 0
     timed_out: bool = False
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # what else the CLI wrote to stderr
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, why) the walk could not read
     refused: int = 0  # matches in files the sandbox or the ignore rules leave out
     unsupported: int = 0  # visible files of no language fermix knows
 
@@ -83,12 +84,16 @@ def language_name(cli_name: str) -> str:
 
 def _parse_inspect(line: str, scan: Scan, listed: set[str] | None, skipped_cap: int) -> None:
     # sg: entity|file|PATH: language=Python   /   sg: entity|file|PATH: skipped=invalidUtf8
+    # ERROR: ./PATH: Permission denied (os error 13)   (the walk could not read a directory or file)
     if not line.startswith("sg: entity|file|"):
         if line.startswith("sg: summary|file:"):
             for part in line.split(":", 2)[-1].split(","):
                 k, _, v = part.strip().partition("=")
                 if k == "scannedFileCount" and v.isdigit():
                     scan.files_scanned = int(v)
+        elif line.startswith("ERROR: "):
+            path, _, why = line[len("ERROR: ") :].strip().rpartition(": ")
+            scan.unreadable.append((path.removeprefix("./"), why))
         elif line.strip() and not line.startswith("sg: "):
             scan.errors.append(line.strip())
         return
@@ -106,10 +111,22 @@ def _parse_inspect(line: str, scan: Scan, listed: set[str] | None, skipped_cap: 
         if lang is not None:
             scan.languages.add(lang)
     elif key == "skipped":
-        reason = {"invalidUtf8": "invalid_utf8"}.get(value, value)
+        reason = SKIP_REASONS.get(value, value)
         scan.skipped[reason] += 1
         if len(scan.skipped_files) < skipped_cap:
             scan.skipped_files.append({"path": path, "reason": reason})
+
+
+# ast-grep's reasons for skipping a file, as fermix's search tools name them.
+SKIP_REASONS = {"invalidUtf8": "invalid_utf8", "permissionDenied": "unreadable"}
+
+
+def read_inspect(err: BinaryIO, scan: Scan, listed: set[str] | None, skipped_cap: int) -> None:
+    """ast-grep's `--inspect entity` log (a line per file, the summary last), read line by line to its
+    end: a tree of any size is counted whole."""
+    err.seek(0)
+    for raw in err:
+        _parse_inspect(raw.decode("utf-8", "replace").rstrip("\r\n"), scan, listed, skipped_cap)
 
 
 def run_scan(
@@ -214,13 +231,18 @@ def run_scan(
             else:
                 scan.timed_out = True
                 listed = set()
-        for eline in read_back(err, 8 << 20).decode("utf-8", "replace").splitlines():
-            _parse_inspect(eline, scan, listed, skipped_cap)
+        read_inspect(err, scan, listed, skipped_cap)
     finally:
         err.close()
         shutil.rmtree(conf_dir, ignore_errors=True)
     sandbox = ctx.sandbox
     check = sandbox.needs_checks_below(root)
+    for rel, why in scan.unreadable:
+        if check and not sandbox.allows(os.path.join(root, rel)):
+            continue  # excluded before the walk; not named
+        scan.skipped["unreadable"] += 1
+        if len(scan.skipped_files) < skipped_cap:
+            scan.skipped_files.append({"path": rel, "reason": "unreadable", "error": why})
     verdicts: dict[str, bool] = {}
     links = bool(raw) and sandbox.may_have_protected_links()
     for m in raw:

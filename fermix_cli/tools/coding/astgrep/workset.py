@@ -89,6 +89,10 @@ def work_files(
         if (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full)):
             continue
         yield display_path(full, cwd), full, lang
+    # rg's `rg: ./PATH: Permission denied (os error 13)`: a directory (or file) it could not read.
+    for line in run.errors:
+        rel = line.removeprefix("rg: ").rpartition(": ")[0].removeprefix("./")
+        work.skip(display_path(os.path.join(root, rel), cwd), "unreadable")
     if run.timed_out:
         work.stop = work.stop or "deadline"
 
