@@ -319,3 +319,75 @@ def test_the_engine_log_is_read_to_its_end() -> None:
     assert scan.skipped == {"invalid_utf8": 1}
     assert scan.skipped_files == [{"path": "pkg/last.py", "reason": "invalid_utf8"}]
     assert scan.unreadable == [("pkg/locked", "Permission denied (os error 13)")]
+
+
+@pytest.mark.parametrize(
+    ("script", "said"),
+    [
+        ('exec {real} --no-such-flag "$@"', "unexpected argument '--no-such-flag'"),
+        ("kill -9 $$", "exit status -9"),
+    ],
+)
+def test_a_failed_engine_is_an_error_not_no_matches(
+    world: Env, invoke, monkeypatch, tmp_path: Path, script: str, said: str
+) -> None:
+    """The CLI failing (its own error, or killed) is `search_failed` with what it said, never an
+    empty result that reads as "no matches"."""
+    from fermix_cli.core.search import engines
+
+    make_tree(world.project, {"a.py": "x = 1\n"})
+    wrapper = tmp_path / "ast-grep"
+    wrapper.write_text("#!/bin/sh\n" + script.format(real=engines.ast_grep()) + "\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(engines, "ast_grep", lambda: str(wrapper))
+    e = err(invoke, {"pattern": "x = $A"})
+    assert e.code == "search_failed" and said in e.message
+    assert e.details["returncode"] != 0
+
+
+def test_a_match_cut_off_by_the_deadline_is_dropped(world: Env, invoke, monkeypatch, tmp_path: Path) -> None:
+    """The CLI killed at the deadline in the middle of a JSON line: the whole lines before it are kept,
+    the cut one is dropped, and the result says it timed out."""
+    import json
+
+    from fermix_cli.core.search import engines
+
+    make_tree(world.project, {"a.py": "x = 1\n"})
+    whole = subprocess_json(engines.ast_grep(), world.project)
+    wrapper = tmp_path / "ast-grep"
+    wrapper.write_text(f"#!/bin/sh\nprintf '%s\\n' '{whole}'\nprintf '{whole[:40]}'\nexec sleep 30\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(engines, "ast_grep", lambda: str(wrapper))
+    monkeypatch.setattr(ag, "DEADLINE_S", 1.0)
+    r = invoke("ast_grep", {"pattern": "x = $A"})
+    assert r["timed_out"] is True and r["partial"] is True
+    assert r["matches_total"] == 1 and r["output"].startswith("a.py:1:x = 1")
+    assert json.loads(whole)["file"] == "a.py"
+
+
+def subprocess_json(binary: str, cwd: Path) -> str:
+    """One match as the real CLI prints it (a line of `--json=stream`)."""
+    import subprocess
+
+    done = subprocess.run(
+        [binary, "run", "-p", "x = $A", "-l", "python", "--json=stream", "a.py"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def test_a_failed_listing_is_an_error_not_a_timeout(world: Env, invoke, monkeypatch, tmp_path: Path) -> None:
+    """`rg --files` beside the scan failing is the listing's error, raised to the caller (it used to
+    die in its thread and leave the scan marked as timed out)."""
+    from fermix_cli.core.search import engines
+
+    make_tree(world.project, {"a.py": "x = 1\n"})
+    wrapper = tmp_path / "rg"
+    wrapper.write_text("#!/bin/sh\necho 'rg: the listing broke' >&2\nexit 2\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
+    e = err(invoke, {"pattern": "x = $A"})
+    assert e.code == "search_failed" and "the listing broke" in e.message

@@ -46,6 +46,7 @@ class Scan(Record):
     timed_out: bool = False
     errors: list[str] = field(default_factory=list)  # what else the CLI wrote to stderr
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, why) the walk could not read
+    returncode: int = 0  # the CLI's: 0 matches, 1 none, anything else a failure (or a kill)
     refused: int = 0  # matches in files the sandbox or the ignore rules leave out
     unsupported: int = 0  # visible files of no language fermix knows
 
@@ -183,7 +184,10 @@ def run_scan(
         scope = Scope(root=root, p4=resolve_p4(root, home=ctx.os_home))
 
         def _list() -> None:
-            listing["files"], listing["stats"] = list_files(scope, deadline, ctx.sandbox)
+            try:
+                listing["files"], listing["stats"] = list_files(scope, deadline, ctx.sandbox)
+            except Exception as e:  # raised again by the caller, not printed by the thread
+                listing["error"] = e
 
         lister = threading.Thread(target=_list, daemon=True)
         lister.start()
@@ -213,13 +217,17 @@ def run_scan(
             feeder = threading.Thread(target=_feed, args=(proc, stdin_data), daemon=True)
             feeder.start()
         for line in proc.stdout:
+            if not line.endswith(b"\n"):
+                break  # the CLI prints whole lines: this one was cut off by a kill at the deadline
             if line.strip():
                 raw.append(json.loads(line))
-        proc.wait()
+        scan.returncode = proc.wait()
         timer.cancel()
         if lister is not None:
             lister.join(max(deadline - time.monotonic(), 0.0) + 1)
         listed: set[str] | None = None
+        if "error" in listing:
+            raise listing["error"]
         if lister is not None:
             if "files" in listing:
                 listed = set(listing["files"])

@@ -53,6 +53,14 @@ def search(
             f"pattern does not compile for {strict}: {pattern_errors[strict]}",
             {"language": strict, "error": pattern_errors[strict]},
         )
+    if scan.returncode not in (0, 1) and not scan.timed_out:
+        # Not an answer: what the CLI printed, else the exit status (a signal is negative).
+        said = "; ".join(scan.errors[:5]) or f"exit status {scan.returncode}"
+        raise ToolError(
+            "search_failed",
+            f"the ast-grep CLI failed, so this is no answer: {said[:1000]}",
+            {"returncode": scan.returncode, "stderr": scan.errors[:20]},
+        )
     work.languages |= {lang for lang in scan.languages if lang not in pattern_errors}
     out = Output(limit)
     matches: list[dict[str, Any]] = []
