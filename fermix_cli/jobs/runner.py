@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -135,6 +136,11 @@ class Dispatcher:
             self._launch(run)
 
     def _launch(self, run: ClaimedRun) -> None:
+        # A stop that arrives meanwhile waits: a worker is never left spawned but not supervised.
+        with _held_stop():
+            self._launch_now(run)
+
+    def _launch_now(self, run: ClaimedRun) -> None:
         state = self.ctx.state
         job = fetch_job(state.conn, run.job_id)
         now = self.ctx.now()
@@ -202,9 +208,11 @@ class Dispatcher:
                 if now >= a.eof_at + KILL_GRACE_SECONDS:  # closed its output but lingers
                     _signal_group(a.proc, signal.SIGKILL)
                 continue
-            del self.active[run_id]
-            _signal_group(a.proc, signal.SIGKILL)  # anything the worker left in its group
-            self._finish(a)
+            # A stop that arrives meanwhile waits: a finished run is recorded and delivered whole.
+            with _held_stop():
+                del self.active[run_id]
+                _signal_group(a.proc, signal.SIGKILL)  # anything the worker left in its group
+                self._finish(a)
 
     def _read(self, fd: int, a: Active) -> None:
         try:
@@ -338,7 +346,9 @@ class Dispatcher:
         self.summary.runs.append(result)
 
     def refill(self) -> None:
-        """A slot came free: claim again, if the scheduler lock is free right now."""
+        """A slot came free: claim again, if the scheduler lock is free right now (and no stop is waiting)."""
+        if _STOP["pending"] is not None:
+            return
         if not self.scheduling or (self.lock is not None and not self.lock.try_acquire()):
             return
         try:
@@ -379,26 +389,55 @@ def scheduler_tick(ctx: ToolContext, runner: Runner) -> TickReport:
     )
 
 
+# SIGTERM/SIGINT handling of this process's dispatcher (main thread only): `held` counts the open
+# `_held_stop` blocks, `pending` names a signal that arrived inside one.
+_STOP: dict[str, Any] = {"held": 0, "pending": None}
+
+
 @contextlib.contextmanager
 def _stoppable() -> Any:
-    """SIGTERM and SIGINT become `Stopped` while the block runs (main thread only)."""
+    """SIGTERM and SIGINT become `Stopped` while the block runs (main thread only), except inside a
+    `_held_stop` block, at whose end it is raised instead."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise Stopped(signal.Signals(signum).name)
+        name = signal.Signals(signum).name
+        if _STOP["held"]:
+            _STOP["pending"] = _STOP["pending"] or name
+            return
+        raise Stopped(name)
 
+    _STOP["pending"] = None
     previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+        _STOP["pending"] = None
 
 
-def _supervise(dispatcher: Dispatcher) -> int:
+@contextlib.contextmanager
+def _held_stop() -> Iterator[None]:
+    """A step that must not be cut in two (spawn a worker and supervise it; record and deliver a run):
+    a SIGTERM or SIGINT that arrives meanwhile is raised as `Stopped` once the step is done."""
+    _STOP["held"] += 1
     try:
+        yield
+    finally:
+        _STOP["held"] -= 1
+    if not _STOP["held"] and _STOP["pending"] is not None:
+        name, _STOP["pending"] = _STOP["pending"], None
+        raise Stopped(name)
+
+
+def _supervise(dispatcher: Dispatcher, claimed: list[ClaimedRun]) -> int:
+    try:
+        dispatcher.start(claimed)
         dispatcher.run()
     except Stopped as e:
-        dispatcher.abort(f"fermix jobs run was stopped ({e}) during the run; it is not re-run")
+        with _held_stop():
+            dispatcher.abort(f"fermix jobs run was stopped ({e}) during the run; it is not re-run")
+            _STOP["pending"] = None  # a second signal while stopping changes nothing
         return 143 if str(e) == "SIGTERM" else 130
     return 0
 
@@ -426,8 +465,7 @@ def run_scheduler(ctx: ToolContext, lock: SchedulerLock | None, t0: float) -> tu
     try:
         with _stoppable():
             dispatcher = Dispatcher(ctx, runner, summary=summary, scheduling=True, lock=lock)
-            dispatcher.start(report.claimed)
-            code = _supervise(dispatcher)
+            code = _supervise(dispatcher, report.claimed)
     finally:
         runner.release()
     end = time.monotonic()
@@ -465,8 +503,7 @@ def run_claimed_now(ctx: ToolContext, runner: Runner, claimed: ClaimedRun) -> tu
     try:
         with _stoppable():
             dispatcher = Dispatcher(ctx, runner, summary=summary)
-            dispatcher.start([claimed])
-            code = _supervise(dispatcher)
+            code = _supervise(dispatcher, [claimed])
     finally:
         runner.release()
     return code, summary

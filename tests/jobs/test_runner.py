@@ -389,6 +389,52 @@ def test_sigterm_records_runs_in_flight_as_interrupted(jobs: Jobs) -> None:
     assert _worker_pids(run["id"]) == []
 
 
+def _runner_signalled_inside(jobs: Jobs, target: str) -> subprocess.CompletedProcess[str]:
+    """`fermix jobs run` whose `target` (a function of the runner module) sends the runner SIGTERM as
+    soon as it has done its work: the signal lands at that exact point, however loaded the machine."""
+    script = (
+        "import os, signal, sys\n"
+        "import fermix_cli.jobs.runner as r\n"
+        f"real = r.{target}\n"
+        "def signalled(*a, **k):\n"
+        "    out = real(*a, **k)\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    return out\n"
+        f"r.{target} = signalled\n"
+        "from fermix_cli.__main__ import main\n"
+        "sys.exit(main(['jobs', 'run', '--json']))\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script], env=jobs.env(at=DUE), cwd=jobs.world.project,
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_sigterm_while_a_worker_starts_waits_until_it_is_supervised(jobs: Jobs) -> None:
+    """SIGTERM right after the worker is spawned, before the runner has taken it on: the stop waits for
+    the launch to finish, then kills the worker and records the run; no orphan, no internal error."""
+    script = jobs.mock_script([{"delay": 120, "text": "never"}])
+    jobs.add("Stopped", "every 1 minutes", provider="mock", model=script)
+    done = _runner_signalled_inside(jobs, "spawn_worker")
+    assert done.returncode == 143, done.stderr
+    [run] = jobs.runs("stopped")
+    assert run["status"] == "error" and run["error_code"] == "interrupted"
+    assert json.loads(done.stdout)["runs"][0]["error_code"] == "interrupted"
+    assert _worker_pids(run["id"]) == []
+
+
+def test_sigterm_while_a_run_is_delivered_waits_for_the_delivery(jobs: Jobs) -> None:
+    """SIGTERM in the middle of recording a finished run: the run is recorded and delivered whole first."""
+    script = jobs.mock_script([{"text": "all done"}])
+    jobs.add("Quick", "every 1 minutes", provider="mock", model=script, delivery_target=INBOX)
+    done = _runner_signalled_inside(jobs, "deliver")
+    assert done.returncode == 143, done.stderr
+    [run] = jobs.runs("quick")
+    assert run["status"] == "ok" and run["delivery_status"] == "delivered"
+    assert [m["text"] for m in jobs.inbox()] == ["all done"]
+    assert json.loads(done.stdout)["runs"][0]["delivery_status"] == "delivered"
+
+
 # ----- overlapping runners ----------------------------------------------------------------------
 
 
