@@ -323,6 +323,9 @@ TOOLS = specs(
         ),
         failure_modes=(
             FailureMode("invalid_regex", "the regular expression does not compile"),
+            FailureMode(
+                "invalid_pattern", "the pattern holds a NUL byte or a line break (rg matches one line)"
+            ),
             FailureMode("timeout", "the deadline passed; narrow the search"),
             FailureMode("search_engine_missing", "ripgrep (rg) is not installed; the message says how"),
             FailureMode("not_found", "the search path does not exist"),

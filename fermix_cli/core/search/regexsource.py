@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 
 META = re.compile(r"[.^$*+?{}\[\]\\|()]")
-_QUANTIFIER = re.compile(r"\{\d+(?:,\d*)?\}")
+# Rust's regex syntax allows spaces inside a counted repetition: `x{1, 2}`.
+_QUANTIFIER = re.compile(r"\{ *\d+ *(?:, *\d* *)?\}")
 
 
 def _class_end(p: str, i: int) -> int | None:
-    """Index of the `]` closing the character class that opens at `i`, or None."""
+    """Index of the `]` closing the character class that opens at `i`, or None. Rust's classes nest
+    (`[a-z&&[^aeiou]]`, `[[a-c][x-z]]`): a `[` inside one opens another, except in `[:name:]`."""
     j = i + 1
     if j < len(p) and p[j] == "^":
         j += 1
@@ -28,6 +30,12 @@ def _class_end(p: str, i: int) -> int | None:
             if k != -1:
                 j = k + 2
                 continue
+        if c == "[":
+            inner = _class_end(p, j)
+            if inner is None:
+                return None
+            j = inner + 1
+            continue
         if c == "]":
             return j
         j += 1

@@ -53,7 +53,9 @@ class Scope(Record, frozen=True):
     root: str  # canonical directory, already allowed by the sandbox
     hidden: bool = False
     respect_ignore: bool = True
-    exclude_names: tuple[str, ...] = (".git",)  # never listed nor descended, at any depth
+    exclude_names: tuple[str, ...] = (
+        ".git",
+    )  # never listed nor descended, at any depth ("NAME/": dirs only)
     p4: P4Rules | None = None
     max_depth: int | None = None
     globs: tuple[str, ...] = ()  # the caller's rg globs (`-g`)
@@ -124,7 +126,9 @@ def allowed_below(
 
 
 def _glob_escape(text: str) -> str:
-    return "".join(f"[{c}]" if c in "*?[]{}\\!" else c for c in text)
+    """`text` as a glob (and gitignore) pattern that matches it literally: each special character
+    backslash-escaped. (Not `[c]`: `[!]` opens a negated class that never closes.)"""
+    return "".join("\\" + c if c in "*?[]{}\\!" else c for c in text)
 
 
 def _scope_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
@@ -135,8 +139,8 @@ def _scope_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
         args.append("--no-ignore")
     if scope.max_depth is not None:
         args += ["--max-depth", str(scope.max_depth)]
-    for name in scope.exclude_names:
-        args += ["-g", f"!{_glob_escape(name)}"]
+    for name in scope.exclude_names:  # "NAME/": directories only
+        args += ["-g", f"!{_glob_escape(name.rstrip('/'))}{'/' if name.endswith('/') else ''}"]
     if scope.p4 is not None:
         for name in sorted(scope.p4.excluded_names):
             args += ["-g", f"!{_glob_escape(name)}"]
@@ -158,7 +162,7 @@ def _p4_prepass_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
     if scope.max_depth is not None:
         args += ["--max-depth", str(scope.max_depth)]
     for name in scope.exclude_names:
-        args += ["-g", f"!{_glob_escape(name)}/"]
+        args += ["-g", f"!{_glob_escape(name.rstrip('/'))}/"]
     for name in scope.p4.ignore_names:
         args += ["-g", _glob_escape(name)]
     return args + sandbox_globs(scope.root, sandbox)
@@ -193,7 +197,8 @@ def _rebase(line: str, base: str) -> str:
         pat = pat[1:] if pat[1:2] in ("!", "#") else pat
     body = pat.rstrip("/")
     anchored = "/" in body
-    rebased = f"/{base}/{pat.lstrip('/')}" if anchored else f"/{base}/**/{pat}"
+    where = _glob_escape(base)  # the directory's name is literal; the rule's own pattern is not
+    rebased = f"/{where}/{pat.lstrip('/')}" if anchored else f"/{where}/**/{pat}"
     return ("!" if neg else "") + rebased
 
 
@@ -347,7 +352,7 @@ class Run:
             return
         if proc.returncode == 2:
             _raise_for(err, self.target)
-        self.stats.errors = [ln for ln in err.splitlines() if ln.startswith("rg: ")]
+        self.stats.errors = [r for r in messages(err) if r.startswith("rg: ")]
 
     def _read_debug(self, err: str) -> str:
         """Take rg's `--debug` lines out of its stderr: binary files and Perforce rule files are noted
@@ -356,7 +361,7 @@ class Run:
             return err
         keep: list[str] = []
         names = set(self.scope.p4.ignore_names) if self.scope.p4 is not None else set()
-        for ln in err.splitlines():
+        for ln in messages(err):
             if not ln.startswith(_DEBUG):
                 keep.append(ln)
                 continue
@@ -483,10 +488,20 @@ def _split_null(text: str) -> list[str]:
     return [_strip_dot(p) for p in text.split("\0") if p]
 
 
+def messages(err: str) -> list[str]:
+    """rg's stderr as its messages. Each starts a line with `rg: `; a line that does not continues the
+    message before it: the rest of a path with a line break in its name, or of one of rg's own
+    multi-line errors (a regex error's caret lines, a hint). Split on "\n" only: other line
+    separators (\r, U+2028, ...) are ordinary characters in a file's name."""
+    parts = err.split("\nrg: ")
+    out = [parts[0], *("rg: " + m for m in parts[1:])]
+    return [m.removesuffix("\n") for m in out if m.strip()]
+
+
 def _raise_for(err: str, target: str = ".") -> None:
     """rg exits 2 for per-file errors too (an unreadable file, `rg: ./path: …`): only a fatal error raises."""
     per_file = ("rg: ./", f"rg: {target}:")
-    fatal = "\n".join(ln for ln in err.splitlines() if ln.strip() and not ln.startswith(per_file))
+    fatal = "\n".join(m for m in messages(err) if not m.startswith(per_file))
     if not fatal:
         return
     if (
@@ -605,6 +620,12 @@ class Search:
         # rg's own binary handling: a file with a NUL in the first block it reads is skipped (as
         # every grep does); one whose NUL comes later is searched up to it, and its end event says
         # where (`binary_offset`). Both are in the debug log, so both are counted.
+        for pattern in patterns:
+            why = pattern_problem(pattern)
+            if why is not None:
+                raise ToolError(
+                    "invalid_pattern", f"the pattern {pattern[:80]!r} {why}", {"pattern": pattern[:200]}
+                )
         args = ["--json", "--debug"]
         if fixed:
             args.append("--fixed-strings")
@@ -734,8 +755,23 @@ class Search:
             yield whole.split(b"\n")
 
 
+def pattern_problem(pattern: str) -> str | None:
+    """Why rg can take `pattern` neither as a regular expression nor as literal text, or None."""
+    if "\x00" in pattern:
+        return (
+            "holds a NUL byte, which no program's argument can carry (and files holding one are binary, "
+            "not searched); leave it out"
+        )
+    if "\n" in pattern:
+        return "holds a line break; rg matches one line at a time, so search for each line on its own"
+    return None
+
+
 def check_pattern(pattern: str, *, fixed: bool = False) -> str | None:
     """rg's error for one regular expression, or None when it compiles."""
+    why = pattern_problem(pattern)
+    if why is not None:
+        return f"the pattern {why}"
     args = [engines.rg(), "--no-config", "-q"]
     if fixed:
         args.append("-F")

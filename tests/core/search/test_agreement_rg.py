@@ -3,7 +3,7 @@ returns for the same question on generated trees, with the same counts, and say 
 complete.
 
 The reference is the rg fermix runs (`engines.rg()`), called directly with the flags fermix's scope
-means: `--no-config --no-require-git`, `.git` and `target` excluded for grep, hidden files included
+means: `--no-config --no-require-git`, `.git` and `target/` excluded for grep, hidden files included
 for content_search. Binary files are handled as rg handles them; when rg stops reading a file at a
 NUL byte after its first matches (it warns on stderr), fermix says so in the answer.
 """
@@ -20,7 +20,7 @@ import pytest
 from fermix_cli.core.search import engines
 from tests.conftest import Env
 
-GREP_FLAGS = ("--no-config", "--no-require-git", "-g", "!.git", "-g", "!target")
+GREP_FLAGS = ("--no-config", "--no-require-git", "-g", "!.git", "-g", "!target/")
 
 
 def rg(root: Path, *args: str) -> list[str]:
@@ -403,3 +403,96 @@ def test_nested_perforce_rule_files_apply_below_their_directory(
     assert {p for p, _ in got} == {"a.tmp", "keep.log", "sub/keep.tmp", "sub/deeper/only_here.txt"}
     found = invoke("find", {"query": "tmp"})
     assert {r["path"] for r in found["results"]} == {"a.tmp", "sub/keep.tmp"}
+
+
+def test_only_a_directory_named_target_is_skipped(world: Env, invoke: Any) -> None:
+    """grep skips the `target/` build directory, not a file that happens to be named `target`."""
+    write(
+        world.project,
+        {"target": "hit\n", "sub/target": "hit\n", "deep/target/in.txt": "hit\n", "x.txt": "hit\n"},
+    )
+    got, last = all_raw_hits(invoke, {"patterns": ["hit"]})
+    assert got == rg_hits(world.project, "-e", "hit") == {("target", 1), ("sub/target", 1), ("x.txt", 1)}
+    assert last["complete"] is True
+
+
+def test_perforce_rules_below_a_directory_whose_name_holds_glob_characters(
+    world: Env, invoke: Any, monkeypatch: Any
+) -> None:
+    for var in ("P4IGNORE", "P4CONFIG", "P4ENVIRO"):
+        monkeypatch.delenv(var, raising=False)
+    files: dict[str, str | bytes] = {}
+    for d in ("x[1]", "br{a,b}", "st*r", "plain"):
+        files |= {f"{d}/.p4ignore": "*.log\n", f"{d}/a.log": "hit\n", f"{d}/keep.txt": "hit\n"}
+    write(world.project, files)
+    got, _ = all_raw_hits(invoke, {"patterns": ["hit"]})
+    assert {p for p, _ in got} == {"x[1]/keep.txt", "br{a,b}/keep.txt", "st*r/keep.txt", "plain/keep.txt"}
+    assert invoke("find", {"query": "a.log"})["results"] == []
+
+
+def test_names_with_line_breaks_do_not_confuse_the_reading_of_rg_s_log(world: Env, invoke: Any) -> None:
+    """rg's stderr names paths raw, so a name with a line break spans two lines of its log: the hidden
+    file rg notes it skipped, a binary file, must not read as an error or lose their names."""
+    write(
+        world.project,
+        {
+            ".h\nidden": "hit\n",
+            "rg: fake": "hit\n",
+            "bin\nary.dat": b"hit\x00\x01",
+            "new\nline.txt": "hit\n",
+            "sep\u2028arated\rname.txt": "hit\n",
+        },
+    )
+    got, last = all_raw_hits(invoke, {"patterns": ["hit"]})
+    assert {p for p, _ in got} == {"rg: fake", "new\nline.txt", "sep\u2028arated\rname.txt"}
+    assert [(o["reason"], o["count"]) for o in last["omitted"]] == [("binary", 1)]
+    assert "bin\nary.dat" in last["omitted"][0]["how"]
+    found = invoke("content_search", {"pattern": "hit"})
+    shown = {os.path.relpath(m["path"], world.project) for m in found["matches"]}
+    assert shown == {".h\nidden", "rg: fake", "new\nline.txt", "sep\u2028arated\rname.txt"}
+    assert [o["reason"] for o in found["omitted"]] == ["binary"]
+
+
+def test_an_unreadable_directory_with_a_line_break_in_its_name(
+    world: Env, invoke: Any, monkeypatch: Any, tmp_path: Path
+) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "coding"))
+    try:
+        from search_fixture import without_read_override
+    finally:
+        sys.path.pop(0)
+    write(world.project, {"ok.txt": "hit\n", "lock\ned/in.txt": "hit\n"})
+    locked = world.project / "lock\ned"
+    locked.chmod(0)
+    wrapper = without_read_override(engines.rg(), tmp_path)
+    monkeypatch.setattr(engines, "rg", lambda: wrapper)
+    try:
+        results = [invoke("grep", {"patterns": ["hit"]}), invoke("find", {"query": "txt"})]
+    finally:
+        locked.chmod(0o755)
+    for r in results:
+        (o,) = r["omitted"]
+        assert (o["reason"], o["count"]) == ("unreadable", 1) and "lock\ned: Permission denied" in o["how"]
+
+
+@pytest.mark.parametrize("pattern", ["a\x00b", "two\nlines"])
+def test_a_pattern_rg_cannot_take_at_all_is_a_typed_error(world: Env, invoke: Any, pattern: str) -> None:
+    from fermix_cli.core.errors import ToolError
+
+    write(world.project, {"a.txt": "a b\n"})
+    for tool, args in (("grep", {"patterns": [pattern]}), ("content_search", {"pattern": pattern})):
+        for extra in ({}, {"regex": True} if tool == "content_search" else {"mode": "raw"}):
+            with pytest.raises(ToolError) as e:
+                invoke(tool, {**args, **extra})
+            assert e.value.code == "invalid_pattern", (tool, extra)
+            assert ("NUL" if "\x00" in pattern else "line break") in e.value.message
+
+
+@pytest.mark.parametrize("pattern", ["[a-z&&[^aeiou]]{3}", "[[a-c][x-z]]{2}", "fo{1, 2}", "fo{ 1 , 2 }"])
+def test_regexes_rg_takes_as_written_are_not_repaired(world: Env, invoke: Any, pattern: str) -> None:
+    write(world.project, {"r.txt": "bcd\naei\nfoo\nxyz\nabc\n"})
+    got, last = all_raw_hits(invoke, {"patterns": [pattern]})
+    assert got == rg_hits(world.project, "-e", pattern) and got
+    assert last["matchers"][0]["kind"] == "regex"

@@ -139,3 +139,18 @@ def test_binary_files_are_counted_without_protected_ones_or_hard_links_to_them(w
         [binary] = [o for o in result["omitted"] if o["reason"] == "binary"]
         assert binary["count"] == 1 and "img.bin" in binary["how"], (tool, binary)
         assert "hardlinked" not in text and "blob" not in text and ".ssh" not in text.lower(), tool
+
+
+@pytest.mark.parametrize(("tool", "args"), CALLS, ids=[f"{t}-{i}" for i, (t, _) in enumerate(CALLS)])
+def test_a_blocked_root_whose_name_holds_glob_characters(world: Env, tool: str, args: dict[str, Any]) -> None:
+    """A blocked root inside the search root named with `!`, `[`, `{`, `*`: excluded before the engine
+    reads it, and its name does not break the engine's globs (`[!]` used to: "unclosed class")."""
+    setup_home(world)
+    odd = world.home / "notes" / "keep[out]{a,b}*!"
+    odd.mkdir()
+    (odd / "inside.py").write_text(f"x = '{SECRET} blocked'\n")
+    (world.fermix_home / "config.toml").write_text(f'[sandbox]\nmode = "open"\nblocked_roots = ["{odd}"]\n')
+    text = run(world, tool, args)
+    assert "keep[" not in text and f"{SECRET} blocked" not in text, text[:2000]
+    if tool in ("grep", "content_search"):
+        assert f"{SECRET} visible" in text

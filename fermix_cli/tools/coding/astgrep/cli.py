@@ -58,7 +58,7 @@ def _ci_glob(rel: str) -> str:
         if c.isalpha() and c.lower() != c.upper():
             out.append(f"[{c.lower()}{c.upper()}]")
         elif c in "*?[]{}\\!":
-            out.append(f"[{c}]")
+            out.append("\\" + c)  # not `[c]`: `[!]` opens a negated class that never closes
         else:
             out.append(c)
     return "".join(out)

@@ -48,17 +48,18 @@ def rust_escape(text: str) -> str:
 
 
 def plan(patterns: list[str]) -> list[PatternPlan]:
-    """The first plan: every pattern is a regex, repaired first when it has metacharacters."""
+    """The first plan: every pattern is a regex, repaired when it has metacharacters and rg does not
+    take it as written (Rust's syntax has more than the repairs know: nested classes, `x{1, 2}`)."""
     out: list[PatternPlan] = []
     for p in patterns:
         if not META.search(p):
             out.append(PatternPlan(p, "regex", p))  # plain text is the same regex in any syntax
             continue
         source = repair_regex(p)
-        if source != p:
+        if source != p and check_pattern(p) is not None:  # a regex rg takes as written stays as written
             out.append(PatternPlan(p, "regex_repaired", source, repaired=source))
         else:
-            out.append(PatternPlan(p, "regex", source))
+            out.append(PatternPlan(p, "regex", p))
     return out
 
 

@@ -39,7 +39,7 @@ OUTPUT_CAP = 65_536
 FOOTER_RESERVE = 1024
 DEFAULT_LIMIT, MAX_LIMIT = 50, 500
 MAX_CONTEXT = 20
-SKIP_DIRS = (".git", "target")
+SKIP_DIRS = (".git", "target/")  # "target/": the directory (a build tree), not a file so named
 RANKED_KEEP = 10_000  # matching lines per file labelled in ranked mode; the rest are counted by rg
 MAX_FILTERS = 16
 HIT_TEXT_CAP = 4096  # characters of a hit's line in the JSON `hits` (the text output cuts at 1,000)
@@ -527,7 +527,10 @@ TOOLS = specs(
             Example({"patterns": [r"def \w+_test\("], "offset": 50}, "a regex, second page"),
         ),
         failure_modes=(
-            FailureMode("invalid_pattern", "a pattern is empty or longer than 1,024 bytes"),
+            FailureMode(
+                "invalid_pattern",
+                "a pattern is empty, longer than 1,024 bytes, or holds a NUL byte or a line break",
+            ),
             FailureMode("invalid_type", "a `type` is not one of ripgrep's file types"),
             FailureMode("invalid_glob", "a `glob` does not parse"),
             FailureMode(
