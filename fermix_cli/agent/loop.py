@@ -26,7 +26,9 @@ from .messages import (
     ToolCallEvent,
     Usage,
     UsageEvent,
+    escaped_surrogates,
     new_call_id,
+    valid_unicode,
 )
 from .providers.base import Provider
 from .toolbox import Toolbox
@@ -286,16 +288,20 @@ class AgentLoop:
         state.partial = []
         wire_ids: set[str] = set()
         for event in self.provider.stream(request):
+            # What a model sends is made valid Unicode as it arrives (see valid_unicode).
             if isinstance(event, TextDelta):
                 if event.text:
-                    state.partial.append(event.text)
-                    self.observer.text(event.text)
+                    text = valid_unicode(event.text)
+                    state.partial.append(text)
+                    self.observer.text(text)
             elif isinstance(event, ToolCallEvent):
-                wire = event.wire_id or new_call_id()
+                wire = valid_unicode(event.wire_id) if event.wire_id else new_call_id()
                 if wire in wire_ids:
                     wire = new_call_id()
                 wire_ids.add(wire)
-                response.tool_calls.append(ToolCall(event.name, event.arguments, wire))
+                response.tool_calls.append(
+                    ToolCall(valid_unicode(event.name), escaped_surrogates(event.arguments), wire)
+                )
             elif isinstance(event, UsageEvent):
                 response.usage.add(event.usage)
             elif isinstance(event, Finish):
@@ -392,6 +398,7 @@ class AgentLoop:
         self.ctx.extras.pop(ENDS_TURN, None)
         raw = arguments if isinstance(arguments, dict) else call.arguments
         ok, text, data = self.registry.invoke_for_model(name, raw, self.ctx)
+        text = valid_unicode(text)  # a tool's output can hold a name that is not UTF-8
         if ok:
             images = self.registry.resolve(name, self.ctx).result_images(data)
             return ToolOutcome(call, name, True, text, None, images)

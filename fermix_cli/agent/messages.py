@@ -15,6 +15,31 @@ from ..core.records import Record, field
 Role = Literal["user", "assistant", "tool"]
 
 
+def valid_unicode(text: str) -> str:
+    """`text` as valid Unicode: a lone surrogate (a model's JSON can carry `\\ud800`; a tool's output
+    can hold a name that is not UTF-8) becomes U+FFFD, so it can be stored, printed and sent on.
+    A surrogate pair split across two code points is joined."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+def escaped_surrogates(raw_json: str) -> str:
+    """A tool call's raw JSON arguments with each lone surrogate written as JSON's `\\udXXX` escape:
+    storable as UTF-8, and still refused by the tool's input check (not silently changed)."""
+    if raw_json.isascii():
+        return raw_json
+    try:
+        raw_json.encode("utf-8")
+    except UnicodeEncodeError:
+        return raw_json.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw_json
+
+
 def new_call_id() -> str:
     """A fresh, globally unique tool-call id (also the `tool_calls` row id)."""
     return f"call_{uuid.uuid4().hex[:24]}"

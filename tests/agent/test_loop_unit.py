@@ -269,3 +269,49 @@ def test_tool_calls_table_links_to_messages(world: Env) -> None:
         "SELECT t.tool, t.session_id, t.origin, m.content FROM tool_calls t JOIN messages m ON m.call_id = t.id"
     ).fetchone()
     assert row == ("file_read", result.session_id, "cli", "x")
+
+
+class SurrogateProvider:
+    """A model whose JSON carried `\\ud800` escapes: a lone surrogate in its text, a tool call's name
+    and the call's arguments (the OpenAI-compatible wire allows them; Python's json decodes them)."""
+
+    name = "surrogates"
+
+    def __init__(self) -> None:
+        self.turn = 0
+
+    def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
+        from fermix_cli.agent.messages import Finish, ToolCallEvent
+
+        self.turn += 1
+        if self.turn == 1:
+            yield TextDelta("looking \ud800")
+            yield ToolCallEvent("c1", "file_write", '{"path": "w.txt", "content": "a\ud800b"}')
+            yield ToolCallEvent("c2", "file_read\udc80", "{}")
+            yield Finish("tool_calls")
+        else:
+            yield TextDelta("done \udfff")
+            yield Finish("stop")
+
+    def close(self) -> None:
+        pass
+
+
+def test_invalid_unicode_from_a_model_is_stored_and_refused_not_a_crash(world: Env) -> None:
+    """A lone surrogate used to make storing the turn raise (UnicodeEncodeError): the run died with a
+    traceback. Text is shown with U+FFFD; a call's arguments keep the escape, so the tool's input
+    check refuses them as text that is not UTF-8 (the model is told, nothing is written)."""
+    agent, ctx = agent_for(world, cwd=str(world.project))
+    agent.provider = SurrogateProvider()
+    try:
+        result = agent.run("hi")
+        assert result.status == "ok" and result.response == "done \ufffd"
+        bad_args, bad_name = result.outcomes
+        assert (bad_args.ok, bad_args.error_code) == (False, "invalid_input")
+        assert "not valid UTF-8" in bad_args.output
+        assert bad_name.ok is False and "file_read\ufffd" in bad_name.output
+        texts = [m["content"] for m in agent.transcript.messages(result.run_id)]
+        assert texts[1] == "looking \ufffd" and texts[-1] == "done \ufffd"
+    finally:
+        ctx.close()
+    assert not (world.project / "w.txt").exists()

@@ -281,3 +281,25 @@ def test_ask_fans_out_and_logs_show_the_tree(world: Env) -> None:
     assert lines[top + 1].startswith(f"  └ {parent}:subagent-a-") and "[subagent:a]" in lines[top + 1]
     sessions = world.run("logs", "--sessions", "--json").json()
     assert any(s["parent_id"] == parent and s["label"] == "subagent:a" for s in sessions)
+
+
+def test_a_worker_whose_model_sends_invalid_unicode_sinks_no_other(world: Env) -> None:
+    """A lone surrogate in one worker's reply (a `\\ud800` escape in the model's JSON) used to make
+    the whole fan-out an internal error, the other workers' results lost."""
+    script(
+        world,
+        [
+            {"contains": "task odd", "responses": [{"text": "x\ud800y"}]},
+            {"contains": "task fine", "responses": [{"text": "fine"}]},
+        ],
+    )
+    out = run(world, {"tasks": [{"id": "odd", "task": "task odd"}, {"id": "ok", "task": "task fine"}]})
+    assert [(r["status"], r["output"]) for r in out["results"]] == [
+        ("completed", "x\ufffdy"),
+        ("completed", "fine"),
+    ]
+
+
+def test_clip_utf8_takes_text_that_is_not_valid_unicode() -> None:
+    assert clip_utf8("ab\udc80cd", 3) == ("ab", True)
+    assert clip_utf8("ab\udc80", 100) == ("ab\ufffd", False)

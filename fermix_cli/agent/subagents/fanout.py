@@ -30,6 +30,7 @@ from ..delegate import (
     prepare,
     run_delegated,
 )
+from ..messages import valid_unicode
 
 log = logger("fermix.subagents")
 
@@ -161,6 +162,7 @@ def fan_out(
 
 def clip_utf8(text: str, limit: int) -> tuple[str, bool]:
     """`text` cut to at most `limit` UTF-8 bytes, never inside a character; and whether it was cut."""
+    text = valid_unicode(text)
     data = text.encode("utf-8")
     if len(data) <= limit:
         return text, False
