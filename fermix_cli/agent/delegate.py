@@ -9,7 +9,6 @@ caller's session (`conversations.parent_id`), so `fermix logs` shows the tree.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +23,7 @@ from .messages import ModelResponse, ToolCall
 from .transcripts import ToolOutcome, iso
 
 if TYPE_CHECKING:
+    from ..core.cancel import CancelToken
     from ..core.state import StateDB
     from .assemble import AgentOptions, Groundwork
 
@@ -66,19 +66,23 @@ class Delegated(Record):
 class Stopwatch:
     """Ends a run at its deadline or when cancelled: checked at every model and tool event.
 
-    A model call or a tool already running is not interrupted; the run stops at its next event.
-    Collects the text the model streams, so a stopped run still reports what it produced.
+    A model call already running is not interrupted; the run stops at its next event. `cancel` is
+    also the run's context's cancel token, so a tool in flight that watches it (a shell command, git)
+    is stopped at once, its process group killed, when the run is cancelled (a worker given up at its
+    timeout). Collects the text the model streams, so a stopped run still reports what it produced.
     """
 
-    def __init__(self, deadline: float | None, cancel: threading.Event | None = None) -> None:
+    def __init__(self, deadline: float | None, cancel: CancelToken | None = None) -> None:
+        from ..core.cancel import CancelToken
+
         self.deadline = deadline
-        self.cancel = cancel or threading.Event()
+        self.cancel = cancel or CancelToken()
         self.produced: list[str] = []
         self.iterations = 0
 
     def check(self) -> None:
-        if self.cancel.is_set():
-            raise ToolError("canceled", "the run was cancelled by its caller", {})
+        if self.cancel.cancelled:
+            raise ToolError("canceled", f"the run was cancelled: {self.cancel.reason}", {})
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise ToolError("timeout", "the run reached its time limit", {})
 
@@ -241,7 +245,10 @@ def run_delegated(
     started = time.monotonic()
     registry = registry_of(ctx)
     session = session_id or child_session(ctx.session_id, d.label)
-    watch = stopwatch or Stopwatch(None if d.timeout_seconds is None else started + d.timeout_seconds)
+    watch = stopwatch or Stopwatch(
+        None if d.timeout_seconds is None else started + d.timeout_seconds,
+        ctx.cancel.child() if ctx.cancel is not None else None,
+    )
     lender: StateDB | None = None
     db: StateDB | None = None
     child: ToolContext | None = None
@@ -254,7 +261,9 @@ def run_delegated(
         ready = prepared or prepare(ctx, d, registry)
         tools, withheld = list(ready.tools), list(ready.withheld)
         # The run's own context (own extras, the borrowed connection); it keeps the prepared sandbox.
-        child = ready.child.derive(share_sandbox=True, extras=dict(ready.child.extras), _state=db)
+        child = ready.child.derive(
+            share_sandbox=True, extras=dict(ready.child.extras), _state=db, cancel=watch.cancel
+        )
         options = ready.options.replace(session=session, parent_session=ctx.session_id, label=d.label)
         agent = Agent(child, options, observer=watch, registry=registry, groundwork=ready.groundwork)
         try:

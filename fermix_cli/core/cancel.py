@@ -16,13 +16,24 @@ from collections.abc import Callable, Iterator
 
 
 class CancelToken:
-    __slots__ = ("_event", "_lock", "_wakers", "reason")
+    __slots__ = ("_children", "_event", "_lock", "_wakers", "reason")
 
     def __init__(self) -> None:
         self._event = threading.Event()
         self._lock = threading.Lock()
         self._wakers: list[int] = []
+        self._children: list[CancelToken] = []
         self.reason = ""
+
+    def child(self) -> CancelToken:
+        """A token cancelled with this one (and on its own too): a worker's, under its caller's call."""
+        token = CancelToken()
+        with self._lock:
+            if not self._event.is_set():
+                self._children.append(token)
+                return token
+        token.cancel(self.reason)
+        return token
 
     @property
     def cancelled(self) -> bool:
@@ -38,6 +49,9 @@ class CancelToken:
             for fd in self._wakers:
                 with contextlib.suppress(OSError):
                     os.write(fd, b"x")
+            children, self._children = self._children, []
+        for token in children:
+            token.cancel(reason)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until cancelled (True) or until `timeout` seconds pass (False)."""

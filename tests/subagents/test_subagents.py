@@ -303,3 +303,67 @@ def test_a_worker_whose_model_sends_invalid_unicode_sinks_no_other(world: Env) -
 def test_clip_utf8_takes_text_that_is_not_valid_unicode() -> None:
     assert clip_utf8("ab\udc80cd", 3) == ("ab", True)
     assert clip_utf8("ab\udc80", 100) == ("ab\ufffd", False)
+
+
+def _running(marker: str) -> list[int]:
+    import os
+
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+def test_a_timed_out_worker_s_command_is_stopped_with_it(world: Env) -> None:
+    """A worker given up at its timeout while its shell command runs: the command's process group is
+    killed then, not left to run on (and write) after the call has answered."""
+    marker = "sleep 7.4321"
+    script(
+        world,
+        [
+            {
+                "contains": "task slow",
+                "responses": [
+                    {
+                        "tool_calls": [
+                            {"name": "shell", "arguments": {"command": f"{marker}; echo late > late.txt"}}
+                        ]
+                    },
+                    {"text": "never"},
+                ],
+            }
+        ],
+    )
+    ctx = world.context(cwd=str(world.project))
+    try:
+        task = Delegation(origin="subagent", label="subagent:slow", prompt="task slow")
+        t0 = time.monotonic()
+        (ran,) = fan_out(ctx, [("slow", task)], max_concurrency=1, timeout=1.5)
+    finally:
+        ctx.close()
+    assert ran.status == "timed_out" and time.monotonic() - t0 < 5
+    deadline = time.monotonic() + 3
+    while _running(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _running(marker) == []
+    assert not (world.project / "late.txt").exists()
+
+
+def test_a_cancelled_caller_cancels_its_workers_tokens() -> None:
+    from fermix_cli.core.cancel import CancelToken
+
+    parent = CancelToken()
+    first, second = parent.child(), parent.child()
+    second.cancel("the worker timed out")
+    assert not parent.cancelled and not first.cancelled
+    parent.cancel("the MCP client cancelled the call")
+    assert first.cancelled and first.reason == "the MCP client cancelled the call"
+    assert second.reason == "the worker timed out"
+    late = parent.child()
+    assert late.cancelled and late.reason == "the MCP client cancelled the call"

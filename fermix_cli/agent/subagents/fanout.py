@@ -77,7 +77,8 @@ def _work(ctx: ToolContext, slot: Slot, changed: threading.Event) -> None:
 
 
 def _timed_out(slot: Slot, timeout: float) -> Delegated:
-    slot.stopwatch.cancel.set()
+    # Its tool in flight (a shell command, git) watches the token: its process group is killed now.
+    slot.stopwatch.cancel.cancel(f"the worker did not finish within {timeout:g} s")
     return Delegated(
         status="timed_out",
         output=slot.stopwatch.so_far(),
@@ -128,7 +129,7 @@ def fan_out(
             id=task_id,
             delegation=d,
             session_id=child_session(ctx.session_id, f"subagent-{task_id}"),
-            stopwatch=Stopwatch(None),
+            stopwatch=Stopwatch(None, ctx.cancel.child() if ctx.cancel is not None else None),
             prepared=kits[narrowing(d)],
         )
         for task_id, d in tasks
