@@ -367,3 +367,24 @@ def test_a_cancelled_caller_cancels_its_workers_tokens() -> None:
     assert second.reason == "the worker timed out"
     late = parent.child()
     assert late.cancelled and late.reason == "the MCP client cancelled the call"
+
+
+def test_workers_are_not_offered_request_directory_access(
+    world: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 000: the tool is offered only on attended, top-level owner turns, never to subagents."""
+    from fermix_cli.agent.providers.mock import MockProvider
+
+    offered: list[set[str]] = []
+    stream = MockProvider.stream
+
+    def spy(self: MockProvider, request: Any) -> Any:
+        offered.append({t.name for t in request.tools})
+        return stream(self, request)
+
+    monkeypatch.setattr(MockProvider, "stream", spy)
+    script(world, [{"contains": "task", "responses": [{"text": "x"}]}])
+    out = run(world, {"tasks": [{"id": "a", "task": "task"}]}, origin="interactive")
+    assert out["results"][0]["status"] == "completed"
+    (worker,) = offered
+    assert "glob_search" in worker and "request_directory_access" not in worker

@@ -37,15 +37,21 @@ class RequestDirectoryAccessParams(Params):
     ]
 
 
+def attended_owner_turn(ctx: ToolContext) -> bool:
+    """An operator at the keyboard or in an attended conversation: not a guest, a delegated run (a
+    subagent, a skill), a job or any other background run. Where it is not, the tool is not offered."""
+    return (
+        ctx.trust == "operator"
+        and ctx.origin in ("cli", "interactive")
+        and ctx.attended
+        and ctx.depth == 0
+        and ctx.job_id is None
+    )
+
+
 def attended_owner_only(ctx: ToolContext) -> None:
-    """Gate: an operator at the keyboard or in an attended conversation, never a delegated or background run."""
-    if (
-        ctx.trust != "operator"
-        or ctx.origin not in ("cli", "interactive")
-        or not ctx.attended
-        or ctx.depth > 0
-        or ctx.job_id is not None
-    ):
+    """Gate: refused (`not_attended`) outside an attended owner turn, however the call got here."""
+    if not attended_owner_turn(ctx):
         raise ToolError("not_attended", NOT_ATTENDED, {"origin": ctx.origin, "attended": ctx.attended})
 
 
@@ -137,6 +143,7 @@ TOOLS = specs(
         render=lambda r: r["message"],
         hints=Hints(open_world=True),
         gate=attended_owner_only,
+        available=attended_owner_turn,  # seed 000: never offered to guests, subagents or unattended runs
         when_to_use=(
             "A file operation was refused as outside the sandbox roots and the task genuinely needs "
             "that directory."
