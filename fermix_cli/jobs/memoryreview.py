@@ -63,6 +63,7 @@ def run_review(ctx: ToolContext, *, provider: str | None = None, model: str | No
         last_through,
         new_facts,
         parse_profiles,
+        record_review_end,
         review_prompt,
     )
     from ..memory.store import timestamp
@@ -102,10 +103,32 @@ def run_review(ctx: ToolContext, *, provider: str | None = None, model: str | No
         finish_review(ctx, review_id, "failed", session_id=session, error=e.to_dict(), facts=len(facts))
         return {"status": "failed", "review_id": review_id, "facts": len(facts), "error": e.to_dict()}
     revisions: dict[str, int] = {}
+    seen = {kind: current.get(kind, {}).get("revision") for kind in profiles.KINDS}
     with ctx.state.write() as w:
-        for kind in profiles.KINDS:
-            revisions[kind] = profiles.write(w, kind, updated[kind], "review", now, review_id)
-    finish_review(ctx, review_id, "ok", through=through, facts=len(facts), session_id=session)
+        # A profile the owner edited while the model worked is not overwritten with a version built
+        # on the old one: nothing is written, and the facts wait for the next review, which starts
+        # from the edit (`through` is not advanced).
+        now_at = profiles.current(w)
+        edited = [k for k in profiles.KINDS if now_at.get(k, {}).get("revision") != seen[k]]
+        written = timestamp(ctx.now())  # the write's own time: history stays in time order
+        if edited:
+            error = {
+                "code": "profile_edited",
+                "message": f"the {' and '.join(edited)} profile changed while the review ran "
+                "(an edit or a reset); nothing was written, and the next review starts from it",
+                "details": {"profiles": edited},
+            }
+            record_review_end(
+                w, written, review_id, "failed", facts=len(facts), session_id=session, error=error
+            )
+        else:
+            for kind in profiles.KINDS:
+                revisions[kind] = profiles.write(w, kind, updated[kind], "review", written, review_id)
+            record_review_end(
+                w, written, review_id, "ok", through=through, facts=len(facts), session_id=session
+            )
+    if edited:
+        return {"status": "failed", "review_id": review_id, "facts": len(facts), "error": error}
     return {
         "status": "ok",
         "review_id": review_id,

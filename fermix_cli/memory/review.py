@@ -107,19 +107,24 @@ def claim_review(ctx: ToolContext, now: str) -> int | None:
 
 def finish_review(ctx: ToolContext, review_id: int, status: str, **values: Any) -> None:
     with ctx.state.write() as db:
-        db.execute(
-            "UPDATE memory_reviews SET status = ?, finished_at = ?, through = ?, facts = ?, session_id = ?,"
-            " error_json = ? WHERE id = ?",
-            (
-                status,
-                timestamp(ctx.now()),
-                values.get("through"),
-                values.get("facts", 0),
-                values.get("session_id"),
-                json.dumps(values["error"]) if values.get("error") else None,
-                review_id,
-            ),
-        )
+        record_review_end(db, timestamp(ctx.now()), review_id, status, **values)
+
+
+def record_review_end(db: Any, now: str, review_id: int, status: str, **values: Any) -> None:
+    """How review `review_id` ended, inside the caller's transaction (with the profiles it wrote)."""
+    db.execute(
+        "UPDATE memory_reviews SET status = ?, finished_at = ?, through = ?, facts = ?, session_id = ?,"
+        " error_json = ? WHERE id = ?",
+        (
+            status,
+            now,
+            values.get("through"),
+            values.get("facts", 0),
+            values.get("session_id"),
+            json.dumps(values["error"]) if values.get("error") else None,
+            review_id,
+        ),
+    )
 
 
 def review_due(ctx: ToolContext) -> bool:

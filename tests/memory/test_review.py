@@ -231,3 +231,52 @@ def test_profile_edit_opens_the_editor_and_keeps_an_unchanged_profile(
     assert r.code == 1 and "set $EDITOR or pass --text" in r.stderr
     r = world.run("memory", "profile", "show", "work", "--json")
     assert r.json()["work"]["content"] == "- Ships atlas in May"
+
+
+def test_an_edit_made_while_the_review_runs_is_not_overwritten(
+    world: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner edits a profile while the review's model works: the review, built on the old
+    version, writes nothing and says so; the facts wait, and the next review starts from the edit."""
+    from fermix_cli.agent.providers.mock import MockProvider
+
+    configure(
+        world,
+        [
+            {"user": "- from review one", "work": "- atlas"},
+            {"user": "- edited, then reviewed", "work": "- atlas"},
+        ],
+    )
+    store(world, "home", "Lives in Lyon #1", "identity", session_id="s1")
+    stream = MockProvider.stream
+    edits = []
+
+    def edit_meanwhile(self: MockProvider, request: Any) -> Any:
+        if not edits:
+            ctx = world.context(clock=lambda: T0 + timedelta(minutes=1, seconds=30))
+            try:
+                with ctx.state.write() as db:
+                    edits.append(
+                        profiles.write(db, "user", "- HAND EDIT", "edit", "2026-03-01T09:01:30.000000Z")
+                    )
+            finally:
+                ctx.close()
+        return stream(self, request)
+
+    monkeypatch.setattr(MockProvider, "stream", edit_meanwhile)
+    out = review(world, T0 + timedelta(minutes=1))
+    assert out["status"] == "failed" and out["error"]["code"] == "profile_edited"
+    assert out["error"]["details"] == {"profiles": ["user"]}
+    assert current(world)["user"]["content"] == "- HAND EDIT" and "work" not in current(world)
+
+    store(world, "more", "Likes tea #2", "preference", at=T0 + timedelta(minutes=2), session_id="s1")
+    again = review(world, T0 + timedelta(minutes=3))
+    assert again["status"] == "ok" and again["facts"] == 2  # the fact the failed review read is read again
+    assert "- HAND EDIT" in prompt_of(world, again["session_id"])
+    ctx = world.context()
+    try:
+        hist = profiles.history(ctx.state.conn, "user")
+    finally:
+        ctx.close()
+    assert [(h["revision"], h["source"]) for h in hist] == [(2, "review"), (1, "edit")]
+    assert hist[0]["created_at"] > hist[1]["created_at"]
