@@ -39,13 +39,24 @@ def last_through(db: Any) -> str | None:
 
 
 def new_facts(db: Any, since: str | None, limit: int) -> list[dict[str, Any]]:
-    """The owner's facts stored, changed or forgotten after `since`, oldest first."""
+    """The owner's facts stored, changed or forgotten after `since`, oldest first (forgetting a fact
+    stamps `updated_at` too, so this is the order they changed in).
+
+    Facts stamped in the same instant as the last one read (one transaction's batch) are read with it,
+    past `limit`: a review's `through` is that stamp, and a fact left unread at it would never be read.
+    """
     where = f"{_OWN_FACTS} AND (? IS NULL OR updated_at > ? OR (archived_at IS NOT NULL AND archived_at > ?))"
+    columns = "id, key, value, category, updated_at, archived_at"
     rows = db.execute(
-        "SELECT id, key, value, category, updated_at, archived_at FROM memories"
-        f" WHERE {where} ORDER BY updated_at, id LIMIT ?",
+        f"SELECT {columns} FROM memories WHERE {where} ORDER BY updated_at, id LIMIT ?",
         (since, since, since, limit),
     ).fetchall()
+    if len(rows) == limit:
+        last = rows[-1]
+        rows += db.execute(
+            f"SELECT {columns} FROM memories WHERE {_OWN_FACTS} AND updated_at = ? AND id > ? ORDER BY id",
+            (last["updated_at"], last["id"]),
+        ).fetchall()
     return [dict(r) for r in rows]
 
 

@@ -199,14 +199,16 @@ def memory_store(p: MemoryStoreParams, ctx: ToolContext) -> dict[str, Any]:
     value = _clean_value(p.value)
     category = _check_category(p.category, caller)
     key = None if p.key is None else _clean_key(p.key)
-    now = _now(ctx)
+    # Every change is stamped inside its write transaction, so stamps follow commit order: a review
+    # that consolidated everything up to a stamp can never miss a change committed after it.
     if p.id is not None:
         memory_id = mem.parse_id(p.id)
         with ctx.state.write() as db:
-            return _correct(db, memory_id, key, value, category, caller, now)
+            return _correct(db, memory_id, key, value, category, caller, _now(ctx))
     assert key is not None
     scope = _target_scope(caller, category)
     with ctx.state.write() as db:
+        now = _now(ctx)
         row = mem.fetch_active_key(db, scope, key)
         category = category or (row["category"] if row is not None else None)
         _check_length(value, long_term=category is not None)
@@ -467,8 +469,8 @@ def memory_forget(p: MemoryForgetParams, ctx: ToolContext) -> dict[str, Any]:
     caller = mem.Caller.of(ctx)
     memory_id = mem.parse_id(p.id)
     reason = p.reason.strip() if p.reason and p.reason.strip() else None
-    now = _now(ctx)
     with ctx.state.write() as db:
+        now = _now(ctx)  # inside the transaction: see memory_store
         row = mem.fetch_for_edit(db, memory_id, caller)
         mem.check_editable(row, caller)
         if row["archived_at"] is not None:

@@ -280,3 +280,58 @@ def test_an_edit_made_while_the_review_runs_is_not_overwritten(
         ctx.close()
     assert [(h["revision"], h["source"]) for h in hist] == [(2, "review"), (1, "edit")]
     assert hist[0]["created_at"] > hist[1]["created_at"]
+
+
+def _limit_facts(world: Env, n: int) -> None:
+    config = world.fermix_home / "config.toml"
+    config.write_text(config.read_text() + f"\n[fermix_core.memory_review]\nmax_facts = {n}\n")
+
+
+def test_facts_stamped_in_one_instant_are_read_together_past_max_facts(world: Env) -> None:
+    from fermix_cli.memory import store as mem
+
+    configure(world, []).write_text(json.dumps([{"text": json.dumps({"user": "- all", "work": ""})}]))
+    _limit_facts(world, 2)
+    ctx = world.context()
+    try:
+        with ctx.state.write() as db:  # one batch, one stamp (as an import writes them)
+            for key in ("a", "b", "c"):
+                caller = mem.Caller("operator", "cli", "s1")
+                mem.insert(
+                    db,
+                    mem.Scope("owner", "main"),
+                    key,
+                    f"Fact {key} #1",
+                    "identity",
+                    caller,
+                    mem.timestamp(T0),
+                )
+    finally:
+        ctx.close()
+    out = review(world, T0 + timedelta(minutes=1))
+    assert out["status"] == "ok" and out["facts"] == 3
+    assert review(world, T0 + timedelta(minutes=2))["status"] == "nothing_new"
+
+
+def test_a_stored_fact_is_stamped_inside_its_write(world: Env) -> None:
+    """Stamps follow commit order only if taken under the write lock: a store stamped before it waited
+    for the lock could commit below a running review's mark and never be reviewed."""
+    stamped_in_transaction: list[bool] = []
+    holder: dict[str, Any] = {}
+
+    def clock() -> datetime:
+        ctx = holder.get("ctx")
+        stamped_in_transaction.append(ctx is not None and ctx.state.conn.in_transaction)
+        return T0
+
+    ctx = world.context(clock=clock, session_id="s1")
+    holder["ctx"] = ctx
+    try:
+        default_registry().invoke("memory_store", {"key": "k", "value": "v", "category": "identity"}, ctx)
+        row = ctx.state.query("SELECT id FROM memories WHERE key = 'k'")[0]
+        stamped_in_transaction.clear()
+        default_registry().invoke("memory_store", {"id": row["id"], "value": "v2"}, ctx)
+        default_registry().invoke("memory_forget", {"id": row["id"]}, ctx)
+    finally:
+        ctx.close()
+    assert stamped_in_transaction and all(stamped_in_transaction)
