@@ -195,29 +195,33 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
     out: dict[str, Any] = {
         "description": _str(values.pop("description"), "description", path, lines["description"])
     }
+    # A key that is present is never read as absent: a blank `allowed_tools:` (YAML null) grants no
+    # tools, like `[]` (only a missing key means the caller's tools), and a blank value of any other
+    # known key is refused by its check below instead of being dropped or kept as metadata.
     if "allowed_tools" in values:
         raw = values.pop("allowed_tools")
-        if raw is not None:
-            out["allowed_tools"], out["unmapped_tools"] = map_tools(raw, path, lines["allowed_tools"])
-    if values.get("policy") is not None:
+        out["allowed_tools"], out["unmapped_tools"] = map_tools(
+            [] if raw is None else raw, path, lines["allowed_tools"]
+        )
+    if "policy" in values:
         out["policy"] = _policy(values.pop("policy"), path, lines["policy"])
     for key in ("model", "provider"):
-        if values.get(key) is not None:
+        if key in values:
             out[key] = _str(values.pop(key), key, path, lines[key], limit=256)
-    if values.get("temperature") is not None:
+    if "temperature" in values:
         t = values.pop("temperature")
         if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t <= 2:
             raise skill_error("invalid_frontmatter", path, lines["temperature"], "temperature must be 0 to 2")
         out["temperature"] = float(t)
-    if values.get("max_iterations") is not None:
+    if "max_iterations" in values:
         out["max_iterations"] = _int(
             values.pop("max_iterations"), "max_iterations", path, lines["max_iterations"], 1, 100
         )
-    if values.get("timeout_seconds") is not None:
+    if "timeout_seconds" in values:
         out["timeout_seconds"] = _int(
             values.pop("timeout_seconds"), "timeout_seconds", path, lines["timeout_seconds"], 5, 900
         )
-    if values.get("role") is not None and values["role"] not in ("main", "sub"):
+    if "role" in values and values["role"] not in ("main", "sub"):
         raise skill_error("invalid_frontmatter", path, lines["role"], "role must be main or sub")
     for key, value in values.items():
         metadata[key] = _jsonable(value)

@@ -292,3 +292,39 @@ def test_cli_skills_commands(world: Env) -> None:
         e["code"] == "invalid_frontmatter_line" and "bad/SKILL.md:" in e["message"]
         for e in r.json()["errors"]
     )
+
+
+# ----- audit fixes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "blank", ["allowed_tools:", "allowed_tools: ~", "allowed_tools: null", 'allowed_tools: ""']
+)
+def test_present_but_empty_allowed_tools_grants_no_tools(blank: str) -> None:
+    skill = parse_skill(
+        f"---\nname: a\ndescription: d\n{blank}\n---\nbody\n".encode(), "/s/a/SKILL.md", "/s/a"
+    )
+    assert skill.allowed_tools == () and "allowed_tools" not in skill.metadata
+
+
+@pytest.mark.parametrize(
+    "key", ["policy", "model", "provider", "temperature", "max_iterations", "timeout_seconds", "role"]
+)
+def test_present_but_empty_known_key_is_invalid(key: str) -> None:
+    with pytest.raises(ToolError) as e:
+        parse_skill(f"---\nname: a\ndescription: d\n{key}:\n---\nbody\n".encode(), "/s/a/SKILL.md", "/s/a")
+    assert e.value.code == "invalid_frontmatter" and e.value.details["line"] == 4, e.value.message
+    assert e.value.message.startswith("/s/a/SKILL.md:4: ")
+
+
+def test_blank_allowed_tools_skill_runs_without_tools(world: Env) -> None:
+    write_skill(world.fermix_home / "skills", "blank", "name: blank\ndescription: b\nallowed_tools:")
+    mock_config(
+        world,
+        [{"tool_calls": [{"name": "shell", "arguments": {"command": "touch pwned"}}]}, {"text": "ok"}],
+    )
+    view = call(world, "skill_view", {"name": "blank"})
+    assert view["allowed_tools"] == [] and "policy" not in view["metadata"]
+    out = call(world, "skill_run", {"name": "blank", "task": "t"}, cwd=str(world.project))
+    assert out["tools"] == []
+    assert not (world.project / "pwned").exists()
