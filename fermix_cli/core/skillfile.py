@@ -119,6 +119,20 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def _refuse_aliases(source: str, loader_class: Any, path: str) -> None:
+    """Refuse a YAML alias (`*name`), at its line: aliases let a few hundred bytes expand into gigabytes."""
+    import yaml  # type: ignore[import-untyped]
+
+    for event in yaml.parse(source, Loader=loader_class):
+        if isinstance(event, yaml.AliasEvent):
+            raise skill_error(
+                "invalid_frontmatter",
+                path,
+                2 + event.start_mark.line,
+                f"YAML aliases (*{event.anchor}) are not allowed in the frontmatter; write the value out",
+            )
+
+
 def _frontmatter(text: str, path: str) -> tuple[list[tuple[str, Any, int]], str, int]:
     """The frontmatter's (key, value, line) entries, the body, and the body's first line number."""
     lines = text.split("\n")
@@ -130,8 +144,10 @@ def _frontmatter(text: str, path: str) -> tuple[list[tuple[str, Any, int]], str,
     import yaml  # type: ignore[import-untyped]
 
     source = "\n".join(lines[1:end])
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(source)  # libyaml when PyYAML was built with it
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
+    loader = loader_class(source)
     try:
+        _refuse_aliases(source, loader_class, path)
         node = loader.get_single_node()
         if node is None:
             return [], "\n".join(lines[end + 1 :]), end + 2

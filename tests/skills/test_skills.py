@@ -328,3 +328,38 @@ def test_blank_allowed_tools_skill_runs_without_tools(world: Env) -> None:
     out = call(world, "skill_run", {"name": "blank", "task": "t"}, cwd=str(world.project))
     assert out["tools"] == []
     assert not (world.project / "pwned").exists()
+
+
+def _alias_bomb(levels: int) -> str:
+    lines = ["name: bomb", "description: d", "a0: &a0 [" + ", ".join(['"lol"'] * 10) + "]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("front", "line"),
+    [
+        (_alias_bomb(4), 5),  # the first alias is on a1's line
+        ("name: a\ndescription: d\nbase: &b {x: 1}\nmore:\n  <<: *b\n  y: 2", 6),
+        ("name: a\ndescription: &d text\nsummary: *d", 4),
+    ],
+)
+def test_yaml_aliases_are_refused(front: str, line: int) -> None:
+    with pytest.raises(ToolError) as e:
+        parse_skill(f"---\n{front}\n---\nbody\n".encode(), "/s/a/SKILL.md", "/s/a")
+    assert e.value.code == "invalid_frontmatter" and e.value.details["line"] == line, e.value.message
+    assert "alias" in e.value.message
+
+
+def test_alias_bomb_is_skipped_and_reported(world: Env) -> None:
+    write_skill(world.fermix_home / "skills", "bomb", _alias_bomb(5))
+    write_skill(world.fermix_home / "skills", "fine", "name: fine\ndescription: f")
+    listed = call(world, "skill_list", {})
+    assert "fine" in {s["name"] for s in listed["skills"]}
+    assert [(e["code"], e["path"].endswith("bomb/SKILL.md")) for e in listed["errors"]] == [
+        ("invalid_frontmatter", True)
+    ]
+    with pytest.raises(ToolError) as e:
+        call(world, "skill_view", {"name": "bomb"})
+    assert e.value.code == "invalid_frontmatter" and "bomb/SKILL.md:5: " in e.value.message
