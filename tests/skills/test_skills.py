@@ -363,3 +363,32 @@ def test_alias_bomb_is_skipped_and_reported(world: Env) -> None:
     with pytest.raises(ToolError) as e:
         call(world, "skill_view", {"name": "bomb"})
     assert e.value.code == "invalid_frontmatter" and "bomb/SKILL.md:5: " in e.value.message
+
+
+def test_skill_tool_called_without_context(world: Env) -> None:
+    skills = world.fermix_home / "skills"
+    write_skill(skills, "inner", "name: inner\ndescription: i\nallowed_tools: []")
+    write_skill(skills, "outer", "name: outer\ndescription: o\nallowed_tools: [inner]")
+    mock_config(
+        world,
+        {
+            "by_prompt": [
+                {"contains": "inner work", "responses": [{"text": "inner done"}]},
+                {
+                    "contains": "outer work",
+                    "responses": [
+                        {"tool_calls": [{"name": "inner", "arguments": {"task": "inner work"}}]},
+                        {"text": "outer done"},
+                    ],
+                },
+            ]
+        },
+    )
+    r = world.tool("inner", {"task": "inner work"})
+    assert r.code == 0, r.stderr
+    assert r.json()["status"] == "completed" and r.json()["output"] == "inner done"
+    assert call(world, "inner", {"task": "inner work"})["output"] == "inner done"
+    # a model calling the skill's tool leaves context out too
+    out = call(world, "skill_run", {"name": "outer", "task": "outer work"})
+    assert out["status"] == "completed" and out["output"] == "outer done"
+    assert ("inner", 1, None) in _calls(world, "default:skill-outer")
