@@ -392,3 +392,18 @@ def test_skill_tool_called_without_context(world: Env) -> None:
     out = call(world, "skill_run", {"name": "outer", "task": "outer work"})
     assert out["status"] == "completed" and out["output"] == "outer done"
     assert ("inner", 1, None) in _calls(world, "default:skill-outer")
+
+
+@pytest.mark.parametrize("expectations", ['["regex:("]', "5", '"zzz"', '["ok", 3]'])
+def test_check_reports_malformed_expectations(world: Env, expectations: str) -> None:
+    d = write_skill(world.fermix_home / "skills", "ev", "name: ev\ndescription: e\nallowed_tools: []")
+    (d / "evals").mkdir()
+    (d / "evals" / "evals.json").write_text(
+        f'{{"skill": "ev", "cases": [{{"name": "c", "prompt": "p", "expectations": {expectations}}}]}}'
+    )
+    mock_config(world, {"responses": [{"text": "ok zzz"}], "repeat_last": True})
+    r = world.run("skills", "check", "ev", "--json")
+    assert r.code == 1 and "Traceback" not in r.stderr, r.stderr
+    report = r.json()
+    assert [e["code"] for e in report["errors"]] == ["invalid_evals"] and report["evals"] == []
+    assert "evals.json" in report["errors"][0]["message"]
