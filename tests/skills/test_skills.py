@@ -407,3 +407,33 @@ def test_check_reports_malformed_expectations(world: Env, expectations: str) -> 
     report = r.json()
     assert [e["code"] for e in report["errors"]] == ["invalid_evals"] and report["evals"] == []
     assert "evals.json" in report["errors"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "a\u007fb",
+        "a\u0086b",
+        "a\ufffeb",
+        "a\u2028b",
+        "a\u2029b",
+        "a\u0085b",
+        "tab\there",
+        "nul\x00",
+        "q\"\\'",
+        "ok \u00a0 \U0001f600",
+    ],
+)
+def test_created_description_round_trips(world: Env, description: str) -> None:
+    made = call(world, "skill_create", {"name": "rt", "description": description})
+    assert made["created"] is True
+    assert call(world, "skill_list", {})["errors"] == []
+    assert call(world, "skill_view", {"name": "rt"})["description"] == description
+
+
+def test_create_refuses_a_built_in_tools_name(world: Env) -> None:
+    for name in ("shell", "skill_run"):
+        with pytest.raises(ToolError) as e:
+            call(world, "skill_create", {"name": name, "description": "d"})
+        assert e.value.code == "name_taken", name
+        assert not (world.fermix_home / "skills" / name).exists()

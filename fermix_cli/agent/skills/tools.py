@@ -230,6 +230,18 @@ Grant it tools by listing them in allowed_tools above (for example [file_read, g
 skill_reload. Put longer material in references/<name>.md and load it with skill_view."""
 
 
+# YAML reads a double-quoted scalar like a JSON string, except that it refuses some characters written
+# raw (C1 controls, U+FFFE, U+FFFF; libyaml a U+FEFF) and folds the line breaks U+0085, U+2028 and U+2029
+# into spaces: those are written as \u escapes, which YAML reads back as the character itself.
+_YAML_RAW_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def yaml_string(text: str) -> str:
+    """`text` as a YAML double-quoted scalar that reads back exactly as `text`."""
+    quoted = json.dumps(text, ensure_ascii=False)  # escapes ", \ and the C0 controls
+    return _YAML_RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
 def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
     from ...core.fsops import atomic_write
 
@@ -239,7 +251,14 @@ def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
             f"invalid_name: {p.name!r} must be letters, digits, _ or - (at most 64)",
             {"name": p.name},
         )
-    description = " ".join(p.description.split())
+    if registry_of(ctx).find(p.name) is not None:
+        raise ToolError(
+            "name_taken",
+            f"{p.name} is a built-in tool's name, and no skill shadows a built-in tool: choose another name",
+            {"name": p.name},
+        )
+    # Kept as given, but for the ends (SKILL.md's reader trims them too), so skill_view shows it unchanged.
+    description = p.description.strip()
     if not description:
         raise ToolError("invalid_input", "description cannot be blank", {"field": "description"})
     root = ctx.paths.ensure_dir(ctx.paths.skills)
@@ -250,9 +269,8 @@ def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
         raise ToolError(
             "already_exists", f"already exists: {directory}", {"path": directory, "name": p.name}
         ) from None
-    # JSON strings are YAML double-quoted scalars: any description round-trips through the parser.
     skill_md = (
-        f"---\nname: {p.name}\ndescription: {json.dumps(description, ensure_ascii=False)}\n"
+        f"---\nname: {p.name}\ndescription: {yaml_string(description)}\n"
         f"allowed_tools: []\n---\n{STARTER_BODY}\n"
     )
     evals = {
@@ -288,7 +306,7 @@ TOOLS = specs(
         description=(
             "Scaffold a new local skill at <home>/skills/<name>/ (SKILL.md with an empty allowed-tool list, and "
             "a starter evals/evals.json). Then write its instructions, grant tools in the frontmatter and run "
-            "skill_reload. Refuses a name whose directory exists."
+            "skill_reload. Refuses a name whose directory exists, or that a built-in tool has."
         ),
         params=CreateParams,
         handler=skill_create,
@@ -299,6 +317,7 @@ TOOLS = specs(
         failure_modes=(
             FailureMode("invalid_name", "the name is not letters, digits, _ or - (at most 64)"),
             FailureMode("already_exists", "a skill directory of that name exists"),
+            FailureMode("name_taken", "a built-in tool has that name"),
         ),
     ),
     ToolSpec(
