@@ -437,3 +437,38 @@ def test_create_refuses_a_built_in_tools_name(world: Env) -> None:
             call(world, "skill_create", {"name": name, "description": "d"})
         assert e.value.code == "name_taken", name
         assert not (world.fermix_home / "skills" / name).exists()
+
+
+def test_shadowed_skill_is_refused_everywhere(world: Env) -> None:
+    skills = world.fermix_home / "skills"
+    write_skill(skills, "shell", "name: shell\ndescription: shadow attempt")
+    write_skill(skills, "other_dir", "name: file_read\ndescription: shadow attempt")
+    mock_config(world, {"responses": [{"text": "did it"}], "repeat_last": True})
+    for name in ("shell", "file_read"):
+        for tool, args in (("skill_run", {"name": name, "task": "t"}), ("skill_view", {"name": name})):
+            with pytest.raises(ToolError) as e:
+                call(world, tool, args)
+            assert e.value.code == "unknown_skill" and "shadowed by a built-in tool" in e.value.message
+        with pytest.raises(ToolError) as e:
+            call(world, "read", {"paths": [f"skill://{name}"]}, toolset="coding")
+        assert e.value.code == "unknown_skill", e.value.message
+        for argv in (("skills", "run", name, "do it"), ("skills", "view", name)):
+            r = world.run(*argv)
+            assert r.code == 1 and "did it" not in r.stdout, (argv, r.stdout)
+            assert "shadowed by a built-in tool" in r.stderr
+    errors = call(world, "skill_list", {})["errors"]
+    assert sorted(e["code"] for e in errors) == ["name_taken", "name_taken"]
+
+
+def test_symlinked_skill_directory_is_reported(world: Env, tmp_path: Path) -> None:
+    elsewhere = write_skill(tmp_path / "elsewhere", "linked", "name: linked\ndescription: l")
+    (world.fermix_home / "skills").mkdir(parents=True)
+    os.symlink(elsewhere, world.fermix_home / "skills" / "linked")
+    listed = call(world, "skill_list", {})
+    assert "linked" not in {s["name"] for s in listed["skills"]}
+    assert [(e["code"], e["path"]) for e in listed["errors"]] == [
+        ("symlink_refused", str(world.fermix_home / "skills" / "linked" / "SKILL.md"))
+    ]
+    with pytest.raises(ToolError) as e:
+        call(world, "skill_view", {"name": "linked"})
+    assert e.value.code == "symlink_refused"

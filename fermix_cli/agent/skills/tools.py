@@ -26,24 +26,10 @@ SkillName = Annotated[
 
 
 def usable_skills(ctx: ToolContext) -> tuple[dict[str, SkillDef], list[dict[str, Any]]]:
-    """The loaded skills that do not collide with a built-in tool, and every load error (collisions too)."""
+    """The loaded skills (none named like a built-in tool), and every load error (such collisions too)."""
     found: Discovery = discover_skills(ctx)
-    registry = registry_of(ctx)
     errors = [{"path": path, **err} for path, err in sorted(found.errors.items())]
-    skills: dict[str, SkillDef] = {}
-    for name, skill in sorted(found.skills.items()):
-        if registry.find(name) is not None:
-            errors.append(
-                {
-                    "path": skill.path,
-                    "code": "name_taken",
-                    "message": f"{skill.path}: skill {name} is skipped: a built-in tool has that name",
-                    "root": skill.metadata.get("_root"),
-                }
-            )
-            continue
-        skills[name] = skill
-    return skills, errors
+    return dict(sorted(found.skills.items())), errors
 
 
 def _origin(skill: SkillDef) -> str:
@@ -195,15 +181,7 @@ class RunParams(Params):
 
 
 def skill_run(p: RunParams, ctx: ToolContext) -> dict[str, Any]:
-    skills, _ = usable_skills(ctx)
-    if p.name not in skills:
-        find_skill(ctx, p.name)  # the precise reason: unknown, failed to load
-        raise ToolError(
-            "unknown_skill",
-            f"skill {p.name} is shadowed by a built-in tool and cannot run",
-            {"skill": p.name},
-        )
-    return run_skill(ctx, skills[p.name], p.task, p.context)
+    return run_skill(ctx, find_skill(ctx, p.name), p.task, p.context)
 
 
 def render_run(result: dict[str, Any]) -> str:
