@@ -125,17 +125,40 @@ def _expectation_met(expectation: str, output: str) -> bool:
     return expectation.lower() in output.lower()
 
 
+def _expectations(case: dict[str, Any], where: str) -> list[str]:
+    """A case's expectations: a list of strings, each `regex:` pattern one that compiles."""
+    expectations = case.get("expectations", [])
+    if not isinstance(expectations, list) or not all(isinstance(x, str) for x in expectations):
+        raise ValueError(f"{where}: expectations must be a list of strings")
+    for x in expectations:
+        if x.startswith("regex:"):
+            try:
+                re.compile(x[len("regex:") :])
+            except re.error as e:
+                raise ValueError(
+                    f"{where}: expectation {x!r} is not a valid regular expression: {e}"
+                ) from None
+    return expectations
+
+
 def _evals(directory: str) -> list[dict[str, Any]]:
+    """The cases of `evals/evals.json` (none without one); ValueError naming the file if it is malformed."""
     path = os.path.join(directory, "evals", "evals.json")
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except FileNotFoundError:
         return []
+    except (OSError, ValueError) as e:  # unreadable, not UTF-8, not JSON
+        raise ValueError(f"{path}: cannot read it as JSON: {e}") from None
     cases = data.get("cases") if isinstance(data, dict) else None
     if not isinstance(cases, list):
         raise ValueError(f"{path}: expected {{skill, cases: [...]}}")
-    return [c for c in cases if isinstance(c, dict) and isinstance(c.get("prompt"), str)]
+    out = []
+    for n, case in enumerate(cases):
+        if isinstance(case, dict) and isinstance(case.get("prompt"), str):
+            out.append({**case, "expectations": _expectations(case, f"{path}: cases[{n}]")})
+    return out
 
 
 @app.command("check")
@@ -167,8 +190,7 @@ def check_cmd(
                 run = _run(s["name"], case["prompt"], None, provider, model)
             except ToolError as e:  # the run could not start (no provider ...): this case fails
                 run = {"status": "failed", "output": "", "error": e.to_dict()}
-            expectations = [x for x in case.get("expectations", []) if isinstance(x, str)]
-            missed = [x for x in expectations if not _expectation_met(x, run["output"])]
+            missed = [x for x in case["expectations"] if not _expectation_met(x, run["output"])]
             ok = run["status"] == "completed" and not missed
             results.append(
                 {

@@ -119,6 +119,20 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+def _refuse_aliases(source: str, loader_class: Any, path: str) -> None:
+    """Refuse a YAML alias (`*name`), at its line: aliases let a few hundred bytes expand into gigabytes."""
+    import yaml  # type: ignore[import-untyped]
+
+    for event in yaml.parse(source, Loader=loader_class):
+        if isinstance(event, yaml.AliasEvent):
+            raise skill_error(
+                "invalid_frontmatter",
+                path,
+                2 + event.start_mark.line,
+                f"YAML aliases (*{event.anchor}) are not allowed in the frontmatter; write the value out",
+            )
+
+
 def _frontmatter(text: str, path: str) -> tuple[list[tuple[str, Any, int]], str, int]:
     """The frontmatter's (key, value, line) entries, the body, and the body's first line number."""
     lines = text.split("\n")
@@ -130,8 +144,10 @@ def _frontmatter(text: str, path: str) -> tuple[list[tuple[str, Any, int]], str,
     import yaml  # type: ignore[import-untyped]
 
     source = "\n".join(lines[1:end])
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(source)  # libyaml when PyYAML was built with it
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
+    loader = loader_class(source)
     try:
+        _refuse_aliases(source, loader_class, path)
         node = loader.get_single_node()
         if node is None:
             return [], "\n".join(lines[end + 1 :]), end + 2
@@ -195,29 +211,33 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
     out: dict[str, Any] = {
         "description": _str(values.pop("description"), "description", path, lines["description"])
     }
+    # A key that is present is never read as absent: a blank `allowed_tools:` (YAML null) grants no
+    # tools, like `[]` (only a missing key means the caller's tools), and a blank value of any other
+    # known key is refused by its check below instead of being dropped or kept as metadata.
     if "allowed_tools" in values:
         raw = values.pop("allowed_tools")
-        if raw is not None:
-            out["allowed_tools"], out["unmapped_tools"] = map_tools(raw, path, lines["allowed_tools"])
-    if values.get("policy") is not None:
+        out["allowed_tools"], out["unmapped_tools"] = map_tools(
+            [] if raw is None else raw, path, lines["allowed_tools"]
+        )
+    if "policy" in values:
         out["policy"] = _policy(values.pop("policy"), path, lines["policy"])
     for key in ("model", "provider"):
-        if values.get(key) is not None:
+        if key in values:
             out[key] = _str(values.pop(key), key, path, lines[key], limit=256)
-    if values.get("temperature") is not None:
+    if "temperature" in values:
         t = values.pop("temperature")
         if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t <= 2:
             raise skill_error("invalid_frontmatter", path, lines["temperature"], "temperature must be 0 to 2")
         out["temperature"] = float(t)
-    if values.get("max_iterations") is not None:
+    if "max_iterations" in values:
         out["max_iterations"] = _int(
             values.pop("max_iterations"), "max_iterations", path, lines["max_iterations"], 1, 100
         )
-    if values.get("timeout_seconds") is not None:
+    if "timeout_seconds" in values:
         out["timeout_seconds"] = _int(
             values.pop("timeout_seconds"), "timeout_seconds", path, lines["timeout_seconds"], 5, 900
         )
-    if values.get("role") is not None and values["role"] not in ("main", "sub"):
+    if "role" in values and values["role"] not in ("main", "sub"):
         raise skill_error("invalid_frontmatter", path, lines["role"], "role must be main or sub")
     for key, value in values.items():
         metadata[key] = _jsonable(value)

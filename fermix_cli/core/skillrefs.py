@@ -23,7 +23,17 @@ from .skillfile import SKILL_FILE, SKILL_NAME, SkillDef, load_skill, skill_error
 if TYPE_CHECKING:
     from .context import ToolContext
 
-__all__ = ["SKILL_FILE", "SKILL_NAME", "Discovery", "SkillFile", "SkillRoot", "discover", "skill_roots"]
+__all__ = [
+    "SKILL_FILE",
+    "SKILL_NAME",
+    "Discovery",
+    "SkillFile",
+    "SkillRoot",
+    "discover",
+    "discover_skills",
+    "shadowed_error",
+    "skill_roots",
+]
 
 _BUNDLED = Path(__file__).resolve().parent.parent / "agent" / "skills" / "bundled"
 
@@ -43,10 +53,23 @@ class SkillRoot(Record, frozen=True):
 
 
 class Discovery(Record):
-    """Every skill the roots hold (name -> skill), and the skills that failed to load (path -> error)."""
+    """Every skill the roots hold (name -> skill), and the skills that failed to load (path -> error).
+
+    `shadowed` names the skills skipped because a built-in tool has their name (name -> SKILL.md path).
+    """
 
     skills: dict[str, SkillDef] = field(default_factory=dict)
     errors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    shadowed: dict[str, str] = field(default_factory=dict)
+
+
+def shadowed_error(name: str) -> ToolError:
+    """The refusal of a skill that a built-in tool of the same name shadows, whichever way it is asked for."""
+    return ToolError(
+        "unknown_skill",
+        f"skill {name} is shadowed by a built-in tool of that name and cannot be used; rename the skill",
+        {"skill": name},
+    )
 
 
 def skill_roots(ctx: ToolContext) -> list[SkillRoot]:
@@ -73,6 +96,18 @@ def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
             continue
         for entry in entries:
             if not entry.is_dir(follow_symlinks=False):
+                linked_md = posixpath.join(entry.path, SKILL_FILE)
+                if entry.is_symlink() and os.path.isdir(entry.path) and os.path.lexists(linked_md):
+                    found.errors[linked_md] = {
+                        "code": "symlink_refused",
+                        "message": skill_error(
+                            "symlink_refused",
+                            linked_md,
+                            1,
+                            f"the skill directory {entry.path} is a symbolic link; skills must be real directories",
+                        ).message,
+                        "root": root.origin,
+                    }
                 continue
             directory = canonicalize(entry.path)
             skill_md = posixpath.join(directory, SKILL_FILE)
@@ -98,7 +133,24 @@ def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
 
 
 def discover_skills(ctx: ToolContext) -> Discovery:
-    return discover_in(skill_roots(ctx))
+    """The skills of `ctx`'s roots; one named like a built-in tool is skipped and reported (`name_taken`).
+
+    Every way to reach a skill (skill_run, its own tool, skill_view, `read skill://`, jobs, the CLI) goes
+    through here, so no skill shadows a built-in tool on any of them.
+    """
+    from .registry import registry_of
+
+    found = discover_in(skill_roots(ctx))
+    registry = registry_of(ctx)
+    for name in [n for n in found.skills if registry.find(n) is not None]:
+        skill = found.skills.pop(name)
+        found.shadowed[name] = skill.path
+        found.errors[skill.path] = {
+            "code": "name_taken",
+            "message": f"{skill.path}: skill {name} is skipped: a built-in tool has that name",
+            "root": skill.metadata.get("_root"),
+        }
+    return found
 
 
 def discover(ctx: ToolContext) -> dict[str, str]:
@@ -110,7 +162,10 @@ def resolve_skill_target(ctx: ToolContext, target: str) -> SkillFile:
     """Resolve `skill://<name>` or `skill://<name>/<reference>` to a file inside the skill."""
     rest = target[len("skill://") :]
     name, _, reference = rest.partition("/")
-    skills = discover(ctx)
+    found = discover_skills(ctx)
+    if name in found.shadowed:
+        raise shadowed_error(name)
+    skills = {n: skill.directory for n, skill in found.skills.items()}
     if name not in skills:
         known = ", ".join(sorted(skills)) or "none"
         raise ToolError(

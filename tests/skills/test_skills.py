@@ -292,3 +292,183 @@ def test_cli_skills_commands(world: Env) -> None:
         e["code"] == "invalid_frontmatter_line" and "bad/SKILL.md:" in e["message"]
         for e in r.json()["errors"]
     )
+
+
+# ----- audit fixes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "blank", ["allowed_tools:", "allowed_tools: ~", "allowed_tools: null", 'allowed_tools: ""']
+)
+def test_present_but_empty_allowed_tools_grants_no_tools(blank: str) -> None:
+    skill = parse_skill(
+        f"---\nname: a\ndescription: d\n{blank}\n---\nbody\n".encode(), "/s/a/SKILL.md", "/s/a"
+    )
+    assert skill.allowed_tools == () and "allowed_tools" not in skill.metadata
+
+
+@pytest.mark.parametrize(
+    "key", ["policy", "model", "provider", "temperature", "max_iterations", "timeout_seconds", "role"]
+)
+def test_present_but_empty_known_key_is_invalid(key: str) -> None:
+    with pytest.raises(ToolError) as e:
+        parse_skill(f"---\nname: a\ndescription: d\n{key}:\n---\nbody\n".encode(), "/s/a/SKILL.md", "/s/a")
+    assert e.value.code == "invalid_frontmatter" and e.value.details["line"] == 4, e.value.message
+    assert e.value.message.startswith("/s/a/SKILL.md:4: ")
+
+
+def test_blank_allowed_tools_skill_runs_without_tools(world: Env) -> None:
+    write_skill(world.fermix_home / "skills", "blank", "name: blank\ndescription: b\nallowed_tools:")
+    mock_config(
+        world,
+        [{"tool_calls": [{"name": "shell", "arguments": {"command": "touch pwned"}}]}, {"text": "ok"}],
+    )
+    view = call(world, "skill_view", {"name": "blank"})
+    assert view["allowed_tools"] == [] and "policy" not in view["metadata"]
+    out = call(world, "skill_run", {"name": "blank", "task": "t"}, cwd=str(world.project))
+    assert out["tools"] == []
+    assert not (world.project / "pwned").exists()
+
+
+def _alias_bomb(levels: int) -> str:
+    lines = ["name: bomb", "description: d", "a0: &a0 [" + ", ".join(['"lol"'] * 10) + "]"]
+    for i in range(1, levels + 1):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("front", "line"),
+    [
+        (_alias_bomb(4), 5),  # the first alias is on a1's line
+        ("name: a\ndescription: d\nbase: &b {x: 1}\nmore:\n  <<: *b\n  y: 2", 6),
+        ("name: a\ndescription: &d text\nsummary: *d", 4),
+    ],
+)
+def test_yaml_aliases_are_refused(front: str, line: int) -> None:
+    with pytest.raises(ToolError) as e:
+        parse_skill(f"---\n{front}\n---\nbody\n".encode(), "/s/a/SKILL.md", "/s/a")
+    assert e.value.code == "invalid_frontmatter" and e.value.details["line"] == line, e.value.message
+    assert "alias" in e.value.message
+
+
+def test_alias_bomb_is_skipped_and_reported(world: Env) -> None:
+    write_skill(world.fermix_home / "skills", "bomb", _alias_bomb(5))
+    write_skill(world.fermix_home / "skills", "fine", "name: fine\ndescription: f")
+    listed = call(world, "skill_list", {})
+    assert "fine" in {s["name"] for s in listed["skills"]}
+    assert [(e["code"], e["path"].endswith("bomb/SKILL.md")) for e in listed["errors"]] == [
+        ("invalid_frontmatter", True)
+    ]
+    with pytest.raises(ToolError) as e:
+        call(world, "skill_view", {"name": "bomb"})
+    assert e.value.code == "invalid_frontmatter" and "bomb/SKILL.md:5: " in e.value.message
+
+
+def test_skill_tool_called_without_context(world: Env) -> None:
+    skills = world.fermix_home / "skills"
+    write_skill(skills, "inner", "name: inner\ndescription: i\nallowed_tools: []")
+    write_skill(skills, "outer", "name: outer\ndescription: o\nallowed_tools: [inner]")
+    mock_config(
+        world,
+        {
+            "by_prompt": [
+                {"contains": "inner work", "responses": [{"text": "inner done"}]},
+                {
+                    "contains": "outer work",
+                    "responses": [
+                        {"tool_calls": [{"name": "inner", "arguments": {"task": "inner work"}}]},
+                        {"text": "outer done"},
+                    ],
+                },
+            ]
+        },
+    )
+    r = world.tool("inner", {"task": "inner work"})
+    assert r.code == 0, r.stderr
+    assert r.json()["status"] == "completed" and r.json()["output"] == "inner done"
+    assert call(world, "inner", {"task": "inner work"})["output"] == "inner done"
+    # a model calling the skill's tool leaves context out too
+    out = call(world, "skill_run", {"name": "outer", "task": "outer work"})
+    assert out["status"] == "completed" and out["output"] == "outer done"
+    assert ("inner", 1, None) in _calls(world, "default:skill-outer")
+
+
+@pytest.mark.parametrize("expectations", ['["regex:("]', "5", '"zzz"', '["ok", 3]'])
+def test_check_reports_malformed_expectations(world: Env, expectations: str) -> None:
+    d = write_skill(world.fermix_home / "skills", "ev", "name: ev\ndescription: e\nallowed_tools: []")
+    (d / "evals").mkdir()
+    (d / "evals" / "evals.json").write_text(
+        f'{{"skill": "ev", "cases": [{{"name": "c", "prompt": "p", "expectations": {expectations}}}]}}'
+    )
+    mock_config(world, {"responses": [{"text": "ok zzz"}], "repeat_last": True})
+    r = world.run("skills", "check", "ev", "--json")
+    assert r.code == 1 and "Traceback" not in r.stderr, r.stderr
+    report = r.json()
+    assert [e["code"] for e in report["errors"]] == ["invalid_evals"] and report["evals"] == []
+    assert "evals.json" in report["errors"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "a\u007fb",
+        "a\u0086b",
+        "a\ufffeb",
+        "a\u2028b",
+        "a\u2029b",
+        "a\u0085b",
+        "tab\there",
+        "nul\x00",
+        "q\"\\'",
+        "ok \u00a0 \U0001f600",
+    ],
+)
+def test_created_description_round_trips(world: Env, description: str) -> None:
+    made = call(world, "skill_create", {"name": "rt", "description": description})
+    assert made["created"] is True
+    assert call(world, "skill_list", {})["errors"] == []
+    assert call(world, "skill_view", {"name": "rt"})["description"] == description
+
+
+def test_create_refuses_a_built_in_tools_name(world: Env) -> None:
+    for name in ("shell", "skill_run"):
+        with pytest.raises(ToolError) as e:
+            call(world, "skill_create", {"name": name, "description": "d"})
+        assert e.value.code == "name_taken", name
+        assert not (world.fermix_home / "skills" / name).exists()
+
+
+def test_shadowed_skill_is_refused_everywhere(world: Env) -> None:
+    skills = world.fermix_home / "skills"
+    write_skill(skills, "shell", "name: shell\ndescription: shadow attempt")
+    write_skill(skills, "other_dir", "name: file_read\ndescription: shadow attempt")
+    mock_config(world, {"responses": [{"text": "did it"}], "repeat_last": True})
+    for name in ("shell", "file_read"):
+        for tool, args in (("skill_run", {"name": name, "task": "t"}), ("skill_view", {"name": name})):
+            with pytest.raises(ToolError) as e:
+                call(world, tool, args)
+            assert e.value.code == "unknown_skill" and "shadowed by a built-in tool" in e.value.message
+        with pytest.raises(ToolError) as e:
+            call(world, "read", {"paths": [f"skill://{name}"]}, toolset="coding")
+        assert e.value.code == "unknown_skill", e.value.message
+        for argv in (("skills", "run", name, "do it"), ("skills", "view", name)):
+            r = world.run(*argv)
+            assert r.code == 1 and "did it" not in r.stdout, (argv, r.stdout)
+            assert "shadowed by a built-in tool" in r.stderr
+    errors = call(world, "skill_list", {})["errors"]
+    assert sorted(e["code"] for e in errors) == ["name_taken", "name_taken"]
+
+
+def test_symlinked_skill_directory_is_reported(world: Env, tmp_path: Path) -> None:
+    elsewhere = write_skill(tmp_path / "elsewhere", "linked", "name: linked\ndescription: l")
+    (world.fermix_home / "skills").mkdir(parents=True)
+    os.symlink(elsewhere, world.fermix_home / "skills" / "linked")
+    listed = call(world, "skill_list", {})
+    assert "linked" not in {s["name"] for s in listed["skills"]}
+    assert [(e["code"], e["path"]) for e in listed["errors"]] == [
+        ("symlink_refused", str(world.fermix_home / "skills" / "linked" / "SKILL.md"))
+    ]
+    with pytest.raises(ToolError) as e:
+        call(world, "skill_view", {"name": "linked"})
+    assert e.value.code == "symlink_refused"

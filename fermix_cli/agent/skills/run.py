@@ -13,14 +13,17 @@ from typing import Any
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.skillfile import SkillDef
-from ...core.skillrefs import discover_skills
+from ...core.skillrefs import discover_skills, shadowed_error
 
 MAX_DEPTH = 4
 
 
 def find_skill(ctx: ToolContext, name: str) -> SkillDef:
+    """The skill `name`; its load error, `shadowed_error` or `unknown_skill` when it cannot be used."""
     found = discover_skills(ctx)
     skill = found.skills.get(name)
+    if name in found.shadowed:
+        raise shadowed_error(name)
     if skill is None:
         import os
 

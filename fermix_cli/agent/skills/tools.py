@@ -26,24 +26,10 @@ SkillName = Annotated[
 
 
 def usable_skills(ctx: ToolContext) -> tuple[dict[str, SkillDef], list[dict[str, Any]]]:
-    """The loaded skills that do not collide with a built-in tool, and every load error (collisions too)."""
+    """The loaded skills (none named like a built-in tool), and every load error (such collisions too)."""
     found: Discovery = discover_skills(ctx)
-    registry = registry_of(ctx)
     errors = [{"path": path, **err} for path, err in sorted(found.errors.items())]
-    skills: dict[str, SkillDef] = {}
-    for name, skill in sorted(found.skills.items()):
-        if registry.find(name) is not None:
-            errors.append(
-                {
-                    "path": skill.path,
-                    "code": "name_taken",
-                    "message": f"{skill.path}: skill {name} is skipped: a built-in tool has that name",
-                    "root": skill.metadata.get("_root"),
-                }
-            )
-            continue
-        skills[name] = skill
-    return skills, errors
+    return dict(sorted(found.skills.items())), errors
 
 
 def _origin(skill: SkillDef) -> str:
@@ -195,15 +181,7 @@ class RunParams(Params):
 
 
 def skill_run(p: RunParams, ctx: ToolContext) -> dict[str, Any]:
-    skills, _ = usable_skills(ctx)
-    if p.name not in skills:
-        find_skill(ctx, p.name)  # the precise reason: unknown, failed to load
-        raise ToolError(
-            "unknown_skill",
-            f"skill {p.name} is shadowed by a built-in tool and cannot run",
-            {"skill": p.name},
-        )
-    return run_skill(ctx, skills[p.name], p.task, p.context)
+    return run_skill(ctx, find_skill(ctx, p.name), p.task, p.context)
 
 
 def render_run(result: dict[str, Any]) -> str:
@@ -230,6 +208,18 @@ Grant it tools by listing them in allowed_tools above (for example [file_read, g
 skill_reload. Put longer material in references/<name>.md and load it with skill_view."""
 
 
+# YAML reads a double-quoted scalar like a JSON string, except that it refuses some characters written
+# raw (C1 controls, U+FFFE, U+FFFF; libyaml a U+FEFF) and folds the line breaks U+0085, U+2028 and U+2029
+# into spaces: those are written as \u escapes, which YAML reads back as the character itself.
+_YAML_RAW_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+
+
+def yaml_string(text: str) -> str:
+    """`text` as a YAML double-quoted scalar that reads back exactly as `text`."""
+    quoted = json.dumps(text, ensure_ascii=False)  # escapes ", \ and the C0 controls
+    return _YAML_RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
 def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
     from ...core.fsops import atomic_write
 
@@ -239,7 +229,14 @@ def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
             f"invalid_name: {p.name!r} must be letters, digits, _ or - (at most 64)",
             {"name": p.name},
         )
-    description = " ".join(p.description.split())
+    if registry_of(ctx).find(p.name) is not None:
+        raise ToolError(
+            "name_taken",
+            f"{p.name} is a built-in tool's name, and no skill shadows a built-in tool: choose another name",
+            {"name": p.name},
+        )
+    # Kept as given, but for the ends (SKILL.md's reader trims them too), so skill_view shows it unchanged.
+    description = p.description.strip()
     if not description:
         raise ToolError("invalid_input", "description cannot be blank", {"field": "description"})
     root = ctx.paths.ensure_dir(ctx.paths.skills)
@@ -250,9 +247,8 @@ def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
         raise ToolError(
             "already_exists", f"already exists: {directory}", {"path": directory, "name": p.name}
         ) from None
-    # JSON strings are YAML double-quoted scalars: any description round-trips through the parser.
     skill_md = (
-        f"---\nname: {p.name}\ndescription: {json.dumps(description, ensure_ascii=False)}\n"
+        f"---\nname: {p.name}\ndescription: {yaml_string(description)}\n"
         f"allowed_tools: []\n---\n{STARTER_BODY}\n"
     )
     evals = {
@@ -288,7 +284,7 @@ TOOLS = specs(
         description=(
             "Scaffold a new local skill at <home>/skills/<name>/ (SKILL.md with an empty allowed-tool list, and "
             "a starter evals/evals.json). Then write its instructions, grant tools in the frontmatter and run "
-            "skill_reload. Refuses a name whose directory exists."
+            "skill_reload. Refuses a name whose directory exists, or that a built-in tool has."
         ),
         params=CreateParams,
         handler=skill_create,
@@ -299,6 +295,7 @@ TOOLS = specs(
         failure_modes=(
             FailureMode("invalid_name", "the name is not letters, digits, _ or - (at most 64)"),
             FailureMode("already_exists", "a skill directory of that name exists"),
+            FailureMode("name_taken", "a built-in tool has that name"),
         ),
     ),
     ToolSpec(

@@ -39,7 +39,9 @@ class SkillToolset(Toolset):
             def handler(p: SkillTaskParams, ctx: ToolContext) -> dict[str, Any]:
                 from .tools import RunParams, skill_run
 
-                return skill_run(RunParams(name=name, task=p.task, context=p.context), ctx)
+                # a context left out stays left out: RunParams refuses an explicit null
+                extra = {} if p.context is None else {"context": p.context}
+                return skill_run(RunParams(name=name, task=p.task, **extra), ctx)
 
             from .tools import render_run
 
