@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 from search_fixture import FIXTURE, make_tree, without_read_override
@@ -241,11 +242,19 @@ def test_a_file_past_the_old_4_mib_cap_is_searched_to_its_end(world: Env, invoke
     assert r["bytes_scanned"] == len(body)
 
 
-def test_the_deadline_kills_rg_and_the_answer_says_so(world: Env, invoke, monkeypatch) -> None:
-    # A FIFO named explicitly blocks rg's read until the deadline kills it.
+def test_the_deadline_kills_rg_and_the_answer_says_so(world: Env, invoke, monkeypatch, tmp_path) -> None:
+    # rg behind a wrapper that stalls before it starts: the deadline kills the whole process group.
+    from fermix_cli.core.search import engines
+
+    wrapper = tmp_path / "rg-slow"
+    wrapper.write_text(f'#!/bin/sh\nsleep 30\nexec "{engines.rg()}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
     monkeypatch.setattr(grep_mod, "DEADLINE_S", 0.3)
-    os.mkfifo(world.project / "pipe")
-    r = invoke("grep", {"patterns": ["hit"], "path": "pipe", "mode": "raw"})
+    make_tree(world.project, {"a.txt": "hit\n"})
+    start = time.monotonic()
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw"})
+    assert time.monotonic() - start < 5
     assert r["scan_stop"] == "deadline" and "deadline" in r["truncation_reasons"]
     assert r["complete"] is False and r["has_more"] is None and r["total_exact"] is False
     assert "[incomplete: an unknown number of files left out (timeout)" in r["output"]
@@ -399,3 +408,19 @@ def test_what_rg_could_not_read_is_reported_by_every_search_tool(
     assert "[incomplete: 2 paths left out (unreadable)" in results["grep"]["output"]
     assert [m["path"] for m in results["content_search"]["matches"]] == [str(world.project / "ok.txt")]
     assert "[incomplete: 1 path left out (unreadable)" in results["find"]["output"]
+
+
+# ----- names, encodings and pages the audit found wrong ----------------------------------------
+
+
+def test_a_special_file_named_as_path_is_skipped_at_once(world: Env, invoke) -> None:
+    os.mkfifo(world.project / "pipe")
+    start = time.monotonic()
+    r = invoke("grep", {"patterns": ["hit"], "path": "pipe", "mode": "raw"})
+    assert time.monotonic() - start < 5  # not the 10 s deadline
+    assert r["scan_complete"] is True and r["scan_stop"] is None and r["returned"] == 0
+    assert r["skipped"]["special"] == 1 and r["complete"] is False
+    assert r["output"] == (
+        "[no matches]\n[incomplete: 1 file left out (special); pipe is a FIFO, not a regular file, so "
+        "it was not read (grep reads regular files only: a FIFO or device can block or never end)]"
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat
 import time
 from typing import Annotated, Any, Literal
 
@@ -139,7 +140,27 @@ class Tally(Record):
     invalid_utf8: int = 0  # files with a matching line that is not UTF-8
     invalid_lines: int = 0
     denied: int = 0  # files rg returned that the sandbox refuses (hard links to protected files)
+    special: str | None = None  # what the file named as `path` is when it is no regular file (a FIFO, …)
+    special_path: str = ""
     cwd: str = ""  # paths in notes are shown relative to it
+
+
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _special_kind(path: str) -> str | None:
+    """What `path` (canonical) is when it is neither a directory nor a regular file: rg would block
+    on a FIFO until the deadline, and read a device without end."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # rg reports it as it finds it
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), None)
 
 
 def _scope(ctx: ToolContext, p: GrepParams, path: str) -> tuple[Scope, str]:
@@ -164,6 +185,9 @@ def _collect(
         target=target,
     )
     tally = Tally()
+    if target != "." and (kind := _special_kind(path)) is not None:
+        tally.special, tally.special_path = kind, path  # skipped, as rg's walk skips them: not run
+        return [], search, tally
     base = scope.root.rstrip("/") + "/"  # canonical; rg follows no symlink, so base + rel is too
     matched = list(search.files())
     for fm in matched:
@@ -393,6 +417,7 @@ def _result(
             "invalid_utf8": tally.invalid_utf8,
             "unreadable": len(run.errors),
             "denied": tally.denied,
+            "special": 1 if tally.special else 0,
         },
         "engine": "rg",
         "limits": {
@@ -456,6 +481,16 @@ def _omissions(
                 "line",
                 f"in {tally.invalid_utf8} file(s) they are not UTF-8 text, so they are not shown; "
                 "to see them run `rg -a PATTERN PATH` in the shell",
+            )
+        )
+    if tally.special:
+        out.append(
+            Omission(
+                "special",
+                1,
+                "file",
+                f"{display_path(tally.special_path, tally.cwd)} is {tally.special}, not a regular file, so it was not read (grep "
+                "reads regular files only: a FIFO or device can block or never end)",
             )
         )
     bad = unreadable_omission(search.stats.errors)
