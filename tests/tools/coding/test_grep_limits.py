@@ -413,6 +413,26 @@ def test_what_rg_could_not_read_is_reported_by_every_search_tool(
 # ----- names, encodings and pages the audit found wrong ----------------------------------------
 
 
+@pytest.mark.parametrize("mode", ["ranked", "raw"])
+def test_a_file_name_that_is_not_utf8_is_shown_marked(world: Env, invoke, mode: str) -> None:
+    (world.project / os.fsdecode(b"bad\xffname.txt")).write_bytes(b"needle\n")
+    (world.project / "good.txt").write_text("needle\n")
+    r = invoke("grep", {"patterns": ["needle"], "mode": mode})
+    # Shown with U+FFFD for the byte that is not UTF-8 (valid text everywhere), and said so.
+    assert [h["path"] for h in r["hits"]] == ["bad\ufffdname.txt", "good.txt"]
+    assert "bad\ufffdname.txt" in r["output"] and r["output"].encode("utf-8")
+    assert r["complete"] is False
+    assert [(o["reason"], o["count"], o["unit"]) for o in r["omitted"]] == [("name_not_utf8", 1, "file name")]
+    assert (
+        "[incomplete: 1 file name left out (name_not_utf8); its name is not UTF-8: it is shown with "
+        "U+FFFD (\ufffd) for each byte that is not (bad\ufffdname.txt), so the name shown does not "
+        "open the file; see the real name with `rg -l PATTERN PATH` in the shell]"
+    ) in r["output"]
+    # A page without that file says nothing of it.
+    r = invoke("grep", {"patterns": ["needle"], "mode": mode, "path": "good.txt"})
+    assert r["complete"] is True and r["omitted"] == []
+
+
 def test_a_special_file_named_as_path_is_skipped_at_once(world: Env, invoke) -> None:
     os.mkfifo(world.project / "pipe")
     start = time.monotonic()

@@ -142,6 +142,9 @@ class Tally(Record):
     denied: int = 0  # files rg returned that the sandbox refuses (hard links to protected files)
     special: str | None = None  # what the file named as `path` is when it is no regular file (a FIFO, …)
     special_path: str = ""
+    lossy_names: set[str] = field(
+        default_factory=set
+    )  # names as shown that are not the file's own (not UTF-8)
     cwd: str = ""  # paths in notes are shown relative to it
 
 
@@ -151,6 +154,23 @@ _SPECIAL_KINDS = (
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
 )
+
+
+def _shown(path: str, cwd: str, lossy: set[str] | None = None) -> str:
+    """`path` as grep shows it (`display_path`). A name that is not UTF-8 (held with surrogate escapes,
+    as `os.fsdecode` gives it) is shown with U+FFFD for each byte that is not, so the answer is valid
+    text for JSON, a model and the session store; such names are added to `lossy` for the answer to
+    say that the name shown does not open the file."""
+    shown = display_path(path, cwd)
+    if shown.isascii():
+        return shown
+    try:
+        shown.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = shown.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        if lossy is not None:
+            lossy.add(shown)
+    return shown
 
 
 def _special_kind(path: str) -> str | None:
@@ -238,10 +258,11 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
         found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep)
     tally.cwd = target.cwd
     found.sort(key=lambda fm: fm.path)
+    names = {fm.path: _shown(fm.path, target.cwd, tally.lossy_names) for fm in found}
     if mode == "raw":
-        scan = _page_raw(found, target.cwd, offset, limit, ctx_lines)
+        scan = _page_raw(found, names, offset, limit, ctx_lines)
     else:
-        ranked = [_rank_file(fm, display_path(fm.path, target.cwd), ctx_lines) for fm in found]
+        ranked = [_rank_file(fm, names[fm.path], ctx_lines) for fm in found]
         ranked.sort(key=lambda r: file_order_key(r.best, r.hits, r.path))
         scan = _page_ranked(ranked, offset, limit, ctx_lines)
     return _result(p, mode, plans, scan, search, tally, offset, limit, ctx_lines)
@@ -310,7 +331,7 @@ def _page_ranked(results: list[FileResult], offset: int, limit: int, n_ctx: int)
 # ----- raw -------------------------------------------------------------------------------------
 
 
-def _page_raw(found: list[FileMatches], cwd: str, offset: int, limit: int, n_ctx: int) -> Scan:
+def _page_raw(found: list[FileMatches], names: dict[str, str], offset: int, limit: int, n_ctx: int) -> Scan:
     """Files by path, lines in order; rg counted every matching line, so the total is exact."""
     total = sum(fm.matched_lines for fm in found)
     seen = 0
@@ -334,7 +355,7 @@ def _page_raw(found: list[FileMatches], cwd: str, offset: int, limit: int, n_ctx
             labels[lm.line] = None
             seen += 1
         if page:
-            blocks.append((Block(display_path(fm.path, cwd), labels), page))
+            blocks.append((Block(names[fm.path], labels), page))
         if seen >= offset + limit:
             break
     return Scan(blocks, total, total, offset + limit < total)
@@ -468,7 +489,7 @@ def _omissions(
         tally.binary_not_searched,
         tally.binary_stopped,
         "to search them as text run `rg -a PATTERN PATH` in the shell",
-        lambda path: display_path(path, tally.cwd),
+        lambda path: _shown(path, tally.cwd),
         more=tally.binary_log_cut,
     )
     if binary:
@@ -483,13 +504,27 @@ def _omissions(
                 "to see them run `rg -a PATTERN PATH` in the shell",
             )
         )
+    lossy = sorted({b.path for b, _ in scan.blocks} & tally.lossy_names)
+    if lossy:
+        one = len(lossy) == 1
+        out.append(
+            Omission(
+                "name_not_utf8",
+                len(lossy),
+                "file name",
+                f"{'its name is' if one else 'their names are'} not UTF-8: {'it is' if one else 'they are'} "
+                f"shown with U+FFFD (\ufffd) for each byte that is not ({', '.join(lossy[:3])}), so the "
+                f"name shown does not open the file; see the real {'name' if one else 'names'} with "
+                "`rg -l PATTERN PATH` in the shell",
+            )
+        )
     if tally.special:
         out.append(
             Omission(
                 "special",
                 1,
                 "file",
-                f"{display_path(tally.special_path, tally.cwd)} is {tally.special}, not a regular file, so it was not read (grep "
+                f"{_shown(tally.special_path, tally.cwd)} is {tally.special}, not a regular file, so it was not read (grep "
                 "reads regular files only: a FIFO or device can block or never end)",
             )
         )
