@@ -433,6 +433,57 @@ def test_a_file_name_that_is_not_utf8_is_shown_marked(world: Env, invoke, mode: 
     assert r["complete"] is True and r["omitted"] == []
 
 
+def _rg_lines(cwd, *args: str) -> list[str]:
+    """The real rg's text output (sorted by path, so in grep's raw order), one row per line."""
+    import subprocess
+
+    from fermix_cli.core.search import engines
+
+    done = subprocess.run(
+        [engines.rg(), "--no-config", "--sort", "path", "--no-heading", "-n", *args],
+        cwd=cwd,
+        capture_output=True,
+        check=False,
+    )
+    return done.stdout.decode("utf-8", "replace").splitlines()
+
+
+def test_lines_that_are_not_utf8_neither_shift_pages_nor_change_totals(world: Env, invoke) -> None:
+    make_tree(
+        world.project,
+        {"a.txt": b"needle \xff 1\nneedle \xff 2\nneedle good 3\n", "b.txt": "needle b\n"},
+    )
+    pages = [
+        invoke("grep", {"patterns": ["needle"], "mode": "raw", "limit": 1, "offset": o}) for o in (0, 1, 2)
+    ]
+    # rg's valid matches, in path order: the lines that are not UTF-8 are the ones left out.
+    valid = [ln for ln in _rg_lines(world.project, "needle") if "\ufffd" not in ln]
+    assert valid == ["a.txt:3:needle good 3", "b.txt:1:needle b"]
+    assert [p["output"].split("\n\n")[0] for p in pages[:2]] == valid
+    assert [(p["returned"], p["primary_total"], p["has_more"], p["next_offset"]) for p in pages] == [
+        (1, 2, True, 1),
+        (1, 2, False, None),
+        (0, 2, False, None),
+    ]
+    assert all(p["omitted"][-1]["reason"] == "invalid_utf8" and p["omitted"][-1]["count"] == 2 for p in pages)
+
+
+def test_ranked_mode_counts_every_line_past_those_it_labels(world: Env, invoke, monkeypatch) -> None:
+    monkeypatch.setattr(grep_mod, "RANKED_KEEP", 2)
+    make_tree(
+        world.project,
+        {
+            "a.txt": b"needle \xff 1\nneedle \xff 2\nneedle 3\nneedle \xff 4\nneedle 5\n",
+            "b.txt": "needle b\n",
+        },
+    )
+    r = invoke("grep", {"patterns": ["needle"]})
+    assert [(h["path"], h["line"]) for h in r["hits"]] == [("a.txt", 3), ("a.txt", 5), ("b.txt", 1)]
+    assert (r["primary_total"], r["hits_total"], r["files_matched"]) == (3, 3, 2)
+    assert r["skipped"]["invalid_utf8"] == 1
+    assert [(o["reason"], o["count"]) for o in r["omitted"]] == [("invalid_utf8", 3)]
+
+
 def test_a_special_file_named_as_path_is_skipped_at_once(world: Env, invoke) -> None:
     os.mkfifo(world.project / "pipe")
     start = time.monotonic()

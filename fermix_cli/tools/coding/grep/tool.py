@@ -221,12 +221,19 @@ def _collect(
         if fm.binary:
             tally.binary_stopped.append(fm.path)  # the matches before the NUL are kept, as rg prints them
         bad = [lm for lm in fm.lines if not lm.utf8]
+        if bad and len(fm.lines) < fm.matched_lines:
+            # rg counted the lines past the first `keep` without their text, so how many of those are
+            # not UTF-8 is unknown (and the valid ones among the first `keep` may be too few for the
+            # page): the file is searched again for every line, to count them exactly.
+            fm = _every_line(ctx, p, plans, deadline, fm, search) or fm
+            bad = [lm for lm in fm.lines if not lm.utf8]
         if bad:
             tally.invalid_utf8 += 1
             tally.invalid_lines += len(bad)
-            fm.lines = [lm for lm in fm.lines if lm.utf8]
+            valid = [lm for lm in fm.lines if lm.utf8]
+            fm.lines = valid if keep is None else valid[:keep]
             fm.matched_lines -= len(bad)
-            if not fm.lines:
+            if not fm.matched_lines:
                 continue
         found.append(fm)
     tally.files_matched = len(found)
@@ -237,6 +244,34 @@ def _collect(
     tally.binary = len(tally.binary_not_searched) + len(tally.binary_stopped)
     tally.binary_log_cut = search.stats.log_cut
     return found, search, tally
+
+
+def _every_line(
+    ctx: ToolContext,
+    p: GrepParams,
+    plans: list[PatternPlan],
+    deadline: float,
+    fm: FileMatches,
+    search: Search,
+) -> FileMatches | None:
+    """Every matching line of one file (`fm.path`, canonical), from a search of that file alone; None
+    when that search found nothing (the file changed, or the deadline passed, which `search` then says)."""
+    root, name = os.path.split(fm.path)
+    again = Search(
+        Scope(root=root),
+        [pl.source for pl in plans],
+        deadline,
+        ctx.sandbox,
+        ignore_case=bool(p.case_insensitive),
+        target=name,
+    )
+    files = list(again.files())
+    search.stats.timed_out = search.stats.timed_out or again.stats.timed_out
+    search.stats.errors += again.stats.errors
+    if not files:
+        return None
+    files[0].path = fm.path
+    return files[0]
 
 
 def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
