@@ -484,6 +484,23 @@ def test_ranked_mode_counts_every_line_past_those_it_labels(world: Env, invoke, 
     assert [(o["reason"], o["count"]) for o in r["omitted"]] == [("invalid_utf8", 3)]
 
 
+def test_context_in_files_with_a_bom_agrees_with_rg(world: Env, invoke) -> None:
+    # rg drops a UTF-8 BOM and transcodes UTF-16 (its offsets point into what it read, not the file).
+    make_tree(
+        world.project,
+        {
+            "bom.txt": b"\xef\xbb\xbfneedle 0\naa\nbb\nneedle\ncc\n",
+            "u16.txt": "one\ntwo\nneedle\nfour\n".encode("utf-16"),
+            "u16be.txt": b"\xfe\xff" + "one\r\nneedle\r\nthree".encode("utf-16-be"),
+        },
+    )
+    r = invoke("grep", {"patterns": ["needle"], "mode": "raw", "context": 1})
+    assert r["output"].splitlines() == _rg_lines(world.project, "-C1", "needle")
+    assert r["output"].startswith("bom.txt:1:needle 0\nbom.txt-2-aa\nbom.txt-3-bb\nbom.txt:4:needle\n")
+    ranked = invoke("grep", {"patterns": ["needle"], "context": 2, "path": "u16.txt"})
+    assert ranked["output"] == "grouped_v1\n## u16.txt\n1-one\n2-two\n3:[match] needle\n4-four"
+
+
 def test_a_special_file_named_as_path_is_skipped_at_once(world: Env, invoke) -> None:
     os.mkfifo(world.project / "pipe")
     start = time.monotonic()

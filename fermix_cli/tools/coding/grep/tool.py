@@ -31,7 +31,7 @@ from ....core.search.ripgrep import FileMatches, LineMatch, PatternError, Scope,
 from ..pathrules import display_path, resolve_source
 from .printer import Block, Hit, render_ranked, render_raw
 from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
-from .searcher import PatternPlan, context_rows, line_str, plan, replan
+from .searcher import ContextReader, PatternPlan, line_str, plan, replan
 
 MAX_PATTERNS = 8
 MAX_PATTERN_BYTES = 1024
@@ -295,11 +295,11 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
     found.sort(key=lambda fm: fm.path)
     names = {fm.path: _shown(fm.path, target.cwd, tally.lossy_names) for fm in found}
     if mode == "raw":
-        scan = _page_raw(found, names, offset, limit, ctx_lines)
+        scan = _page_raw(found, names, offset, limit, ContextReader(ctx_lines))
     else:
         ranked = [_rank_file(fm, names[fm.path], ctx_lines) for fm in found]
         ranked.sort(key=lambda r: file_order_key(r.best, r.hits, r.path))
-        scan = _page_ranked(ranked, offset, limit, ctx_lines)
+        scan = _page_ranked(ranked, offset, limit, ContextReader(ctx_lines))
     return _result(p, mode, plans, scan, search, tally, offset, limit, ctx_lines)
 
 
@@ -346,16 +346,16 @@ class Scan(Record):
     files: list[FileResult] = field(default_factory=list)
 
 
-def _hit(path: str, lm: LineMatch, label: str | None, n_ctx: int) -> Hit:
-    return Hit(lm.line, label, line_str(lm.text), context_rows(path, lm, n_ctx))
+def _hit(path: str, lm: LineMatch, label: str | None, context: ContextReader) -> Hit:
+    return Hit(lm.line, label, line_str(lm.text), context.rows(path, lm))
 
 
-def _page_ranked(results: list[FileResult], offset: int, limit: int, n_ctx: int) -> Scan:
+def _page_ranked(results: list[FileResult], offset: int, limit: int, context: ContextReader) -> Scan:
     flat = [(r, h) for r in results for h in r.kept]
     page = flat[offset : offset + limit]
     blocks: list[tuple[Block, list[Hit]]] = []
     for r, h in page:
-        hit = _hit(r.abs_path, h, r.labels[h.line], n_ctx)
+        hit = _hit(r.abs_path, h, r.labels[h.line], context)
         if blocks and blocks[-1][0].path == r.path:
             blocks[-1][1].append(hit)
         else:
@@ -366,8 +366,11 @@ def _page_ranked(results: list[FileResult], offset: int, limit: int, n_ctx: int)
 # ----- raw -------------------------------------------------------------------------------------
 
 
-def _page_raw(found: list[FileMatches], names: dict[str, str], offset: int, limit: int, n_ctx: int) -> Scan:
+def _page_raw(
+    found: list[FileMatches], names: dict[str, str], offset: int, limit: int, context: ContextReader
+) -> Scan:
     """Files by path, lines in order; rg counted every matching line, so the total is exact."""
+    n_ctx = context.n
     total = sum(fm.matched_lines for fm in found)
     seen = 0
     blocks: list[tuple[Block, list[Hit]]] = []
@@ -385,7 +388,7 @@ def _page_raw(found: list[FileMatches], names: dict[str, str], offset: int, limi
                 labels[lm.line] = None  # a hit inside the last hit's context prints as primary
                 continue
             if seen >= offset:
-                page.append(_hit(fm.path, lm, None, n_ctx))
+                page.append(_hit(fm.path, lm, None, context))
                 last_page_line = lm.line
             labels[lm.line] = None
             seen += 1
