@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
@@ -499,6 +500,37 @@ def test_context_in_files_with_a_bom_agrees_with_rg(world: Env, invoke) -> None:
     assert r["output"].startswith("bom.txt:1:needle 0\nbom.txt-2-aa\nbom.txt-3-bb\nbom.txt:4:needle\n")
     ranked = invoke("grep", {"patterns": ["needle"], "context": 2, "path": "u16.txt"})
     assert ranked["output"] == "grouped_v1\n## u16.txt\n1-one\n2-two\n3:[match] needle\n4-four"
+
+
+@pytest.mark.parametrize("mode", ["ranked", "raw"])
+def test_a_hit_whose_context_passes_the_output_cap_is_cut_and_paging_moves_on(
+    world: Env, invoke, mode: str
+) -> None:
+    line = "漢" * 1200
+    body = "\n".join([line] * 20 + ["needle " + line] + [line] * 20 + ["needle two"]) + "\n"
+    (world.project / "f.txt").write_text(body)
+    first = invoke("grep", {"patterns": ["needle"], "context": 20, "mode": mode})
+    assert len(first["output"].encode("utf-8")) <= 65_536
+    assert [h["line"] for h in first["hits"]] == [21]
+    assert (first["returned"], first["next_offset"], first["has_more"]) == (1, 2 - 1, True)
+    shown = {int(n) for n in re.findall(r"^(?:f\.txt[-:])?(\d+)[-:]", first["output"], re.M)}
+    assert 21 in shown and min(shown) > 1 and max(shown) < 41  # context trimmed around the hit, evenly
+    assert shown == set(range(42 - max(shown), max(shown) + 1))
+    cut = [o for o in first["omitted"] if o["reason"] == "context_cut"]
+    assert cut == [
+        {
+            "reason": "context_cut",
+            "count": 40 - (len(shown) - 1),
+            "unit": "line",
+            "how": f"the hit at f.txt:21 with its context passes the 64 KiB output cap, so {max(shown) - 21} "
+            "of the 20 lines asked for on each side are shown; read the file around that line, or ask for "
+            "less context",
+        }
+    ]
+    assert first["complete"] is False and "[incomplete: " in first["output"]
+    second = invoke("grep", {"patterns": ["needle"], "context": 20, "mode": mode, "offset": 1})
+    assert [h["line"] for h in second["hits"]] == [42] and second["has_more"] is False
+    assert second["complete"] is True
 
 
 def test_a_special_file_named_as_path_is_skipped_at_once(world: Env, invoke) -> None:

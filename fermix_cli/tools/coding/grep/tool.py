@@ -29,7 +29,7 @@ from ....core.search.report import (
 )
 from ....core.search.ripgrep import FileMatches, LineMatch, PatternError, Scope, Search, allowed_below
 from ..pathrules import display_path, resolve_source
-from .printer import Block, Hit, render_ranked, render_raw
+from .printer import Block, Hit, Page, render_ranked, render_raw
 from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
 from .searcher import ContextReader, PatternPlan, line_str, plan, replan
 
@@ -436,11 +436,11 @@ def _result(
                 per_file[r.path] = {"hits": r.hits, "shown": len(r.kept), "omitted": omitted}
         if omitted_total:
             reasons.append("per_file_cap")
-    if page.capped:
+    if page.capped or page.cut:
         reasons.append("output_cap")
     if not scan_complete:
         reasons.append("deadline")
-    omissions = _omissions(mode, scan, page.capped, more, next_offset, omitted_total, tally, search)
+    omissions = _omissions(mode, scan, page, more, next_offset, omitted_total, tally, search, n_ctx)
     text = page.text
     footer = _footer(mode, scan, returned, offset, omissions)
     if footer:
@@ -499,20 +499,33 @@ def _hit_json(path: str, h: Hit) -> dict[str, Any]:
 def _omissions(
     mode: str,
     scan: Scan,
-    capped: bool,
+    page: Page,
     more: bool,
     next_offset: int,
     omitted_total: int,
     tally: Tally,
     search: Search,
+    n_ctx: int,
 ) -> list[Omission]:
     out: list[Omission] = []
     if more:
         left = scan.primary_total - next_offset
-        why = "output_cap" if capped else "page"
-        cap = "the 64 KiB output cap" if capped else "limit"
+        why = "output_cap" if page.capped else "page"
+        cap = "the 64 KiB output cap" if page.capped else "limit"
         out.append(
             Omission(why, left, "match", f"stopped at {cap}; use offset={next_offset} for the next page")
+        )
+    if page.cut:
+        c = page.cut
+        out.append(
+            Omission(
+                "context_cut",
+                c.dropped,
+                "line",
+                f"the hit at {c.path}:{c.line} with its context passes the 64 KiB output cap, so {c.kept} "
+                f"of the {n_ctx} lines asked for on each side are shown; read the file around that line, "
+                "or ask for less context",
+            )
         )
     if omitted_total:
         out.append(
