@@ -467,6 +467,17 @@ def test_lines_that_are_not_utf8_neither_shift_pages_nor_change_totals(world: En
         (0, 2, False, None),
     ]
     assert all(p["omitted"][-1]["reason"] == "invalid_utf8" and p["omitted"][-1]["count"] == 2 for p in pages)
+    # Invalid lines only past the lines read for the first page: counted there too.
+    (world.project / "a.txt").write_bytes(b"needle 1\nneedle 2\nneedle \xff 3\n")
+    pages = [
+        invoke("grep", {"patterns": ["needle"], "mode": "raw", "limit": 1, "offset": o}) for o in (0, 1, 2)
+    ]
+    assert [(p["returned"], p["primary_total"], p["has_more"]) for p in pages] == [
+        (1, 3, True),
+        (1, 3, True),
+        (1, 3, False),
+    ]
+    assert [[(o["reason"], o["count"]) for o in p["omitted"]][-1] for p in pages] == [("invalid_utf8", 1)] * 3
 
 
 def test_ranked_mode_counts_every_line_past_those_it_labels(world: Env, invoke, monkeypatch) -> None:

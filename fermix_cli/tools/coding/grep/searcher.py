@@ -80,6 +80,27 @@ def line_str(text: bytes) -> str:
     return text.decode("utf-8", "replace")
 
 
+def is_utf8_file(path: str) -> bool:
+    """Whether the whole file is valid UTF-8 (then rg read no line that is not); False when it cannot
+    be read. Read in 1 MiB chunks, so a big file costs no more memory than that."""
+    import codecs
+
+    decode = codecs.getincrementaldecoder("utf-8")().decode
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            decode(chunk)
+        decode(b"", True)
+        return True
+    except (OSError, UnicodeDecodeError):
+        return False
+    finally:
+        os.close(fd)
+
+
 _UTF8_BOM = b"\xef\xbb\xbf"
 _UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 

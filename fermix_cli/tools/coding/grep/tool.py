@@ -31,7 +31,7 @@ from ....core.search.ripgrep import FileMatches, LineMatch, PatternError, Scope,
 from ..pathrules import display_path, resolve_source
 from .printer import Block, Hit, Page, render_ranked, render_raw
 from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
-from .searcher import ContextReader, PatternPlan, line_str, plan, replan
+from .searcher import ContextReader, PatternPlan, is_utf8_file, line_str, plan, replan
 
 MAX_PATTERNS = 8
 MAX_PATTERN_BYTES = 1024
@@ -221,10 +221,11 @@ def _collect(
         if fm.binary:
             tally.binary_stopped.append(fm.path)  # the matches before the NUL are kept, as rg prints them
         bad = [lm for lm in fm.lines if not lm.utf8]
-        if bad and len(fm.lines) < fm.matched_lines:
-            # rg counted the lines past the first `keep` without their text, so how many of those are
-            # not UTF-8 is unknown (and the valid ones among the first `keep` may be too few for the
-            # page): the file is searched again for every line, to count them exactly.
+        if len(fm.lines) < fm.matched_lines and (bad or not is_utf8_file(fm.path)):
+            # rg counted the lines past the first `keep` without their text, so whether they are UTF-8
+            # is known only when the whole file is (the common case, checked without rg); else the
+            # file is searched again for every line, to count those that are not exactly (and to have
+            # enough valid ones for the page).
             fm = _every_line(ctx, p, plans, deadline, fm, search) or fm
             bad = [lm for lm in fm.lines if not lm.utf8]
         if bad:
