@@ -2,7 +2,8 @@
 
 Searches run on ripgrep, whose regex engine is linear-time: the patterns that made a backtracking engine
 run for ever finish at once, and completely. The deadline itself (rg's process group killed when it
-passes) is tested with a FIFO named as the path: rg blocks reading it until the kill. The limits are
+passes) is tested with a FIFO named as the path, which rg blocks reading until the kill (grep skips a
+FIFO at once, so for grep rg stalls behind a wrapper instead). The limits are
 shortened here; the clock is real, because the real clock is the subject. What a call costs besides the
 search is measured in the same test with a quick call, and allowed on top of the limit and its 10 %.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,17 +48,21 @@ def test_catastrophic_regexes_finish_completely(world: Env, invoke: Any, pattern
     assert time.monotonic() - started < 5.0
 
 
-def test_grep_stops_at_its_deadline(world: Env, invoke: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
+def test_grep_stops_at_its_deadline(
+    world: Env, invoke: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import fermix_cli.tools.coding.grep.tool as grep_tool
+    from fermix_cli.core.search import engines
 
-    os.mkfifo(world.project / "pipe")
     (world.project / "f.txt").write_text("zq\n")
     monkeypatch.setattr(grep_tool, "DEADLINE_S", 1.0)
     overhead = _timed(lambda: invoke("grep", {"patterns": ["zq+x"], "path": "f.txt"}))
+    wrapper = tmp_path / "rg-slow"  # the real rg, after a stall only the deadline's kill ends
+    wrapper.write_text(f'#!/bin/sh\nsleep 30\nexec "{engines.rg()}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
     started = time.monotonic()
-    out = invoke("grep", {"patterns": ["x"], "path": "pipe"})
+    out = invoke("grep", {"patterns": ["x"], "path": "f.txt"})
     elapsed = time.monotonic() - started
     assert 1.0 <= elapsed < 1.1 + overhead + 0.5, (elapsed, overhead)  # the limit, 10 %, the call's work
     assert out["scan_complete"] is False and "deadline" in out["truncation_reasons"]

@@ -75,7 +75,7 @@ def test_ranked_default_golden(proj: Path, invoke) -> None:
     assert r["scan_complete"] is True and r["total_exact"] is True
     assert r["files_matched"] == 5
     # Hidden and ignored files are rg's to skip (by design, not a partial answer): not counted.
-    assert r["skipped"] == {"binary": 1, "invalid_utf8": 1, "unreadable": 0, "denied": 0}
+    assert r["skipped"] == {"binary": 1, "invalid_utf8": 1, "unreadable": 0, "denied": 0, "special": 0}
     assert r["complete"] is False
     assert [o["reason"] for o in r["omitted"]] == ["binary", "invalid_utf8"]
     assert r["matchers"] == [{"pattern": "run", "kind": "regex"}]

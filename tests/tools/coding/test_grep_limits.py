@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import time
 
 import pytest
 from search_fixture import FIXTURE, make_tree, without_read_override
@@ -241,11 +243,19 @@ def test_a_file_past_the_old_4_mib_cap_is_searched_to_its_end(world: Env, invoke
     assert r["bytes_scanned"] == len(body)
 
 
-def test_the_deadline_kills_rg_and_the_answer_says_so(world: Env, invoke, monkeypatch) -> None:
-    # A FIFO named explicitly blocks rg's read until the deadline kills it.
+def test_the_deadline_kills_rg_and_the_answer_says_so(world: Env, invoke, monkeypatch, tmp_path) -> None:
+    # rg behind a wrapper that stalls before it starts: the deadline kills the whole process group.
+    from fermix_cli.core.search import engines
+
+    wrapper = tmp_path / "rg-slow"
+    wrapper.write_text(f'#!/bin/sh\nsleep 30\nexec "{engines.rg()}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
     monkeypatch.setattr(grep_mod, "DEADLINE_S", 0.3)
-    os.mkfifo(world.project / "pipe")
-    r = invoke("grep", {"patterns": ["hit"], "path": "pipe", "mode": "raw"})
+    make_tree(world.project, {"a.txt": "hit\n"})
+    start = time.monotonic()
+    r = invoke("grep", {"patterns": ["hit"], "mode": "raw"})
+    assert time.monotonic() - start < 5
     assert r["scan_stop"] == "deadline" and "deadline" in r["truncation_reasons"]
     assert r["complete"] is False and r["has_more"] is None and r["total_exact"] is False
     assert "[incomplete: an unknown number of files left out (timeout)" in r["output"]
@@ -399,3 +409,149 @@ def test_what_rg_could_not_read_is_reported_by_every_search_tool(
     assert "[incomplete: 2 paths left out (unreadable)" in results["grep"]["output"]
     assert [m["path"] for m in results["content_search"]["matches"]] == [str(world.project / "ok.txt")]
     assert "[incomplete: 1 path left out (unreadable)" in results["find"]["output"]
+
+
+# ----- names, encodings and pages the audit found wrong ----------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["ranked", "raw"])
+def test_a_file_name_that_is_not_utf8_is_shown_marked(world: Env, invoke, mode: str) -> None:
+    (world.project / os.fsdecode(b"bad\xffname.txt")).write_bytes(b"needle\n")
+    (world.project / "good.txt").write_text("needle\n")
+    r = invoke("grep", {"patterns": ["needle"], "mode": mode})
+    # Shown with U+FFFD for the byte that is not UTF-8 (valid text everywhere), and said so.
+    assert [h["path"] for h in r["hits"]] == ["bad\ufffdname.txt", "good.txt"]
+    assert "bad\ufffdname.txt" in r["output"] and r["output"].encode("utf-8")
+    assert r["complete"] is False
+    assert [(o["reason"], o["count"], o["unit"]) for o in r["omitted"]] == [("name_not_utf8", 1, "file name")]
+    assert (
+        "[incomplete: 1 file name left out (name_not_utf8); its name is not UTF-8: it is shown with "
+        "U+FFFD (\ufffd) for each byte that is not (bad\ufffdname.txt), so the name shown does not "
+        "open the file; see the real name with `rg -l PATTERN PATH` in the shell]"
+    ) in r["output"]
+    # A page without that file says nothing of it.
+    r = invoke("grep", {"patterns": ["needle"], "mode": mode, "path": "good.txt"})
+    assert r["complete"] is True and r["omitted"] == []
+
+
+def _rg_lines(cwd, *args: str) -> list[str]:
+    """The real rg's text output (sorted by path, so in grep's raw order), one row per line."""
+    import subprocess
+
+    from fermix_cli.core.search import engines
+
+    done = subprocess.run(
+        [engines.rg(), "--no-config", "--sort", "path", "--no-heading", "-n", *args],
+        cwd=cwd,
+        capture_output=True,
+        check=False,
+    )
+    return done.stdout.decode("utf-8", "replace").splitlines()
+
+
+def test_lines_that_are_not_utf8_neither_shift_pages_nor_change_totals(world: Env, invoke) -> None:
+    make_tree(
+        world.project,
+        {"a.txt": b"needle \xff 1\nneedle \xff 2\nneedle good 3\n", "b.txt": "needle b\n"},
+    )
+    pages = [
+        invoke("grep", {"patterns": ["needle"], "mode": "raw", "limit": 1, "offset": o}) for o in (0, 1, 2)
+    ]
+    # rg's valid matches, in path order: the lines that are not UTF-8 are the ones left out.
+    valid = [ln for ln in _rg_lines(world.project, "needle") if "\ufffd" not in ln]
+    assert valid == ["a.txt:3:needle good 3", "b.txt:1:needle b"]
+    assert [p["output"].split("\n\n")[0] for p in pages[:2]] == valid
+    assert [(p["returned"], p["primary_total"], p["has_more"], p["next_offset"]) for p in pages] == [
+        (1, 2, True, 1),
+        (1, 2, False, None),
+        (0, 2, False, None),
+    ]
+    assert all(p["omitted"][-1]["reason"] == "invalid_utf8" and p["omitted"][-1]["count"] == 2 for p in pages)
+    # Invalid lines only past the lines read for the first page: counted there too.
+    (world.project / "a.txt").write_bytes(b"needle 1\nneedle 2\nneedle \xff 3\n")
+    pages = [
+        invoke("grep", {"patterns": ["needle"], "mode": "raw", "limit": 1, "offset": o}) for o in (0, 1, 2)
+    ]
+    assert [(p["returned"], p["primary_total"], p["has_more"]) for p in pages] == [
+        (1, 3, True),
+        (1, 3, True),
+        (1, 3, False),
+    ]
+    assert [[(o["reason"], o["count"]) for o in p["omitted"]][-1] for p in pages] == [("invalid_utf8", 1)] * 3
+
+
+def test_ranked_mode_counts_every_line_past_those_it_labels(world: Env, invoke, monkeypatch) -> None:
+    monkeypatch.setattr(grep_mod, "RANKED_KEEP", 2)
+    make_tree(
+        world.project,
+        {
+            "a.txt": b"needle \xff 1\nneedle \xff 2\nneedle 3\nneedle \xff 4\nneedle 5\n",
+            "b.txt": "needle b\n",
+        },
+    )
+    r = invoke("grep", {"patterns": ["needle"]})
+    assert [(h["path"], h["line"]) for h in r["hits"]] == [("a.txt", 3), ("a.txt", 5), ("b.txt", 1)]
+    assert (r["primary_total"], r["hits_total"], r["files_matched"]) == (3, 3, 2)
+    assert r["skipped"]["invalid_utf8"] == 1
+    assert [(o["reason"], o["count"]) for o in r["omitted"]] == [("invalid_utf8", 3)]
+
+
+def test_context_in_files_with_a_bom_agrees_with_rg(world: Env, invoke) -> None:
+    # rg drops a UTF-8 BOM and transcodes UTF-16 (its offsets point into what it read, not the file).
+    make_tree(
+        world.project,
+        {
+            "bom.txt": b"\xef\xbb\xbfneedle 0\naa\nbb\nneedle\ncc\n",
+            "u16.txt": "one\ntwo\nneedle\nfour\n".encode("utf-16"),
+            "u16be.txt": b"\xfe\xff" + "one\r\nneedle\r\nthree".encode("utf-16-be"),
+        },
+    )
+    r = invoke("grep", {"patterns": ["needle"], "mode": "raw", "context": 1})
+    assert r["output"].splitlines() == _rg_lines(world.project, "-C1", "needle")
+    assert r["output"].startswith("bom.txt:1:needle 0\nbom.txt-2-aa\nbom.txt-3-bb\nbom.txt:4:needle\n")
+    ranked = invoke("grep", {"patterns": ["needle"], "context": 2, "path": "u16.txt"})
+    assert ranked["output"] == "grouped_v1\n## u16.txt\n1-one\n2-two\n3:[match] needle\n4-four"
+
+
+@pytest.mark.parametrize("mode", ["ranked", "raw"])
+def test_a_hit_whose_context_passes_the_output_cap_is_cut_and_paging_moves_on(
+    world: Env, invoke, mode: str
+) -> None:
+    line = "漢" * 1200
+    body = "\n".join([line] * 20 + ["needle " + line] + [line] * 20 + ["needle two"]) + "\n"
+    (world.project / "f.txt").write_text(body)
+    first = invoke("grep", {"patterns": ["needle"], "context": 20, "mode": mode})
+    assert len(first["output"].encode("utf-8")) <= 65_536
+    assert [h["line"] for h in first["hits"]] == [21]
+    assert (first["returned"], first["next_offset"], first["has_more"]) == (1, 2 - 1, True)
+    shown = {int(n) for n in re.findall(r"^(?:f\.txt[-:])?(\d+)[-:]", first["output"], re.M)}
+    assert 21 in shown and min(shown) > 1 and max(shown) < 41  # context trimmed around the hit, evenly
+    assert shown == set(range(42 - max(shown), max(shown) + 1))
+    cut = [o for o in first["omitted"] if o["reason"] == "context_cut"]
+    assert cut == [
+        {
+            "reason": "context_cut",
+            "count": 40 - (len(shown) - 1),
+            "unit": "line",
+            "how": f"the hit at f.txt:21 with its context passes the 64 KiB output cap, so {max(shown) - 21} "
+            "of the 20 lines asked for on each side are shown; read the file around that line, or ask for "
+            "less context",
+        }
+    ]
+    assert first["complete"] is False and "[incomplete: " in first["output"]
+    second = invoke("grep", {"patterns": ["needle"], "context": 20, "mode": mode, "offset": 1})
+    assert [h["line"] for h in second["hits"]] == [42] and second["has_more"] is False
+    assert second["complete"] is True
+
+
+def test_a_special_file_named_as_path_is_skipped_at_once(world: Env, invoke) -> None:
+    os.mkfifo(world.project / "pipe")
+    start = time.monotonic()
+    r = invoke("grep", {"patterns": ["hit"], "path": "pipe", "mode": "raw"})
+    assert time.monotonic() - start < 5  # not the 10 s deadline
+    assert r["scan_complete"] is True and r["scan_stop"] is None and r["returned"] == 0
+    assert r["skipped"]["special"] == 1 and r["complete"] is False
+    assert r["output"] == (
+        "[no matches]\n[incomplete: 1 file left out (special); pipe is a FIFO, not a regular file, so "
+        "it was not read (grep reads regular files only: a FIFO or device can block or never end)]"
+    )

@@ -10,6 +10,7 @@ time, Unicode-aware classes, no look-around or backreferences; the bundled rg ha
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, Literal
 
 from ....core.records import Record
@@ -80,57 +81,117 @@ def line_str(text: bytes) -> str:
     return text.decode("utf-8", "replace")
 
 
-def _lines_around(path: str, hit: LineMatch, n: int) -> tuple[list[bytes], list[bytes]]:
-    """Up to `n` whole lines before and after the hit line, read from the file."""
+def is_utf8_file(path: str) -> bool:
+    """Whether the whole file is valid UTF-8 (then rg read no line that is not); False when it cannot
+    be read. Read in 1 MiB chunks, so a big file costs no more memory than that."""
+    import codecs
+
+    decode = codecs.getincrementaldecoder("utf-8")().decode
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
-        return [], []
+        return False
     try:
-        # Before: read backwards in windows until n+1 line starts are known (or the file starts).
-        start = hit.offset
-        buf = b""
-        pos = start
-        while pos > 0 and buf.count(b"\n") < n + 1 and start - pos < CONTEXT_READ_CAP:
-            step = min(CONTEXT_WINDOW, pos)
-            pos -= step
-            buf = os.pread(fd, step, pos) + buf
-        before = buf.split(b"\n")[:-1] if buf else []  # the part after the last \n is empty: hit starts there
-        if pos > 0 and before:
-            before = before[1:]  # the first piece may be the tail of a longer line
-        before = before[-n:] if n else []
-        # After: read forwards from just past the hit line.
-        after_start = hit.offset + len(hit.text)
-        tail = b""
-        pos = after_start
-        while tail.count(b"\n") < n + 1 and pos - after_start < CONTEXT_READ_CAP:
-            chunk = os.pread(fd, CONTEXT_WINDOW, pos)
-            if not chunk:
-                break
-            tail += chunk
-            pos += len(chunk)
-        # tail starts with the hit line's ending ("\n" or "\r\n").
-        nl = tail.find(b"\n")
-        rest = tail[nl + 1 :] if nl != -1 else b""
-        pieces = rest.split(b"\n")
-        complete = pieces[:-1]
-        if pieces and pieces[-1] and len(complete) < n and not os.pread(fd, 1, pos):
-            complete.append(pieces[-1])  # the last line of a file without a final newline
-        return before, complete[:n]
-    except OSError:
-        return [], []
+        while chunk := os.read(fd, 1 << 20):
+            decode(chunk)
+        decode(b"", True)
+        return True
+    except (OSError, UnicodeDecodeError):
+        return False
     finally:
         os.close(fd)
 
 
-def context_rows(path: str, hit: LineMatch, n: int) -> tuple[tuple[int, str], ...]:
-    """Up to `n` lines before and after a hit, as (line, text)."""
-    if n <= 0:
-        return ()
-    before, after = _lines_around(path, hit, n)
-    rows: list[tuple[int, str]] = []
-    for i, b in enumerate(before):
-        rows.append((hit.line - len(before) + i, line_str(b.removesuffix(b"\r"))))
-    for i, b in enumerate(after):
-        rows.append((hit.line + 1 + i, line_str(b.removesuffix(b"\r"))))
-    return tuple(rows)
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+
+Reader = Callable[[int, int], bytes]  # (size, offset) -> up to size bytes at offset; b"" at the end
+
+
+class ContextReader:
+    """The context rows of one grep call's hits, read from each file as rg read it (`_stream`)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n  # lines on each side
+        self._utf16: tuple[str, bytes] | None = None  # the last UTF-16 file transcoded, for its next hits
+
+    def rows(self, path: str, hit: LineMatch) -> tuple[tuple[int, str], ...]:
+        """Up to `n` lines before and after a hit, as (line, text)."""
+        if self.n <= 0:
+            return ()
+        before, after = self._lines_around(path, hit)
+        rows: list[tuple[int, str]] = []
+        for i, b in enumerate(before):
+            rows.append((hit.line - len(before) + i, line_str(b.removesuffix(b"\r"))))
+        for i, b in enumerate(after):
+            rows.append((hit.line + 1 + i, line_str(b.removesuffix(b"\r"))))
+        return tuple(rows)
+
+    def _stream(self, fd: int, path: str) -> Reader:
+        """The file as rg reads it, which its `absolute_offset`s point into.
+
+        rg sniffs a BOM: after a UTF-8 one it reads the bytes as they are, the BOM left out; a UTF-16
+        file (little or big endian) it transcodes to UTF-8, with U+FFFD for what does not decode.
+        Anything else it reads as is. A UTF-16 file is transcoded once for all its hits on a page
+        (they come one file after another).
+        """
+        head = os.pread(fd, 3, 0)
+        if head == _UTF8_BOM:
+            return lambda size, pos: os.pread(fd, size, pos + 3)
+        codec = _UTF16_BOMS.get(head[:2])
+        if codec is None:
+            return lambda size, pos: os.pread(fd, size, pos)
+        if self._utf16 is None or self._utf16[0] != path:
+            data = bytearray()
+            while chunk := os.pread(fd, 1 << 20, 2 + len(data)):
+                data += chunk
+            self._utf16 = (path, bytes(data).decode(codec, "replace").encode("utf-8"))
+        text = self._utf16[1]
+        return lambda size, pos: text[pos : pos + size]
+
+    def _lines_around(self, path: str, hit: LineMatch) -> tuple[list[bytes], list[bytes]]:
+        """Up to `n` whole lines before and after the hit line."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            return [], []
+        try:
+            return _lines_around(self._stream(fd, path), hit, self.n)
+        except OSError:
+            return [], []
+        finally:
+            os.close(fd)
+
+
+def _lines_around(read: Reader, hit: LineMatch, n: int) -> tuple[list[bytes], list[bytes]]:
+    """Up to `n` whole lines before and after the hit line, from the stream `read` reads."""
+    # Before: read backwards in windows until n+1 line starts are known (or the file starts).
+    start = hit.offset
+    buf = b""
+    pos = start
+    while pos > 0 and buf.count(b"\n") < n + 1 and start - pos < CONTEXT_READ_CAP:
+        step = min(CONTEXT_WINDOW, pos)
+        pos -= step
+        buf = read(step, pos) + buf
+    before = buf.split(b"\n")[:-1] if buf else []  # the part after the last \n is empty: hit starts there
+    if pos > 0 and before:
+        before = before[1:]  # the first piece may be the tail of a longer line
+    before = before[-n:] if n else []
+    # After: read forwards from just past the hit line.
+    after_start = hit.offset + len(hit.text)
+    tail = b""
+    pos = after_start
+    while tail.count(b"\n") < n + 1 and pos - after_start < CONTEXT_READ_CAP:
+        chunk = read(CONTEXT_WINDOW, pos)
+        if not chunk:
+            break
+        tail += chunk
+        pos += len(chunk)
+    # tail starts with the hit line's ending ("\n" or "\r\n").
+    nl = tail.find(b"\n")
+    rest = tail[nl + 1 :] if nl != -1 else b""
+    pieces = rest.split(b"\n")
+    complete = pieces[:-1]
+    if pieces and pieces[-1] and len(complete) < n and not read(1, pos):
+        complete.append(pieces[-1])  # the last line of a file without a final newline
+    return before, complete[:n]

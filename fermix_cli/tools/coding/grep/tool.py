@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import stat
 import time
 from typing import Annotated, Any, Literal
 
@@ -28,9 +29,9 @@ from ....core.search.report import (
 )
 from ....core.search.ripgrep import FileMatches, LineMatch, PatternError, Scope, Search, allowed_below
 from ..pathrules import display_path, resolve_source
-from .printer import Block, Hit, render_ranked, render_raw
+from .printer import Block, Hit, Page, render_ranked, render_raw
 from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
-from .searcher import PatternPlan, context_rows, line_str, plan, replan
+from .searcher import ContextReader, PatternPlan, is_utf8_file, line_str, plan, replan
 
 MAX_PATTERNS = 8
 MAX_PATTERN_BYTES = 1024
@@ -139,7 +140,47 @@ class Tally(Record):
     invalid_utf8: int = 0  # files with a matching line that is not UTF-8
     invalid_lines: int = 0
     denied: int = 0  # files rg returned that the sandbox refuses (hard links to protected files)
+    special: str | None = None  # what the file named as `path` is when it is no regular file (a FIFO, …)
+    special_path: str = ""
+    lossy_names: set[str] = field(
+        default_factory=set
+    )  # names as shown that are not the file's own (not UTF-8)
     cwd: str = ""  # paths in notes are shown relative to it
+
+
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _shown(path: str, cwd: str, lossy: set[str] | None = None) -> str:
+    """`path` as grep shows it (`display_path`). A name that is not UTF-8 (held with surrogate escapes,
+    as `os.fsdecode` gives it) is shown with U+FFFD for each byte that is not, so the answer is valid
+    text for JSON, a model and the session store; such names are added to `lossy` for the answer to
+    say that the name shown does not open the file."""
+    shown = display_path(path, cwd)
+    if shown.isascii():
+        return shown
+    try:
+        shown.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = shown.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        if lossy is not None:
+            lossy.add(shown)
+    return shown
+
+
+def _special_kind(path: str) -> str | None:
+    """What `path` (canonical) is when it is neither a directory nor a regular file: rg would block
+    on a FIFO until the deadline, and read a device without end."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # rg reports it as it finds it
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), None)
 
 
 def _scope(ctx: ToolContext, p: GrepParams, path: str) -> tuple[Scope, str]:
@@ -164,6 +205,9 @@ def _collect(
         target=target,
     )
     tally = Tally()
+    if target != "." and (kind := _special_kind(path)) is not None:
+        tally.special, tally.special_path = kind, path  # skipped, as rg's walk skips them: not run
+        return [], search, tally
     base = scope.root.rstrip("/") + "/"  # canonical; rg follows no symlink, so base + rel is too
     matched = list(search.files())
     for fm in matched:
@@ -177,12 +221,20 @@ def _collect(
         if fm.binary:
             tally.binary_stopped.append(fm.path)  # the matches before the NUL are kept, as rg prints them
         bad = [lm for lm in fm.lines if not lm.utf8]
+        if len(fm.lines) < fm.matched_lines and (bad or not is_utf8_file(fm.path)):
+            # rg counted the lines past the first `keep` without their text, so whether they are UTF-8
+            # is known only when the whole file is (the common case, checked without rg); else the
+            # file is searched again for every line, to count those that are not exactly (and to have
+            # enough valid ones for the page).
+            fm = _every_line(ctx, p, plans, deadline, fm, search) or fm
+            bad = [lm for lm in fm.lines if not lm.utf8]
         if bad:
             tally.invalid_utf8 += 1
             tally.invalid_lines += len(bad)
-            fm.lines = [lm for lm in fm.lines if lm.utf8]
+            valid = [lm for lm in fm.lines if lm.utf8]
+            fm.lines = valid if keep is None else valid[:keep]
             fm.matched_lines -= len(bad)
-            if not fm.lines:
+            if not fm.matched_lines:
                 continue
         found.append(fm)
     tally.files_matched = len(found)
@@ -193,6 +245,34 @@ def _collect(
     tally.binary = len(tally.binary_not_searched) + len(tally.binary_stopped)
     tally.binary_log_cut = search.stats.log_cut
     return found, search, tally
+
+
+def _every_line(
+    ctx: ToolContext,
+    p: GrepParams,
+    plans: list[PatternPlan],
+    deadline: float,
+    fm: FileMatches,
+    search: Search,
+) -> FileMatches | None:
+    """Every matching line of one file (`fm.path`, canonical), from a search of that file alone; None
+    when that search found nothing (the file changed, or the deadline passed, which `search` then says)."""
+    root, name = os.path.split(fm.path)
+    again = Search(
+        Scope(root=root),
+        [pl.source for pl in plans],
+        deadline,
+        ctx.sandbox,
+        ignore_case=bool(p.case_insensitive),
+        target=name,
+    )
+    files = list(again.files())
+    search.stats.timed_out = search.stats.timed_out or again.stats.timed_out
+    search.stats.errors += again.stats.errors
+    if not files:
+        return None
+    files[0].path = fm.path
+    return files[0]
 
 
 def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
@@ -214,12 +294,13 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
         found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep)
     tally.cwd = target.cwd
     found.sort(key=lambda fm: fm.path)
+    names = {fm.path: _shown(fm.path, target.cwd, tally.lossy_names) for fm in found}
     if mode == "raw":
-        scan = _page_raw(found, target.cwd, offset, limit, ctx_lines)
+        scan = _page_raw(found, names, offset, limit, ContextReader(ctx_lines))
     else:
-        ranked = [_rank_file(fm, display_path(fm.path, target.cwd), ctx_lines) for fm in found]
+        ranked = [_rank_file(fm, names[fm.path], ctx_lines) for fm in found]
         ranked.sort(key=lambda r: file_order_key(r.best, r.hits, r.path))
-        scan = _page_ranked(ranked, offset, limit, ctx_lines)
+        scan = _page_ranked(ranked, offset, limit, ContextReader(ctx_lines))
     return _result(p, mode, plans, scan, search, tally, offset, limit, ctx_lines)
 
 
@@ -266,16 +347,16 @@ class Scan(Record):
     files: list[FileResult] = field(default_factory=list)
 
 
-def _hit(path: str, lm: LineMatch, label: str | None, n_ctx: int) -> Hit:
-    return Hit(lm.line, label, line_str(lm.text), context_rows(path, lm, n_ctx))
+def _hit(path: str, lm: LineMatch, label: str | None, context: ContextReader) -> Hit:
+    return Hit(lm.line, label, line_str(lm.text), context.rows(path, lm))
 
 
-def _page_ranked(results: list[FileResult], offset: int, limit: int, n_ctx: int) -> Scan:
+def _page_ranked(results: list[FileResult], offset: int, limit: int, context: ContextReader) -> Scan:
     flat = [(r, h) for r in results for h in r.kept]
     page = flat[offset : offset + limit]
     blocks: list[tuple[Block, list[Hit]]] = []
     for r, h in page:
-        hit = _hit(r.abs_path, h, r.labels[h.line], n_ctx)
+        hit = _hit(r.abs_path, h, r.labels[h.line], context)
         if blocks and blocks[-1][0].path == r.path:
             blocks[-1][1].append(hit)
         else:
@@ -286,8 +367,11 @@ def _page_ranked(results: list[FileResult], offset: int, limit: int, n_ctx: int)
 # ----- raw -------------------------------------------------------------------------------------
 
 
-def _page_raw(found: list[FileMatches], cwd: str, offset: int, limit: int, n_ctx: int) -> Scan:
+def _page_raw(
+    found: list[FileMatches], names: dict[str, str], offset: int, limit: int, context: ContextReader
+) -> Scan:
     """Files by path, lines in order; rg counted every matching line, so the total is exact."""
+    n_ctx = context.n
     total = sum(fm.matched_lines for fm in found)
     seen = 0
     blocks: list[tuple[Block, list[Hit]]] = []
@@ -305,12 +389,12 @@ def _page_raw(found: list[FileMatches], cwd: str, offset: int, limit: int, n_ctx
                 labels[lm.line] = None  # a hit inside the last hit's context prints as primary
                 continue
             if seen >= offset:
-                page.append(_hit(fm.path, lm, None, n_ctx))
+                page.append(_hit(fm.path, lm, None, context))
                 last_page_line = lm.line
             labels[lm.line] = None
             seen += 1
         if page:
-            blocks.append((Block(display_path(fm.path, cwd), labels), page))
+            blocks.append((Block(names[fm.path], labels), page))
         if seen >= offset + limit:
             break
     return Scan(blocks, total, total, offset + limit < total)
@@ -353,11 +437,11 @@ def _result(
                 per_file[r.path] = {"hits": r.hits, "shown": len(r.kept), "omitted": omitted}
         if omitted_total:
             reasons.append("per_file_cap")
-    if page.capped:
+    if page.capped or page.cut:
         reasons.append("output_cap")
     if not scan_complete:
         reasons.append("deadline")
-    omissions = _omissions(mode, scan, page.capped, more, next_offset, omitted_total, tally, search)
+    omissions = _omissions(mode, scan, page, more, next_offset, omitted_total, tally, search, n_ctx)
     text = page.text
     footer = _footer(mode, scan, returned, offset, omissions)
     if footer:
@@ -393,6 +477,7 @@ def _result(
             "invalid_utf8": tally.invalid_utf8,
             "unreadable": len(run.errors),
             "denied": tally.denied,
+            "special": 1 if tally.special else 0,
         },
         "engine": "rg",
         "limits": {
@@ -415,20 +500,33 @@ def _hit_json(path: str, h: Hit) -> dict[str, Any]:
 def _omissions(
     mode: str,
     scan: Scan,
-    capped: bool,
+    page: Page,
     more: bool,
     next_offset: int,
     omitted_total: int,
     tally: Tally,
     search: Search,
+    n_ctx: int,
 ) -> list[Omission]:
     out: list[Omission] = []
     if more:
         left = scan.primary_total - next_offset
-        why = "output_cap" if capped else "page"
-        cap = "the 64 KiB output cap" if capped else "limit"
+        why = "output_cap" if page.capped else "page"
+        cap = "the 64 KiB output cap" if page.capped else "limit"
         out.append(
             Omission(why, left, "match", f"stopped at {cap}; use offset={next_offset} for the next page")
+        )
+    if page.cut:
+        c = page.cut
+        out.append(
+            Omission(
+                "context_cut",
+                c.dropped,
+                "line",
+                f"the hit at {c.path}:{c.line} with its context passes the 64 KiB output cap, so {c.kept} "
+                f"of the {n_ctx} lines asked for on each side are shown; read the file around that line, "
+                "or ask for less context",
+            )
         )
     if omitted_total:
         out.append(
@@ -443,7 +541,7 @@ def _omissions(
         tally.binary_not_searched,
         tally.binary_stopped,
         "to search them as text run `rg -a PATTERN PATH` in the shell",
-        lambda path: display_path(path, tally.cwd),
+        lambda path: _shown(path, tally.cwd),
         more=tally.binary_log_cut,
     )
     if binary:
@@ -456,6 +554,30 @@ def _omissions(
                 "line",
                 f"in {tally.invalid_utf8} file(s) they are not UTF-8 text, so they are not shown; "
                 "to see them run `rg -a PATTERN PATH` in the shell",
+            )
+        )
+    lossy = sorted({b.path for b, _ in scan.blocks} & tally.lossy_names)
+    if lossy:
+        one = len(lossy) == 1
+        out.append(
+            Omission(
+                "name_not_utf8",
+                len(lossy),
+                "file name",
+                f"{'its name is' if one else 'their names are'} not UTF-8: {'it is' if one else 'they are'} "
+                f"shown with U+FFFD (\ufffd) for each byte that is not ({', '.join(lossy[:3])}), so the "
+                f"name shown does not open the file; see the real {'name' if one else 'names'} with "
+                "`rg -l PATTERN PATH` in the shell",
+            )
+        )
+    if tally.special:
+        out.append(
+            Omission(
+                "special",
+                1,
+                "file",
+                f"{_shown(tally.special_path, tally.cwd)} is {tally.special}, not a regular file, so it was not read (grep "
+                "reads regular files only: a FIFO or device can block or never end)",
             )
         )
     bad = unreadable_omission(search.stats.errors)
