@@ -3,8 +3,9 @@
 find's candidates are the files rg lists (hidden, Git-ignored, `.ignore`d and Perforce-ignored
 paths left out, as rg and the rule files say) and the directories that hold them: rg lists files
 only, so a directory with no visible file below it (an empty one, say) is not a candidate; such a
-directory that matches is counted in the result's `omitted` (reason `no_listed_files`), never dropped
-silently.
+directory that matches, at any depth, is counted in the result's `omitted` (reason
+`no_listed_files`), never dropped silently. Which directories rg's walk entered comes from its
+`--debug` log, which names every entry it skipped (hidden, ignored, excluded).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.search.p4ignore import resolve_p4
 from ...core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
-from ...core.search.ripgrep import Scope, allowed_below
+from ...core.search.ripgrep import Run, RunStats, Scope, allowed_below
 from ...core.search.ripgrep import list_files as rg_list_files
 from .fuzzy import Query, rank_key
 from .pathrules import ToolPath, display_path, resolve_source
@@ -89,7 +90,12 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     target = _directory(ctx, p.path, "find")
     query = Query.parse(text)
     scope = Scope(root=target.path, p4=resolve_p4(target.path, home=ctx.os_home))
-    files, run = rg_list_files(scope, time.monotonic() + FIND_DEADLINE_S, ctx.sandbox)
+    deadline = time.monotonic() + FIND_DEADLINE_S
+    skipped: set[str] = set()
+    if kind == "files":
+        files, run = rg_list_files(scope, deadline, ctx.sandbox)
+    else:
+        files, run, skipped = _list_with_skips(scope, deadline, ctx.sandbox)
     dirs: set[str] = set()
     if kind != "files":
         for rel in files:
@@ -129,18 +135,9 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         nxt = offset + len(page)
         omissions.append(Omission("page", len(scored) - nxt, "path", f"use offset={nxt} for the next page"))
     if kind != "files" and not run.timed_out:
-        fileless = _fileless_dirs(target.path, dirs, query, ctx.sandbox)
-        if fileless:
-            sample = ", ".join(prefix + d + "/" for d in fileless[:3])
-            omissions.append(
-                Omission(
-                    "no_listed_files",
-                    len(fileless),
-                    "directory",
-                    f"these match but hold no file ripgrep lists (empty, hidden or ignored files only), so they "
-                    f"are not ranked, e.g. {sample}; list_files on the parent shows them",
-                )
-            )
+        gap = _fileless_omission(target.path, dirs, skipped, query, ctx.sandbox, deadline, run, prefix)
+        if gap:
+            omissions.append(gap)
     bad = unreadable_omission(run.errors)
     if bad:
         omissions.append(bad)
@@ -195,14 +192,105 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     }
 
 
-def _fileless_dirs(root: str, known: set[str], query: Query, sandbox: Any) -> list[str]:
-    """Directories matching `query` that rg's file list cannot show: children of the directories it saw
-    (and of the root) that hold no listed file. Not descended into, so the walk costs one scandir per
-    directory rg already found."""
+class _WalkLogRun(Run):
+    """An `rg --files --debug` run that keeps, from rg's log, the entries its walk skipped (hidden,
+    ignored by a rule file, excluded by a glob: rg logs each as `ignoring PATH: Ignore(…)`), so the
+    directories it entered are known without walking the tree again. Paths in the log are lossy (a
+    name that is not UTF-8 has U+FFFD), as `_lossy` makes them."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.skipped: set[str] = set()
+
+    def _read_debug(self, err: str) -> str:
+        for ln in err.splitlines():
+            if ln.startswith(_WALK_LOG) and _SKIPPED in ln:
+                rel = ln.partition(_SKIPPED)[2].partition(": Ignore(")[0]
+                self.skipped.add(rel[2:] if rel.startswith("./") else rel)
+        return super()._read_debug(err)
+
+
+_WALK_LOG = "rg: DEBUG|ignore::walk|"
+_SKIPPED = ": ignoring "
+
+
+def _list_with_skips(scope: Scope, deadline: float, sandbox: Any) -> tuple[list[str], RunStats, set[str]]:
+    """`ripgrep.list_files` for find's scope (Perforce rules, no hidden files), with what the walk
+    skipped (`_WalkLogRun`)."""
+    assert scope.p4 is not None and not scope.hidden
+    mode = ["--files", "--null", "--debug"]
+    first = _WalkLogRun(scope, [*mode, "--hidden", "-g", "!.*/"], deadline, sandbox, p4_found=[])
+    paths = first.records()
+    names = set(scope.p4.ignore_names)
+    found = [p for p in paths if p.rpartition("/")[2] in names]
+    if found or scope.p4.global_files:
+        again = _WalkLogRun(scope, mode, deadline, sandbox, p4_found=found)
+        return again.records(), again.stats, again.skipped
+    visible = [p for p in paths if "/." not in p and not p.startswith(".")]
+    return visible, first.stats, first.skipped
+
+
+def _lossy(rel: str) -> str:
+    return rel if rel.isascii() else os.fsencode(rel).decode("utf-8", "replace")
+
+
+def _fileless_omission(
+    root: str,
+    known: set[str],
+    skipped: set[str],
+    query: Query,
+    sandbox: Any,
+    deadline: float,
+    run: RunStats,
+    prefix: str,
+) -> Omission | None:
+    """The `no_listed_files` entry: directories that match but hold no file rg lists."""
+    if run.log_cut:  # the log of skipped entries is not whole: a walk could enter ignored trees
+        return Omission(
+            "no_listed_files",
+            None,
+            "directory",
+            "rg's log of the entries it skipped passed its cap, so directories that hold no file it "
+            "lists were not looked for; narrow path, or use list_files",
+        )
+    fileless, whole = _fileless_dirs(root, known, skipped, query, sandbox, deadline)
+    if not fileless and whole:
+        return None
+    sample = ", ".join(prefix + d + "/" for d in fileless[:3])
+    how = (
+        "these match but hold no file ripgrep lists (empty, hidden or ignored files only), so they "
+        "are not ranked"
+    )
+    if sample:
+        how += f", e.g. {sample}"
+    if not whole:
+        how += f"; the look for them stopped at the {FIND_DEADLINE_S:g} s limit, so there may be more (narrow path)"
+    return Omission(
+        "no_listed_files",
+        len(fileless) if whole else None,
+        "directory",
+        how + "; list_files on the parent shows them",
+    )
+
+
+def _fileless_dirs(
+    root: str, known: set[str], skipped: set[str], query: Query, sandbox: Any, deadline: float
+) -> tuple[list[str], bool]:
+    """Directories matching `query` that rg's walk entered but that hold no file it listed, at any
+    depth: below the root and the directories it listed files in, every directory that is not
+    hidden, a symlink, or an entry the walk skipped (`skipped`, from its log). Only those are
+    entered, so this costs a scandir per directory rg itself read. Sorted, and whether the walk
+    finished before the deadline."""
     found: list[str] = []
-    for parent in ("", *sorted(known)):
+    at = root.rstrip("/") + "/"
+    check = sandbox.needs_checks_below(root)
+    todo = ["", *sorted(known)]
+    while todo:
+        if time.monotonic() > deadline:
+            return sorted(found), False
+        parent = todo.pop()
         try:
-            with os.scandir(root + "/" + parent if parent else root) as it:
+            with os.scandir(at + parent if parent else root) as it:
                 children = [
                     e.name for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
                 ]
@@ -210,11 +298,14 @@ def _fileless_dirs(root: str, known: set[str], query: Query, sandbox: Any) -> li
             continue
         for name in children:
             rel = f"{parent}/{name}" if parent else name
-            if rel in known or not query.could_match(rel.lower()) or query.score(rel) is None:
+            if rel in known or _lossy(rel) in skipped:
                 continue
-            if sandbox.allows(root + "/" + rel):
+            if check and not sandbox.allows(at + rel):
+                continue
+            todo.append(rel)
+            if query.could_match(rel.lower()) and query.score(rel) is not None:
                 found.append(rel)
-    return sorted(found)
+    return sorted(found), True
 
 
 # ----- list_files ------------------------------------------------------------------------------
