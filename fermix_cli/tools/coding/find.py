@@ -20,8 +20,9 @@ from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.search.p4ignore import resolve_p4
 from ...core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
-from ...core.search.ripgrep import Run, RunStats, Scope, allowed_below
+from ...core.search.ripgrep import RunStats, Scope, allowed_below
 from ...core.search.ripgrep import list_files as rg_list_files
+from ..rgwalk import LIST_MODE, WalkLogRun, lossy
 from .fuzzy import Query, rank_key
 from .pathrules import ToolPath, display_path, resolve_source
 
@@ -192,46 +193,20 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     }
 
 
-class _WalkLogRun(Run):
-    """An `rg --files --debug` run that keeps, from rg's log, the entries its walk skipped (hidden,
-    ignored by a rule file, excluded by a glob: rg logs each as `ignoring PATH: Ignore(…)`), so the
-    directories it entered are known without walking the tree again. Paths in the log are lossy (a
-    name that is not UTF-8 has U+FFFD), as `_lossy` makes them."""
-
-    def __init__(self, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.skipped: set[str] = set()
-
-    def _read_debug(self, err: str) -> str:
-        for ln in err.splitlines():
-            if ln.startswith(_WALK_LOG) and _SKIPPED in ln:
-                rel = ln.partition(_SKIPPED)[2].partition(": Ignore(")[0]
-                self.skipped.add(rel[2:] if rel.startswith("./") else rel)
-        return super()._read_debug(err)
-
-
-_WALK_LOG = "rg: DEBUG|ignore::walk|"
-_SKIPPED = ": ignoring "
-
-
 def _list_with_skips(scope: Scope, deadline: float, sandbox: Any) -> tuple[list[str], RunStats, set[str]]:
     """`ripgrep.list_files` for find's scope (Perforce rules, no hidden files), with what the walk
-    skipped (`_WalkLogRun`)."""
+    skipped (`WalkLogRun`)."""
     assert scope.p4 is not None and not scope.hidden
-    mode = ["--files", "--null", "--debug"]
-    first = _WalkLogRun(scope, [*mode, "--hidden", "-g", "!.*/"], deadline, sandbox, p4_found=[])
+    mode = list(LIST_MODE)
+    first = WalkLogRun(scope, [*mode, "--hidden", "-g", "!.*/"], deadline, sandbox, p4_found=[])
     paths = first.records()
     names = set(scope.p4.ignore_names)
     found = [p for p in paths if p.rpartition("/")[2] in names]
     if found or scope.p4.global_files:
-        again = _WalkLogRun(scope, mode, deadline, sandbox, p4_found=found)
+        again = WalkLogRun(scope, mode, deadline, sandbox, p4_found=found)
         return again.records(), again.stats, again.skipped
     visible = [p for p in paths if "/." not in p and not p.startswith(".")]
     return visible, first.stats, first.skipped
-
-
-def _lossy(rel: str) -> str:
-    return rel if rel.isascii() else os.fsencode(rel).decode("utf-8", "replace")
 
 
 def _fileless_omission(
@@ -298,7 +273,7 @@ def _fileless_dirs(
             continue
         for name in children:
             rel = f"{parent}/{name}" if parent else name
-            if rel in known or _lossy(rel) in skipped:
+            if rel in known or lossy(rel) in skipped:
                 continue
             if check and not sandbox.allows(at + rel):
                 continue

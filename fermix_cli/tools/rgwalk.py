@@ -1,0 +1,50 @@
+"""What rg's walk skipped, from its `--debug` log: the directories a walk entered, which `rg --files`
+(files only) cannot show.
+
+rg logs every entry its walk skips (hidden, ignored by a rule file, excluded by a glob) as
+`ignoring PATH: Ignore(…)`. `find` uses it to look for directories that hold no listed file;
+`glob_search` to check that the literal directories a pattern starts with are ones rg's walk would
+enter. (This belongs beside `list_files` in `core/search/ripgrep.py`.)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..core.search.ripgrep import Run, Scope
+
+_WALK_LOG = "rg: DEBUG|ignore::walk|"
+_SKIPPED = ": ignoring "
+LIST_MODE = ("--files", "--null", "--debug")
+
+
+class WalkLogRun(Run):
+    """An `rg --files --debug` run (`LIST_MODE`) that keeps the entries its walk skipped (`skipped`,
+    relative to the root, as `lossy` shows them: rg's log puts U+FFFD for bytes that are not UTF-8)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.skipped: set[str] = set()
+
+    def _read_debug(self, err: str) -> str:
+        for ln in err.splitlines():
+            if ln.startswith(_WALK_LOG) and _SKIPPED in ln:
+                rel = ln.partition(_SKIPPED)[2].partition(": Ignore(")[0]
+                self.skipped.add(rel[2:] if rel.startswith("./") else rel)
+        return super()._read_debug(err)
+
+
+def lossy(rel: str) -> str:
+    """`rel` as rg's log shows it."""
+    return rel if rel.isascii() else os.fsencode(rel).decode("utf-8", "replace")
+
+
+def walk_skips(scope: Scope, name: str, deadline: float, sandbox: Any) -> bool | None:
+    """Whether rg's walk of `scope.root` skips its child `name` (a directory), with every rule that
+    applies from above; None when the deadline passed first."""
+    run = WalkLogRun(scope.replace(max_depth=1), list(LIST_MODE), deadline, sandbox)
+    run.records()
+    if run.stats.timed_out:
+        return None
+    return lossy(name) in run.skipped
