@@ -346,6 +346,22 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
         output += f"\n\n[{len(rows) - offset - len(page)} more entries; use offset={offset + len(page)}]"
     elif not page:
         output = f"[no entries at offset={offset}; {len(rows)} in total]"
+    omissions: list[Omission] = []
+    if more:
+        nxt = offset + len(page)
+        omissions.append(Omission("page", len(rows) - nxt, "name", f"use offset={nxt} for the next page"))
+    if denied:
+        omissions.append(
+            Omission(
+                "denied",
+                denied,
+                "name",
+                "protected or blocked by the sandbox, so never listed; `fermix sandbox explain` shows its rules",
+            )
+        )
+    footer = [n for o, n in zip(omissions, notes(omissions), strict=True) if o.reason != "page"]
+    if footer:
+        output += "\n\n" + "\n".join(footer)
     return {
         "output": output,
         "path": display_path(target.path, target.cwd),
@@ -358,6 +374,7 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
         "next_offset": offset + len(page) if more else None,
         "kinds": kinds,
         "denied": denied,
+        **completeness(omissions),
     }
 
 
@@ -418,7 +435,8 @@ TOOLS = specs(
             "List the direct children of one directory (default: the working directory), raw: no ignore "
             "files, no hidden-file filter, symlinks not followed. One name per line, sorted byte-wise; "
             "directories end in /, symlinks in @. Protected paths are never listed. Paged by limit "
-            "(default 500, at most 5000) and offset."
+            "(default 500, at most 5000) and offset; `complete`/`omitted` say what was left out (the "
+            "next page, entries the sandbox refused)."
         ),
         params=ListParams,
         handler=list_files,
