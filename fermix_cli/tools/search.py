@@ -28,6 +28,7 @@ from ..core.search.report import (
 )
 from ..core.search.ripgrep import PatternError, RunStats, Scope, Search, allowed_below, list_files
 from .rgwalk import walk_skips
+from .utf8names import invalid_name_omission, is_utf8, shown_path
 
 GLOB_DEADLINE_S = 30.0
 NAME_TYPE = "fermixname"  # the rg file type glob_search defines for its file-name prefilter
@@ -96,6 +97,9 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
         match = rx.match
         hits = [at + rel for rel in listed if match(base_rel + rel)]
         hits, _ = _allowed(ctx, start, hits)
+    unnamed = [h for h in hits if not is_utf8(h)]
+    if unnamed:
+        hits = [h for h in hits if is_utf8(h)]
     hits.sort()
     omissions: list[Omission] = []
     if len(hits) > limit:
@@ -107,6 +111,9 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
                 f"{len(hits)} paths matched; raise max_results (at most 1000) or narrow the pattern or path",
             )
         )
+    invalid = invalid_name_omission(unnamed, len(unnamed), "path")
+    if invalid:
+        omissions.append(invalid)
     bad = unreadable_omission(run.errors)
     if bad:
         omissions.append(bad)
@@ -233,6 +240,10 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     not_searched, _ = _allowed(
         ctx, scope.root, [base + rel for rel in search.stats.binary if base + rel not in seen]
     )
+    unnamed = [fm for fm in files if not is_utf8(fm.path)]
+    if unnamed:
+        files = [fm for fm in files if is_utf8(fm.path)]
+        stopped = [p for p in stopped if is_utf8(p)]
     files.sort(key=lambda fm: fm.path)
     total = sum(fm.matched_lines for fm in files)
     matches: list[dict[str, Any]] = []
@@ -264,10 +275,16 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
         not_searched,
         stopped,
         "content_search does not search binary data; run `rg -a PATTERN PATH` in a shell",
+        shown_path,
         more=search.stats.log_cut,
     )
     if binary:
         omissions.append(binary)
+    invalid = invalid_name_omission(
+        [fm.path for fm in unnamed], sum(fm.matched_lines for fm in unnamed), "match"
+    )
+    if invalid:
+        omissions.append(invalid)
     bad = unreadable_omission(search.stats.errors)
     if bad:
         omissions.append(bad)

@@ -23,6 +23,7 @@ from ...core.search.report import Omission, completeness, notes, timeout_omissio
 from ...core.search.ripgrep import RunStats, Scope, allowed_below
 from ...core.search.ripgrep import list_files as rg_list_files
 from ..rgwalk import LIST_MODE, WalkLogRun, lossy
+from ..utf8names import escaped, invalid_name_omission, is_utf8
 from .fuzzy import Query, rank_key
 from .pathrules import ToolPath, display_path, resolve_source
 
@@ -109,6 +110,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     at = target.path.rstrip("/") + "/"
     scored: list[tuple[tuple[int, int, bytes], str, bool, int]] = []
     refused = 0
+    unnamed: list[str] = []  # matches whose names are not UTF-8: counted, not shown
     for is_dir, rels in ((False, files if kind != "directories" else []), (True, sorted(dirs))):
         hits: list[tuple[str, int]] = []
         for rel in query.survivors(rels):
@@ -124,6 +126,9 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
             if keep is not None and at + rel not in keep:
                 continue
             shown = prefix + rel + ("/" if is_dir else "")
+            if not is_utf8(rel):
+                unnamed.append(shown)
+                continue
             scored.append((rank_key(score, shown), shown, is_dir, score))
     scored.sort()
     complete = not run.timed_out
@@ -139,6 +144,9 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         gap = _fileless_omission(target.path, dirs, skipped, query, ctx.sandbox, deadline, run, prefix)
         if gap:
             omissions.append(gap)
+    invalid = invalid_name_omission(unnamed, len(unnamed), "path")
+    if invalid:
+        omissions.append(invalid)
     bad = unreadable_omission(run.errors)
     if bad:
         omissions.append(bad)
@@ -158,7 +166,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     footer += [
         n
         for o, n in zip(omissions, notes(omissions), strict=True)
-        if o.reason in ("unreadable", "no_listed_files")
+        if o.reason in ("unreadable", "no_listed_files", "invalid_utf8_name")
     ]
     output = "\n".join(lines)
     if footer:
@@ -231,7 +239,7 @@ def _fileless_omission(
     fileless, whole = _fileless_dirs(root, known, skipped, query, sandbox, deadline)
     if not fileless and whole:
         return None
-    sample = ", ".join(prefix + d + "/" for d in fileless[:3])
+    sample = ", ".join(escaped(prefix + d + "/") for d in fileless[:3])
     how = (
         "these match but hold no file ripgrep lists (empty, hidden or ignored files only), so they "
         "are not ranked"
@@ -310,11 +318,15 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
     check = sandbox.needs_checks_below(target.path)
     rows: list[tuple[bytes, str, str]] = []
     denied = 0
+    unnamed: list[str] = []
     try:
         with os.scandir(target.path) as it:
             for de in it:
                 if check and not sandbox.allows(de.path):
                     denied += 1  # protected or blocked paths are never listed
+                    continue
+                if not is_utf8(de.name):
+                    unnamed.append(de.name)  # counted in `omitted`, never shown lossily
                     continue
                 try:
                     if de.is_symlink():
@@ -341,7 +353,7 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
     lines = [name for _, name, _ in page]
     output = "\n".join(lines)
     if not rows:
-        output = "[empty directory]"
+        output = "[empty directory]" if not (denied or unnamed) else "[nothing to list]"
     elif more:
         output += f"\n\n[{len(rows) - offset - len(page)} more entries; use offset={offset + len(page)}]"
     elif not page:
@@ -359,6 +371,9 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
                 "protected or blocked by the sandbox, so never listed; `fermix sandbox explain` shows its rules",
             )
         )
+    invalid = invalid_name_omission(unnamed, len(unnamed), "name")
+    if invalid:
+        omissions.append(invalid)
     footer = [n for o, n in zip(omissions, notes(omissions), strict=True) if o.reason != "page"]
     if footer:
         output += "\n\n" + "\n".join(footer)

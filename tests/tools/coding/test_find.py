@@ -311,3 +311,18 @@ def test_the_look_for_directories_without_listed_files_stops_at_the_deadline(wor
         assert find_mod._fileless_dirs(*args, deadline=0.0) == ([], False)
     finally:
         ctx.close()
+
+
+def test_names_that_are_not_utf8_are_counted_never_shown_lossily(world: Env, invoke) -> None:
+    make_tree(world.project, {"goodname.txt": "", os.fsdecode(b"bad\xffname.txt"): ""})
+    (world.project / os.fsdecode(b"name\xfe_dir")).mkdir()
+    r = invoke("find", {"query": "name", "kind": "mixed"})
+    assert [x["path"] for x in r["results"]] == ["goodname.txt"]
+    gap = {o["reason"]: o for o in r["omitted"]}
+    assert (gap["invalid_utf8_name"]["count"], gap["invalid_utf8_name"]["unit"]) == (1, "path")
+    assert "bad\\xffname.txt" in gap["invalid_utf8_name"]["how"]
+    assert "name\\xfe_dir/" in gap["no_listed_files"]["how"]
+    assert "[incomplete: 1 path left out (invalid_utf8_name);" in r["output"]
+    assert "\ufffd" not in r["output"]
+    r.pop("results")
+    assert not any("\udcff" in str(v) or "\udcfe" in str(v) for v in r.values())

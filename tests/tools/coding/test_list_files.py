@@ -140,3 +140,13 @@ def test_invalid_capability_config_fails_closed(world: Env, invoke) -> None:
     with pytest.raises(ToolError) as e:
         invoke("list_files", {})
     assert e.value.code == "invalid_config" and "capabilities.tools.find.absolute_paths" in e.value.message
+
+
+def test_names_that_are_not_utf8_are_counted_never_shown_lossily(world: Env, invoke) -> None:
+    make_tree(world.project, {"good.txt": "", os.fsdecode(b"bad\xffname.txt"): ""})
+    r = invoke("list_files", {})
+    assert r["output"].startswith("good.txt\n\n[incomplete: 1 name left out (invalid_utf8_name);")
+    assert r["entries"] == [{"name": "good.txt", "kind": "file"}] and r["total"] == 1
+    (gap,) = r["omitted"]
+    assert (gap["reason"], gap["count"], gap["unit"]) == ("invalid_utf8_name", 1, "name")
+    assert "bad\\xffname.txt" in gap["how"] and r["complete"] is False
