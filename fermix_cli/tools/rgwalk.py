@@ -40,11 +40,12 @@ def lossy(rel: str) -> str:
     return rel if rel.isascii() else os.fsencode(rel).decode("utf-8", "replace")
 
 
-def walk_skips(scope: Scope, name: str, deadline: float, sandbox: Any) -> bool | None:
-    """Whether rg's walk of `scope.root` skips its child `name` (a directory), with every rule that
-    applies from above; None when the deadline passed first."""
-    run = WalkLogRun(scope.replace(max_depth=1), list(LIST_MODE), deadline, sandbox)
+def skipped_children(scope: Scope, dirs: list[str], deadline: float, sandbox: Any) -> set[str] | None:
+    """Which children of `dirs` (directories below `scope.root`, relative to it; the root itself is
+    always walked) rg's walk skips, with every rule that applies from above: one rg reading each of
+    them one level deep. Relative to the root, as `lossy` shows them; None when the deadline passed
+    first."""
+    extra = [f"./{d}" for d in dirs if d]  # more paths for rg to walk (before `--`: "./" keeps them paths)
+    run = WalkLogRun(scope.replace(max_depth=1), [*LIST_MODE, *extra], deadline, sandbox)
     run.records()
-    if run.stats.timed_out:
-        return None
-    return lossy(name) in run.skipped
+    return None if run.stats.timed_out else run.skipped

@@ -27,7 +27,7 @@ from ..core.search.report import (
     unreadable_omission,
 )
 from ..core.search.ripgrep import PatternError, RunStats, Scope, Search, allowed_below, list_files
-from .rgwalk import walk_skips
+from .rgwalk import skipped_children
 from .utf8names import invalid_name_omission, is_utf8, shown_path
 
 GLOB_DEADLINE_S = 30.0
@@ -144,14 +144,13 @@ def _prefix_dir(ctx: ToolContext, root: str, prefix: str, deadline: float) -> tu
         if not stat.S_ISDIR(mode):  # a symlink too: it is not followed
             return None, RunStats()
     ctx.sandbox.read_path(at, tool="glob_search")  # no symlink on the way: `at` is canonical
-    parent = root
-    for name in prefix.split("/"):
-        skips = walk_skips(Scope(root=parent, hidden=True), name, deadline, ctx.sandbox)
-        if skips is None:
-            return None, RunStats(timed_out=True)
-        if skips:
-            return None, RunStats()
-        parent = os.path.join(parent, name)
+    comps = prefix.split("/")
+    dirs = ["/".join(comps[:i]) for i in range(len(comps))]  # the root, then each prefix directory
+    skipped = skipped_children(Scope(root=root, hidden=True), dirs, deadline, ctx.sandbox)
+    if skipped is None:
+        return None, RunStats(timed_out=True)
+    if any("/".join(comps[: i + 1]) in skipped for i in range(len(comps))):
+        return None, RunStats()
     return at, RunStats()
 
 
