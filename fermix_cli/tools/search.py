@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from typing import Annotated, Any
 
@@ -17,6 +18,7 @@ from ..core.errors import ToolError, world_error
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ..core.search.globpat import basename_globs, compile_glob, literal_prefix, max_depth
+from ..core.search.names import invalid_name_omission, is_utf8, shown_path
 from ..core.search.report import (
     Omission,
     binary_omission,
@@ -25,7 +27,8 @@ from ..core.search.report import (
     timeout_omission,
     unreadable_omission,
 )
-from ..core.search.ripgrep import PatternError, Scope, Search, allowed_below, list_files
+from ..core.search.ripgrep import PatternError, RunStats, Scope, Search, allowed_below, list_files
+from ..core.search.walklog import skipped_children
 
 GLOB_DEADLINE_S = 30.0
 NAME_TYPE = "fermixname"  # the rg file type glob_search defines for its file-name prefilter
@@ -71,34 +74,32 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
     root = _search_root(ctx, p.path, "glob_search")
     if not os.path.isdir(root):
         raise world_error("invalid_path", f"Search root is not a directory: {root}", {"path": root})
-    empty: dict[str, Any] = {"paths": [], "truncated": False, "scan_complete": True, **completeness([])}
+    deadline = time.monotonic() + GLOB_DEADLINE_S
     prefix = literal_prefix(p.pattern)
-    start = os.path.join(root, prefix) if prefix else root
-    if prefix:
-        try:
-            start = ctx.sandbox.read_path(start, tool="glob_search")
-        except ToolError:
-            return empty
-        if not os.path.isdir(start):
-            return empty
-    depth = max_depth(p.pattern)
-    # rg narrows the listing by file name when the pattern's last component allows (a file type is
-    # matched after the ignore rules, unlike `-g`, which would bring ignored files back); the full
-    # glob is then matched here on what is left.
-    names = basename_globs(p.pattern)
-    scope = Scope(
-        root=start,
-        hidden=True,
-        max_depth=None if depth is None else max(depth - prefix.count("/") - (1 if prefix else 0), 1),
-        type_defs=tuple(f"{NAME_TYPE}:{g}" for g in names or ()),
-        types=(NAME_TYPE,) if names else (),
-    )
-    listed, run = list_files(scope, time.monotonic() + GLOB_DEADLINE_S, ctx.sandbox)
-    base_rel = prefix + "/" if prefix else ""
-    at = start.rstrip("/") + "/"  # canonical; rg follows no symlink, so at + rel is too
-    match = rx.match
-    hits = [at + rel for rel in listed if match(base_rel + rel)]
-    hits, _ = _allowed(ctx, start, hits)
+    start, run = _prefix_dir(ctx, root, prefix, deadline) if prefix else (root, RunStats())
+    hits: list[str] = []
+    if start is not None and not run.timed_out:
+        depth = max_depth(p.pattern)
+        # rg narrows the listing by file name when the pattern's last component allows (a file type is
+        # matched after the ignore rules, unlike `-g`, which would bring ignored files back); the full
+        # glob is then matched here on what is left.
+        names = basename_globs(p.pattern)
+        scope = Scope(
+            root=start,
+            hidden=True,
+            max_depth=None if depth is None else max(depth - prefix.count("/") - (1 if prefix else 0), 1),
+            type_defs=tuple(f"{NAME_TYPE}:{g}" for g in names or ()),
+            types=(NAME_TYPE,) if names else (),
+        )
+        listed, run = list_files(scope, deadline, ctx.sandbox)
+        base_rel = prefix + "/" if prefix else ""
+        at = start.rstrip("/") + "/"  # canonical; rg follows no symlink, so at + rel is too
+        match = rx.match
+        hits = [at + rel for rel in listed if match(base_rel + rel)]
+        hits, _ = _allowed(ctx, start, hits)
+    unnamed = [h for h in hits if not is_utf8(h)]
+    if unnamed:
+        hits = [h for h in hits if is_utf8(h)]
     hits.sort()
     omissions: list[Omission] = []
     if len(hits) > limit:
@@ -110,6 +111,9 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
                 f"{len(hits)} paths matched; raise max_results (at most 1000) or narrow the pattern or path",
             )
         )
+    invalid = invalid_name_omission(unnamed, len(unnamed), "path")
+    if invalid:
+        omissions.append(invalid)
     bad = unreadable_omission(run.errors)
     if bad:
         omissions.append(bad)
@@ -122,6 +126,32 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
         "total_matched": len(hits),
         **completeness(omissions),
     }
+
+
+def _prefix_dir(ctx: ToolContext, root: str, prefix: str, deadline: float) -> tuple[str | None, RunStats]:
+    """Where the walk for a pattern with literal leading directories (`prefix`) starts: `root/prefix`,
+    or None when a walk from `root` would list nothing there (so the answer is the whole walk's): a
+    component is missing, not a directory, a symlink (not followed), or one rg's walk skips (ignored
+    by a rule from above, `.git`). The stats say whether that check ran out of time. A prefix the
+    sandbox refuses is an error, as the same directory given as `path` would be."""
+    at = root
+    for name in prefix.split("/"):
+        at = os.path.join(at, name)
+        try:
+            mode = os.lstat(at).st_mode
+        except OSError:
+            return None, RunStats()
+        if not stat.S_ISDIR(mode):  # a symlink too: it is not followed
+            return None, RunStats()
+    ctx.sandbox.read_path(at, tool="glob_search")  # no symlink on the way: `at` is canonical
+    comps = prefix.split("/")
+    dirs = ["/".join(comps[:i]) for i in range(len(comps))]  # the root, then each prefix directory
+    skipped = skipped_children(Scope(root=root, hidden=True), dirs, deadline, ctx.sandbox)
+    if skipped is None:
+        return None, RunStats(timed_out=True)
+    if any("/".join(comps[: i + 1]) in skipped for i in range(len(comps))):
+        return None, RunStats()
+    return at, RunStats()
 
 
 def _render_glob(r: dict[str, Any]) -> str:
@@ -209,6 +239,10 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     not_searched, _ = _allowed(
         ctx, scope.root, [base + rel for rel in search.stats.binary if base + rel not in seen]
     )
+    unnamed = [fm for fm in files if not is_utf8(fm.path)]
+    if unnamed:
+        files = [fm for fm in files if is_utf8(fm.path)]
+        stopped = [p for p in stopped if is_utf8(p)]
     files.sort(key=lambda fm: fm.path)
     total = sum(fm.matched_lines for fm in files)
     matches: list[dict[str, Any]] = []
@@ -240,10 +274,16 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
         not_searched,
         stopped,
         "content_search does not search binary data; run `rg -a PATTERN PATH` in a shell",
+        shown_path,
         more=search.stats.log_cut,
     )
     if binary:
         omissions.append(binary)
+    invalid = invalid_name_omission(
+        [fm.path for fm in unnamed], sum(fm.matched_lines for fm in unnamed), "match"
+    )
+    if invalid:
+        omissions.append(invalid)
     bad = unreadable_omission(search.stats.errors)
     if bad:
         omissions.append(bad)
@@ -296,6 +336,13 @@ TOOLS = specs(
             FailureMode("not_found", "the search path does not exist"),
             FailureMode("search_engine_missing", "ripgrep (rg) is not installed; the message says how"),
             FailureMode("outside_root", "the search path is outside the sandbox roots"),
+            FailureMode(
+                "protected_path",
+                "the search path, or a literal directory the pattern starts with, is protected",
+            ),
+            FailureMode(
+                "blocked_root", "the search path, or a literal directory the pattern starts with, is blocked"
+            ),
         ),
     ),
     ToolSpec(

@@ -187,7 +187,7 @@ def test_glob_name_prefilter_never_drops_a_match(world: Env, invoke) -> None:
         capture_output=True,
         check=True,
     ).stdout
-    rels = [os.fsdecode(p) for p in listed.split(b"\0") if p]
+    rels = [os.fsdecode(p) for p in listed.split(b"\0") if p and b"\xff" not in p]  # not UTF-8: left out
     patterns = ["*.py", "**/*.py", "**/*.{py,pyi}", "sub/**/a*", "**/*y", "**/py", "**/*+b@*", "**/sp ace.py"]
     patterns += ["**/[ab].py", "**/?.py", "**/*.P[Yy]", "sub/*/*.txt"]
     for pattern in patterns:
@@ -197,3 +197,84 @@ def test_glob_name_prefilter_never_drops_a_match(world: Env, invoke) -> None:
         assert got == want and want, pattern
     assert basename_globs("**/*.{py,pyi}") == ["*.py", "*.pyi"]
     assert basename_globs("**/[ab].py") is None and basename_globs("src/**") is None
+
+
+def _rg_glob(root: Path, pattern: str) -> list[str]:
+    """What the whole walk gives: rg's listing from the root (as glob_search runs it), matched whole."""
+    import subprocess
+
+    from fermix_cli.core.search import engines
+    from fermix_cli.core.search.globpat import compile_glob
+
+    args = [engines.rg(), "--no-config", "--no-require-git", "--hidden", "-g", "!.git", "--files", "--null"]
+    listed = subprocess.run(args, cwd=root, capture_output=True, check=True).stdout
+    rx = compile_glob(pattern)
+    return sorted(str(root / r) for r in (os.fsdecode(p) for p in listed.split(b"\0") if p) if rx.match(r))
+
+
+def test_glob_literal_prefix_gives_the_answer_of_the_whole_walk(world: Env, invoke) -> None:
+    """A pattern's literal directories (`build/` in `build/*.py`) are where rg starts, but the answer
+    is the whole walk's: ignore rules from above apply to them, symlinks are not followed, `.git` is
+    never listed, and every answer has the same fields."""
+    tree(
+        world.project,
+        {
+            ".gitignore": "build/\n",
+            ".git/HEAD": "ref: refs/heads/main\n",
+            "build/a.py": "x",
+            "sub/build/b.py": "x",
+            "real/a.py": "x",
+            "a/.gitignore": "/deep/\n",
+            "a/deep/x.py": "x",
+            "a/b.py": "x",
+        },
+    )
+    tree(world.root, {"outside/o.py": "x"})
+    os.symlink(world.project / "real", world.project / "link")
+    os.symlink(world.root / "outside", world.project / "out")
+    fields = set(invoke("glob_search", {"pattern": "**/*.py"}))
+    patterns = ["build/*.py", "sub/build/*.py", "link/*.py", "out/*", ".git/*", "a/deep/*.py", "a/deep/**"]
+    patterns += ["real/*.py", "a/*.py", "./a/*.py", "nope/*.py", "real/a.py/x", "a/**/*.py"]
+    for pattern in patterns:
+        r = invoke("glob_search", {"pattern": pattern})
+        assert r["paths"] == _rg_glob(world.project, pattern), pattern
+        assert set(r) == fields and r["total_matched"] == len(r["paths"]) and r["complete"], pattern
+    assert invoke("glob_search", {"pattern": "real/*.py"})["paths"] == [str(world.project / "real/a.py")]
+
+
+def test_glob_literal_prefix_the_sandbox_refuses_is_an_error(world: Env, invoke) -> None:
+    world.fermix_home.mkdir()
+    (world.fermix_home / "config.toml").write_text(
+        f'[sandbox]\nmode = "open"\nblocked_roots = ["{world.project / "keys"}"]\n'
+    )
+    tree(world.project, {"keys/id.txt": "k", "notes/id.txt": "n"})
+    assert invoke("glob_search", {"pattern": "**/id.txt"})["paths"] == [str(world.project / "notes/id.txt")]
+    with pytest.raises(ToolError) as e:
+        invoke("glob_search", {"pattern": "keys/*.txt"})
+    assert e.value.code == "blocked_root"
+
+
+def test_names_that_are_not_utf8_are_counted_never_shown_lossily(world: Env, invoke) -> None:
+    """A name that is not UTF-8 cannot be carried by JSON text or a tool argument: it is left out,
+    counted in `omitted` and named with \\xNN escapes, never shown with U+FFFD (a file that does not
+    exist) in a complete answer."""
+    tree(world.project, {"good.txt": "needle\n", os.fsdecode(b"bad\xffname.txt"): "needle\nneedle\n"})
+    tree(world.project, {os.fsdecode(b"d\xfe/x.txt"): "needle\n", os.fsdecode(b"z\xfe.bin"): b"\0needle"})
+    r = invoke("content_search", {"pattern": "needle"})
+    assert [m["path"] for m in r["matches"]] == [str(world.project / "good.txt")]
+    assert r["complete"] is False and r["total_matches"] == 1
+    gap = {o["reason"]: o for o in r["omitted"]}
+    assert (gap["invalid_utf8_name"]["count"], gap["invalid_utf8_name"]["unit"]) == (3, "match")
+    how = gap["invalid_utf8_name"]["how"]
+    assert f"{world.project}/bad\\xffname.txt, {world.project}/d\\xfe/x.txt" in how
+    # rg's log names binary files lossily: such a name in the sample is marked.
+    assert f"{world.project}/z\ufffd.bin (its name is not UTF-8;" in gap["binary"]["how"]
+    r = invoke("glob_search", {"pattern": "**/*.txt"})
+    assert r["paths"] == [str(world.project / "good.txt")] and r["total_matched"] == 1
+    (gap,) = r["omitted"]
+    assert (gap["reason"], gap["count"], gap["unit"]) == ("invalid_utf8_name", 2, "path")
+    # What the CLI prints is UTF-8 (text=True decodes it strictly) and says the same.
+    out = world.tool("glob_search", {"pattern": "**/*.txt"})
+    assert out.code == 0 and out.json()["omitted"] == r["omitted"]
+    text = world.run("tool", "glob_search", "--text", "--pattern", "**/*.txt").stdout
+    assert "[incomplete: 2 paths left out (invalid_utf8_name);" in text and "\ufffd" not in text

@@ -31,6 +31,8 @@ class Omission(Record, frozen=True):
 
 
 def _plural(unit: str) -> str:
+    if unit.endswith("y") and unit[-2:-1] not in ("a", "e", "i", "o", "u"):
+        return unit[:-1] + "ies"  # directory, entry
     return unit + ("es" if unit.endswith(("ch", "sh", "s", "x")) else "s")
 
 

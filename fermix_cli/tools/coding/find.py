@@ -3,8 +3,9 @@
 find's candidates are the files rg lists (hidden, Git-ignored, `.ignore`d and Perforce-ignored
 paths left out, as rg and the rule files say) and the directories that hold them: rg lists files
 only, so a directory with no visible file below it (an empty one, say) is not a candidate; such a
-directory that matches is counted in the result's `omitted` (reason `no_listed_files`), never dropped
-silently.
+directory that matches, at any depth, is counted in the result's `omitted` (reason
+`no_listed_files`), never dropped silently. Which directories rg's walk entered comes from its
+`--debug` log, which names every entry it skipped (hidden, ignored, excluded).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from ...core.context import ToolContext
 from ...core.errors import ToolError, world_error
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from ...core.search.names import escaped, invalid_name_omission, is_utf8
 from ...core.search.p4ignore import resolve_p4
 from ...core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
-from ...core.search.ripgrep import Scope, allowed_below
+from ...core.search.ripgrep import RunStats, Scope, allowed_below
 from ...core.search.ripgrep import list_files as rg_list_files
+from ...core.search.walklog import LIST_MODE, WalkLogRun, lossy
 from .fuzzy import Query, rank_key
 from .pathrules import ToolPath, display_path, resolve_source
 
@@ -89,7 +92,12 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     target = _directory(ctx, p.path, "find")
     query = Query.parse(text)
     scope = Scope(root=target.path, p4=resolve_p4(target.path, home=ctx.os_home))
-    files, run = rg_list_files(scope, time.monotonic() + FIND_DEADLINE_S, ctx.sandbox)
+    deadline = time.monotonic() + FIND_DEADLINE_S
+    skipped: set[str] = set()
+    if kind == "files":
+        files, run = rg_list_files(scope, deadline, ctx.sandbox)
+    else:
+        files, run, skipped = _list_with_skips(scope, deadline, ctx.sandbox)
     dirs: set[str] = set()
     if kind != "files":
         for rel in files:
@@ -102,6 +110,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     at = target.path.rstrip("/") + "/"
     scored: list[tuple[tuple[int, int, bytes], str, bool, int]] = []
     refused = 0
+    unnamed: list[str] = []  # matches whose names are not UTF-8: counted, not shown
     for is_dir, rels in ((False, files if kind != "directories" else []), (True, sorted(dirs))):
         hits: list[tuple[str, int]] = []
         for rel in query.survivors(rels):
@@ -117,6 +126,9 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
             if keep is not None and at + rel not in keep:
                 continue
             shown = prefix + rel + ("/" if is_dir else "")
+            if not is_utf8(rel):
+                unnamed.append(shown)
+                continue
             scored.append((rank_key(score, shown), shown, is_dir, score))
     scored.sort()
     complete = not run.timed_out
@@ -129,18 +141,12 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         nxt = offset + len(page)
         omissions.append(Omission("page", len(scored) - nxt, "path", f"use offset={nxt} for the next page"))
     if kind != "files" and not run.timed_out:
-        fileless = _fileless_dirs(target.path, dirs, query, ctx.sandbox)
-        if fileless:
-            sample = ", ".join(prefix + d + "/" for d in fileless[:3])
-            omissions.append(
-                Omission(
-                    "no_listed_files",
-                    len(fileless),
-                    "directory",
-                    f"these match but hold no file ripgrep lists (empty, hidden or ignored files only), so they "
-                    f"are not ranked, e.g. {sample}; list_files on the parent shows them",
-                )
-            )
+        gap = _fileless_omission(target.path, dirs, skipped, query, ctx.sandbox, deadline, run, prefix)
+        if gap:
+            omissions.append(gap)
+    invalid = invalid_name_omission(unnamed, len(unnamed), "path")
+    if invalid:
+        omissions.append(invalid)
     bad = unreadable_omission(run.errors)
     if bad:
         omissions.append(bad)
@@ -160,7 +166,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     footer += [
         n
         for o, n in zip(omissions, notes(omissions), strict=True)
-        if o.reason in ("unreadable", "no_listed_files")
+        if o.reason in ("unreadable", "no_listed_files", "invalid_utf8_name")
     ]
     output = "\n".join(lines)
     if footer:
@@ -195,14 +201,79 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     }
 
 
-def _fileless_dirs(root: str, known: set[str], query: Query, sandbox: Any) -> list[str]:
-    """Directories matching `query` that rg's file list cannot show: children of the directories it saw
-    (and of the root) that hold no listed file. Not descended into, so the walk costs one scandir per
-    directory rg already found."""
+def _list_with_skips(scope: Scope, deadline: float, sandbox: Any) -> tuple[list[str], RunStats, set[str]]:
+    """`ripgrep.list_files` for find's scope (Perforce rules, no hidden files), with what the walk
+    skipped (`WalkLogRun`)."""
+    assert scope.p4 is not None and not scope.hidden
+    mode = list(LIST_MODE)
+    first = WalkLogRun(scope, [*mode, "--hidden", "-g", "!.*/"], deadline, sandbox, p4_found=[])
+    paths = first.records()
+    names = set(scope.p4.ignore_names)
+    found = [p for p in paths if p.rpartition("/")[2] in names]
+    if found or scope.p4.global_files:
+        again = WalkLogRun(scope, mode, deadline, sandbox, p4_found=found)
+        return again.records(), again.stats, again.skipped
+    visible = [p for p in paths if "/." not in p and not p.startswith(".")]
+    return visible, first.stats, first.skipped
+
+
+def _fileless_omission(
+    root: str,
+    known: set[str],
+    skipped: set[str],
+    query: Query,
+    sandbox: Any,
+    deadline: float,
+    run: RunStats,
+    prefix: str,
+) -> Omission | None:
+    """The `no_listed_files` entry: directories that match but hold no file rg lists."""
+    if run.log_cut:  # the log of skipped entries is not whole: a walk could enter ignored trees
+        return Omission(
+            "no_listed_files",
+            None,
+            "directory",
+            "rg's log of the entries it skipped passed its cap, so directories that hold no file it "
+            "lists were not looked for; narrow path, or use list_files",
+        )
+    fileless, whole = _fileless_dirs(root, known, skipped, query, sandbox, deadline)
+    if not fileless and whole:
+        return None
+    sample = ", ".join(escaped(prefix + d + "/") for d in fileless[:3])
+    how = (
+        "these match but hold no file ripgrep lists (empty, hidden or ignored files only), so they "
+        "are not ranked"
+    )
+    if sample:
+        how += f", e.g. {sample}"
+    if not whole:
+        how += f"; the look for them stopped at the {FIND_DEADLINE_S:g} s limit, so there may be more (narrow path)"
+    return Omission(
+        "no_listed_files",
+        len(fileless) if whole else None,
+        "directory",
+        how + "; list_files on the parent shows them",
+    )
+
+
+def _fileless_dirs(
+    root: str, known: set[str], skipped: set[str], query: Query, sandbox: Any, deadline: float
+) -> tuple[list[str], bool]:
+    """Directories matching `query` that rg's walk entered but that hold no file it listed, at any
+    depth: below the root and the directories it listed files in, every directory that is not
+    hidden, a symlink, or an entry the walk skipped (`skipped`, from its log). Only those are
+    entered, so this costs a scandir per directory rg itself read. Sorted, and whether the walk
+    finished before the deadline."""
     found: list[str] = []
-    for parent in ("", *sorted(known)):
+    at = root.rstrip("/") + "/"
+    check = sandbox.needs_checks_below(root)
+    todo = ["", *sorted(known)]
+    while todo:
+        if time.monotonic() > deadline:
+            return sorted(found), False
+        parent = todo.pop()
         try:
-            with os.scandir(root + "/" + parent if parent else root) as it:
+            with os.scandir(at + parent if parent else root) as it:
                 children = [
                     e.name for e in it if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)
                 ]
@@ -210,11 +281,14 @@ def _fileless_dirs(root: str, known: set[str], query: Query, sandbox: Any) -> li
             continue
         for name in children:
             rel = f"{parent}/{name}" if parent else name
-            if rel in known or not query.could_match(rel.lower()) or query.score(rel) is None:
+            if rel in known or lossy(rel) in skipped:
                 continue
-            if sandbox.allows(root + "/" + rel):
+            if check and not sandbox.allows(at + rel):
+                continue
+            todo.append(rel)
+            if query.could_match(rel.lower()) and query.score(rel) is not None:
                 found.append(rel)
-    return sorted(found)
+    return sorted(found), True
 
 
 # ----- list_files ------------------------------------------------------------------------------
@@ -244,11 +318,15 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
     check = sandbox.needs_checks_below(target.path)
     rows: list[tuple[bytes, str, str]] = []
     denied = 0
+    unnamed: list[str] = []
     try:
         with os.scandir(target.path) as it:
             for de in it:
                 if check and not sandbox.allows(de.path):
                     denied += 1  # protected or blocked paths are never listed
+                    continue
+                if not is_utf8(de.name):
+                    unnamed.append(de.name)  # counted in `omitted`, never shown lossily
                     continue
                 try:
                     if de.is_symlink():
@@ -275,11 +353,30 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
     lines = [name for _, name, _ in page]
     output = "\n".join(lines)
     if not rows:
-        output = "[empty directory]"
+        output = "[empty directory]" if not (denied or unnamed) else "[nothing to list]"
     elif more:
         output += f"\n\n[{len(rows) - offset - len(page)} more entries; use offset={offset + len(page)}]"
     elif not page:
         output = f"[no entries at offset={offset}; {len(rows)} in total]"
+    omissions: list[Omission] = []
+    if more:
+        nxt = offset + len(page)
+        omissions.append(Omission("page", len(rows) - nxt, "name", f"use offset={nxt} for the next page"))
+    if denied:
+        omissions.append(
+            Omission(
+                "denied",
+                denied,
+                "name",
+                "protected or blocked by the sandbox, so never listed; `fermix sandbox explain` shows its rules",
+            )
+        )
+    invalid = invalid_name_omission(unnamed, len(unnamed), "name")
+    if invalid:
+        omissions.append(invalid)
+    footer = [n for o, n in zip(omissions, notes(omissions), strict=True) if o.reason != "page"]
+    if footer:
+        output += "\n\n" + "\n".join(footer)
     return {
         "output": output,
         "path": display_path(target.path, target.cwd),
@@ -292,6 +389,7 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
         "next_offset": offset + len(page) if more else None,
         "kinds": kinds,
         "denied": denied,
+        **completeness(omissions),
     }
 
 
@@ -352,7 +450,8 @@ TOOLS = specs(
             "List the direct children of one directory (default: the working directory), raw: no ignore "
             "files, no hidden-file filter, symlinks not followed. One name per line, sorted byte-wise; "
             "directories end in /, symlinks in @. Protected paths are never listed. Paged by limit "
-            "(default 500, at most 5000) and offset."
+            "(default 500, at most 5000) and offset; `complete`/`omitted` say what was left out (the "
+            "next page, entries the sandbox refused)."
         ),
         params=ListParams,
         handler=list_files,

@@ -216,3 +216,11 @@ def test_lines_keep_their_text_spans_and_ends_as_rg_reports_them(tmp_path: Path)
         ("b.txt", [(1, b"\xffhit", ((1, 4),), False)]),
     ]
     assert search.files_searched == 2  # rg counts the files that printed a match
+
+
+def test_omission_notes_say_their_units_in_english() -> None:
+    from fermix_cli.core.search.report import Omission
+
+    notes = [Omission("x", 2, unit, "h").note() for unit in ("directory", "entry", "match", "path", "day")]
+    assert [n.split()[2] for n in notes] == ["directories", "entries", "matches", "paths", "days"]
+    assert Omission("x", 1, "directory", "h").note() == "[incomplete: 1 directory left out (x); h]"

@@ -272,3 +272,57 @@ def test_batch_prefilter_agrees_with_could_match_path_by_path() -> None:
     # "İ".lower() is two characters long: offsets would not line up, so each path is tested alone.
     odd = ["İstanbul/util.py", "util.py", "other"]
     assert Query.parse("util").survivors(odd) == ["İstanbul/util.py", "util.py"]
+
+
+def test_directories_without_listed_files_are_counted_at_any_depth_as_rg_walks(world: Env, invoke) -> None:
+    """Every directory rg's walk enters that holds no listed file is counted, however deep; one rg does
+    not enter (ignored by Git or Perforce rules, hidden, a symlink) is not, as find leaves it out."""
+    make_tree(
+        world.project,
+        {
+            ".gitignore": "build/\n*.log\n",
+            ".p4ignore": "p4out/\n",
+            "src/a.txt": "x",
+            "lib/widget.txt": "x",
+            "src/only_logs/widget_logs/a.log": "x",  # ignored files only
+            "build/widget_built/a.txt": "x",  # below an ignored directory
+            "p4out/widget_p4/a.txt": "x",  # below a Perforce-ignored directory
+        },
+    )
+    for rel in ("src/emptyparent/widget_dir", "src/widget_empty", "a/b/c/widget_deep", "src/.hid/widget_h"):
+        (world.project / rel).mkdir(parents=True)
+    os.symlink(world.project / "src" / "emptyparent", world.project / "widget_link")
+    r = invoke("find", {"query": "widget", "kind": "mixed"})
+    assert r["output"].splitlines()[0] == "lib/widget.txt"
+    (gap,) = r["omitted"]
+    assert (gap["reason"], gap["count"]) == ("no_listed_files", 4)
+    assert "e.g. a/b/c/widget_deep/, src/emptyparent/widget_dir/, src/only_logs/widget_logs/;" in gap["how"]
+    for query in ("build", "p4out", "hid", "link"):
+        r = invoke("find", {"query": query, "kind": "directories"})
+        assert (r["output"], r["complete"]) == ("[no matches]", True), query
+
+
+def test_the_look_for_directories_without_listed_files_stops_at_the_deadline(world: Env) -> None:
+    (world.project / "a" / "widget").mkdir(parents=True)
+    ctx = world.context()
+    try:
+        args = (str(world.project), set(), set(), Query.parse("widget"), ctx.sandbox)
+        assert find_mod._fileless_dirs(*args, deadline=float("inf")) == (["a/widget"], True)
+        assert find_mod._fileless_dirs(*args, deadline=0.0) == ([], False)
+    finally:
+        ctx.close()
+
+
+def test_names_that_are_not_utf8_are_counted_never_shown_lossily(world: Env, invoke) -> None:
+    make_tree(world.project, {"goodname.txt": "", os.fsdecode(b"bad\xffname.txt"): ""})
+    (world.project / os.fsdecode(b"name\xfe_dir")).mkdir()
+    r = invoke("find", {"query": "name", "kind": "mixed"})
+    assert [x["path"] for x in r["results"]] == ["goodname.txt"]
+    gap = {o["reason"]: o for o in r["omitted"]}
+    assert (gap["invalid_utf8_name"]["count"], gap["invalid_utf8_name"]["unit"]) == (1, "path")
+    assert "bad\\xffname.txt" in gap["invalid_utf8_name"]["how"]
+    assert "name\\xfe_dir/" in gap["no_listed_files"]["how"]
+    assert "[incomplete: 1 path left out (invalid_utf8_name);" in r["output"]
+    assert "\ufffd" not in r["output"]
+    r.pop("results")
+    assert not any("\udcff" in str(v) or "\udcfe" in str(v) for v in r.values())

@@ -415,21 +415,20 @@ def test_what_rg_could_not_read_is_reported_by_every_search_tool(
 
 
 @pytest.mark.parametrize("mode", ["ranked", "raw"])
-def test_a_file_name_that_is_not_utf8_is_shown_marked(world: Env, invoke, mode: str) -> None:
-    (world.project / os.fsdecode(b"bad\xffname.txt")).write_bytes(b"needle\n")
+def test_a_file_name_that_is_not_utf8_is_left_out_and_named_escaped(world: Env, invoke, mode: str) -> None:
+    """As every search tool does: no answer can carry such a name (U+FFFD would name a file that does
+    not exist; a raw byte makes the JSON invalid UTF-8), so its matches are counted, and it is named."""
+    (world.project / os.fsdecode(b"bad\xffname.txt")).write_bytes(b"needle\nneedle again\n")
     (world.project / "good.txt").write_text("needle\n")
     r = invoke("grep", {"patterns": ["needle"], "mode": mode})
-    # Shown with U+FFFD for the byte that is not UTF-8 (valid text everywhere), and said so.
-    assert [h["path"] for h in r["hits"]] == ["bad\ufffdname.txt", "good.txt"]
-    assert "bad\ufffdname.txt" in r["output"] and r["output"].encode("utf-8")
-    assert r["complete"] is False
-    assert [(o["reason"], o["count"], o["unit"]) for o in r["omitted"]] == [("name_not_utf8", 1, "file name")]
+    assert [h["path"] for h in r["hits"]] == ["good.txt"]
+    assert r["output"].encode("utf-8") and r["complete"] is False
+    assert [(o["reason"], o["count"], o["unit"]) for o in r["omitted"]] == [("invalid_utf8_name", 2, "line")]
     assert (
-        "[incomplete: 1 file name left out (name_not_utf8); its name is not UTF-8: it is shown with "
-        "U+FFFD (\ufffd) for each byte that is not (bad\ufffdname.txt), so the name shown does not "
-        "open the file; see the real name with `rg -l PATTERN PATH` in the shell]"
-    ) in r["output"]
-    # A page without that file says nothing of it.
+        "bad\\xffname.txt" in r["omitted"][0]["how"]
+        and "[incomplete: 2 lines left out (invalid_utf8_name)" in r["output"]
+    )
+    # A search that does not meet that file says nothing of it.
     r = invoke("grep", {"patterns": ["needle"], "mode": mode, "path": "good.txt"})
     assert r["complete"] is True and r["omitted"] == []
 

@@ -54,10 +54,14 @@ def test_paging(world: Env, invoke) -> None:
     r = invoke("list_files", {})
     assert r["limit"] == 500 and r["returned"] == 500 and r["has_more"] is True and r["next_offset"] == 500
     assert r["output"].endswith("f0499\n\n[4700 more entries; use offset=500]")
+    assert r["complete"] is False
+    assert r["omitted"] == [
+        {"reason": "page", "count": 4700, "unit": "name", "how": "use offset=500 for the next page"}
+    ]
     r = invoke("list_files", {"limit": 5000, "offset": 100})
     assert r["limit"] == 5000 and r["returned"] == 5000 and r["output"].startswith("f0100\n")
     r = invoke("list_files", {"offset": 5100})
-    assert r["returned"] == 100 and r["has_more"] is False
+    assert r["returned"] == 100 and r["has_more"] is False and r["complete"] is True
     assert invoke("list_files", {"offset": 6000})["output"] == "[no entries at offset=6000; 5200 in total]"
 
 
@@ -98,8 +102,19 @@ def test_protected_children_are_never_listed(world: Env, invoke) -> None:
     assert ".ssh/" not in names and ".bashrc" not in names and ".netrc" not in names
     assert ".config/" in names and "notes.txt" in names and "project/" in names
     assert r["denied"] >= 3
+    # The answer says what it left out, in its fields and in its text.
+    assert r["complete"] is False
+    (gap,) = r["omitted"]
+    assert (gap["reason"], gap["count"], gap["unit"]) == ("denied", r["denied"], "name")
+    assert names[-2:] == ["", f"[incomplete: {r['denied']} names left out (denied); {gap['how']}]"]
     r = invoke("list_files", {"path": "~/.config"})
-    assert r["output"] == "other.txt"  # .config/gh is protected
+    assert r[
+        "output"
+    ] == "other.txt\n\n[incomplete: 1 name left out (denied); protected or blocked by the " + (
+        "sandbox, so never listed; `fermix sandbox explain` shows its rules]"
+    )  # .config/gh is protected
+    r = invoke("list_files", {"path": "~/project"})
+    assert (r["complete"], r["omitted"]) == (True, [])
 
 
 def test_absolute_paths_capability(world: Env, invoke) -> None:
@@ -125,3 +140,13 @@ def test_invalid_capability_config_fails_closed(world: Env, invoke) -> None:
     with pytest.raises(ToolError) as e:
         invoke("list_files", {})
     assert e.value.code == "invalid_config" and "capabilities.tools.find.absolute_paths" in e.value.message
+
+
+def test_names_that_are_not_utf8_are_counted_never_shown_lossily(world: Env, invoke) -> None:
+    make_tree(world.project, {"good.txt": "", os.fsdecode(b"bad\xffname.txt"): ""})
+    r = invoke("list_files", {})
+    assert r["output"].startswith("good.txt\n\n[incomplete: 1 name left out (invalid_utf8_name);")
+    assert r["entries"] == [{"name": "good.txt", "kind": "file"}] and r["total"] == 1
+    (gap,) = r["omitted"]
+    assert (gap["reason"], gap["count"], gap["unit"]) == ("invalid_utf8_name", 1, "name")
+    assert "bad\\xffname.txt" in gap["how"] and r["complete"] is False

@@ -19,6 +19,7 @@ from ....core.errors import ToolError
 from ....core.params import Field
 from ....core.records import Record, field
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from ....core.search.names import escaped, invalid_name_omission, is_utf8, shown_path
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.report import (
     Omission,
@@ -142,9 +143,8 @@ class Tally(Record):
     denied: int = 0  # files rg returned that the sandbox refuses (hard links to protected files)
     special: str | None = None  # what the file named as `path` is when it is no regular file (a FIFO, …)
     special_path: str = ""
-    lossy_names: set[str] = field(
-        default_factory=set
-    )  # names as shown that are not the file's own (not UTF-8)
+    unnamed: list[str] = field(default_factory=list)  # files with hits whose names are not UTF-8: left out
+    unnamed_lines: int = 0  # their matching lines
     cwd: str = ""  # paths in notes are shown relative to it
 
 
@@ -156,21 +156,14 @@ _SPECIAL_KINDS = (
 )
 
 
-def _shown(path: str, cwd: str, lossy: set[str] | None = None) -> str:
-    """`path` as grep shows it (`display_path`). A name that is not UTF-8 (held with surrogate escapes,
-    as `os.fsdecode` gives it) is shown with U+FFFD for each byte that is not, so the answer is valid
-    text for JSON, a model and the session store; such names are added to `lossy` for the answer to
-    say that the name shown does not open the file."""
+def _shown(path: str, cwd: str) -> str:
+    """`path` as a note names it: as `display_path` shows it, each byte that is not UTF-8 as `\\xNN`,
+    and marked when rg's log had already lost those bytes (see `core/search/names.py`)."""
     shown = display_path(path, cwd)
-    if shown.isascii():
-        return shown
-    try:
-        shown.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = shown.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        if lossy is not None:
-            lossy.add(shown)
-    return shown
+    marked = shown_path(path)
+    if marked != escaped(path):  # rg's log named it lossily: keep the mark
+        return shown + marked[len(path) :]
+    return escaped(shown)
 
 
 def _special_kind(path: str) -> str | None:
@@ -294,7 +287,14 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
         found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep)
     tally.cwd = target.cwd
     found.sort(key=lambda fm: fm.path)
-    names = {fm.path: _shown(fm.path, target.cwd, tally.lossy_names) for fm in found}
+    # A name that is not UTF-8 cannot be shown or passed back (see core/search/names.py): left out and counted.
+    unnamed = [fm for fm in found if not is_utf8(fm.path)]
+    if unnamed:
+        found = [fm for fm in found if is_utf8(fm.path)]
+        tally.unnamed = [fm.path for fm in unnamed]
+        tally.unnamed_lines = sum(fm.matched_lines for fm in unnamed)
+        tally.files_matched -= len(unnamed)
+    names = {fm.path: display_path(fm.path, target.cwd) for fm in found}
     if mode == "raw":
         scan = _page_raw(found, names, offset, limit, ContextReader(ctx_lines))
     else:
@@ -556,20 +556,11 @@ def _omissions(
                 "to see them run `rg -a PATTERN PATH` in the shell",
             )
         )
-    lossy = sorted({b.path for b, _ in scan.blocks} & tally.lossy_names)
-    if lossy:
-        one = len(lossy) == 1
-        out.append(
-            Omission(
-                "name_not_utf8",
-                len(lossy),
-                "file name",
-                f"{'its name is' if one else 'their names are'} not UTF-8: {'it is' if one else 'they are'} "
-                f"shown with U+FFFD (\ufffd) for each byte that is not ({', '.join(lossy[:3])}), so the "
-                f"name shown does not open the file; see the real {'name' if one else 'names'} with "
-                "`rg -l PATTERN PATH` in the shell",
-            )
-        )
+    unnamed = invalid_name_omission(
+        tally.unnamed, tally.unnamed_lines, "line", lambda path: _shown(path, tally.cwd)
+    )
+    if unnamed:
+        out.append(unnamed)
     if tally.special:
         out.append(
             Omission(
