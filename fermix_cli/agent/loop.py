@@ -371,11 +371,13 @@ class AgentLoop:
                 held = call is calls[-1]
                 if held:
                     self.ctx.extras[HELD_RECORDS] = state.records
+                state.running = call  # a stop now finds it started, not waiting (kept if one comes)
                 try:
                     outcome = self._dispatch(call, name, arguments)
                 finally:
                     if held:
                         self.ctx.extras.pop(HELD_RECORDS, None)
+                state.running = None
                 # A tool whose delivered result is itself the reply (react) says so in ctx.extras.
                 if self.ctx.extras.pop(ENDS_TURN, False) and outcome.ok:
                     answering += 1
@@ -440,9 +442,20 @@ class AgentLoop:
     def _finish_turn(self, result: RunResult, state: _TurnState, *, stop_reason: str) -> None:
         """Answer the calls that will not run, so the transcript stays a valid conversation."""
         for call in list(state.pending):
-            outcome = ToolOutcome(
-                call, self._target(call)[0], False, f"cancelled: not run because {stop_reason}", "cancelled"
-            )
+            name = self._target(call)[0]
+            if call is state.running:  # it was running when the run stopped: it did not "not run"
+                outcome = ToolOutcome(
+                    call,
+                    name,
+                    False,
+                    f"interrupted: {name} was stopped while it ran, because {stop_reason}; what it did "
+                    "before that stands, so check before running it again",
+                    "interrupted",
+                )
+            else:
+                outcome = ToolOutcome(
+                    call, name, False, f"cancelled: not run because {stop_reason}", "cancelled"
+                )
             self._answer(state, outcome)
             result.outcomes.append(outcome)
         self._flush(state)
@@ -480,3 +493,4 @@ class _TurnState(Record):
     done: list[ToolOutcome] = field(default_factory=list)
     answered: bool = False  # the last tool calls answered the person by themselves (see ENDS_TURN)
     records: list[CallRecord] = field(default_factory=list)  # tool_calls rows held for the turn's write
+    running: ToolCall | None = None  # the call being run right now

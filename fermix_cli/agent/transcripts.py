@@ -227,9 +227,10 @@ class Transcript:
                 self._store_turn(c, session_id, run_id, reply, [], call_records)
             # The run's messages (and any a run that died left) join the search index in one batch.
             index_pending(c, "messages_fts")
+            # A run its caller already gave up on (`abandon_runs`) keeps that ending.
             c.execute(
                 "UPDATE runs SET status = ?, response = ?, iterations = ?, input_tokens = ?,"
-                " output_tokens = ?, error_json = ?, ended_at = ? WHERE id = ?",
+                " output_tokens = ?, error_json = ?, ended_at = ? WHERE id = ? AND status = 'running'",
                 (
                     status,
                     response,
@@ -241,6 +242,18 @@ class Transcript:
                     run_id,
                 ),
             )
+
+    def abandon_runs(self, session_id: str, status: str, error: dict[str, Any]) -> int:
+        """End the runs of `session_id` still marked running: a delegated run its caller stopped
+        waiting for (timed out, or the caller interrupted), whose thread may never get to end it (the
+        process can exit first). A late `finish_run` of such a run leaves this ending in place."""
+        with self.db.write() as c:
+            cur = c.execute(
+                "UPDATE runs SET status = ?, error_json = ?, ended_at = ?"
+                " WHERE conversation_id = ? AND status = 'running'",
+                (status, json.dumps(error), self._now(), session_id),
+            )
+        return cur.rowcount
 
     def _insert(self, c: Any, session_id: str, run_id: str, *, after: int | None = None, **cols: Any) -> int:
         """Insert one message and return its seq: the next after `after` (the seq this transaction

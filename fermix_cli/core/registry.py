@@ -333,7 +333,10 @@ class Registry:
         except ToolError as e:
             error = e
             raise
-        except (KeyboardInterrupt, SystemExit):
+        except (KeyboardInterrupt, SystemExit) as e:
+            # Recorded as what it was: stopped while it ran (what it did before that stands).
+            why = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "the process exiting"
+            error = ToolError("interrupted", f"{name} was stopped by {why} while it ran", {"tool": name})
             raise
         except Exception as e:
             from .errors import environment_error

@@ -118,11 +118,16 @@ def test_interrupt_during_a_tool_answers_every_pending_call(world: Env) -> None:
     try:
         result = agent.run(prompt)
         assert result.status == "interrupted"
+        # The call that was running when Ctrl-C came is "interrupted" (it ran, partly), the next one
+        # "cancelled" (it never ran); the record of the running one says so too, not a success.
         assert [(o.name, o.error_code) for o in result.outcomes] == [
             ("file_read", None),
-            ("stall", "cancelled"),
+            ("stall", "interrupted"),
             ("stall", "cancelled"),
         ]
+        assert "was stopped while it ran" in result.outcomes[1].output
+        rows = ctx.state.query("SELECT tool, ok, error_code FROM tool_calls ORDER BY started_at")
+        assert [tuple(r) for r in rows] == [("file_read", 1, None), ("stall", 0, "interrupted")]
         history = agent.transcript.history(agent.session_id)
         assert [m.role for m in history] == ["user", "assistant", "tool", "tool", "tool"]
         # The conversation can go on: the next run sees a well-formed history.

@@ -348,6 +348,15 @@ def test_a_timed_out_worker_s_command_is_stopped_with_it(world: Env) -> None:
     finally:
         ctx.close()
     assert ran.status == "timed_out" and time.monotonic() - t0 < 5
+    # Its run is ended now, not left "running" should the process exit before the worker's thread does.
+    ctx = world.context()
+    try:
+        (row,) = ctx.state.query(
+            "SELECT status, error_json FROM runs WHERE conversation_id = ?", (ran.session_id,)
+        )
+    finally:
+        ctx.close()
+    assert row["status"] == "error" and json.loads(row["error_json"])["code"] == "timeout"
     deadline = time.monotonic() + 3
     while _running(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -388,3 +397,47 @@ def test_workers_are_not_offered_request_directory_access(
     assert out["results"][0]["status"] == "completed"
     (worker,) = offered
     assert "glob_search" in worker and "request_directory_access" not in worker
+
+
+def test_ctrl_c_in_the_caller_stops_its_workers(world: Env) -> None:
+    """Ctrl-C while a fan-out waits: the workers are cancelled with it (a worker whose model answers
+    later with a shell call does not run it) and their runs end `interrupted`, not `ok` or `running`."""
+    import os
+    import signal
+    import threading
+
+    script(
+        world,
+        [
+            {
+                "contains": "task late",
+                "responses": [
+                    {
+                        "delay": 1.0,
+                        "tool_calls": [{"name": "shell", "arguments": {"command": "echo ran > ran.txt"}}],
+                    },
+                    {"text": "done"},
+                ],
+            }
+        ],
+    )
+    ctx = world.context(cwd=str(world.project))
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    try:
+        task = Delegation(origin="subagent", label="subagent:late", prompt="task late")
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            fan_out(ctx, [("late", task)], max_concurrency=1, timeout=30)
+        (row,) = ctx.state.query("SELECT status FROM runs WHERE conversation_id LIKE '%subagent-late%'")
+        assert row["status"] == "interrupted"
+        time.sleep(1.5)  # past the model's reply: the worker stops at its next step
+    finally:
+        timer.cancel()
+        ctx.close()
+    assert not (world.project / "ran.txt").exists()
+    ctx = world.context()
+    try:
+        (row,) = ctx.state.query("SELECT status FROM runs WHERE conversation_id LIKE '%subagent-late%'")
+    finally:
+        ctx.close()
+    assert row["status"] == "interrupted"

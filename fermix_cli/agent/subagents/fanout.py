@@ -31,6 +31,7 @@ from ..delegate import (
     run_delegated,
 )
 from ..messages import valid_unicode
+from ..transcripts import Transcript
 
 log = logger("fermix.subagents")
 
@@ -76,9 +77,21 @@ def _work(ctx: ToolContext, slot: Slot, changed: threading.Event) -> None:
         changed.set()
 
 
+def _give_up(ctx: ToolContext, slots: Sequence[Slot], status: str, error: dict[str, Any]) -> None:
+    """Stop waiting for `slots`: cancel each (a tool in flight that watches the token, a shell command
+    or git, has its process group killed now; the loop stops at its next step) and end its run in the
+    transcript, which its thread may never get to do (the process can exit first)."""
+    for slot in slots:
+        slot.stopwatch.cancel.cancel(error["message"])
+    try:
+        transcript = Transcript(ctx.state, ctx.clock)
+        for slot in slots:
+            transcript.abandon_runs(slot.session_id, status, error)
+    except Exception:  # the answer (or the interrupt) goes on; the run is left to the log
+        log.exception("could not end the runs of workers given up on")
+
+
 def _timed_out(slot: Slot, timeout: float) -> Delegated:
-    # Its tool in flight (a shell command, git) watches the token: its process group is killed now.
-    slot.stopwatch.cancel.cancel(f"the worker did not finish within {timeout:g} s")
     return Delegated(
         status="timed_out",
         output=slot.stopwatch.so_far(),
@@ -137,6 +150,24 @@ def fan_out(
     pending: deque[Slot] = deque(slots)
     running: list[Slot] = []
     changed = threading.Event()
+    try:
+        _supervise(ctx, pending, running, changed, max_concurrency, timeout)
+    except BaseException:  # Ctrl-C (or a bug) in the caller: its workers stop with it
+        message = "the caller was interrupted"
+        _give_up(ctx, running, "interrupted", {"code": "interrupted", "message": message, "details": {}})
+        raise
+    return [s.final or _timed_out(s, timeout) for s in slots]
+
+
+def _supervise(
+    ctx: ToolContext,
+    pending: deque[Slot],
+    running: list[Slot],
+    changed: threading.Event,
+    max_concurrency: int,
+    timeout: float,
+) -> None:
+    """Start workers up to `max_concurrency`, collect them as they end, give up on each at `timeout`."""
     while pending or running:
         while pending and len(running) < max_concurrency:
             slot = pending.popleft()
@@ -158,7 +189,8 @@ def fan_out(
             elif slot.deadline is not None and now >= slot.deadline:
                 slot.final = _timed_out(slot, timeout)
                 running.remove(slot)
-    return [s.final or _timed_out(s, timeout) for s in slots]
+                message = f"the worker did not finish within {timeout:g} s"
+                _give_up(ctx, [slot], "error", {"code": "timeout", "message": message, "details": {}})
 
 
 def clip_utf8(text: str, limit: int) -> tuple[str, bool]:
