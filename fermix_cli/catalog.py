@@ -134,6 +134,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "agent_001_transcripts",
     "agent_002_session_parents",
     "agent_003_fts_in_batches",
+    "agent_004_run_owners",
     "skills_001_skill_index",
     "computer_001_views_and_pause",
     "events_001_temporal_events",

@@ -126,8 +126,17 @@ def fts_in_batches(db: sqlite3.Connection) -> None:
     declare(db, "messages_fts", "messages", ("role", "kind", "content"))
 
 
+def run_owners(db: sqlite3.Connection) -> None:
+    """A run names the process that runs it (`core/procid.py`): a run whose process died (SIGKILL, a
+    crash) while it was `running` is found and ended `interrupted` by the next process that looks
+    (`Transcript.close_orphaned_runs`), instead of showing `running` for good."""
+    db.execute("ALTER TABLE runs ADD COLUMN owner TEXT")
+    db.execute("CREATE INDEX runs_running ON runs(status) WHERE status = 'running'")
+
+
 MIGRATIONS = (
     Migration("agent_001_transcripts", transcripts),
     Migration("agent_002_session_parents", session_parents),
     Migration("agent_003_fts_in_batches", fts_in_batches),
+    Migration("agent_004_run_owners", run_owners),
 )

@@ -10,6 +10,7 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.records import Record
@@ -38,6 +39,39 @@ def fts_query(text: str) -> str:
     """User text as an FTS5 query: every word must appear (each quoted, so no operator syntax)."""
     words = [w.replace('"', '""') for w in text.split()]
     return " ".join(f'"{w}"' for w in words)
+
+
+def orphaned_runs_readonly(state_db: Path) -> list[str]:
+    """Runs still `running` whose process has died, read-only (for `fermix doctor`, which must not
+    change the file): the next `fermix ask`, `agent` or `logs` ends them `interrupted`."""
+    import sqlite3
+
+    from ..core.procid import owner_gone
+
+    if not state_db.exists():
+        return []
+    conn = sqlite3.connect(f"{state_db.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
+    try:
+        rows = conn.execute(
+            "SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL"
+        ).fetchall()
+    except sqlite3.Error:  # an older state.db without owners (or no transcripts yet)
+        return []
+    finally:
+        conn.close()
+    return [run_id for run_id, owner in rows if owner_gone(owner)]
+
+
+_OWNER: list[str] = []
+
+
+def _owner() -> str:
+    """This process as the owner of the runs it starts (`core/procid.py`), computed once."""
+    if not _OWNER:
+        from ..core.procid import owner_identity
+
+        _OWNER.append(owner_identity())
+    return _OWNER[0]
 
 
 class Transcript:
@@ -131,9 +165,9 @@ class Transcript:
                 (session_id, origin, trust, now, now, parent_id, label),
             )
             c.execute(
-                "INSERT INTO runs (id, conversation_id, status, provider, model, toolset, prompt, started_at)"
-                " VALUES (?,?,?,?,?,?,?,?)",
-                (run_id, session_id, "running", provider, model, toolset, prompt, now),
+                "INSERT INTO runs (id, conversation_id, status, provider, model, toolset, prompt, started_at,"
+                " owner) VALUES (?,?,?,?,?,?,?,?,?)",
+                (run_id, session_id, "running", provider, model, toolset, prompt, now, _owner()),
             )
             c.execute(
                 "UPDATE conversations SET updated_at = ?, provider = ?, model = ?,"
@@ -242,6 +276,30 @@ class Transcript:
                     run_id,
                 ),
             )
+
+    def close_orphaned_runs(self) -> int:
+        """End `interrupted` every run still `running` whose process has died (a SIGKILL, a crash, a
+        reboot): nothing else would ever end it. Cheap when there is none (a partial index)."""
+        from ..core.procid import owner_gone
+
+        rows = self.db.query("SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL")
+        dead = [r["id"] for r in rows if owner_gone(r["owner"])]
+        if not dead:
+            return 0
+        error = {
+            "code": "interrupted",
+            "message": "the fermix process running it ended (killed or crashed) before the run finished",
+            "details": {},
+        }
+        closed = 0
+        with self.db.write() as c:
+            for run_id in dead:
+                closed += c.execute(
+                    "UPDATE runs SET status = 'interrupted', error_json = ?, ended_at = ?"
+                    " WHERE id = ? AND status = 'running'",
+                    (json.dumps(error), self._now(), run_id),
+                ).rowcount
+        return closed
 
     def abandon_runs(self, session_id: str, status: str, error: dict[str, Any]) -> int:
         """End the runs of `session_id` still marked running: a delegated run its caller stopped

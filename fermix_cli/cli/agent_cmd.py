@@ -219,6 +219,7 @@ def agent(
         extras={"confirm": make_confirm(console, observer, interactive)},
         turn_notices=RunOutcomeNotices(),
     )
+    session_agent.transcript.close_orphaned_runs()  # runs a killed fermix left `running` end `interrupted`
     loop = session_agent.open()
     history_path = _history_file(session_agent)
     readline = _setup_readline(history_path) if interactive else None

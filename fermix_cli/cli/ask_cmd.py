@@ -168,6 +168,7 @@ def ask(
     from ..harness.notices import RunOutcomeNotices
 
     agent = Agent(ctx, options, observer=observer, turn_notices=RunOutcomeNotices())
+    agent.transcript.close_orphaned_runs()  # runs a killed fermix left `running` end `interrupted`
     try:
         from ..core.cancel import install_interrupt_flag
 

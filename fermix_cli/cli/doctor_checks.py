@@ -282,6 +282,23 @@ def check_job_runs(inp: DoctorInput) -> Check:
     )
 
 
+def check_agent_runs(inp: DoctorInput) -> Check:
+    from ..agent.transcripts import orphaned_runs_readonly
+
+    orphaned = orphaned_runs_readonly(inp.paths.state_db)
+    if not orphaned:
+        return Check(
+            "agent runs", "ok", "no run left running by a fermix process that ended", {"orphaned": 0}
+        )
+    return Check(
+        "agent runs",
+        "warn",
+        f"{len(orphaned)} run(s) left running by a fermix process that ended (killed or crashed), e.g. "
+        f"{orphaned[0]}; the next `fermix logs` or `fermix ask` marks them interrupted",
+        {"orphaned": len(orphaned), "runs": orphaned[:5]},
+    )
+
+
 def check_computer_use(inp: DoctorInput, config: Config | None) -> Check:
     from ..computer.health import computer_use_health
 
@@ -339,6 +356,7 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_mcp_servers(inp, config),
         check_reminders(inp),
         check_job_runs(inp),
+        check_agent_runs(inp),
         check_computer_use(inp, config),
         check_harness(inp, config),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),

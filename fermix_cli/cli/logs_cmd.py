@@ -88,6 +88,7 @@ def logs(
     ctx = context()
     try:
         transcript = Transcript(ctx.state, ctx.clock)
+        transcript.close_orphaned_runs()  # a run whose process died shows as interrupted, not running
         if sessions:
             rows = transcript.sessions(count)
             if as_json:

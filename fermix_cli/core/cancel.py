@@ -88,7 +88,8 @@ def interrupt_requested() -> bool:
 
 
 def install_interrupt_flag() -> Callable[[], None]:
-    """Make SIGINT raise the flag and then KeyboardInterrupt (main thread only); returns the undo."""
+    """Make SIGINT, and SIGTERM (a `kill`, a service stopping), raise the flag and then
+    KeyboardInterrupt (main thread only), so the run ends `interrupted` and says so; returns the undo."""
     import signal
 
     if threading.current_thread() is not threading.main_thread():
@@ -98,10 +99,11 @@ def install_interrupt_flag() -> Callable[[], None]:
         _interrupt["requested"] = True
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, on_int)
+    previous = {sig: signal.signal(sig, on_int) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def undo() -> None:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         _interrupt["requested"] = False
 
     return undo

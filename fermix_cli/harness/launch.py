@@ -18,9 +18,10 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ExitClass, ToolError
+from ..core.procid import process_start
 from ..core.records import Record, field
 from .gates import settings, vendor_executable
-from .store import process_start, settle, ts
+from .store import settle, ts
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.procid import process_start
 from ..core.shell import group_members
 from .outcome import RESULT_TAIL_BYTES, diagnostics, harvest, tail_bytes
 
@@ -38,21 +39,6 @@ def parse_ts(text: str) -> datetime:
     from datetime import UTC
 
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-
-
-def process_start(pid: int) -> str | None:
-    """The kernel's start time of `pid` (clock ticks since boot) with the boot id, or None if gone/zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as f:
-            boot = f.read().strip()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
-        return None
-    return f"{boot}:{fields[19].decode()}"
 
 
 def alive(row: sqlite3.Row | dict[str, Any]) -> bool:

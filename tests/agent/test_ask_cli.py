@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -443,3 +444,89 @@ def test_tool_fast_path_still_skips_agent_modules(world: Env) -> None:
     r, loaded = world.imports_of(argv, ["fermix_cli.agent.*", "typer", "rich", "httpx"])
     assert r.code == 0, r.stderr
     assert loaded == []
+
+
+# ----- a run whose process is stopped or dies -------------------------------------------------------
+
+
+def _slow_ask(world: Env) -> tuple[subprocess.Popen[str], Path]:
+    """`fermix ask` whose model takes 30 s to answer, started; returns once its run is stored."""
+    import sqlite3
+    import sys
+    import time
+
+    script = write_script(world, [{"delay": 30, "text": "late"}], "slow.json")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "ask", "--provider", "mock", "-m", str(script), "wait"],
+        cwd=world.project, env=world.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    db = world.fermix_home / "state.db"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if db.exists():
+            with contextlib.suppress(sqlite3.Error):
+                conn = sqlite3.connect(db)
+                try:
+                    if conn.execute("SELECT 1 FROM runs WHERE status = 'running'").fetchone():
+                        return proc, db
+                finally:
+                    conn.close()
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the run never started")
+
+
+def _run_status(db: Path) -> tuple[str, str | None]:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        status, error = conn.execute("SELECT status, error_json FROM runs").fetchone()
+    finally:
+        conn.close()
+    return status, None if error is None else json.loads(error)["code"]
+
+
+def test_a_killed_ask_leaves_no_run_running_for_good(world: Env) -> None:
+    """SIGKILL leaves the run `running` (nothing can run in the process); `fermix doctor` says so, and
+    the next `fermix logs` (or `ask`, `agent`) ends it `interrupted`: its process is gone."""
+    import signal
+
+    proc, db = _slow_ask(world)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert _run_status(db) == ("running", None)
+    doctor = world.run("doctor", "--json")
+    (check,) = [c for c in doctor.json()["checks"] if c["name"] == "agent runs"]
+    assert check["status"] == "warn" and check["data"]["orphaned"] == 1
+    assert world.run("logs", "--json").code == 0
+    assert _run_status(db) == ("interrupted", "interrupted")
+    (check,) = [c for c in world.run("doctor", "--json").json()["checks"] if c["name"] == "agent runs"]
+    assert check["status"] == "ok"
+
+
+def test_sigterm_ends_an_ask_interrupted(world: Env) -> None:
+    import signal
+
+    proc, db = _slow_ask(world)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert _run_status(db)[0] == "interrupted"
+
+
+def test_a_process_owner_is_gone_only_when_certainly_gone() -> None:
+    import os
+    import sys
+
+    from fermix_cli.core.procid import owner_gone, owner_identity, process_start
+
+    me = owner_identity()
+    assert not owner_gone(me)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    start = process_start(child.pid)
+    child.wait()
+    host = os.uname().nodename
+    assert owner_gone(f"{host}:{child.pid}:{start or ''}")
+    assert owner_gone(f"{host}:{os.getpid()}:another-boot:1")  # the pid, reused by a later process
+    assert not owner_gone(f"elsewhere.example:{child.pid}:{start}")  # another host: never a guess
