@@ -81,10 +81,11 @@ class Stopwatch:
         self.iterations = 0
 
     def check(self) -> None:
-        if self.cancel.cancelled:
-            raise ToolError("canceled", f"the run was cancelled: {self.cancel.reason}", {})
+        # The deadline first: at the deadline the token is cancelled too (run_delegated's timer).
         if self.deadline is not None and time.monotonic() >= self.deadline:
             raise ToolError("timeout", "the run reached its time limit", {})
+        if self.cancel.cancelled:
+            raise ToolError("canceled", f"the run was cancelled: {self.cancel.reason}", {})
 
     def model_start(self, iteration: int) -> None:
         self.iterations = iteration
@@ -249,6 +250,16 @@ def run_delegated(
         None if d.timeout_seconds is None else started + d.timeout_seconds,
         ctx.cancel.child() if ctx.cancel is not None else None,
     )
+    timer = None
+    if stopwatch is None and watch.deadline is not None:
+        # At the deadline a tool in flight is stopped (a shell command's or git's process group is
+        # killed); the loop ends at its next step. (A fan-out watches its workers' deadlines itself.)
+        import threading
+
+        reason = f"the run reached its time limit ({d.timeout_seconds:g} s)"
+        timer = threading.Timer(max(0.0, watch.deadline - time.monotonic()), watch.cancel.cancel, (reason,))
+        timer.daemon = True
+        timer.start()
     lender: StateDB | None = None
     db: StateDB | None = None
     child: ToolContext | None = None
@@ -278,6 +289,8 @@ def run_delegated(
     except ToolError as e:  # the run could not start (no provider, a bad script ...)
         error, output, iterations = e, watch.so_far(), watch.iterations
     finally:
+        if timer is not None:
+            timer.cancel()
         if child is not None:
             child._state = None  # handed back below, not closed
             child.close()

@@ -441,3 +441,37 @@ def test_ctrl_c_in_the_caller_stops_its_workers(world: Env) -> None:
     finally:
         ctx.close()
     assert row["status"] == "interrupted"
+
+
+def test_a_delegated_run_s_time_limit_stops_its_tool_in_flight(world: Env) -> None:
+    """A skill run's `timeout_seconds` (any delegated run with a time limit) stops a shell command that
+    is still running at the limit, not only at the loop's next step; the run is `timed_out`."""
+    from fermix_cli.agent.delegate import run_delegated
+
+    marker = "sleep 9.8765"
+    script(
+        world,
+        [
+            {
+                "contains": "task limited",
+                "responses": [
+                    {
+                        "tool_calls": [
+                            {"name": "shell", "arguments": {"command": f"{marker}; echo late > late.txt"}}
+                        ]
+                    },
+                    {"text": "never"},
+                ],
+            }
+        ],
+    )
+    ctx = world.context(cwd=str(world.project))
+    try:
+        task = Delegation(origin="skill", label="skill:limited", prompt="task limited", timeout_seconds=1.0)
+        t0 = time.monotonic()
+        ran = run_delegated(ctx, task)
+    finally:
+        ctx.close()
+    assert ran.status == "timed_out" and ran.error is not None and ran.error["code"] == "timeout"
+    assert time.monotonic() - t0 < 6
+    assert _running(marker) == [] and not (world.project / "late.txt").exists()
