@@ -142,6 +142,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "jobs_001_scheduled_jobs",
     "memory_001_memories",
     "memory_002_profiles",
+    "memory_003_review_owners",
     "core_002_directory_access_requests",
     "coding_001_hashline_snapshots",
     "web_001_snapshots",

@@ -125,7 +125,14 @@ def profiles(db: sqlite3.Connection) -> None:
     )
 
 
+def review_owners(db: sqlite3.Connection) -> None:
+    """A running review names the process that runs it (`core/procid.py`): one whose process died
+    (SIGKILL, a crash) no longer blocks the next review for an hour."""
+    db.execute("ALTER TABLE memory_reviews ADD COLUMN owner TEXT")
+
+
 MIGRATIONS = (
     Migration("memory_001_memories", memories),
     Migration("memory_002_profiles", profiles),
+    Migration("memory_003_review_owners", review_owners),
 )

@@ -101,18 +101,33 @@ def parse_profiles(text: str, limit: int) -> dict[str, str]:
 
 
 def claim_review(ctx: ToolContext, now: str) -> int | None:
-    """A new review row in state `running`, unless another review is running (and not stale)."""
+    """A new review row in state `running`, unless another review is running: one whose process is
+    alive (`core/procid.py`) and that started less than an hour ago. One whose process died, or that
+    ran for an hour, is closed `failed` with the reason."""
+    from ..core.procid import owner_gone, owner_identity
+
     stale = timestamp(ctx.now() - STALE_CLAIM)
     with ctx.state.write() as db:
-        busy = db.execute(
-            "SELECT 1 FROM memory_reviews WHERE status = 'running' AND started_at > ?", (stale,)
-        ).fetchone()
-        if busy:
-            return None
-        db.execute(
-            "UPDATE memory_reviews SET status = 'failed', finished_at = ? WHERE status = 'running'", (now,)
+        for row in db.execute(
+            "SELECT id, started_at, owner FROM memory_reviews WHERE status = 'running'"
+        ).fetchall():
+            dead = row["owner"] is not None and owner_gone(row["owner"])
+            if not dead and row["started_at"] > stale:
+                return None
+            why = (
+                "the process running it ended (killed or crashed) before it finished"
+                if dead
+                else f"it was still running {STALE_CLAIM} after it started"
+            )
+            error = {"code": "review_abandoned", "message": why, "details": {}}
+            db.execute(
+                "UPDATE memory_reviews SET status = 'failed', finished_at = ?, error_json = ? WHERE id = ?",
+                (now, json.dumps(error), row["id"]),
+            )
+        cur = db.execute(
+            "INSERT INTO memory_reviews (started_at, status, owner) VALUES (?, 'running', ?)",
+            (now, owner_identity()),
         )
-        cur = db.execute("INSERT INTO memory_reviews (started_at, status) VALUES (?, 'running')", (now,))
         return int(cur.lastrowid or 0)
 
 

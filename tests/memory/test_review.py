@@ -335,3 +335,45 @@ def test_a_stored_fact_is_stamped_inside_its_write(world: Env) -> None:
     finally:
         ctx.close()
     assert stamped_in_transaction and all(stamped_in_transaction)
+
+
+def test_a_review_whose_process_died_does_not_block_the_next(world: Env) -> None:
+    """A review killed mid-turn left its row `running`: the next review used to answer `busy` for an
+    hour. A running review whose process is gone is closed (`review_abandoned`); a live one still blocks."""
+    import subprocess
+    import sys
+
+    from fermix_cli.core.procid import owner_identity, process_start
+
+    configure(world, []).write_text(json.dumps([{"text": json.dumps({"user": "- tea", "work": ""})}]))
+    store(world, "drink", "Likes tea", "preference", session_id="s1")
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    start = process_start(child.pid)
+    child.wait()
+    import os
+
+    dead_owner = f"{os.uname().nodename}:{child.pid}:{start or ''}"
+    ctx = world.context()
+    try:
+        with ctx.state.write() as db:
+            db.execute(
+                "INSERT INTO memory_reviews (started_at, status, owner) VALUES (?, 'running', ?)",
+                ("2026-03-01T09:00:30.000000Z", dead_owner),
+            )
+    finally:
+        ctx.close()
+    out = review(world, T0 + timedelta(minutes=1))
+    assert out["status"] == "ok", out
+    ctx = world.context()
+    try:
+        first = ctx.state.query("SELECT status, error_json FROM memory_reviews ORDER BY id")[0]
+        with ctx.state.write() as db:  # a review running in a live process (this one), just started
+            db.execute(
+                "INSERT INTO memory_reviews (started_at, status, owner) VALUES (?, 'running', ?)",
+                ("2026-03-01T09:01:30.000000Z", owner_identity()),
+            )
+    finally:
+        ctx.close()
+    assert first["status"] == "failed" and json.loads(first["error_json"])["code"] == "review_abandoned"
+    store(world, "more", "Likes coffee", "preference", at=T0 + timedelta(minutes=2), session_id="s1")
+    assert review(world, T0 + timedelta(minutes=3))["status"] == "busy"
