@@ -475,3 +475,28 @@ def test_a_delegated_run_s_time_limit_stops_its_tool_in_flight(world: Env) -> No
     assert ran.status == "timed_out" and ran.error is not None and ran.error["code"] == "timeout"
     assert time.monotonic() - t0 < 6
     assert _running(marker) == [] and not (world.project / "late.txt").exists()
+
+
+def test_a_routed_model_slug_names_its_provider_as_a_per_call_one_does(world: Env) -> None:
+    """`[fermix_core.routing] subagent_model` with no provider: the provider is inferred from the slug
+    (seed 000), as for a `model` given per call, not the main agent's (which would get a Claude slug)."""
+    from fermix_cli.agent.subagents.tools import SubagentsParams, worker_model
+
+    script(world, [{"contains": "task", "responses": [{"text": "x"}]}])
+    with (world.fermix_home / "config.toml").open("a") as f:
+        f.write('\n[fermix_core.routing]\nsubagent_model = "claude-sonnet-4-5"\n')
+    routed = SubagentsParams.model_validate({"tasks": [{"id": "a", "task": "t"}]})
+    per_call = SubagentsParams.model_validate(
+        {"tasks": [{"id": "a", "task": "t"}], "model": "claude-sonnet-4-5"}
+    )
+    ctx = world.context()
+    try:
+        outcomes = []
+        for p in (routed, per_call):
+            try:
+                outcomes.append(worker_model(p, ctx)[:2])
+            except ToolError as e:  # no key here: the error names the provider it would use
+                outcomes.append((e.details.get("provider"), e.code))
+    finally:
+        ctx.close()
+    assert outcomes[0] == outcomes[1] and outcomes[0][0] == "anthropic", outcomes

@@ -92,7 +92,9 @@ def worker_model(p: SubagentsParams, ctx: ToolContext) -> tuple[str | None, str 
         provider = p.provider or infer_provider(p.model) or routing.subagent_provider
     else:
         model = routing.subagent_model
-        provider = p.provider or routing.subagent_provider
+        # A routed model names its provider the same way a per-call one does (the slug's vendor).
+        inferred = infer_provider(model) if model is not None else None
+        provider = p.provider or routing.subagent_provider or inferred
     effort = p.reasoning_effort or routing.subagent_reasoning_effort
     if effort is not None and effort not in EFFORTS:
         raise ToolError("invalid_value", f"reasoning_effort must be one of {', '.join(EFFORTS)}", {})
