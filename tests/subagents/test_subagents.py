@@ -500,3 +500,20 @@ def test_a_routed_model_slug_names_its_provider_as_a_per_call_one_does(world: En
     finally:
         ctx.close()
     assert outcomes[0] == outcomes[1] and outcomes[0][0] == "anthropic", outcomes
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"tasks": []}, "tasks must be a non-empty array."),
+        ({"tasks": [{"id": f"t{i}", "task": "x"} for i in range(11)]}, "Too many tasks: 11 (max 10)."),
+        ({"max_concurrency": 9}, "max_concurrency 9 is out of range (1..8)."),
+        ({"timeout_seconds": 4}, "timeout_seconds 4 is out of range (5..900)."),
+        ({"timeout_seconds": 5.5}, "timeout_seconds must be an integer."),
+    ],
+)
+def test_limits_are_refused_in_the_reference_s_words(world: Env, args: dict[str, Any], message: str) -> None:
+    full = {"tasks": [{"id": "a", "task": "x"}], **args}
+    with pytest.raises(ToolError) as e:
+        run(world, full)
+    assert (e.value.code, e.value.message) == ("invalid_input", message)

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from ...core import policy
 from ...core.context import ToolContext
 from ...core.errors import ToolError
-from ...core.params import Field
+from ...core.params import Field, model_validator
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
 MAX_TASKS = 10
@@ -71,6 +71,35 @@ class SubagentsParams(Params):
         Literal["none", "low", "medium", "high", "xhigh", "max"] | None,
         Field(description="Thinking level for the workers"),
     ] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _in_the_reference_s_words(cls, value: Any) -> Any:
+        """The reference's own messages (fermix-behaviour.md, "Subagents") for the limits a model is
+        most likely to miss; the schema keeps the same limits."""
+        if not isinstance(value, dict):
+            return value
+        tasks = value.get("tasks")
+        if isinstance(tasks, str | int | float | dict) or tasks == []:  # (missing or null: the usual error)
+            raise ToolError("invalid_input", "tasks must be a non-empty array.", {"field": "tasks"})
+        if isinstance(tasks, list) and len(tasks) > MAX_TASKS:
+            raise ToolError(
+                "invalid_input", f"Too many tasks: {len(tasks)} (max {MAX_TASKS}).", {"field": "tasks"}
+            )
+        for name, low, high in (
+            ("max_concurrency", 1, MAX_CONCURRENCY),
+            ("timeout_seconds", MIN_TIMEOUT, MAX_TIMEOUT),
+        ):
+            n = value.get(name)
+            if n is None:
+                continue
+            if isinstance(n, bool) or not isinstance(n, int):
+                raise ToolError("invalid_input", f"{name} must be an integer.", {"field": name})
+            if not low <= n <= high:
+                raise ToolError(
+                    "invalid_input", f"{name} {n} is out of range ({low}..{high}).", {"field": name}
+                )
+        return value
 
 
 def infer_provider(model: str) -> str | None:
