@@ -193,6 +193,31 @@ def test_profiles_reach_the_owners_prompt_only(world: Env) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "text", ["日" * 2500, "line of text\n" * 400, "x" * 1999 + "\n" + "y" * 50, "a b " * 600]
+)
+@pytest.mark.parametrize("limit", [200, 2000])
+def test_a_clipped_profile_fits_its_limit_marker_included(text: str, limit: int) -> None:
+    from fermix_cli.memory.review import parse_profiles
+
+    for clipped in (
+        profiles.clip(text, limit),
+        parse_profiles(json.dumps({"user": text, "work": ""}), limit)["user"],
+    ):
+        assert len(clipped) <= limit and clipped.endswith("\n[…]")
+        assert text.startswith(clipped[: -len("\n[…]")])
+    assert profiles.clip(text[:limit], limit) == text[:limit]  # within the limit: as it is
+
+
+def test_the_prompt_carries_each_profile_within_profile_max_chars(world: Env) -> None:
+    configure(world, [])
+    assert world.run("memory", "profile", "edit", "user", "--text", "日" * 2500).code == 0
+    r = world.run("ask", "-m", "echo", "--tools", "", "hi")
+    assert r.code == 0, r.stderr
+    body = json.loads(r.stdout)["system"].split("### About the user\n")[1].split("\n\n")[0]
+    assert len(body) == 2000 and body.endswith("日\n[…]")
+
+
 def test_profile_edit_and_owner_only_commands(world: Env) -> None:
     configure(world, [])
     r = world.run("memory", "profile", "edit", "work", "--text", "- Ships atlas in May", "--json")
