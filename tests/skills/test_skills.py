@@ -472,3 +472,56 @@ def test_symlinked_skill_directory_is_reported(world: Env, tmp_path: Path) -> No
     with pytest.raises(ToolError) as e:
         call(world, "skill_view", {"name": "linked"})
     assert e.value.code == "symlink_refused"
+
+
+@pytest.mark.parametrize("no_evals", [(), ("--no-evals",)])
+def test_check_of_an_unknown_skill_is_unknown_skill(world: Env, no_evals: tuple[str, ...]) -> None:
+    r = world.run("skills", "check", "nosuchskill", *no_evals, "--json")
+    assert r.code == 1 and r.stdout == "", r.stdout
+    assert json.loads(r.stderr)["error"]["code"] == "unknown_skill"
+
+
+def test_check_of_one_skill_reports_only_its_own_errors(world: Env) -> None:
+    # A config root whose path holds the checked skill's name, with another skill that does not load.
+    root = world.root / "audit2_agent" / "skills"
+    write_skill(root, "other", "name: other\ndescription: [x")
+    write_skill(world.fermix_home / "skills", "audit2_agent", "name: audit2_agent\ndescription: d")
+    (world.fermix_home / "config.toml").write_text(f'[fermix_core.skills]\nroots = ["{root}"]\n')
+    r = world.run("skills", "check", "audit2_agent", "--no-evals", "--json")
+    assert r.code == 0, r.stdout + r.stderr
+    assert r.json() == {"skills": 1, "errors": [], "evals": []}
+    r = world.run("skills", "check", "other", "--no-evals", "--json")
+    assert r.code == 1 and [e["code"] for e in r.json()["errors"]] == ["invalid_frontmatter_line"]
+    assert r.json()["errors"][0]["path"] == str(root / "other" / "SKILL.md")
+
+
+@pytest.mark.parametrize(
+    ("cases", "problems"),
+    [
+        (
+            '[{"name": "c1", "prompt": 5}, "junk", {"name": "c3", "expectations": ["y"]}]',
+            ["cases[0]: prompt", "cases[1]: ", "cases[2]: prompt"],
+        ),
+        ('[{"name": "ok", "prompt": "p"}, {"name": "c", "prompt": "  "}]', ["cases[1]: prompt"]),
+        ('[{"name": 3, "prompt": "p"}]', ["cases[0]: name"]),
+        ('[{"name": "c", "prompt": "p", "expectations": "y"}]', ["cases[0]: expectations"]),
+        ('[{"name": "c", "prompt": "p"}, null]', ["cases[1]: "]),
+    ],
+)
+@pytest.mark.parametrize("no_evals", [(), ("--no-evals",)])
+def test_check_reports_malformed_cases(
+    world: Env, cases: str, problems: list[str], no_evals: tuple[str, ...]
+) -> None:
+    d = write_skill(world.fermix_home / "skills", "ev", "name: ev\ndescription: e\nallowed_tools: []")
+    (d / "evals").mkdir()
+    (d / "evals" / "evals.json").write_text(f'{{"skill": "ev", "cases": {cases}}}')
+    mock_config(world, {"responses": [{"text": "ok y"}], "repeat_last": True})
+    r = world.run("skills", "check", "ev", *no_evals, "--json")
+    assert r.code == 1, r.stdout + r.stderr
+    report = r.json()
+    assert [e["code"] for e in report["errors"]] == ["invalid_evals"] and report["evals"] == []
+    message = report["errors"][0]["message"]
+    assert all(p in message for p in problems), message
+    assert message.count("cases[") == len(problems), message
+    r = world.run("skills", "check", "ev", *no_evals)
+    assert r.code == 1 and "1 skills loaded, 1 errors" in r.stdout, r.stdout
