@@ -191,7 +191,8 @@ def _own_errors(
     errors: list[dict[str, Any]], name: str, loaded: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """The load errors of skill `name`: those in its own directory when it loaded, else (like
-    `skills run|view`) those of a skill directory called `name`."""
+    `skills run|view`) those of a skill directory called `name`; never a skill root's."""
+    errors = [e for e in errors if e["code"] != "invalid_skill_root"]
     if loaded:
         return [e for e in errors if os.path.dirname(e["path"]) == loaded[0]["path"]]
     return [e for e in errors if os.path.basename(os.path.dirname(e["path"])) == name]

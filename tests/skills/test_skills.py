@@ -525,3 +525,49 @@ def test_check_reports_malformed_cases(
     assert message.count("cases[") == len(problems), message
     r = world.run("skills", "check", "ev", *no_evals)
     assert r.code == 1 and "1 skills loaded, 1 errors" in r.stdout, r.stdout
+
+
+def test_bad_skill_roots_are_reported_never_fatal(world: Env) -> None:
+    good = world.root / "good-skills"
+    write_skill(good, "fine", "name: fine\ndescription: loads")
+    regular = world.root / "a-file"
+    regular.write_text("not a directory")
+    world.fermix_home.mkdir(parents=True)
+    (world.fermix_home / "config.toml").write_text(
+        "[fermix_core.skills]\n"
+        f'roots = ["/nonexistent-skill-root", "{regular}", "relative/dir", "{good}",'
+        f' "{world.fermix_home / "skills"}"]\n'
+    )
+    expected = [
+        ("/nonexistent-skill-root", "does not exist"),
+        (str(regular), "is not a directory"),
+        (str(world.fermix_home / "relative" / "dir"), "does not exist"),
+    ]
+    for tool in ("skill_list", "skill_reload"):
+        out = call(world, tool, {})
+        found = sorted((e["path"], e["code"], e["message"]) for e in out["errors"])
+        assert [(p, c) for p, c, _ in found] == sorted((p, "invalid_skill_root") for p, _ in expected)
+        for (_, _, message), (path, why) in zip(found, sorted(expected), strict=True):
+            assert f"{path} " in message and why in message and "[fermix_core.skills] roots" in message
+    assert "fine" in {s["name"] for s in call(world, "skill_list", {})["skills"]}
+    assert not (world.fermix_home / "skills").exists()  # the default root, not made yet: no error
+    r = world.run("skills", "list")
+    assert r.code == 0 and "fine" in r.stdout
+    assert r.stderr.count("not loaded: skill root") == 3, r.stderr
+    r = world.run("skills", "check", "--no-evals", "--json")
+    assert r.code == 1 and [e["code"] for e in r.json()["errors"]] == ["invalid_skill_root"] * 3
+    r = world.run("skills", "check", "fine", "--no-evals", "--json")  # not fine's errors
+    assert r.code == 0 and r.json()["errors"] == [], r.stdout
+    for argv in (("check", "relative"), ("run", "relative", "t")):  # relative/dir is no skill "relative"
+        r = world.run("skills", *argv)
+        assert r.code == 1 and json.loads(r.stderr)["error"]["code"] == "unknown_skill", r.stderr
+
+
+def test_a_relative_skill_root_is_taken_from_the_config_files_directory(world: Env) -> None:
+    write_skill(world.fermix_home / "my-skills", "rel", "name: rel\ndescription: relative root")
+    (world.fermix_home / "config.toml").write_text('[fermix_core.skills]\nroots = ["my-skills"]\n')
+    (world.project / "my-skills").mkdir()  # the working directory's namesake is not the root
+    for cwd in (world.project, world.root):
+        r = world.run("skills", "list", "--json", cwd=cwd)
+        assert r.code == 0 and r.json()["errors"] == [], r.stdout
+        assert {s["name"]: s["origin"] for s in r.json()["skills"]}.get("rel") == "config"
