@@ -65,8 +65,10 @@ def invoke_tool(name: str, args: dict[str, Any]) -> Any:
 def edit_in_editor(text: str, suffix: str = ".md") -> str | None:
     """Open `text` in $VISUAL / $EDITOR (else `vi`) and return what was saved, or None when unchanged.
 
-    An editor that cannot be started, or exits non-zero, is a ToolError naming the variable to set.
+    An editor that cannot be started, exits non-zero, removes the file or saves text that is not UTF-8
+    is an `editor_failed` ToolError saying what happened and what to do.
     """
+    import contextlib
     import os
     import shlex
     import subprocess
@@ -91,8 +93,32 @@ def edit_in_editor(text: str, suffix: str = ".md") -> str | None:
                 f"the editor {editor!r} exited with {code}; nothing was changed",
                 {"exit_code": code},
             )
-        with open(name, encoding="utf-8") as f:
-            edited = f.read()
+        try:
+            with open(name, encoding="utf-8") as f:
+                edited = f.read()
+        except FileNotFoundError:
+            raise ToolError(
+                "editor_failed",
+                f"the editor {editor!r} removed the file it was given ({name}); nothing was changed. "
+                "Save the text in place, or pass --text",
+                {"path": name},
+            ) from None
+        except UnicodeDecodeError as e:
+            raise ToolError(
+                "editor_failed",
+                f"the editor {editor!r} saved text that is not UTF-8 (byte 0x{e.object[e.start]:02x} at "
+                f"offset {e.start}); nothing was changed. Save the text as UTF-8, or pass --text",
+                {"offset": e.start},
+            ) from None
+        except OSError as e:
+            raise ToolError(
+                "editor_failed",
+                f"cannot read back what the editor {editor!r} saved ({e.strerror}); nothing was changed. "
+                "Save the text as a regular file in place, or pass --text",
+                {"path": name},
+            ) from None
     finally:
-        os.unlink(name)
+        # An editor may have removed or replaced the file: the error that says so is raised above.
+        with contextlib.suppress(OSError):
+            os.unlink(name)
     return None if edited == text else edited

@@ -262,6 +262,20 @@ def check_mcp_servers(inp: DoctorInput, config: Config | None) -> Check:
     return Check("mcp servers", "ok", detail)
 
 
+def check_skill_roots(inp: DoctorInput, config: Config | None) -> Check:
+    """Every skill root a readable directory; skill loading skips a bad one (and reports it), never fails."""
+    from ..core.skillrefs import root_problem, roots_of
+
+    if config is None:
+        return Check("skill roots", "n/a", "config is invalid; fix it first")
+    roots = roots_of(inp.paths, config)
+    data = {"roots": [{"path": r.path, "origin": r.origin} for r in roots]}
+    problems = [p for p in map(root_problem, roots) if p is not None]
+    if problems:
+        return Check("skill roots", "warn", "; ".join(problems), data)
+    return Check("skill roots", "ok", f"{len(roots)} root(s): " + ", ".join(r.path for r in roots), data)
+
+
 def _command_found(command: str, inp: DoctorInput) -> bool:
     if "/" in command:
         return os.access(os.path.expanduser(command), os.X_OK)
@@ -354,6 +368,7 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_sandbox(inp, config),
         check_providers(inp, config),
         check_mcp_servers(inp, config),
+        check_skill_roots(inp, config),
         check_reminders(inp),
         check_job_runs(inp),
         check_agent_runs(inp),

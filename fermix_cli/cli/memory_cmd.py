@@ -248,18 +248,26 @@ def profile_edit(
             old = profiles.current(ctx.state.conn).get(kind, {}).get("content", "")
             text = edit_in_editor(old)
             if text is None:
-                emit_result({"action": "unchanged", "message": "No change."}, as_json)
+                emit_result(
+                    {"action": "unchanged", "profile": kind, "message": f"The {kind} profile is unchanged."},
+                    as_json,
+                )
                 return
         with ctx.state.write() as db:
+            before = profiles.current(db).get(kind)
             revision = profiles.write(db, kind, text.strip(), "edit", timestamp(ctx.now()))
     finally:
         ctx.close()
+    # profiles.write stores nothing when the trimmed text is the current content.
+    changed = before is None or before["revision"] != revision
     emit_result(
         {
-            "action": "edited",
+            "action": "edited" if changed else "unchanged",
             "profile": kind,
             "revision": revision,
-            "message": f"Saved {kind} profile, revision {revision}.",
+            "message": f"Saved {kind} profile, revision {revision}."
+            if changed
+            else f"The {kind} profile is unchanged (revision {revision}); nothing was saved.",
         },
         as_json,
     )

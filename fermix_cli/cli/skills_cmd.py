@@ -76,6 +76,16 @@ def new_cmd(
         )
 
 
+def _find(name: str) -> Any:
+    from ..agent.skills.run import find_skill
+
+    ctx = context()
+    try:
+        return find_skill(ctx, name)
+    finally:
+        ctx.close()
+
+
 def _run(
     name: str, task: str, context_text: str | None, provider: str | None, model: str | None
 ) -> dict[str, Any]:
@@ -141,8 +151,20 @@ def _expectations(case: dict[str, Any], where: str) -> list[str]:
     return expectations
 
 
+def _case(case: Any, where: str) -> dict[str, Any]:
+    """One eval case, checked: an object with a non-empty string `prompt`, a string `name` if given,
+    and valid expectations; ValueError naming the case otherwise."""
+    if not isinstance(case, dict):
+        raise ValueError(f"{where}: must be an object {{name, prompt, expectations}}")
+    if not isinstance(case.get("prompt"), str) or not case["prompt"].strip():
+        raise ValueError(f"{where}: prompt must be a non-empty string")
+    if not isinstance(case.get("name", ""), str):
+        raise ValueError(f"{where}: name must be a string")
+    return {**case, "expectations": _expectations(case, where)}
+
+
 def _evals(directory: str) -> list[dict[str, Any]]:
-    """The cases of `evals/evals.json` (none without one); ValueError naming the file if it is malformed."""
+    """The cases of `evals/evals.json` (none without one); ValueError naming the file and every bad case."""
     path = os.path.join(directory, "evals", "evals.json")
     try:
         with open(path, encoding="utf-8") as f:
@@ -154,11 +176,26 @@ def _evals(directory: str) -> list[dict[str, Any]]:
     cases = data.get("cases") if isinstance(data, dict) else None
     if not isinstance(cases, list):
         raise ValueError(f"{path}: expected {{skill, cases: [...]}}")
-    out = []
+    out, problems = [], []
     for n, case in enumerate(cases):
-        if isinstance(case, dict) and isinstance(case.get("prompt"), str):
-            out.append({**case, "expectations": _expectations(case, f"{path}: cases[{n}]")})
+        try:
+            out.append(_case(case, f"cases[{n}]"))
+        except ValueError as e:
+            problems.append(str(e))
+    if problems:
+        raise ValueError(f"{path}: " + "; ".join(problems))
     return out
+
+
+def _own_errors(
+    errors: list[dict[str, Any]], name: str, loaded: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The load errors of skill `name`: those in its own directory when it loaded, else (like
+    `skills run|view`) those of a skill directory called `name`; never a skill root's."""
+    errors = [e for e in errors if e["code"] != "invalid_skill_root"]
+    if loaded:
+        return [e for e in errors if os.path.dirname(e["path"]) == loaded[0]["path"]]
+    return [e for e in errors if os.path.basename(os.path.dirname(e["path"])) == name]
 
 
 @app.command("check")
@@ -176,16 +213,18 @@ def check_cmd(
     `regex:PATTERN` for a regular expression).
     """
     out = invoke_tool("skill_list", {})
-    errors = [e for e in out["errors"] if name is None or f"/{name}/" in e["path"]]
     skills = [s for s in out["skills"] if name is None or s["name"] == name]
+    errors = out["errors"] if name is None else _own_errors(out["errors"], name, skills)
+    if name is not None and not skills and not errors:
+        _find(name)  # raises unknown_skill (or why a built-in tool shadows it), as `skills run|view` do
     results: list[dict[str, Any]] = []
-    for s in [] if no_evals else skills:
+    for s in skills:
         try:
             cases = _evals(s["path"])
         except ValueError as e:
             errors.append({"path": s["path"], "code": "invalid_evals", "message": str(e)})
             continue
-        for case in cases:
+        for case in [] if no_evals else cases:
             try:
                 run = _run(s["name"], case["prompt"], None, provider, model)
             except ToolError as e:  # the run could not start (no provider ...): this case fails

@@ -22,6 +22,7 @@ from .skillfile import SKILL_FILE, SKILL_NAME, SkillDef, load_skill, skill_error
 
 if TYPE_CHECKING:
     from .context import ToolContext
+    from .paths import FermixPaths
 
 __all__ = [
     "SKILL_FILE",
@@ -31,6 +32,8 @@ __all__ = [
     "SkillRoot",
     "discover",
     "discover_skills",
+    "root_problem",
+    "roots_of",
     "shadowed_error",
     "skill_roots",
 ]
@@ -46,10 +49,14 @@ class SkillFile(Record, frozen=True):
 
 
 class SkillRoot(Record, frozen=True):
-    """A directory whose `*/SKILL.md` are skills, and where it comes from (`home`, `config`, `bundled`)."""
+    """A directory whose `*/SKILL.md` are skills, and where it comes from (`home`, `config`, `bundled`).
+
+    `entry` is the `[fermix_core.skills] roots` entry as written, for a `config` root.
+    """
 
     path: str
     origin: str
+    entry: str | None = None
 
 
 class Discovery(Record):
@@ -73,17 +80,60 @@ def shadowed_error(name: str) -> ToolError:
 
 
 def skill_roots(ctx: ToolContext) -> list[SkillRoot]:
-    """Where skills are found, first match of a name wins: `<home>/skills`, config roots, the bundled ones.
+    """Where skills are found, first match of a name wins: `<home>/skills`, config roots, the bundled ones."""
+    return roots_of(ctx.paths, ctx.config)
+
+
+def roots_of(paths: FermixPaths, config: Any) -> list[SkillRoot]:
+    """The skill roots of `paths` and `config`, each directory once (its first place wins).
 
     Extra roots come from `[fermix_core.skills] roots` (declared by the skills domain; read here by name
-    so the kernel imports no domain).
+    so the kernel imports no domain). A relative entry is taken from the directory of config.toml (the
+    fermix home with FERMIX_HOME), never from the working directory; `~` is the user's home.
     """
-    roots = [SkillRoot(str(ctx.paths.skills), "home")]
-    section = getattr(ctx.config.fermix_core, "skills", None)
+    roots = [SkillRoot(str(paths.skills), "home")]
+    section = getattr(config.fermix_core, "skills", None)
     for extra in getattr(section, "roots", None) or ():
-        roots.append(SkillRoot(os.path.abspath(os.path.expanduser(str(extra))), "config"))
+        path = os.path.abspath(os.path.join(paths.config_dir, os.path.expanduser(str(extra))))
+        roots.append(SkillRoot(path, "config", str(extra)))
     roots.append(SkillRoot(str(_BUNDLED), "bundled"))
-    return roots
+    unique: dict[str, SkillRoot] = {}
+    for root in roots:
+        unique.setdefault(root.path, root)
+    return list(unique.values())
+
+
+def _unreadable(root: SkillRoot, error: OSError) -> str | None:
+    """Why no skill can be found in `root`; None for `<home>/skills` not made yet (it is made on demand)."""
+    if isinstance(error, FileNotFoundError):
+        if root.origin == "home":
+            return None
+        why = "does not exist"
+    elif isinstance(error, NotADirectoryError):
+        why = "is not a directory"
+    else:
+        why = f"cannot be read ({error.strerror or error})"
+    if root.origin == "config":
+        entry = str(root.entry)
+        relative = "" if os.path.isabs(os.path.expanduser(entry)) else ", taken from config.toml's directory"
+        return (
+            f"skill root {root.path} ([fermix_core.skills] roots entry {entry!r}{relative}) {why}; "
+            "fix or remove the entry"
+        )
+    if root.origin == "home":
+        return (
+            f"skill root {root.path} (the home's skills directory) {why}; move it away or make it a directory"
+        )
+    return f"skill root {root.path} (bundled with fermix) {why}; reinstall fermix"
+
+
+def root_problem(root: SkillRoot) -> str | None:
+    """Why skills cannot be found in `root` (a message saying what to do), or None when they can."""
+    try:
+        with os.scandir(root.path):
+            return None
+    except OSError as e:
+        return _unreadable(root, e)
 
 
 def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
@@ -92,7 +142,14 @@ def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
     for root in roots:
         try:
             entries = sorted(os.scandir(root.path), key=lambda e: e.name)
-        except OSError:
+        except OSError as e:
+            problem = _unreadable(root, e)
+            if problem is not None:  # a bad root is reported like a bad skill, never fatal
+                found.errors[root.path] = {
+                    "code": "invalid_skill_root",
+                    "message": problem,
+                    "root": root.origin,
+                }
             continue
         for entry in entries:
             if not entry.is_dir(follow_symlinks=False):

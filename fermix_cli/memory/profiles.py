@@ -64,13 +64,19 @@ def history(db: sqlite3.Connection, kind: str, limit: int = 20) -> list[dict[str
     return [dict(r) for r in rows]
 
 
+CLIPPED = "\n[…]"
+
+
 def clip(text: str, limit: int) -> str:
-    """At most `limit` characters, cut at a line end when one is near."""
+    """At most `limit` characters, cut at a line end when one is near; a cut text ends in `CLIPPED`."""
     if len(text) <= limit:
         return text
-    cut = text[:limit]
+    room = limit - len(CLIPPED)  # the marker counts against the limit
+    if room <= 0:
+        return text[:limit]
+    cut = text[:room]
     at = cut.rfind("\n")
-    return (cut[:at] if at > limit // 2 else cut).rstrip() + "\n[…]"
+    return (cut[:at] if at > room // 2 else cut).rstrip() + CLIPPED
 
 
 def prompt_section(db: sqlite3.Connection, limit: int) -> str | None:

@@ -82,7 +82,10 @@ def review_prompt(current: dict[str, dict[str, Any]], facts: list[dict[str, Any]
 
 
 def parse_profiles(text: str, limit: int) -> dict[str, str]:
-    """The model's `{"user", "work"}` answer (a Markdown code fence around it is allowed)."""
+    """The model's `{"user", "work"}` answer (a Markdown code fence around it is allowed).
+
+    Each profile is trimmed and clipped to `limit` characters, the `[…]` marker included.
+    """
     body = text.strip()
     fenced = re.fullmatch(r"```(?:json)?\s*(.*?)\s*```", body, re.DOTALL)
     if fenced:

@@ -182,6 +182,21 @@ def test_missing_granted_root_warns(world: Env) -> None:
     assert "gone is not a directory" in detail and "refused grants" in detail
 
 
+def test_bad_skill_roots_warn(world: Env) -> None:
+    assert status(world, "skill roots")[0] == "OK"  # <home>/skills not made yet is fine
+    world.fermix_home.mkdir(mode=0o700, exist_ok=True)
+    regular = world.root / "a-file"
+    regular.write_text("x")
+    (world.fermix_home / "config.toml").write_text(
+        f'[fermix_core.skills]\nroots = ["/nonexistent-skill-root", "{regular}", "rel/dir"]\n'
+    )
+    tag, detail = status(world, "skill roots")
+    assert tag == "WARN"
+    assert "/nonexistent-skill-root (" in detail and "does not exist" in detail
+    assert f"{regular} (" in detail and "is not a directory" in detail
+    assert f"{world.fermix_home / 'rel' / 'dir'} (" in detail
+
+
 def test_missing_optional_binaries(world: Env, tmp_path: Path) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()

@@ -193,6 +193,31 @@ def test_profiles_reach_the_owners_prompt_only(world: Env) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "text", ["日" * 2500, "line of text\n" * 400, "x" * 1999 + "\n" + "y" * 50, "a b " * 600]
+)
+@pytest.mark.parametrize("limit", [200, 2000])
+def test_a_clipped_profile_fits_its_limit_marker_included(text: str, limit: int) -> None:
+    from fermix_cli.memory.review import parse_profiles
+
+    for clipped in (
+        profiles.clip(text, limit),
+        parse_profiles(json.dumps({"user": text, "work": ""}), limit)["user"],
+    ):
+        assert len(clipped) <= limit and clipped.endswith("\n[…]")
+        assert text.startswith(clipped[: -len("\n[…]")])
+    assert profiles.clip(text[:limit], limit) == text[:limit]  # within the limit: as it is
+
+
+def test_the_prompt_carries_each_profile_within_profile_max_chars(world: Env) -> None:
+    configure(world, [])
+    assert world.run("memory", "profile", "edit", "user", "--text", "日" * 2500).code == 0
+    r = world.run("ask", "-m", "echo", "--tools", "", "hi")
+    assert r.code == 0, r.stderr
+    body = json.loads(r.stdout)["system"].split("### About the user\n")[1].split("\n\n")[0]
+    assert len(body) == 2000 and body.endswith("日\n[…]")
+
+
 def test_profile_edit_and_owner_only_commands(world: Env) -> None:
     configure(world, [])
     r = world.run("memory", "profile", "edit", "work", "--text", "- Ships atlas in May", "--json")
@@ -231,6 +256,50 @@ def test_profile_edit_opens_the_editor_and_keeps_an_unchanged_profile(
     assert r.code == 1 and "set $EDITOR or pass --text" in r.stderr
     r = world.run("memory", "profile", "show", "work", "--json")
     assert r.json()["work"]["content"] == "- Ships atlas in May"
+
+
+@pytest.mark.parametrize(
+    ("script", "needle"),
+    [
+        ("printf '\\377\\376 bad bytes' > \"$1\"", "not UTF-8"),
+        ('rm -f "$1"', "removed the file"),
+    ],
+)
+def test_an_editor_that_breaks_the_file_is_a_typed_error(
+    world: Env, monkeypatch: pytest.MonkeyPatch, script: str, needle: str
+) -> None:
+    configure(world, [])
+    assert world.run("memory", "profile", "edit", "work", "--text", "- Ships atlas in May").code == 0
+    editor = world.root / "editor.sh"
+    editor.write_text(f'#!/bin/sh\necho "$1" > {world.root / "edited"}\n{script}\n')
+    editor.chmod(0o755)
+    monkeypatch.setenv("VISUAL", str(editor))
+    r = world.run("memory", "profile", "edit", "work", "--json")
+    assert r.code == 1 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr
+    error = json.loads(r.stderr)["error"]
+    assert error["code"] == "editor_failed" and needle in error["message"]
+    assert "nothing was changed" in error["message"] and "--text" in error["message"]
+    assert not Path((world.root / "edited").read_text().strip()).exists()  # the temp file is gone
+    r = world.run("memory", "profile", "show", "work", "--json")
+    assert r.json()["work"]["content"] == "- Ships atlas in May" and r.json()["work"]["revision"] == 1
+
+
+def test_saving_the_same_profile_again_says_unchanged(world: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    configure(world, [])
+    r = world.run("memory", "profile", "edit", "work", "--text", "- Ships atlas", "--json")
+    assert r.code == 0 and r.json()["action"] == "edited" and r.json()["revision"] == 1
+    r = world.run("memory", "profile", "edit", "work", "--text", "  - Ships atlas\n\n", "--json")
+    assert r.code == 0 and r.json()["action"] == "unchanged" and r.json()["revision"] == 1, r.stdout
+    r = world.run("memory", "profile", "edit", "work", "--text", "- Ships atlas")
+    assert r.code == 0 and "unchanged" in r.stdout and "Saved" not in r.stdout
+    editor = world.root / "editor.sh"
+    editor.write_text('#!/bin/sh\nprintf "\\n\\n" >> "$1"\n')  # only blank lines added
+    editor.chmod(0o755)
+    monkeypatch.setenv("VISUAL", str(editor))
+    r = world.run("memory", "profile", "edit", "work", "--json")
+    assert r.code == 0 and r.json()["action"] == "unchanged", r.stdout
+    r = world.run("memory", "profile", "show", "work", "--history", "--json")
+    assert [h["revision"] for h in r.json()["history"]["work"]] == [1]
 
 
 def test_an_edit_made_while_the_review_runs_is_not_overwritten(

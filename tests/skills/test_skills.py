@@ -472,3 +472,102 @@ def test_symlinked_skill_directory_is_reported(world: Env, tmp_path: Path) -> No
     with pytest.raises(ToolError) as e:
         call(world, "skill_view", {"name": "linked"})
     assert e.value.code == "symlink_refused"
+
+
+@pytest.mark.parametrize("no_evals", [(), ("--no-evals",)])
+def test_check_of_an_unknown_skill_is_unknown_skill(world: Env, no_evals: tuple[str, ...]) -> None:
+    r = world.run("skills", "check", "nosuchskill", *no_evals, "--json")
+    assert r.code == 1 and r.stdout == "", r.stdout
+    assert json.loads(r.stderr)["error"]["code"] == "unknown_skill"
+
+
+def test_check_of_one_skill_reports_only_its_own_errors(world: Env) -> None:
+    # A config root whose path holds the checked skill's name, with another skill that does not load.
+    root = world.root / "audit2_agent" / "skills"
+    write_skill(root, "other", "name: other\ndescription: [x")
+    write_skill(world.fermix_home / "skills", "audit2_agent", "name: audit2_agent\ndescription: d")
+    (world.fermix_home / "config.toml").write_text(f'[fermix_core.skills]\nroots = ["{root}"]\n')
+    r = world.run("skills", "check", "audit2_agent", "--no-evals", "--json")
+    assert r.code == 0, r.stdout + r.stderr
+    assert r.json() == {"skills": 1, "errors": [], "evals": []}
+    r = world.run("skills", "check", "other", "--no-evals", "--json")
+    assert r.code == 1 and [e["code"] for e in r.json()["errors"]] == ["invalid_frontmatter_line"]
+    assert r.json()["errors"][0]["path"] == str(root / "other" / "SKILL.md")
+
+
+@pytest.mark.parametrize(
+    ("cases", "problems"),
+    [
+        (
+            '[{"name": "c1", "prompt": 5}, "junk", {"name": "c3", "expectations": ["y"]}]',
+            ["cases[0]: prompt", "cases[1]: ", "cases[2]: prompt"],
+        ),
+        ('[{"name": "ok", "prompt": "p"}, {"name": "c", "prompt": "  "}]', ["cases[1]: prompt"]),
+        ('[{"name": 3, "prompt": "p"}]', ["cases[0]: name"]),
+        ('[{"name": "c", "prompt": "p", "expectations": "y"}]', ["cases[0]: expectations"]),
+        ('[{"name": "c", "prompt": "p"}, null]', ["cases[1]: "]),
+    ],
+)
+@pytest.mark.parametrize("no_evals", [(), ("--no-evals",)])
+def test_check_reports_malformed_cases(
+    world: Env, cases: str, problems: list[str], no_evals: tuple[str, ...]
+) -> None:
+    d = write_skill(world.fermix_home / "skills", "ev", "name: ev\ndescription: e\nallowed_tools: []")
+    (d / "evals").mkdir()
+    (d / "evals" / "evals.json").write_text(f'{{"skill": "ev", "cases": {cases}}}')
+    mock_config(world, {"responses": [{"text": "ok y"}], "repeat_last": True})
+    r = world.run("skills", "check", "ev", *no_evals, "--json")
+    assert r.code == 1, r.stdout + r.stderr
+    report = r.json()
+    assert [e["code"] for e in report["errors"]] == ["invalid_evals"] and report["evals"] == []
+    message = report["errors"][0]["message"]
+    assert all(p in message for p in problems), message
+    assert message.count("cases[") == len(problems), message
+    r = world.run("skills", "check", "ev", *no_evals)
+    assert r.code == 1 and "1 skills loaded, 1 errors" in r.stdout, r.stdout
+
+
+def test_bad_skill_roots_are_reported_never_fatal(world: Env) -> None:
+    good = world.root / "good-skills"
+    write_skill(good, "fine", "name: fine\ndescription: loads")
+    regular = world.root / "a-file"
+    regular.write_text("not a directory")
+    world.fermix_home.mkdir(parents=True)
+    (world.fermix_home / "config.toml").write_text(
+        "[fermix_core.skills]\n"
+        f'roots = ["/nonexistent-skill-root", "{regular}", "relative/dir", "{good}",'
+        f' "{world.fermix_home / "skills"}"]\n'
+    )
+    expected = [
+        ("/nonexistent-skill-root", "does not exist"),
+        (str(regular), "is not a directory"),
+        (str(world.fermix_home / "relative" / "dir"), "does not exist"),
+    ]
+    for tool in ("skill_list", "skill_reload"):
+        out = call(world, tool, {})
+        found = sorted((e["path"], e["code"], e["message"]) for e in out["errors"])
+        assert [(p, c) for p, c, _ in found] == sorted((p, "invalid_skill_root") for p, _ in expected)
+        for (_, _, message), (path, why) in zip(found, sorted(expected), strict=True):
+            assert f"{path} " in message and why in message and "[fermix_core.skills] roots" in message
+    assert "fine" in {s["name"] for s in call(world, "skill_list", {})["skills"]}
+    assert not (world.fermix_home / "skills").exists()  # the default root, not made yet: no error
+    r = world.run("skills", "list")
+    assert r.code == 0 and "fine" in r.stdout
+    assert r.stderr.count("not loaded: skill root") == 3, r.stderr
+    r = world.run("skills", "check", "--no-evals", "--json")
+    assert r.code == 1 and [e["code"] for e in r.json()["errors"]] == ["invalid_skill_root"] * 3
+    r = world.run("skills", "check", "fine", "--no-evals", "--json")  # not fine's errors
+    assert r.code == 0 and r.json()["errors"] == [], r.stdout
+    for argv in (("check", "relative"), ("run", "relative", "t")):  # relative/dir is no skill "relative"
+        r = world.run("skills", *argv)
+        assert r.code == 1 and json.loads(r.stderr)["error"]["code"] == "unknown_skill", r.stderr
+
+
+def test_a_relative_skill_root_is_taken_from_the_config_files_directory(world: Env) -> None:
+    write_skill(world.fermix_home / "my-skills", "rel", "name: rel\ndescription: relative root")
+    (world.fermix_home / "config.toml").write_text('[fermix_core.skills]\nroots = ["my-skills"]\n')
+    (world.project / "my-skills").mkdir()  # the working directory's namesake is not the root
+    for cwd in (world.project, world.root):
+        r = world.run("skills", "list", "--json", cwd=cwd)
+        assert r.code == 0 and r.json()["errors"] == [], r.stdout
+        assert {s["name"]: s["origin"] for s in r.json()["skills"]}.get("rel") == "config"

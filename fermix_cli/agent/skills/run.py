@@ -28,7 +28,7 @@ def find_skill(ctx: ToolContext, name: str) -> SkillDef:
         import os
 
         for path, err in found.errors.items():
-            if os.path.basename(os.path.dirname(path)) == name:
+            if err["code"] != "invalid_skill_root" and os.path.basename(os.path.dirname(path)) == name:
                 raise ToolError(err["code"], err["message"], {"skill": name, "path": path})
         raise ToolError(
             "unknown_skill",

@@ -314,6 +314,10 @@ TOOLS = specs(
             FailureMode(
                 "invalid_frontmatter", "a skill that does not load is listed under errors, not raised"
             ),
+            FailureMode(
+                "invalid_skill_root",
+                "a skill root that is missing or not a directory is listed under errors, not raised",
+            ),
             FailureMode("state_unavailable", "state.db (which remembers the last reload) cannot be opened"),
         ),
     ),
@@ -331,6 +335,10 @@ TOOLS = specs(
             ),
             FailureMode(
                 "name_taken", "a skill named like a built-in tool is listed under errors and skipped"
+            ),
+            FailureMode(
+                "invalid_skill_root",
+                "a skill root that is missing or not a directory is listed under errors, not raised",
             ),
         ),
     ),
