@@ -755,13 +755,21 @@ class Search:
             yield whole.split(b"\n")
 
 
-def pattern_problem(pattern: str) -> str | None:
-    """Why rg can take `pattern` neither as a regular expression nor as literal text, or None."""
-    if "\x00" in pattern:
+def argument_problem(text: str) -> str | None:
+    """Why `text` cannot be passed to a program as an argument (a NUL byte), or None."""
+    if "\x00" in text:
         return (
             "holds a NUL byte, which no program's argument can carry (and files holding one are binary, "
             "not searched); leave it out"
         )
+    return None
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why rg can take `pattern` neither as a regular expression nor as literal text, or None."""
+    why = argument_problem(pattern)
+    if why is not None:
+        return why
     if "\n" in pattern:
         return "holds a line break; rg matches one line at a time, so search for each line on its own"
     return None
@@ -784,3 +792,23 @@ def check_pattern(pattern: str, *, fixed: bool = False) -> str | None:
     if done.returncode == 2:
         return _tidy(done.stderr.decode("utf-8", "replace"))
     return None
+
+
+def matching_records(pattern: str, records: list[str], timeout: float) -> set[int]:
+    """The indexes of `records` that rg's regex `pattern` (checked with `check_pattern`) matches,
+    from one rg call: Rust's regex, so linear time and Unicode-aware, as rg has it for files.
+
+    The records go to rg's standard input separated by NUL (`--null-data`), so one may hold line
+    breaks (`.` still stops at them, `^`/`$` anchor at the record's ends); none may hold a NUL.
+    Raises subprocess.TimeoutExpired past `timeout` seconds."""
+    if not records:
+        return set()
+    done = subprocess.run(
+        [engines.rg(), "--no-config", "--null-data", "-n", "-r", "", "-e", pattern, "--", "-"],
+        input="\0".join(records).encode("utf-8") + b"\0",
+        capture_output=True,
+        timeout=timeout,
+    )
+    if done.returncode not in (0, 1):
+        _raise_for(done.stderr.decode("utf-8", "replace"), "-")
+    return {int(rec.partition(b":")[0]) - 1 for rec in done.stdout.split(b"\0") if rec}

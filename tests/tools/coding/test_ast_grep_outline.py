@@ -452,3 +452,35 @@ def test_outline_reports_a_directory_it_could_not_list(world: Env, invoke, monke
     assert r["partial"] is True and r["skip_reasons"] == {"unreadable": 1}
     assert r["skipped_files"] == [{"path": "locked", "reason": "unreadable"}]
     assert "[1 files skipped (unreadable: 1)]" in r["output"]
+
+
+def test_names_that_are_not_utf8_are_skipped_and_counted(world: Env, invoke) -> None:
+    import os
+
+    with open(os.path.join(os.fsencode(world.project), b"bad\xff.py"), "wb") as f:
+        f.write(b"def f():\n    pass\n")
+    make_tree(world.project, {"ok.py": "def g():\n    pass\n"})
+    r = invoke("ast_grep", {"operation": "outline"})
+    assert [(s["path"], s["item"]["name"]) for s in r["symbols"]] == [("ok.py", "g")]
+    assert r["skip_reasons"] == {"invalid_utf8_name": 1} and r["partial"] is True
+    assert r["skipped_files"] == [{"path": "bad\\xff.py", "reason": "invalid_utf8_name"}]
+    assert "[incomplete: 1 file left out (invalid_utf8_name);" in r["output"]
+
+
+def test_name_filter_is_a_rust_regex_in_linear_time(world: Env, invoke) -> None:
+    import time
+
+    make_tree(world.project, {"r.py": "def " + "a" * 40 + "(): pass\n", "u.py": "def größe(): pass\n"})
+    started = time.monotonic()
+    r = invoke("ast_grep", {"operation": "outline", "path": "r.py", "name": "^(a|aa)+$x"})
+    assert r["symbols_returned"] == 0 and time.monotonic() - started < 5
+    r = invoke("ast_grep", {"operation": "outline", "path": "u.py", "name": r"^\w+$", "view": "names"})
+    assert [s["item"]["name"] for s in r["symbols"]] == ["größe"]  # \w is Unicode-aware
+    r = invoke("ast_grep", {"operation": "outline", "path": "u.py", "name": r"\p{Greek}|(?i)GRÖSSE|gr\u00f6"})
+    assert r["symbols_returned"] == 1
+    e = None
+    try:
+        invoke("ast_grep", {"operation": "outline", "path": "u.py", "name": "a(?=b)"})  # no look-around
+    except ToolError as x:
+        e = x
+    assert e is not None and e.code == "invalid_name"

@@ -391,3 +391,180 @@ def test_a_failed_listing_is_an_error_not_a_timeout(world: Env, invoke, monkeypa
     monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
     e = err(invoke, {"pattern": "x = $A"})
     assert e.code == "search_failed" and "the listing broke" in e.message
+
+
+# ----- the audit's findings: the CLI's answer, whole, and typed errors -----------------------------
+
+
+def _bytes_name(root: Path, name: bytes, data: bytes) -> None:
+    import os
+
+    with open(os.path.join(os.fsencode(root), name), "wb") as f:
+        f.write(data)
+
+
+def test_matches_in_names_that_are_not_utf8_are_counted(world: Env, invoke) -> None:
+    """The CLI names such a file with U+FFFD, a name that is not the file's: its matches are left
+    out, counted as `invalid_utf8_name` and named with \\xNN escapes, never dropped silently."""
+    _bytes_name(world.project, b"bad\xffname.py", b"foo(12)\n")
+    _bytes_name(world.project, b"bad\xfe.py", b"foo(3)\n\xff\n")  # its text is not UTF-8 either
+    _bytes_name(world.project, b"ok.py", b"foo(1)\n")
+    for args in ({"pattern": "foo($A)", "language": "python"}, {"pattern": "foo($A)"}):
+        r = invoke("ast_grep", args)
+        assert r["output"].startswith("ok.py:1:foo(1)\n\n")
+        assert r["matches_total"] == 1 and r["partial"] is True
+        assert r["skip_reasons"] == {"invalid_utf8_name": 1, "invalid_utf8": 1}
+        assert sorted(r["skipped_files"], key=lambda f: f["path"]) == [
+            {"path": "bad\\xfe.py", "reason": "invalid_utf8"},
+            {"path": "bad\\xffname.py", "reason": "invalid_utf8_name", "matches": 1},
+        ]
+        assert "[incomplete: 1 file left out (invalid_utf8_name);" in r["output"]
+        assert "bad\\xffname.py" in r["output"] and "\ufffd" not in r["output"]
+
+
+def test_a_skipped_name_with_a_line_break_is_counted(world: Env, invoke) -> None:
+    """The CLI's log names the file as it is, so its line spans two lines of stderr: read as one."""
+    make_tree(world.project, {"nl\nbad.py": b"foo(1)\n# \xff\n", "ok.py": "foo(2)\n"})
+    r = invoke("ast_grep", {"pattern": "foo($A)"})
+    assert r["output"].startswith("ok.py:1:foo(2)")
+    assert r["skip_reasons"] == {"invalid_utf8": 1} and r["partial"] is True
+    assert r["skipped_files"] == [{"path": "nl\nbad.py", "reason": "invalid_utf8"}]
+
+
+def test_extension_table_agrees_with_the_cli(tmp_path: Path) -> None:
+    """Every extension fermix knows is one the bundled CLI gives the same language, and the other way
+    round for the extensions it is known to take (probed through its own `--inspect entity` log)."""
+    import subprocess
+
+    from fermix_cli.core.search import engines
+    from fermix_cli.tools.coding.astgrep.cli import language_name
+
+    extra = ["hxx", "toml", "txt", "md"]  # hxx: fermix used to call it C++, the CLI does not know it
+    for ext in [*ast_lang.EXTENSIONS, *extra]:
+        (tmp_path / f"f.{ext}").write_text("x\n")
+    done = subprocess.run(
+        [engines.ast_grep(), "run", "-p", "x", "--inspect", "entity", "--json=stream"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    got = {}
+    for line in done.stderr.splitlines():
+        if line.startswith("sg: entity|file|f."):
+            name, _, what = line[len("sg: entity|file|f.") :].rpartition(": ")
+            got[name] = language_name(what.partition("=")[2])
+    want = {ext: ast_lang.language_for_path(f"f.{ext}") for ext in [*ast_lang.EXTENSIONS, *extra]}
+    assert got == {ext: lang for ext, lang in want.items() if lang is not None}
+
+
+def test_files_the_cli_knows_are_never_unsupported(world: Env, invoke) -> None:
+    make_tree(
+        world.project,
+        {"a.js": "let x = 1\n", "b.py3": "foo(1)\n", "c.bzl": "foo(2)\n", "d.cu": "foo(3);\n"},
+    )
+    r = invoke("ast_grep", {"pattern": "let $A = 1"})
+    assert r["output"].startswith("a.js:1:let x = 1")
+    assert r["files_unsupported"] == 0 and r["partial"] is True
+    assert set(r["pattern_errors"]) == {"python"}  # b.py3 and c.bzl: the CLI logs skipped=error
+    r = invoke("ast_grep", {"pattern": "foo($A)"})
+    assert r["output"] == "b.py3:1:foo(1)\nc.bzl:1:foo(2)\nd.cu:1:foo(3);"
+    assert r["files_unsupported"] == 0 and r["files_scanned"] == 4
+
+
+def test_upper_case_extensions_are_searched(world: Env, invoke) -> None:
+    """The CLI's walk matches extensions by case; fermix (and the CLI given the file) does not: search
+    and outline agree on a/UP.PY and a/x.Py."""
+    make_tree(
+        world.project, {"a/UP.PY": "def f():\n    foo(10)\n", "a/x.Py": "foo(11)\n", "a/y.py": "foo(12)\n"}
+    )
+    r = invoke("ast_grep", {"pattern": "foo($A)"})
+    assert r["output"] == "a/UP.PY:2:    foo(10)\na/x.Py:1:foo(11)\na/y.py:1:foo(12)"
+    assert r["files_scanned"] == 3 and r["partial"] is False
+    assert invoke("ast_grep", {"pattern": "foo($A)", "language": "python"})["matches_total"] == 3
+    r = invoke("ast_grep", {"operation": "outline", "path": "a"})
+    assert [(s["path"], s["item"]["name"]) for s in r["symbols"]] == [("a/UP.PY", "f")]
+    assert r["files_scanned"] == 3
+
+
+def test_empty_files_are_not_an_omission_and_big_ones_say_how(world: Env, invoke) -> None:
+    make_tree(world.project, {"__init__.py": "", "a.py": "foo(1)\n"})
+    r = invoke("ast_grep", {"pattern": "foo($A)"})
+    assert r["output"] == "a.py:1:foo(1)" and r["partial"] is False and r["skip_reasons"] == {}
+    # The CLI skips a file over 3,000,000 bytes and 200,000 lines in its walk, not when given it.
+    make_tree(world.project, {"big.py": "foo(2)\n" + "x = 1  # padding padding padding\n" * 210_000})
+    r = invoke("ast_grep", {"pattern": "foo($A)"})
+    assert r["skip_reasons"] == {"too_large": 1} and r["partial"] is True
+    assert r["skipped_files"] == [{"path": "big.py", "reason": "too_large"}]
+    assert "name the file as path to search it" in r["output"]
+    r = invoke("ast_grep", {"pattern": "foo($A)", "path": "big.py"})
+    assert r["output"] == "big.py:1:foo(2)" and r["partial"] is False
+
+
+def test_skip_reasons_are_snake_case() -> None:
+    from fermix_cli.tools.coding.astgrep.cli import skip_reason
+
+    assert [skip_reason(r) for r in ("invalidUtf8", "permissionDenied", "fileTooLarge", "ioError")] == [
+        "invalid_utf8",
+        "unreadable",
+        "too_large",
+        "io_error",
+    ]
+
+
+def test_patterns_and_rewrites_may_start_with_a_dash(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.py": "x = -y\n"})
+    r = invoke("ast_grep", {"pattern": "-$A", "language": "python"})
+    assert r["output"] == "a.py:1:x = -y"
+    r = invoke("ast_grep", {"pattern": "-$A", "rewrite": "-z", "path": "a.py"})
+    assert r["matches"][0]["replacement"] == "-z"
+    r = invoke("ast_grep", {"pattern": "-$A", "rewrite": "--help"})
+    assert r["matches"][0]["replacement"] == "--help"
+
+
+def test_a_nul_byte_is_a_typed_error_and_a_line_break_is_legal(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.py": "foo(1)\nif x:\n    y = 1\n"})
+    e = err(invoke, {"pattern": "foo(\x00)", "language": "python"})
+    assert e.code == "invalid_pattern" and "NUL" in e.message
+    assert err(invoke, {"pattern": "foo(\x00)"}).code == "invalid_pattern"
+    e = err(invoke, {"pattern": "foo($A)", "rewrite": "a\x00b"})
+    assert e.code == "invalid_rewrite" and "NUL" in e.message
+    r = invoke("ast_grep", {"pattern": "if $C:\n    $B", "language": "python"})
+    assert r["output"] == "a.py:2:if x:"
+
+
+def test_one_file_with_an_inferred_language(world: Env, invoke) -> None:
+    make_tree(world.project, {"a.py": "foo(1)\n"})
+    e = err(invoke, {"pattern": "fn $A() {}", "path": "a.py"})
+    assert e.code == "invalid_pattern" and "python" in e.message
+    r = invoke("ast_grep", {"pattern": "foo($A)", "path": "a.py"})
+    assert r["output"] == "a.py:1:foo(1)"
+    assert r["files_scanned"] == 1 and r["languages"] == ["python"]
+
+
+def test_a_pattern_with_an_error_node(world: Env, invoke) -> None:
+    """The CLI warns that such a pattern "contains an ERROR node": strict, it is refused; else the
+    language is reported in pattern_errors, never a clean "no matches"."""
+    make_tree(world.project, {"a.py": "foo(1)\n", "b.js": "foo(2)\n"})
+    e = err(invoke, {"pattern": "foo($A", "language": "python"})
+    assert e.code == "invalid_pattern" and "ERROR node" in e.message
+    r = invoke("ast_grep", {"pattern": "foo($A"})
+    assert r["partial"] is True and set(r["pattern_errors"]) == {"python", "javascript"}
+    assert "ERROR node" in r["pattern_errors"]["python"] and r["languages"] == []
+    e = err(invoke, {"pattern": "foo($A", "path": "a.py"})
+    assert e.code == "invalid_pattern"
+
+
+def test_a_pattern_over_256_nodes_is_refused_not_matched(world: Env, invoke) -> None:
+    """One or the other: strict (a language, or one file), it is refused before searching; in a tree,
+    a language it is refused for is a pattern error, and none of that language's matches are shown."""
+    big = "f(" + ", ".join(f"a{i}" for i in range(200)) + ")"
+    make_tree(world.project, {"m.py": big + "\n", "n.js": "g(1)\n"})
+    e = err(invoke, {"pattern": big, "path": "m.py"})
+    assert e.code == "invalid_pattern" and "more than 256" in e.message
+    r = invoke("ast_grep", {"pattern": big})
+    assert "more than 256" in r["pattern_errors"]["python"] and "python" not in r["languages"]
+    assert r["matches_total"] == 0 and r["partial"] is True
+    assert r["output"].startswith("[no matches]\n\n")
+    assert (
+        "[pattern does not compile for python: pattern has more than 256 syntax nodes (1 match" in r["output"]
+    )

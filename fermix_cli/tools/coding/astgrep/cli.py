@@ -16,19 +16,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO
 
 from ....core.context import ToolContext
 from ....core.fsops import FileReader
 from ....core.records import Record, field
 from ....core.search import engines
+from ....core.search.names import escaped, is_utf8
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.ripgrep import Scope, list_files, scratch_file
 from . import languages
@@ -41,13 +43,14 @@ class Scan(Record):
     matches: list[dict[str, Any]] = field(default_factory=list)
     languages: set[str] = field(default_factory=set)  # fermix names of the languages scanned
     skipped: Counter[str] = field(default_factory=Counter)
-    skipped_files: list[dict[str, str]] = field(default_factory=list)
+    skipped_files: list[dict[str, Any]] = field(default_factory=list)
     files_scanned: int = 0
     timed_out: bool = False
     errors: list[str] = field(default_factory=list)  # what else the CLI wrote to stderr
     unreadable: list[tuple[str, str]] = field(default_factory=list)  # (path, why) the walk could not read
     returncode: int = 0  # the CLI's: 0 matches, 1 none, anything else a failure (or a kill)
-    refused: int = 0  # matches in files the sandbox or the ignore rules leave out
+    refused: int = 0  # matches in files the sandbox or the ignore rules leave out (by design, silent)
+    invalid_names: list[str] = field(default_factory=list)  # files with matches left out: not UTF-8
     unsupported: int = 0  # visible files of no language fermix knows
 
 
@@ -83,51 +86,111 @@ def language_name(cli_name: str) -> str:
     return CLI_LANGUAGE.get(low, low)
 
 
-def _parse_inspect(line: str, scan: Scan, listed: set[str] | None, skipped_cap: int) -> None:
+def _messages(lines: Iterable[str]) -> Iterator[str]:
+    """The CLI's stderr as its messages. A log message starts a line with `sg: ` or `ERROR: `, and a
+    line that does not continues one whose file name has not ended (a name with a line break: the
+    `: key=value` or `: why` tail is still to come), as `ripgrep.messages` reads rg's; the CLI's own
+    warnings and errors, which have no such prefix, stay a line each."""
+    message: str | None = None
+    for line in lines:
+        line = line.removesuffix("\n")
+        if message is not None and _open(message) and not line.startswith(_LOG_PREFIXES):
+            message += "\n" + line
+            continue
+        if message is not None:
+            yield message.removesuffix("\r")
+        message = line
+    if message is not None:
+        yield message.removesuffix("\r")
+
+
+_LOG_PREFIXES = ("sg: ", "ERROR: ")
+_ENTITY_TAIL = re.compile(r": (language|skipped)=\w+\r?$")
+
+
+def _open(message: str) -> bool:
+    """A log message whose file name has not ended yet."""
+    if message.startswith("sg: entity|file|"):
+        return _ENTITY_TAIL.search(message) is None
+    return message.startswith("ERROR: ") and ": " not in message[len("ERROR: ") :]
+
+
+def skip_reason(cli_reason: str) -> str:
+    """fermix's snake_case name for one of the CLI's (camelCase) reasons for skipping a file."""
+    known = SKIP_REASONS.get(cli_reason)
+    return known if known is not None else re.sub(r"(?<!^)([A-Z])", r"_\1", cli_reason).lower()
+
+
+def _parse_inspect(line: str, scan: Scan, names: Names | None, skipped_cap: int) -> None:
     # sg: entity|file|PATH: language=Python   /   sg: entity|file|PATH: skipped=invalidUtf8
     # ERROR: ./PATH: Permission denied (os error 13)   (the walk could not read a directory or file)
     if not line.startswith("sg: entity|file|"):
-        if line.startswith("sg: summary|file:"):
-            for part in line.split(":", 2)[-1].split(","):
-                k, _, v = part.strip().partition("=")
-                if k == "scannedFileCount" and v.isdigit():
-                    scan.files_scanned = int(v)
-        elif line.startswith("ERROR: "):
+        if line.startswith("ERROR: "):
             path, _, why = line[len("ERROR: ") :].strip().rpartition(": ")
-            scan.unreadable.append((path.removeprefix("./"), why))
+            rel = path.removeprefix("./")
+            if names is not None and (found := names.resolve(rel)) is not None:
+                names.logged.add(found)  # a file the walk could not read: counted as unreadable
+            scan.unreadable.append((rel, why))
         elif line.strip() and not line.startswith("sg: "):
             scan.errors.append(line.strip())
         return
     body = line[len("sg: entity|file|") :]
     path, _, what = body.rpartition(": ")
     key, _, value = what.partition("=")
-    path = path.removeprefix("./")
-    if listed is not None and path not in listed:
-        return
+    rel = path.removeprefix("./")
+    if names is not None:
+        found = names.resolve(rel)
+        if found is None:
+            return  # ignored by the rules grep and find follow, or refused by the sandbox
+        rel = found
+        names.logged.add(rel)
     if key == "language":
         scan.languages.add(language_name(value))
+        scan.files_scanned += 1
     elif key == "skipped" and value == "error":
         # The pattern does not compile for this file's language: reported per language, not per file.
-        lang = languages.language_for_path(path)
+        lang = languages.language_for_path(rel)
         if lang is not None:
             scan.languages.add(lang)
+    elif key == "skipped" and value == "emptyFile":
+        scan.files_scanned += 1  # nothing in it to match: not an omission
     elif key == "skipped":
-        reason = SKIP_REASONS.get(value, value)
+        reason = skip_reason(value)
         scan.skipped[reason] += 1
         if len(scan.skipped_files) < skipped_cap:
-            scan.skipped_files.append({"path": path, "reason": reason})
+            scan.skipped_files.append({"path": escaped(rel), "reason": reason})
 
 
-# ast-grep's reasons for skipping a file, as fermix's search tools name them.
-SKIP_REASONS = {"invalidUtf8": "invalid_utf8", "permissionDenied": "unreadable"}
+# ast-grep's reasons for skipping a file, as fermix's search tools name them (others: snake_case).
+SKIP_REASONS = {"invalidUtf8": "invalid_utf8", "permissionDenied": "unreadable", "fileTooLarge": "too_large"}
 
 
-def read_inspect(err: BinaryIO, scan: Scan, listed: set[str] | None, skipped_cap: int) -> None:
-    """ast-grep's `--inspect entity` log (a line per file, the summary last), read line by line to its
-    end: a tree of any size is counted whole."""
+class Names:
+    """The files `rg --files` lists, and the names the CLI gives them: it shows a name that is not UTF-8
+    with U+FFFD (lossily), so such a name is found by its lossy form."""
+
+    def __init__(self, listed: set[str]) -> None:
+        self.listed = listed
+        self.lossy: dict[str, list[str]] = {}
+        for rel in listed:
+            if not is_utf8(rel):
+                self.lossy.setdefault(os.fsencode(rel).decode("utf-8", "replace"), []).append(rel)
+        self.logged: set[str] = set()  # listed names the CLI's log mentions
+
+    def resolve(self, cli_name: str) -> str | None:
+        """The listed name the CLI means (one of them, when several lossy names coincide), or None."""
+        if cli_name in self.listed:
+            return cli_name
+        same = self.lossy.get(cli_name)
+        return min(same) if same else None
+
+
+def read_inspect(err: BinaryIO, scan: Scan, names: Names | None, skipped_cap: int) -> None:
+    """ast-grep's `--inspect entity` log (a message per file), read to its end: a tree of any size is
+    counted whole."""
     err.seek(0)
-    for raw in err:
-        _parse_inspect(raw.decode("utf-8", "replace").rstrip("\r\n"), scan, listed, skipped_cap)
+    for message in _messages(raw.decode("utf-8", "replace") for raw in err):
+        _parse_inspect(message, scan, names, skipped_cap)
 
 
 def run_scan(
@@ -163,15 +226,14 @@ def run_scan(
             scan.skipped["invalid_utf8"] += 1
             scan.skipped_files.append({"path": target, "reason": "invalid_utf8"})
             return scan
-    conf_dir = tempfile.mkdtemp(prefix="fermix-sg-")
-    conf = os.path.join(conf_dir, "sgconfig.yml")
-    with open(conf, "w", encoding="utf-8") as f:
-        f.write("ruleDirs: []\n")
-    argv = [binary, "run", "-c", conf, "-p", pattern, "--json=stream", "--inspect", "entity"]
+    conf_dir = languages.private_config()
+    # `--name=value`: a pattern or rewrite starting with `-` is never taken for an option.
+    argv = [binary, "run", "-c", os.path.join(conf_dir, "sgconfig.yml"), f"--pattern={pattern}"]
+    argv += ["--json=stream", "--inspect", "entity"]
     if language is not None:
-        argv += ["-l", language]
+        argv.append(f"--lang={language}")
     if rewrite is not None:
-        argv += ["-r", rewrite]
+        argv.append(f"--rewrite={rewrite}")
     if stdin_data is not None:
         argv.append("--stdin")
     else:
@@ -225,21 +287,18 @@ def run_scan(
         timer.cancel()
         if lister is not None:
             lister.join(max(deadline - time.monotonic(), 0.0) + 1)
-        listed: set[str] | None = None
+        names: Names | None = None
         if "error" in listing:
             raise listing["error"]
         if lister is not None:
             if "files" in listing:
-                listed = set(listing["files"])
-                scan.unsupported = sum(
-                    1 for rel in listed if languages.language_for_path(rel) not in languages.LANGUAGES
-                )
+                names = Names(set(listing["files"]))
                 if listing["stats"].timed_out:
                     scan.timed_out = True
             else:
                 scan.timed_out = True
-                listed = set()
-        read_inspect(err, scan, listed, skipped_cap)
+                names = Names(set())
+        read_inspect(err, scan, names, skipped_cap)
     finally:
         err.close()
         shutil.rmtree(conf_dir, ignore_errors=True)
@@ -251,14 +310,28 @@ def run_scan(
         scan.skipped["unreadable"] += 1
         if len(scan.skipped_files) < skipped_cap:
             scan.skipped_files.append({"path": rel, "reason": "unreadable", "error": why})
+    if stdin_data is not None:
+        scan.files_scanned = 1  # the CLI's log says nothing of its standard input
+        if language is not None and scan.returncode in (0, 1):
+            scan.languages.add(language)
+    if names is not None:
+        _check_coverage(scan, names, language, skipped_cap)
     verdicts: dict[str, bool] = {}
+    unnamed: Counter[str] = Counter()  # matches in files whose names are not UTF-8, by name
     links = bool(raw) and sandbox.may_have_protected_links()
     for m in raw:
         rel = target if stdin_data is not None else str(m.get("file", "")).removeprefix("./")
+        if names is not None:
+            found = names.resolve(rel)
+            if found is not None and not is_utf8(found):
+                unnamed[found] += 1
+                continue
         ok = verdicts.get(rel)
         if ok is None:
             full = os.path.join(root, rel)
-            ok = (listed is None or rel in listed) and not (
+            # Matches in files the ignore rules leave out (the CLI does not know Perforce's, or
+            # .rgignore) or the sandbox refuses are dropped by design, and not named.
+            ok = (names is None or rel in names.listed) and not (
                 (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full))
             )
             verdicts[rel] = ok
@@ -267,10 +340,35 @@ def run_scan(
             continue
         m["file"] = os.path.join(root, rel)
         scan.matches.append(m)
+    for rel, n in sorted(unnamed.items()):
+        scan.invalid_names.append(rel)
+        scan.skipped["invalid_utf8_name"] += 1
+        if len(scan.skipped_files) < skipped_cap:
+            scan.skipped_files.append({"path": escaped(rel), "reason": "invalid_utf8_name", "matches": n})
     scan.matches.sort(
         key=lambda m: (m["file"], m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"])
     )
     return scan
+
+
+def _check_coverage(scan: Scan, names: Names, language: str | None, skipped_cap: int) -> None:
+    """Files unsupported (no language the CLI knows) and, as a guard against the CLI and the table
+    drifting apart, listed files of a known language the CLI's log never mentions (`not_scanned`)."""
+    below_unreadable = tuple(path.rstrip("/") + "/" for path, _ in scan.unreadable)  # counted there
+    for rel in sorted(names.listed):
+        lang = languages.language_for_path(rel)
+        if lang is None:
+            scan.unsupported += rel not in names.logged  # else the CLI knows it: it said so
+        elif (
+            rel not in names.logged
+            and (language is None or lang == language)
+            and not scan.timed_out
+            and is_utf8(rel)  # counted with its matches (invalid_utf8_name), not here
+            and not rel.startswith(below_unreadable)
+        ):
+            scan.skipped["not_scanned"] += 1
+            if len(scan.skipped_files) < skipped_cap:
+                scan.skipped_files.append({"path": rel, "reason": "not_scanned"})
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:

@@ -8,6 +8,8 @@ limits apply.
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 from typing import Any
 
@@ -18,33 +20,40 @@ MAX_TREE_NODES = 16_384
 MAX_TREE_DEPTH = 64
 MAX_PATTERN_NODES = 256
 
+# The bundled CLI's own table (ast-grep 0.51, probed through its `--inspect entity` log: a test keeps the
+# two equal), so what fermix counts as scanned or unsupported is what the CLI scans.
 EXTENSIONS: dict[str, str] = {
     "rs": "rust",
     "ts": "typescript", "mts": "typescript", "cts": "typescript",
     "tsx": "tsx",
     "js": "javascript", "mjs": "javascript", "cjs": "javascript", "jsx": "javascript",
-    "py": "python", "pyi": "python",
+    "py": "python", "pyi": "python", "py3": "python", "bzl": "python",
     "go": "go",
-    "kt": "kotlin", "kts": "kotlin",
+    "kt": "kotlin", "kts": "kotlin", "ktm": "kotlin",
     "java": "java",
     "swift": "swift",
-    "sh": "bash", "bash": "bash",
+    "sh": "bash", "bash": "bash", "bats": "bash", "cgi": "bash", "command": "bash", "env": "bash",
+    "fcgi": "bash", "ksh": "bash", "tmux": "bash", "tool": "bash", "zsh": "bash",
     "c": "c", "h": "c",
-    "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "hxx": "cpp",
+    "cc": "cpp", "cpp": "cpp", "cxx": "cpp", "hpp": "cpp", "hh": "cpp", "c++": "cpp", "cu": "cpp",
+    "ino": "cpp",
     "cs": "csharp",
-    "css": "css",
+    "css": "css", "scss": "css",
+    "dart": "dart",
     "ex": "elixir", "exs": "elixir",
     "hs": "haskell",
-    "hcl": "hcl", "tf": "hcl",
-    "html": "html", "htm": "html",
+    "hcl": "hcl", "tf": "hcl", "tfvars": "hcl", "nomad": "hcl", "workflow": "hcl",
+    "html": "html", "htm": "html", "xhtml": "html",
     "json": "json",
     "lua": "lua",
+    "md": "markdown", "markdown": "markdown",
     "nix": "nix",
     "php": "php",
-    "rb": "ruby",
-    "scala": "scala", "sc": "scala",
+    "rb": "ruby", "rbw": "ruby", "gemspec": "ruby",
+    "scala": "scala", "sc": "scala", "sbt": "scala",
     "sol": "solidity",
     "yml": "yaml", "yaml": "yaml",
+    "zig": "zig",
 }  # fmt: skip
 
 LANGUAGES = frozenset(EXTENSIONS.values())
@@ -135,7 +144,8 @@ def parse(source: str, language: str, deadline: float) -> Parsed:
 
 
 def compile_pattern(pattern: str, language: str, deadline: float) -> str | None:
-    """None when `pattern` is usable for `language`, else why not (too complex or not compilable)."""
+    """None when `pattern` is usable for `language`, else why not (too complex, not compilable, or
+    parsed with an ERROR node, as the CLI warns)."""
     from ast_grep_py import SgRoot
 
     check_deadline(deadline)
@@ -149,4 +159,50 @@ def compile_pattern(pattern: str, language: str, deadline: float) -> str | None:
         raise
     except BaseException as e:  # ast-grep raises RuntimeError, or panics (a BaseException)
         return library_error(e)
+    return _error_node(pattern, language, deadline)
+
+
+def _error_node(pattern: str, language: str, deadline: float) -> str | None:
+    """The CLI's warning for a pattern that parses with an ERROR node (`foo($A`), or None.
+
+    The library does not say, and only the CLI knows how it rewrites metavariables for each language
+    before parsing, so the CLI is asked: run on empty input, it matches nothing and then warns."""
+    import shutil
+    import subprocess
+
+    from ....core.search import engines
+
+    conf_dir = private_config()
+    try:
+        done = subprocess.run(
+            [engines.ast_grep(), "run", "-c", os.path.join(conf_dir, "sgconfig.yml"), f"--pattern={pattern}",
+             f"--lang={language}", "--stdin"],
+            input=b"",
+            capture_output=True,
+            cwd=conf_dir,
+            timeout=max(deadline - time.monotonic(), 1.0),
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise DeadlinePassed() from None
+    finally:
+        shutil.rmtree(conf_dir, ignore_errors=True)
+    said = done.stderr.decode("utf-8", "replace")
+    if "contains an ERROR node" in said:
+        return "pattern contains an ERROR node (it does not parse as one piece of code)"
     return None
+
+
+def private_config() -> str:
+    """A new directory holding fermix's own `sgconfig.yml` for the CLI (the caller removes it): no
+    rule directories, and each extension of the table in any letter case (`*.[pP][yY]`), since the
+    CLI's walk compares extensions by case while a file named to it is parsed whatever its case."""
+    conf_dir = tempfile.mkdtemp(prefix="fermix-sg-")
+    by_language: dict[str, list[str]] = {}
+    for ext, lang in EXTENSIONS.items():
+        glob = "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else c for c in ext)
+        by_language.setdefault(lang, []).append(f'"*.{glob}"')
+    lines = ["ruleDirs: []", "languageGlobs:"]
+    lines += [f"  {lang}: [{', '.join(globs)}]" for lang, globs in sorted(by_language.items())]
+    with open(os.path.join(conf_dir, "sgconfig.yml"), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return conf_dir

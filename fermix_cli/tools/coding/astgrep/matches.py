@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ....core.context import ToolContext
 from ....core.errors import ToolError
 from ..pathrules import display_path
 from . import languages
-from .cli import run_scan
+from .cli import language_name, run_scan
 from .workset import SKIPPED_LISTED, Output, Work, common_result, notes, with_notes
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ def search(
     for reason, n in scan.skipped.items():
         work.skipped[reason] += n
     work.skipped_files += scan.skipped_files
+    work.invalid_names += scan.invalid_names
     if scan.timed_out:
         work.stop = "deadline"
     pattern_errors: dict[str, str] = {}
@@ -62,11 +64,24 @@ def search(
             {"returncode": scan.returncode, "stderr": scan.errors[:20]},
         )
     work.languages |= {lang for lang in scan.languages if lang not in pattern_errors}
+    found = scan.matches
+    if pattern_errors:
+        # One or the other: a language the pattern is refused for has no matches in the answer (the
+        # CLI may have matched what it could of a pattern over the node limit or with an ERROR node).
+        found, dropped = [], Counter[str]()
+        for m in scan.matches:
+            lang = language_name(str(m.get("language", "")))
+            if lang in pattern_errors:
+                dropped[lang] += 1
+            else:
+                found.append(m)
+        for lang, n in dropped.items():
+            pattern_errors[lang] += f" ({n} {'match' if n == 1 else 'matches'} in its files not shown)"
     out = Output(limit)
     matches: list[dict[str, Any]] = []
     files_matched: set[str] = set()
     skipped_replacements = 0
-    for m in scan.matches:
+    for m in found:
         shown = display_path(m["file"], cwd)
         files_matched.add(shown)
         if out.truncated:
@@ -100,21 +115,21 @@ def search(
     partial = result["partial"] or bool(pattern_errors) or skipped_replacements > 0
     result.update(
         matches=matches,
-        matches_total=len(scan.matches),
+        matches_total=len(found),
         files_matched=len(files_matched),
         pattern_errors=pattern_errors,
         replacements_skipped=skipped_replacements,
         partial=partial,
         engine="ast-grep",
     )
-    left = len(scan.matches) - len(matches) - skipped_replacements
+    left = len(found) - len(matches) - skipped_replacements
     if left > 0:
         result["more"] = {
             "count": left,
             "how": "raise limit (at most 500) or narrow path; output holds at most 64 KiB",
         }
     body = "\n".join(out.lines) if out.lines else "[no matches]"
-    result["output"] = with_notes(body, notes(result))
+    result["output"] = with_notes(body, notes(result, work.invalid_names))
     return result
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ....core.errors import ToolError
 from ....core.records import Record
-from .languages import check_deadline
+from .languages import DeadlinePassed, check_deadline
 from .symbol_rules import EXTRACTORS, SYMBOL_TYPES, Node, Symbol
 
 ITEMS = ("structure", "exports", "imports", "all")
@@ -25,7 +25,7 @@ MAX_FILTER_BYTES = 512
 class OutlineOptions(Record, frozen=True):
     items: str = "structure"
     view: str = "digest"
-    name: Any = None  # a compiled `regex` pattern
+    name: str | None = None  # a Rust regex, checked by rg
     types: frozenset[str] | None = None
     pub_members: bool = False
 
@@ -43,13 +43,33 @@ def parse_types(raw: str) -> frozenset[str]:
     return frozenset(wanted)
 
 
-def compile_name(raw: str) -> Any:
-    import regex
+def compile_name(raw: str) -> str:
+    """`name` once rg has checked it: a Rust regex, matched with rg (linear time, Unicode-aware)."""
+    from ....core.search.ripgrep import check_pattern
 
+    why = check_pattern(raw)
+    if why is not None:
+        raise ToolError("invalid_name", f"name is not a valid regex: {why}", {"name": raw})
+    return raw
+
+
+def name_filter(pattern: str, syms: list[Symbol], deadline: float) -> list[bool]:
+    """For each symbol, whether `pattern` matches its name, signature or first source line: one rg
+    call for the lot."""
+    import subprocess
+    import time
+
+    from ....core.search.ripgrep import matching_records
+
+    records = []
+    for sym in syms:
+        records += [sym.name, sym.signature(), sym.node.text().split("\n", 1)[0]]
+    check_deadline(deadline)
     try:
-        return regex.compile(raw, regex.V0)
-    except regex.error as e:
-        raise ToolError("invalid_name", f"name is not a valid regex: {e}", {"name": raw}) from None
+        hits = matching_records(pattern, records, max(deadline - time.monotonic(), 0.1))
+    except subprocess.TimeoutExpired:
+        raise DeadlinePassed() from None
+    return [any(3 * i + k in hits for k in range(3)) for i in range(len(syms))]
 
 
 def check_filter_size(field: str, value: str | None) -> None:
@@ -81,13 +101,8 @@ def selected(sym: Symbol, opts: OutlineOptions) -> bool:
         return False
     if opts.items == "exports" and not (sym.exported or sym.type == "export"):
         return False
-    if opts.types is not None and sym.type not in opts.types:
-        return False
-    if opts.name is not None:
-        first_line = sym.node.text().split("\n", 1)[0]
-        if not any(opts.name.search(s) for s in (sym.name, sym.signature(), first_line)):
-            return False
-    return True
+    # `name` is matched for many symbols at once: name_filter
+    return opts.types is None or sym.type in opts.types
 
 
 def span(node: Node) -> dict[str, dict[str, int]]:

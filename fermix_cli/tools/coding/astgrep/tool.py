@@ -18,11 +18,22 @@ from ....core.errors import ToolError
 from ....core.fsops import FileReader
 from ....core.params import Field, model_validator
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from ....core.search.ripgrep import argument_problem
 from ..pathrules import resolve_source
 from . import languages
 from .languages import DeadlinePassed
 from .matches import search
-from .outline import OutlineOptions, check_filter_size, compile_name, entry, parse_types, selected, symbols
+from .outline import (
+    OutlineOptions,
+    check_filter_size,
+    compile_name,
+    entry,
+    name_filter,
+    parse_types,
+    selected,
+    symbols,
+)
+from .symbol_rules import Symbol
 from .workset import (
     Output,
     Work,
@@ -38,6 +49,7 @@ PATTERN_MAX_BYTES = 4096
 DEADLINE_S = 30.0
 DEFAULT_LIMIT, MAX_LIMIT = 100, 500
 OUTLINE_ONLY = ("items", "view", "name", "symbol_type", "pub_members")
+NAME_BATCH_SYMBOLS, NAME_BATCH_FILES = 4096, 64
 
 
 class AstGrepParams(Params):
@@ -147,6 +159,9 @@ def _check_mode(p: AstGrepParams, op: str) -> None:
                 f"{fname} is {len(value.encode('utf-8'))} bytes; ast_grep accepts at most 4 KiB",
                 {"field": fname},
             )
+        why = argument_problem(value) if value is not None else None
+        if why is not None:  # a line break is fine: ast-grep patterns may span lines
+            raise ToolError(f"invalid_{fname}", f"the {fname} {why}", {"field": fname})
 
 
 # ----- outline ---------------------------------------------------------------------------------
@@ -166,8 +181,27 @@ def _outline(
     )
     out = Output(limit)
     entries: list[dict[str, Any]] = []
+    pending: list[tuple[str, str, Symbol]] = []  # selected by the other filters, `name` still to match
+
+    def flush() -> None:
+        """Add the pending entries that `name` selects, in order, until the output is full."""
+        keep = name_filter(opts.name, [s for _, _, s in pending], work.deadline) if opts.name else None
+        for i, (shown, lang, sym) in enumerate(pending):
+            if keep is not None and not keep[i]:
+                continue
+            line = {"path": shown, "language": lang, "item": entry(sym, opts)}
+            text = json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+            if len(out.lines) >= out.limit or out.fits([text]) < 1:
+                out.truncated = True  # whole entries only: a parent and its members go together
+                break
+            out.add([text])
+            entries.append(line)
+            languages.check_deadline(work.deadline)
+        pending.clear()
+
     reader = FileReader()
     try:
+        files_pending = 0
         for shown, canonical, lang in files:
             loaded = load_tree(reader, shown, canonical, lang, work)
             if loaded is None:
@@ -175,19 +209,18 @@ def _outline(
                     break
                 continue
             _, root = loaded
-            for sym in symbols(root.root(), lang, work.deadline):
-                if not selected(sym, opts):
-                    continue
-                line = {"path": shown, "language": lang, "item": entry(sym, opts)}
-                text = json.dumps(line, ensure_ascii=False, separators=(",", ":"))
-                if len(out.lines) >= out.limit or out.fits([text]) < 1:
-                    out.truncated = True  # whole entries only: a parent and its members go together
-                    break
-                out.add([text])
-                entries.append(line)
-                languages.check_deadline(work.deadline)
+            pending += [
+                (shown, lang, sym) for sym in symbols(root.root(), lang, work.deadline) if selected(sym, opts)
+            ]
+            files_pending += 1
+            # `name` is matched by one rg call for many files (their trees kept meanwhile, so a bound).
+            if opts.name is None or len(pending) >= NAME_BATCH_SYMBOLS or files_pending >= NAME_BATCH_FILES:
+                flush()
+                files_pending = 0
             if out.truncated:
                 break
+        if not out.truncated:
+            flush()
     except DeadlinePassed:
         work.stop = "deadline"
     finally:
@@ -195,7 +228,7 @@ def _outline(
     result = common_result(work, out, "outline")
     result.update(symbols=entries, symbols_returned=len(entries), items=opts.items, view=opts.view)
     body = "\n".join(out.lines) if out.lines else "[no symbols]"
-    result["output"] = with_notes(body, notes(result))
+    result["output"] = with_notes(body, notes(result, work.invalid_names))
     return result
 
 
@@ -214,21 +247,20 @@ def ast_grep(p: AstGrepParams, ctx: ToolContext) -> dict[str, Any]:
     if not os.path.exists(target.path):
         raise ToolError("not_found", f"Path not found: {target.display}", {"path": target.path})
     work = Work(deadline=time.monotonic() + DEADLINE_S)
-    if op == "search" and language is not None:
-        err = languages.compile_pattern(p.pattern or "", language, work.deadline)
-        if err is not None:
-            raise ToolError(
-                "invalid_pattern",
-                f"pattern does not compile for {language}: {err}",
-                {"language": language, "error": err},
-            )
     if op == "search":
         if os.path.isdir(target.path):
             root, name = target.path, "."
-        else:
-            lang = check_file_language(target.path, target.cwd, language, outline=False)
+        else:  # one file: its language, given or inferred, is as strict as a given one
+            language = check_file_language(target.path, target.cwd, language, outline=False)
             root, name = os.path.dirname(target.path), os.path.basename(target.path)
-            language = lang
+        if language is not None:
+            err = languages.compile_pattern(p.pattern or "", language, work.deadline)
+            if err is not None:
+                raise ToolError(
+                    "invalid_pattern",
+                    f"pattern does not compile for {language}: {err}",
+                    {"language": language, "error": err},
+                )
         return search(p, ctx, work, root, name, target.cwd, limit, language)
     files = work_files(ctx, target.path, target.cwd, language, True, work)
     return _outline(p, work, files, limit)
@@ -283,10 +315,13 @@ TOOLS = specs(
             ),
             FailureMode("invalid_language", "unknown language, or the file's language cannot be inferred"),
             FailureMode(
-                "invalid_pattern", "the pattern does not compile for the given language, or is over 4 KiB"
+                "invalid_pattern",
+                "the pattern does not compile for the given language (or one file's, inferred), parses "
+                "with an ERROR node, has over 256 nodes, is over 4 KiB or holds a NUL byte",
             ),
+            FailureMode("invalid_rewrite", "the rewrite is over 4 KiB or holds a NUL byte"),
             FailureMode("invalid_symbol_type", "symbol_type names an unknown type"),
-            FailureMode("invalid_name", "name is not a valid regular expression"),
+            FailureMode("invalid_name", "name is not a valid Rust regex (rg's syntax)"),
             FailureMode("not_found", "the path does not exist"),
             FailureMode("search_engine_missing", "the ast-grep CLI is not installed; the message says how"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),

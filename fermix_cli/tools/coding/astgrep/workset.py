@@ -13,6 +13,7 @@ from ....core.context import ToolContext
 from ....core.errors import ToolError
 from ....core.fsops import FileReader
 from ....core.records import Record, field
+from ....core.search.names import escaped, invalid_name_omission, is_utf8
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.ripgrep import Scope, list_files
 from ..pathrules import display_path
@@ -38,9 +39,10 @@ class Work(Record):
     bytes_read: int = 0
     unsupported: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
-    skipped_files: list[dict[str, str]] = field(default_factory=list)
+    skipped_files: list[dict[str, Any]] = field(default_factory=list)
     stop: str | None = None  # file_cap | byte_cap | deadline
     languages: set[str] = field(default_factory=set)
+    invalid_names: list[str] = field(default_factory=list)  # left out: names that are not UTF-8
 
     def skip(self, path: str, reason: str) -> None:
         self.skipped[reason] += 1
@@ -87,6 +89,10 @@ def work_files(
             continue
         full = os.path.join(root, rel)
         if (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full)):
+            continue
+        if not is_utf8(rel):  # no answer can carry its name: left out, counted, named escaped
+            work.invalid_names.append(rel)
+            work.skip(escaped(display_path(full, cwd)), "invalid_utf8_name")
             continue
         yield display_path(full, cwd), full, lang
     # rg's `rg: ./PATH: Permission denied (os error 13)`: a directory (or file) it could not read.
@@ -184,14 +190,25 @@ def common_result(work: Work, out: Output, op: str) -> dict[str, Any]:
     return result
 
 
-def notes(result: dict[str, Any]) -> list[str]:
-    """The bracketed lines that explain a partial or cut result to a model."""
+def notes(result: dict[str, Any], invalid_names: list[str] | None = None) -> list[str]:
+    """The bracketed lines that explain a partial or cut result to a model (`invalid_names`: the files
+    left out because their names are not UTF-8)."""
     out = []
     if result.get("truncated"):
         out.append(f"[truncated at {result['limit']} lines or 64 KiB; narrow path or raise limit]")
     if result.get("files_skipped"):
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result["skip_reasons"].items()))
         out.append(f"[{result['files_skipped']} files skipped ({reasons})]")
+    omission = invalid_name_omission(invalid_names or [], len(invalid_names or []), "file")
+    if omission is not None:
+        out.append(omission.note())
+    if result.get("operation") == "search" and result.get("skip_reasons", {}).get("too_large"):
+        out.append(
+            "[too_large: the CLI's walk skips a file over 3,000,000 bytes and 200,000 lines; "
+            "name the file as path to search it]"
+        )
+    if result.get("skip_reasons", {}).get("not_scanned"):
+        out.append("[not_scanned: files of a known language the ast-grep CLI did not scan; name one as path]")
     for lang, err in sorted(result.get("pattern_errors", {}).items()):
         out.append(f"[pattern does not compile for {lang}: {err}]")
     if result.get("timed_out"):
