@@ -77,6 +77,10 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
     deadline = time.monotonic() + GLOB_DEADLINE_S
     prefix = literal_prefix(p.pattern)
     start, run = _prefix_dir(ctx, root, prefix, deadline) if prefix else (root, RunStats())
+    if start is not None and prefix and _rules_reach_below(root, prefix):
+        # An ignore file on the way holds a rule with a path (`/src/lib/gen/`), which rg started at the
+        # prefix would not apply below it: the walk starts at the root (the prefix checks stand).
+        start, prefix = root, ""
     hits: list[str] = []
     if start is not None and not run.timed_out:
         depth = max_depth(p.pattern)
@@ -126,6 +130,28 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
         "total_matched": len(hits),
         **completeness(omissions),
     }
+
+
+_IGNORE_FILES = (".gitignore", ".ignore", ".rgignore", os.path.join(".git", "info", "exclude"))
+
+
+def _rules_reach_below(root: str, prefix: str) -> bool:
+    """Whether an ignore file in the root or a prefix directory above the last holds a rule naming a
+    path (a `/` before its end): rg applies such a rule only in a walk from that file's directory."""
+    comps = prefix.split("/")
+    for depth in range(len(comps)):
+        directory = os.path.join(root, *comps[:depth])
+        for name in _IGNORE_FILES:
+            try:
+                with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as f:
+                    text = f.read(1 << 20)
+            except OSError:
+                continue
+            for line in text.splitlines():
+                rule = line.strip()
+                if rule and not rule.startswith("#") and "/" in rule.rstrip("/"):
+                    return True
+    return False
 
 
 def _prefix_dir(ctx: ToolContext, root: str, prefix: str, deadline: float) -> tuple[str | None, RunStats]:

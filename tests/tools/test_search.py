@@ -242,6 +242,16 @@ def test_glob_literal_prefix_gives_the_answer_of_the_whole_walk(world: Env, invo
     assert invoke("glob_search", {"pattern": "real/*.py"})["paths"] == [str(world.project / "real/a.py")]
 
 
+def test_glob_literal_prefix_keeps_rules_with_paths_from_above(world: Env, invoke) -> None:
+    """A rule naming a path deeper than the prefix (`/src/lib/gen/` in the root's .gitignore) is one
+    rg would not apply in a walk started at `src/`: the answer is still the root walk's."""
+    tree(world.project, {".gitignore": "/src/lib/gen/\n", "src/lib/gen/g.py": "x", "src/lib/a.py": "x"})
+    for pattern in ("src/**/*.py", "src/*/gen/*.py", "src/lib/**/*.py", "src/lib/gen/*.py", "**/*.py"):
+        r = invoke("glob_search", {"pattern": pattern})
+        assert r["paths"] == _rg_glob(world.project, pattern), pattern
+    assert invoke("glob_search", {"pattern": "src/**/*.py"})["paths"] == [str(world.project / "src/lib/a.py")]
+
+
 def test_glob_literal_prefix_the_sandbox_refuses_is_an_error(world: Env, invoke) -> None:
     world.fermix_home.mkdir()
     (world.fermix_home / "config.toml").write_text(

@@ -131,6 +131,11 @@ def _glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]{}\\!" else c for c in text)
 
 
+def literal_glob(name: str) -> str:
+    """An rg `-g` glob that matches exactly the entry `name` directly below the search root."""
+    return "/" + _glob_escape(name)
+
+
 def _scope_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
     args = [*BASE_ARGS]
     if scope.hidden:

@@ -554,3 +554,30 @@ def test_a_special_file_named_as_path_is_skipped_at_once(world: Env, invoke) -> 
         "[no matches]\n[incomplete: 1 file left out (special); pipe is a FIFO, not a regular file, so "
         "it was not read (grep reads regular files only: a FIFO or device can block or never end)]"
     )
+
+
+def test_a_file_with_binary_data_after_its_matches_counts_the_same_on_every_page(world: Env, invoke) -> None:
+    """A walked file that rg stopped reading at a NUL byte past its first matches, with a matching line
+    that is not UTF-8: counting its lines again must stop where the walk stopped (rg reads a file named
+    to it past the NUL), so the total does not depend on the page size."""
+    lines = []
+    for i in range(1, 6001):
+        if i == 4:
+            lines.append(b"hit \xff bad line")
+        elif i == 5000:
+            lines.append(b"hit before nul \x00 here")
+        else:
+            lines.append(b"hit line %05d padpadpadpad" % i)
+    (world.project / "mix.txt").write_bytes(b"\n".join(lines) + b"\n")
+    totals, seen, offset = set(), [], 0
+    while True:
+        r = invoke("grep", {"patterns": ["hit"], "mode": "raw", "limit": 500, "offset": offset})
+        totals.add(r["primary_total"])
+        seen += [h["line"] for h in r["hits"]]
+        if not r["has_more"]:
+            break
+        offset = r["next_offset"]
+    assert len(totals) == 1 and len(seen) == len(set(seen)) == totals.pop()
+    ranked = invoke("grep", {"patterns": ["hit"]})
+    assert ranked["hits_total"] == len(seen)
+    assert {o["reason"] for o in ranked["omitted"]} >= {"binary", "invalid_utf8"}

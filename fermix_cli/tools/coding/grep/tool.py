@@ -28,7 +28,15 @@ from ....core.search.report import (
     timeout_omission,
     unreadable_omission,
 )
-from ....core.search.ripgrep import FileMatches, LineMatch, PatternError, Scope, Search, allowed_below
+from ....core.search.ripgrep import (
+    FileMatches,
+    LineMatch,
+    PatternError,
+    Scope,
+    Search,
+    allowed_below,
+    literal_glob,
+)
 from ..pathrules import display_path, resolve_source
 from .printer import Block, Hit, Page, render_ranked, render_raw
 from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
@@ -219,7 +227,7 @@ def _collect(
             # is known only when the whole file is (the common case, checked without rg); else the
             # file is searched again for every line, to count those that are not exactly (and to have
             # enough valid ones for the page).
-            fm = _every_line(ctx, p, plans, deadline, fm, search) or fm
+            fm = _every_line(ctx, p, plans, deadline, fm, search, walked=target == ".") or fm
             bad = [lm for lm in fm.lines if not lm.utf8]
         if bad:
             tally.invalid_utf8 += 1
@@ -247,19 +255,26 @@ def _every_line(
     deadline: float,
     fm: FileMatches,
     search: Search,
+    *,
+    walked: bool,
 ) -> FileMatches | None:
     """Every matching line of one file (`fm.path`, canonical), from a search of that file alone; None
-    when that search found nothing (the file changed, or the deadline passed, which `search` then says)."""
+    when that search found nothing (the file changed, or the deadline passed, which `search` then says).
+
+    A file the first search found walking a directory is found the same way again (a walk of its
+    directory, narrowed to it by an anchored glob): rg stops reading a walked file at binary data but
+    searches a file named to it past that, so naming it would count lines the walk never reported."""
     root, name = os.path.split(fm.path)
+    scope = Scope(root=root, globs=(literal_glob(name),)) if walked else Scope(root=root)
     again = Search(
-        Scope(root=root),
+        scope,
         [pl.source for pl in plans],
         deadline,
         ctx.sandbox,
         ignore_case=bool(p.case_insensitive),
-        target=name,
+        target="." if walked else name,
     )
-    files = list(again.files())
+    files = [f for f in again.files() if f.path == name] if walked else list(again.files())
     search.stats.timed_out = search.stats.timed_out or again.stats.timed_out
     search.stats.errors += again.stats.errors
     if not files:
