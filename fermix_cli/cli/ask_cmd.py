@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import IO, TYPE_CHECKING, Annotated, Any
@@ -70,7 +69,10 @@ def session_option(session: str | None) -> str | None:
 
 
 def short_json(value: Any, limit: int = 160) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    from ..agent.messages import valid_unicode
+    from ..core.jsonin import json_text
+
+    text = valid_unicode(value) if isinstance(value, str) else json_text(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

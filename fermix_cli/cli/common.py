@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -40,7 +39,9 @@ def context() -> Any:
 
 def emit_json(value: Any) -> None:
     pretty = sys.stdout.isatty()
-    typer.echo(json.dumps(value, ensure_ascii=False, indent=2 if pretty else None))
+    from ..core.jsonin import json_text
+
+    typer.echo(json_text(value, indent=2 if pretty else None))
 
 
 def emit_result(result: dict[str, Any], as_json: bool) -> None:

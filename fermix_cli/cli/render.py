@@ -3,7 +3,6 @@ streams, and a panel per tool call. Rendering only; the loop knows nothing about
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,8 +17,12 @@ RESULT_PREVIEW = 1200
 
 def _args_text(arguments: Any) -> str:
     if isinstance(arguments, str):
-        return arguments
-    return json.dumps(arguments, ensure_ascii=False, indent=2)
+        from ..agent.messages import valid_unicode
+
+        return valid_unicode(arguments)
+    from ..core.jsonin import json_text
+
+    return json_text(arguments, indent=2)
 
 
 class RichObserver:

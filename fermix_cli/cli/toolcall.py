@@ -6,7 +6,6 @@ JSON keys), or `--jsonl` (one object per stdin line, one envelope per output lin
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -14,7 +13,7 @@ from collections.abc import Callable
 from typing import IO, Any, NoReturn
 
 from ..core.errors import ExitClass, ToolError
-from ..core.jsonin import parse_json, parse_object
+from ..core.jsonin import json_text, parse_json, parse_object
 from .globalopts import GlobalOptions
 
 RESERVED = {"json", "jsonl", "schema", "pretty", "text", "help"}
@@ -22,8 +21,8 @@ RESERVED = {"json", "jsonl", "schema", "pretty", "text", "help"}
 
 def _dumps(value: Any, pretty: bool) -> str:
     if pretty:
-        return json.dumps(value, ensure_ascii=False, indent=2)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return json_text(value, indent=2)
+    return json_text(value, separators=(",", ":"))
 
 
 def report_error(err: ToolError, stream: IO[str] | None = None) -> int:

@@ -85,3 +85,16 @@ def parse_object(text: str | bytes) -> dict[str, Any]:
         kind = "an array" if isinstance(value, list) else type(value).__name__
         raise ToolError("invalid_json", f"tool input must be a JSON object, got {kind}", {})
     return value
+
+
+def json_text(value: Any, *, indent: int | None = None, separators: tuple[str, str] | None = None) -> str:
+    """`value` as JSON text for output: UTF-8 as it is, unless some string holds a lone surrogate (a
+    model's `\\ud800` escape, kept as it sent it), which UTF-8 cannot carry: then every non-ASCII
+    character is escaped (`\\uXXXX`), which is still the same JSON."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(value, ensure_ascii=True, indent=indent, separators=separators)
+    return text

@@ -530,3 +530,20 @@ def test_a_process_owner_is_gone_only_when_certainly_gone() -> None:
     assert owner_gone(f"{host}:{child.pid}:{start or ''}")
     assert owner_gone(f"{host}:{os.getpid()}:another-boot:1")  # the pid, reused by a later process
     assert not owner_gone(f"elsewhere.example:{child.pid}:{start}")  # another host: never a guess
+
+
+def test_a_lone_surrogate_in_a_call_s_arguments_is_printed_as_json_escapes(world: Env) -> None:
+    """The call's arguments keep the model's `\\ud800` (its input check refuses them); `ask --json` and
+    `logs --json` print them as JSON escapes instead of failing to encode them."""
+    script = write_script(
+        world,
+        [
+            {"tool_calls": [{"name": "file_read", "arguments": '{"path": "x\\ud800.txt"}'}]},
+            {"text": "finished"},
+        ],
+    )
+    code, out = ask_json(world, "--provider", "mock", "-m", str(script), "go")
+    assert code == 0 and out["response"] == "finished"
+    r = world.run("logs", "--json")
+    assert r.code == 0, r.stderr
+    assert "\\ud800" in r.stdout and "x\\ud800.txt" in json.dumps(r.json())
