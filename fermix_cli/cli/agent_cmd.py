@@ -227,8 +227,19 @@ def agent(
         f"[dim]fermix agent · {session_agent.choice.name}/{session_agent.choice.model} · session "
         f"{session_agent.session_id}{' (continued)' if loop.history else ''} · /help[/]"
     )
+    # SIGTERM ends the turn in flight as Ctrl-C does (the run stored `interrupted`, its tool's process
+    # group killed), then the session: exit 143.
+    terminated = {"by": False}
+
+    def on_term(signum: int, frame: object) -> None:
+        terminated["by"] = True
+        raise KeyboardInterrupt
+
+    import signal
+
+    previous_term = signal.signal(signal.SIGTERM, on_term)
     try:
-        while True:
+        while not terminated["by"]:
             try:
                 line = input("› " if interactive else "").strip()
             except EOFError:
@@ -246,7 +257,10 @@ def agent(
             observer.pause()
             _report(console, result.status, result.error)
     finally:
+        signal.signal(signal.SIGTERM, previous_term)
         observer.pause()
         _save_history(readline, history_path)
         session_agent.close()
         ctx.close()
+    if terminated["by"]:
+        raise typer.Exit(143)

@@ -115,8 +115,15 @@ def run_cmd(
     model: ModelOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run a skill on a task, confined to its allowed tools; exit 1 unless it completed."""
-    out = _run(name, task, context_text, provider, model)
+    """Run a skill on a task, confined to its allowed tools; exit 1 unless it completed (130 when
+    stopped by Ctrl-C or SIGTERM)."""
+    from ..core.cancel import install_interrupt_flag
+
+    restore = install_interrupt_flag()  # Ctrl-C and SIGTERM end the run `interrupted`, cleanly
+    try:
+        out = _run(name, task, context_text, provider, model)
+    finally:
+        restore()
     if as_json:
         emit_json(out)
     else:
@@ -125,7 +132,7 @@ def run_cmd(
             err = out.get("error") or {}
             typer.echo(f"skill {out['status']}: {err.get('code', '')}: {err.get('message', '')}", err=True)
     if out["status"] != "completed":
-        raise typer.Exit(1)
+        raise typer.Exit(130 if (out.get("error") or {}).get("code") == "interrupted" else 1)
 
 
 def _expectation_met(expectation: str, output: str) -> bool:

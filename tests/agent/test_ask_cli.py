@@ -547,3 +547,37 @@ def test_a_lone_surrogate_in_a_call_s_arguments_is_printed_as_json_escapes(world
     r = world.run("logs", "--json")
     assert r.code == 0, r.stderr
     assert "\\ud800" in r.stdout and "x\\ud800.txt" in json.dumps(r.json())
+
+
+def test_sigterm_ends_an_agent_session_s_turn_interrupted(world: Env) -> None:
+    """`fermix agent` stopped by SIGTERM mid-turn: the turn's run is stored `interrupted` (not left
+    `running`), and the session ends with 143."""
+    import signal
+    import sqlite3
+    import sys
+    import time
+
+    script = write_script(world, [{"delay": 30, "text": "late"}], "slow.json")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "agent", "--provider", "mock", "-m", str(script)],
+        cwd=world.project, env=world.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdin is not None
+    proc.stdin.write("wait\n")
+    proc.stdin.flush()
+    db = world.fermix_home / "state.db"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(sqlite3.Error):
+            conn = sqlite3.connect(db)
+            try:
+                if conn.execute("SELECT 1 FROM runs WHERE status = 'running'").fetchone():
+                    break
+            finally:
+                conn.close()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err
+    assert _run_status(db)[0] == "interrupted"
