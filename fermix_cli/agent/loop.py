@@ -189,8 +189,8 @@ class AgentLoop:
             self._run(result, guard, state)
         except KeyboardInterrupt:
             result.status = "interrupted"
-            result.error = ToolError("interrupted", "stopped by Ctrl-C", {})
-            self._settle(result, state, "the run was interrupted (Ctrl-C)")
+            result.error = ToolError("interrupted", "stopped by Ctrl-C or a stop signal (SIGTERM)", {})
+            self._settle(result, state, "the run was interrupted (Ctrl-C or SIGTERM)")
         except ToolError as e:
             result.status = "error"
             result.error = e

@@ -335,7 +335,7 @@ class Registry:
             raise
         except (KeyboardInterrupt, SystemExit) as e:
             # Recorded as what it was: stopped while it ran (what it did before that stands).
-            why = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else "the process exiting"
+            why = "Ctrl-C or a stop signal" if isinstance(e, KeyboardInterrupt) else "the process exiting"
             error = ToolError("interrupted", f"{name} was stopped by {why} while it ran", {"tool": name})
             raise
         except Exception as e:

@@ -124,6 +124,7 @@ class Dispatcher:
         self.jobs_cfg = jobs_config(ctx)
         # Keyed by run id: a closed pipe's descriptor number can be reused by the next worker at once.
         self.active: dict[str, Active] = {}
+        self.waiting: list[ClaimedRun] = []  # claimed by this process, not launched yet
         self.selector = selectors.DefaultSelector()
         self.first_start: float | None = None
         self.last_end: float | None = None
@@ -132,6 +133,7 @@ class Dispatcher:
     # ----- starting ----------------------------------------------------------------------------
 
     def start(self, claimed: list[ClaimedRun]) -> None:
+        self.waiting += claimed  # claimed, not launched yet: a stop now records them too (`abort`)
         for run in claimed:
             self._launch(run)
 
@@ -139,6 +141,7 @@ class Dispatcher:
         # A stop that arrives meanwhile waits: a worker is never left spawned but not supervised.
         with _held_stop():
             self._launch_now(run)
+            self.waiting.remove(run)
 
     def _launch_now(self, run: ClaimedRun) -> None:
         state = self.ctx.state
@@ -178,7 +181,8 @@ class Dispatcher:
             self._step()
             if self.scheduling and time.time() >= self.next_tick:
                 self.next_tick = next_minute(time.time())
-                self.refill()
+                with _held_stop():  # a claim and its launch are not cut in two by a stop
+                    self.refill()
 
     def _next_wakeup(self, now: float) -> float:
         soonest = max(0.0, self.next_tick - time.time()) if self.scheduling else 1.0
@@ -360,8 +364,16 @@ class Dispatcher:
         self.start(report.claimed)
 
     def abort(self, reason: str) -> None:
-        """Kill every worker and record its run as interrupted (the runner itself is being stopped)."""
-        for run_id, a in list(self.active.items()):
+        """Stop every worker and record its run as interrupted (the runner itself is being stopped),
+        and the runs claimed but not launched yet. A worker gets SIGTERM first, so it stops what it
+        runs (a command's or a shell tool's own process group), then SIGKILL after a grace."""
+        actives = list(self.active.items())
+        for _, a in actives:
+            _signal_group(a.proc, signal.SIGTERM)
+        grace_ends = time.monotonic() + KILL_GRACE_SECONDS
+        for run_id, a in actives:
+            with contextlib.suppress(Exception):
+                a.proc.wait(timeout=max(0.0, grace_ends - time.monotonic()))
             _signal_group(a.proc, signal.SIGKILL)
             with contextlib.suppress(Exception):
                 a.proc.wait(timeout=5)
@@ -370,6 +382,11 @@ class Dispatcher:
                 self.selector.unregister(a.proc.stdout.fileno())
             del self.active[run_id]
             self._record(a.claimed, a.job, RunOutcome.failure("interrupted", reason), a.started_mono)
+        waiting, self.waiting = self.waiting, []
+        for run in waiting:
+            with contextlib.suppress(ToolError):  # a job deleted meanwhile: the next tick closes its run
+                job = fetch_job(self.ctx.state.conn, run.job_id)
+                self._record(run, job, RunOutcome.failure("interrupted", reason), time.monotonic())
 
 
 def next_minute(wall: float) -> float:

@@ -608,3 +608,53 @@ def test_a_command_job_failure_is_never_transient() -> None:
     for code in ("timeout", "connect_failed", "dns_failure", "network"):
         assert RunOutcome.failure(code, "x").transient is True
         assert RunOutcome.failure(code, "x", kind="command").transient is False
+
+
+def _processes_with(marker: str) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+def test_sigterm_stops_a_running_command_with_its_worker(jobs: Jobs) -> None:
+    """The runner stopped by SIGTERM asks its workers to stop first (SIGTERM, then SIGKILL after a
+    grace), so a command job's own process group is killed too, not left running after its run was
+    recorded interrupted."""
+    marker = "sleep 8.7654"
+    r = jobs.cli(
+        "jobs", "add", "Cmd", "-s", "every 1 minutes", "--command", f"{marker}; touch late.txt", "--json"
+    )
+    assert r.code == 0, r.stderr
+    runner = _start_runner(jobs, iso(DUE))
+    try:
+        wait_for(lambda: _processes_with(marker), timeout=60)
+        runner.send_signal(signal.SIGTERM)
+        runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 143
+    [run] = jobs.runs("cmd")
+    assert run["status"] == "error" and run["error_code"] == "interrupted"
+    time.sleep(0.3)
+    assert _processes_with(marker) == []
+
+
+def test_a_stop_during_the_launches_records_every_claimed_run(jobs: Jobs) -> None:
+    """SIGTERM while the first of three claimed runs is launched: the two not launched yet are
+    recorded interrupted by this runner too, not left `queued` for the next tick to find."""
+    for name in ("First", "Second", "Third"):
+        r = jobs.cli("jobs", "add", name, "-s", "every 1 minutes", "--command", "sleep 20", "--json")
+        assert r.code == 0, r.stderr
+    done = _runner_signalled_inside(jobs, "spawn_worker")
+    assert done.returncode == 143, done.stderr
+    runs = [r for name in ("first", "second", "third") for r in jobs.runs(name)]
+    assert [(r["status"], r["error_code"]) for r in runs] == [("error", "interrupted")] * 3
+    assert len(json.loads(done.stdout)["runs"]) == 3
