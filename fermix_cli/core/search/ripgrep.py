@@ -53,9 +53,8 @@ class Scope(Record, frozen=True):
     root: str  # canonical directory, already allowed by the sandbox
     hidden: bool = False
     respect_ignore: bool = True
-    exclude_names: tuple[str, ...] = (
-        ".git",
-    )  # never listed nor descended, at any depth ("NAME/": dirs only)
+    # Never listed nor descended, at any depth ("NAME/": directories only).
+    exclude_names: tuple[str, ...] = (".git",)
     p4: P4Rules | None = None
     max_depth: int | None = None
     globs: tuple[str, ...] = ()  # the caller's rg globs (`-g`)
