@@ -242,6 +242,15 @@ def profile_edit(
     from ..memory.store import timestamp
 
     profiles.check_kind(kind)
+    if text is not None and not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # bytes that are not UTF-8 in the argument (surrogate escapes)
+            raise ToolError(
+                "invalid_input",
+                "the profile text is not valid UTF-8; pass UTF-8 text (nothing was changed)",
+                {"profile": kind},
+            ) from None
     ctx = _owner_context()
     try:
         if text is None:

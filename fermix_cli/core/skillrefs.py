@@ -98,8 +98,8 @@ def roots_of(paths: FermixPaths, config: Any) -> list[SkillRoot]:
         roots.append(SkillRoot(path, "config", str(extra)))
     roots.append(SkillRoot(str(_BUNDLED), "bundled"))
     unique: dict[str, SkillRoot] = {}
-    for root in roots:
-        unique.setdefault(root.path, root)
+    for root in roots:  # the same directory reached by another path (a symlink) is the same root
+        unique.setdefault(os.path.realpath(root.path), root)
     return list(unique.values())
 
 

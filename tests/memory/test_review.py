@@ -446,3 +446,11 @@ def test_a_review_whose_process_died_does_not_block_the_next(world: Env) -> None
     assert first["status"] == "failed" and json.loads(first["error_json"])["code"] == "review_abandoned"
     store(world, "more", "Likes coffee", "preference", at=T0 + timedelta(minutes=2), session_id="s1")
     assert review(world, T0 + timedelta(minutes=3))["status"] == "busy"
+
+
+def test_profile_text_that_is_not_utf8_is_a_typed_error(world: Env) -> None:
+    configure(world, [])
+    r = world.run("memory", "profile", "edit", "user", "--text", "likes \udcff tea", "--json")
+    assert r.code == 2 and "Traceback" not in r.stderr, r.stderr
+    assert json.loads(r.stderr)["error"]["code"] == "invalid_input"
+    assert world.run("memory", "profile", "show", "--json").json().get("user") is None

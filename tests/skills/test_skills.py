@@ -571,3 +571,16 @@ def test_a_relative_skill_root_is_taken_from_the_config_files_directory(world: E
         r = world.run("skills", "list", "--json", cwd=cwd)
         assert r.code == 0 and r.json()["errors"] == [], r.stdout
         assert {s["name"]: s["origin"] for s in r.json()["skills"]}.get("rel") == "config"
+
+
+def test_a_root_reached_through_a_symlink_is_the_same_root(world: Env) -> None:
+    """`<home>/skills` listed again in `roots` by another path (a symlink; macOS's /tmp) is one root:
+    its skills load once, with no "already loaded" error."""
+    write_skill(world.fermix_home / "skills", "alpha", "name: alpha\ndescription: loads once")
+    alias = world.root / "skills-alias"
+    alias.symlink_to(world.fermix_home / "skills")
+    (world.fermix_home / "config.toml").write_text(f'[fermix_core.skills]\nroots = ["{alias}"]\n')
+    out = call(world, "skill_list", {})
+    assert [s["name"] for s in out["skills"] if s["name"] == "alpha"] == ["alpha"] and out["errors"] == []
+    r = world.run("skills", "check", "--no-evals", "--json")
+    assert r.code == 0 and r.json()["errors"] == [], r.stdout
