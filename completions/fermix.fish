@@ -572,7 +572,7 @@ complete -c fermix -n '__fermix_at \'serve telegram\'' -l toolset -x -a 'fermix 
 complete -c fermix -n '__fermix_at \'skills\'' -a 'check' -d 'Validate every skill, then run each evals/evals.json case and report pass/fail; exit 1 on any failure.'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'list' -d 'The installed skills, and the ones that failed to load (with file and line).'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'new' -d 'Scaffold <home>/skills/NAME/ with SKILL.md and evals/evals.json.'
-complete -c fermix -n '__fermix_at \'skills\'' -a 'run' -d 'Run a skill on a task, confined to its allowed tools; exit 1 unless it completed.'
+complete -c fermix -n '__fermix_at \'skills\'' -a 'run' -d 'Run a skill on a task, confined to its allowed tools; exit 1 unless it completed (130 when stopped by Ctrl-C or SIGTERM).'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'view' -d 'A skill\'s instructions, allowed tools and metadata, or one of its reference files.'
 complete -c fermix -n '__fermix_at \'skills\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'skills check\'' -s h -l help -d 'Show help and exit.'

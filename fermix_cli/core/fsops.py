@@ -113,8 +113,10 @@ def atomic_write(
     create_parents: bool = False,
     fsync: bool = True,
     strict_dir_sync: bool = False,
+    new_mode: int | None = None,
 ) -> bool:
-    """Replace or create a file atomically; keeps an existing file's mode. Returns True if it existed.
+    """Replace or create a file atomically; keeps an existing file's mode (a new file gets `new_mode`,
+    else the umask's default: a moved file keeps its mode so). Returns True if it existed.
 
     With `strict_dir_sync`, a failed fsync of the directory after the rename raises `DirSyncError`
     instead of being ignored.
@@ -125,7 +127,7 @@ def atomic_write(
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         except FileNotFoundError:
-            mode = 0o666 & ~_current_umask()
+            mode = new_mode if new_mode is not None else 0o666 & ~_current_umask()
         else:
             if stat.S_ISLNK(st.st_mode):
                 raise _changed(path)

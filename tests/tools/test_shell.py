@@ -219,6 +219,18 @@ def test_redaction_applies_to_error_output_too(world: Env) -> None:
     assert "abcdefgh12" not in r.stderr and "«redacted»" in r.error()["details"]["output"]
 
 
+def test_output_the_redaction_pushes_past_the_cap_says_it_was_cut(world: Env) -> None:
+    """800 KB of output holding an 8-byte secret 100,000 times: each becomes the longer «redacted»,
+    past the 1 MiB cap. The cut is said (`truncated`, a note); the command's own exit code stands."""
+    write_config(world, '[sandbox.env]\nallow = ["FERMIX_TEST_TOKEN"]\n')
+    command = "python3 -c \"import sys; sys.stdout.write('SECRETXY' * 100000 + 'END-MARKER')\""
+    r = tool(world, "shell", {"command": command}, env={"FERMIX_TEST_TOKEN": "SECRETXY"})
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["exit_code"] == 0 and out["truncated"] is True and "END-MARKER" not in out["output"]
+    assert "SECRETXY" not in out["output"] and any("cut at 1 MiB" in n for n in out["notes"])
+
+
 def test_missing_allowed_variable_is_a_note_not_an_error(world: Env) -> None:
     write_config(world, '[sandbox.env]\nallow = ["FERMIX_TEST_NEVER_SET"]\n')
     r = tool(world, "shell", {"command": "echo ran"})

@@ -172,6 +172,11 @@ def run_shell(
         raise ToolError(
             "timeout", f"{lead}Command timed out after {timeout_ms}ms", {**result, "timeout_ms": timeout_ms}
         )
+    if outcome.truncated and outcome.exit_code == 0:
+        result["notes"] = [
+            *resolved.notes,
+            "output cut at 1 MiB (after redaction); the command ran to its end",
+        ]
     if outcome.exit_code != 0:
         cut = " (output truncated at 1 MiB; the command was stopped)" if outcome.truncated else ""
         failed = f"{lead}Command failed (exit code {outcome.exit_code}){cut}"

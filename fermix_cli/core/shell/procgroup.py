@@ -253,9 +253,12 @@ def _supervise(
         data = data.replace(s, REDACTED.encode())
     truncated = over_cap
     if truncated or len(data) > cap:
+        # Also when only the redaction made it longer than the cap (the command itself ran to its
+        # end, so its exit code stands): what is cut is said to be cut.
         data = _cut_utf8(data, cap)
+        truncated = True
     code = proc.returncode
-    if truncated:
+    if over_cap:
         code = TRUNCATED_EXIT
     elif code < 0:
         code = 128 - code

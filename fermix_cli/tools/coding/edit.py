@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 from typing import Annotated, Any
 
 from fermix_cli.core.context import ToolContext
@@ -207,7 +208,11 @@ def _apply(effect: WriteFile | MoveFile | RemoveFile, store: SqliteSnapshotStore
             raise ToolError(
                 "destination_exists", f"{effect.dest} appeared before the move; nothing was moved."
             )
-        atomic_write(effect.dest, effect.data, create_parents=True)
+        try:
+            mode: int | None = stat.S_IMODE(os.stat(effect.source, follow_symlinks=False).st_mode)
+        except OSError:
+            mode = None
+        atomic_write(effect.dest, effect.data, create_parents=True, new_mode=mode)  # the mode moves too
         remove_regular_file(effect.source)
         store.move(effect.source, effect.dest)
     else:

@@ -85,9 +85,9 @@ _REV_LONG = (
 
 GRAMMARS: dict[str, Grammar] = {
     "status": Grammar(short_optional=frozenset("u")),
-    "log": Grammar(short_required=frozenset("n"), long_required=_REV_LONG),
-    "show": Grammar(short_required=frozenset("n"), long_required=_REV_LONG),
-    "diff": Grammar(),
+    "log": Grammar(short_required=frozenset("nO"), long_required=(*_REV_LONG, "--orderfile")),
+    "show": Grammar(short_required=frozenset("nO"), long_required=(*_REV_LONG, "--orderfile")),
+    "diff": Grammar(short_required=frozenset("O"), long_required=("--orderfile",)),
     "branch": Grammar(),
     "add": Grammar(long_required=("--chmod", "--pathspec-from-file")),
     "commit": Grammar(
@@ -231,6 +231,13 @@ def check_args(tool: Literal["git_read", "git_write"], command: str, args: Seque
             _check_positional(t.text)
     if command in ("diff", "log", "show"):
         for t in tokens:
+            # `-O FILE`/`--orderfile=FILE` make git read a file of the caller's choosing.
+            if (
+                t.kind == "long" and "--orderfile".startswith(t.text.split("=", 1)[0]) and len(t.text) > 4
+            ) or (t.kind == "short" and "O" in short_letters(t.text, command)):
+                raise denied(
+                    t.text, f'git arg "{t.text}" makes git read a file of the caller\'s choosing', "orderfile"
+                )
             if t.kind == "long" and t.text.split("=", 1)[0] in DIFF_REENABLE:
                 raise denied(
                     t.text,

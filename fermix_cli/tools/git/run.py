@@ -45,6 +45,10 @@ FIXED_OPTIONS = (
     "-c", "protocol.file.allow=never",
     "-c", "core.editor=:",
     "-c", "sequence.editor=:",
+    # Submodules have configs of their own (filters, fsmonitor ...) that are not checked: never
+    # looked into, so nothing of theirs runs.
+    "-c", "diff.ignoreSubmodules=all",
+    "-c", "submodule.recurse=false",
 )  # fmt: skip
 HOOKS_OFF = ("-c", "core.hooksPath=/dev/null")
 NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
@@ -56,7 +60,8 @@ _CODE_KEYS = (
     "core.askpass", "core.alternaterefscommand", "core.worktree",
     "sequence.editor", "diff.external", "diff.*.textconv", "*.textconv", "diff.*.command",
     "filter.*", "merge.*.driver",
-    "credential.helper", "credential.*.helper", "gpg.program", "gpg.*.program", "pager.*",
+    "credential.helper", "credential.*.helper", "gpg.program", "gpg.*.program", "gpg.ssh.defaultkeycommand",
+    "pager.*",
     "interactive.difffilter", "uploadpack.packobjectshook", "remote.*.uploadpack", "remote.*.receivepack",
     "remote.*.vcs", "trailer.*.command", "trailer.*.cmd", "mergetool.*.cmd", "difftool.*.cmd",
     "include.*", "includeif.*",
@@ -85,6 +90,31 @@ def parse_config_list(raw: bytes) -> list[tuple[str, str, str | None]]:
         key, nl, value = entry.partition("\n")
         out.append((scope, key, value if nl else None))
     return out
+
+
+def _object_stores(common_dir: str, limit: int = 16) -> list[str]:
+    """Where git reads objects from besides `common_dir/objects`: that directory itself when it is a
+    link, and every `objects/info/alternates` entry, followed to their own alternates (at most
+    `limit` stores). Each must lie inside the roots, as the git dir must."""
+    first = os.path.join(common_dir, "objects")
+    found: list[str] = []
+    todo = [first]
+    while todo and len(found) < limit:
+        objects = todo.pop()
+        real = os.path.realpath(objects)
+        if real in found:
+            continue
+        found.append(real)
+        try:
+            with open(os.path.join(real, "info", "alternates"), encoding="utf-8", errors="replace") as f:
+                lines = f.read(1 << 16).splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            entry = line.strip()
+            if entry and not entry.startswith("#"):
+                todo.append(entry if entry.startswith("/") else os.path.join(real, entry))
+    return found
 
 
 class Repo(Record, frozen=True):
@@ -180,7 +210,11 @@ class GitRunner:
                 "or call the request_directory_access tool",
                 {"path": repo.toplevel, "input": raw or repo.workdir},
             )
-        for label, path in (("git dir", repo.git_dir), ("git common dir", repo.common_dir)):
+        for label, path in (
+            ("git dir", repo.git_dir),
+            ("git common dir", repo.common_dir),
+            *(("object store", d) for d in _object_stores(repo.common_dir)),
+        ):
             d = sandbox.decide(path)
             if not d.allowed:
                 raise ToolError(

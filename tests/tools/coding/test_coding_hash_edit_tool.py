@@ -256,6 +256,17 @@ def test_edit_keeps_mode_and_leaves_no_temp_files(world: Env, invoke) -> None:
     assert leftovers(world.project) == []
 
 
+def test_a_moved_file_keeps_its_mode(world: Env, invoke) -> None:
+    """Hashline: each write keeps the mode; a script moved with MV stays executable."""
+    script = world.project / "run.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    script.chmod(0o750)
+    tag = read_header(invoke, "run.sh")
+    edit(invoke, f"{tag}\nMV bin/run2.sh")
+    moved = world.project / "bin" / "run2.sh"
+    assert not script.exists() and stat.S_IMODE(moved.stat().st_mode) == 0o750
+
+
 def test_repairs_follow_the_capability(world: Env, invoke) -> None:
     text = "def f():\n    if x:\n        a()\n    return 1\n"
     patch = "{tag}\nSWAP 3.=3:\n+    if x:\n+        b()\n+    return 1"

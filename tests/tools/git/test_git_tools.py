@@ -380,6 +380,13 @@ HOSTILE = [
     ([("credential.helper", "!@P")], "", "git_write", "pull", []),
     ([("credential.https://example.com.helper", "@P")], "", "git_write", "pull", []),
     ([("gpg.program", "@P")], "", "git_write", "commit", ["-S", "-m", "x"]),
+    (
+        [("commit.gpgSign", "true"), ("gpg.format", "ssh"), ("gpg.ssh.defaultKeyCommand", "@P")],
+        "",
+        "git_write",
+        "commit",
+        ["--allow-empty", "-m", "x"],
+    ),
     ([("interactive.diffFilter", "@P")], "", "git_write", "add", ["-p"]),
     (
         [("trailer.x.command", "@P")],
@@ -634,3 +641,50 @@ def test_git_read_is_owner_only(world: Env, git: Git, repo: Path) -> None:
     r = git.run("--trust", "guest", "tool", "git_read", "--json", '{"command":"status"}')
     assert r.code == 3 and r.error()["code"] == "policy_denied"
     assert git.subcommands() == []
+
+
+def test_a_submodule_s_own_config_never_runs(world: Env, git: Git, repo: Path) -> None:
+    """A submodule's config (its clean filter here) is not checked like the repository's: git tools
+    never look into submodules, so nothing of theirs runs, status and diff included."""
+    script, marker = payload(world)
+    sub_src = world.root / "subsrc"
+    sub_src.mkdir()
+    plain(sub_src, "init", "-q", "-b", "main")
+    (sub_src / "a.txt").write_text("a\n")
+    (sub_src / ".gitattributes").write_text("*.txt filter=pwn\n")
+    plain(sub_src, "add", ".")
+    plain(sub_src, "commit", "-q", "-m", "sub")
+    plain(repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(sub_src), "sub")
+    plain(repo, "commit", "-q", "-m", "with sub")
+    plain(repo / "sub", "config", "filter.pwn.clean", str(script))
+    (repo / "sub" / "a.txt").touch()
+    plain(repo, "status", "--porcelain")  # plain git runs it: the check is real
+    assert marker.exists()
+    marker.unlink()
+    (repo / "sub" / "a.txt").touch()
+    for command in ("status", "diff"):
+        r = git.tool("git_read", {"command": command})
+        assert r.code == 0, r.stderr
+    assert not marker.exists()
+
+
+def test_objects_borrowed_from_outside_the_roots_are_refused(world: Env, git: Git, repo: Path) -> None:
+    """An `objects/info/alternates` entry lets git read another repository's objects: one outside the
+    roots is refused like a git dir outside them."""
+    outside = world.root / "outside-secret"
+    outside.mkdir()
+    plain(outside, "init", "-q", "-b", "main")
+    (outside / "s.txt").write_text("TOPSECRET\n")
+    plain(outside, "add", ".")
+    plain(outside, "commit", "-q", "-m", "s")
+    blob = plain(outside, "rev-parse", "HEAD:s.txt").strip()
+    (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{outside / '.git' / 'objects'}\n")
+    r = git.tool("git_read", {"command": "show", "args": [blob]})
+    assert r.code != 0 and "TOPSECRET" not in r.stdout
+    assert r.error()["code"] == "outside_root" and "object store" in r.error()["message"]
+
+
+@pytest.mark.parametrize("args", [["-O/etc/hostname", "--stat"], ["--orderfile=/etc/hostname"], ["-pO", "x"]])
+def test_an_orderfile_is_refused(world: Env, git: Git, repo: Path, args: list[str]) -> None:
+    r = git.tool("git_read", {"command": "show", "args": args})
+    assert r.code != 0 and r.error()["code"] == "denied_arg" and r.error()["details"]["rule"] == "orderfile"
