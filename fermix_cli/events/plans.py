@@ -170,7 +170,9 @@ def rule_instant(rule: dict[str, Any], occ: Occurrence, tz: tzinfo) -> datetime:
     if rule["type"] == "days_before":
         return wall_instant(occ.day - timedelta(days=rule["days"]), time.fromisoformat(rule["at"]), tz)
     if rule["type"] == "duration_before":
-        return occ.start - timedelta(minutes=rule["minutes"])
+        # Elapsed time, not the wall clock: Python subtracts on the wall clock of an aware datetime,
+        # which across a DST change is an hour off (or lands in the spring gap).
+        return occ.start.astimezone(UTC) - timedelta(minutes=rule["minutes"])
     return occ.start
 
 

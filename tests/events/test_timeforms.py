@@ -227,3 +227,31 @@ def test_a_stored_local_time_is_exactly_the_one_named_or_refused(tz: str, day: d
     assert instant is not None
     local = instant.astimezone(UTC).astimezone(zone(tz))
     assert (local.date(), local.time()) == (day, at)
+
+
+@pytest.mark.parametrize(
+    ("day", "at", "expected"),
+    [
+        # Berlin springs forward 2026-03-29 02:00 -> 03:00: an hour before 03:30 CEST is 02:30 CEST...
+        # which does not exist; elapsed, it is 00:30Z. A day before 04:30 CEST is 24 h earlier.
+        ("2026-03-29", "03:30:00", {"minutes_before_60": "2026-03-29T00:30:00+00:00",
+                                    "minutes_before_1440": "2026-03-28T01:30:00+00:00"}),
+        ("2026-03-29", "04:30:00", {"minutes_before_60": "2026-03-29T01:30:00+00:00",
+                                    "minutes_before_1440": "2026-03-28T02:30:00+00:00"}),
+        # Berlin falls back 2026-10-25 03:00 -> 02:00: 03:30 CET is 02:30Z.
+        ("2026-10-25", "03:30:00", {"minutes_before_60": "2026-10-25T01:30:00+00:00",
+                                    "minutes_before_1440": "2026-10-24T02:30:00+00:00"}),
+    ],
+)  # fmt: skip
+def test_minutes_before_are_elapsed_time_across_dst(day: str, at: str, expected: dict[str, str]) -> None:
+    """An appointment's "1 h before" and "24 h before" are that much time before it, whatever the
+    wall clock did in between (day reminders keep their wall-clock hour; see above)."""
+    tz = zone("Europe/Berlin")
+    w, _ = when({"type": "datetime", "date": day, "time": at}, "Europe/Berlin")
+    occ = plans.occurrences(w, tz, date(2026, 3, 1), None)
+    plan = plans.default_plan("appointment", "datetime")
+    plans.check_plan_times(plan, occ[0], tz)  # no invalid_rule_time
+    due = {
+        p.rule_id: p.due.isoformat() for p in plans.planned(plan, occ, tz, datetime(2026, 3, 1, tzinfo=UTC))
+    }
+    assert {k: v for k, v in due.items() if k in expected} == expected
