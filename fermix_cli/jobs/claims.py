@@ -311,6 +311,25 @@ def _disable(db: sqlite3.Connection, job: Job, err: ToolError, now: datetime) ->
     )
 
 
+def latest_fresh_slot(
+    schedule: Schedule, slot: datetime, now: datetime, window_seconds: int
+) -> datetime | None:
+    """The latest slot after `slot` (which is stale) and at or before `now` that is still inside the
+    freshness window, or None: after a long outage the current slot still runs, once."""
+    start = max(slot, now - timedelta(seconds=window_seconds))
+    if isinstance(schedule.parsed, timedelta):
+        steps = int((now - slot) // schedule.parsed)
+        latest = slot + steps * schedule.parsed
+        return latest if steps and latest >= start else None
+    found = None
+    t = next_run(schedule, start - timedelta(microseconds=1))  # slots at `start` count
+    while t is not None and t <= now:
+        if t > slot:
+            found = t
+        t = next_run(schedule, t)
+    return found
+
+
 def claim_due(
     db: sqlite3.Connection, now: datetime, runner: str, *, max_concurrent: int, window_seconds: int
 ) -> TickReport:
@@ -342,10 +361,32 @@ def claim_due(
             report.disabled.append(job.id)
             continue
         stale = schedule.kind != "once" and is_stale(slot, now, window_seconds)
-        if not stale and free <= 0:
+        fresh = latest_fresh_slot(schedule, slot, now, window_seconds) if stale else None
+        if (not stale or fresh is not None) and free <= 0:
             report.waiting.append(job.id)
             continue
         note = _missed_note(missed, first_missed)
+        if stale and fresh is not None:
+            # The slots found stale are skipped; the latest, still fresh, runs (once).
+            late = int((now - slot).total_seconds())
+            # The slots passed between the stale one and the fresh one (past the cap, a floor).
+            others = missed if missed >= MISSED_COUNT_CAP else missed - 1
+            between = _missed_note(others, first_missed) if first_missed != fresh else ""
+            reason = (
+                f"stale: due {job.next_run_at}, found {late} s late, over the {window_seconds} s freshness "
+                f"window; the run of {ts(fresh)}, still inside it, ran instead"
+            ) + (f"; {between}" if between else "")
+            skipped_id = _insert_skipped(db, job.id, job.next_run_at, now, reason)
+            report.skipped.append({"run_id": skipped_id, "job_id": job.id, "scheduled_for": job.next_run_at})
+            run_id = _claim_insert(db, job, "schedule", ts(fresh), now, runner)
+            db.execute(
+                "UPDATE scheduled_jobs SET state = ?, next_run_at = ?, updated_at = ? WHERE id = ?",
+                ("running" if run_id else "scheduled", ts(nxt) if nxt else None, stamp, job.id),
+            )
+            if run_id:
+                report.claimed.append(ClaimedRun(run_id, job.id, "schedule", ts(fresh)))
+                free -= 1
+            continue
         if stale:
             late = int((now - slot).total_seconds())
             reason = (

@@ -149,18 +149,39 @@ def test_freshness_window(jobs: Jobs, sim: Sim) -> None:
     report = sim.tick(utc("2026-03-02T08:59:59Z"))
     assert [c.scheduled_for for c in report.claimed] == ["2026-03-02T08:00:00.000000Z"]
     sim.finish(report, utc("2026-03-02T08:59:59Z"))
-    # 09:00 is due; found 3601 s late it is skipped, recorded with its reason, and the schedule moves on.
+    # 09:00 is due; found 3601 s late it is skipped, recorded with its reason; 10:00, 1 s late, is
+    # inside the window and runs (once): an outage never drops the current slot too.
     report = sim.tick(utc("2026-03-02T10:00:01Z"))
-    assert report.claimed == []
+    assert [c.scheduled_for for c in report.claimed] == ["2026-03-02T10:00:00.000000Z"]
     skipped = [r for r in jobs.runs("hourly") if r["status"] == "skipped"]
     assert [r["scheduled_for"] for r in skipped] == ["2026-03-02T09:00:00.000000Z"]
     reason = skipped[0]["reason"]
     assert reason.startswith(
-        "stale: due 2026-03-02T09:00:00.000000Z, found 3601 s late, over the 3600 s freshness window"
+        "stale: due 2026-03-02T09:00:00.000000Z, found 3601 s late, over the 3600 s freshness window; "
+        "the run of 2026-03-02T10:00:00.000000Z, still inside it, ran instead"
     )
-    assert "1 later slot from 2026-03-02T10:00:00.000000Z also passed" in reason
     assert jobs.job("hourly")["next_run_at"] == "2026-03-02T11:00:00.000000Z"
+    sim.finish(report, utc("2026-03-02T10:00:02Z"))
+    # Every slot stale (here with a 60 s window, 12:00 is 30 min late too): skipped, none runs.
+    report = sim.tick(utc("2026-03-02T12:30:00Z"), window=60)
+    assert report.claimed == []
+    reason = [r for r in jobs.runs("hourly") if r["status"] == "skipped"][-1]["reason"]
+    assert "1 later slot from 2026-03-02T12:00:00.000000Z also passed" in reason
+    assert jobs.job("hourly")["next_run_at"] == "2026-03-02T13:00:00.000000Z"
     assert jobs.job("hourly")["last_status"] == "skipped"
+
+
+@pytest.mark.parametrize(("schedule", "now", "slot"), [
+    ("0 * * * *", "2026-03-02T11:00:20Z", "2026-03-02T11:00:00.000000Z"),
+    ("every 5 minutes", "2026-03-02T10:55:20Z", "2026-03-02T10:55:00.000000Z"),
+])  # fmt: skip
+def test_after_a_long_outage_the_current_slot_still_runs_once(
+    jobs: Jobs, sim: Sim, schedule: str, now: str, slot: str
+) -> None:
+    jobs.add("Job", schedule, at=utc("2026-03-02T08:00:00Z"))
+    report = sim.tick(utc(now))
+    assert [c.scheduled_for for c in report.claimed] == [slot]
+    assert len(report.skipped) == 1
 
 
 def test_the_window_is_configurable_per_tick(jobs: Jobs, sim: Sim) -> None:
@@ -192,7 +213,8 @@ def test_missed_slots_within_the_window_fire_once_and_are_recorded(jobs: Jobs, s
 
 def test_missed_slot_counting_is_capped(jobs: Jobs, sim: Sim) -> None:
     jobs.add("Minutely", "* * * * *")
-    sim.tick(utc("2026-03-03T08:00:00Z"))  # a day late: stale
+    report = sim.tick(utc("2026-03-03T08:00:00Z"))  # a day late: stale, but 08:00 itself is fresh
+    assert [c.scheduled_for for c in report.claimed] == ["2026-03-03T08:00:00.000000Z"]
     reason = next(r for r in jobs.runs("minutely") if r["status"] == "skipped")["reason"]
     assert f"{claims.MISSED_COUNT_CAP} or more later slots" in reason
     assert jobs.job("minutely")["next_run_at"] == "2026-03-03T08:01:00.000000Z"
