@@ -101,6 +101,33 @@ def test_declared_charsets_are_honoured(invoke: Any, web: FakeWeb) -> None:
     assert invoke("web_fetch", {"url": web.url("/meta")})["text"] == "naïve “quotes”"
 
 
+@pytest.mark.parametrize("charset", ["idna", "punycode", "undefined"])
+def test_a_charset_whose_codec_refuses_to_replace_falls_back_to_utf8(
+    invoke: Any, web: FakeWeb, charset: str
+) -> None:
+    """A server may name any codec: one that exists but cannot replace what it cannot decode (idna,
+    punycode, undefined) falls back as an unknown name does, never an internal error; declared in the
+    header (UTF-8 with U+FFFD) or in a <meta> tag."""
+    body = b"<html><body><p>hi \xff</p></body></html>"
+    web.routes["/header"] = Reply(200, body, {"Content-Type": f"text/html; charset={charset}"})
+    web.routes["/meta"] = Reply(
+        200, f'<html><head><meta charset="{charset}"></head><body><p>hi \xff</p></body></html>'.encode(),
+        {"Content-Type": "text/html"},
+    )  # fmt: skip
+    assert invoke("web_fetch", {"url": web.url("/header")})["text"] == "hi \ufffd"
+    assert invoke("web_fetch", {"url": web.url("/meta")})["text"].startswith("hi ")  # no internal error
+
+
+def test_decoding_a_guarded_response_s_text_never_raises() -> None:
+    import httpx
+
+    from fermix_cli.core.net.response import decode_text
+
+    for charset in ("idna", "punycode", "undefined", "nonsense"):
+        headers = httpx.Headers({"content-type": f"text/html; charset={charset}"})
+        assert decode_text(b"ok \xff", headers) == "ok \ufffd"
+
+
 def test_redirect_chain_is_followed_and_reported(invoke: Any, web: FakeWeb) -> None:
     web.routes["/a"] = Reply(301, b"", {"Location": "/b"})
     web.routes["/b"] = Reply(302, b"", {"Location": web.url("/c")})

@@ -58,7 +58,7 @@ def decode_text(content: bytes, headers: httpx.Headers) -> str:
             charset = value.strip("\"' ")
     try:
         return content.decode(charset, errors="replace")
-    except LookupError:
+    except (LookupError, UnicodeError):  # unknown, or a codec that refuses to replace (idna, punycode)
         return content.decode("utf-8", errors="replace")
 
 

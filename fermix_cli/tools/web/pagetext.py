@@ -94,7 +94,7 @@ def decode_body(body: bytes, content_type: str, kind: BodyKind) -> str:
     charset = charset_of(content_type, body, kind)
     try:
         return body.decode(charset, errors="replace")
-    except LookupError:
+    except (LookupError, UnicodeError):  # unknown, or a codec that refuses to replace (idna, punycode)
         return body.decode("utf-8", errors="replace")
 
 
