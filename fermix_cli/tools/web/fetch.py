@@ -92,7 +92,8 @@ WEB_FETCH = ToolSpec(
         FailureMode(
             "blocked_url",
             "empty_url, url_has_whitespace, not http(s), user:pass@, over 2048 bytes, a local-only name, or "
-            "an address that resolved to a private range (resolved to <ip>) or did not resolve",
+            "an address that resolved to a private range (resolved to <ip>); a name that does not resolve "
+            "is dns_failure",
         ),
         FailureMode("too_large", "response body exceeded 1048576 bytes"),
         FailureMode("redirect_limit", "exceeded 5 redirects"),
