@@ -217,6 +217,8 @@ class Run:
         sandbox: Sandbox | None = None,
         target: str = ".",
         p4_found: list[str] | None = None,
+        *,
+        walk_log: bool = False,
     ) -> None:
         self.scope = scope
         self.target = target  # "." (the root) or one file's name relative to it
@@ -230,6 +232,10 @@ class Run:
         self._lock = threading.Lock()
         self._err: dict[int, LazyPipe] = {}
         self.full_args: list[str] | None = None  # set: exactly these arguments, no scope or rules
+        # With `walk_log` (and `--debug` among the arguments), the entries rg's walk skipped (hidden,
+        # ignored, excluded by a glob), relative to the root, as rg's log shows them (`lossy`).
+        self.walk_log = walk_log
+        self.skipped: set[str] = set()
 
     # ----- process handling -------------------------------------------------------------------
 
@@ -372,11 +378,14 @@ class Run:
             if _BINARY_LOG in ln:  # "…json.rs:N: ignoring PATH: found binary data at offset N"
                 head, _, _ = ln.rpartition(": found binary data at offset ")
                 self.stats.binary.append(_strip_dot(head.partition(": ignoring ")[2]))
-            elif names and _WALK_LOG in ln and _OVERRIDE in ln:
-                head = ln.rpartition(_OVERRIDE)[0].partition(": ignoring ")[2]
-                rel = _strip_dot(head)
-                if rel.rpartition("/")[2] in names:
-                    self.stats.p4_seen.append(rel)
+            elif _WALK_LOG in ln and ": ignoring " in ln:
+                if self.walk_log:
+                    self.skipped.add(_strip_dot(ln.partition(": ignoring ")[2].partition(": Ignore(")[0]))
+                if names and _OVERRIDE in ln:
+                    head = ln.rpartition(_OVERRIDE)[0].partition(": ignoring ")[2]
+                    rel = _strip_dot(head)
+                    if rel.rpartition("/")[2] in names:
+                        self.stats.p4_seen.append(rel)
         return "\n".join(keep)
 
 
@@ -536,25 +545,35 @@ def _strip_dot(p: str) -> str:
 # ----- listing ---------------------------------------------------------------------------------
 
 
-def list_files(scope: Scope, deadline: float, sandbox: Sandbox | None = None) -> tuple[list[str], RunStats]:
+def list_files(
+    scope: Scope, deadline: float, sandbox: Sandbox | None = None, *, skipped: set[str] | None = None
+) -> tuple[list[str], RunStats]:
     """Every file rg would search below the root, relative to it, "/"-separated, in no set order.
 
     With Perforce rules and hidden files left out, one listing does both jobs: it includes hidden
     files (not hidden directories), which finds the `.p4ignore` files; hidden names are then dropped,
-    and only when rule files turned up does rg list again with them.
+    and only when rule files turned up does rg list again with them. Given `skipped`, the entries
+    the walk skipped are added to it (from rg's `--debug` log: the directories it never entered).
     """
-    mode = ["--files", "--null"]
+    walk = skipped is not None
+    mode = ["--files", "--null", *(["--debug"] if walk else [])]
+
+    def listed(run: Run, paths: list[str]) -> tuple[list[str], RunStats]:
+        if skipped is not None:
+            skipped.update(run.skipped)
+        return paths, run.stats
+
     if scope.p4 is None or scope.hidden:
-        run = Run(scope, mode, deadline, sandbox)
-        return run.records(), run.stats
-    first = Run(scope, [*mode, "--hidden", "-g", "!.*/"], deadline, sandbox, p4_found=[])
+        run = Run(scope, mode, deadline, sandbox, walk_log=walk)
+        return listed(run, run.records())
+    first = Run(scope, [*mode, "--hidden", "-g", "!.*/"], deadline, sandbox, p4_found=[], walk_log=walk)
     paths = first.records()
     names = set(scope.p4.ignore_names)
     found = [p for p in paths if p.rpartition("/")[2] in names]
     if found or scope.p4.global_files:
-        again = Run(scope, mode, deadline, sandbox, p4_found=found)
-        return again.records(), again.stats
-    return [p for p in paths if "/." not in p and not p.startswith(".")], first.stats
+        again = Run(scope, mode, deadline, sandbox, p4_found=found, walk_log=walk)
+        return listed(again, again.records())
+    return listed(first, [p for p in paths if "/." not in p and not p.startswith(".")])
 
 
 # ----- matching --------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from ...core.search.p4ignore import resolve_p4
 from ...core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
 from ...core.search.ripgrep import RunStats, Scope, allowed_below
 from ...core.search.ripgrep import list_files as rg_list_files
-from ...core.search.walklog import LIST_MODE, WalkLogRun, lossy
+from ...core.search.walklog import lossy
 from .fuzzy import Query, rank_key
 from .pathrules import ToolPath, display_path, resolve_source
 
@@ -97,7 +97,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     if kind == "files":
         files, run = rg_list_files(scope, deadline, ctx.sandbox)
     else:
-        files, run, skipped = _list_with_skips(scope, deadline, ctx.sandbox)
+        files, run = rg_list_files(scope, deadline, ctx.sandbox, skipped=skipped)
     dirs: set[str] = set()
     if kind != "files":
         for rel in files:
@@ -199,22 +199,6 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         **completeness(omissions),
         "engine": "rg",
     }
-
-
-def _list_with_skips(scope: Scope, deadline: float, sandbox: Any) -> tuple[list[str], RunStats, set[str]]:
-    """`ripgrep.list_files` for find's scope (Perforce rules, no hidden files), with what the walk
-    skipped (`WalkLogRun`)."""
-    assert scope.p4 is not None and not scope.hidden
-    mode = list(LIST_MODE)
-    first = WalkLogRun(scope, [*mode, "--hidden", "-g", "!.*/"], deadline, sandbox, p4_found=[])
-    paths = first.records()
-    names = set(scope.p4.ignore_names)
-    found = [p for p in paths if p.rpartition("/")[2] in names]
-    if found or scope.p4.global_files:
-        again = WalkLogRun(scope, mode, deadline, sandbox, p4_found=found)
-        return again.records(), again.stats, again.skipped
-    visible = [p for p in paths if "/." not in p and not p.startswith(".")]
-    return visible, first.stats, first.skipped
 
 
 def _fileless_omission(

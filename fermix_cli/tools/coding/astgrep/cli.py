@@ -33,6 +33,7 @@ from ....core.search import engines
 from ....core.search.names import escaped, is_utf8
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.ripgrep import Scope, list_files, scratch_file
+from ....core.search.walklog import lossy
 from . import languages
 
 # ast-grep's names for the languages it reports, lower-cased, to fermix's names.
@@ -174,7 +175,7 @@ class Names:
         self.lossy: dict[str, list[str]] = {}
         for rel in listed:
             if not is_utf8(rel):
-                self.lossy.setdefault(os.fsencode(rel).decode("utf-8", "replace"), []).append(rel)
+                self.lossy.setdefault(lossy(rel), []).append(rel)
         self.logged: set[str] = set()  # listed names the CLI's log mentions
 
     def resolve(self, cli_name: str) -> str | None:
