@@ -366,8 +366,9 @@ def claim_due(
             report.waiting.append(job.id)
             continue
         note = _missed_note(missed, first_missed)
+        claim = job.next_run_at
         if stale and fresh is not None:
-            # The slots found stale are skipped; the latest, still fresh, runs (once).
+            # The slot found stale is skipped; the latest, still fresh, runs (once), as any due slot does.
             late = int((now - slot).total_seconds())
             # The slots passed between the stale one and the fresh one (past the cap, a floor).
             others = missed if missed >= MISSED_COUNT_CAP else missed - 1
@@ -378,15 +379,7 @@ def claim_due(
             ) + (f"; {between}" if between else "")
             skipped_id = _insert_skipped(db, job.id, job.next_run_at, now, reason)
             report.skipped.append({"run_id": skipped_id, "job_id": job.id, "scheduled_for": job.next_run_at})
-            run_id = _claim_insert(db, job, "schedule", ts(fresh), now, runner)
-            db.execute(
-                "UPDATE scheduled_jobs SET state = ?, next_run_at = ?, updated_at = ? WHERE id = ?",
-                ("running" if run_id else "scheduled", ts(nxt) if nxt else None, stamp, job.id),
-            )
-            if run_id:
-                report.claimed.append(ClaimedRun(run_id, job.id, "schedule", ts(fresh)))
-                free -= 1
-            continue
+            claim, first_missed, stale = ts(fresh), None, False
         if stale:
             late = int((now - slot).total_seconds())
             reason = (
@@ -400,10 +393,10 @@ def claim_due(
                 (ts(nxt) if nxt else None, stamp, job.id),
             )
             continue
-        run_id = _claim_insert(db, job, "schedule", job.next_run_at, now, runner)
+        run_id = _claim_insert(db, job, "schedule", claim, now, runner)
         if first_missed is not None:
             skipped_id = _insert_skipped(
-                db, job.id, ts(first_missed), now, f"missed: {note}; the run of {job.next_run_at} ran instead"
+                db, job.id, ts(first_missed), now, f"missed: {note}; the run of {claim} ran instead"
             )
             report.skipped.append({"run_id": skipped_id, "job_id": job.id, "scheduled_for": ts(first_missed)})
         db.execute(
@@ -411,7 +404,7 @@ def claim_due(
             ("running" if run_id else "scheduled", ts(nxt) if nxt else None, stamp, job.id),
         )
         if run_id:
-            report.claimed.append(ClaimedRun(run_id, job.id, "schedule", job.next_run_at))
+            report.claimed.append(ClaimedRun(run_id, job.id, "schedule", claim))
             free -= 1
     return report
 
