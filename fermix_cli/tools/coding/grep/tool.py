@@ -192,11 +192,17 @@ def _scope(ctx: ToolContext, p: GrepParams, path: str) -> tuple[Scope, str]:
     return Scope(root=os.path.dirname(path), globs=globs, types=types), os.path.basename(path)
 
 
-def _collect(
-    ctx: ToolContext, p: GrepParams, path: str, plans: list[PatternPlan], deadline: float, keep: int | None
-) -> tuple[list[FileMatches], Search, Tally]:
-    scope, target = _scope(ctx, p, path)
-    search = Search(
+def _search(
+    ctx: ToolContext,
+    p: GrepParams,
+    plans: list[PatternPlan],
+    deadline: float,
+    scope: Scope,
+    target: str,
+    keep: int | None,
+) -> Search:
+    """rg over `scope` (`target`: "." or one file's name) for the planned patterns."""
+    return Search(
         scope,
         [pl.source for pl in plans],
         deadline,
@@ -205,6 +211,13 @@ def _collect(
         keep=keep,
         target=target,
     )
+
+
+def _collect(
+    ctx: ToolContext, p: GrepParams, path: str, plans: list[PatternPlan], deadline: float, keep: int | None
+) -> tuple[list[FileMatches], Search, Tally]:
+    scope, target = _scope(ctx, p, path)
+    search = _search(ctx, p, plans, deadline, scope, target, keep)
     tally = Tally()
     if target != "." and (kind := _special_kind(path)) is not None:
         tally.special, tally.special_path = kind, path  # skipped, as rg's walk skips them: not run
@@ -266,14 +279,7 @@ def _every_line(
     searches a file named to it past that, so naming it would count lines the walk never reported."""
     root, name = os.path.split(fm.path)
     scope = Scope(root=root, globs=(literal_glob(name),)) if walked else Scope(root=root)
-    again = Search(
-        scope,
-        [pl.source for pl in plans],
-        deadline,
-        ctx.sandbox,
-        ignore_case=bool(p.case_insensitive),
-        target="." if walked else name,
-    )
+    again = _search(ctx, p, plans, deadline, scope, "." if walked else name, None)
     files = [f for f in again.files() if f.path == name] if walked else list(again.files())
     search.stats.timed_out = search.stats.timed_out or again.stats.timed_out
     search.stats.errors += again.stats.errors
