@@ -144,9 +144,11 @@ def _rules_reach_below(root: str, prefix: str) -> bool:
         for name in _IGNORE_FILES:
             try:
                 with open(os.path.join(directory, name), encoding="utf-8", errors="replace") as f:
-                    text = f.read(1 << 20)
+                    text = f.read((1 << 20) + 1)
             except OSError:
                 continue
+            if len(text) > 1 << 20:
+                return True  # too long to read whole: the root walk, which needs no reading of it
             for line in text.splitlines():
                 rule = line.strip()
                 if rule and not rule.startswith("#") and "/" in rule.rstrip("/"):

@@ -252,6 +252,19 @@ def test_glob_literal_prefix_keeps_rules_with_paths_from_above(world: Env, invok
     assert invoke("glob_search", {"pattern": "src/**/*.py"})["paths"] == [str(world.project / "src/lib/a.py")]
 
 
+def test_glob_literal_prefix_with_an_ignore_file_too_long_to_read_walks_from_the_root(
+    world: Env, invoke
+) -> None:
+    """An ignore file above the prefix that is too long to read whole may hold a rule with a path past
+    what was read: the answer is then the root walk's (never the prefix shortcut on a guess)."""
+    filler = "".join(f"unused-{n}.tmp\n" for n in range(80_000))  # over 1 MiB of plain rules
+    tree(
+        world.project,
+        {".gitignore": filler + "/src/lib/gen/\n", "src/lib/gen/g.py": "x", "src/lib/a.py": "x"},
+    )
+    assert invoke("glob_search", {"pattern": "src/**/*.py"})["paths"] == [str(world.project / "src/lib/a.py")]
+
+
 def test_glob_literal_prefix_the_sandbox_refuses_is_an_error(world: Env, invoke) -> None:
     world.fermix_home.mkdir()
     (world.fermix_home / "config.toml").write_text(

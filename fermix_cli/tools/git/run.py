@@ -92,25 +92,28 @@ def parse_config_list(raw: bytes) -> list[tuple[str, str, str | None]]:
     return out
 
 
-def _object_stores(common_dir: str, limit: int = 16) -> list[str]:
+def _object_stores(common_dir: str, limit: int = 16) -> list[str] | None:
     """Where git reads objects from besides `common_dir/objects`: that directory itself when it is a
-    link, and every `objects/info/alternates` entry, followed to their own alternates (at most
-    `limit` stores). Each must lie inside the roots, as the git dir must."""
-    first = os.path.join(common_dir, "objects")
+    link, and every `objects/info/alternates` entry, followed to their own alternates. Each must lie
+    inside the roots, as the git dir must. None when there are more than `limit` stores, or an
+    alternates file is too long to read whole: they are not all checked, so the repository is refused."""
     found: list[str] = []
-    todo = [first]
-    while todo and len(found) < limit:
-        objects = todo.pop()
-        real = os.path.realpath(objects)
+    todo = [os.path.join(common_dir, "objects")]
+    while todo:
+        real = os.path.realpath(todo.pop())
         if real in found:
             continue
+        if len(found) == limit:
+            return None
         found.append(real)
         try:
             with open(os.path.join(real, "info", "alternates"), encoding="utf-8", errors="replace") as f:
-                lines = f.read(1 << 16).splitlines()
+                text = f.read((1 << 16) + 1)
         except OSError:
             continue
-        for line in lines:
+        if len(text) > 1 << 16:
+            return None
+        for line in text.splitlines():
             entry = line.strip()
             if entry and not entry.startswith("#"):
                 todo.append(entry if entry.startswith("/") else os.path.join(real, entry))
@@ -210,10 +213,18 @@ class GitRunner:
                 "or call the request_directory_access tool",
                 {"path": repo.toplevel, "input": raw or repo.workdir},
             )
+        stores = _object_stores(repo.common_dir)
+        if stores is None:
+            raise ToolError(
+                "invalid_repo",
+                f"the repository {repo.toplevel} borrows objects from more places (objects/info/alternates) "
+                "than git tools check; git tools refuse this repository",
+                {"path": repo.toplevel},
+            )
         for label, path in (
             ("git dir", repo.git_dir),
             ("git common dir", repo.common_dir),
-            *(("object store", d) for d in _object_stores(repo.common_dir)),
+            *(("object store", d) for d in stores),
         ):
             d = sandbox.decide(path)
             if not d.allowed:

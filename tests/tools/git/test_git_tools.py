@@ -7,6 +7,7 @@ started. Payloads in hostile repository configs would create a marker file if gi
 from __future__ import annotations
 
 import json
+import itertools
 import os
 import shutil
 import signal
@@ -688,3 +689,18 @@ def test_objects_borrowed_from_outside_the_roots_are_refused(world: Env, git: Gi
 def test_an_orderfile_is_refused(world: Env, git: Git, repo: Path, args: list[str]) -> None:
     r = git.tool("git_read", {"command": "show", "args": args})
     assert r.code != 0 and r.error()["code"] == "denied_arg" and r.error()["details"]["rule"] == "orderfile"
+
+
+def test_more_object_stores_than_are_checked_is_refused(world: Env, git: Git, repo: Path) -> None:
+    """Alternates that chain past the checked number of stores are not all checked: refused, not
+    passed with the rest unchecked."""
+    stores = []
+    for n in range(20):
+        store = repo / f"store{n}"
+        (store / "info").mkdir(parents=True)
+        stores.append(store)
+    for here, nxt in itertools.pairwise(stores):
+        (here / "info" / "alternates").write_text(f"{nxt}\n")
+    (repo / ".git" / "objects" / "info" / "alternates").write_text(f"{stores[0]}\n")
+    r = git.tool("git_read", {"command": "status"})
+    assert r.code != 0 and r.error()["code"] == "invalid_repo" and "alternates" in r.error()["message"]
