@@ -6,8 +6,8 @@ started. Payloads in hostile repository configs would create a marker file if gi
 
 from __future__ import annotations
 
-import json
 import itertools
+import json
 import os
 import shutil
 import signal
