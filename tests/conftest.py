@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,3 +157,49 @@ def invoke(world: Env) -> Callable[..., Any]:
             ctx.close()
 
     return call
+
+
+def processes_with(marker: str) -> list[int]:
+    """The pids of the processes whose command line holds `marker` (to see a child outlive its call)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        pids.append(int(entry))
+            except OSError:
+                continue
+    return pids
+
+
+@contextlib.contextmanager
+def unreadable(monkeypatch: pytest.MonkeyPatch, engine: str, tmp: Path, *paths: Path) -> Iterator[None]:
+    """For the block: `paths` unreadable (mode 0), and the search engine `engine` ("rg" or "ast_grep"
+    of `core.search.engines`) run so that the permissions bite as they do for everyone else. The
+    machine's tests run as root, who reads any file: for root the real engine runs behind a wrapper
+    that drops that override (`setpriv`, util-linux). Modes are restored after."""
+    import shutil
+    import stat
+
+    from fermix_cli.core.search import engines
+
+    real = getattr(engines, engine)()
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("setpriv (util-linux) is needed to drop root's read override")
+        wrapper = tmp / f"{Path(real).name}-no-read-override"
+        wrapper.write_text(
+            f'#!/bin/sh\nexec {setpriv} --bounding-set=-dac_override,-dac_read_search {real} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+        monkeypatch.setattr(engines, engine, lambda: str(wrapper))
+    modes = {p: stat.S_IMODE(p.stat().st_mode) for p in paths}
+    for p in paths:
+        p.chmod(0)
+    try:
+        yield
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import processes_with
 from tests.jobs.jobs_world import NOW, Jobs, iso, later, pid_alive, utc, wait_for
 
 DUE = later(NOW, minutes=1, seconds=10)  # a job added at NOW with `every 1 minutes` is due at NOW + 60 s
@@ -610,19 +611,6 @@ def test_a_command_job_failure_is_never_transient() -> None:
         assert RunOutcome.failure(code, "x", kind="command").transient is False
 
 
-def _processes_with(marker: str) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        pids.append(int(entry))
-            except OSError:
-                continue
-    return pids
-
-
 def test_sigterm_stops_a_running_command_with_its_worker(jobs: Jobs) -> None:
     """The runner stopped by SIGTERM asks its workers to stop first (SIGTERM, then SIGKILL after a
     grace), so a command job's own process group is killed too, not left running after its run was
@@ -634,7 +622,7 @@ def test_sigterm_stops_a_running_command_with_its_worker(jobs: Jobs) -> None:
     assert r.code == 0, r.stderr
     runner = _start_runner(jobs, iso(DUE))
     try:
-        wait_for(lambda: _processes_with(marker), timeout=60)
+        wait_for(lambda: processes_with(marker), timeout=60)
         runner.send_signal(signal.SIGTERM)
         runner.communicate(timeout=60)
     finally:
@@ -644,7 +632,7 @@ def test_sigterm_stops_a_running_command_with_its_worker(jobs: Jobs) -> None:
     [run] = jobs.runs("cmd")
     assert run["status"] == "error" and run["error_code"] == "interrupted"
     time.sleep(0.3)
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_a_stop_during_the_launches_records_every_claimed_run(jobs: Jobs) -> None:

@@ -13,7 +13,7 @@ from fermix_cli.agent.delegate import Delegation
 from fermix_cli.agent.subagents.fanout import clip_utf8, fan_out
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.registry import default_registry
-from tests.conftest import Env
+from tests.conftest import Env, processes_with
 
 
 def script(world: Env, routes: list[dict[str, Any]]) -> Path:
@@ -305,41 +305,17 @@ def test_clip_utf8_takes_text_that_is_not_valid_unicode() -> None:
     assert clip_utf8("ab\udc80", 100) == ("ab\ufffd", False)
 
 
-def _running(marker: str) -> list[int]:
-    import os
-
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        pids.append(int(entry))
-            except OSError:
-                continue
-    return pids
+def _shell_then_answer(world: Env, task: str, command: str) -> None:
+    """A worker whose model, asked `task`, first runs `command` in the shell."""
+    call = {"tool_calls": [{"name": "shell", "arguments": {"command": command}}]}
+    script(world, [{"contains": task, "responses": [call, {"text": "never"}]}])
 
 
 def test_a_timed_out_worker_s_command_is_stopped_with_it(world: Env) -> None:
     """A worker given up at its timeout while its shell command runs: the command's process group is
     killed then, not left to run on (and write) after the call has answered."""
     marker = "sleep 7.4321"
-    script(
-        world,
-        [
-            {
-                "contains": "task slow",
-                "responses": [
-                    {
-                        "tool_calls": [
-                            {"name": "shell", "arguments": {"command": f"{marker}; echo late > late.txt"}}
-                        ]
-                    },
-                    {"text": "never"},
-                ],
-            }
-        ],
-    )
+    _shell_then_answer(world, "task slow", f"{marker}; echo late > late.txt")
     ctx = world.context(cwd=str(world.project))
     try:
         task = Delegation(origin="subagent", label="subagent:slow", prompt="task slow")
@@ -358,9 +334,9 @@ def test_a_timed_out_worker_s_command_is_stopped_with_it(world: Env) -> None:
         ctx.close()
     assert row["status"] == "error" and json.loads(row["error_json"])["code"] == "timeout"
     deadline = time.monotonic() + 3
-    while _running(marker) and time.monotonic() < deadline:
+    while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _running(marker) == []
+    assert processes_with(marker) == []
     assert not (world.project / "late.txt").exists()
 
 
@@ -449,22 +425,7 @@ def test_a_delegated_run_s_time_limit_stops_its_tool_in_flight(world: Env) -> No
     from fermix_cli.agent.delegate import run_delegated
 
     marker = "sleep 9.8765"
-    script(
-        world,
-        [
-            {
-                "contains": "task limited",
-                "responses": [
-                    {
-                        "tool_calls": [
-                            {"name": "shell", "arguments": {"command": f"{marker}; echo late > late.txt"}}
-                        ]
-                    },
-                    {"text": "never"},
-                ],
-            }
-        ],
-    )
+    _shell_then_answer(world, "task limited", f"{marker}; echo late > late.txt")
     ctx = world.context(cwd=str(world.project))
     try:
         task = Delegation(origin="skill", label="skill:limited", prompt="task limited", timeout_seconds=1.0)
@@ -474,7 +435,7 @@ def test_a_delegated_run_s_time_limit_stops_its_tool_in_flight(world: Env) -> No
         ctx.close()
     assert ran.status == "timed_out" and ran.error is not None and ran.error["code"] == "timeout"
     assert time.monotonic() - t0 < 6
-    assert _running(marker) == [] and not (world.project / "late.txt").exists()
+    assert processes_with(marker) == [] and not (world.project / "late.txt").exists()
 
 
 def test_a_routed_model_slug_names_its_provider_as_a_per_call_one_does(world: Env) -> None:

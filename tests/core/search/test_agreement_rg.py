@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from fermix_cli.core.search import engines
-from tests.conftest import Env
+from tests.conftest import Env, unreadable
 
 GREP_FLAGS = ("--no-config", "--no-require-git", "-g", "!.git", "-g", "!target/")
 
@@ -456,22 +456,9 @@ def test_names_with_line_breaks_do_not_confuse_the_reading_of_rg_s_log(world: En
 def test_an_unreadable_directory_with_a_line_break_in_its_name(
     world: Env, invoke: Any, monkeypatch: Any, tmp_path: Path
 ) -> None:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "coding"))
-    try:
-        from search_fixture import without_read_override
-    finally:
-        sys.path.pop(0)
     write(world.project, {"ok.txt": "hit\n", "lock\ned/in.txt": "hit\n"})
-    locked = world.project / "lock\ned"
-    locked.chmod(0)
-    wrapper = without_read_override(engines.rg(), tmp_path)
-    monkeypatch.setattr(engines, "rg", lambda: wrapper)
-    try:
+    with unreadable(monkeypatch, "rg", tmp_path, world.project / "lock\ned"):
         results = [invoke("grep", {"patterns": ["hit"]}), invoke("find", {"query": "txt"})]
-    finally:
-        locked.chmod(0o755)
     for r in results:
         (o,) = r["omitted"]
         assert (o["reason"], o["count"]) == ("unreadable", 1) and "lock\ned: Permission denied" in o["how"]

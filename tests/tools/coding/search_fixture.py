@@ -60,25 +60,3 @@ def make_tree(root: Path, files: dict[str, str | bytes]) -> None:
             p.write_bytes(content)
         else:
             p.write_text(content)
-
-
-def without_read_override(engine: str, tmp: Path) -> str:
-    """`engine` (a search engine binary) behind a wrapper that, for root, drops the capabilities that
-    let root read any file, so permissions bite as they do for everyone else (the machine's tests run
-    as root); for anyone else, `engine` itself."""
-    import os
-    import shutil
-
-    import pytest
-
-    if os.geteuid() != 0:
-        return engine
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("setpriv (util-linux) is needed to drop root's read override")
-    wrapper = tmp / f"{Path(engine).name}-no-read-override"
-    wrapper.write_text(
-        f'#!/bin/sh\nexec {setpriv} --bounding-set=-dac_override,-dac_read_search {engine} "$@"\n'
-    )
-    wrapper.chmod(0o755)
-    return str(wrapper)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from search_fixture import make_tree, without_read_override
+from search_fixture import make_tree
 
 from fermix_cli.core.errors import ToolError
-from tests.conftest import Env
+from tests.conftest import Env, unreadable
 
 SOURCES = {
     "lib.rs": (
@@ -438,16 +438,9 @@ def test_outline_never_loads_project_rules(world: Env, invoke) -> None:
 
 
 def test_outline_reports_a_directory_it_could_not_list(world: Env, invoke, monkeypatch, tmp_path) -> None:
-    from fermix_cli.core.search import engines
-
     make_tree(world.project, {"a.py": "def f():\n    pass\n", "locked/b.py": "def g():\n    pass\n"})
-    (world.project / "locked").chmod(0)
-    wrapper = without_read_override(engines.rg(), tmp_path)
-    monkeypatch.setattr(engines, "rg", lambda: wrapper)
-    try:
+    with unreadable(monkeypatch, "rg", tmp_path, world.project / "locked"):
         r = invoke("ast_grep", {"operation": "outline", "language": "python"})
-    finally:
-        (world.project / "locked").chmod(0o755)
     assert '"name":"f"' in r["output"] and '"name":"g"' not in r["output"]
     assert r["partial"] is True and r["skip_reasons"] == {"unreadable": 1}
     assert r["skipped_files"] == [{"path": "locked", "reason": "unreadable"}]

@@ -6,13 +6,13 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from search_fixture import make_tree, without_read_override
+from search_fixture import make_tree
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.astgrep import languages as ast_lang
 from fermix_cli.tools.coding.astgrep import matches as ast_search
 from fermix_cli.tools.coding.astgrep import tool as ag
-from tests.conftest import Env
+from tests.conftest import Env, unreadable
 
 PY = 'import logging\n\ndef f(x):\n    print("é", x)\n    foo(print(1,\n      2))\n    return x\n'
 
@@ -274,18 +274,9 @@ def test_every_listed_language_parses() -> None:
 def test_unreadable_files_and_directories_are_reported(
     world: Env, invoke, monkeypatch, tmp_path: Path
 ) -> None:
-    from fermix_cli.core.search import engines
-
     make_tree(world.project, {"a.py": "x = 1\n", "secret.py": "x = 2\n", "locked/b.py": "x = 3\n"})
-    (world.project / "secret.py").chmod(0)
-    (world.project / "locked").chmod(0)
-    wrapper = without_read_override(engines.ast_grep(), tmp_path)
-    monkeypatch.setattr(engines, "ast_grep", lambda: wrapper)
-    try:
+    with unreadable(monkeypatch, "ast_grep", tmp_path, world.project / "secret.py", world.project / "locked"):
         r = invoke("ast_grep", {"pattern": "x = $A", "language": "python"})
-    finally:
-        (world.project / "locked").chmod(0o755)
-        (world.project / "secret.py").chmod(0o644)
     assert r["output"].splitlines()[0] == "a.py:1:x = 1"
     assert r["matches_total"] == 1 and r["partial"] is True
     assert r["skip_reasons"] == {"unreadable": 2}

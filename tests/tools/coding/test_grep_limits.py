@@ -7,11 +7,11 @@ import re
 import time
 
 import pytest
-from search_fixture import FIXTURE, make_tree, without_read_override
+from search_fixture import FIXTURE, make_tree
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.grep import tool as grep_mod
-from tests.conftest import Env
+from tests.conftest import Env, unreadable
 
 
 def err(invoke, args: dict, **ctx) -> ToolError:
@@ -381,23 +381,14 @@ def test_what_rg_could_not_read_is_reported_by_every_search_tool(
 ) -> None:
     """The real rg, with root's read override dropped: a directory it cannot list and a file it cannot
     read make every search incomplete, named, instead of a quiet "no more matches"."""
-    from fermix_cli.core.search import engines
-
     make_tree(world.project, {"ok.txt": "needle\n", "secret.txt": "needle\n", "locked/in.txt": "needle\n"})
-    (world.project / "secret.txt").chmod(0)
-    (world.project / "locked").chmod(0)
-    wrapper = without_read_override(engines.rg(), tmp_path)
-    monkeypatch.setattr(engines, "rg", lambda: wrapper)
-    try:
+    with unreadable(monkeypatch, "rg", tmp_path, world.project / "secret.txt", world.project / "locked"):
         results = {
             "grep": invoke("grep", {"patterns": ["needle"]}),
             "content_search": invoke("content_search", {"pattern": "needle"}),
             "glob_search": invoke("glob_search", {"pattern": "**/*.txt"}),
             "find": invoke("find", {"query": "txt"}),
         }
-    finally:
-        (world.project / "locked").chmod(0o755)
-        (world.project / "secret.txt").chmod(0o644)
     denied = "Permission denied (os error 13)"
     for tool, r in results.items():
         assert r["complete"] is False, tool
