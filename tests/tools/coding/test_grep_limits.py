@@ -572,3 +572,21 @@ def test_a_file_with_binary_data_after_its_matches_counts_the_same_on_every_page
     ranked = invoke("grep", {"patterns": ["hit"]})
     assert ranked["hits_total"] == len(seen)
     assert {o["reason"] for o in ranked["omitted"]} >= {"binary", "invalid_utf8"}
+
+
+def test_the_whole_file_utf8_check_across_chunk_boundaries(tmp_path) -> None:
+    """ASCII chunks are skipped by a byte scan, so the check must still see a character split across
+    two 1 MiB reads, and a lead byte followed by ASCII in the next read."""
+    from fermix_cli.tools.coding.grep.searcher import is_utf8_file
+
+    m = 1 << 20
+    cases = {
+        "ascii": (b"a" * (3 * m), True),
+        "split": (b"a" * (m - 1) + "é".encode() + b"b" * 100, True),
+        "lead-then-ascii": (b"a" * (m - 1) + b"\xc3" + b"a" * 10, False),
+        "cut-at-the-end": (b"a" * m + b"\xe2\x82", False),
+        "bad-in-the-middle": (b"a" * m + b"x\xffy" + b"a" * m, False),
+    }
+    for name, (data, valid) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        assert is_utf8_file(str(tmp_path / name)) is valid, name

@@ -86,15 +86,18 @@ def is_utf8_file(path: str) -> bool:
     be read. Read in 1 MiB chunks, so a big file costs no more memory than that."""
     import codecs
 
-    decode = codecs.getincrementaldecoder("utf-8")().decode
+    decoder = codecs.getincrementaldecoder("utf-8")()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return False
     try:
         while chunk := os.read(fd, 1 << 20):
-            decode(chunk)
-        decode(b"", True)
+            # An ASCII chunk is valid by itself (a fast byte scan); the decoder runs on the others, and
+            # on any chunk after one that ended inside a character.
+            if not chunk.isascii() or decoder.getstate()[0]:
+                decoder.decode(chunk)
+        decoder.decode(b"", True)
         return True
     except (OSError, UnicodeDecodeError):
         return False
