@@ -96,6 +96,7 @@ class Sandbox(Record):
     _roots: list[Root] | None = field(default=None, repr=False)
     _blocked: list[str] | None = field(default=None, repr=False)
     _protected: list[str] | None = field(default=None, repr=False)
+    _protected_low: tuple[str, ...] | None = field(default=None, repr=False)
     _link_ids: frozenset[tuple[int, int]] | None = field(default=None, repr=False)
     _link_ids_known: bool = field(default=False, repr=False)
 
@@ -159,6 +160,13 @@ class Sandbox(Record):
         return self._protected
 
     @property
+    def protected_lower(self) -> tuple[str, ...]:
+        """The protected entries lower-cased (the test is case-insensitive), computed once."""
+        if self._protected_low is None:
+            self._protected_low = tuple(e.lower() for e in self.protected)
+        return self._protected_low
+
+    @property
     def blocked_roots(self) -> list[str]:
         if self._blocked is None:
             self._blocked = [
@@ -212,8 +220,7 @@ class Sandbox(Record):
 
     def is_protected(self, canonical: str) -> bool:
         low = canonical.lower()
-        for entry in self.protected:
-            e = entry.lower()
+        for e in self.protected_lower:
             if low == e or (low.startswith(e) and low[len(e)] in "/.-"):
                 return True
         return False
@@ -361,7 +368,7 @@ class Sandbox(Record):
         inside D can deny a path (a shorter entry would already have denied D itself).
         """
         prefix = allowed_dir.lower().rstrip("/") + "/"
-        if any(e.lower().startswith(prefix) for e in self.protected):
+        if any(e.startswith(prefix) for e in self.protected_lower):
             return True
         return any(b.lower().startswith(prefix) for b in self.blocked_roots)
 
