@@ -220,10 +220,7 @@ class Sandbox(Record):
 
     def is_protected(self, canonical: str) -> bool:
         low = canonical.lower()
-        for e in self.protected_lower:
-            if low == e or (low.startswith(e) and low[len(e)] in "/.-"):
-                return True
-        return False
+        return any(low == e or (low.startswith(e) and low[len(e)] in "/.-") for e in self.protected_lower)
 
     def decide(self, canonical: str) -> Decision:
         """First match wins: protected, blocked, inside a root, otherwise outside."""
