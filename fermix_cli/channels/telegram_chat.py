@@ -59,12 +59,22 @@ def edit_message_text(api: BotApi, chat_id: int, message_id: int, text: str) -> 
 
 
 def upload(
-    api: BotApi, method: str, field: str, chat_id: int, name: str, data: bytes, mime: str, caption: str | None
+    api: BotApi,
+    method: str,
+    field: str,
+    chat_id: int,
+    name: str,
+    data: bytes,
+    mime: str,
+    caption: str | None,
+    thread_id: int | None = None,
 ) -> dict[str, Any]:
-    """`sendPhoto` / `sendDocument` as multipart/form-data."""
+    """`sendPhoto` / `sendDocument` as multipart/form-data (in a forum topic's thread when given one)."""
     import httpx
 
     fields: dict[str, Any] = {"chat_id": str(chat_id)}
+    if thread_id is not None:
+        fields["message_thread_id"] = str(thread_id)
     if caption:
         fields["caption"] = clip(caption, CAPTION_MAX)
     request = httpx.Request(
@@ -95,15 +105,20 @@ def download_file(api: BotApi, client: GuardedClient, file_id: str) -> tuple[byt
 
 
 class TelegramReplyPort:
-    """The reply port of one Telegram message: files to its chat, reactions on it."""
+    """The reply port of one Telegram message: files to its chat (and forum topic), reactions on it.
+
+    Files go to the topic the message was written in (`message_thread_id`), as the text answer does;
+    `setMessageReaction` names the message itself and takes no thread.
+    """
 
     platform = "telegram"
     reactions: frozenset[str] | None = TELEGRAM_REACTIONS
 
-    def __init__(self, api: BotApi, chat_id: int, message_id: int) -> None:
+    def __init__(self, api: BotApi, chat_id: int, message_id: int, thread_id: int | None = None) -> None:
         self.api = api
         self.chat_id = chat_id
         self.message_id = message_id
+        self.thread_id = thread_id
 
     def send_attachment(
         self, data: bytes, *, kind: str, caption: str | None, filename: str, mime_type: str, source: str
@@ -114,7 +129,9 @@ class TelegramReplyPort:
         if kind == "image" and (len(data) > PHOTO_MAX or mime_type not in PHOTO_TYPES):
             method, field = "sendDocument", "document"  # Telegram shows other images as files
         try:
-            result = upload(self.api, method, field, self.chat_id, filename, data, mime_type, caption)
+            result = upload(
+                self.api, method, field, self.chat_id, filename, data, mime_type, caption, self.thread_id
+            )
         except ChannelError as e:
             raise _delivery_error(e) from None
         return {"message_id": result.get("message_id"), "method": method}

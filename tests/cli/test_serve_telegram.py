@@ -161,6 +161,42 @@ def test_image_sent_in_and_edited_with_inbound_last(world: Env, bot: BotStandIn)
     assert [p.read_bytes() for p in saved] == [png(4, 4)]
 
 
+def test_in_a_forum_topic_images_and_files_stay_in_the_topic(world: Env, bot: BotStandIn) -> None:
+    fox = png(2, 2, (200, 100, 0, 255))
+    bot.web.routes["/oa/v1/images/generations"] = json_reply(
+        {"data": [{"b64_json": base64.b64encode(fox).decode()}]}
+    )
+    (world.project / "a.txt").write_text("notes")
+    configure(
+        world,
+        bot,
+        [
+            {
+                "tool_calls": [
+                    {"name": "generate_image", "arguments": {"prompt": "a fox"}},
+                    {"name": "send_attachment", "arguments": {"path": "a.txt"}},
+                ]
+            },
+            {"text": "A fox for you.", "tool_calls": [{"name": "react", "arguments": {"emoji": "👍"}}]},
+            {"text": "Enjoy."},
+        ],
+        generate_image={"backend": "openai", "openai_api_key": "k", "openai_url": bot.web.url("/oa/v1")},
+    )
+    update = bot.send("draw a fox", message_thread_id=42, is_topic_message=True)
+    serve(world, bot, polls=1)
+    [photo] = bot.payloads("sendPhoto")
+    [document] = bot.payloads("sendDocument")
+    for upload in (photo, document):
+        assert upload["chat_id"][1] == str(OWNER).encode() and upload["message_thread_id"][1] == b"42"
+    assert photo["photo"][1] == fox and document["document"] == ("a.txt", b"notes")
+    assert [p["message_thread_id"] for p in bot.payloads("sendMessage")] == [42]
+    assert bot.texts_shown() == ["A fox for you.\n\nEnjoy."]
+    # A reaction names the message itself: setMessageReaction takes no thread.
+    assert bot.payloads("setMessageReaction") == [
+        {"chat_id": OWNER, "message_id": 1000 + update, "reaction": [{"type": "emoji", "emoji": "👍"}]}
+    ]
+
+
 def test_a_reaction_is_the_whole_answer(world: Env, bot: BotStandIn) -> None:
     configure(world, bot, [{"tool_calls": [{"name": "react", "arguments": {"emoji": "👍"}}]}])
     update = bot.send("thanks!")
