@@ -133,7 +133,7 @@ class TelegramReplyPort:
                 self.api, method, field, self.chat_id, filename, data, mime_type, caption, self.thread_id
             )
         except ChannelError as e:
-            raise _delivery_error(e) from None
+            raise _delivery_error(e, len(data)) from None
         return {"message_id": result.get("message_id"), "method": method}
 
     def react(self, emoji: str) -> dict[str, Any]:
@@ -149,9 +149,17 @@ class TelegramReplyPort:
         return {"message_id": self.message_id}
 
 
-def _delivery_error(e: ChannelError) -> ToolError:
+def _delivery_error(e: ChannelError, size: int | None = None) -> ToolError:
     details: dict[str, Any] = {"platform": "telegram", "channel_code": e.code}
     if e.retry_after is not None:
         details["retry_after"] = e.retry_after
+    if e.code == "too_large" and size is not None:  # HTTP 413: the upload (with its form) is over the limit
+        details.update(bytes=size, max_bytes=DOCUMENT_MAX)
+        return ToolError(
+            "attachment_too_large",
+            f"attachment is {size / 1024 / 1024:.1f} MiB; limit is 50 MB for Telegram bots, and Telegram "
+            "refused this upload as too large. Send a smaller or compressed file, or a link instead.",
+            details,
+        )
     code = "rate_limited" if e.code == "rate_limited" else "delivery_failed"
     return ToolError(code, str(e), details)
