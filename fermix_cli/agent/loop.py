@@ -15,7 +15,7 @@ from ..core.context import ToolContext
 from ..core.errors import ExitClass, ToolError
 from ..core.logs import logger
 from ..core.records import Record, field
-from ..core.registry import HELD_RECORDS, CallRecord, Registry
+from ..core.registry import HELD_RECORDS, MODEL_STEP, CallRecord, Registry
 from .messages import (
     Finish,
     Message,
@@ -344,6 +344,7 @@ class AgentLoop:
         stop: ToolError | None = None
         calls = list(state.pending)
         answering = 0
+        step = (self.run_id, result.iterations)  # what a tool sees of the step its call belongs to
         for call in calls:
             name, arguments = self._target(call)
             verdict = guard.check(name, arguments)
@@ -372,9 +373,12 @@ class AgentLoop:
                 if held:
                     self.ctx.extras[HELD_RECORDS] = state.records
                 state.running = call  # a stop now finds it started, not waiting (kept if one comes)
+                # Set for each call: a nested run (a subagent) in the same context sets its own steps.
+                self.ctx.extras[MODEL_STEP] = step
                 try:
                     outcome = self._dispatch(call, name, arguments)
                 finally:
+                    self.ctx.extras.pop(MODEL_STEP, None)
                     if held:
                         self.ctx.extras.pop(HELD_RECORDS, None)
                 state.running = None

@@ -10,8 +10,8 @@ Text is sent as plain text (no parse_mode, so nothing needs escaping). Telegram 
 4096 characters (counted in UTF-16 code units): longer text is split at line breaks into up to
 `MAX_PARTS` messages, and text that would need more is sent as a `message.txt` document instead, with
 its first lines as the caption. Bot API answers map to `ChannelError`s: 429 is `rate_limited` with the
-API's `retry_after`; 400/401/403/404 are permanent, with what to fix; 5xx and network failures are
-transient.
+API's `retry_after`; 400/401/403/404 are permanent, with what to fix; 413 (an upload over the 50 MB
+limit) is the permanent `too_large`; 5xx and network failures are transient.
 """
 
 from __future__ import annotations
@@ -190,6 +190,13 @@ class BotApi:
                     permanent=True,
                 )
             return ChannelError(f"{said}.", code="bad_request", permanent=True)
+        if code == 413:  # the upload is over what the Bot API server takes; the same file fails again
+            return ChannelError(
+                f"{said}: the file is too large for the Bot API, which takes uploads up to 50 MB. Send a "
+                "smaller or compressed file, or share it as a link instead.",
+                code="too_large",
+                permanent=True,
+            )
         return ChannelError(f"{said}; this is usually temporary.", code="platform_error")
 
     def send_message(

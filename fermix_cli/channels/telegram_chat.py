@@ -59,12 +59,22 @@ def edit_message_text(api: BotApi, chat_id: int, message_id: int, text: str) -> 
 
 
 def upload(
-    api: BotApi, method: str, field: str, chat_id: int, name: str, data: bytes, mime: str, caption: str | None
+    api: BotApi,
+    method: str,
+    field: str,
+    chat_id: int,
+    name: str,
+    data: bytes,
+    mime: str,
+    caption: str | None,
+    thread_id: int | None = None,
 ) -> dict[str, Any]:
-    """`sendPhoto` / `sendDocument` as multipart/form-data."""
+    """`sendPhoto` / `sendDocument` as multipart/form-data (in a forum topic's thread when given one)."""
     import httpx
 
     fields: dict[str, Any] = {"chat_id": str(chat_id)}
+    if thread_id is not None:
+        fields["message_thread_id"] = str(thread_id)
     if caption:
         fields["caption"] = clip(caption, CAPTION_MAX)
     request = httpx.Request(
@@ -95,15 +105,20 @@ def download_file(api: BotApi, client: GuardedClient, file_id: str) -> tuple[byt
 
 
 class TelegramReplyPort:
-    """The reply port of one Telegram message: files to its chat, reactions on it."""
+    """The reply port of one Telegram message: files to its chat (and forum topic), reactions on it.
+
+    Files go to the topic the message was written in (`message_thread_id`), as the text answer does;
+    `setMessageReaction` names the message itself and takes no thread.
+    """
 
     platform = "telegram"
     reactions: frozenset[str] | None = TELEGRAM_REACTIONS
 
-    def __init__(self, api: BotApi, chat_id: int, message_id: int) -> None:
+    def __init__(self, api: BotApi, chat_id: int, message_id: int, thread_id: int | None = None) -> None:
         self.api = api
         self.chat_id = chat_id
         self.message_id = message_id
+        self.thread_id = thread_id
 
     def send_attachment(
         self, data: bytes, *, kind: str, caption: str | None, filename: str, mime_type: str, source: str
@@ -114,9 +129,11 @@ class TelegramReplyPort:
         if kind == "image" and (len(data) > PHOTO_MAX or mime_type not in PHOTO_TYPES):
             method, field = "sendDocument", "document"  # Telegram shows other images as files
         try:
-            result = upload(self.api, method, field, self.chat_id, filename, data, mime_type, caption)
+            result = upload(
+                self.api, method, field, self.chat_id, filename, data, mime_type, caption, self.thread_id
+            )
         except ChannelError as e:
-            raise _delivery_error(e) from None
+            raise _delivery_error(e, len(data)) from None
         return {"message_id": result.get("message_id"), "method": method}
 
     def react(self, emoji: str) -> dict[str, Any]:
@@ -132,9 +149,17 @@ class TelegramReplyPort:
         return {"message_id": self.message_id}
 
 
-def _delivery_error(e: ChannelError) -> ToolError:
+def _delivery_error(e: ChannelError, size: int | None = None) -> ToolError:
     details: dict[str, Any] = {"platform": "telegram", "channel_code": e.code}
     if e.retry_after is not None:
         details["retry_after"] = e.retry_after
+    if e.code == "too_large" and size is not None:  # HTTP 413: the upload (with its form) is over the limit
+        details.update(bytes=size, max_bytes=DOCUMENT_MAX)
+        return ToolError(
+            "attachment_too_large",
+            f"attachment is {size / 1024 / 1024:.1f} MiB; limit is 50 MB for Telegram bots, and Telegram "
+            "refused this upload as too large. Send a smaller or compressed file, or a link instead.",
+            details,
+        )
     code = "rate_limited" if e.code == "rate_limited" else "delivery_failed"
     return ToolError(code, str(e), details)

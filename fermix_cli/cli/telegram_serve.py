@@ -354,13 +354,13 @@ class TelegramServer:
         self.handled += 1
         in_group = chat.get("type") in ("group", "supergroup")
         thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+        thread_id = thread if isinstance(thread, int) and not isinstance(thread, bool) else None
         self._run(
             prompt.strip(),
-            TelegramReplyPort(self.api, chat_id, message_id),
+            TelegramReplyPort(self.api, chat_id, message_id, thread_id),
             files,
             guest=guest,
             reply_to=message_id if in_group else None,
-            thread_id=thread if isinstance(thread, int) else None,
         )
 
     def _addressed(self, message: dict[str, Any]) -> bool:
@@ -469,12 +469,12 @@ class TelegramServer:
         *,
         guest: bool,
         reply_to: int | None = None,
-        thread_id: int | None = None,
     ) -> None:
         from ..agent.assemble import Agent
 
         chat = port.chat_id
-        stream = MessageStream(self.api, chat, self.clock, reply_to=reply_to, thread_id=thread_id)
+        # Text, files and images all go to the conversation the message came from: its chat and topic.
+        stream = MessageStream(self.api, chat, self.clock, reply_to=reply_to, thread_id=port.thread_id)
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
         run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)

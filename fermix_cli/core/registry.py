@@ -375,6 +375,10 @@ def to_jsonable(result: Any) -> Any:
 # The ctx.extras key under which a model loop collects the record of the call it is about to make, to
 # store it in the same transaction as the turn that carries the call's result (agent/loop.py).
 HELD_RECORDS = "held_call_records"
+# The ctx.extras key under which a model loop names the step (one model response) whose call it is
+# running, while that call runs; absent outside a loop. Tools that allow one effect per step (the channel
+# tools) compare it with the step of their last effect.
+MODEL_STEP = "model_step"
 
 CallRecord = tuple[Any, ...]
 

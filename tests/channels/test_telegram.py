@@ -55,6 +55,7 @@ def test_429_carries_retry_after_and_the_next_attempt_succeeds(
         (400, "Bad Request: chat not found", "chat_not_found", True, "chat_id"),
         (400, "Bad Request: message thread not found", "thread_not_found", True, "message_thread_id"),
         (400, "Bad Request: message text is empty", "bad_request", True, "message text is empty"),
+        (413, "Request Entity Too Large", "too_large", True, "up to 50 MB"),
         (500, "Internal Server Error", "platform_error", False, "temporary"),
         (502, "Bad Gateway", "platform_error", False, "temporary"),
     ],
@@ -80,6 +81,21 @@ def test_a_non_json_gateway_page_is_transient(tmp_path: Path, telegram: Telegram
     with pytest.raises(ChannelError) as e:
         channel(tmp_path, telegram).send_text("42", "x", {})
     assert (e.value.code, e.value.permanent) == ("platform_error", False)
+
+
+def test_a_413_page_on_an_upload_is_permanent_and_says_what_to_do(
+    tmp_path: Path, telegram: TelegramStandIn
+) -> None:
+    report = tmp_path / "big.bin"
+    report.write_bytes(b"x" * 1000)
+    telegram.script.append(
+        Reply(413, b"<html>413 Request Entity Too Large</html>", {"Content-Type": "text/html"})
+    )
+    with pytest.raises(ChannelError) as e:
+        channel(tmp_path, telegram).send_file("42", report, "", {})
+    assert (e.value.code, e.value.permanent, e.value.retry_after) == ("too_large", True, None)
+    assert "too large for the Bot API" in str(e.value) and "smaller" in str(e.value)
+    assert "temporary" not in str(e.value)
 
 
 def test_the_token_never_appears_in_errors(tmp_path: Path, telegram: TelegramStandIn) -> None:

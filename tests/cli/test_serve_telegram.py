@@ -161,6 +161,69 @@ def test_image_sent_in_and_edited_with_inbound_last(world: Env, bot: BotStandIn)
     assert [p.read_bytes() for p in saved] == [png(4, 4)]
 
 
+def tool_results(world: Env) -> list[str]:
+    """What the tools of the owner's Telegram conversation answered, in order."""
+    from fermix_cli.agent.transcripts import Transcript
+
+    ctx = world.context()
+    try:
+        history = Transcript(ctx.state, ctx.clock).history(f"telegram-{OWNER}")
+    finally:
+        ctx.close()
+    return [m.content for m in history if m.role == "tool"]
+
+
+def test_in_a_forum_topic_images_and_files_stay_in_the_topic(world: Env, bot: BotStandIn) -> None:
+    fox = png(2, 2, (200, 100, 0, 255))
+    bot.web.routes["/oa/v1/images/generations"] = json_reply(
+        {"data": [{"b64_json": base64.b64encode(fox).decode()}]}
+    )
+    (world.project / "a.txt").write_text("notes")
+    configure(
+        world,
+        bot,
+        [
+            {
+                "tool_calls": [
+                    {"name": "generate_image", "arguments": {"prompt": "a fox"}},
+                    {"name": "send_attachment", "arguments": {"path": "a.txt"}},
+                ]
+            },
+            {"text": "A fox for you.", "tool_calls": [{"name": "react", "arguments": {"emoji": "👍"}}]},
+            {"text": "Enjoy."},
+        ],
+        generate_image={"backend": "openai", "openai_api_key": "k", "openai_url": bot.web.url("/oa/v1")},
+    )
+    update = bot.send("draw a fox", message_thread_id=42, is_topic_message=True)
+    serve(world, bot, polls=1)
+    [photo] = bot.payloads("sendPhoto")
+    [document] = bot.payloads("sendDocument")
+    for upload in (photo, document):
+        assert upload["chat_id"][1] == str(OWNER).encode() and upload["message_thread_id"][1] == b"42"
+    assert photo["photo"][1] == fox and document["document"] == ("a.txt", b"notes")
+    assert [p["message_thread_id"] for p in bot.payloads("sendMessage")] == [42]
+    assert bot.texts_shown() == ["A fox for you.\n\nEnjoy."]
+    # A reaction names the message itself: setMessageReaction takes no thread.
+    assert bot.payloads("setMessageReaction") == [
+        {"chat_id": OWNER, "message_id": 1000 + update, "reaction": [{"type": "emoji", "emoji": "👍"}]}
+    ]
+
+
+def test_an_upload_telegram_finds_too_large_is_a_typed_error(world: Env, bot: BotStandIn) -> None:
+    (world.project / "big.bin").write_bytes(b"x" * 3000)
+    configure(
+        world,
+        bot,
+        [{"tool_calls": [{"name": "send_attachment", "arguments": {"path": "big.bin"}}]}, {"text": "no"}],
+    )
+    bot.fail(413, "Request Entity Too Large")
+    bot.send("send the big file")
+    serve(world, bot, polls=1)
+    [result] = tool_results(world)
+    assert result.startswith("attachment_too_large:") and "limit is 50 MB" in result, result
+    assert "temporary" not in result
+
+
 def test_a_reaction_is_the_whole_answer(world: Env, bot: BotStandIn) -> None:
     configure(world, bot, [{"tool_calls": [{"name": "react", "arguments": {"emoji": "👍"}}]}])
     update = bot.send("thanks!")

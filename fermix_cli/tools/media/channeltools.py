@@ -1,7 +1,9 @@
 """send_attachment and react (seed 000 "Channel"): answering through the active channel's reply port.
 
 Both are offered only where a port is active (`replyport.REPLY_PORT`); react only where the channel
-has reactions, with its `emoji` narrowed to the channel's own set in the schema the model sees.
+has reactions, with its `emoji` narrowed to the channel's own set in the schema the model sees. In a
+model loop each step may make one of these calls; another in the same step is refused before it
+reaches the channel (`replyport.claim_channel_step`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from ...core.context import ToolContext
 from ...core.errors import ExitClass, ToolError
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from .replyport import ENDS_TURN, reply_port, require_port, supports_reactions
+from .replyport import ENDS_TURN, claim_channel_step, reply_port, require_port, supports_reactions
 
 ATTACHMENT_MAX = 50 * 1024 * 1024  # the smallest upload limit of the chat channels (Telegram's)
 CAPTION_MAX = 1024
@@ -99,6 +101,7 @@ def send_attachment(p: SendAttachmentParams, ctx: ToolContext) -> dict[str, Any]
     mime = (p.mime_type or "").lower() or (
         MIME_TYPES[detected] if detected else mimetypes.guess_type(filename)[0] or "application/octet-stream"
     )
+    claim_channel_step(ctx, "send_attachment")
     delivered = port.send_attachment(
         data, kind=p.kind, caption=p.caption, filename=filename, mime_type=mime, source=canonical
     )
@@ -139,6 +142,7 @@ def react(p: ReactParams, ctx: ToolContext) -> dict[str, Any]:
             {"emoji": p.emoji, "allowed": sorted(allowed)},
             exit_class=ExitClass.BAD_INPUT,
         )
+    claim_channel_step(ctx, "react")
     delivered = port.react(p.emoji)
     ctx.extras[ENDS_TURN] = True
     return {"reacted": p.emoji, "platform": port.platform, **delivered}
@@ -163,7 +167,8 @@ TOOLS = specs(
         owner_only=True,  # it reads the owner's files (reference: guests never see the owner-data reads)
         description=(
             "Send a local file through the active channel: a photo or document in Telegram, a copy in the "
-            "outbox (with its path printed) in the terminal. URL paths are refused; send links as text."
+            "outbox (with its path printed) in the terminal. URL paths are refused; send links as text. One "
+            "channel call (this or react) per step."
         ),
         params=SendAttachmentParams,
         handler=send_attachment,
@@ -179,6 +184,7 @@ TOOLS = specs(
             FailureMode("not_an_image", "kind image for a file that is not PNG, JPEG, GIF or WebP"),
             FailureMode("outside_root", "the file is outside the sandbox roots"),
             FailureMode("delivery_failed", "the channel could not deliver it"),
+            FailureMode("channel_call_limit", "this model step already made its one channel call"),
         ),
     ),
     ToolSpec(
@@ -187,7 +193,8 @@ TOOLS = specs(
         policy_class="read_only",
         description=(
             "React to the person's current message with one fitting emoji instead of a text reply, for pure "
-            "acknowledgements (ok, thanks). A reaction with no text ends your turn."
+            "acknowledgements (ok, thanks). A reaction with no text ends your turn. One channel call (this "
+            "or send_attachment) per step."
         ),
         params=ReactParams,
         handler=react,
@@ -200,6 +207,7 @@ TOOLS = specs(
             FailureMode("no_active_channel", "no conversation channel is active"),
             FailureMode("reactions_unsupported", "the channel has no reactions"),
             FailureMode("emoji_not_allowed", "the emoji is not in the channel's allowed set"),
+            FailureMode("channel_call_limit", "this model step already made its one channel call"),
         ),
     ),
 )

@@ -273,6 +273,12 @@ def _event(payload: str) -> dict[str, Any] | None:
     return event if isinstance(event, dict) else None
 
 
+def _response_field(event: dict[str, Any], name: str) -> Any:
+    """`event.response[name]`, or None when the event carries no response object (a malformed event)."""
+    response = event.get("response")
+    return response.get(name) if isinstance(response, dict) else None
+
+
 def _image_item(item: Any) -> Generated | None:
     if isinstance(item, dict) and item.get("type") == "image_generation_call" and item.get("result"):
         revised = item.get("revised_prompt")
@@ -378,13 +384,13 @@ def _request(
                 if found is not None:
                     return found
             elif kind == "response.completed":  # the final response may list the output again
-                output = (event.get("response") or {}).get("output")
+                output = _response_field(event, "output")
                 for item in output if isinstance(output, list) else []:
                     found = _image_item(item)
                     if found is not None:
                         return found
             elif kind == "response.failed":
-                err = (event.get("response") or {}).get("error")
+                err = _response_field(event, "error")
                 raise _failed(err if isinstance(err, dict) else {})
             elif kind == "error":
                 inner = event.get("error")

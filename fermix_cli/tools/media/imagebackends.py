@@ -201,9 +201,14 @@ def _data_url(image: ImageInput) -> str:
     return f"data:{image.mime};base64,{base64.b64encode(image.data).decode('ascii')}"
 
 
+def _first_dict(rows: Any) -> dict[str, Any]:
+    """The first item of a JSON list when it is an object; else an empty one (a malformed answer)."""
+    return rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else {}
+
+
 def _images_answer(backend: str, data: Any) -> Generated:
     rows = data.get("data") if isinstance(data, dict) else None
-    first = rows[0] if isinstance(rows, list) and rows and isinstance(rows[0], dict) else {}
+    first = _first_dict(rows)
     revised = first.get("revised_prompt")
     return Generated(_decode(backend, first.get("b64_json")), revised if isinstance(revised, str) else None)
 
@@ -265,19 +270,20 @@ def run_google(ctx: ToolContext, cfg: GenerateImageConfig, req: ImageRequest) ->
     if isinstance(feedback, dict) and feedback.get("blockReason"):
         raise _google_refused(str(feedback["blockReason"]))
     candidates = data.get("candidates") if isinstance(data, dict) else None
-    first = (
-        candidates[0]
-        if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict)
-        else {}
-    )
+    first = _first_dict(candidates)
+    # Every level of the answer is checked for its shape: a malformed body is the backend's error.
+    content = first.get("content")
+    answer_parts = content.get("parts") if isinstance(content, dict) else None
     texts: list[str] = []
-    for part in (first.get("content") or {}).get("parts") or []:
-        inline = part.get("inlineData") or part.get("inline_data") if isinstance(part, dict) else None
+    for part in answer_parts if isinstance(answer_parts, list) else []:
+        if not isinstance(part, dict):
+            continue
+        inline = part.get("inlineData") or part.get("inline_data")
         if isinstance(inline, dict) and str(
             inline.get("mimeType") or inline.get("mime_type") or ""
         ).startswith("image/"):
             return Generated(_decode("google", inline.get("data")))
-        if isinstance(part, dict) and isinstance(part.get("text"), str):
+        if isinstance(part.get("text"), str):
             texts.append(part["text"])
     reason = str(first.get("finishReason") or "")
     if reason in GOOGLE_REFUSED:

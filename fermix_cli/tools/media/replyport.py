@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ...core.errors import ToolError
 from ...core.records import Record
+from ...core.registry import MODEL_STEP
 
 if TYPE_CHECKING:
     from ...core.context import ToolContext
@@ -22,6 +23,8 @@ INBOUND = "inbound_files"
 # Set by a tool whose delivered result answers the turn by itself (a reaction): the loop ends the turn
 # without another model call when the model said nothing besides such calls.
 ENDS_TURN = "ends_turn"
+# The model step (see core.registry.MODEL_STEP) that made a channel call, and the tool that made it.
+CHANNEL_STEP = "channel_call_step"
 
 AttachmentKind = Literal["image", "document", "audio", "video", "voice"]
 
@@ -75,6 +78,25 @@ def require_port(ctx: ToolContext, tool: str) -> ReplyPort:
             {"tool": tool},
         )
     return port
+
+
+def claim_channel_step(ctx: ToolContext, tool: str) -> None:
+    """Take this model step's one channel side effect (reference §14), or refuse: call it next step.
+
+    Outside a model loop (a plain `fermix tool` call) every call is a step of its own.
+    """
+    step = ctx.extras.get(MODEL_STEP)
+    if step is None:
+        return
+    claimed = ctx.extras.get(CHANNEL_STEP)
+    if claimed is not None and claimed[0] == step:
+        raise ToolError(
+            "channel_call_limit",
+            f"{tool} was not run: {claimed[1]} already used this step's channel call, and each model step "
+            "may make only one. If it is still needed, call it again next step.",
+            {"tool": tool, "used_by": claimed[1]},
+        )
+    ctx.extras[CHANNEL_STEP] = (step, tool)
 
 
 def inbound_files(ctx: ToolContext) -> Sequence[InboundFile]:

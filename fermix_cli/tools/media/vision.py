@@ -158,23 +158,28 @@ def request_body(target: VisionTarget, image: bytes, mime: str, prompt: str) -> 
     }
 
 
+def _items(value: Any) -> list[Any]:
+    """A JSON list as a list; anything else (a malformed answer) as no items."""
+    return value if isinstance(value, list) else []
+
+
 def answer_text(api: VisionApi, data: Any) -> str | None:
-    """The model's text from a decoded answer, or None when the answer has none."""
+    """The model's text from a decoded answer, or None when the answer has none (or is malformed)."""
     if not isinstance(data, dict):
         return None
     parts: list[str] = []
     if api == "responses":
-        for item in data.get("output") or []:
+        for item in _items(data.get("output")):
             if isinstance(item, dict) and item.get("type") == "message":
-                for block in item.get("content") or []:
+                for block in _items(item.get("content")):
                     if isinstance(block, dict) and block.get("type") == "output_text":
                         parts.append(str(block.get("text", "")))
     elif api == "messages":
-        for block in data.get("content") or []:
+        for block in _items(data.get("content")):
             if isinstance(block, dict) and block.get("type") == "text":
                 parts.append(str(block.get("text", "")))
     else:
-        choices = data.get("choices") or []
+        choices = _items(data.get("choices"))
         message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, str):

@@ -71,11 +71,53 @@ def test_other_calls_still_get_a_model_turn(world: Env) -> None:
     steps = [
         [
             {"name": "react", "arguments": {"emoji": "🔥"}},
-            {"name": "send_attachment", "arguments": {"path": "a.txt"}},
+            {"name": "file_read", "arguments": {"path": "a.txt"}},
         ]
     ]
     result, _ = run_agent(world, port, steps)
-    assert result.iterations == 2 and port.reacted == ["🔥"] and port.sent[0]["data"] == b"hello"
+    assert result.iterations == 2 and port.reacted == ["🔥"]
+    assert [o.ok for o in result.outcomes] == [True, True]
+
+
+def test_one_channel_call_per_model_step(world: Env) -> None:
+    (world.project / "a.txt").write_text("first")
+    (world.project / "b.txt").write_text("second")
+    port = FakePort()
+    steps = [
+        [
+            {"name": "send_attachment", "arguments": {"path": "a.txt"}},
+            {"name": "send_attachment", "arguments": {"path": "b.txt"}},
+            {"name": "react", "arguments": {"emoji": "👍"}},
+        ],
+        [{"name": "send_attachment", "arguments": {"path": "b.txt"}}],
+        [{"name": "react", "arguments": {"emoji": "👍"}}],
+    ]
+    result, _ = run_agent(world, port, steps)
+    # Step 1 delivers only its first channel call; the model is told to call the others again.
+    first, second, reaction, retried, reacted = result.outcomes
+    assert first.ok and not second.ok and not reaction.ok
+    for refused in (second, reaction):
+        assert refused.error_code == "channel_call_limit"
+        assert (
+            "call it again next step" in refused.output and "send_attachment already used" in refused.output
+        )
+    # The next steps may each make one again; the reaction alone ends the turn.
+    assert retried.ok and reacted.ok
+    assert [s["data"] for s in port.sent] == [b"first", b"second"] and port.reacted == ["👍"]
+    assert (result.status, result.iterations) == ("ok", 3)
+
+
+def test_outside_a_model_loop_every_call_is_its_own_step(world: Env) -> None:
+    (world.project / "a.txt").write_text("x")
+    port = FakePort()
+    ctx = world.context(extras={REPLY_PORT: port})
+    try:
+        for _ in range(2):
+            default_registry().invoke("send_attachment", {"path": "a.txt"}, ctx)
+        default_registry().invoke("react", {"emoji": "👍"}, ctx)
+    finally:
+        ctx.close()
+    assert len(port.sent) == 2 and port.reacted == ["👍"]
 
 
 def test_a_refused_reaction_goes_back_to_the_model(world: Env) -> None:

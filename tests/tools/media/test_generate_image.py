@@ -277,6 +277,52 @@ def test_refused_prompts_are_typed(world: Env, server: FakeWeb) -> None:
     assert not (world.fermix_home / "media").exists() or not any((world.fermix_home / "media").iterdir())
 
 
+GOOGLE_ROUTE = google_path("gemini-3.1-flash-image")
+
+
+@pytest.mark.parametrize(
+    ("backend", "route", "reply"),
+    [
+        ("google", GOOGLE_ROUTE, json_reply({"candidates": [{"content": "oops"}]})),
+        ("google", GOOGLE_ROUTE, json_reply({"candidates": [{"content": [1]}]})),
+        ("google", GOOGLE_ROUTE, json_reply({"candidates": [{"content": {"parts": [1, "x"]}}]})),
+        ("google", GOOGLE_ROUTE, json_reply({"candidates": [{"content": {"parts": 7}}]})),
+        ("google", GOOGLE_ROUTE, json_reply({"candidates": "none"})),
+        ("google", GOOGLE_ROUTE, json_reply([1, 2])),
+        ("openai", PATHS["openai_gen"], json_reply({"data": "oops"})),
+        ("openai", PATHS["openai_gen"], json_reply({"data": [1]})),
+        ("xai", PATHS["xai_gen"], json_reply({"data": [{"b64_json": 5}]})),
+        (
+            "openai_codex",
+            PATHS["codex"],
+            sse([{"type": "response.completed", "response": "oops"}]),
+        ),
+        ("openai_codex", PATHS["codex"], sse([{"type": "response.failed", "response": [1]}])),
+        (
+            "openai_codex",
+            PATHS["codex"],
+            sse(
+                [
+                    {
+                        "type": "response.output_item.done",
+                        "item": {"type": "image_generation_call", "result": [1]},
+                    }
+                ]
+            ),
+        ),
+    ],
+)
+def test_a_malformed_answer_is_a_provider_error(
+    world: Env, server: FakeWeb, backend: str, route: str, reply: Reply
+) -> None:
+    configure(world, server, backend)
+    if backend == "openai_codex":
+        codex_login(world)
+    server.routes[route] = reply
+    e = refused(world, {"prompt": "a fox"})
+    assert (e.code, e.details["backend"]) == ("provider_error", backend)
+
+
 @pytest.mark.parametrize("backend", ["openai", "xai", "google"])
 def test_rate_limits_are_typed(world: Env, server: FakeWeb, backend: str) -> None:
     configure(world, server, backend)

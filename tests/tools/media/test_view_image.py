@@ -328,6 +328,27 @@ def test_provider_refusals_are_typed(world: Env, server: FakeWeb) -> None:
     assert view(world, {"path": str(image), "prompt": "p"}).error()["code"] == "provider_error"
 
 
+@pytest.mark.parametrize(
+    ("kind", "body"),
+    [
+        ("responses", {"output": 5}),
+        ("responses", {"output": [{"type": "message", "content": 5}]}),
+        ("messages", {"content": 5}),
+        ("chat_completions", {"choices": {"0": {"message": {"content": "hi"}}}}),
+        ("chat_completions", {"choices": 5}),
+    ],
+)
+def test_a_malformed_answer_is_a_provider_error(
+    world: Env, server: FakeWeb, kind: str, body: dict[str, Any]
+) -> None:
+    configure(world, server, kind)
+    image = world.project / "a.png"
+    image.write_bytes(png())
+    server.routes[ROUTES[kind]] = json_reply(body)
+    r = view(world, {"path": str(image), "prompt": "p"})
+    assert r.error()["code"] == "provider_error" and "carries no text" in r.error()["message"]
+
+
 def test_unusable_vision_providers_are_refused(world: Env, server: FakeWeb) -> None:
     (world.project / "a.png").write_bytes(png())
     for vm, code in [
