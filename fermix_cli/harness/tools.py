@@ -540,6 +540,7 @@ TOOLS = specs(
             *_AUTH,
             FailureMode("not_found", "no run with that id"),
             FailureMode("not_cloud_run", "the run is local (use cancel_coding_run)"),
+            FailureMode("run_starting", "the run is still being submitted; try again in a moment"),
             FailureMode("run_finished", "the run is no longer tracked"),
         ),
     ),

@@ -9,16 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.harness.conftest import alive as _alive
 from tests.harness.conftest import wait_for
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return False
-    return raw[raw.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
 def test_codex_run_ledgers_then_runs_detached_and_harvests_the_outcome(harness: Any) -> None:
@@ -291,6 +283,21 @@ def test_a_vanished_process_is_marked_lost_never_left_running(harness: Any) -> N
     run = harness.settled(run_id)
     assert run["status"] == "lost" and "vanished" in run["reason"]
     assert harness.call("list_coding_runs", {})["active"] == []
+
+
+def test_a_killed_supervisor_does_not_leave_the_cli_running_without_a_lock(harness: Any) -> None:
+    import signal
+
+    project = str(harness.world.project)
+    run_id = harness.call("codex_run", {"prompt": "FORK", "cwd": project})["run_id"]
+    rec = harness.record_of("codex")
+    os.kill(rec["pgid"], signal.SIGKILL)  # the supervisor (its group's leader) only; the CLI goes on
+    run = harness.settled(run_id)
+    assert run["status"] == "lost" and "supervisor was killed" in run["reason"]
+    # Ended before the run was declared lost, so no second run ever shares the worktree with it.
+    assert not _alive(rec["pid"]) and not _alive(rec["grandchild"])
+    second = harness.call("codex_run", {"prompt": "quick", "cwd": project})["run_id"]
+    assert harness.settled(second)["status"] == "completed"
 
 
 def test_the_run_outlives_the_fermix_process_that_launched_it(harness: Any) -> None:
