@@ -22,7 +22,7 @@ from ..core.errors import ToolError
 from ..core.procid import process_start
 from ..core.shell.procgroup import SPAWN_MARKER
 from .gates import settings, vendor_executable
-from .launch import child_env, new_run_id
+from .launch import child_env, new_run_id, prompt_arg_limit
 from .outcome import RESULT_TAIL_BYTES, tail_bytes
 from .store import SUBMIT_RECORD, describe, get_row, parse_ts, settle, ts
 
@@ -67,12 +67,13 @@ def submit(
 ) -> dict[str, Any]:
     cfg = settings(ctx)
     size = len(query.encode("utf-8"))
-    if size > cfg.max_prompt_arg_bytes:
+    cap = prompt_arg_limit(cfg.max_prompt_arg_bytes)
+    if size > cap:
         raise ToolError(
             "query_too_long",
-            f"the query is {size} bytes; a cloud run takes at most {cfg.max_prompt_arg_bytes} as one argument and "
-            "never truncates it: shorten it, or run locally with codex_run (which spills long prompts to a file)",
-            {"bytes": size, "max_bytes": cfg.max_prompt_arg_bytes},
+            f"the query is {size} bytes; a cloud run takes at most {cap} as one argument and never truncates "
+            "it: shorten it, or run locally with codex_run (which spills long prompts to a file)",
+            {"bytes": size, "max_bytes": cap},
         )
     exe = _codex(ctx)
     run_id = new_run_id()

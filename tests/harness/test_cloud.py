@@ -80,8 +80,10 @@ def test_cloud_runs_do_not_take_local_slots(cloud: Any) -> None:
     for _ in range(3):
         cloud.call("codex_cloud_run", {"query": "NEVER", "env_id": "env_x"})
     project = cloud.world.project
-    (project / "b").mkdir()
-    for cwd in (project, project / "b"):
+    # Siblings: a run in `project` itself (not a git checkout) would hold everything beneath it.
+    for name in ("a", "b"):
+        (project / name).mkdir()
+    for cwd in (project / "a", project / "b"):
         cloud.call("codex_run", {"prompt": "quick", "cwd": str(cwd)})
 
 
@@ -123,6 +125,21 @@ def test_an_error_ending_fails_the_run(cloud: Any) -> None:
     _poll(cloud, T0 + timedelta(seconds=121))
     run = cloud.run(run_id)
     assert run["status"] == "failed" and "[ERROR]" in run["result_tail"]
+
+
+def test_a_query_over_the_one_argument_cap_is_refused_although_the_config_allows_more(cloud: Any) -> None:
+    # Linux takes at most 128 KiB in one argument: such a query could never be submitted.
+    cloud.configure("approved = true\ncloud_enabled = true\nmax_prompt_arg_bytes = 1000000")
+    err = cloud.fails("codex_cloud_run", {"query": "x" * 150_000, "env_id": "env_x"})
+    assert err.code == "query_too_long" and err.details["max_bytes"] < 128 * 1024
+    assert cloud.rows() == [] and _log(cloud) == []
+
+
+@pytest.mark.parametrize("args", [{"env_id": "--help"}, {"env_id": "env_x", "branch": "-b"}])
+def test_cloud_values_that_would_be_flags_are_refused(cloud: Any, args: dict[str, Any]) -> None:
+    err = cloud.fails("codex_cloud_run", {"query": "q", **args})
+    assert err.code == "invalid_input" and "must not start with '-'" in err.message
+    assert cloud.rows() == [] and _log(cloud) == []
 
 
 def test_a_submission_whose_process_died_is_settled_and_its_call_ended(cloud: Any) -> None:

@@ -93,7 +93,12 @@ def test_resume_rules(harness: Any) -> None:
     assert err.code == "invalid_resume"
 
 
-def test_claude_code_run_passes_every_parameter_and_reads_the_result_event(harness: Any) -> None:
+def test_claude_code_run_passes_every_parameter_and_reads_the_result_event(
+    harness: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bare reads ANTHROPIC_API_KEY only, so the run's environment must pass it.
+    harness.configure(extra='[sandbox.env]\nallow = ["ANTHROPIC_API_KEY"]\n')
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-standin")
     project = harness.world.project
     (project / "sys.md").write_text("Be brief.")
     (project / "lib").mkdir()
@@ -119,10 +124,11 @@ def test_claude_code_run_passes_every_parameter_and_reads_the_result_event(harne
         "-p", "--output-format", "stream-json", "--verbose",
         "--model", "opus", "--effort", "high", "--permission-mode", "plan",
         "--allowedTools", "Read", "Bash(git log:*)", "--disallowedTools", "WebFetch",
-        "--append-system-prompt", "Mind the tests.", "--append-system-prompt-file", str(project / "sys.md"),
-        "--add-dir", str(project / "lib"), "--max-turns", "7", "--json-schema", '{"type":"object"}',
+        "--append-system-prompt=Mind the tests.", "--append-system-prompt-file", str(project / "sys.md"),
+        "--add-dir", str(project / "lib"), "--max-turns", "7", '--json-schema={"type":"object"}',
         "--resume", "ses_old", "--bare",
     ]  # fmt: skip
+    assert "ANTHROPIC_API_KEY" in rec["env"]
     run = harness.settled(run_id)
     assert run["status"] == "completed" and run["result_tail"] == "stand-in finished: review"
     assert run["usage"]["input_tokens"] == 200 and run["usage"]["total_cost_usd"] == 0.0123
