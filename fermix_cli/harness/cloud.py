@@ -11,6 +11,7 @@ cancel, and fermix never claims the task stopped.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -18,10 +19,12 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.procid import process_start
+from ..core.shell.procgroup import SPAWN_MARKER
 from .gates import settings, vendor_executable
-from .launch import child_env, new_run_id
+from .launch import child_env, new_run_id, prompt_arg_limit
 from .outcome import RESULT_TAIL_BYTES, tail_bytes
-from .store import describe, get_row, parse_ts, ts
+from .store import SUBMIT_RECORD, describe, get_row, parse_ts, settle, ts
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -30,14 +33,14 @@ URL = re.compile(r"https?://\S+")
 STATUS = re.compile(r"^\[(READY|PENDING|APPLIED|ERROR)\]", re.MULTILINE)
 
 
-def _call(ctx: ToolContext, argv: list[str]) -> tuple[int, str]:
+def _call(ctx: ToolContext, argv: list[str], env: dict[str, str] | None = None) -> tuple[int, str]:
     from ..core.shell.procgroup import run_captured
 
     cfg = settings(ctx)
     outcome = run_captured(
         argv,
         cwd=str(ctx.paths.data_dir),
-        env=child_env(ctx, str(ctx.paths.data_dir)),
+        env=env if env is not None else child_env(ctx, str(ctx.paths.data_dir)),
         timeout_s=cfg.cloud_call_timeout_seconds,
         cap=256 * 1024,
     )
@@ -64,12 +67,13 @@ def submit(
 ) -> dict[str, Any]:
     cfg = settings(ctx)
     size = len(query.encode("utf-8"))
-    if size > cfg.max_prompt_arg_bytes:
+    cap = prompt_arg_limit(cfg.max_prompt_arg_bytes)
+    if size > cap:
         raise ToolError(
             "query_too_long",
-            f"the query is {size} bytes; a cloud run takes at most {cfg.max_prompt_arg_bytes} as one argument and "
-            "never truncates it: shorten it, or run locally with codex_run (which spills long prompts to a file)",
-            {"bytes": size, "max_bytes": cfg.max_prompt_arg_bytes},
+            f"the query is {size} bytes; a cloud run takes at most {cap} as one argument and never truncates "
+            "it: shorten it, or run locally with codex_run (which spills long prompts to a file)",
+            {"bytes": size, "max_bytes": cap},
         )
     exe = _codex(ctx)
     run_id = new_run_id()
@@ -95,10 +99,19 @@ def submit(
     try:
         ctx.paths.ensure_dir(ctx.paths.data_dir / "harness")
         os.mkdir(run_dir, 0o700)
-        code, text = _call(ctx, argv)
+        env = child_env(ctx, str(ctx.paths.data_dir))
+        # Who submits, and the marker the CLI call carries: if this process dies mid-call, a later settle
+        # ends the orphaned call and marks the run lost instead of leaving it `starting` for ever.
+        me = os.getpid()
+        with open(os.path.join(run_dir, SUBMIT_RECORD), "w", encoding="utf-8") as f:
+            json.dump({"pid": me, "pid_start": process_start(me), "spawn_id": env[SPAWN_MARKER]}, f)
+        code, text = _call(ctx, argv, env)
     except OSError as e:
         code, text = -1, f"{type(e).__name__}: {e}"
-    with open(os.path.join(run_dir, "stdout.log"), "a", encoding="utf-8") as f:
+    with (
+        contextlib.suppress(OSError),  # the run directory may be what failed
+        open(os.path.join(run_dir, "stdout.log"), "a", encoding="utf-8") as f,
+    ):
         f.write(text)
     urls = URL.findall(text)
     shown = json.dumps([*argv[:-1], f"<query: {size} bytes>"])
@@ -106,7 +119,7 @@ def submit(
         with ctx.state.write() as db:
             db.execute(
                 "UPDATE coding_runs SET status = 'failed', reason = ?, exit_code = ?, result_tail = ?, argv = ?,"
-                " ended_at = ?, delivery_state = 'pending' WHERE id = ?",
+                " ended_at = ?, delivery_state = 'pending' WHERE id = ? AND status = 'starting'",
                 (
                     "codex cloud exec did not submit the task", code, tail_bytes(text.strip(), RESULT_TAIL_BYTES) or None,
                     shown, ts(ctx.now()), run_id,
@@ -121,7 +134,7 @@ def submit(
     with ctx.state.write() as db:
         db.execute(
             "UPDATE coding_runs SET status = 'running', started_at = ?, task_url = ?, vendor_session = ?, argv = ?,"
-            " next_poll_at = ? WHERE id = ?",
+            " next_poll_at = ? WHERE id = ? AND status = 'starting'",
             (
                 ts(ctx.now()), url, task_id_of(url), shown,
                 ts(ctx.now() + timedelta(seconds=cfg.cloud_poll_seconds)), run_id,
@@ -214,12 +227,20 @@ def poll_due(ctx: ToolContext) -> list[str]:
 
 
 def stop_tracking(ctx: ToolContext, run_id: str) -> dict[str, Any]:
+    settle(ctx)  # a submission whose process is gone is settled first, so the answer matches the ledger
     row = get_row(ctx, run_id)
     if row["rail"] != "cloud":
         raise ToolError(
             "not_cloud_run",
             f"{run_id} is a local run; stop_tracking_coding_run is for cloud runs (cancel_coding_run ends a local run)",
             {"run_id": run_id},
+        )
+    if row["status"] == "starting":
+        raise ToolError(
+            "run_starting",
+            f"cloud run {run_id} is still being submitted (codex cloud exec has not reported its task yet); "
+            "try again in a moment: it then runs and can be untracked, or it failed and needs nothing",
+            {"run_id": run_id, "status": "starting"},
         )
     if row["status"] != "running":
         raise ToolError(

@@ -28,6 +28,67 @@ if TYPE_CHECKING:
 
 BRIEF_NAME = "brief.md"
 SECONDS_PER_MINUTE = 60.0  # the unit of timeout_minutes (tests shorten it)
+# Linux refuses an exec whose single argument (NUL included) passes MAX_ARG_STRLEN, 32 pages = 128 KiB,
+# with E2BIG whatever the total; elsewhere only the total (ARG_MAX) counts.
+ARG_STRLEN_MAX = 32 * 4096 if sys.platform.startswith("linux") else None
+# The largest prompt that rides the command line there, with room left below that cap.
+PROMPT_ARG_CAP = 120 * 1024
+# Room kept free of the total argv + environment limit: paths added after the check, an interpreter's
+# own arguments when the CLI is a script, the supervisor's own exec.
+ARG_TOTAL_ROOM = 64 * 1024
+
+
+def prompt_arg_limit(configured: int) -> int:
+    """The most UTF-8 bytes of a prompt (or cloud query) passed as one argument: the configured
+    `max_prompt_arg_bytes`, lowered under the operating system's cap on one argument."""
+    return configured if ARG_STRLEN_MAX is None else min(configured, PROMPT_ARG_CAP)
+
+
+def check_arg_sizes(argv: list[str], env: dict[str, str]) -> None:
+    """Refuse, before anything is written, arguments the exec would refuse with E2BIG."""
+    for i, arg in enumerate(argv):
+        size = len(arg.encode("utf-8", "surrogateescape"))
+        if ARG_STRLEN_MAX is not None and size >= ARG_STRLEN_MAX:
+            flag = arg.split("=", 1)[0] if arg.startswith("--") else (argv[i - 1] if i else arg[:40])
+            raise ToolError(
+                "argument_too_long",
+                f"the value for {flag} is {size} bytes; the operating system takes at most "
+                f"{ARG_STRLEN_MAX - 1} bytes in one command-line argument: shorten it, or put the text in a "
+                "file (append_system_prompt_file for system-prompt text)",
+                {"option": flag, "bytes": size, "max_bytes": ARG_STRLEN_MAX - 1},
+            )
+    limit = _arg_max()
+    total = exec_bytes(argv, env)
+    if limit is not None and total + ARG_TOTAL_ROOM > limit:
+        raise ToolError(
+            "argument_too_long",
+            f"the command line and environment of the run come to {total} bytes, over what the operating "
+            f"system takes in one exec ({limit} bytes, {ARG_TOTAL_ROOM} kept free): shorten the long "
+            "parameters (append_system_prompt, json_schema, allowed_tools) or pass fewer environment "
+            "variables ([sandbox.env])",
+            {"bytes": total, "max_bytes": limit - ARG_TOTAL_ROOM},
+        )
+
+
+def exec_bytes(argv: list[str], env: dict[str, str]) -> int:
+    """What an exec of `argv` with `env` counts against ARG_MAX: each string, its NUL and its pointer."""
+    return sum(len(a.encode("utf-8", "surrogateescape")) + 1 + 8 for a in argv) + sum(
+        len(k.encode("utf-8", "surrogateescape")) + len(v.encode("utf-8", "surrogateescape")) + 2 + 8
+        for k, v in env.items()
+    )
+
+
+def fits_exec(argv: list[str], env: dict[str, str]) -> bool:
+    limit = _arg_max()
+    return limit is None or exec_bytes(argv, env) + ARG_TOTAL_ROOM <= limit
+
+
+def _arg_max() -> int | None:
+    try:
+        value = os.sysconf("SC_ARG_MAX")
+    except (ValueError, OSError):
+        return None
+    return value if value > 0 else None
 
 
 class Launch(Record):
@@ -43,6 +104,8 @@ class Launch(Record):
     posture: str | None = None
     resume_of: str | None = None
     ephemeral: bool = False
+    # Variables the CLI cannot work without (bare: the API key); a launch without them is refused.
+    needs_env: list[str] = field(default_factory=list)
     timeout_minutes: int = 30
     progress: str = "quiet"
 
@@ -106,12 +169,63 @@ def worktree_of(path: str, env: dict[str, str]) -> str:
 
 
 def child_env(ctx: ToolContext, cwd: str) -> dict[str, str]:
+    return resolve_child_env(ctx, cwd)[0]
+
+
+def resolve_child_env(ctx: ToolContext, cwd: str) -> tuple[dict[str, str], list[str], list[str]]:
+    """The child's environment, the allowed names that could not be resolved, and a note on each."""
     from ..core.shell.childenv import build_child_env
     from ..core.shell.procgroup import SPAWN_MARKER, new_spawn_id
 
-    env = build_child_env(ctx.config.sandbox.env, helper_cwd=cwd).env
+    resolved = build_child_env(ctx.config.sandbox.env, helper_cwd=cwd)
+    env = resolved.env
     env[SPAWN_MARKER] = new_spawn_id()
-    return env
+    return env, resolved.missing_names, resolved.notes
+
+
+def _require_env(launch: Launch, env: dict[str, str], missing: list[str]) -> None:
+    """Refuse a launch whose CLI cannot work without a variable the child environment does not carry."""
+    for name in launch.needs_env:
+        if name in env:
+            continue
+        why = (
+            f"{name} is allowed in [sandbox.env] but could not be resolved (not set in fermix's environment, "
+            f"or its helper failed): export it before starting fermix, or fix [sandbox.env.vars.{name}]"
+            if name in missing
+            else f"the run's environment is built from [sandbox.env], which does not pass {name}: add "
+            f'"{name}" to `allow` under [sandbox.env] in config.toml (or give it a source under '
+            f"[sandbox.env.vars.{name}]) and export it before starting fermix"
+        )
+        raise ToolError(
+            "missing_credentials",
+            f"{launch.tool} with bare: true reads {name} only (no OAuth or keychain login), and {why}; or omit "
+            "bare to use the CLI's own login",
+            {"tool": launch.tool, "variable": name, "config": "sandbox.env.allow"},
+        )
+
+
+def _is_checkout(path: str) -> bool:
+    """Whether a lock is a git checkout's top (its own worktree) rather than a plain directory."""
+    return os.path.lexists(os.path.join(path, ".git"))
+
+
+def _covers(outer: str, inner: str) -> bool:
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def lock_conflict(held: list[str], wanted: list[str]) -> str | None:
+    """The held lock a launch's locks collide with, if any.
+
+    The same path always collides. A plain directory (not a git checkout) covers everything beneath
+    it, nested repositories included, since the CLI working there can write anywhere below; a git
+    checkout is one worktree, and a checkout nested inside it (a linked worktree, a submodule) is
+    another, as git sees it.
+    """
+    for h in held:
+        for w in wanted:
+            if h == w or (_covers(h, w) and not _is_checkout(h)) or (_covers(w, h) and not _is_checkout(w)):
+                return h
+    return None
 
 
 def _reserve(
@@ -130,13 +244,14 @@ def _reserve(
                 {"active": [r["id"] for r in active], "max_concurrent_runs": cap},
             )
         for row in active:
-            held = set(json.loads(row["locks"])) & set(locks)
-            if held:
-                tree = sorted(held)[0]
+            tree = lock_conflict(json.loads(row["locks"]), locks)
+            if tree is not None:
                 raise ToolError(
                     "worktree_busy",
-                    f"coding run {row['id']} is already working in {tree} (one run per git worktree); wait for it, "
-                    "cancel it, or use another worktree (git worktree add)",
+                    f"coding run {row['id']} is already working in {tree}, which overlaps this run's "
+                    f"{', '.join(locks)} (one run per git worktree; a directory that is not a git checkout "
+                    "counts with everything beneath it); wait for it, cancel it, or use another worktree "
+                    "(git worktree add)",
                     {"run_id": row["id"], "worktree": tree},
                 )
         db.execute(
@@ -182,9 +297,17 @@ def start(ctx: ToolContext, launch: Launch) -> dict[str, Any]:
             f"the {launch.vendor} CLI is no longer on PATH; install it (or fix [fermix_core.harness]) and try again",
             {"vendor": launch.vendor},
         )
-    env = child_env(ctx, launch.cwd)
-    locks = list(dict.fromkeys(worktree_of(p, env) for p in [launch.cwd, *launch.add_dirs]))
+    env, missing, env_notes = resolve_child_env(ctx, launch.cwd)
+    _require_env(launch, env, missing)
     prompt_data = launch.prompt.encode("utf-8")
+    head = [executable, *launch.options, *launch.trailer, "--"]
+    # A prompt too long for one argument, or for what is left of the whole exec, goes to a brief file.
+    spill = len(prompt_data) > prompt_arg_limit(cfg.max_prompt_arg_bytes) or not fits_exec(
+        [*head, launch.prompt], env
+    )
+    # The brief pointer and the run directory's paths are short; they are counted in the room kept.
+    check_arg_sizes([*head, "" if spill else launch.prompt], env)
+    locks = list(dict.fromkeys(worktree_of(p, env) for p in [launch.cwd, *launch.add_dirs]))
     settle(ctx)  # runs that ended free their slots first
     run_id = new_run_id()
     run_dir = str(ctx.paths.data_dir / "harness" / run_id)
@@ -195,7 +318,7 @@ def start(ctx: ToolContext, launch: Launch) -> dict[str, Any]:
         options = list(launch.options)
         brief_path = None
         prompt = launch.prompt
-        if len(prompt_data) > cfg.max_prompt_arg_bytes:
+        if spill:
             brief_dir = os.path.join(run_dir, "brief")
             os.mkdir(brief_dir, 0o700)
             brief_path = os.path.join(brief_dir, BRIEF_NAME)
@@ -242,7 +365,7 @@ def start(ctx: ToolContext, launch: Launch) -> dict[str, Any]:
             " brief_path = ? WHERE id = ? AND status = 'starting'",
             (proc.pid, process_start(proc.pid), ts(ctx.now()), json.dumps(shown), brief_path, run_id),
         )
-    return {
+    out: dict[str, Any] = {
         "run_id": run_id,
         "status": "running",
         "vendor": launch.vendor,
@@ -251,3 +374,7 @@ def start(ctx: ToolContext, launch: Launch) -> dict[str, Any]:
         "prompt_delivery": "brief_file" if brief_path else "argument",
         "note": "the run works in the background; its outcome arrives on its own (get_coding_run shows it meanwhile)",
     }
+    if env_notes:
+        out["env_missing"] = missing
+        out["notes"] = env_notes
+    return out

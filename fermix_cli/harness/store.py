@@ -2,7 +2,10 @@
 
 Every reader settles first (`settle`): a running run whose supervisor wrote `exit.json` becomes
 completed, failed or timed_out with its harvested outcome; one whose supervisor is gone without a word
-(machine reboot, kill) becomes `lost`. A run is never left "running" once its process has vanished.
+(machine reboot, kill) becomes `lost`, once what it left in its process group (the vendor CLI goes on
+without its supervisor) has been ended: until then the run stays active, holding its worktree and
+cancellable. A cloud run still `starting` whose submitting process is gone is `lost` too, after the
+`codex cloud exec` it left behind is ended. A run is never left "running" once its process has vanished.
 Each terminal run's outcome is then pending delivery, exactly once per run id.
 """
 
@@ -12,12 +15,14 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from ..core.procid import process_start
-from ..core.shell import group_members
+from ..core.shell import group_members, marked_processes
 from .outcome import RESULT_TAIL_BYTES, diagnostics, harvest, tail_bytes
 
 if TYPE_CHECKING:
@@ -29,6 +34,8 @@ ACTIVE = ("starting", "running")
 TERMINAL = ("completed", "failed", "cancelled", "timed_out", "lost", "untracked")
 STARTING_GRACE_S = 60  # a row still `starting` after this long lost its launcher before the spawn
 KILL_GRACE_S = 1.0
+# A cloud run's submission: who runs `codex cloud exec` and the spawn marker its child carries.
+SUBMIT_RECORD = "submit.json"
 
 
 def ts(when: datetime) -> str:
@@ -106,12 +113,14 @@ def _update(db: sqlite3.Connection, run_id: str, fields: dict[str, Any], *, only
 def settle(ctx: ToolContext) -> list[str]:
     """Settle every active run whose process ended; the ids settled now."""
     state = ctx.state
-    rows = state.query("SELECT * FROM coding_runs WHERE status IN ('starting', 'running') AND rail = 'local'")
+    rows = state.query("SELECT * FROM coding_runs WHERE status IN ('starting', 'running')")
     if not rows:
         return []
     now = ctx.now()
     done: list[tuple[str, dict[str, Any]]] = []
     for row in rows:
+        if row["rail"] != "local":
+            continue
         if row["status"] == "starting":
             if row["pid"] is None and now - parse_ts(row["created_at"]) > timedelta(seconds=STARTING_GRACE_S):
                 done.append(
@@ -129,7 +138,19 @@ def settle(ctx: ToolContext) -> list[str]:
             continue
         if record is None:
             record = _exit_record(row["run_dir"])  # it may have finished between the two looks
-        done.append((row["id"], _finish_fields(row, record, now)))
+        fields = None
+        if record is None and group_left(row):
+            # The supervisor was killed, not the CLI: end what it left, or the CLI would go on working
+            # in a worktree whose lock a lost run no longer holds, with nothing left to cancel it.
+            if not end_group(row):
+                continue  # still there: the run stays active (and cancellable) until a later look
+            fields = {
+                **_finish_fields(row, None, now),
+                "reason": "the run's supervisor was killed before the run finished; the vendor CLI it left "
+                "running was ended",
+            }
+        done.append((row["id"], fields or _finish_fields(row, record, now)))
+    done += _settle_submissions(ctx, now)
     settled = []
     if done:
         with state.write() as db:
@@ -137,6 +158,104 @@ def settle(ctx: ToolContext) -> list[str]:
                 if _update(db, run_id, fields):
                     settled.append(run_id)
     return settled
+
+
+def _settle_submissions(ctx: ToolContext, now: datetime) -> list[tuple[str, dict[str, Any]]]:
+    """Cloud runs left `starting` by a submitting process that is gone: their orphan ended, marked lost."""
+    from .gates import settings
+
+    rows = ctx.state.query("SELECT * FROM coding_runs WHERE status = 'starting' AND rail = 'cloud'")
+    done = []
+    for row in rows:
+        submit = _submit_record(row["run_dir"])
+        if submit is None:
+            # Written right after the row, before anything is spawned: none after a call's whole
+            # time and a grace means the submitter ended in between (or predates the record).
+            stale = STARTING_GRACE_S + settings(ctx).cloud_call_timeout_seconds
+            if now - parse_ts(row["created_at"]) <= timedelta(seconds=stale):
+                continue
+        else:
+            if process_start(int(submit["pid"])) == submit["pid_start"]:
+                continue  # still submitting
+            if not _end_pids(partial(marked_processes, str(submit["spawn_id"]))):
+                continue
+        done.append(
+            (
+                row["id"],
+                {
+                    "status": "lost",
+                    "reason": "the submission was interrupted: the fermix process running codex cloud exec ended "
+                    "before it reported a task URL, so the task may or may not exist on Codex cloud; check "
+                    "your tasks on ChatGPT before submitting it again",
+                    "ended_at": ts(now),
+                    "delivery_state": "pending",
+                    "next_poll_at": None,
+                },
+            )
+        )
+    return done
+
+
+def _submit_record(run_dir: str) -> dict[str, Any] | None:
+    try:
+        with open(os.path.join(run_dir, SUBMIT_RECORD), encoding="utf-8") as f:
+            record = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not all(k in record for k in ("pid", "pid_start", "spawn_id")):
+        return None
+    return record
+
+
+def group_left(row: sqlite3.Row | dict[str, Any]) -> list[int]:
+    """The live members of a local run's process group (its supervisor leads it while it lives)."""
+    pgid = row["pid"]
+    if pgid is None:
+        return []
+    members = group_members(int(pgid))
+    if int(pgid) in members and not alive(row):
+        # The number leads a group again, so the group is someone else's: the kernel hands out no pid
+        # still in use as a group id, so ours had emptied before the number came back.
+        return []
+    return members
+
+
+def end_group(row: sqlite3.Row | dict[str, Any]) -> bool:
+    """SIGTERM a local run's whole process group, SIGKILL after the grace; whether it is empty now."""
+    pgid = int(row["pid"])
+
+    def left() -> list[int]:
+        return group_left(row)
+
+    return _end_pids(left, lambda sig: _signal_group(pgid, sig))
+
+
+def _end_pids(left: Callable[[], list[int]], send: Callable[[int], object] | None = None) -> bool:
+    """SIGTERM what `left()` lists, SIGKILL what is still there after the grace; whether none is left.
+
+    `send(sig)` signals them all at once (a process group); without it each pid is signalled.
+    """
+
+    def signal_all(sig: int) -> None:
+        if send is not None:
+            send(sig)
+            return
+        for pid in left():
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                continue  # gone meanwhile, or not ours to signal: the next look decides
+
+    if not left():
+        return True
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        signal_all(sig)
+        deadline = time.monotonic() + KILL_GRACE_S
+        while left() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not left():
+            return True
+    return False
 
 
 def get_row(ctx: ToolContext, run_id: str) -> sqlite3.Row:
@@ -237,14 +356,8 @@ def cancel(ctx: ToolContext, run_id: str) -> dict[str, Any]:
         }
         if not _update(db, run_id, fields):
             raise ToolError("run_finished", f"coding run {run_id} ended meanwhile", {"run_id": run_id})
-    pgid = row["pid"]
-    if pgid is not None and alive(row):
-        _signal_group(int(pgid), signal.SIGTERM)
-        deadline = time.monotonic() + KILL_GRACE_S
-        while group_members(int(pgid)) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        if group_members(int(pgid)):
-            _signal_group(int(pgid), signal.SIGKILL)
+    if row["pid"] is not None:
+        end_group(row)  # the supervisor's whole group, or what it left there if it died first
     h = harvest(row["vendor"], row["run_dir"])
     with ctx.state.write() as db:
         db.execute(

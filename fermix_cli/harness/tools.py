@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
-from ..core.params import Field
+from ..core.params import AfterValidator, Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from .gates import advertised, gate, shown_by_default
 
@@ -25,7 +25,21 @@ Progress = Annotated[
     Field(description="`quiet` (default) or `milestones`: throttled progress notices, at most one per 60 s"),
 ]
 RunId = Annotated[str, Field(pattern=r"^hr_[0-9a-f]{12}$", description="The coding run id (`hr_…`)")]
-Word = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f]+$")]
+
+
+def _not_a_flag(value: str) -> str:
+    # Every Word becomes one argv element of the vendor CLI: one starting with a dash would be read as
+    # a flag of its own (`--dangerously-skip-permissions`), whatever option it was meant as the value of.
+    if value.startswith("-"):
+        raise ValueError(
+            "must not start with '-': the value is passed to the vendor CLI as an argument, where it would "
+            "be read as a flag; give the name or id itself"
+        )
+    return value
+
+
+WORD_PATTERN = r"^[^\x00-\x1f]+$"
+Word = Annotated[str, Field(min_length=1, max_length=200, pattern=WORD_PATTERN), AfterValidator(_not_a_flag)]
 
 CODEX_POSTURES = ("read-only", "workspace-write")
 CODEX_REFUSED = ("danger-full-access",)
@@ -262,8 +276,9 @@ def _claude_launch(p: Any, ctx: ToolContext) -> Any:
         options += ["--allowedTools", *p.allowed_tools]
     if p.disallowed_tools:
         options += ["--disallowedTools", *p.disallowed_tools]
+    # Free text goes in the `--flag=value` form, so text starting with a dash is never read as a flag.
     if p.append_system_prompt is not None:
-        options += ["--append-system-prompt", p.append_system_prompt]
+        options.append(f"--append-system-prompt={p.append_system_prompt}")
     if sp_file:
         options += ["--append-system-prompt-file", sp_file]
     if add_dirs:
@@ -271,7 +286,7 @@ def _claude_launch(p: Any, ctx: ToolContext) -> Any:
     if p.max_turns is not None:
         options += ["--max-turns", str(p.max_turns)]
     if p.json_schema is not None:
-        options += ["--json-schema", p.json_schema]
+        options.append(f"--json-schema={p.json_schema}")
     if p.resume:
         options += ["--resume", p.resume]
     if again:
@@ -279,6 +294,7 @@ def _claude_launch(p: Any, ctx: ToolContext) -> Any:
     if p.bare:
         options.append("--bare")
     return Launch(
+        needs_env=["ANTHROPIC_API_KEY"] if p.bare else [],
         tool=tool,
         vendor="claude_code",
         prompt=p.prompt,
@@ -307,7 +323,16 @@ class CloudRunParams(Params):
             description="The coding task for the Codex cloud run to carry out",
         ),
     ]
-    env_id: Annotated[Word, Field(description="The Codex cloud environment id to run in")]
+    env_id: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=200,
+            pattern=WORD_PATTERN,
+            description="The Codex cloud environment id to run in",
+        ),
+        AfterValidator(_not_a_flag),
+    ]
     branch: Annotated[
         Word | None, Field(description="Branch to run against (defaults to the environment's)")
     ] = None
@@ -384,13 +409,19 @@ _AUTH = (
 _RUN_FAILS = (
     FailureMode("harness_not_approved", "the owner has not approved coding agents on this machine"),
     FailureMode("too_many_runs", "2 runs (max_concurrent_runs) are already running"),
-    FailureMode("worktree_busy", "another run is working in the same git worktree"),
+    FailureMode(
+        "worktree_busy",
+        "another run is working in the same git worktree, or in a non-checkout directory above or below it",
+    ),
     FailureMode("unsafe_posture", "danger-full-access / bypassPermissions is refused"),
     FailureMode(
         "outside_root",
         "cwd or a path is outside the sandbox; run fermix grant path or request_directory_access",
     ),
     FailureMode("invalid_resume", "a resume combined with options it cannot take"),
+    FailureMode(
+        "argument_too_long", "a value is over the OS cap on one command-line argument (128 KiB on Linux)"
+    ),
 )
 _BACKGROUND = (
     " Background-only: returns a run id (`hr_` + 12 hex) at once; the outcome re-enters the conversation on its "
@@ -422,7 +453,8 @@ TOOLS = specs(
         "exec",
         "Run a background coding task in a repository via the Codex CLI (`codex exec`). cwd, add_dirs, images and "
         "output_schema must clear the sandbox; omitting sandbox sends no posture flag (the operator's Codex config "
-        "applies). Prompts over 200 KB spill to a brief file." + _BACKGROUND,
+        "applies). Prompts over 200 KB (120 KiB on Linux, which caps one argument at 128 KiB) spill to a brief file."
+        + _BACKGROUND,
         CodexRunParams,
         codex_run,
         hints=Hints(destructive=True, open_world=True),
@@ -444,7 +476,8 @@ TOOLS = specs(
         "exec",
         "Run a background coding task in a repository via the Claude Code CLI (`claude -p`). cwd, add_dirs and "
         "append_system_prompt_file must clear the sandbox; omitting permission_mode sends no posture flag. "
-        "bare skips the OAuth/keychain login (ANTHROPIC_API_KEY only)." + _BACKGROUND,
+        "bare skips the OAuth/keychain login and reads ANTHROPIC_API_KEY only, which [sandbox.env] must pass."
+        + _BACKGROUND,
         ClaudeRunParams,
         claude_code_run,
         hints=Hints(destructive=True, open_world=True),
@@ -459,14 +492,20 @@ TOOLS = specs(
                 "a review",
             ),
         ),
-        failure_modes=(*_AUTH, *_RUN_FAILS),
+        failure_modes=(
+            *_AUTH,
+            *_RUN_FAILS,
+            FailureMode(
+                "missing_credentials", "bare: true, and [sandbox.env] does not pass ANTHROPIC_API_KEY"
+            ),
+        ),
     ),
     _spec(
         "codex_cloud_run",
         "exec",
         "Submit a coding task to a pre-configured Codex cloud environment (`codex cloud exec`); nothing runs "
         "locally. fermix tracks it by polling every 120 s up to 90 minutes, then delivers the task URL. The query "
-        "is one command-line argument of at most 200 KB; a longer one is refused, never truncated. Registered only "
+        "is one command-line argument of at most 200 KB (120 KiB on Linux); a longer one is refused, never truncated. Registered only "
         "with [fermix_core.harness] cloud_enabled.",
         CloudRunParams,
         codex_cloud_run,
@@ -481,7 +520,9 @@ TOOLS = specs(
         failure_modes=(
             *_AUTH,
             FailureMode("harness_not_approved", "the owner has not approved coding agents on this machine"),
-            FailureMode("query_too_long", "the query exceeds the 200 KB argument cap"),
+            FailureMode(
+                "query_too_long", "the query exceeds the one-argument cap (200 KB; 120 KiB on Linux)"
+            ),
             FailureMode("cloud_submit_failed", "codex cloud exec did not submit the task"),
         ),
     ),
@@ -540,6 +581,7 @@ TOOLS = specs(
             *_AUTH,
             FailureMode("not_found", "no run with that id"),
             FailureMode("not_cloud_run", "the run is local (use cancel_coding_run)"),
+            FailureMode("run_starting", "the run is still being submitted; try again in a moment"),
             FailureMode("run_finished", "the run is no longer tracked"),
         ),
     ),

@@ -30,6 +30,16 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 30.0) -> Any:
         time.sleep(POLL_S)
 
 
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie is not)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return False
+    return raw[raw.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
 class Harness:
     def __init__(self, world: Any, bin_dir: Path) -> None:
         self.world = world

@@ -10,7 +10,8 @@ They behave as the vendors' documentation describes: `codex exec --json` writes 
 `codex cloud exec --env ENV [--branch B] [--attempts N] -- QUERY` prints the task URL;
 `codex cloud status TASK` prints `[PENDING] title` (exit 1) on the first poll and `[READY] title` (exit 0)
 after, or `[ERROR]` for a query saying ERROR, or PENDING forever for NEVER; `codex cloud diff TASK` prints
-a diff; a query saying CLOUDFAIL fails the submission as an unknown environment does.
+a diff; a query saying CLOUDFAIL fails the submission as an unknown environment does, one saying
+CLOUDSLOW hangs 60 s before submitting (its pid in `$HOME/standin/cloud_exec.pid`).
 
 Each call records its argv, cwd, pid, process group and environment names in
 `$HOME/standin/<vendor>-<pid>.json`. Words in the prompt pick a behaviour: SLOW (run until killed, up
@@ -34,6 +35,10 @@ if VENDOR == "codex" and argv[:1] == ["cloud"]:
         f.write(json.dumps(argv) + "\n")
     if argv[1] == "exec":
         query = argv[argv.index("--") + 1]
+        if "CLOUDSLOW" in query:
+            with open(os.path.join(home, "standin", "cloud_exec.pid"), "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(60)
         if "CLOUDFAIL" in query:
             print("Error: environment 'env_x' not found; run `codex cloud` to list available environments", file=sys.stderr)
             sys.exit(1)

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+
+from tests.harness.conftest import alive as _alive
+from tests.harness.conftest import wait_for
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -73,8 +80,10 @@ def test_cloud_runs_do_not_take_local_slots(cloud: Any) -> None:
     for _ in range(3):
         cloud.call("codex_cloud_run", {"query": "NEVER", "env_id": "env_x"})
     project = cloud.world.project
-    (project / "b").mkdir()
-    for cwd in (project, project / "b"):
+    # Siblings: a run in `project` itself (not a git checkout) would hold everything beneath it.
+    for name in ("a", "b"):
+        (project / name).mkdir()
+    for cwd in (project / "a", project / "b"):
         cloud.call("codex_run", {"prompt": "quick", "cwd": str(cwd)})
 
 
@@ -116,3 +125,54 @@ def test_an_error_ending_fails_the_run(cloud: Any) -> None:
     _poll(cloud, T0 + timedelta(seconds=121))
     run = cloud.run(run_id)
     assert run["status"] == "failed" and "[ERROR]" in run["result_tail"]
+
+
+def test_a_query_over_the_one_argument_cap_is_refused_although_the_config_allows_more(cloud: Any) -> None:
+    # Linux takes at most 128 KiB in one argument: such a query could never be submitted.
+    cloud.configure("approved = true\ncloud_enabled = true\nmax_prompt_arg_bytes = 1000000")
+    err = cloud.fails("codex_cloud_run", {"query": "x" * 150_000, "env_id": "env_x"})
+    assert err.code == "query_too_long" and err.details["max_bytes"] < 128 * 1024
+    assert cloud.rows() == [] and _log(cloud) == []
+
+
+@pytest.mark.parametrize("args", [{"env_id": "--help"}, {"env_id": "env_x", "branch": "-b"}])
+def test_cloud_values_that_would_be_flags_are_refused(cloud: Any, args: dict[str, Any]) -> None:
+    err = cloud.fails("codex_cloud_run", {"query": "q", **args})
+    assert err.code == "invalid_input" and "must not start with '-'" in err.message
+    assert cloud.rows() == [] and _log(cloud) == []
+
+
+def test_a_submission_whose_process_died_is_settled_and_its_call_ended(cloud: Any) -> None:
+    world = cloud.world
+    code = (
+        "from fermix_cli.core.context import ToolContext\n"
+        "from fermix_cli.core.paths import resolve_paths\n"
+        "from fermix_cli.core.registry import default_registry\n"
+        f"ctx = ToolContext(paths=resolve_paths({str(world.fermix_home)!r}), os_home={str(world.home)!r},"
+        f" launch_cwd={str(world.project)!r})\n"
+        "default_registry().invoke('codex_cloud_run', {'query': 'CLOUDSLOW do it', 'env_id': 'env_1'}, ctx)\n"
+    )
+    env = {**world.env, "PATH": os.environ["PATH"]}
+    submitter = subprocess.Popen([sys.executable, "-c", code], env=env)
+    pid_file = world.home / "standin" / "cloud_exec.pid"
+    exec_pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text()))
+    try:
+        [row] = cloud.rows()
+        run_id = row["id"]
+        assert row["status"] == "starting"
+        err = cloud.fails("stop_tracking_coding_run", {"run_id": run_id})
+        assert err.code == "run_starting"  # still submitting: nothing is claimed finished yet
+        submitter.send_signal(signal.SIGKILL)
+        submitter.wait()
+        assert _alive(exec_pid)  # the call outlives its submitter, in its own session
+        # `fermix jobs run` settles it: the orphaned call ended, the run lost, never `starting` again.
+        assert _poll(cloud, datetime.now(UTC))["settled"] == [run_id]
+        assert not _alive(exec_pid)
+        run = cloud.run(run_id)
+        assert run["status"] == "lost" and "may or may not exist" in run["reason"]
+        assert run["delivery"]["state"] == "pending"
+        assert cloud.call("list_coding_runs", {})["active"] == []
+        assert cloud.fails("stop_tracking_coding_run", {"run_id": run_id}).code == "run_finished"
+    finally:
+        if _alive(exec_pid):
+            os.kill(exec_pid, signal.SIGKILL)

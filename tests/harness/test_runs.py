@@ -9,16 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.harness.conftest import alive as _alive
 from tests.harness.conftest import wait_for
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except OSError:
-        return False
-    return raw[raw.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
 def test_codex_run_ledgers_then_runs_detached_and_harvests_the_outcome(harness: Any) -> None:
@@ -101,7 +93,12 @@ def test_resume_rules(harness: Any) -> None:
     assert err.code == "invalid_resume"
 
 
-def test_claude_code_run_passes_every_parameter_and_reads_the_result_event(harness: Any) -> None:
+def test_claude_code_run_passes_every_parameter_and_reads_the_result_event(
+    harness: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bare reads ANTHROPIC_API_KEY only, so the run's environment must pass it.
+    harness.configure(extra='[sandbox.env]\nallow = ["ANTHROPIC_API_KEY"]\n')
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-standin")
     project = harness.world.project
     (project / "sys.md").write_text("Be brief.")
     (project / "lib").mkdir()
@@ -127,10 +124,11 @@ def test_claude_code_run_passes_every_parameter_and_reads_the_result_event(harne
         "-p", "--output-format", "stream-json", "--verbose",
         "--model", "opus", "--effort", "high", "--permission-mode", "plan",
         "--allowedTools", "Read", "Bash(git log:*)", "--disallowedTools", "WebFetch",
-        "--append-system-prompt", "Mind the tests.", "--append-system-prompt-file", str(project / "sys.md"),
-        "--add-dir", str(project / "lib"), "--max-turns", "7", "--json-schema", '{"type":"object"}',
+        "--append-system-prompt=Mind the tests.", "--append-system-prompt-file", str(project / "sys.md"),
+        "--add-dir", str(project / "lib"), "--max-turns", "7", '--json-schema={"type":"object"}',
         "--resume", "ses_old", "--bare",
     ]  # fmt: skip
+    assert "ANTHROPIC_API_KEY" in rec["env"]
     run = harness.settled(run_id)
     assert run["status"] == "completed" and run["result_tail"] == "stand-in finished: review"
     assert run["usage"]["input_tokens"] == 200 and run["usage"]["total_cost_usd"] == 0.0123
@@ -291,6 +289,21 @@ def test_a_vanished_process_is_marked_lost_never_left_running(harness: Any) -> N
     run = harness.settled(run_id)
     assert run["status"] == "lost" and "vanished" in run["reason"]
     assert harness.call("list_coding_runs", {})["active"] == []
+
+
+def test_a_killed_supervisor_does_not_leave_the_cli_running_without_a_lock(harness: Any) -> None:
+    import signal
+
+    project = str(harness.world.project)
+    run_id = harness.call("codex_run", {"prompt": "FORK", "cwd": project})["run_id"]
+    rec = harness.record_of("codex")
+    os.kill(rec["pgid"], signal.SIGKILL)  # the supervisor (its group's leader) only; the CLI goes on
+    run = harness.settled(run_id)
+    assert run["status"] == "lost" and "supervisor was killed" in run["reason"]
+    # Ended before the run was declared lost, so no second run ever shares the worktree with it.
+    assert not _alive(rec["pid"]) and not _alive(rec["grandchild"])
+    second = harness.call("codex_run", {"prompt": "quick", "cwd": project})["run_id"]
+    assert harness.settled(second)["status"] == "completed"
 
 
 def test_the_run_outlives_the_fermix_process_that_launched_it(harness: Any) -> None:

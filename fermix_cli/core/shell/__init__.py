@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .childenv import base_env, build_child_env
     from .engine import run_shell
-    from .procgroup import ProcessOutcome, group_members, run_captured
+    from .procgroup import ProcessOutcome, group_members, marked_processes, run_captured
 
 _EXPORTS = {
     "base_env": "childenv",
@@ -24,10 +24,19 @@ _EXPORTS = {
     "run_shell": "engine",
     "ProcessOutcome": "procgroup",
     "group_members": "procgroup",
+    "marked_processes": "procgroup",
     "run_captured": "procgroup",
 }
 
-__all__ = ["ProcessOutcome", "base_env", "build_child_env", "group_members", "run_captured", "run_shell"]
+__all__ = [
+    "ProcessOutcome",
+    "base_env",
+    "build_child_env",
+    "group_members",
+    "marked_processes",
+    "run_captured",
+    "run_shell",
+]
 
 
 def __getattr__(name: str) -> Any:  # PEP 562: submodules load on first use

@@ -339,6 +339,18 @@ def group_members(pgid: int) -> list[int]:
     ]
 
 
+def marked_processes(spawn_id: str) -> list[int]:
+    """The live processes carrying `FERMIX_SPAWNED=spawn_id` in their environment, this one excluded
+    (a child fermix started with that marker, found after the process that started it is gone)."""
+    marker = f"{SPAWN_MARKER}={spawn_id}".encode()
+    me = os.getpid()
+    return [
+        pid
+        for pid, _ppid, _pg, _sid, state in _proc_table()
+        if pid != me and state not in ("Z", "X") and _carries_marker(pid, marker)
+    ]
+
+
 def _proc_table() -> list[tuple[int, int, int, int, str]]:
     """(pid, ppid, pgid, sid, state) of every process we can see; empty where /proc is missing."""
     rows: list[tuple[int, int, int, int, str]] = []
