@@ -17,6 +17,8 @@ from ..core.logs import logger
 from ..core.records import Record, field
 from ..core.registry import HELD_RECORDS, MODEL_STEP, CallRecord, Registry
 from .messages import (
+    CUT_OFF,
+    FILTERED,
     Finish,
     Message,
     ModelRequest,
@@ -40,6 +42,17 @@ log = logger("fermix.agent")
 
 OK = "ok"
 STATUSES = ("ok", "error", "max_iterations", "loop_detected", "interrupted")
+# A text reply cut off by the output limit is continued this many times (reference: two continuation
+# retries) before the run ends `reply_truncated`.
+CONTINUATIONS = 2
+CONTINUE_PROMPT = (
+    "Your reply was cut off by the output length limit. Continue exactly where it stopped, "
+    "without repeating anything."
+)
+CUT_CALLS = (
+    "the reply was cut off by the output length limit before its tool calls were complete; make the calls "
+    "again with less in one reply (split long content, such as a big file_write, into several calls)"
+)
 
 
 class LoopObserver(Protocol):
@@ -229,8 +242,15 @@ class AgentLoop:
             self.observer.model_start(result.iterations)
             response = self._call_model_fitted(state, first=result.iterations == 1)
             result.usage.add(response.usage)
+            state.continuations = 0
+            response = self._continued(response, result, state)
             self._record_assistant(response, state)
             result.response = response.text
+            short = self._ended_short(response, state)
+            if short is not None and (not response.tool_calls or short.code == "content_filtered"):
+                self._finish_turn(result, state, stop_reason=f"the reply was stopped ({short.code})")
+                result.status, result.error = "error", short
+                return
             if not response.tool_calls:
                 if not response.text.strip():
                     raise ToolError(
@@ -248,6 +268,9 @@ class AgentLoop:
                 self._finish_turn(result, state, stop_reason=f"the iteration cap ({n}) was reached")
                 result.status, result.error = "max_iterations", stop
                 return
+            if short is not None:  # cut off: the calls' arguments may be incomplete, so none runs
+                self._finish_turn(result, state, stop_reason=CUT_CALLS)
+                continue
             stop_error = self._run_tools(result, guard, state)
             if stop_error is not None:
                 result.status, result.error = "loop_detected", stop_error
@@ -256,6 +279,55 @@ class AgentLoop:
                 # Every call delivered an answer to the person by itself (a reaction) and the model
                 # said nothing else: the turn is over without another model call.
                 return
+
+    def _continued(self, response: ModelResponse, result: RunResult, state: _TurnState) -> ModelResponse:
+        """A text reply cut off by the output limit, continued (up to CONTINUATIONS more calls) and
+        joined into one reply; the request that asks for more is not kept in the history."""
+        for _ in range(CONTINUATIONS):
+            if response.finish_reason not in CUT_OFF or response.tool_calls or not response.text.strip():
+                break
+            log.info(
+                "%s: the reply was cut off (%s); asking for the rest", self.model, response.finish_reason
+            )
+            self.history += [Message("assistant", response.text), Message("user", CONTINUE_PROMPT)]
+            self.observer.model_start(result.iterations)
+            try:
+                more = self._call_model_fitted(state, first=False)
+            except BaseException:
+                state.partial = [response.text, *(state.partial or [])]  # a failure keeps all the text
+                raise
+            finally:
+                del self.history[-2:]
+            result.usage.add(more.usage)
+            usage = Usage(response.usage.input_tokens, response.usage.output_tokens)
+            usage.add(more.usage)
+            response = ModelResponse(response.text + more.text, more.tool_calls, usage, more.finish_reason)
+            state.continuations += 1
+        return response
+
+    def _ended_short(self, response: ModelResponse, state: _TurnState) -> ToolError | None:
+        """Why a reply did not end by itself (cut off, filtered), as the run's error; None when it did."""
+        reason = response.finish_reason
+        details: dict[str, Any] = {"finish_reason": reason, "model": self.model}
+        if reason in CUT_OFF:
+            details["continuations"] = state.continuations
+            tried = f" after {state.continuations} continuation(s)" if state.continuations else ""
+            return ToolError(
+                "reply_truncated",
+                f"the model's reply was cut off by its output limit (finish reason {reason!r}){tried}; "
+                "the text so far is kept. Raise the limit: fermix_core.providers."
+                f"{self.provider_name}.max_tokens (or the server's own output or context size), or ask "
+                "for a shorter answer",
+                details,
+            )
+        if reason in FILTERED:
+            return ToolError(
+                "content_filtered",
+                f"the provider stopped the model's reply (finish reason {reason!r}): its content filter "
+                "or safety policy refused it; the text so far is kept. Rephrase the request",
+                details,
+            )
+        return None
 
     def _call_model_fitted(self, state: _TurnState, *, first: bool) -> ModelResponse:
         """A model call; when a server refuses it for naming its context size, fitted to that and retried."""
@@ -498,3 +570,4 @@ class _TurnState(Record):
     answered: bool = False  # the last tool calls answered the person by themselves (see ENDS_TURN)
     records: list[CallRecord] = field(default_factory=list)  # tool_calls rows held for the turn's write
     running: ToolCall | None = None  # the call being run right now
+    continuations: int = 0  # continuation calls made for the reply in hand (see AgentLoop._continued)

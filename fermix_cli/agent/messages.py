@@ -135,6 +135,12 @@ class Finish(Record, frozen=True):
     reason: str
 
 
+# Finish reasons of a reply that did not end by itself: cut off by the output (or context) limit
+# (Chat Completions `length`, Messages `max_tokens`), or stopped by the provider's filter or policy.
+CUT_OFF = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
+FILTERED = frozenset({"content_filter", "refusal"})
+
+
 StreamEvent = TextDelta | ToolCallEvent | UsageEvent | Finish
 
 

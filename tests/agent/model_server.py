@@ -106,6 +106,13 @@ def _anthropic_result_problem(block: dict[str, Any]) -> str | None:
     return None
 
 
+def _json_object(text: Any) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except (TypeError, ValueError):
+        return False
+
+
 class ModelServer:
     def __init__(self) -> None:
         self.replies: list[Reply] = []
@@ -157,6 +164,9 @@ class ModelServer:
             for c in m.get("tool_calls") or []:
                 if c.get("id") not in self.issued:
                     return f"assistant tool call id {c.get('id')!r} was never issued"
+                if not _json_object(c.get("function", {}).get("arguments")):
+                    # Ollama's /v1 (and llama.cpp's templates) read every call's arguments as an object.
+                    return "tool_calls[].function.arguments must be a JSON object"
             if m.get("role") == "tool":
                 if m.get("tool_call_id") not in self.issued:
                     return f"tool result for unknown call id {m.get('tool_call_id')!r}"
@@ -171,6 +181,8 @@ class ModelServer:
             return f"roles must alternate, got {roles}"
         for m in body.get("messages", []):
             for block in m.get("content") if isinstance(m.get("content"), list) else []:
+                if block.get("type") == "text" and not str(block.get("text", "")).strip():
+                    return "text content blocks must contain non-whitespace text"
                 if block.get("type") == "tool_use" and block.get("id") not in self.issued:
                     return f"tool_use id {block.get('id')!r} was never issued"
                 if block.get("type") == "tool_result":

@@ -24,7 +24,8 @@ class ReplayServer:
     def __init__(self) -> None:
         self.streams: list[list[str]] = []
         self.seen: list[dict[str, Any]] = []
-        self.status: list[tuple[int, str]] = []
+        # Whole replies before any stream: (status, body) as JSON, or (status, body, content type).
+        self.status: list[tuple[int, str] | tuple[int, str, str]] = []
         owner = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -34,10 +35,10 @@ class ReplayServer:
                 length = int(self.headers.get("content-length") or 0)
                 owner.seen.append(json.loads(self.rfile.read(length) or b"{}"))
                 if owner.status:
-                    code, body = owner.status.pop(0)
+                    code, body, *kind = owner.status.pop(0)
                     data = body.encode()
                     self.send_response(code)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", kind[0] if kind else "application/json")
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)

@@ -187,6 +187,86 @@ def test_client_errors_carry_the_servers_message(world: Env, server: ModelServer
     err = json.loads(proc.stderr)["error"]
     assert (proc.returncode, err["code"]) == (1, "provider_error")
     assert "HTTP 404" in err["message"] and "does not exist" in err["message"]
+    # What to check: the URL fermix posted to, the key that sets it, and the model name.
+    assert f"POST {server.base}/v1/chat/completions" in err["message"]
+    assert "fermix_core.providers.local.base_url" in err["message"] and "/v1" in err["message"]
+    assert "default_model" in err["message"]
+
+
+BAD_GATEWAY = (
+    "<!DOCTYPE html>\n<html><head><style>body { font: 12px sans-serif }</style>"
+    "<title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center>"
+    + "<hr><center>nginx/1.25.3</center>" * 60
+    + "</body></html>"
+)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_html_error_page_is_summed_up_by_its_title(world: Env, server: ModelServer, kind: str) -> None:
+    configure(world, server, kind, max_retries=0)
+    server.queue(status(502, BAD_GATEWAY, content_type="text/html"))
+    err = json.loads(ask(world, "hi").stderr)["error"]
+    assert err["code"] == "provider_error" and "502 Bad Gateway" in err["message"]
+    assert "<" not in err["message"] and len(err["message"]) < 300
+
+
+WEB_UI = "<!doctype html><html><head><title>Open WebUI</title></head><body><div id=app></div></body></html>"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_web_page_instead_of_the_api_names_base_url(world: Env, server: ModelServer, kind: str) -> None:
+    configure(world, server, kind)
+    server.queue(status(200, WEB_UI, content_type="text/html; charset=utf-8"))
+    proc = ask(world, "--json", "hi")
+    err = json.loads(proc.stdout)["error"]
+    assert (proc.returncode, err["code"]) == (1, "provider_error")
+    assert "Open WebUI" in err["message"] and "instead of an event stream" in err["message"]
+    assert "fermix_core.providers.local.base_url" in err["message"] and server.base in err["message"]
+    assert "empty reply" not in err["message"]
+
+
+def test_an_error_document_with_http_200_carries_its_message(world: Env, server: ModelServer) -> None:
+    # OpenRouter answers some failures (no credits, an upstream refusal) with HTTP 200 and an error body.
+    configure(world, server, "openai")
+    body = json.dumps({"error": {"code": 402, "message": "Insufficient credits. Add more using the site"}})
+    server.queue(status(200, body))
+    err = json.loads(ask(world, "--json", "hi").stdout)["error"]
+    assert err["code"] == "provider_error" and "Insufficient credits" in err["message"]
+
+
+def test_broken_call_arguments_do_not_break_the_session(world: Env) -> None:
+    # Ollama's /v1 (the server's check) refuses a history whose call arguments are not a JSON object.
+    from tests.agent.replay_server import ReplayServer
+    from tests.agent.wire_dialects import openai_call_reply, text_reply
+
+    replay = ReplayServer()
+    try:
+        configure(world, replay, "openai")  # type: ignore[arg-type]
+        replay.queue(
+            openai_call_reply("", "file_read", '{"path": "a.txt"'),
+            openai_call_reply("", "file_read", "[1, 2]"),
+            text_reply("openai", "Sorry."),
+        )
+        out = json.loads(ask(world, "--json", "read a.txt").stdout)
+    finally:
+        replay.close()
+    assert out["status"] == "ok" and out["response"] == "Sorry."
+    assert [c["ok"] for c in out["tool_calls"]] == [False, False]
+    assert out["tool_calls"][0]["arguments"] == '{"path": "a.txt"'  # the transcript keeps what was sent
+    sent = [c for m in replay.seen[2]["messages"] for c in m.get("tool_calls") or []]
+    assert [c["function"]["arguments"] for c in sent] == ["{}", "{}"]
+
+
+def test_whitespace_text_beside_a_call_does_not_break_the_session(world: Env, server: ModelServer) -> None:
+    # The Messages API refuses a text block of whitespace only (the server's check), for good: the
+    # block would be in every later request of the session.
+    configure(world, server, "anthropic")
+    (world.project / "a.txt").write_text("A\n")
+    server.queue(tools(("file_read", {"path": "a.txt"}), text="\n\n"), text("It says A."))
+    proc = ask(world, "--json", "read a.txt")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["response"] == "It says A."
+    assert server.violations == []
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -323,3 +403,6 @@ def test_ask_against_an_unreachable_provider_exits_1(world: Env, kind: str, wher
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert ("dns_failure" if where == "dns" else "connect_failed") in proc.stderr
+    err = json.loads(proc.stderr)["error"]
+    assert "Is the server running?" in err["message"] and base in err["message"]
+    assert "fermix_core.providers.local.base_url" in err["message"]

@@ -269,8 +269,9 @@ STREAMS_TEXT = {"llama_cpp_python": False}
 REPORTS_USAGE = {"llama_cpp_python": False, "ollama": False, "lm_studio": False}
 
 
-def text_reply(kind: str, text: str) -> list[str]:
-    """A plain text answer in the Chat Completions (`openai`) or Messages (`anthropic`) format."""
+def text_reply(kind: str, text: str, finish: str | None = None) -> list[str]:
+    """A plain text answer in the Chat Completions (`openai`) or Messages (`anthropic`) format, ending
+    with `finish` as its finish (stop) reason: `stop` / `end_turn` unless told."""
     if kind == "anthropic":
         message = {
             "id": "msg_2",
@@ -285,13 +286,54 @@ def text_reply(kind: str, text: str) -> list[str]:
             _event("content_block_start", index=0, content_block={"type": "text", "text": ""}),
             _event("content_block_delta", index=0, delta={"type": "text_delta", "text": text}),
             _event("content_block_stop", index=0),
-            _event("message_delta", delta={"stop_reason": "end_turn"}, usage={"output_tokens": 3}),
+            _event("message_delta", delta={"stop_reason": finish or "end_turn"}, usage={"output_tokens": 3}),
             _event("message_stop"),
         ]
     return [
         _sse(_chunk({"role": "assistant", "content": text})),
-        _sse(_chunk({}, "stop")),
+        _sse(_chunk({}, finish or "stop")),
         "data: [DONE]\n\n",
+    ]
+
+
+def openai_call_reply(text: str, name: str, arguments: str, finish: str | None = "tool_calls") -> list[str]:
+    """Text and one call whose arguments text is sent as given (cut or broken JSON too), in the Chat
+    Completions format; `finish=None` sends no finish_reason."""
+    first = {"index": 0, "id": "call_cut", "type": "function", "function": {"name": name, "arguments": ""}}
+    out = [_sse(_chunk({"role": "assistant", "content": text})), _sse(_chunk({"tool_calls": [first]}))]
+    out += [
+        _sse(_chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+        for piece in _pieces(arguments, 3)
+    ]
+    return [*out, _sse(_chunk({}, finish)), "data: [DONE]\n\n"] if finish else out
+
+
+def anthropic_call_reply(text: str, name: str, partial_json: str, stop: str | None = "tool_use") -> list[str]:
+    """Text and one tool_use whose input JSON is sent as given, in the Messages format; `stop=None`
+    ends the stream before message_delta and message_stop."""
+    message = {"id": "msg_3", "type": "message", "role": "assistant", "content": [], "model": "m"}
+    out = [
+        _event("message_start", message={**message, "usage": {"input_tokens": 5, "output_tokens": 1}}),
+        _event("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+        _event("content_block_delta", index=0, delta={"type": "text_delta", "text": text}),
+        _event("content_block_stop", index=0),
+        _event(
+            "content_block_start",
+            index=1,
+            content_block={"type": "tool_use", "id": "toolu_cut", "name": name, "input": {}},
+        ),
+        *[
+            _event("content_block_delta", index=1, delta={"type": "input_json_delta", "partial_json": p})
+            for p in _pieces(partial_json, 3)
+        ],
+        _event("content_block_stop", index=1),
+    ]
+    if stop is None:
+        return out
+    return [
+        *out,
+        _event("message_delta", delta={"stop_reason": stop}, usage={"output_tokens": 9}),
+        _event("message_stop"),
     ]
 
 

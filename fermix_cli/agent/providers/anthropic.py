@@ -17,9 +17,9 @@ from ..messages import (
     Usage,
     UsageEvent,
 )
-from .http import ProviderHTTP, decode_json
+from .http import ProviderHTTP, decode_json, interrupted, reported_error
 from .images import inline_set, split_images, takes_images
-from .sse import iter_sse
+from .sse import ERROR_FIELD, iter_sse
 
 if TYPE_CHECKING:
     from ...core.context import ToolContext
@@ -69,7 +69,7 @@ def wire_messages(messages: list[Message], *, vision: bool = True) -> list[dict[
                 }
             )
         else:
-            if m.content:
+            if m.content.strip():  # the API refuses a text block of whitespace only (HTTP 400)
                 blocks.append({"type": "text", "text": m.content})
             for c in m.tool_calls:
                 blocks.append(
@@ -117,11 +117,20 @@ def _input_tokens(usage: dict[str, Any]) -> int:
     return sum(int(usage.get(k) or 0) for k in keys)
 
 
-def _stream_error(provider: str, err: Any) -> ToolError:
+def _stream_error(provider: str, err: Any, where: str = "mid-stream") -> ToolError:
     kind = err.get("type", "") if isinstance(err, dict) else ""
     message = err.get("message", "") if isinstance(err, dict) else str(err)
     code = "rate_limited" if kind == "rate_limit_error" else "provider_error"
-    return ToolError(code, f"{provider} reported {kind or 'an error'} mid-stream: {message}", {"type": kind})
+    return ToolError(code, f"{provider} reported {kind or 'an error'} {where}: {message}", {"type": kind})
+
+
+def _is_error_event(data: str) -> bool:
+    """The Messages API's own `error` event (`{"type": "error", "error": {...}}`)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("type") == "error"
 
 
 def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
@@ -129,7 +138,10 @@ def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
     usage = Usage()
     blocks: dict[int, dict[str, Any]] = {}
     finish = ""
+    stopped = False
     for event in events:
+        if event.event == ERROR_FIELD and not _is_error_event(event.data):
+            raise reported_error(provider, event.data)  # llama.cpp's server: an `error: {...}` field
         data = decode_json(event.data, provider)
         kind = data.get("type") if isinstance(data, dict) else None
         if kind == "message_start":
@@ -163,13 +175,18 @@ def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
         elif kind == "error":
             raise _stream_error(provider, data.get("error"))
         elif kind == "message_stop":
+            stopped = True
             break
+    if not (stopped or finish):
+        raise interrupted(provider, "message_stop")
     yield UsageEvent(usage)
     yield Finish(finish or "end_turn")
 
 
 def parse_message(data: Any, provider: str) -> Iterator[StreamEvent]:
     """A non-streamed Message, as the same events."""
+    if isinstance(data, dict) and data.get("type") == "error":
+        raise _stream_error(provider, data.get("error"), "instead of a message")
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
         raise ToolError("provider_error", f"{provider} sent a message without content", {})
     for block in data["content"]:
@@ -210,10 +227,13 @@ class AnthropicProvider:
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
         body = request_body(request, self.choice.settings.max_tokens, vision=self.vision)
         with self.http.post(self.url, self.headers, body) as response:
-            if "json" in response.headers.get("content-type", ""):
+            kind = response.headers.get("content-type", "")
+            if "json" in kind:
                 raw = response.read().decode("utf-8", "replace")
                 yield from parse_message(decode_json(raw, self.name), self.name)
                 return
+            if "html" in kind:
+                raise self.http.not_an_event_stream(response, self.url)
             yield from parse_stream(iter_sse(response.iter_lines()), self.name)
 
     def close(self) -> None:

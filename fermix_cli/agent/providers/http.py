@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import html
 import json
 import random
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -56,21 +58,55 @@ def backoff(attempt: int) -> float:
     return BACKOFF_BASE * (2**attempt) + random.uniform(0, BACKOFF_BASE / 2)
 
 
+def error_text(data: Any) -> str | None:
+    """The message of a provider's error document (`{"error": {"message": ...}}`, `{"error": "..."}`,
+    `{"message": ...}`), or None when `data` is not one."""
+    if not isinstance(data, dict):
+        return None
+    err = data.get("error")
+    if isinstance(err, dict) and isinstance(err.get("message"), str):
+        return str(err["message"])
+    if isinstance(err, str) and err:
+        return err
+    if isinstance(data.get("message"), str):
+        return str(data["message"])
+    return None
+
+
+_HTML_START = re.compile(rb"^\s*(?:<!doctype\s+html|<html|<head|<body|<title)", re.I)
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_HTML_HEADING = re.compile(r"<h1[^>]*>(.*?)</h1>", re.I | re.S)
+_HTML_SKIPPED = re.compile(r"<(script|style)\b.*?</\1\s*>", re.I | re.S)
+_HTML_TAG = re.compile(r"<[^>]*>")
+HTML_SUMMARY_CAP = 200
+
+
+def is_html(body: bytes) -> bool:
+    return bool(_HTML_START.match(body[:1024]))
+
+
+def html_summary(body: bytes) -> str:
+    """A web page as a short line: its <title>, else its first <h1>, else the start of its text."""
+    text = body[:ERROR_BODY_CAP].decode("utf-8", "replace")
+    match = _HTML_TITLE.search(text) or _HTML_HEADING.search(text)
+    part = match.group(1) if match else _HTML_SKIPPED.sub(" ", text)
+    plain = " ".join(html.unescape(_HTML_TAG.sub(" ", part)).split())
+    if len(plain) > HTML_SUMMARY_CAP:
+        plain = plain[: HTML_SUMMARY_CAP - 1] + "…"
+    return f"an HTML page: {plain!r}" if plain else "an HTML page"
+
+
 def server_message(body: bytes) -> str:
-    """The error message a provider put in its body (`{"error": {"message": ...}}`), else the text."""
+    """The error message a provider put in its body (`{"error": {"message": ...}}`), a web page as its
+    title, else the text."""
+    if is_html(body):
+        return html_summary(body)
     text = body[:2000].decode("utf-8", "replace").strip()
     try:
         data = json.loads(body)
     except ValueError:
         return text
-    err = data.get("error") if isinstance(data, dict) else None
-    if isinstance(err, dict) and isinstance(err.get("message"), str):
-        return err["message"]
-    if isinstance(err, str):
-        return err
-    if isinstance(data, dict) and isinstance(data.get("message"), str):
-        return str(data["message"])
-    return text
+    return error_text(data) or text
 
 
 class ProviderHTTP:
@@ -102,8 +138,10 @@ class ProviderHTTP:
             try:
                 response = self.client.stream("POST", url, headers=headers, json=body)
             except ToolError as e:
-                if e.code not in NETWORK_FAILURE_CODES or attempt >= retries:
+                if e.code not in NETWORK_FAILURE_CODES:
                     raise
+                if attempt >= retries:
+                    raise self._unreachable(e, url) from None
                 wait = backoff(attempt)
                 log.warning("%s: %s; retrying in %.1f s", self.choice.name, e.message, wait)
             else:
@@ -116,15 +154,15 @@ class ProviderHTTP:
                 status = response.status_code
                 wait_for = retry_after(response.headers)
                 if status not in RETRY_STATUSES or attempt >= retries:
-                    raise self._http_error(status, raw, wait_for)
+                    raise self._http_error(status, raw, wait_for, url)
                 if wait_for is not None and wait_for > MAX_RETRY_WAIT:
-                    raise self._http_error(status, raw, wait_for)
+                    raise self._http_error(status, raw, wait_for, url)
                 wait = backoff(attempt) if wait_for is None else wait_for
                 log.warning("%s: HTTP %s; retrying in %.1f s", self.choice.name, status, wait)
             attempt += 1
             self.sleep(wait)
 
-    def _http_error(self, status: int, body: bytes, wait_for: float | None) -> ToolError:
+    def _http_error(self, status: int, body: bytes, wait_for: float | None, url: str) -> ToolError:
         name = self.choice.name
         message = server_message(body[:ERROR_BODY_CAP]) or f"HTTP {status}"
         details: dict[str, Any] = {"provider": name, "status": status}
@@ -144,7 +182,58 @@ class ProviderHTTP:
                 f"{name} is rate limiting requests (HTTP 429: {message}); try again later",
                 details,
             )
-        return ToolError("provider_error", f"{name} answered HTTP {status}: {message}", details)
+        hint = ""
+        if status in (404, 405):
+            hint = (
+                f". fermix sent POST {self.url_shown(url)}: check {self.base_url_key()} and the model name "
+                f"(-m, or fermix_core.providers.{name}.default_model)"
+            )
+        return ToolError("provider_error", f"{name} answered HTTP {status}: {message}{hint}", details)
+
+    def base_url_key(self) -> str:
+        """The config key that sets the URL, its value, and what it should look like."""
+        shape = (
+            "an OpenAI-compatible API's usually ends in /v1"
+            if self.choice.kind == "openai"
+            else "fermix adds /v1/messages to it"
+        )
+        base = self.url_shown(self.choice.base_url)
+        return f"fermix_core.providers.{self.choice.name}.base_url (now {base}; {shape})"
+
+    def _unreachable(self, error: ToolError, url: str) -> ToolError:
+        """A failure to reach the server, naming the URL and the key that sets it."""
+        if error.code not in ("connect_failed", "dns_failure"):
+            return error
+        name = self.choice.name
+        message = (
+            f"{name}: {error.message} (POST {self.url_shown(url)}). Is the server running? "
+            f"Check {self.base_url_key()}"
+        )
+        return ToolError(error.code, message, {**error.details, "provider": name})
+
+    def not_an_event_stream(self, response: GuardedStream, url: str) -> ToolError:
+        """A 2xx web page where an API reply belongs: the base URL names a web UI, not the API."""
+        head = b""
+        for chunk in response.iter_bytes(truncate=True):
+            head += chunk
+            if len(head) >= ERROR_BODY_CAP:
+                break
+        name = self.choice.name
+        return ToolError(
+            "provider_error",
+            f"{name} answered POST {self.url_shown(url)} with {html_summary(head)} instead of an event "
+            f"stream: the URL points at a web page, not at the API. Check {self.base_url_key()}",
+            {"provider": name, "url": self.url_shown(url)},
+        )
+
+    @staticmethod
+    def url_shown(url: str) -> str:
+        """The URL without a user, password or query (a key can ride in either)."""
+        from urllib.parse import urlsplit, urlunsplit
+
+        parts = urlsplit(url)
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
     def close(self) -> None:
         self.client.close()
@@ -154,6 +243,27 @@ def key_env(choice: ProviderChoice) -> str | None:
     from . import KEY_ENV
 
     return KEY_ENV.get(choice.kind) if choice.is_official else None
+
+
+def reported_error(provider: str, data: str) -> ToolError:
+    """An error the server reported inside its stream (an `error` event or field), with its message."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        doc = None
+    message = error_text(doc) or data.strip()[:2000] or "no message"
+    return ToolError("provider_error", f"{provider} reported an error mid-stream: {message}", {})
+
+
+def interrupted(provider: str, end_marker: str) -> ToolError:
+    """A reply stream that stopped without its end marker: the reply is incomplete, whatever it holds."""
+    return ToolError(
+        "network",
+        f"the reply from {provider} stopped before it was complete (the stream closed without "
+        f"{end_marker}): the server or a proxy between ended it early. Nothing it asked for was run; "
+        "the text so far is kept. Try again",
+        {"provider": provider},
+    )
 
 
 def decode_json(data: str, provider: str) -> Any:

@@ -19,10 +19,10 @@ from ..messages import (
     UsageEvent,
 )
 from .calls import ToolCallAssembler
-from .http import ProviderHTTP, decode_json
+from .http import ProviderHTTP, decode_json, error_text, interrupted, reported_error
 from .images import inline_set, split_images, takes_images
 from .profiles import SchemaProfile, apply_profile, profile_for
-from .sse import iter_sse
+from .sse import ERROR_FIELD, iter_sse
 
 if TYPE_CHECKING:
     from ...core.context import ToolContext
@@ -54,7 +54,7 @@ def wire_messages(system: str, messages: list[Message], *, vision: bool = False)
                     {
                         "id": c.wire_id,
                         "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                        "function": {"name": c.name, "arguments": wire_arguments(c.arguments)},
                     }
                     for c in m.tool_calls
                 ]
@@ -74,6 +74,17 @@ def wire_messages(system: str, messages: list[Message], *, vision: bool = False)
     if pending:
         out.append({"role": "user", "content": pending})
     return out
+
+
+def wire_arguments(raw: str) -> str:
+    """A call's arguments as the wire takes them: always a JSON object. Ollama and llama.cpp's server
+    parse every call in the history and refuse the whole request over one that is not an object (a
+    model's broken JSON); the transcript keeps the raw text, and the tool's answer said what was wrong."""
+    try:
+        value = json.loads(raw) if raw.strip() else None
+    except ValueError:
+        return "{}"
+    return raw if isinstance(value, dict) else "{}"
 
 
 def request_body(
@@ -121,20 +132,26 @@ def _usage(data: Any) -> Usage | None:
 
 
 def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
-    """Chat Completions SSE chunks (`data: {...}` ... `data: [DONE]`) as stream events."""
+    """Chat Completions SSE chunks (`data: {...}` ... `data: [DONE]`) as stream events.
+
+    A stream is complete once it has sent a `finish_reason` or `[DONE]`; one that stops before either
+    was cut off, and its tool calls (perhaps incomplete) are never passed on.
+    """
     calls = ToolCallAssembler()
     usage: Usage | None = None
     finish = ""
+    done = False
     for event in events:
+        if event.event == ERROR_FIELD:  # llama.cpp's server: `error: {...}`, then `data: [DONE]`
+            raise reported_error(provider, event.data)
         if event.data.strip() == "[DONE]":
+            done = True
             break
         chunk = decode_json(event.data, provider)
         if not isinstance(chunk, dict):
             continue
         if chunk.get("error"):
-            err = chunk["error"]
-            message = err.get("message") if isinstance(err, dict) else str(err)
-            raise ToolError("provider_error", f"{provider} reported an error mid-stream: {message}", {})
+            raise reported_error(provider, event.data)
         usage = _usage(chunk.get("usage")) or usage
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
@@ -144,6 +161,8 @@ def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
                 calls.add(fragment)
             if choice.get("finish_reason"):
                 finish = choice["finish_reason"]
+    if not (done or finish):
+        raise interrupted(provider, "a finish_reason or data: [DONE]")
     yield from calls.events()
     if usage is not None:
         yield UsageEvent(usage)
@@ -154,6 +173,9 @@ def parse_completion(data: Any, provider: str) -> Iterator[StreamEvent]:
     """A non-streamed completion (servers that ignore `stream`), as the same events."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not choices:
+        said = error_text(data)
+        if said:  # an error document with HTTP 200 (OpenRouter: out of credits, upstream failures)
+            raise ToolError("provider_error", f"{provider} answered with an error: {said}", {})
         raise ToolError("provider_error", f"{provider} sent a completion without choices", {})
     message = choices[0].get("message") or {}
     if message.get("content"):
@@ -193,10 +215,13 @@ class OpenAIProvider:
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
         body = request_body(request, self.choice.settings.max_tokens, self.profile, vision=self.vision)
         with self.http.post(self.url, self.headers, body) as response:
-            if "json" in response.headers.get("content-type", ""):
+            kind = response.headers.get("content-type", "")
+            if "json" in kind:
                 raw = response.read().decode("utf-8", "replace")
                 yield from parse_completion(decode_json(raw, self.name), self.name)
                 return
+            if "html" in kind:
+                raise self.http.not_an_event_stream(response, self.url)
             yield from parse_stream(iter_sse(response.iter_lines()), self.name)
 
     def close(self) -> None:

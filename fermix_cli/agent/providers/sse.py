@@ -6,6 +6,10 @@ from collections.abc import Iterable, Iterator
 
 from ...core.records import Record
 
+# The event an `error:` field becomes: llama.cpp's server reports a failure mid-stream as a field of its
+# own (`error: {"code":...,"message":...}`), not as `data:`, then ends the stream with `data: [DONE]`.
+ERROR_FIELD = "error"
+
 
 class SSEEvent(Record, frozen=True):
     event: str
@@ -13,14 +17,17 @@ class SSEEvent(Record, frozen=True):
 
 
 def iter_sse(lines: Iterable[str]) -> Iterator[SSEEvent]:
-    """Parse an event stream: `data:` lines join with newlines, a blank line dispatches, `:` is a comment."""
+    """Parse an event stream: `data:` lines join with newlines, a blank line dispatches, `:` is a comment.
+
+    `error:` lines (llama.cpp's server) are dispatched as an event named `error` carrying their value.
+    """
     event = ""
     data: list[str] = []
+    error: list[str] = []
     for line in lines:
         if not line:
-            if data:
-                yield SSEEvent(event or "message", "\n".join(data))
-            event, data = "", []
+            yield from _dispatch(event, data, error)
+            event, data, error = "", [], []
             continue
         if line.startswith(":"):
             continue
@@ -31,5 +38,13 @@ def iter_sse(lines: Iterable[str]) -> Iterator[SSEEvent]:
             data.append(value)
         elif field == "event":
             event = value
+        elif field == ERROR_FIELD:
+            error.append(value)
+    yield from _dispatch(event, data, error)
+
+
+def _dispatch(event: str, data: list[str], error: list[str]) -> Iterator[SSEEvent]:
     if data:
         yield SSEEvent(event or "message", "\n".join(data))
+    if error:
+        yield SSEEvent(ERROR_FIELD, "\n".join(error))
