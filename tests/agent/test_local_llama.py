@@ -101,7 +101,7 @@ def test_fermix_ask_gets_text_from_a_local_model(world: Env, llama_server: str) 
     (world.fermix_home / "config.toml").write_text(
         '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n\n'
         f'[fermix_core.providers.local]\ntype = "openai"\nbase_url = "{llama_server}"\n'
-        'default_model = "smollm2"\nmax_tokens = 48\n'
+        'default_model = "smollm2"\nmax_tokens = 512\n'
     )
     r = world.run(
         "ask", "--provider", "local", "--tools", "", "--json", "Say hello in five words.", timeout=300
@@ -123,7 +123,7 @@ def test_a_real_small_model_makes_a_forced_tool_call(world: Env, llama_server: s
     (world.fermix_home / "config.toml").write_text(
         '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n\n'
         f'[fermix_core.providers.local]\ntype = "openai"\nbase_url = "{llama_server}"\n'
-        'default_model = "smollm2"\nmax_tokens = 64\ncontext_window = 2048\ntool_choice = "file_read"\n'
+        'default_model = "smollm2"\nmax_tokens = 512\ncontext_window = 2048\ntool_choice = "file_read"\n'
     )
     (world.project / "notes.txt").write_text("The answer is 42.\n")
     r = world.run("ask", "--provider", "local", "--json", "Read the file notes.txt.", timeout=600)
