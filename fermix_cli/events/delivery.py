@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..channels import ChannelError, channel_for
+from ..channels.targets import THREAD_KEYS
 from . import stamps
 from .gate import delivery_conversation
 from .messages import reminder_text
@@ -70,6 +71,11 @@ class DeliveryReport:
 def _short(text: str) -> str:
     raw = text.encode("utf-8")[:ERROR_MAX]
     return raw.decode("utf-8", errors="ignore")
+
+
+def _thread_of(target: dict[str, Any]) -> dict[str, Any]:
+    """The snapshotted thread (Telegram topic, Slack thread) a send goes to, as the channels' meta keys."""
+    return {k: target[k] for k in THREAD_KEYS if k in target}
 
 
 def _alive(claimed_by: str) -> bool:
@@ -230,6 +236,7 @@ def send_one(
         "reminder_id": r["id"],
         "rule_id": r["rule_id"],
         "sent_at": stamps.ts(ctx.now()),
+        **_thread_of(target),
     }
     try:
         sent = channel.send_text(target["address"], reminder_text(r), meta)
@@ -324,7 +331,12 @@ def send_followup(ctx: ToolContext, r: sqlite3.Row, text: str, channels: Channel
     channel = channels(target["platform"], ctx.paths)
     if channel is None:
         return "error: no channel"
-    meta = {"kind": "reminder_followup", "event_id": r["event_id"], "reminder_id": r["id"]}
+    meta = {
+        "kind": "reminder_followup",
+        "event_id": r["event_id"],
+        "reminder_id": r["id"],
+        **_thread_of(target),
+    }
     try:
         channel.send_text(target["address"], text, meta)
     except ChannelError as e:

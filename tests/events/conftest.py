@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.channels.standins import telegram
 from tests.conftest import Env
 from tests.events.world import Events
+
+__all__ = ["ev", "telegram"]
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from fermix_cli.events.delivery import deliver_due
+from tests.channels.standins import TelegramStandIn
 from tests.conftest import REPO
 from tests.events.fake_channels import FlakyChannel
 from tests.events.world import Events, utc
@@ -338,3 +339,43 @@ def test_a_tick_past_its_claim_cap_says_how_many_wait_for_the_next(ev: Events) -
     assert len(first["sent"]) == 3 and first["more_due"] == 2
     assert len(second["sent"]) == 2 and second["more_due"] == 0
     assert len(channel.sent) == 5
+
+
+def _telegram_config(ev: Events, standin: TelegramStandIn, target: str, extra: str = "") -> None:
+    ev.config(
+        text=(
+            '[fermix_core.personalization]\ntimezone = "Europe/Berlin"\n'
+            f"[fermix_core.jobs]\ndefault_delivery_target = {target}\n"
+            f'[fermix_core.channels.telegram]\nbot_token = "{standin.token}"\napi_base = "{standin.api_base}"\n'
+            '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n' + extra
+        )
+    )
+
+
+def test_a_reminder_and_its_check_in_go_to_the_targets_telegram_topic(
+    ev: Events, telegram: TelegramStandIn
+) -> None:
+    script = ev.world.root / "followup.json"
+    script.write_text('[{"text": "Need the number?"}]')
+    _telegram_config(
+        ev,
+        telegram,
+        '{platform = "telegram", chat_id = "-1001234", message_thread_id = 77}',
+        f'[fermix_core.routing]\ncron_provider = "mock"\ncron_model = "{script}"\n',
+    )
+    out = ev.store(
+        "Call",
+        "explicit_reminder",
+        when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"},
+        followup=True,
+    )
+    assert out["delivery"]["target"] == {
+        "platform": "telegram",
+        "address": "-1001234",
+        "message_thread_id": 77,
+    }
+    report = ev.tick(utc("2026-09-02T10:00:05Z"))
+    assert len(report["sent"]) == 1 and [f["status"] for f in report["followups"]] == ["sent"], report
+    bodies = [hit.json() for hit in telegram.calls("sendMessage")]
+    assert [(b["chat_id"], b["message_thread_id"]) for b in bodies] == [(-1001234, 77), (-1001234, 77)]
+    assert bodies[1]["text"] == "Need the number?"
