@@ -12,7 +12,9 @@ __all__ = ["ev", "telegram"]
 
 
 @pytest.fixture
-def ev(world: Env) -> Events:
+def ev(world: Env, monkeypatch: pytest.MonkeyPatch) -> Events:
+    # In-process calls are the owner's own CLI turns, even when the suite runs under a fermix shell.
+    monkeypatch.delenv("FERMIX_SPAWNED", raising=False)
     events = Events(world)
     events.config()
     return events

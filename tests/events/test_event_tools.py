@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
 from datetime import timedelta
 
 import pytest
 
+from fermix_cli.core.errors import ToolError
 from tests.events.world import NOW, Events
 
 BIRTHDAY = {"type": "annual", "month": 9, "day": 14}
@@ -163,6 +167,26 @@ def test_the_gate_refuses_background_guests_and_subagents(ev: Events) -> None:
     # event_list also runs inside the owner's scheduled job, but not in a subagent
     assert ev.call("event_list", {}, origin="scheduled", job_id="digest")["events"] == []
     assert ev.error("event_list", {}, origin="subagent", depth=1).code == "not_attended"
+
+
+def test_a_process_fermix_started_counts_as_unattended(ev: Events) -> None:
+    """A scheduled turn's shell running `fermix tool event_store` is refused: the child carries the spawn
+    marker (reference 9.1 "Spawned processes"), though it looks like the owner's own CLI call."""
+    store = json.dumps({"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}})
+    inner = f"{shlex.quote(sys.executable)} -m fermix_cli --home {shlex.quote(str(ev.world.fermix_home))}"
+    for tool, args in (("event_store", store), ("event_list", "{}")):
+        command = f"{inner} tool {tool} --json {shlex.quote(args)}"
+        with pytest.raises(ToolError) as e:
+            ev.call("shell", {"command": command}, origin="scheduled", attended=False, job_id="digest")
+        assert e.value.details["exit_code"] == 3, e.value.details
+        refusal = json.loads(e.value.details["output"])["error"]
+        assert refusal["code"] == "not_attended" and refusal["details"]["spawned"] is True
+    assert ev.count("temporal_events") == 0
+    # The same call from the owner's own terminal (no spawn marker, no fermix ancestor) is attended.
+    r = ev.cli("tool", "event_store", "--json", store)
+    assert r.code == 0, r.stderr
+    r = ev.cli("tool", "event_store", "--json", store, env={"FERMIX_SPAWNED": "x"})
+    assert r.code == 3 and r.error()["code"] == "not_attended"
 
 
 def test_the_gate_also_hides_the_tools(ev: Events) -> None:
