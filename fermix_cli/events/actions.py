@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from . import plans, store
-from .timeforms import When, parse_when, resolve_zone_name, stated_as, zone
+from .timeforms import MAX_YEAR, MIN_YEAR, When, parse_when, resolve_zone_name, stated_as, zone
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -46,10 +46,17 @@ def _resolve(
     """The time form, the plan and the next occurrence, with every rule of the seed checked."""
     now = ctx.now()
     today = store.local_today(now, zone_name)
-    w, _instant = parse_when(when, zone(zone_name), today, leap)
-    plan = plans.build_plan(kind, w.time_kind, reminders, no_reminders)
-    occ = store.next_occurrence(w, zone_name, leap if w.recurrence == "yearly" else None, today)
-    plans.check_plan_times(plan, occ, zone(zone_name))
+    try:
+        w, _instant = parse_when(when, zone(zone_name), today, leap)
+        plan = plans.build_plan(kind, w.time_kind, reminders, no_reminders)
+        occ = store.next_occurrence(w, zone_name, leap if w.recurrence == "yearly" else None, today)
+        plans.check_plan_times(plan, occ, zone(zone_name))
+    except OverflowError:  # parse_date bounds the years; this is the backstop for the arithmetic on them
+        raise ToolError(
+            "invalid_when",
+            f"that date is too far from today to compute its reminders; use a year from {MIN_YEAR} to {MAX_YEAR}.",
+            {"min_year": MIN_YEAR, "max_year": MAX_YEAR},
+        ) from None
     return w, plan, occ
 
 

@@ -60,6 +60,40 @@ def test_store_refuses_times_the_owner_must_clarify(ev: Events, when: dict[str, 
     assert ev.count("temporal_events") == 0
 
 
+@pytest.mark.parametrize(
+    "when",
+    [
+        {"type": "date", "date": "9999-12-31"},
+        {"type": "date", "date": "0001-01-01"},
+        {"type": "date", "date": "1899-12-31"},
+        {"type": "date", "date": "0999-06-01"},
+        {"type": "datetime", "date": "9999-12-31", "time": "23:00:00"},
+        {"type": "datetime", "date": "0001-01-01", "time": "00:30:00"},
+    ],
+)
+def test_a_date_outside_the_supported_years_is_invalid_when(ev: Events, when: dict[str, object]) -> None:
+    e = ev.error("event_store", {"title": "Far", "kind": "deadline", "when": when})
+    assert e.code == "invalid_when" and "1900 to 9998" in e.message, e.message
+    assert ev.count("temporal_events") == 0
+    event_id = ev.store()["event"]["event_id"]
+    e = ev.error("event_update", {"event_id": event_id, "when": when, "owner_direction": "move it"})
+    assert e.code == "invalid_when"
+
+
+def test_the_supported_years_end_to_end(ev: Events) -> None:
+    far = ev.store("Far", "deadline", when={"type": "datetime", "date": "9998-12-31", "time": "23:30:00"})
+    assert far["planned_reminders"][0]["scheduled_for"] == "9998-12-30T22:30:00.000000Z"
+    old = ev.store("Old", "deadline", when={"type": "date", "date": "1900-01-01"})
+    assert old["note"] == "no future reminder remains"
+    r = ev.cli(
+        "tool",
+        "event_store",
+        "--json",
+        '{"title":"Far","kind":"deadline","when":{"type":"date","date":"9999-12-31"}}',
+    )
+    assert r.code == 2 and r.error()["code"] == "invalid_when", r.stderr
+
+
 def test_utc_offset_stores_the_second_of_two_equal_hours(ev: Events) -> None:
     out = ev.store(
         when={"type": "datetime", "date": "2026-10-25", "time": "02:30:00", "utc_offset": "+01:00"},
@@ -224,6 +258,16 @@ def test_list_pages_with_an_opaque_cursor_from_today(ev: Events) -> None:
     assert ev.error("event_list", {"from": "2026-01-01", "to": "2028-06-01"}).code == "date_window_too_wide"
     assert ev.error("event_list", {"from": "2026-02-01", "to": "2026-01-01"}).code == "invalid_date_window"
     assert ev.error("event_list", {"cursor": "bm9wZQ"}).code == "invalid_cursor"
+
+
+@pytest.mark.parametrize(
+    "window",
+    [{"from": "2026W011"}, {"to": "20261231"}, {"from": "2026-W01-1"}, {"to": "2026W01"}],
+)
+def test_list_takes_only_dates_spelled_yyyy_mm_dd(ev: Events, window: dict[str, str]) -> None:
+    e = ev.error("event_list", window)
+    assert e.code == "invalid_date_window" and "YYYY-MM-DD" in e.message
+    assert e.details["field"] == next(iter(window))
 
 
 def test_snooze_limits(ev: Events) -> None:
