@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import date
+from datetime import date, time
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from . import plans, store
-from .timeforms import MAX_YEAR, MIN_YEAR, When, parse_when, resolve_zone_name, stated_as, zone
+from .timeforms import MAX_YEAR, MIN_YEAR, When, offset_at, parse_when, resolve_zone_name, stated_as, zone
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -219,7 +219,7 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
         kind = p.kind or row["kind"]
         zone_name = resolve_zone_name(p.timezone, None) if p.timezone else row["timezone"]
         leap = p.leap_day_policy or row["leap_day_policy"]
-        when = p.when if p.when is not None else _stored_form(row)
+        when = p.when if p.when is not None else _stored_form(row, zone_name)
         if p.reminders is not None:
             reminders, no_rem = p.reminders, bool(p.no_reminders)
         elif p.no_reminders is not None:
@@ -286,12 +286,21 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
     return out
 
 
-def _stored_form(row: sqlite3.Row) -> dict[str, Any]:
-    """The stored time as a `when` form, with the utc_offset that picks its instant in a repeated hour."""
+def _stored_form(row: sqlite3.Row, zone_name: str) -> dict[str, Any]:
+    """The stored time as a `when` form read in `zone_name` (the event's zone, or the new one).
+
+    A timed event keeps its wall time and which of two equal local times the owner picked (its fold):
+    the utc_offset is that fold's offset in `zone_name`, so neither an unchanged repeated hour nor a
+    new zone (where the old offset may not exist) asks again what the owner already answered.
+    """
     form = store.when_of(row).as_dict()
-    if row["time_kind"] == "datetime" and row["fold"]:
-        start = store.parse_ts(row["next_at"]).astimezone(zone(row["timezone"]))
-        form["utc_offset"] = start.strftime("%z")[:3] + ":" + start.strftime("%z")[3:]
+    if row["time_kind"] == "datetime":
+        form["utc_offset"] = offset_at(
+            date.fromisoformat(row["event_date"]),
+            time.fromisoformat(row["event_time"]),
+            zone(zone_name),
+            row["fold"],
+        )
     return form
 
 

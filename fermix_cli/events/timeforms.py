@@ -119,6 +119,11 @@ def _offset_text(delta: timedelta | None) -> str:
     return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
+def offset_at(day: date, at: time, tz: tzinfo, fold: int = 0) -> str:
+    """The UTC offset (`+01:00`) of `day at` in `tz`; `fold` 1 names the second of two equal local times."""
+    return _offset_text(datetime.combine(day, at).replace(tzinfo=tz, fold=fold).utcoffset())
+
+
 def local_instant(day: date, at: time, tz: tzinfo, utc_offset: str | None = None) -> tuple[datetime, int]:
     """The one instant `day at` names in `tz`, and its fold; refuses a DST gap or an unpicked repeat."""
     naive = datetime.combine(day, at)

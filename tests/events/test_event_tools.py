@@ -102,6 +102,32 @@ def test_utc_offset_stores_the_second_of_two_equal_hours(ev: Events) -> None:
     assert out["planned_reminders"][0]["scheduled_for"] == "2026-10-25T01:30:00.000000Z"
 
 
+@pytest.mark.parametrize(
+    ("offset", "patch", "at_time"),
+    [
+        # the repeated hour stays picked as the owner picked it when something else changes
+        ("+02:00", {"title": "Call!"}, "2026-10-25T00:30:00.000000Z"),
+        ("+01:00", {"title": "Call!"}, "2026-10-25T01:30:00.000000Z"),
+        # a new zone keeps the wall time and which of two equal hours (Paris repeats the same hour) ...
+        ("+02:00", {"timezone": "Europe/Paris"}, "2026-10-25T00:30:00.000000Z"),
+        ("+01:00", {"timezone": "Europe/Paris"}, "2026-10-25T01:30:00.000000Z"),
+        # ... and where 02:30 happens once, it is that one: the old zone's offset is not reapplied
+        ("+01:00", {"timezone": "Europe/London"}, "2026-10-25T02:30:00.000000Z"),
+        ("+02:00", {"timezone": "America/New_York"}, "2026-10-25T06:30:00.000000Z"),
+    ],
+)
+def test_an_update_without_when_keeps_the_picked_hour_of_a_repeated_time(
+    ev: Events, offset: str, patch: dict[str, str], at_time: str
+) -> None:
+    out = ev.store(
+        when={"type": "datetime", "date": "2026-10-25", "time": "02:30:00", "utc_offset": offset},
+        reminders=[{"type": "at_time"}],
+    )
+    updated = ev.call("event_update", {"event_id": out["event"]["event_id"], **patch})
+    assert [r["scheduled_for"] for r in updated["planned_reminders"]] == [at_time]
+    assert updated["event"]["when"] == {"type": "datetime", "date": "2026-10-25", "time": "02:30:00"}
+
+
 def test_store_without_a_target_fails_and_never_uses_the_chat(ev: Events) -> None:
     ev.config(text='[fermix_core.personalization]\ntimezone = "Europe/Berlin"\n')
     assert ev.error(
