@@ -253,12 +253,17 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
             changes.update(delivery_target=json.dumps(target), delivery_source=source)
         changes["dedupe_key"] = store.dedupe_key(kind, title or row["title"], w)
         retime = any(k in previous for k in ("when", "plan", "timezone", "delivery")) or "kind" in previous
+        kept: list[sqlite3.Row] = []
+        dropped: list[dict[str, Any]] = []
         if retime:
             changes["revision"] = row["revision"] + 1
+            kept, dropped = _sort_snoozes(
+                db, row["id"], plan, moved="when" in previous or "timezone" in previous
+            )
             db.execute(
                 "UPDATE reminder_occurrences SET status = 'cancelled', next_attempt_at = NULL WHERE event_id = ?"
-                " AND status = 'pending'",
-                (row["id"],),
+                f" AND status = 'pending' AND id NOT IN ({', '.join('?' * len(kept))})",
+                (row["id"], *(s["id"] for s in kept)),
             )
         changes["updated_at"] = store.ts(now)
         try:
@@ -272,7 +277,14 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
             ) from None
         row = store.get_event(db, row["id"])
         if retime:
-            store.materialise(db, row, now, store.local_today(now, zone_name))
+            # A kept snooze stands in for its rule's reminder of that occurrence: the new revision does not
+            # plan that reminder a second time.
+            db.executemany(
+                "UPDATE reminder_occurrences SET revision = ? WHERE id = ?",
+                [(row["revision"], s["id"]) for s in kept],
+            )
+            skip = frozenset((s["occurrence_key"], s["rule_id"]) for s in kept)
+            store.materialise(db, row, now, store.local_today(now, zone_name), skip=skip)
             row = store.get_event(db, row["id"])
         planned = _future(db, row["id"], row["revision"])
     out = {
@@ -281,9 +293,43 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
         "previous": previous,
         "planned_reminders": [store.reminder_dict(r, row["timezone"]) for r in planned],
     }
+    if dropped:
+        out["dropped_snoozes"] = dropped
     if direction:
         out["owner_direction"] = direction
     return out
+
+
+def _sort_snoozes(
+    db: sqlite3.Connection, event_id: str, plan: list[dict[str, Any]], *, moved: bool
+) -> tuple[list[sqlite3.Row], list[dict[str, Any]]]:
+    """(kept, dropped) active snoozes of an event whose plan is regenerated.
+
+    A snooze is the owner's own deferral of one reminder, not part of the plan (reference 9.4): it
+    survives a new plan that keeps its rule. It is dropped, and reported, when its rule is gone or the
+    event moved (its time was chosen against the old date).
+    """
+    rules = {r["id"] for r in plan}
+    kept: list[sqlite3.Row] = []
+    dropped: list[dict[str, Any]] = []
+    for s in db.execute(
+        "SELECT * FROM reminder_occurrences WHERE event_id = ? AND status = 'pending'"
+        " AND source_reminder_id IS NOT NULL ORDER BY scheduled_for, id",
+        (event_id,),
+    ):
+        if not moved and s["rule_id"] in rules:
+            kept.append(s)
+            continue
+        dropped.append(
+            {
+                "reminder_id": s["id"],
+                "source_reminder_id": s["source_reminder_id"],
+                "rule_id": s["rule_id"],
+                "scheduled_for": s["scheduled_for"],
+                "reason": "event_moved" if moved else "rule_removed",
+            }
+        )
+    return kept, dropped
 
 
 def _stored_form(row: sqlite3.Row, zone_name: str) -> dict[str, Any]:

@@ -379,3 +379,86 @@ def test_a_reminder_and_its_check_in_go_to_the_targets_telegram_topic(
     bodies = [hit.json() for hit in telegram.calls("sendMessage")]
     assert [(b["chat_id"], b["message_thread_id"]) for b in bodies] == [(-1001234, 77), (-1001234, 77)]
     assert bodies[1]["text"] == "Need the number?"
+
+
+def test_a_new_plan_keeps_an_active_snooze_whose_rule_it_keeps(ev: Events) -> None:
+    out = ev.store(
+        "Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}
+    )
+    event_id = out["event"]["event_id"]
+    day_before, hour_before = (r["reminder_id"] for r in out["planned_reminders"])
+    # the day-before reminder is delivered, then snoozed for two hours
+    assert [s["reminder_id"] for s in ev.tick(utc("2026-09-09T07:30:10Z"))["sent"]] == [day_before]
+    at = utc("2026-09-09T07:40:00Z")
+    snoozed = ev.call(
+        "reminder_snooze",
+        {"reminder_id": day_before, "snooze": {"type": "duration", "amount": 2, "unit": "hours"}},
+        at=at,
+    )["reminder"]
+    # the hour-before reminder, not sent yet, is snoozed too: the snooze takes its place
+    later = ev.call(
+        "reminder_snooze",
+        {
+            "reminder_id": hour_before,
+            "snooze": {"type": "datetime", "date": "2026-09-10", "time": "09:00:00"},
+        },
+        at=at,
+    )["reminder"]
+    plan = [{"type": "duration_before", "minutes": 1440}, {"type": "duration_before", "minutes": 60}]
+    updated = ev.call(
+        "event_update",
+        {"event_id": event_id, "reminders": [*plan, {"type": "duration_before", "minutes": 15}]},
+        at=at,
+    )
+    assert "dropped_snoozes" not in updated
+    assert [(r["reminder_id"], r["scheduled_for"]) for r in updated["planned_reminders"]] == [
+        (snoozed["reminder_id"], "2026-09-09T09:40:00.000000Z"),
+        (later["reminder_id"], "2026-09-10T07:00:00.000000Z"),
+        (updated["planned_reminders"][2]["reminder_id"], "2026-09-10T07:15:00.000000Z"),  # the new rule
+    ]
+    pending = ev.sql("SELECT id FROM reminder_occurrences WHERE status = 'pending' ORDER BY scheduled_for")
+    assert [r[0] for r in pending] == [r["reminder_id"] for r in updated["planned_reminders"]]
+    assert [s["reminder_id"] for s in ev.tick(utc("2026-09-09T09:40:10Z"))["sent"]] == [
+        snoozed["reminder_id"]
+    ]
+    # a plan without the hour-before rule drops that snooze, and says so
+    updated = ev.call(
+        "event_update",
+        {"event_id": event_id, "reminders": [{"type": "duration_before", "minutes": 15}]},
+        at=at,
+    )
+    assert updated["dropped_snoozes"] == [
+        {
+            "reminder_id": later["reminder_id"],
+            "source_reminder_id": hour_before,
+            "rule_id": "minutes_before_60",
+            "scheduled_for": "2026-09-10T07:00:00.000000Z",
+            "reason": "rule_removed",
+        }
+    ]
+    assert [r["rule_id"] for r in updated["planned_reminders"]] == ["minutes_before_15"]
+    assert ev.tick(utc("2026-09-10T07:00:10Z"))["status"] == "idle"
+
+
+def test_moving_the_event_drops_its_snoozes_and_says_so(ev: Events) -> None:
+    out = ev.store(
+        "Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}
+    )
+    first = out["planned_reminders"][0]["reminder_id"]
+    snooze = {"type": "duration", "amount": 1, "unit": "days"}
+    snoozed = ev.call("reminder_snooze", {"reminder_id": first, "snooze": snooze})["reminder"]
+    moved = ev.call(
+        "event_update",
+        {
+            "event_id": out["event"]["event_id"],
+            "when": {"type": "datetime", "date": "2026-09-17", "time": "09:30:00"},
+            "owner_direction": "move it a week",
+        },
+    )
+    assert [(d["reminder_id"], d["reason"]) for d in moved["dropped_snoozes"]] == [
+        (snoozed["reminder_id"], "event_moved")
+    ]
+    assert [r["scheduled_for"] for r in moved["planned_reminders"]] == [
+        "2026-09-16T07:30:00.000000Z",
+        "2026-09-17T06:30:00.000000Z",
+    ]
