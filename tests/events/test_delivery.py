@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from datetime import datetime, timedelta
@@ -16,6 +19,7 @@ from tests.channels.standins import TelegramStandIn
 from tests.conftest import REPO
 from tests.events.fake_channels import FlakyChannel
 from tests.events.world import Events, utc
+from tests.tools.webfakes import Hit, Reply
 
 
 def test_store_then_tick_at_the_right_instants_delivers_once(ev: Events) -> None:
@@ -462,3 +466,135 @@ def test_moving_the_event_drops_its_snoozes_and_says_so(ev: Events) -> None:
         "2026-09-16T07:30:00.000000Z",
         "2026-09-17T06:30:00.000000Z",
     ]
+
+
+class HeldTelegram:
+    """The stand-in's sendMessage, holding the first request until the test lets it go."""
+
+    def __init__(self, standin: TelegramStandIn) -> None:
+        self.standin = standin
+        self.release = threading.Event()
+        self.arrived = threading.Event()
+        self.first = True
+        answer = standin.web.routes[f"/bot{standin.token}/sendMessage"]
+        assert callable(answer)
+        self.answer = answer
+        standin.web.routes[f"/bot{standin.token}/sendMessage"] = self._hold
+
+    def _hold(self, hit: Hit) -> Reply:
+        if self.first:
+            self.first = False
+            self.arrived.set()
+            self.release.wait(60)
+        return self.answer(hit)
+
+    def texts(self) -> list[str]:
+        return [hit.json()["text"] for hit in self.standin.calls("sendMessage")]
+
+
+def _due_together(ev: Events, standin: TelegramStandIn, titles: list[str]) -> list[str]:
+    _telegram_config(ev, standin, '{platform = "telegram", chat_id = "42"}')
+    return [
+        ev.store(t, "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"})[
+            "planned_reminders"
+        ][0]["reminder_id"]
+        for t in titles
+    ]
+
+
+def _start_tick(ev: Events, at: datetime) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"],
+        env=ev.env(at),
+        cwd=ev.world.project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_sigterm_mid_send_leaves_the_unsent_reminders_pending(ev: Events, telegram: TelegramStandIn) -> None:
+    ids = _due_together(ev, telegram, ["One", "Two", "Three"])
+    held = HeldTelegram(telegram)
+    tick = _start_tick(ev, utc("2026-09-02T10:00:05Z"))
+    try:
+        assert held.arrived.wait(60), tick.stderr.read() if tick.poll() is not None else "no request"
+        tick.send_signal(signal.SIGTERM)
+        out, err = tick.communicate(timeout=60)
+    finally:
+        held.release.set()
+        if tick.poll() is None:
+            tick.kill()
+    # The stopped tick ends at once, says so, and only the reminder it was sending may have arrived.
+    assert tick.returncode == 143, err
+    parsed = json.loads(out)
+    report = parsed["due_work"]["reminders"]
+    assert report["stopped"] == "SIGTERM"
+    # the sources after it (the coding runs, the scheduled jobs) wait for the next tick
+    assert "runs" not in parsed and "coding_runs" not in parsed["due_work"]
+    ((first, code),) = [(f["reminder_id"], f["code"]) for f in report["failed"]]
+    assert code == "interrupted" and report["sent"] == []
+    rest = [i for i in ids if i != first]
+    rows = {
+        r["id"]: tuple(r)[1:]
+        for r in ev.sql("SELECT id, status, attempt_count, last_error_code FROM reminder_occurrences")
+    }
+    assert rows == {
+        first: ("failed", 1, "interrupted"),
+        rest[0]: ("pending", 0, None),
+        rest[1]: ("pending", 0, None),
+    }
+    # The next tick sends the other two (not the maybe-delivered one) and calls nothing lost.
+    report = ev.tick(utc("2026-09-02T10:01:00Z"))
+    assert sorted(s["reminder_id"] for s in report["sent"]) == sorted(rest) and report["failed"] == []
+    titles = sorted(text.split(" (")[0] for text in held.texts())
+    assert titles == ["Reminder: One", "Reminder: Three", "Reminder: Two"]  # each once
+
+
+def test_a_slow_tick_keeps_its_sends_while_a_later_tick_runs(ev: Events, telegram: TelegramStandIn) -> None:
+    """A tick past the send lease does not take a live tick's claim (on this host the process is asked):
+    each reminder is sent once, by the tick that reports it sent, and recorded delivered."""
+    ids = _due_together(ev, telegram, ["One", "Two"])
+    held = HeldTelegram(telegram)
+    slow = _start_tick(ev, utc("2026-09-02T10:00:30Z"))
+    try:
+        assert held.arrived.wait(60), "no request"
+        later = ev.tick(utc("2026-09-02T10:11:00Z"))  # past the 600 s lease of the slow tick's claim
+        held.release.set()
+        out, err = slow.communicate(timeout=60)
+    finally:
+        held.release.set()
+        if slow.poll() is None:
+            slow.kill()
+    assert slow.returncode == 0, err
+    first = json.loads(out)["due_work"]["reminders"]
+    assert later["failed"] == [] and first["failed"] == []
+    sent_by = {s["reminder_id"]: "slow" for s in first["sent"]} | {
+        s["reminder_id"]: "later" for s in later["sent"]
+    }
+    assert sorted(sent_by) == sorted(ids) and len(first["sent"]) == len(later["sent"]) == 1
+    rows = ev.sql("SELECT status, attempt_count, sent_at IS NOT NULL FROM reminder_occurrences")
+    assert [tuple(r) for r in rows] == [("delivered", 1, 1), ("delivered", 1, 1)]
+    assert len(held.texts()) == 2
+
+
+def test_reconcile_asks_this_hosts_process_and_trusts_another_hosts_lease(ev: Events) -> None:
+    from fermix_cli.core.procid import owner_identity
+
+    out = ev.store(
+        "Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"}
+    )
+    rid = out["planned_reminders"][0]["reminder_id"]
+    at = utc("2026-09-02T10:30:00Z")
+    for claimant, lost in ((owner_identity(), False), ("elsewhere:1:x", True)):
+        conn = sqlite3.connect(ev.world.fermix_home / "state.db")
+        with conn:
+            conn.execute(
+                "UPDATE reminder_occurrences SET status = 'delivering', claimed_by = ?,"
+                " lease_until = '2026-09-02T10:10:00.000000Z' WHERE id = ?",
+                (claimant, rid),
+            )
+        conn.close()
+        report = _engine(ev, FlakyChannel(), at)
+        assert report["failed"] == ([{"reminder_id": rid, "code": "runner_lost"}] if lost else []), claimant
+        assert ev.sql("SELECT status FROM reminder_occurrences")[0][0] == ("failed" if lost else "delivering")
