@@ -14,6 +14,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
+from fermix_cli.channels import Sent
 from fermix_cli.events.delivery import deliver_due
 from tests.channels.standins import TelegramStandIn
 from tests.conftest import REPO
@@ -598,3 +599,54 @@ def test_reconcile_asks_this_hosts_process_and_trusts_another_hosts_lease(ev: Ev
         report = _engine(ev, FlakyChannel(), at)
         assert report["failed"] == ([{"reminder_id": rid, "code": "runner_lost"}] if lost else []), claimant
         assert ev.sql("SELECT status FROM reminder_occurrences")[0][0] == ("failed" if lost else "delivering")
+
+
+class StopAfterSend(FlakyChannel):
+    """Sends, then has SIGTERM reach this process: inside the send, or just after it (while recording)."""
+
+    def __init__(self, during_send: bool) -> None:
+        super().__init__()
+        self.during_send = during_send
+        self.armed = False
+
+    def send_text(self, address: str, text: str, meta: dict[str, Any]) -> Sent:
+        sent = super().send_text(address, text, meta)
+        if self.during_send:
+            os.kill(os.getpid(), signal.SIGTERM)
+        else:
+            self.armed = True  # the next clock reading is the record's
+        return sent
+
+    def clock(self, at: datetime) -> datetime:
+        if self.armed:
+            self.armed = False
+            os.kill(os.getpid(), signal.SIGTERM)
+        return at
+
+
+def test_a_stop_ends_the_pass_in_process_and_gives_the_signal_back(ev: Events) -> None:
+    for i in range(3):
+        ev.store(
+            f"Task {i}",
+            "explicit_reminder",
+            when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"},
+        )
+    at = utc("2026-09-02T10:00:05Z")
+    before = signal.getsignal(signal.SIGTERM)
+    # between sends: the one sent is recorded delivered, the pass ends, nothing is lost
+    channel = StopAfterSend(during_send=False)
+    ctx = ev.world.context(clock=lambda: channel.clock(at))
+    try:
+        code, report = deliver_due(ctx, channel)
+    finally:
+        ctx.close()
+    assert (code, report.stopped, len(report.sent), report.failed) == (143, "SIGTERM", 1, [])
+    statuses = Counter(r[0] for r in ev.sql("SELECT status FROM reminder_occurrences"))
+    assert statuses == Counter({"pending": 2, "delivered": 1})
+    # during a send: that one may have arrived (interrupted, never re-sent); the last stays pending
+    out = _engine(ev, StopAfterSend(during_send=True), at)
+    assert out["stopped"] == "SIGTERM" and [f["code"] for f in out["failed"]] == ["interrupted"]
+    statuses = Counter(r[0] for r in ev.sql("SELECT status FROM reminder_occurrences"))
+    assert statuses == Counter({"pending": 1, "delivered": 1, "failed": 1})
+    assert signal.getsignal(signal.SIGTERM) == before  # the pass's handler is gone again
+    assert len(_engine(ev, FlakyChannel(), at)["sent"]) == 1
