@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import date
+from datetime import date, time
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from . import plans, store
-from .timeforms import When, parse_when, resolve_zone_name, stated_as, zone
+from .timeforms import MAX_YEAR, MIN_YEAR, When, offset_at, parse_when, resolve_zone_name, stated_as, zone
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -46,10 +46,17 @@ def _resolve(
     """The time form, the plan and the next occurrence, with every rule of the seed checked."""
     now = ctx.now()
     today = store.local_today(now, zone_name)
-    w, _instant = parse_when(when, zone(zone_name), today, leap)
-    plan = plans.build_plan(kind, w.time_kind, reminders, no_reminders)
-    occ = store.next_occurrence(w, zone_name, leap if w.recurrence == "yearly" else None, today)
-    plans.check_plan_times(plan, occ, zone(zone_name))
+    try:
+        w, _instant = parse_when(when, zone(zone_name), today, leap)
+        plan = plans.build_plan(kind, w.time_kind, reminders, no_reminders)
+        occ = store.next_occurrence(w, zone_name, leap if w.recurrence == "yearly" else None, today)
+        plans.check_plan_times(plan, occ, zone(zone_name))
+    except OverflowError:  # parse_date bounds the years; this is the backstop for the arithmetic on them
+        raise ToolError(
+            "invalid_when",
+            f"that date is too far from today to compute its reminders; use a year from {MIN_YEAR} to {MAX_YEAR}.",
+            {"min_year": MIN_YEAR, "max_year": MAX_YEAR},
+        ) from None
     return w, plan, occ
 
 
@@ -212,7 +219,7 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
         kind = p.kind or row["kind"]
         zone_name = resolve_zone_name(p.timezone, None) if p.timezone else row["timezone"]
         leap = p.leap_day_policy or row["leap_day_policy"]
-        when = p.when if p.when is not None else _stored_form(row)
+        when = p.when if p.when is not None else _stored_form(row, zone_name)
         if p.reminders is not None:
             reminders, no_rem = p.reminders, bool(p.no_reminders)
         elif p.no_reminders is not None:
@@ -246,12 +253,17 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
             changes.update(delivery_target=json.dumps(target), delivery_source=source)
         changes["dedupe_key"] = store.dedupe_key(kind, title or row["title"], w)
         retime = any(k in previous for k in ("when", "plan", "timezone", "delivery")) or "kind" in previous
+        kept: list[sqlite3.Row] = []
+        dropped: list[dict[str, Any]] = []
         if retime:
             changes["revision"] = row["revision"] + 1
+            kept, dropped = _sort_snoozes(
+                db, row["id"], plan, moved="when" in previous or "timezone" in previous
+            )
             db.execute(
                 "UPDATE reminder_occurrences SET status = 'cancelled', next_attempt_at = NULL WHERE event_id = ?"
-                " AND status = 'pending'",
-                (row["id"],),
+                f" AND status = 'pending' AND id NOT IN ({', '.join('?' * len(kept))})",
+                (row["id"], *(s["id"] for s in kept)),
             )
         changes["updated_at"] = store.ts(now)
         try:
@@ -265,7 +277,14 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
             ) from None
         row = store.get_event(db, row["id"])
         if retime:
-            store.materialise(db, row, now, store.local_today(now, zone_name))
+            # A kept snooze stands in for its rule's reminder of that occurrence: the new revision does not
+            # plan that reminder a second time.
+            db.executemany(
+                "UPDATE reminder_occurrences SET revision = ? WHERE id = ?",
+                [(row["revision"], s["id"]) for s in kept],
+            )
+            skip = frozenset((s["occurrence_key"], s["rule_id"]) for s in kept)
+            store.materialise(db, row, now, store.local_today(now, zone_name), skip=skip)
             row = store.get_event(db, row["id"])
         planned = _future(db, row["id"], row["revision"])
     out = {
@@ -274,17 +293,60 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
         "previous": previous,
         "planned_reminders": [store.reminder_dict(r, row["timezone"]) for r in planned],
     }
+    if dropped:
+        out["dropped_snoozes"] = dropped
     if direction:
         out["owner_direction"] = direction
     return out
 
 
-def _stored_form(row: sqlite3.Row) -> dict[str, Any]:
-    """The stored time as a `when` form, with the utc_offset that picks its instant in a repeated hour."""
+def _sort_snoozes(
+    db: sqlite3.Connection, event_id: str, plan: list[dict[str, Any]], *, moved: bool
+) -> tuple[list[sqlite3.Row], list[dict[str, Any]]]:
+    """(kept, dropped) active snoozes of an event whose plan is regenerated.
+
+    A snooze is the owner's own deferral of one reminder, not part of the plan (reference 9.4): it
+    survives a new plan that keeps its rule. It is dropped, and reported, when its rule is gone or the
+    event moved (its time was chosen against the old date).
+    """
+    rules = {r["id"] for r in plan}
+    kept: list[sqlite3.Row] = []
+    dropped: list[dict[str, Any]] = []
+    for s in db.execute(
+        "SELECT * FROM reminder_occurrences WHERE event_id = ? AND status = 'pending'"
+        " AND source_reminder_id IS NOT NULL ORDER BY scheduled_for, id",
+        (event_id,),
+    ):
+        if not moved and s["rule_id"] in rules:
+            kept.append(s)
+            continue
+        dropped.append(
+            {
+                "reminder_id": s["id"],
+                "source_reminder_id": s["source_reminder_id"],
+                "rule_id": s["rule_id"],
+                "scheduled_for": s["scheduled_for"],
+                "reason": "event_moved" if moved else "rule_removed",
+            }
+        )
+    return kept, dropped
+
+
+def _stored_form(row: sqlite3.Row, zone_name: str) -> dict[str, Any]:
+    """The stored time as a `when` form read in `zone_name` (the event's zone, or the new one).
+
+    A timed event keeps its wall time and which of two equal local times the owner picked (its fold):
+    the utc_offset is that fold's offset in `zone_name`, so neither an unchanged repeated hour nor a
+    new zone (where the old offset may not exist) asks again what the owner already answered.
+    """
     form = store.when_of(row).as_dict()
-    if row["time_kind"] == "datetime" and row["fold"]:
-        start = store.parse_ts(row["next_at"]).astimezone(zone(row["timezone"]))
-        form["utc_offset"] = start.strftime("%z")[:3] + ":" + start.strftime("%z")[3:]
+    if row["time_kind"] == "datetime":
+        form["utc_offset"] = offset_at(
+            date.fromisoformat(row["event_date"]),
+            time.fromisoformat(row["event_time"]),
+            zone(zone_name),
+            row["fold"],
+        )
     return form
 
 

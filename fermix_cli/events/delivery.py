@@ -1,12 +1,14 @@
 """The reminder delivery engine (reference 9.5), one pass per `fermix jobs run`.
 
-1. Reconcile: a send whose process died (or whose lease ran out) is marked failed (`runner_lost`),
-   never re-sent: whether the channel got it is unknown, and a reminder must not arrive twice.
+1. Reconcile: a send whose process died (on this host; on another, whose lease ran out) is marked
+   failed (`runner_lost`), never re-sent: whether the channel got it is unknown, and a reminder must not
+   arrive twice. A live process's sends are never taken, however long they take.
 2. Roll: a yearly event whose day passed gets its next occurrence materialised; a one-time one completes.
-3. Claim: due pending reminders move to `delivering` (attempt counted) in one durable BEGIN IMMEDIATE
-   transaction, so a concurrent tick cannot claim them too.
-4. Send through the snapshotted channel only, then record: delivered, or retried at due + 1, 5, 15,
-   60 min (later if the channel asked, clamped to the validity window), or failed where everyone sees it.
+3. Then one reminder at a time: claim the next due one (`delivering`, attempt counted) in a durable
+   BEGIN IMMEDIATE transaction, so a concurrent tick cannot claim it too; send it through the
+   snapshotted channel only; record it: delivered, or retried at due + 1, 5, 15, 60 min (later if the
+   channel asked, clamped to the validity window), or failed where everyone sees it. Only the reminder
+   being sent is ever `delivering`: a process that dies or is stopped leaves the others pending.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..channels import ChannelError, channel_for
+from ..channels.targets import THREAD_KEYS
+from ..core.procid import owner_gone, owner_identity
 from . import stamps
 from .gate import delivery_conversation
 from .messages import reminder_text
+from .stops import StopGuard, Stopped
 
 if TYPE_CHECKING:
     from ..channels import Channel
@@ -33,7 +38,9 @@ ChannelLookup = Callable[[str, "FermixPaths"], "Channel | None"]
 BACKOFF_MINUTES = (0, 1, 5, 15, 60)  # attempt n is due at scheduled_for + BACKOFF_MINUTES[n - 1]
 MAX_ATTEMPTS = len(BACKOFF_MINUTES)
 ERROR_MAX = 500
-SEND_LEASE_SECONDS = 600  # a send not reported back after this long is lost (never re-sent)
+# A send claimed on another host and not reported back after this long is lost (never re-sent). On this
+# host the claimant's process is asked instead: a live one is never taken over.
+SEND_LEASE_SECONDS = 600
 MAX_SENDS = 200  # reminders claimed per tick; the rest wait for the next one
 
 
@@ -48,13 +55,22 @@ class DeliveryReport:
         self.timings_ms: dict[str, float] = {}
         # Due reminders this tick left for the next one (past its claim cap); 0 when it took them all.
         self.more_due = 0
+        self.stopped: str | None = None  # the signal that ended the pass early
 
     @property
     def quiet(self) -> bool:
-        return not (self.sent or self.retrying or self.failed or self.expired or self.rolled or self.more_due)
+        return not (
+            self.sent
+            or self.retrying
+            or self.failed
+            or self.expired
+            or self.rolled
+            or self.more_due
+            or self.stopped
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "status": "ran",
             "sent": self.sent,
             "retrying": self.retrying,
@@ -65,6 +81,9 @@ class DeliveryReport:
             "more_due": self.more_due,
             "timings_ms": self.timings_ms,
         }
+        if self.stopped:
+            out["stopped"] = self.stopped
+        return out
 
 
 def _short(text: str) -> str:
@@ -72,23 +91,17 @@ def _short(text: str) -> str:
     return raw.decode("utf-8", errors="ignore")
 
 
-def _alive(claimed_by: str) -> bool:
-    """Whether the claimant (host:pid:token) may still be sending; another host's claim is trusted."""
-    host, _, rest = claimed_by.partition(":")
-    pid = rest.partition(":")[0]
-    if host != os.uname().nodename or not pid.isdigit():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(") ", 1)[1][:1] != "Z"
-    except OSError:
-        return True
+def _thread_of(target: dict[str, Any]) -> dict[str, Any]:
+    """The snapshotted thread (Telegram topic, Slack thread) a send goes to, as the channels' meta keys."""
+    return {k: target[k] for k in THREAD_KEYS if k in target}
+
+
+def _lost(r: sqlite3.Row, stamp: str) -> bool:
+    """Whether a send in flight has no process behind it any more."""
+    claimant = r["claimed_by"] or ""
+    if claimant.partition(":")[0] == os.uname().nodename:
+        return owner_gone(claimant)  # this host: the process itself says (a live one is never taken)
+    return bool(r["lease_until"] <= stamp)  # another host's process cannot be asked: its lease decides
 
 
 def reconcile(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
@@ -96,8 +109,9 @@ def reconcile(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> 
     rows = db.execute(
         "SELECT id, claimed_by, lease_until FROM reminder_occurrences WHERE status = 'delivering'"
     ).fetchall()
-    lost = [r for r in rows if r["lease_until"] <= stamp or not _alive(r["claimed_by"])]
-    for r in lost:
+    for r in rows:
+        if not _lost(r, stamp):
+            continue
         db.execute(
             "UPDATE reminder_occurrences SET status = 'failed', next_attempt_at = NULL, last_error_code = 'runner_lost',"
             " last_error = ? WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
@@ -145,22 +159,26 @@ def roll(db: sqlite3.Connection, now: datetime, report: DeliveryReport) -> None:
         report.rolled.append(event["id"])
 
 
-def claim(
-    db: sqlite3.Connection, now: datetime, claimant: str, lease: int, limit: int, report: DeliveryReport
-) -> list[sqlite3.Row]:
+CLAIM_COLUMNS = (
+    "r.*, e.title, e.kind, e.time_kind, e.event_time, e.timezone, e.delivery_target, e.status AS event_status,"
+    " e.followup, e.description"
+)
+
+
+def claim_next(
+    db: sqlite3.Connection, now: datetime, claimant: str, lease_until: datetime, report: DeliveryReport
+) -> sqlite3.Row | None:
+    """Claim the next due reminder (None when none is left), settling on the way the due ones that are
+    not to be sent: of a cancelled event, past their validity window, or superseded by a later rule."""
     stamp = stamps.ts(now)
-    due = db.execute(
-        "SELECT r.*, e.title, e.kind, e.time_kind, e.event_time, e.timezone, e.delivery_target, e.status AS event_status,"
-        " e.followup,"
-        " e.description FROM reminder_occurrences r JOIN temporal_events e ON e.id = r.event_id"
-        " WHERE r.status = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT ?",
-        (stamp, limit),
-    ).fetchall()
-    claimed: list[sqlite3.Row] = []
-    newest: dict[str, str] = {}
-    for r in due:
-        newest[r["event_id"]] = max(newest.get(r["event_id"], ""), r["scheduled_for"])
-    for r in due:
+    while True:
+        r = db.execute(
+            f"SELECT {CLAIM_COLUMNS} FROM reminder_occurrences r JOIN temporal_events e ON e.id = r.event_id"
+            " WHERE r.status = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at, r.id LIMIT 1",
+            (stamp,),
+        ).fetchone()
+        if r is None:
+            return None
         if r["event_status"] == "cancelled":
             db.execute(
                 "UPDATE reminder_occurrences SET status = 'cancelled', next_attempt_at = NULL WHERE id = ?",
@@ -174,7 +192,12 @@ def claim(
             )
             report.expired.append(r["id"])
             continue
-        if r["attempt_count"] > 0 and r["scheduled_for"] < newest[r["event_id"]]:
+        newest = db.execute(
+            "SELECT max(scheduled_for) FROM reminder_occurrences WHERE event_id = ? AND status = 'pending'"
+            " AND next_attempt_at <= ?",
+            (r["event_id"], stamp),
+        ).fetchone()[0]
+        if r["attempt_count"] > 0 and r["scheduled_for"] < newest:
             db.execute(
                 "UPDATE reminder_occurrences SET status = 'superseded', next_attempt_at = NULL WHERE id = ?",
                 (r["id"],),
@@ -188,15 +211,28 @@ def claim(
         db.execute(
             "UPDATE reminder_occurrences SET status = 'delivering', claimed_by = ?, lease_until = ?,"
             " attempt_count = attempt_count + 1 WHERE id = ? AND status = 'pending'",
-            (claimant, stamps.ts(now + timedelta(seconds=lease)), r["id"]),
+            (claimant, stamps.ts(lease_until), r["id"]),
         )
-        claimed.append(r)
-    if len(due) >= limit:
-        report.more_due = db.execute(
+        return r
+
+
+def release(ctx: ToolContext, r: sqlite3.Row, claimant: str) -> None:
+    """Give back a claim that was never sent (a stop came before its send began): pending again."""
+    with ctx.state.write(durable=True) as db:
+        db.execute(
+            "UPDATE reminder_occurrences SET status = 'pending', claimed_by = NULL, lease_until = NULL,"
+            " attempt_count = attempt_count - 1 WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
+            (r["id"], claimant),
+        )
+
+
+def count_due(db: sqlite3.Connection, now: datetime) -> int:
+    return int(
+        db.execute(
             "SELECT count(*) FROM reminder_occurrences WHERE status = 'pending' AND next_attempt_at <= ?",
-            (stamp,),
+            (stamps.ts(now),),
         ).fetchone()[0]
-    return claimed
+    )
 
 
 def next_attempt(r: sqlite3.Row, attempts: int, now: datetime, retry_after: float | None) -> datetime | None:
@@ -230,6 +266,7 @@ def send_one(
         "reminder_id": r["id"],
         "rule_id": r["rule_id"],
         "sent_at": stamps.ts(ctx.now()),
+        **_thread_of(target),
     }
     try:
         sent = channel.send_text(target["address"], reminder_text(r), meta)
@@ -255,10 +292,12 @@ def record(
     target = json.loads(r["delivery_target"])
     with ctx.state.write(durable=True) as db:
         if error is None:
-            db.execute(
+            # The send happened: that is recorded even over a `runner_lost` guess another tick made.
+            done = db.execute(
                 "UPDATE reminder_occurrences SET status = 'delivered', sent_at = ?, next_attempt_at = NULL,"
                 " platform = ?, address = ?, conversation_id = ?, last_error = NULL, last_error_code = NULL"
-                " WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
+                " WHERE id = ? AND claimed_by = ?"
+                " AND (status = 'delivering' OR (status = 'failed' AND last_error_code = 'runner_lost'))",
                 (
                     stamps.ts(now),
                     target["platform"],
@@ -267,22 +306,66 @@ def record(
                     r["id"],
                     claimant,
                 ),
-            )
-            report.sent.append({"reminder_id": r["id"], "event_id": r["event_id"], "to": sent})
+            ).rowcount
+            if done:
+                report.sent.append({"reminder_id": r["id"], "event_id": r["event_id"], "to": sent})
+            else:
+                _claim_lost(r, report, "it was sent")
             return
         attempts = r["attempt_count"] + 1
         retry = None if error.permanent else next_attempt(r, attempts, now, error.retry_after)
         status = "pending" if retry else "failed"
-        db.execute(
+        done = db.execute(
             "UPDATE reminder_occurrences SET status = ?, next_attempt_at = ?, last_error = ?, last_error_code = ?,"
             " claimed_by = NULL, lease_until = NULL WHERE id = ? AND status = 'delivering' AND claimed_by = ?",
             (status, stamps.ts(retry) if retry else None, _short(str(error)), error.code, r["id"], claimant),
-        )
+        ).rowcount
+        if not done:
+            _claim_lost(r, report, f"its send failed ({error.code})")
+            return
         entry = {"reminder_id": r["id"], "event_id": r["event_id"], "attempts": attempts, "code": error.code}
         if retry:
             report.retrying.append({**entry, "next_attempt_at": stamps.ts(retry)})
         else:
             report.failed.append(entry)
+
+
+def _claim_lost(r: sqlite3.Row, report: DeliveryReport, what: str) -> None:
+    """The row stopped being this tick's claim while it sent: its record is left as it is, and said."""
+    from ..core.logs import logger
+
+    logger("fermix.events").warning(
+        "reminder %s: %s, but it is no longer this tick's to record", r["id"], what
+    )
+    report.failed.append(
+        {"reminder_id": r["id"], "event_id": r["event_id"], "code": "claim_lost", "detail": what}
+    )
+
+
+def record_interrupted(
+    ctx: ToolContext, r: sqlite3.Row, claimant: str, signal_name: str, report: DeliveryReport
+) -> None:
+    """A stop cut this reminder's send short: it may or may not have arrived, so it is not sent again."""
+    with ctx.state.write(durable=True) as db:
+        db.execute(
+            "UPDATE reminder_occurrences SET status = 'failed', next_attempt_at = NULL, last_error_code = 'interrupted',"
+            " last_error = ?, claimed_by = NULL, lease_until = NULL WHERE id = ? AND status = 'delivering'"
+            " AND claimed_by = ?",
+            (
+                f"fermix jobs run was stopped ({signal_name}) while sending this reminder; it may or may not have "
+                "arrived, so it is not sent again",
+                r["id"],
+                claimant,
+            ),
+        )
+    report.failed.append(
+        {
+            "reminder_id": r["id"],
+            "event_id": r["event_id"],
+            "attempts": r["attempt_count"] + 1,
+            "code": "interrupted",
+        }
+    )
 
 
 def deliver_due(
@@ -292,30 +375,71 @@ def deliver_due(
     lease: int = SEND_LEASE_SECONDS,
     limit: int = MAX_SENDS,
 ) -> tuple[int, DeliveryReport]:
-    """One pass of the engine: (exit code, report). `channels` is the seam tests hand a fake channel to."""
+    """One pass of the engine: (exit code, report). `channels` is the seam tests hand a fake channel to.
+
+    A SIGTERM or SIGINT ends the pass early (exit 143 or 130): see `stops`."""
     t0 = time.perf_counter()
     report = DeliveryReport()
     now = ctx.now().astimezone(UTC)
-    claimant = f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}"
-    with ctx.state.write(durable=True) as db:
-        reconcile(db, now, report)
-        roll(db, now, report)
-        claimed = claim(db, now, claimant, lease, limit, report)
-    report.timings_ms["claim"] = round((time.perf_counter() - t0) * 1000, 2)
-    t1 = time.perf_counter()
-    followups = []
-    for r in claimed:
-        sent, error = send_one(ctx, r, channels)
+    claimant = owner_identity()
+    with StopGuard() as guard:
+        with ctx.state.write(durable=True) as db:
+            reconcile(db, now, report)
+            roll(db, now, report)
+        report.timings_ms["claim"] = round((time.perf_counter() - t0) * 1000, 2)
+        t1 = time.perf_counter()
+        followups = _send_due(ctx, channels, guard, now, claimant, lease, limit, report)
+        report.timings_ms["send"] = round((time.perf_counter() - t1) * 1000, 2)
+        if followups and not guard.stopped:
+            from .followup import run_followups
+
+            try:
+                with guard.interruptible():  # best effort: a stop ends the check-ins, unrecorded
+                    run_followups(ctx, followups, lambda r, text: send_followup(ctx, r, text, channels),
+                                  lambda r, status: record_followup(ctx, r, status, report))  # fmt: skip
+            except Stopped:
+                pass
+    report.stopped = guard.stopped
+    return guard.exit_code, report
+
+
+def _send_due(
+    ctx: ToolContext,
+    channels: ChannelLookup,
+    guard: StopGuard,
+    now: datetime,
+    claimant: str,
+    lease: int,
+    limit: int,
+    report: DeliveryReport,
+) -> list[sqlite3.Row]:
+    """Claim, send and record the due reminders one at a time; returns the delivered follow-up ones."""
+    followups: list[sqlite3.Row] = []
+    claimed = 0
+    while not guard.stopped:
+        if claimed >= limit:
+            with ctx.state.read() as db:
+                report.more_due = count_due(db, now)
+            break
+        with ctx.state.write(durable=True) as db:
+            # The lease counts from this claim: one send's worth, however many come before it.
+            r = claim_next(db, now, claimant, ctx.now() + timedelta(seconds=lease), report)
+        if r is None:
+            break
+        claimed += 1
+        if guard.stopped:  # the stop came during the claim: this one was never sent
+            release(ctx, r, claimant)
+            break
+        try:
+            with guard.interruptible():
+                sent, error = send_one(ctx, r, channels)
+        except Stopped as e:
+            record_interrupted(ctx, r, claimant, str(e), report)
+            break
         record(ctx, r, claimant, sent, error, report)
         if error is None and r["followup"]:
             followups.append(r)
-    report.timings_ms["send"] = round((time.perf_counter() - t1) * 1000, 2)
-    if followups:
-        from .followup import run_followups
-
-        run_followups(ctx, followups, lambda r, text: send_followup(ctx, r, text, channels),
-                      lambda r, status: record_followup(ctx, r, status, report))  # fmt: skip
-    return 0, report
+    return followups
 
 
 def send_followup(ctx: ToolContext, r: sqlite3.Row, text: str, channels: ChannelLookup) -> str:
@@ -324,7 +448,12 @@ def send_followup(ctx: ToolContext, r: sqlite3.Row, text: str, channels: Channel
     channel = channels(target["platform"], ctx.paths)
     if channel is None:
         return "error: no channel"
-    meta = {"kind": "reminder_followup", "event_id": r["event_id"], "reminder_id": r["id"]}
+    meta = {
+        "kind": "reminder_followup",
+        "event_id": r["event_id"],
+        "reminder_id": r["id"],
+        **_thread_of(target),
+    }
     try:
         channel.send_text(target["address"], text, meta)
     except ChannelError as e:

@@ -8,7 +8,11 @@ from ..core.errors import ToolError
 
 
 def attended_turn(ctx: ToolContext) -> bool:
-    """An owner at the keyboard or in a live chat: operator, attended, top level, not a job."""
+    """An owner at the keyboard or in a live chat: operator, attended, top level, not a job.
+
+    A CLI call from a process fermix started (a tool's shell, a coding run) is not the owner at the
+    keyboard: it counts as unattended (reference 9.1 "Spawned processes").
+    """
     return (
         ctx.trust == "operator"
         and ctx.attended
@@ -16,7 +20,14 @@ def attended_turn(ctx: ToolContext) -> bool:
         and isinstance(ctx.depth, int)
         and ctx.depth == 0
         and ctx.job_id is None
+        and not (ctx.origin == "cli" and _spawned())
     )
+
+
+def _spawned() -> bool:
+    from ..core.spawned import spawned_by_fermix
+
+    return spawned_by_fermix()
 
 
 def owners_job(ctx: ToolContext) -> bool:
@@ -25,11 +36,20 @@ def owners_job(ctx: ToolContext) -> bool:
 
 
 def _refuse(tool: str, ctx: ToolContext, also: str = "") -> ToolError:
+    details = {"tool": tool, "origin": ctx.origin, "trust": ctx.trust, "attended": ctx.attended}
+    if ctx.origin == "cli" and _spawned():
+        return ToolError(
+            "not_attended",
+            f"{tool} is available only on an attended, top-level turn of the owner{also}; this call comes "
+            "from a process fermix started (a tool's shell, a coding run), which counts as unattended. "
+            "The owner runs it from their own terminal or a live chat.",
+            {**details, "spawned": True},
+        )
     return ToolError(
         "not_attended",
         f"{tool} is available only on an attended, top-level turn of the owner{also}; "
         "background work, guests, subagents and skills cannot change reminders.",
-        {"tool": tool, "origin": ctx.origin, "trust": ctx.trust, "attended": ctx.attended},
+        details,
     )
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from . import store
+from .timeforms import is_iso_day
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -42,9 +43,15 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
 
 def _day(text: str, field: str) -> date:
     try:
+        if not is_iso_day(text):  # fromisoformat also reads 2026W011 and 20261231
+            raise ValueError(text)
         return date.fromisoformat(text)
     except ValueError:
-        raise ToolError("invalid_date_window", f"{field} must be YYYY-MM-DD.", {"field": field}) from None
+        raise ToolError(
+            "invalid_date_window",
+            f"{field} must be a date spelled YYYY-MM-DD, such as 2026-09-14.",
+            {"field": field},
+        ) from None
 
 
 def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:

@@ -63,13 +63,18 @@ def next_occurrence(w: When, zone_name: str, leap_policy: str | None, today: dat
 
 
 def materialise(
-    db: sqlite3.Connection, event: sqlite3.Row | dict[str, Any], now: datetime, today: date
+    db: sqlite3.Connection,
+    event: sqlite3.Row | dict[str, Any],
+    now: datetime,
+    today: date,
+    skip: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[plans.Planned]:
-    """Insert the future reminders of the event's current revision (next two occurrences if yearly)."""
+    """Insert the future reminders of the event's current revision (next two occurrences if yearly),
+    except the (occurrence, rule) pairs in `skip` (an active snooze stands in for them)."""
     w, tz = when_of(event), zone(event["timezone"])  # type: ignore[arg-type]
     plan = json.loads(event["plan"])
     occs = plans.occurrences(w, tz, today, event["leap_day_policy"])
-    rows = plans.planned(plan, occs, tz, now)
+    rows = [p for p in plans.planned(plan, occs, tz, now) if (p.occurrence_key, p.rule_id) not in skip]
     stamp = ts(now)
     db.executemany(
         "INSERT OR IGNORE INTO reminder_occurrences (id, event_id, revision, occurrence_key, rule_id,"

@@ -22,7 +22,11 @@ WHEN_FORMS = (
 )
 LEAP_POLICIES = ("feb_28", "mar_1")
 MAX_RELATIVE_DAYS = 3650
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# The years a stored date may name: every instant fermix derives from one (a rule up to 3650 days
+# before it, the end of its day, a zone's offset either way) stays inside datetime's range, and the
+# UTC stamps keep their four-digit, string-sortable year.
+MIN_YEAR, MAX_YEAR = 1900, 9998
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _TIME = re.compile(r"^\d{2}:\d{2}(:\d{2})?$")
 _OFFSET = re.compile(r"^(Z|[+-]\d{2}:\d{2})$")
 
@@ -75,17 +79,29 @@ def resolve_zone_name(explicit: str | None, configured: str | None) -> str:
     return name
 
 
+def is_iso_day(text: Any) -> bool:
+    """Whether `text` is spelled YYYY-MM-DD (ASCII digits; not the other ISO forms fromisoformat reads)."""
+    return isinstance(text, str) and _DATE.fullmatch(text) is not None
+
+
 def parse_date(text: Any, field: str = "date") -> date:
-    if not isinstance(text, str) or not _DATE.match(text):
+    if not is_iso_day(text):
         raise ToolError(
             "invalid_when", f"{field} must be YYYY-MM-DD; the forms are {WHEN_FORMS}.", {"field": field}
         )
     try:
-        return date.fromisoformat(text)
+        day = date.fromisoformat(text)
     except ValueError:
         raise ToolError(
             "invalid_when", f"{field} {text!r} is not a calendar date.", {"field": field}
         ) from None
+    if not MIN_YEAR <= day.year <= MAX_YEAR:
+        raise ToolError(
+            "invalid_when",
+            f"{field} {text!r} is outside the supported years {MIN_YEAR} to {MAX_YEAR}.",
+            {"field": field, "min_year": MIN_YEAR, "max_year": MAX_YEAR},
+        )
+    return day
 
 
 def parse_time(text: Any, field: str = "time", code: str = "invalid_when") -> time:
@@ -101,6 +117,11 @@ def _offset_text(delta: timedelta | None) -> str:
     minutes = int((delta or timedelta()).total_seconds() // 60)
     sign = "+" if minutes >= 0 else "-"
     return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def offset_at(day: date, at: time, tz: tzinfo, fold: int = 0) -> str:
+    """The UTC offset (`+01:00`) of `day at` in `tz`; `fold` 1 names the second of two equal local times."""
+    return _offset_text(datetime.combine(day, at).replace(tzinfo=tz, fold=fold).utcoffset())
 
 
 def local_instant(day: date, at: time, tz: tzinfo, utc_offset: str | None = None) -> tuple[datetime, int]:

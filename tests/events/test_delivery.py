@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
+from fermix_cli.channels import Sent
 from fermix_cli.events.delivery import deliver_due
+from tests.channels.standins import TelegramStandIn
 from tests.conftest import REPO
 from tests.events.fake_channels import FlakyChannel
 from tests.events.world import Events, utc
+from tests.tools.webfakes import Hit, Reply
 
 
 def test_store_then_tick_at_the_right_instants_delivers_once(ev: Events) -> None:
@@ -338,3 +344,309 @@ def test_a_tick_past_its_claim_cap_says_how_many_wait_for_the_next(ev: Events) -
     assert len(first["sent"]) == 3 and first["more_due"] == 2
     assert len(second["sent"]) == 2 and second["more_due"] == 0
     assert len(channel.sent) == 5
+
+
+def _telegram_config(ev: Events, standin: TelegramStandIn, target: str, extra: str = "") -> None:
+    ev.config(
+        text=(
+            '[fermix_core.personalization]\ntimezone = "Europe/Berlin"\n'
+            f"[fermix_core.jobs]\ndefault_delivery_target = {target}\n"
+            f'[fermix_core.channels.telegram]\nbot_token = "{standin.token}"\napi_base = "{standin.api_base}"\n'
+            '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n' + extra
+        )
+    )
+
+
+def test_a_reminder_and_its_check_in_go_to_the_targets_telegram_topic(
+    ev: Events, telegram: TelegramStandIn
+) -> None:
+    script = ev.world.root / "followup.json"
+    script.write_text('[{"text": "Need the number?"}]')
+    _telegram_config(
+        ev,
+        telegram,
+        '{platform = "telegram", chat_id = "-1001234", message_thread_id = 77}',
+        f'[fermix_core.routing]\ncron_provider = "mock"\ncron_model = "{script}"\n',
+    )
+    out = ev.store(
+        "Call",
+        "explicit_reminder",
+        when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"},
+        followup=True,
+    )
+    assert out["delivery"]["target"] == {
+        "platform": "telegram",
+        "address": "-1001234",
+        "message_thread_id": 77,
+    }
+    report = ev.tick(utc("2026-09-02T10:00:05Z"))
+    assert len(report["sent"]) == 1 and [f["status"] for f in report["followups"]] == ["sent"], report
+    bodies = [hit.json() for hit in telegram.calls("sendMessage")]
+    assert [(b["chat_id"], b["message_thread_id"]) for b in bodies] == [(-1001234, 77), (-1001234, 77)]
+    assert bodies[1]["text"] == "Need the number?"
+
+
+def test_a_new_plan_keeps_an_active_snooze_whose_rule_it_keeps(ev: Events) -> None:
+    out = ev.store(
+        "Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}
+    )
+    event_id = out["event"]["event_id"]
+    day_before, hour_before = (r["reminder_id"] for r in out["planned_reminders"])
+    # the day-before reminder is delivered, then snoozed for two hours
+    assert [s["reminder_id"] for s in ev.tick(utc("2026-09-09T07:30:10Z"))["sent"]] == [day_before]
+    at = utc("2026-09-09T07:40:00Z")
+    snoozed = ev.call(
+        "reminder_snooze",
+        {"reminder_id": day_before, "snooze": {"type": "duration", "amount": 2, "unit": "hours"}},
+        at=at,
+    )["reminder"]
+    # the hour-before reminder, not sent yet, is snoozed too: the snooze takes its place
+    later = ev.call(
+        "reminder_snooze",
+        {
+            "reminder_id": hour_before,
+            "snooze": {"type": "datetime", "date": "2026-09-10", "time": "09:00:00"},
+        },
+        at=at,
+    )["reminder"]
+    plan = [{"type": "duration_before", "minutes": 1440}, {"type": "duration_before", "minutes": 60}]
+    updated = ev.call(
+        "event_update",
+        {"event_id": event_id, "reminders": [*plan, {"type": "duration_before", "minutes": 15}]},
+        at=at,
+    )
+    assert "dropped_snoozes" not in updated
+    assert [(r["reminder_id"], r["scheduled_for"]) for r in updated["planned_reminders"]] == [
+        (snoozed["reminder_id"], "2026-09-09T09:40:00.000000Z"),
+        (later["reminder_id"], "2026-09-10T07:00:00.000000Z"),
+        (updated["planned_reminders"][2]["reminder_id"], "2026-09-10T07:15:00.000000Z"),  # the new rule
+    ]
+    pending = ev.sql("SELECT id FROM reminder_occurrences WHERE status = 'pending' ORDER BY scheduled_for")
+    assert [r[0] for r in pending] == [r["reminder_id"] for r in updated["planned_reminders"]]
+    assert [s["reminder_id"] for s in ev.tick(utc("2026-09-09T09:40:10Z"))["sent"]] == [
+        snoozed["reminder_id"]
+    ]
+    # a plan without the hour-before rule drops that snooze, and says so
+    updated = ev.call(
+        "event_update",
+        {"event_id": event_id, "reminders": [{"type": "duration_before", "minutes": 15}]},
+        at=at,
+    )
+    assert updated["dropped_snoozes"] == [
+        {
+            "reminder_id": later["reminder_id"],
+            "source_reminder_id": hour_before,
+            "rule_id": "minutes_before_60",
+            "scheduled_for": "2026-09-10T07:00:00.000000Z",
+            "reason": "rule_removed",
+        }
+    ]
+    assert [r["rule_id"] for r in updated["planned_reminders"]] == ["minutes_before_15"]
+    assert ev.tick(utc("2026-09-10T07:00:10Z"))["status"] == "idle"
+
+
+def test_moving_the_event_drops_its_snoozes_and_says_so(ev: Events) -> None:
+    out = ev.store(
+        "Dentist", "appointment", when={"type": "datetime", "date": "2026-09-10", "time": "09:30:00"}
+    )
+    first = out["planned_reminders"][0]["reminder_id"]
+    snooze = {"type": "duration", "amount": 1, "unit": "days"}
+    snoozed = ev.call("reminder_snooze", {"reminder_id": first, "snooze": snooze})["reminder"]
+    moved = ev.call(
+        "event_update",
+        {
+            "event_id": out["event"]["event_id"],
+            "when": {"type": "datetime", "date": "2026-09-17", "time": "09:30:00"},
+            "owner_direction": "move it a week",
+        },
+    )
+    assert [(d["reminder_id"], d["reason"]) for d in moved["dropped_snoozes"]] == [
+        (snoozed["reminder_id"], "event_moved")
+    ]
+    assert [r["scheduled_for"] for r in moved["planned_reminders"]] == [
+        "2026-09-16T07:30:00.000000Z",
+        "2026-09-17T06:30:00.000000Z",
+    ]
+
+
+class HeldTelegram:
+    """The stand-in's sendMessage, holding the first request until the test lets it go."""
+
+    def __init__(self, standin: TelegramStandIn) -> None:
+        self.standin = standin
+        self.release = threading.Event()
+        self.arrived = threading.Event()
+        self.first = True
+        answer = standin.web.routes[f"/bot{standin.token}/sendMessage"]
+        assert callable(answer)
+        self.answer = answer
+        standin.web.routes[f"/bot{standin.token}/sendMessage"] = self._hold
+
+    def _hold(self, hit: Hit) -> Reply:
+        if self.first:
+            self.first = False
+            self.arrived.set()
+            self.release.wait(60)
+        return self.answer(hit)
+
+    def texts(self) -> list[str]:
+        return [hit.json()["text"] for hit in self.standin.calls("sendMessage")]
+
+
+def _due_together(ev: Events, standin: TelegramStandIn, titles: list[str]) -> list[str]:
+    _telegram_config(ev, standin, '{platform = "telegram", chat_id = "42"}')
+    return [
+        ev.store(t, "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"})[
+            "planned_reminders"
+        ][0]["reminder_id"]
+        for t in titles
+    ]
+
+
+def _start_tick(ev: Events, at: datetime) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"],
+        env=ev.env(at),
+        cwd=ev.world.project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_sigterm_mid_send_leaves_the_unsent_reminders_pending(ev: Events, telegram: TelegramStandIn) -> None:
+    ids = _due_together(ev, telegram, ["One", "Two", "Three"])
+    held = HeldTelegram(telegram)
+    tick = _start_tick(ev, utc("2026-09-02T10:00:05Z"))
+    try:
+        assert held.arrived.wait(60), tick.stderr.read() if tick.poll() is not None else "no request"
+        tick.send_signal(signal.SIGTERM)
+        out, err = tick.communicate(timeout=60)
+    finally:
+        held.release.set()
+        if tick.poll() is None:
+            tick.kill()
+    # The stopped tick ends at once, says so, and only the reminder it was sending may have arrived.
+    assert tick.returncode == 143, err
+    parsed = json.loads(out)
+    report = parsed["due_work"]["reminders"]
+    assert report["stopped"] == "SIGTERM"
+    # the sources after it (the coding runs, the scheduled jobs) wait for the next tick
+    assert "runs" not in parsed and "coding_runs" not in parsed["due_work"]
+    ((first, code),) = [(f["reminder_id"], f["code"]) for f in report["failed"]]
+    assert code == "interrupted" and report["sent"] == []
+    rest = [i for i in ids if i != first]
+    rows = {
+        r["id"]: tuple(r)[1:]
+        for r in ev.sql("SELECT id, status, attempt_count, last_error_code FROM reminder_occurrences")
+    }
+    assert rows == {
+        first: ("failed", 1, "interrupted"),
+        rest[0]: ("pending", 0, None),
+        rest[1]: ("pending", 0, None),
+    }
+    # The next tick sends the other two (not the maybe-delivered one) and calls nothing lost.
+    report = ev.tick(utc("2026-09-02T10:01:00Z"))
+    assert sorted(s["reminder_id"] for s in report["sent"]) == sorted(rest) and report["failed"] == []
+    titles = sorted(text.split(" (")[0] for text in held.texts())
+    assert titles == ["Reminder: One", "Reminder: Three", "Reminder: Two"]  # each once
+
+
+def test_a_slow_tick_keeps_its_sends_while_a_later_tick_runs(ev: Events, telegram: TelegramStandIn) -> None:
+    """A tick past the send lease does not take a live tick's claim (on this host the process is asked):
+    each reminder is sent once, by the tick that reports it sent, and recorded delivered."""
+    ids = _due_together(ev, telegram, ["One", "Two"])
+    held = HeldTelegram(telegram)
+    slow = _start_tick(ev, utc("2026-09-02T10:00:30Z"))
+    try:
+        assert held.arrived.wait(60), "no request"
+        later = ev.tick(utc("2026-09-02T10:11:00Z"))  # past the 600 s lease of the slow tick's claim
+        held.release.set()
+        out, err = slow.communicate(timeout=60)
+    finally:
+        held.release.set()
+        if slow.poll() is None:
+            slow.kill()
+    assert slow.returncode == 0, err
+    first = json.loads(out)["due_work"]["reminders"]
+    assert later["failed"] == [] and first["failed"] == []
+    sent_by = {s["reminder_id"]: "slow" for s in first["sent"]} | {
+        s["reminder_id"]: "later" for s in later["sent"]
+    }
+    assert sorted(sent_by) == sorted(ids) and len(first["sent"]) == len(later["sent"]) == 1
+    rows = ev.sql("SELECT status, attempt_count, sent_at IS NOT NULL FROM reminder_occurrences")
+    assert [tuple(r) for r in rows] == [("delivered", 1, 1), ("delivered", 1, 1)]
+    assert len(held.texts()) == 2
+
+
+def test_reconcile_asks_this_hosts_process_and_trusts_another_hosts_lease(ev: Events) -> None:
+    from fermix_cli.core.procid import owner_identity
+
+    out = ev.store(
+        "Call", "explicit_reminder", when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"}
+    )
+    rid = out["planned_reminders"][0]["reminder_id"]
+    at = utc("2026-09-02T10:30:00Z")
+    for claimant, lost in ((owner_identity(), False), ("elsewhere:1:x", True)):
+        conn = sqlite3.connect(ev.world.fermix_home / "state.db")
+        with conn:
+            conn.execute(
+                "UPDATE reminder_occurrences SET status = 'delivering', claimed_by = ?,"
+                " lease_until = '2026-09-02T10:10:00.000000Z' WHERE id = ?",
+                (claimant, rid),
+            )
+        conn.close()
+        report = _engine(ev, FlakyChannel(), at)
+        assert report["failed"] == ([{"reminder_id": rid, "code": "runner_lost"}] if lost else []), claimant
+        assert ev.sql("SELECT status FROM reminder_occurrences")[0][0] == ("failed" if lost else "delivering")
+
+
+class StopAfterSend(FlakyChannel):
+    """Sends, then has SIGTERM reach this process: inside the send, or just after it (while recording)."""
+
+    def __init__(self, during_send: bool) -> None:
+        super().__init__()
+        self.during_send = during_send
+        self.armed = False
+
+    def send_text(self, address: str, text: str, meta: dict[str, Any]) -> Sent:
+        sent = super().send_text(address, text, meta)
+        if self.during_send:
+            os.kill(os.getpid(), signal.SIGTERM)
+        else:
+            self.armed = True  # the next clock reading is the record's
+        return sent
+
+    def clock(self, at: datetime) -> datetime:
+        if self.armed:
+            self.armed = False
+            os.kill(os.getpid(), signal.SIGTERM)
+        return at
+
+
+def test_a_stop_ends_the_pass_in_process_and_gives_the_signal_back(ev: Events) -> None:
+    for i in range(3):
+        ev.store(
+            f"Task {i}",
+            "explicit_reminder",
+            when={"type": "datetime", "date": "2026-09-02", "time": "12:00:00"},
+        )
+    at = utc("2026-09-02T10:00:05Z")
+    before = signal.getsignal(signal.SIGTERM)
+    # between sends: the one sent is recorded delivered, the pass ends, nothing is lost
+    channel = StopAfterSend(during_send=False)
+    ctx = ev.world.context(clock=lambda: channel.clock(at))
+    try:
+        code, report = deliver_due(ctx, channel)
+    finally:
+        ctx.close()
+    assert (code, report.stopped, len(report.sent), report.failed) == (143, "SIGTERM", 1, [])
+    statuses = Counter(r[0] for r in ev.sql("SELECT status FROM reminder_occurrences"))
+    assert statuses == Counter({"pending": 2, "delivered": 1})
+    # during a send: that one may have arrived (interrupted, never re-sent); the last stays pending
+    out = _engine(ev, StopAfterSend(during_send=True), at)
+    assert out["stopped"] == "SIGTERM" and [f["code"] for f in out["failed"]] == ["interrupted"]
+    statuses = Counter(r[0] for r in ev.sql("SELECT status FROM reminder_occurrences"))
+    assert statuses == Counter({"pending": 1, "delivered": 1, "failed": 1})
+    assert signal.getsignal(signal.SIGTERM) == before  # the pass's handler is gone again
+    assert len(_engine(ev, FlakyChannel(), at)["sent"]) == 1

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
 from datetime import timedelta
 
 import pytest
 
+from fermix_cli.core.errors import ToolError
 from tests.events.world import NOW, Events
 
 BIRTHDAY = {"type": "annual", "month": 9, "day": 14}
@@ -56,12 +60,72 @@ def test_store_refuses_times_the_owner_must_clarify(ev: Events, when: dict[str, 
     assert ev.count("temporal_events") == 0
 
 
+@pytest.mark.parametrize(
+    "when",
+    [
+        {"type": "date", "date": "9999-12-31"},
+        {"type": "date", "date": "0001-01-01"},
+        {"type": "date", "date": "1899-12-31"},
+        {"type": "date", "date": "0999-06-01"},
+        {"type": "datetime", "date": "9999-12-31", "time": "23:00:00"},
+        {"type": "datetime", "date": "0001-01-01", "time": "00:30:00"},
+    ],
+)
+def test_a_date_outside_the_supported_years_is_invalid_when(ev: Events, when: dict[str, object]) -> None:
+    e = ev.error("event_store", {"title": "Far", "kind": "deadline", "when": when})
+    assert e.code == "invalid_when" and "1900 to 9998" in e.message, e.message
+    assert ev.count("temporal_events") == 0
+    event_id = ev.store()["event"]["event_id"]
+    e = ev.error("event_update", {"event_id": event_id, "when": when, "owner_direction": "move it"})
+    assert e.code == "invalid_when"
+
+
+def test_the_supported_years_end_to_end(ev: Events) -> None:
+    far = ev.store("Far", "deadline", when={"type": "datetime", "date": "9998-12-31", "time": "23:30:00"})
+    assert far["planned_reminders"][0]["scheduled_for"] == "9998-12-30T22:30:00.000000Z"
+    old = ev.store("Old", "deadline", when={"type": "date", "date": "1900-01-01"})
+    assert old["note"] == "no future reminder remains"
+    r = ev.cli(
+        "tool",
+        "event_store",
+        "--json",
+        '{"title":"Far","kind":"deadline","when":{"type":"date","date":"9999-12-31"}}',
+    )
+    assert r.code == 2 and r.error()["code"] == "invalid_when", r.stderr
+
+
 def test_utc_offset_stores_the_second_of_two_equal_hours(ev: Events) -> None:
     out = ev.store(
         when={"type": "datetime", "date": "2026-10-25", "time": "02:30:00", "utc_offset": "+01:00"},
         reminders=[{"type": "at_time"}],
     )
     assert out["planned_reminders"][0]["scheduled_for"] == "2026-10-25T01:30:00.000000Z"
+
+
+@pytest.mark.parametrize(
+    ("offset", "patch", "at_time"),
+    [
+        # the repeated hour stays picked as the owner picked it when something else changes
+        ("+02:00", {"title": "Call!"}, "2026-10-25T00:30:00.000000Z"),
+        ("+01:00", {"title": "Call!"}, "2026-10-25T01:30:00.000000Z"),
+        # a new zone keeps the wall time and which of two equal hours (Paris repeats the same hour) ...
+        ("+02:00", {"timezone": "Europe/Paris"}, "2026-10-25T00:30:00.000000Z"),
+        ("+01:00", {"timezone": "Europe/Paris"}, "2026-10-25T01:30:00.000000Z"),
+        # ... and where 02:30 happens once, it is that one: the old zone's offset is not reapplied
+        ("+01:00", {"timezone": "Europe/London"}, "2026-10-25T02:30:00.000000Z"),
+        ("+02:00", {"timezone": "America/New_York"}, "2026-10-25T06:30:00.000000Z"),
+    ],
+)
+def test_an_update_without_when_keeps_the_picked_hour_of_a_repeated_time(
+    ev: Events, offset: str, patch: dict[str, str], at_time: str
+) -> None:
+    out = ev.store(
+        when={"type": "datetime", "date": "2026-10-25", "time": "02:30:00", "utc_offset": offset},
+        reminders=[{"type": "at_time"}],
+    )
+    updated = ev.call("event_update", {"event_id": out["event"]["event_id"], **patch})
+    assert [r["scheduled_for"] for r in updated["planned_reminders"]] == [at_time]
+    assert updated["event"]["when"] == {"type": "datetime", "date": "2026-10-25", "time": "02:30:00"}
 
 
 def test_store_without_a_target_fails_and_never_uses_the_chat(ev: Events) -> None:
@@ -165,6 +229,26 @@ def test_the_gate_refuses_background_guests_and_subagents(ev: Events) -> None:
     assert ev.error("event_list", {}, origin="subagent", depth=1).code == "not_attended"
 
 
+def test_a_process_fermix_started_counts_as_unattended(ev: Events) -> None:
+    """A scheduled turn's shell running `fermix tool event_store` is refused: the child carries the spawn
+    marker (reference 9.1 "Spawned processes"), though it looks like the owner's own CLI call."""
+    store = json.dumps({"title": "X", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}})
+    inner = f"{shlex.quote(sys.executable)} -m fermix_cli --home {shlex.quote(str(ev.world.fermix_home))}"
+    for tool, args in (("event_store", store), ("event_list", "{}")):
+        command = f"{inner} tool {tool} --json {shlex.quote(args)}"
+        with pytest.raises(ToolError) as e:
+            ev.call("shell", {"command": command}, origin="scheduled", attended=False, job_id="digest")
+        assert e.value.details["exit_code"] == 3, e.value.details
+        refusal = json.loads(e.value.details["output"])["error"]
+        assert refusal["code"] == "not_attended" and refusal["details"]["spawned"] is True
+    assert ev.count("temporal_events") == 0
+    # The same call from the owner's own terminal (no spawn marker, no fermix ancestor) is attended.
+    r = ev.cli("tool", "event_store", "--json", store)
+    assert r.code == 0, r.stderr
+    r = ev.cli("tool", "event_store", "--json", store, env={"FERMIX_SPAWNED": "x"})
+    assert r.code == 3 and r.error()["code"] == "not_attended"
+
+
 def test_the_gate_also_hides_the_tools(ev: Events) -> None:
     from fermix_cli.core.registry import default_registry
 
@@ -200,6 +284,16 @@ def test_list_pages_with_an_opaque_cursor_from_today(ev: Events) -> None:
     assert ev.error("event_list", {"from": "2026-01-01", "to": "2028-06-01"}).code == "date_window_too_wide"
     assert ev.error("event_list", {"from": "2026-02-01", "to": "2026-01-01"}).code == "invalid_date_window"
     assert ev.error("event_list", {"cursor": "bm9wZQ"}).code == "invalid_cursor"
+
+
+@pytest.mark.parametrize(
+    "window",
+    [{"from": "2026W011"}, {"to": "20261231"}, {"from": "2026-W01-1"}, {"to": "2026W01"}],
+)
+def test_list_takes_only_dates_spelled_yyyy_mm_dd(ev: Events, window: dict[str, str]) -> None:
+    e = ev.error("event_list", window)
+    assert e.code == "invalid_date_window" and "YYYY-MM-DD" in e.message
+    assert e.details["field"] == next(iter(window))
 
 
 def test_snooze_limits(ev: Events) -> None:

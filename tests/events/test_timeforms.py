@@ -47,6 +47,15 @@ def when(
         ),
         ({"type": "date", "date": "2026-02-30"}, "UTC", "invalid_when"),
         ({"type": "date", "date": "14.09.2026"}, "UTC", "invalid_when"),
+        (
+            {"type": "date", "date": "\uff12\uff10\uff12\uff16-09-14"},
+            "UTC",
+            "invalid_when",
+        ),  # fullwidth digits
+        ({"type": "date", "date": "2026-09-14\n"}, "UTC", "invalid_when"),
+        ({"type": "date", "date": "9999-12-31"}, "Pacific/Kiritimati", "invalid_when"),
+        ({"type": "date", "date": "1899-12-31"}, "Pacific/Pago_Pago", "invalid_when"),
+        ({"type": "datetime", "date": "0001-01-01", "time": "00:00:00"}, "UTC", "invalid_when"),
         ({"type": "weekly", "day": "monday"}, "UTC", "invalid_when"),
         ({"type": "date", "date": "2026-09-14", "time": "09:00:00"}, "UTC", "invalid_when"),
         ({"type": "relative", "amount": 0, "unit": "days"}, "UTC", "invalid_when"),

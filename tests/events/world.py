@@ -67,13 +67,15 @@ class Events:
         env["FERMIX_NOW"] = iso(at or self.now)
         return env
 
-    def cli(self, *args: str, at: datetime | None = None, timeout: float = 120) -> Result:
+    def cli(
+        self, *args: str, at: datetime | None = None, timeout: float = 120, env: dict[str, str] | None = None
+    ) -> Result:
         proc = subprocess.run(
             [sys.executable, "-m", "fermix_cli", *args],
             capture_output=True,
             text=True,
             cwd=self.world.project,
-            env=self.env(at),
+            env={**self.env(at), **(env or {})},
             timeout=timeout,
         )
         return Result(proc.returncode, proc.stdout, proc.stderr)
