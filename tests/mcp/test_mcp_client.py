@@ -233,6 +233,27 @@ def test_call_timeout(world: Env) -> None:
     assert time.monotonic() - started < 30
 
 
+WIRE_SERVER = Path(__file__).with_name("wire_server.py")
+
+
+def test_an_answer_that_is_not_utf8_is_an_mcp_error_not_a_timeout(world: Env, tmp_path: Path) -> None:
+    configure(
+        world,
+        {
+            "wire": {
+                "command": sys.executable,
+                "args": [str(WIRE_SERVER), str(tmp_path / "log")],
+                "call_timeout_ms": 120_000,
+            }
+        },
+    )
+    started = time.monotonic()
+    r = world.tool("mcp_wire_latin1")
+    assert time.monotonic() - started < 60  # the call timeout is two minutes
+    assert r.code == 1 and r.error()["code"] == "mcp_error", r.stderr
+    assert r.error()["message"].startswith("MCP server wire: its answer is not valid UTF-8 (byte 0xff")
+
+
 def test_machine_call_of_a_builtin_never_imports_mcp(world: Env) -> None:
     configure(world, {"stub": stub()})
     (world.project / "n.txt").write_text("x\n")

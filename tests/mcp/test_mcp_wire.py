@@ -68,7 +68,7 @@ def test_the_servers_version_is_accepted_only_when_known(tmp_path: Path, version
 
 def test_tools_are_listed_across_pages(session: tuple[Session, Path]) -> None:
     s, log = session
-    assert [t["name"] for t in s.list_tools(10)] == ["add", "ask_back", "hang"]
+    assert [t["name"] for t in s.list_tools(10)] == ["add", "ask_back", "hang", "latin1", "latin1_no_id"]
     lists = [m for m in received(log) if m.get("method") == "tools/list"]
     assert "params" not in lists[0] and lists[1]["params"] == {"cursor": "page-2"}
 
@@ -99,6 +99,22 @@ def test_a_timed_out_call_is_cancelled(session: tuple[Session, Path]) -> None:
     call = next(m for m in messages if m.get("method") == "tools/call")
     cancel = next(m for m in messages if m.get("method") == "notifications/cancelled")
     assert cancel["params"]["requestId"] == call["id"] and "no answer" in cancel["params"]["reason"]
+
+
+@pytest.mark.parametrize("tool", ["latin1", "latin1_no_id"])
+def test_an_answer_that_is_not_utf8_fails_its_request_at_once(
+    session: tuple[Session, Path], tool: str
+) -> None:
+    """Never repaired, never dropped to time out: the waiting request fails, naming the bad byte (found
+    by its id, or, when the id cannot be read, as the only request waiting)."""
+    s, _ = session
+    started = time.monotonic()
+    with pytest.raises(McpError) as e:
+        s.call_tool(tool, {}, 30)
+    assert time.monotonic() - started < 10
+    assert e.value.code == wire.PARSE_ERROR
+    assert "not valid UTF-8 (byte 0xff at offset" in e.value.message
+    assert s.call_tool("add", {"a": 1, "b": 2}, 10)["structuredContent"] == {"sum": 3}  # still in order
 
 
 def test_a_server_that_exits_fails_the_waiting_request(tmp_path: Path) -> None:
