@@ -28,6 +28,8 @@ PREFIX = "mcp_"
 MAX_NAME = 64  # what provider APIs accept for a function name
 MEMBERSHIP = frozenset({"fermix", "coding"})  # the named toolsets MCP tools belong to
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+# What one remote result may hand a model or a script: shell's output cap (1 MiB); more is cut, and said.
+MAX_RESULT_BYTES = 1024 * 1024
 
 
 def tool_name(server: str, remote: str) -> str | None:
@@ -72,25 +74,82 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def result_payload(result: dict[str, Any]) -> dict[str, Any]:
-    """A CallToolResult as fermix returns it: the joined text, the content blocks, structured content."""
+def result_payload(result: dict[str, Any], cap: int = MAX_RESULT_BYTES) -> dict[str, Any]:
+    """A CallToolResult as fermix returns it: the joined text, the content blocks, structured content.
+
+    At most `cap` bytes of it in all (text blocks as UTF-8, other blocks and structured content as
+    JSON), kept in order: a text block past the cap is cut on a character boundary, any other block
+    (an image, a resource) or structured content that does not fit whole is left out. A cut result
+    says so: `truncated: true`, `result_bytes` (its full size) and `cap_bytes`.
+    """
     content = result.get("content")
     blocks = [_without_nulls(b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-    text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-    out: dict[str, Any] = {"text": text, "content": blocks}
-    if result.get("structuredContent") is not None:
-        out["structured_content"] = result["structuredContent"]
+    structured = result.get("structuredContent")
+    budget, total, kept = cap, 0, []
+    for block in blocks:
+        if block.get("type") == "text":
+            raw = str(block.get("text", "")).encode("utf-8", "surrogatepass")
+            total += len(raw)
+            if len(raw) > budget:
+                block = {**block, "text": _utf8_prefix(raw, budget)}
+            budget -= min(len(raw), budget)
+            kept.append(block)
+            continue
+        size = _json_size(block)
+        total += size
+        if size <= budget:
+            budget -= size
+            kept.append(block)
+    if structured is not None:
+        size = _json_size(structured)
+        total += size
+        if size > budget:
+            structured = None
+    text = "\n".join(str(b.get("text", "")) for b in kept if b.get("type") == "text")
+    out: dict[str, Any] = {"text": text, "content": kept}
+    if structured is not None:
+        out["structured_content"] = structured
+    if total > cap:
+        out.update(truncated=True, result_bytes=total, cap_bytes=cap)
     return out
+
+
+def _utf8_prefix(raw: bytes, limit: int) -> str:
+    """The longest whole-character prefix of UTF-8 `raw` within `limit` bytes."""
+    end = limit
+    while 0 < end < len(raw) and raw[end] & 0xC0 == 0x80:  # `end` would split a character
+        end -= 1
+    return raw[:end].decode("utf-8", "surrogatepass")
+
+
+def _json_size(value: Any) -> int:
+    import json
+
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
+def truncation_note(payload: dict[str, Any]) -> str:
+    """The line that tells a reader the result was cut ('' when it was not)."""
+    if not payload.get("truncated"):
+        return ""
+    return (
+        f"\n[truncated: the MCP server's result was {payload['result_bytes']} bytes; fermix keeps at most "
+        f"{payload['cap_bytes']} (text cut, blocks that did not fit left out)]"
+    )
 
 
 def _render(payload: Any) -> str:
     import json
 
-    if isinstance(payload, dict) and payload.get("text"):
-        return str(payload["text"])
-    if isinstance(payload, dict) and "structured_content" in payload:
-        return json.dumps(payload["structured_content"], ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    if not isinstance(payload, dict):
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    if payload.get("text"):
+        body = str(payload["text"])
+    elif "structured_content" in payload:
+        body = json.dumps(payload["structured_content"], ensure_ascii=False, separators=(",", ":"))
+    else:
+        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return body + truncation_note(payload)
 
 
 def _handler(name: str, server: str, remote: str, schema: dict[str, Any], conn: Connection) -> Any:
@@ -105,7 +164,8 @@ def _handler(name: str, server: str, remote: str, schema: dict[str, Any], conn: 
         if result.get("isError") is True:
             raise ToolError(
                 "mcp_tool_error",
-                payload["text"] or f"{remote} on MCP server {server} reported an error",
+                (payload["text"] or f"{remote} on MCP server {server} reported an error")
+                + truncation_note(payload),
                 {"server": server, "tool": remote, "content": payload["content"]},
             )
         return payload

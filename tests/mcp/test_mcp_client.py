@@ -254,6 +254,25 @@ def test_an_answer_that_is_not_utf8_is_an_mcp_error_not_a_timeout(world: Env, tm
     assert r.error()["message"].startswith("MCP server wire: its answer is not valid UTF-8 (byte 0xff")
 
 
+def test_a_large_result_is_cut_at_the_cap_and_says_so(world: Env, tmp_path: Path) -> None:
+    """A remote tool's 3 MB answer reaches neither a script nor a model whole: 1 MiB, cut between
+    characters, and the cut is stated in the JSON and in what a model reads."""
+    from fermix_cli.mcp.client import MAX_RESULT_BYTES
+
+    configure(world, {"wire": {"command": sys.executable, "args": [str(WIRE_SERVER), str(tmp_path / "log")]}})
+    chars = 1_000_000  # 3 MB of UTF-8, twice over (text and structured content)
+    r = world.tool("mcp_wire_big", {"chars": chars})
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["truncated"] is True and out["cap_bytes"] == MAX_RESULT_BYTES
+    assert out["result_bytes"] > 6_000_000
+    assert out["text"] == "\u20ac" * (MAX_RESULT_BYTES // 3) and "structured_content" not in out
+    shown = world.run("tool", "mcp_wire_big", "--chars", str(chars), "--text")
+    assert shown.code == 0, shown.stderr
+    assert len(shown.stdout.encode()) < MAX_RESULT_BYTES + 1000
+    assert f"[truncated: the MCP server's result was {out['result_bytes']} bytes" in shown.stdout
+
+
 def test_machine_call_of_a_builtin_never_imports_mcp(world: Env) -> None:
     configure(world, {"stub": stub()})
     (world.project / "n.txt").write_text("x\n")

@@ -24,6 +24,7 @@ PAGES = {
             {"name": "hang"},
             {"name": "latin1"},
             {"name": "latin1_no_id"},
+            {"name": "big", "inputSchema": {"type": "object", "properties": {"chars": {"type": "integer"}}}},
         ]
     },
 }
@@ -89,6 +90,10 @@ def answer(request: dict) -> None:
         head = b'{"jsonrpc":"2.0",' + (b"" if params["name"] == "latin1_no_id" else b'"id":%d,' % rid)
         sys.stdout.buffer.write(head + b'"result":{"content":[{"type":"text","text":"a\xff\xfeb"}]}}\n')
         sys.stdout.buffer.flush()
+    elif method == "tools/call" and params["name"] == "big":
+        text = "\u20ac" * params["arguments"]["chars"]  # three UTF-8 bytes each
+        result = {"content": [{"type": "text", "text": text}], "structuredContent": {"echo": text}}
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
     elif method == "tools/call" and params["name"] == "hang":
         pass  # never answers: the client times out and cancels
     elif method == "ping":
