@@ -143,7 +143,9 @@ def test_the_bridges_from_the_cli_see_the_mcp_servers(world: Env, http_server: s
     assert "tool_search" in listed and "mcp_stub_add" not in listed  # listing starts no server
     r = world.run("--trust", "guest", "tool", "tool_search", "--json", '{"query": "add"}')
     assert r.code == 0 and r.json()["total_available"] == 0  # the server's policy class is external_api
-    r = world.run("--trust", "guest", "tool", "tool_call", "--json", '{"name": "mcp_stub_add"}')
+    r = world.run(
+        "--trust", "guest", "tool", "tool_call", "--json", '{"name": "mcp_stub_add", "arguments": {}}'
+    )
     assert r.code == 1 and r.error()["message"] == "Unknown capability: mcp_stub_add"  # not malformed input
 
 
