@@ -38,6 +38,45 @@ def tool_name(server: str, remote: str) -> str | None:
     return name if len(name) <= MAX_NAME else None
 
 
+def fermix_names(server: str, remotes: list[str]) -> dict[str, str]:
+    """Each remote tool's fermix name, unique: when two map to one name (`a.b` and `a_b`), a tool whose
+    name needed no rewriting keeps it, else the first listed; the other gets `_` and 6 hex digits of a
+    hash of its remote name. A name that would not fit is left out, a remote name listed twice counts
+    once. Every rename or omission is logged."""
+    import hashlib
+
+    out: dict[str, str] = {}
+    taken: dict[str, str] = {}  # fermix name -> remote
+    exact = {r for r in remotes if tool_name(server, r) == f"{PREFIX}{server}_{r}"}
+    for remote in [r for r in remotes if r in exact] + [r for r in remotes if r not in exact]:
+        if remote in out:
+            log.warning("MCP server %s: tool %r is listed twice; the second is ignored", server, remote)
+            continue
+        name = tool_name(server, remote)
+        if name is None:
+            log.warning("MCP server %s: tool %r skipped, its fermix name would be too long", server, remote)
+            continue
+        if name in taken:
+            digest = hashlib.sha256(remote.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+            renamed = f"{name[: MAX_NAME - 7]}_{digest}"
+            if renamed in taken:
+                log.warning("MCP server %s: tool %r skipped, no unique fermix name for it", server, remote)
+                continue
+            log.warning(
+                "MCP server %s: tools %r and %r both map to %s; %r is %s",
+                server,
+                taken[name],
+                remote,
+                name,
+                remote,
+                renamed,
+            )
+            name = renamed
+        out[remote] = name
+        taken[name] = remote
+    return out
+
+
 class McpArguments(Params):
     """Arguments for a remote tool: any object; the server's own JSON schema is checked in the handler."""
 
@@ -226,20 +265,22 @@ FAILURES = (
 
 
 def specs_for(conn: Connection) -> list[ToolSpec]:
-    """One deferred registry tool per remote tool (names that would not fit are skipped and logged)."""
+    """One deferred registry tool per remote tool, under the names `fermix_names` gives."""
     out: list[ToolSpec] = []
+    names = fermix_names(conn.name, [str(t["name"]) for t in conn.tools])
+    seen: set[str] = set()
     for tool in conn.tools:
         remote = str(tool["name"])
-        name = tool_name(conn.name, remote)
-        if name is None:
-            log.warning(
-                "MCP server %s: tool %r skipped, its fermix name would be too long", conn.name, remote
-            )
+        name = names.get(remote)
+        if name is None or remote in seen:
             continue
+        seen.add(remote)
         schema = _schema(tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else None)
         annotations = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else None
         title = (annotations or {}).get("title") or tool.get("title")
         description = (tool.get("description") or title or f"{remote} (MCP server {conn.name})").strip()
+        if name != tool_name(conn.name, remote):  # renamed: say which remote tool it is
+            description += f" (MCP tool {remote!r} on server {conn.name})"
         out.append(
             ToolSpec(
                 name=name,

@@ -75,6 +75,8 @@ def test_tools_are_listed_across_pages(session: tuple[Session, Path]) -> None:
         "latin1",
         "latin1_no_id",
         "big",
+        "a.b",
+        "a_b",
     ]
     lists = [m for m in received(log) if m.get("method") == "tools/list"]
     assert "params" not in lists[0] and lists[1]["params"] == {"cursor": "page-2"}

@@ -25,6 +25,8 @@ PAGES = {
             {"name": "latin1"},
             {"name": "latin1_no_id"},
             {"name": "big", "inputSchema": {"type": "object", "properties": {"chars": {"type": "integer"}}}},
+            {"name": "a.b", "description": "Say a.b."},  # both become mcp_<server>_a_b
+            {"name": "a_b", "description": "Say a_b."},
         ]
     },
 }
@@ -94,6 +96,8 @@ def answer(request: dict) -> None:
         text = "\u20ac" * params["arguments"]["chars"]  # three UTF-8 bytes each
         result = {"content": [{"type": "text", "text": text}], "structuredContent": {"echo": text}}
         send({"jsonrpc": "2.0", "id": rid, "result": result})
+    elif method == "tools/call" and params["name"] in ("a.b", "a_b"):
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": params["name"]}]}})
     elif method == "tools/call" and params["name"] == "hang":
         pass  # never answers: the client times out and cancels
     elif method == "ping":
