@@ -45,9 +45,7 @@ def unwrap_tool_call(raw_args: Any) -> tuple[str, dict[str, Any]] | None:
     name, arguments = raw_args.get("name"), raw_args.get("arguments")
     if set(raw_args) - {"name", "arguments"} or not isinstance(name, str) or name in BRIDGES:
         return None
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
+    if not isinstance(arguments, dict):  # missing or null too: `arguments` is required, `{}` for none
         return None
     return name, arguments
 

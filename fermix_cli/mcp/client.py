@@ -28,12 +28,53 @@ PREFIX = "mcp_"
 MAX_NAME = 64  # what provider APIs accept for a function name
 MEMBERSHIP = frozenset({"fermix", "coding"})  # the named toolsets MCP tools belong to
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+# What one remote result may hand a model or a script: shell's output cap (1 MiB); more is cut, and said.
+MAX_RESULT_BYTES = 1024 * 1024
 
 
 def tool_name(server: str, remote: str) -> str | None:
     """`mcp_<server>_<tool>`, with characters providers refuse replaced; None when it would be too long."""
     name = f"{PREFIX}{server}_{_UNSAFE.sub('_', remote)}"
     return name if len(name) <= MAX_NAME else None
+
+
+def fermix_names(server: str, remotes: list[str]) -> dict[str, str]:
+    """Each remote tool's fermix name, unique: when two map to one name (`a.b` and `a_b`), a tool whose
+    name needed no rewriting keeps it, else the first listed; the other gets `_` and 6 hex digits of a
+    hash of its remote name. A name that would not fit is left out, a remote name listed twice counts
+    once. Every rename or omission is logged."""
+    import hashlib
+
+    out: dict[str, str] = {}
+    taken: dict[str, str] = {}  # fermix name -> remote
+    exact = {r for r in remotes if tool_name(server, r) == f"{PREFIX}{server}_{r}"}
+    for remote in [r for r in remotes if r in exact] + [r for r in remotes if r not in exact]:
+        if remote in out:
+            log.warning("MCP server %s: tool %r is listed twice; the second is ignored", server, remote)
+            continue
+        name = tool_name(server, remote)
+        if name is None:
+            log.warning("MCP server %s: tool %r skipped, its fermix name would be too long", server, remote)
+            continue
+        if name in taken:
+            digest = hashlib.sha256(remote.encode("utf-8", "surrogatepass")).hexdigest()[:6]
+            renamed = f"{name[: MAX_NAME - 7]}_{digest}"
+            if renamed in taken:
+                log.warning("MCP server %s: tool %r skipped, no unique fermix name for it", server, remote)
+                continue
+            log.warning(
+                "MCP server %s: tools %r and %r both map to %s; %r is %s",
+                server,
+                taken[name],
+                remote,
+                name,
+                remote,
+                renamed,
+            )
+            name = renamed
+        out[remote] = name
+        taken[name] = remote
+    return out
 
 
 class McpArguments(Params):
@@ -72,25 +113,82 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def result_payload(result: dict[str, Any]) -> dict[str, Any]:
-    """A CallToolResult as fermix returns it: the joined text, the content blocks, structured content."""
+def result_payload(result: dict[str, Any], cap: int = MAX_RESULT_BYTES) -> dict[str, Any]:
+    """A CallToolResult as fermix returns it: the joined text, the content blocks, structured content.
+
+    At most `cap` bytes of it in all (text blocks as UTF-8, other blocks and structured content as
+    JSON), kept in order: a text block past the cap is cut on a character boundary, any other block
+    (an image, a resource) or structured content that does not fit whole is left out. A cut result
+    says so: `truncated: true`, `result_bytes` (its full size) and `cap_bytes`.
+    """
     content = result.get("content")
     blocks = [_without_nulls(b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-    text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-    out: dict[str, Any] = {"text": text, "content": blocks}
-    if result.get("structuredContent") is not None:
-        out["structured_content"] = result["structuredContent"]
+    structured = result.get("structuredContent")
+    budget, total, kept = cap, 0, []
+    for block in blocks:
+        if block.get("type") == "text":
+            raw = str(block.get("text", "")).encode("utf-8", "surrogatepass")
+            total += len(raw)
+            if len(raw) > budget:
+                block = {**block, "text": _utf8_prefix(raw, budget)}
+            budget -= min(len(raw), budget)
+            kept.append(block)
+            continue
+        size = _json_size(block)
+        total += size
+        if size <= budget:
+            budget -= size
+            kept.append(block)
+    if structured is not None:
+        size = _json_size(structured)
+        total += size
+        if size > budget:
+            structured = None
+    text = "\n".join(str(b.get("text", "")) for b in kept if b.get("type") == "text")
+    out: dict[str, Any] = {"text": text, "content": kept}
+    if structured is not None:
+        out["structured_content"] = structured
+    if total > cap:
+        out.update(truncated=True, result_bytes=total, cap_bytes=cap)
     return out
+
+
+def _utf8_prefix(raw: bytes, limit: int) -> str:
+    """The longest whole-character prefix of UTF-8 `raw` within `limit` bytes."""
+    end = limit
+    while 0 < end < len(raw) and raw[end] & 0xC0 == 0x80:  # `end` would split a character
+        end -= 1
+    return raw[:end].decode("utf-8", "surrogatepass")
+
+
+def _json_size(value: Any) -> int:
+    import json
+
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
+def truncation_note(payload: dict[str, Any]) -> str:
+    """The line that tells a reader the result was cut ('' when it was not)."""
+    if not payload.get("truncated"):
+        return ""
+    return (
+        f"\n[truncated: the MCP server's result was {payload['result_bytes']} bytes; fermix keeps at most "
+        f"{payload['cap_bytes']} (text cut, blocks that did not fit left out)]"
+    )
 
 
 def _render(payload: Any) -> str:
     import json
 
-    if isinstance(payload, dict) and payload.get("text"):
-        return str(payload["text"])
-    if isinstance(payload, dict) and "structured_content" in payload:
-        return json.dumps(payload["structured_content"], ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    if not isinstance(payload, dict):
+        return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    if payload.get("text"):
+        body = str(payload["text"])
+    elif "structured_content" in payload:
+        body = json.dumps(payload["structured_content"], ensure_ascii=False, separators=(",", ":"))
+    else:
+        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return body + truncation_note(payload)
 
 
 def _handler(name: str, server: str, remote: str, schema: dict[str, Any], conn: Connection) -> Any:
@@ -105,7 +203,8 @@ def _handler(name: str, server: str, remote: str, schema: dict[str, Any], conn: 
         if result.get("isError") is True:
             raise ToolError(
                 "mcp_tool_error",
-                payload["text"] or f"{remote} on MCP server {server} reported an error",
+                (payload["text"] or f"{remote} on MCP server {server} reported an error")
+                + truncation_note(payload),
                 {"server": server, "tool": remote, "content": payload["content"]},
             )
         return payload
@@ -166,20 +265,22 @@ FAILURES = (
 
 
 def specs_for(conn: Connection) -> list[ToolSpec]:
-    """One deferred registry tool per remote tool (names that would not fit are skipped and logged)."""
+    """One deferred registry tool per remote tool, under the names `fermix_names` gives."""
     out: list[ToolSpec] = []
+    names = fermix_names(conn.name, [str(t["name"]) for t in conn.tools])
+    seen: set[str] = set()
     for tool in conn.tools:
         remote = str(tool["name"])
-        name = tool_name(conn.name, remote)
-        if name is None:
-            log.warning(
-                "MCP server %s: tool %r skipped, its fermix name would be too long", conn.name, remote
-            )
+        name = names.get(remote)
+        if name is None or remote in seen:
             continue
+        seen.add(remote)
         schema = _schema(tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else None)
         annotations = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else None
         title = (annotations or {}).get("title") or tool.get("title")
         description = (tool.get("description") or title or f"{remote} (MCP server {conn.name})").strip()
+        if name != tool_name(conn.name, remote):  # renamed: say which remote tool it is
+            description += f" (MCP tool {remote!r} on server {conn.name})"
         out.append(
             ToolSpec(
                 name=name,

@@ -20,8 +20,10 @@ from ..core.errors import ToolError
 from ..core.imagefmt import load_base64
 from ..core.logs import logger
 from .exposure import listing, served_names
+from .screen import REFUSED_CALL, refusal, screen
 
 if TYPE_CHECKING:
+    import anyio
     from mcp.server.lowlevel import Server
 
     from ..core.cancel import CancelToken
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
 log = logger("fermix.mcp.server")
 
+REPLY_DRAIN_S = 5.0  # at end of input, how long the last error replies may take to be written
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # per image sent as MCP image content; a larger one is named, not sent
 INSTRUCTIONS = (
     "fermix tools: JSON in, JSON out, over fermix's sandbox and policy layer. Errors read `code: message`; "
@@ -138,6 +141,9 @@ def build_server(
                 ok, text, payload = False, err.model_text(), err.to_dict()
             finally:
                 ctx.close()
+        return tool_result(ok, text, payload, images)
+
+    def tool_result(ok: bool, text: str, payload: Any, images: tuple[str, ...] = ()) -> types.CallToolResult:
         structured = payload if ok else {"error": payload}
         content: list[Any] = [types.TextContent(type="text", text=text)]
         for path in images:  # a screenshot travels as image content, as it does to a model
@@ -154,6 +160,9 @@ def build_server(
 
     # fermix validates arguments strictly itself (its messages say how to recover); the SDK does not.
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name == REFUSED_CALL:  # a request the input check refused (screen.py): nothing runs
+            err = refusal(params.arguments)
+            return tool_result(False, err.model_text(), err.to_dict())
         token = CancelToken()
         try:
             # Abandoned on cancel: the handler returns at once and the token stops the thread's work.
@@ -180,14 +189,31 @@ class StdinLines:
     server whose client keeps the pipe open. This reader waits on the descriptor in the event loop, so
     cancelling the server cancels the read. fd 0 itself is pointed at /dev/null meanwhile: a handler or
     child reading stdin gets end of file, never the client's messages.
+
+    Each line is checked first (`screen.py`): one the SDK would drop unanswered (not UTF-8, not strict
+    JSON, not a message it accepts) never reaches it; its JSON-RPC error waits in `replies`, which
+    `forward_replies` writes out.
     """
 
     def __init__(self) -> None:
+        import anyio
+
         self._fd = os.dup(0)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
         os.set_blocking(self._fd, False)
+        self._replies, self.replies = anyio.create_memory_object_stream[Any](16)
+        self._sent: anyio.Event | None = None  # made in the event loop, on first use
+
+    @property
+    def sent(self) -> anyio.Event:
+        """Set once `forward_replies` has written every queued reply (or cannot write any more)."""
+        import anyio
+
+        if self._sent is None:
+            self._sent = anyio.Event()
+        return self._sent
 
     def __aiter__(self) -> AsyncIterator[str]:
         return self._lines()
@@ -196,19 +222,58 @@ class StdinLines:
         import anyio
 
         pending = b""
-        while True:
-            await anyio.wait_readable(self._fd)
-            try:
-                chunk = os.read(self._fd, 65536)
-            except BlockingIOError:
-                continue
-            if not chunk:
-                break
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                yield line.decode("utf-8", "replace")
-        if pending.strip():
-            yield pending.decode("utf-8", "replace")
+        try:
+            while True:
+                await anyio.wait_readable(self._fd)
+                try:
+                    chunk = os.read(self._fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    break
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    if (passed := await self._screened(line)) is not None:
+                        yield passed
+            if (passed := await self._screened(pending)) is not None:
+                yield passed
+            # End of input ends the SDK's session, which closes its output: first let the forwarder
+            # write the replies still queued, so the last refused line is answered too.
+            self._replies.close()
+            with anyio.move_on_after(REPLY_DRAIN_S):
+                await self.sent.wait()
+        finally:
+            self._replies.close()
+
+    async def _screened(self, line: bytes) -> str | None:
+        import anyio
+
+        verdict = screen(line)
+        if verdict is None or isinstance(verdict, str):
+            return verdict
+        try:
+            await self._replies.send(verdict)
+        except anyio.ClosedResourceError:  # the server is already stopping: nobody writes it out
+            log.warning("MCP server stopping: an error reply was not sent")
+        return None
+
+    async def forward_replies(self, write: Any) -> None:
+        """Write the refused lines' errors to the client until the input ends."""
+        import anyio
+        from mcp.shared.message import SessionMessage
+
+        try:
+            async with self.replies:
+                async for reply in self.replies:
+                    await write.send(SessionMessage(reply))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            log.warning("MCP server stopping: an error reply was not sent")
+        finally:
+            self.sent.set()
+
+    def finish(self) -> None:
+        """No more replies: `forward_replies` ends once it has sent the queued ones."""
+        self._replies.close()
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -244,8 +309,13 @@ def serve_stdio(registry: Registry, make_context: ContextFactory, allow: Iterabl
                         return
 
             tg.start_soon(stop_on_signal)
-            async with stdio_server(stdin=stdin) as (read, write):  # type: ignore[arg-type]
+            async with (
+                stdio_server(stdin=stdin) as (read, write),  # type: ignore[arg-type]
+                anyio.create_task_group() as replies,
+            ):
+                replies.start_soon(stdin.forward_replies, write)
                 await server.run(read, write, server.create_initialization_options())
+                stdin.finish()
             tg.cancel_scope.cancel()  # end of input: stop listening for signals
 
     try:

@@ -51,6 +51,7 @@ class McpToolset(Toolset):
     def load(self, ctx: ToolContext, only: list[str] | None = None) -> dict[str, ToolSpec]:
         """The tools of the enabled servers (or just `only`); a server that fails is skipped and logged."""
         out: dict[str, ToolSpec] = {}
+        owner: dict[str, str] = {}  # tool name -> its server
         for name, config in sorted(self.servers(ctx).items()):
             if only is not None and name not in only:
                 continue
@@ -61,7 +62,21 @@ class McpToolset(Toolset):
                 self._failed[name] = e.message
                 continue
             for tool_name, spec in tools.items():
-                out.setdefault(tool_name, spec)
+                # `mcp_a_b_c` is server a's `b_c` and server a_b's `c`: the longer server name wins,
+                # as in `get`, so a listing and a call by name mean the same tool.
+                other = owner.get(tool_name)
+                if other is not None:
+                    log.warning(
+                        "MCP tool name %s is used by servers %s and %s; it means %s's tool "
+                        "(rename a server in config.toml to reach both)",
+                        tool_name,
+                        other,
+                        name,
+                        max(other, name, key=len),
+                    )
+                    if len(other) >= len(name):
+                        continue
+                out[tool_name], owner[tool_name] = spec, name
         return out
 
     def tools(self, ctx: ToolContext) -> list[ToolSpec]:

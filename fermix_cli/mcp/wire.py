@@ -35,6 +35,7 @@ PROTOCOL_VERSION = "2025-11-25"
 ACCEPTED_VERSIONS = frozenset({"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"})
 CLIENT_INFO = {"name": "fermix", "version": "1"}
 
+PARSE_ERROR = -32700
 METHOD_NOT_FOUND = -32601
 REQUEST_TIMEOUT = -32001
 
@@ -78,12 +79,39 @@ class Transport:
 def _deliver(sink: Sink, raw: str | bytes) -> None:
     try:
         message = json.loads(raw)
+    except UnicodeDecodeError as e:
+        assert isinstance(raw, bytes)  # only bytes can fail to decode
+        _undecodable(sink, raw, e)
+        return
     except ValueError:
         log.warning("MCP server sent a line that is not JSON: %.200r", raw)
         return
     for one in message if isinstance(message, list) else [message]:  # 2025-03-26 allowed batches
         if isinstance(one, dict):
             sink(one)
+
+
+def _undecodable(sink: Sink, raw: bytes, e: UnicodeDecodeError) -> None:
+    """A message that is not UTF-8 fails the request it answers, never repaired and never left to time out.
+
+    Its id is read with the bad bytes set aside; when it has none, the session fails its only
+    waiting request (a line it cannot match to one of several is logged and dropped)."""
+    where = f"byte 0x{raw[e.start]:02x} at offset {e.start}"
+    try:
+        message = json.loads(raw.decode("utf-8", "surrogateescape"))
+    except ValueError:
+        log.warning("MCP server sent a line that is neither UTF-8 (%s) nor JSON: %.200r", where, raw)
+        return
+    if not isinstance(message, dict) or "method" in message:
+        log.warning("MCP server sent a message that is not valid UTF-8 (%s), dropped: %.200r", where, raw)
+        return
+    error = McpError(
+        PARSE_ERROR, f"its answer is not valid UTF-8 ({where}); an MCP server must send UTF-8 JSON"
+    )
+    request_id = message.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        request_id = None
+    sink({"jsonrpc": "2.0", "id": request_id, "_failure": error})
 
 
 # ----- stdio ------------------------------------------------------------------------------------------
@@ -382,7 +410,14 @@ class Session:
                 self._answer_server(message)
             return  # notifications (log messages, list changes, progress): nothing fermix acts on
         with self._lock:
-            pending = self._pending.pop(message.get("id"), None)  # type: ignore[arg-type]
+            request_id = message.get("id")
+            if request_id is None and "_failure" in message and len(self._pending) == 1:
+                request_id = next(
+                    iter(self._pending)
+                )  # an answer without a readable id: the only one waiting
+            pending = self._pending.pop(request_id, None)  # type: ignore[arg-type]
+        if pending is None and "_failure" in message:
+            log.warning("MCP server: %s (matched to no waiting request)", message["_failure"])
         if pending is not None:
             pending.answer = message
             pending.done.set()

@@ -191,12 +191,30 @@ def test_tool_call_invokes_the_target_under_policy(world: Env, registry: Registr
     assert e.value.message == "Unknown capability: notes_append"
 
 
-@pytest.mark.parametrize("arguments", [[1, 2], "text", 5])
+MISSING = object()
+
+
+@pytest.mark.parametrize("arguments", [[1, 2], "text", 5, None, MISSING])
 def test_malformed_tool_call_never_reaches_the_target(world: Env, registry: Registry, arguments: Any) -> None:
+    call = (
+        {"name": "notes_append"} if arguments is MISSING else {"name": "notes_append", "arguments": arguments}
+    )
     with pytest.raises(ToolError) as e:
-        run(world, registry, "tool_call", {"name": "notes_append", "arguments": arguments})
+        run(world, registry, "tool_call", call)
     assert e.value.code == "invalid_tool_call"
     assert e.value.message.startswith("Malformed tool_call (got name='notes_append'")
+
+
+@pytest.mark.parametrize("call", [{"name": "file_read"}, {"name": "file_read", "arguments": None}])
+def test_tool_call_requires_arguments_from_the_cli(world: Env, call: dict[str, Any]) -> None:
+    """The seed's table: `arguments` is required (an object); the schema says so and the CLI refuses."""
+    schema = world.run("tool", "tool_call", "--schema").json()
+    assert (
+        schema["required"] == ["name", "arguments"] and schema["properties"]["arguments"]["type"] == "object"
+    )
+    r = world.tool("tool_call", call)
+    assert r.code == 2 and r.error()["code"] == "invalid_tool_call", r.stderr
+    assert r.error()["message"].startswith("Malformed tool_call (got name='file_read'")
 
 
 def test_bridges_vanish_when_deferral_is_off(world: Env, registry: Registry) -> None:
@@ -256,19 +274,22 @@ def test_the_loop_unwraps_tool_call(world: Env, registry: Registry) -> None:
                 {"name": "tool_call", "arguments": {"name": "notes_append", "arguments": {"text": "x"}}},
                 {"name": "notes_append", "arguments": {"text": "direct"}},
                 {"name": "tool_call", "arguments": {"name": "notes_append", "arguments": "not an object"}},
+                {"name": "tool_call", "arguments": {"name": "notes_append", "arguments": None}},
+                {"name": "tool_call", "arguments": {"name": "notes_append"}},
             ]
         }
     )
     result, echoed = agent_run(world, registry, prompt)
     names = [o.name for o in result.outcomes]
-    assert names == ["notes_append", "notes_append", "tool_call"]
+    assert names == ["notes_append", "notes_append", "tool_call", "tool_call", "tool_call"]
     outputs = [r["output"] for r in echoed["tool_results"]]
     assert json.loads(outputs[0]) == {"echo": {"text": "x"}}
     assert json.loads(outputs[1]) == {"echo": {"text": "direct"}}
-    assert outputs[2].startswith("invalid_tool_call: Malformed tool_call (got name='notes_append'")
+    for output in outputs[2:]:  # malformed: answered by the bridge, the target never runs
+        assert output.startswith("invalid_tool_call: Malformed tool_call (got name='notes_append'"), output
     db = sqlite3.connect(world.fermix_home / "state.db")
     tools = [r[0] for r in db.execute("SELECT tool FROM tool_calls ORDER BY started_at")]
-    assert tools == ["notes_append", "notes_append", "tool_call"]
+    assert tools == ["notes_append", "notes_append", "tool_call", "tool_call", "tool_call"]
 
 
 def test_unwrapped_calls_obey_policy_and_loop_detection(world: Env, registry: Registry) -> None:

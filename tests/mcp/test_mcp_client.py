@@ -16,10 +16,11 @@ from fermix_cli.core.config import validate_config
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.registry import Registry
 from fermix_cli.core.tooldoc import tool_markdown
-from fermix_cli.mcp.client import load_servers, server_for, tool_name
+from fermix_cli.mcp.client import fermix_names, load_servers, server_for, tool_name
 from tests.conftest import REPO, Env
 
 STUB = Path(__file__).with_name("stub_mcp_server.py")
+WIRE_SERVER = Path(__file__).with_name("wire_server.py")
 
 
 def toml_value(value: Any) -> str:
@@ -85,6 +86,73 @@ def test_tool_names() -> None:
     assert server_for("mcp_other_tool", ["my"]) is None
 
 
+def _h(remote: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(remote.encode()).hexdigest()[:6]
+
+
+@pytest.mark.parametrize(
+    ("remotes", "names"),
+    [
+        (["add", "echo"], {"add": "mcp_s_add", "echo": "mcp_s_echo"}),
+        # the tool whose name needed no rewriting keeps it, whatever the order
+        (["a.b", "a_b"], {"a_b": "mcp_s_a_b", "a.b": f"mcp_s_a_b_{_h('a.b')}"}),
+        (["a_b", "a.b"], {"a_b": "mcp_s_a_b", "a.b": f"mcp_s_a_b_{_h('a.b')}"}),
+        # neither is exact: the first listed keeps it
+        (
+            ["a.b", "a b", "a/b"],
+            {"a.b": "mcp_s_a_b", "a b": f"mcp_s_a_b_{_h('a b')}", "a/b": f"mcp_s_a_b_{_h('a/b')}"},
+        ),
+        (  # 64 characters, the most a provider takes: the suffix replaces the end
+            ["x" * 57 + ".", "x" * 57 + "_"],
+            {
+                "x" * 57 + "_": "mcp_s_" + "x" * 57 + "_",
+                "x" * 57 + ".": "mcp_s_" + "x" * 51 + f"_{_h('x' * 57 + '.')}",
+            },
+        ),
+        (["add", "add"], {"add": "mcp_s_add"}),
+        (["x" * 80], {}),
+    ],
+)
+def test_fermix_names_are_unique(remotes: list[str], names: dict[str, str]) -> None:
+    assert fermix_names("s", remotes) == names
+    assert all(len(n) <= 64 for n in names.values())
+
+
+def test_tools_whose_names_clash_are_both_reachable(world: Env, tmp_path: Path) -> None:
+    """`a.b` and `a_b` both map to mcp_wire_a_b: neither disappears, each call reaches its own tool."""
+    configure(world, {"wire": {"command": sys.executable, "args": [str(WIRE_SERVER), str(tmp_path / "log")]}})
+    listed = {t["name"]: t for t in world.run("mcp", "tools", "--json").json()["tools"]}
+    renamed = f"mcp_wire_a_b_{_h('a.b')}"
+    assert {"mcp_wire_a_b", renamed} <= set(listed)
+    assert world.tool("mcp_wire_a_b").json()["text"] == "a_b"
+    assert world.tool(renamed).json()["text"] == "a.b"
+    described = world.tool("tool_describe", {"name": renamed}).json()["markdown"]
+    assert "MCP tool 'a.b' on server wire" in described
+    log = (world.fermix_home / "logs").glob("*.log")
+    assert any(f"'a_b' and 'a.b' both map to mcp_wire_a_b; 'a.b' is {renamed}" in p.read_text() for p in log)
+
+
+def test_a_name_two_servers_share_means_the_same_tool_listed_and_called(world: Env) -> None:
+    """Server w's `a_b` and server w_a's `b` are both mcp_w_a_b: a call by name reaches w_a's (the longest
+    server name, `server_for`), so the listing shows that one too, and the clash is logged."""
+    from fermix_cli.mcp.toolset import McpToolset
+
+    class Canned(McpToolset):
+        def server_tools(self, name: str, config: Any, ctx: Any) -> dict[str, Any]:
+            return {"mcp_w_a_b": f"{name}'s tool", f"mcp_{name}_own": f"{name}'s own"}
+
+    configure(world, {"w": {"command": "x"}, "w_a": {"command": "x"}})
+    ctx = world.context()
+    try:
+        loaded = Canned().load(ctx)
+    finally:
+        ctx.close()
+    assert loaded == {"mcp_w_a_b": "w_a's tool", "mcp_w_own": "w's own", "mcp_w_a_own": "w_a's own"}
+    assert server_for("mcp_w_a_b", ["w", "w_a"]) == "w_a"
+
+
 # ----- the CLI against a real stdio server ---------------------------------------------------------
 
 
@@ -143,7 +211,9 @@ def test_the_bridges_from_the_cli_see_the_mcp_servers(world: Env, http_server: s
     assert "tool_search" in listed and "mcp_stub_add" not in listed  # listing starts no server
     r = world.run("--trust", "guest", "tool", "tool_search", "--json", '{"query": "add"}')
     assert r.code == 0 and r.json()["total_available"] == 0  # the server's policy class is external_api
-    r = world.run("--trust", "guest", "tool", "tool_call", "--json", '{"name": "mcp_stub_add"}')
+    r = world.run(
+        "--trust", "guest", "tool", "tool_call", "--json", '{"name": "mcp_stub_add", "arguments": {}}'
+    )
     assert r.code == 1 and r.error()["message"] == "Unknown capability: mcp_stub_add"  # not malformed input
 
 
@@ -231,6 +301,43 @@ def test_call_timeout(world: Env) -> None:
     r = world.tool("mcp_stub_nap", {"seconds": 5})
     assert r.code == 1 and r.error()["code"] == "timeout", r.stderr
     assert time.monotonic() - started < 30
+
+
+def test_an_answer_that_is_not_utf8_is_an_mcp_error_not_a_timeout(world: Env, tmp_path: Path) -> None:
+    configure(
+        world,
+        {
+            "wire": {
+                "command": sys.executable,
+                "args": [str(WIRE_SERVER), str(tmp_path / "log")],
+                "call_timeout_ms": 120_000,
+            }
+        },
+    )
+    started = time.monotonic()
+    r = world.tool("mcp_wire_latin1")
+    assert time.monotonic() - started < 60  # the call timeout is two minutes
+    assert r.code == 1 and r.error()["code"] == "mcp_error", r.stderr
+    assert r.error()["message"].startswith("MCP server wire: its answer is not valid UTF-8 (byte 0xff")
+
+
+def test_a_large_result_is_cut_at_the_cap_and_says_so(world: Env, tmp_path: Path) -> None:
+    """A remote tool's 3 MB answer reaches neither a script nor a model whole: 1 MiB, cut between
+    characters, and the cut is stated in the JSON and in what a model reads."""
+    from fermix_cli.mcp.client import MAX_RESULT_BYTES
+
+    configure(world, {"wire": {"command": sys.executable, "args": [str(WIRE_SERVER), str(tmp_path / "log")]}})
+    chars = 1_000_000  # 3 MB of UTF-8, twice over (text and structured content)
+    r = world.tool("mcp_wire_big", {"chars": chars})
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["truncated"] is True and out["cap_bytes"] == MAX_RESULT_BYTES
+    assert out["result_bytes"] > 6_000_000
+    assert out["text"] == "\u20ac" * (MAX_RESULT_BYTES // 3) and "structured_content" not in out
+    shown = world.run("tool", "mcp_wire_big", "--chars", str(chars), "--text")
+    assert shown.code == 0, shown.stderr
+    assert len(shown.stdout.encode()) < MAX_RESULT_BYTES + 1000
+    assert f"[truncated: the MCP server's result was {out['result_bytes']} bytes" in shown.stdout
 
 
 def test_machine_call_of_a_builtin_never_imports_mcp(world: Env) -> None:

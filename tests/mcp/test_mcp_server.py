@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import sys
 from collections.abc import Awaitable, Callable
@@ -291,3 +292,120 @@ def test_real_stdio_server_with_the_sdks_high_level_client(world: Env) -> None:
     version, r = anyio.run(main)
     assert version == "2026-07-28", version  # the modern era, no initialize handshake
     assert r.is_error is False and r.structured_content["content"].startswith("seen")
+
+
+# ----- lines the SDK cannot read still get an answer (the raw wire) -------------------------------
+
+
+class RawWire:
+    """`fermix mcp serve` driven line by line: bytes out exactly as given, each answer read with a deadline."""
+
+    def __init__(self, world: Env, *serve_args: str) -> None:
+        import subprocess
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "fermix_cli", "mcp", "serve", *serve_args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=world.env,
+            cwd=world.project,
+        )
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}).encode())
+        assert self.receive(60)["id"] == 0
+        self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    def send(self, line: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + b"\n")
+        self.proc.stdin.flush()
+
+    def receive(self, within: float = 20) -> dict[str, Any]:
+        import select
+
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], within)
+        assert ready, f"no answer within {within} s"
+        return dict(json.loads(self.proc.stdout.readline()))
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(30)
+
+
+def call_line(rid: int, name: str, arguments: bytes) -> bytes:
+    head = json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call"}).encode()[:-1]
+    return head + b',"params":{"name":"' + name.encode() + b'","arguments":' + arguments + b"}}"
+
+
+# (line, the answer's id, the JSON-RPC error code or "tool" for an isError result, words in its message)
+UNREADABLE = [
+    (b"{not json", None, -32700, "malformed JSON"),
+    (call_line(11, "file_write", b'{"path":"t.txt","content":"x"')[:-3], None, -32700, "malformed JSON"),
+    (
+        call_line(12, "file_write", b'{"path":"d1.txt","path":"d2.txt","content":"x"}'),
+        12,
+        "tool",
+        "duplicate key 'path'",
+    ),
+    (
+        call_line(13, "file_write", b'{"path":"n.txt","content":"x","n":NaN}'),
+        13,
+        "tool",
+        "NaN is not valid JSON",
+    ),
+    (call_line(14, "file_write", b'{"path":"s.txt","content":"\\udc80"}'), 14, "tool", "surrogate"),
+    (call_line(15, "file_write", b'{"path":"u.txt","content":"a\xff\xfeb"}'), 15, -32700, "not valid UTF-8"),
+    (b'{"jsonrpc":"2.0","id":16,"method":"ping","params":{"x":Infinity}}', 16, -32700, "Infinity"),
+    (b'{"jsonrpc":"2.0","id":17,"method":5}', 17, -32600, "method"),
+    (b"[1, 2]", None, -32600, "not a valid MCP message"),
+    (b"\xff\xfe", None, -32700, "not valid UTF-8"),
+]
+
+
+def test_every_unreadable_request_is_answered_and_runs_nothing(world: Env) -> None:
+    """JSON-RPC 2.0: a line that is not JSON gets -32700 with id null; where the id can be read, the
+    answer carries it. fermix's own JSON rules (no duplicate keys, NaN, Infinity, invalid UTF-8) hold
+    on MCP as on the CLI; a refused tools/call answers as invalid arguments do, with an isError result."""
+    from mcp.types import CallToolResult, jsonrpc_message_adapter
+
+    wire = RawWire(world, "--allow", "file_write")
+    try:
+        for line, rid, code, words in UNREADABLE:
+            wire.send(line)
+            answer = wire.receive()
+            jsonrpc_message_adapter.validate_python(answer)  # a well-formed message, by the SDK's model
+            assert answer["id"] == rid, (line, answer)
+            if code == "tool":
+                result = CallToolResult.model_validate(answer["result"])
+                assert result.is_error is True, (line, answer)
+                assert result.structured_content is not None
+                assert result.structured_content["error"]["code"] == "invalid_json"
+                assert words in result.content[0].text, (line, answer)  # type: ignore[union-attr]
+            else:
+                assert answer["error"]["code"] == code, (line, answer)
+                assert words in answer["error"]["message"], (line, answer)
+        # The session is still in order, and the refused writes wrote nothing.
+        wire.send(call_line(20, "file_write", b'{"path":"ok.txt","content":"ok"}'))
+        assert wire.receive()["result"]["isError"] is False
+    finally:
+        wire.close()
+    assert sorted(p.name for p in world.project.iterdir() if p.suffix == ".txt") == ["ok.txt"]
+    log = (world.fermix_home / "logs").glob("*.log")
+    assert any("MCP request 12 refused: duplicate key 'path'" in p.read_text() for p in log)
+
+
+def test_a_refused_line_just_before_end_of_input_is_answered(world: Env) -> None:
+    wire = RawWire(world)
+    wire.send(b'{"jsonrpc":"2.0","id":3,"method":"ping","params":{"a":1,"a":2}}')
+    assert wire.proc.stdin is not None
+    wire.proc.stdin.close()
+    answer = wire.receive()
+    assert answer["id"] == 3 and answer["error"]["code"] == -32700
+    assert wire.proc.wait(30) == 0

@@ -68,7 +68,16 @@ def test_the_servers_version_is_accepted_only_when_known(tmp_path: Path, version
 
 def test_tools_are_listed_across_pages(session: tuple[Session, Path]) -> None:
     s, log = session
-    assert [t["name"] for t in s.list_tools(10)] == ["add", "ask_back", "hang"]
+    assert [t["name"] for t in s.list_tools(10)] == [
+        "add",
+        "ask_back",
+        "hang",
+        "latin1",
+        "latin1_no_id",
+        "big",
+        "a.b",
+        "a_b",
+    ]
     lists = [m for m in received(log) if m.get("method") == "tools/list"]
     assert "params" not in lists[0] and lists[1]["params"] == {"cursor": "page-2"}
 
@@ -99,6 +108,79 @@ def test_a_timed_out_call_is_cancelled(session: tuple[Session, Path]) -> None:
     call = next(m for m in messages if m.get("method") == "tools/call")
     cancel = next(m for m in messages if m.get("method") == "notifications/cancelled")
     assert cancel["params"]["requestId"] == call["id"] and "no answer" in cancel["params"]["reason"]
+
+
+@pytest.mark.parametrize("tool", ["latin1", "latin1_no_id"])
+def test_an_answer_that_is_not_utf8_fails_its_request_at_once(
+    session: tuple[Session, Path], tool: str
+) -> None:
+    """Never repaired, never dropped to time out: the waiting request fails, naming the bad byte (found
+    by its id, or, when the id cannot be read, as the only request waiting)."""
+    s, _ = session
+    started = time.monotonic()
+    with pytest.raises(McpError) as e:
+        s.call_tool(tool, {}, 30)
+    assert time.monotonic() - started < 10
+    assert e.value.code == wire.PARSE_ERROR
+    assert "not valid UTF-8 (byte 0xff at offset" in e.value.message
+    assert s.call_tool("add", {"a": 1, "b": 2}, 10)["structuredContent"] == {"sum": 3}  # still in order
+
+
+CAP = 10
+
+
+@pytest.mark.parametrize(
+    ("result", "text", "blocks", "structured", "total"),
+    [
+        # (the server's result, the text kept, the blocks' types kept, structured content kept, full size)
+        ({"content": [{"type": "text", "text": "0123456789"}]}, "0123456789", ["text"], None, None),
+        ({"content": [{"type": "text", "text": "0123456789A"}]}, "0123456789", ["text"], None, 11),
+        (
+            {"content": [{"type": "text", "text": "\u20ac" * 4}]},
+            "\u20ac" * 3,
+            ["text"],
+            None,
+            12,
+        ),  # not mid-€
+        ({"content": [{"type": "text", "text": "ab\U0001f600" * 2}]}, "ab\U0001f600ab", ["text"], None, 12),
+        (
+            {"content": [{"type": "text", "text": "01234"}, {"type": "text", "text": "56789xyz"}]},
+            "01234\n56789",
+            ["text", "text"],
+            None,
+            13,
+        ),
+        (
+            {"content": [{"type": "text", "text": "0123456789"}, {"type": "text", "text": "more"}]},
+            "0123456789\n",
+            ["text", "text"],
+            None,
+            14,
+        ),
+        ({"content": [{"type": "image", "data": "QUJD" * 9, "mimeType": "image/png"}]}, "", [], None, 85),
+        ({"content": [], "structuredContent": {"k": 1}}, "", [], {"k": 1}, None),  # 7 bytes: fits
+        (
+            {"content": [{"type": "text", "text": "0123"}], "structuredContent": {"k": 123}},
+            "0123",
+            ["text"],
+            None,
+            13,
+        ),
+    ],
+)
+def test_results_are_capped_on_character_boundaries(
+    result: dict[str, Any], text: str, blocks: list[str], structured: Any, total: int | None
+) -> None:
+    out = result_payload(result, cap=CAP)
+    assert out["text"] == text
+    assert [b["type"] for b in out["content"]] == blocks
+    assert out.get("structured_content") == structured
+    if total is None:
+        assert "truncated" not in out
+    else:
+        assert (out["truncated"], out["result_bytes"], out["cap_bytes"]) == (True, total, CAP)
+    kept = sum(len(b["text"].encode()) for b in out["content"] if b["type"] == "text")
+    assert kept <= CAP
 
 
 def test_a_server_that_exits_fails_the_waiting_request(tmp_path: Path) -> None:

@@ -18,7 +18,17 @@ if "stubborn" in sys.argv[3:]:
 
 PAGES = {
     None: {"tools": [{"name": "add", "inputSchema": {"type": "object"}}], "nextCursor": "page-2"},
-    "page-2": {"tools": [{"name": "ask_back", "inputSchema": {"type": "object"}}, {"name": "hang"}]},
+    "page-2": {
+        "tools": [
+            {"name": "ask_back", "inputSchema": {"type": "object"}},
+            {"name": "hang"},
+            {"name": "latin1"},
+            {"name": "latin1_no_id"},
+            {"name": "big", "inputSchema": {"type": "object", "properties": {"chars": {"type": "integer"}}}},
+            {"name": "a.b", "description": "Say a.b."},  # both become mcp_<server>_a_b
+            {"name": "a_b", "description": "Say a_b."},
+        ]
+    },
 }
 
 
@@ -77,6 +87,17 @@ def answer(request: dict) -> None:
             if reply.get("id") in ("s1", "s2"):
                 got[reply["id"]] = reply
         send({"jsonrpc": "2.0", "id": rid, "result": {"content": [], "structuredContent": got}})
+    elif method == "tools/call" and params["name"] in ("latin1", "latin1_no_id"):
+        # An answer in Latin-1, not UTF-8: its text holds the bytes 0xff 0xfe; without its id, when asked.
+        head = b'{"jsonrpc":"2.0",' + (b"" if params["name"] == "latin1_no_id" else b'"id":%d,' % rid)
+        sys.stdout.buffer.write(head + b'"result":{"content":[{"type":"text","text":"a\xff\xfeb"}]}}\n')
+        sys.stdout.buffer.flush()
+    elif method == "tools/call" and params["name"] == "big":
+        text = "\u20ac" * params["arguments"]["chars"]  # three UTF-8 bytes each
+        result = {"content": [{"type": "text", "text": text}], "structuredContent": {"echo": text}}
+        send({"jsonrpc": "2.0", "id": rid, "result": result})
+    elif method == "tools/call" and params["name"] in ("a.b", "a_b"):
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": params["name"]}]}})
     elif method == "tools/call" and params["name"] == "hang":
         pass  # never answers: the client times out and cancels
     elif method == "ping":

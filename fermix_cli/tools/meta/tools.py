@@ -9,7 +9,7 @@ from ...core import policy
 from ...core.context import ToolContext
 from ...core.deferral import deferral_enabled, is_deferrable, require_deferral, unwrap_tool_call
 from ...core.errors import ExitClass, ToolError
-from ...core.params import Field
+from ...core.params import Field, model_validator
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, registry_of, specs, toolset_of
 from ...core.tooldoc import tool_markdown
 
@@ -117,18 +117,32 @@ def _object_schema(schema: dict[str, Any]) -> None:
     schema["type"] = "object"
 
 
+_MISSING = object()
+
+
 class ToolCallParams(Params):
     name: Annotated[str, Field(max_length=256, description="Deferred tool name to invoke")]
     arguments: Annotated[
         Any, Field(description="The tool's arguments, as a JSON object", json_schema_extra=_object_schema)
-    ] = None
+    ]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _arguments_are_an_object(cls, value: Any) -> Any:
+        """Missing, null or non-object `arguments` answer in the reference's words, never reach a tool."""
+        if isinstance(value, dict) and isinstance(value.get("name"), str):
+            arguments = value.get("arguments", _MISSING)
+            if not isinstance(arguments, dict):
+                raise malformed_tool_call(value["name"], arguments)
+        return value
 
 
 def malformed_tool_call(name: Any, arguments: Any) -> ToolError:
+    got = "no arguments" if arguments is _MISSING else f"arguments of type {type(arguments).__name__}"
     return ToolError(
         "invalid_tool_call",
-        f"Malformed tool_call (got name={name!r}, arguments of type {type(arguments).__name__}): "
-        'call it as {"name": "<tool>", "arguments": {...}} with an object of arguments, '
+        f"Malformed tool_call (got name={name!r}, {got}): "
+        'call it as {"name": "<tool>", "arguments": {...}} with an object of arguments (`{}` for none), '
         "or call the tool directly by its name",
         {"name": name},
     )
@@ -220,7 +234,9 @@ TOOLS = specs(
             ),
         ),
         failure_modes=(
-            FailureMode("invalid_tool_call", "arguments is not an object, or the target is a bridge"),
+            FailureMode(
+                "invalid_tool_call", "arguments is missing, null or not an object, or the target is a bridge"
+            ),
             FailureMode("unknown_tool", "no such tool, or one outside the caller's permissions"),
         ),
         available=deferral_enabled,
