@@ -292,7 +292,7 @@ complete -c fermix -n '__fermix_at \'\'' -l trust -x -a 'operator guest' -d 'ope
 complete -c fermix -n '__fermix_at \'\'' -l version -d 'Print the version and exit.'
 complete -c fermix -n '__fermix_at \'agent\'' -s c -l continue -d 'Continue the most recent session.'
 complete -c fermix -n '__fermix_at \'agent\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'agent\'' -l max-iterations -x -d 'Cap on model calls per turn.'
+complete -c fermix -n '__fermix_at \'agent\'' -l max-iterations -x -d 'Cap on model calls per turn (default 100).'
 complete -c fermix -n '__fermix_at \'agent\'' -s m -l model -x -d 'Model, or a provider name (-m echo, -m mock).'
 complete -c fermix -n '__fermix_at \'agent\'' -l provider -x -a 'openai anthropic echo mock' -d 'Provider name from config.'
 complete -c fermix -n '__fermix_at \'agent\'' -l session -x -d 'Continue (or start) this session.'

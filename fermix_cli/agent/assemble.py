@@ -17,7 +17,9 @@ from .toolbox import Toolbox, select_tools
 from .transcripts import Transcript, new_session_id
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
-LONG_RUN_ORIGINS = ("scheduled", "subagent")
+# Runs that get `max_iterations_scheduled` (100, reference 15): an interactive turn (`fermix agent`, a
+# channel conversation), a sub-agent and a scheduled job. A one-shot `fermix ask` keeps the default (25).
+LONG_RUN_ORIGINS = ("interactive", "scheduled", "subagent")
 
 
 def prompt_cwd(ctx: ToolContext) -> str:

@@ -42,6 +42,7 @@ class AgentConfig(Section):
     system_prompt: Annotated[str, Field(max_length=100_000)] | None = None
     toolset: Literal["fermix", "coding"] = "fermix"
     max_iterations: Annotated[int, Field(ge=1, le=10_000)] = 25
+    # Interactive turns (`fermix agent`, channel conversations), sub-agents and scheduled jobs.
     max_iterations_scheduled: Annotated[int, Field(ge=1, le=10_000)] = 100
     repeat_limit: Annotated[int, Field(ge=2, le=100)] = 3
 
