@@ -48,7 +48,11 @@ class AgentConfig(Section):
 
 
 class RoutingConfig(Section):
-    """`[fermix_core.routing]`: which model delegated sub-agents, cron runs and meetings use."""
+    """`[fermix_core.routing]`: which model delegated sub-agents and unpinned scheduled runs use.
+
+    `meeting_*` are accepted and shown by `model_routing_config read` (the reference's routing block has
+    them, for the original's meetings tools) but fermix has no meetings feature: nothing reads them.
+    """
 
     subagent_provider: Name | None = None
     subagent_model: Name | None = None
