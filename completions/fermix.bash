@@ -22,12 +22,12 @@ _fermix_node() {
             _fx_valopts='--cwd --home --session --trust' ;;
         'agent')
             _fx_subs=''
-            _fx_opts='-c --continue -h --help --max-iterations -m --model --provider --session --system --tools --toolset'
-            _fx_valopts='--max-iterations -m --model --provider --session --system --tools --toolset' ;;
+            _fx_opts='-c --continue -h --help --max-iterations -m --model --provider --session -s --system --tools --toolset'
+            _fx_valopts='--max-iterations -m --model --provider --session -s --system --tools --toolset' ;;
         'ask')
             _fx_subs=''
-            _fx_opts='-c --continue -h --help --json --max-iterations -m --model --provider --session --stdin --system --tools --toolset'
-            _fx_valopts='--max-iterations -m --model --provider --session --system --tools --toolset' ;;
+            _fx_opts='-c --continue -h --help --json --max-iterations -m --model --provider --session -s --stdin --system --timeout -t --tools --toolset'
+            _fx_valopts='--max-iterations -m --model --provider --session -s --system --timeout -t --tools --toolset' ;;
         'browser')
             _fx_subs='open shot snapshot start status stop'
             _fx_opts='-h --help'

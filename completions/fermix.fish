@@ -47,9 +47,9 @@ function __fermix_valopts
         case ''
             echo --cwd --home --session --trust
         case 'agent'
-            echo --max-iterations -m --model --provider --session --system --tools --toolset
+            echo --max-iterations -m --model --provider --session -s --system --tools --toolset
         case 'ask'
-            echo --max-iterations -m --model --provider --session --system --tools --toolset
+            echo --max-iterations -m --model --provider --session -s --system --timeout -t --tools --toolset
         case 'browser open'
             echo --profile
         case 'browser shot'
@@ -292,10 +292,10 @@ complete -c fermix -n '__fermix_at \'\'' -l trust -x -a 'operator guest' -d 'ope
 complete -c fermix -n '__fermix_at \'\'' -l version -d 'Print the version and exit.'
 complete -c fermix -n '__fermix_at \'agent\'' -s c -l continue -d 'Continue the most recent session.'
 complete -c fermix -n '__fermix_at \'agent\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'agent\'' -l max-iterations -x -d 'Cap on model calls per turn.'
+complete -c fermix -n '__fermix_at \'agent\'' -l max-iterations -x -d 'Cap on model calls per turn (default 100).'
 complete -c fermix -n '__fermix_at \'agent\'' -s m -l model -x -d 'Model, or a provider name (-m echo, -m mock).'
 complete -c fermix -n '__fermix_at \'agent\'' -l provider -x -a 'openai anthropic echo mock' -d 'Provider name from config.'
-complete -c fermix -n '__fermix_at \'agent\'' -l session -x -d 'Continue (or start) this session.'
+complete -c fermix -n '__fermix_at \'agent\'' -l session -s s -x -d 'Continue (or start) this session.'
 complete -c fermix -n '__fermix_at \'agent\'' -l system -x -d 'System prompt (replaces the default).'
 complete -c fermix -n '__fermix_at \'agent\'' -l tools -x -d 'Exactly these tools, comma-separated (\'\' for none).'
 complete -c fermix -n '__fermix_at \'agent\'' -l toolset -x -a 'fermix coding' -d 'fermix (default) or coding.'
@@ -305,9 +305,10 @@ complete -c fermix -n '__fermix_at \'ask\'' -l json -d 'Print {status, response,
 complete -c fermix -n '__fermix_at \'ask\'' -l max-iterations -x -d 'Cap on model calls (default 25).'
 complete -c fermix -n '__fermix_at \'ask\'' -s m -l model -x -d 'Model, or a provider name (-m echo, -m mock).'
 complete -c fermix -n '__fermix_at \'ask\'' -l provider -x -a 'openai anthropic echo mock' -d 'Provider name from config.'
-complete -c fermix -n '__fermix_at \'ask\'' -l session -x -d 'Continue (or start) this session.'
+complete -c fermix -n '__fermix_at \'ask\'' -l session -s s -x -d 'Continue (or start) this session.'
 complete -c fermix -n '__fermix_at \'ask\'' -l stdin -d 'Read the message (or more of it) from stdin.'
 complete -c fermix -n '__fermix_at \'ask\'' -l system -x -d 'System prompt (replaces the default).'
+complete -c fermix -n '__fermix_at \'ask\'' -l timeout -s t -x -d 'Stop the run after MS milliseconds (status timeout, exit 1); default: no limit.'
 complete -c fermix -n '__fermix_at \'ask\'' -l tools -x -d 'Exactly these tools, comma-separated (\'\' for none).'
 complete -c fermix -n '__fermix_at \'ask\'' -l toolset -x -a 'fermix coding' -d 'fermix (default) or coding.'
 complete -c fermix -n '__fermix_at \'browser\'' -a 'open' -d 'Open URL in a new tab (starting the browser if needed).'

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
@@ -16,8 +17,13 @@ from .providers import ProviderChoice, build_provider, choose_provider
 from .toolbox import Toolbox, select_tools
 from .transcripts import Transcript, new_session_id
 
+if TYPE_CHECKING:
+    from ..core.cancel import TimeLimit
+
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
-LONG_RUN_ORIGINS = ("scheduled", "subagent")
+# Runs that get `max_iterations_scheduled` (100, reference 15): an interactive turn (`fermix agent`, a
+# channel conversation), a sub-agent and a scheduled job. A one-shot `fermix ask` keeps the default (25).
+LONG_RUN_ORIGINS = ("interactive", "scheduled", "subagent")
 
 
 def prompt_cwd(ctx: ToolContext) -> str:
@@ -92,8 +98,10 @@ class Agent:
         extras: dict[str, Any] | None = None,
         turn_notices: TurnNotices | None = None,
         groundwork: Groundwork | None = None,
+        time_limit: TimeLimit | None = None,
     ) -> None:
         self.base_ctx = ctx
+        self.time_limit = time_limit  # an overall limit on each run (`fermix ask --timeout`)
         self.groundwork = groundwork  # built for `ctx` by the caller (shared); else built on open
         self.turn_notices = turn_notices
         self.options = options
@@ -162,7 +170,12 @@ class Agent:
         system = system_prompt(custom, cwd=ground.cwd, now=ctx.now(), deferred=toolbox.deferred)
         if self.options.context_sections:
             system = "\n\n".join([system, *self.options.context_sections])
-        self.loop = AgentLoop(
+        make_loop: Callable[..., AgentLoop] = AgentLoop
+        if self.time_limit is not None:
+            from .timed import TimedLoop
+
+            make_loop = functools.partial(TimedLoop, time_limit=self.time_limit)
+        self.loop = make_loop(
             provider=self.provider,
             provider_name=self.choice.name,
             model=self.choice.model,

@@ -42,12 +42,17 @@ class AgentConfig(Section):
     system_prompt: Annotated[str, Field(max_length=100_000)] | None = None
     toolset: Literal["fermix", "coding"] = "fermix"
     max_iterations: Annotated[int, Field(ge=1, le=10_000)] = 25
+    # Interactive turns (`fermix agent`, channel conversations), sub-agents and scheduled jobs.
     max_iterations_scheduled: Annotated[int, Field(ge=1, le=10_000)] = 100
     repeat_limit: Annotated[int, Field(ge=2, le=100)] = 3
 
 
 class RoutingConfig(Section):
-    """`[fermix_core.routing]`: which model delegated sub-agents, cron runs and meetings use."""
+    """`[fermix_core.routing]`: which model delegated sub-agents and unpinned scheduled runs use.
+
+    `meeting_*` are accepted and shown by `model_routing_config read` (the reference's routing block has
+    them, for the original's meetings tools) but fermix has no meetings feature: nothing reads them.
+    """
 
     subagent_provider: Name | None = None
     subagent_model: Name | None = None

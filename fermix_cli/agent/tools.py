@@ -94,8 +94,9 @@ def model_routing_config(p: RoutingParams, ctx: ToolContext) -> dict[str, Any]:
     if p.key is not None and p.key not in SETTABLE_KEYS:
         raise ToolError(
             "invalid_key",
-            f"{p.key} (only {', '.join(SETTABLE_KEYS)} can be changed here; cron_* and meeting_* keys "
-            "are changed by editing config.toml)",
+            f"{p.key} (only {', '.join(SETTABLE_KEYS)} can be changed here; cron_* keys are changed by "
+            "editing config.toml; meeting_* keys are read for compatibility only, fermix has no "
+            "meetings feature that uses them)",
             {"key": p.key},
         )
     if p.action == "read":

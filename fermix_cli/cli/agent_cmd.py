@@ -174,7 +174,7 @@ def agent(
     session: SessionOpt = None,
     continue_last: ContinueOpt = False,
     max_iterations: Annotated[
-        int | None, typer.Option("--max-iterations", min=1, help="Cap on model calls per turn.")
+        int | None, typer.Option("--max-iterations", min=1, help="Cap on model calls per turn (default 100).")
     ] = None,
 ) -> None:
     """Chat with the model interactively; its tool calls run in-process under the same policy."""

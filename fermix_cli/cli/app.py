@@ -87,6 +87,7 @@ def tool_list(as_json: Annotated[bool, typer.Option("--json", help="JSON output.
 _COMMANDS: dict[str, tuple[str, str, bool]] = {
     # name: (module, attribute, a command function rather than a Typer group)
     "ask": ("ask_cmd", "ask", True),
+    "chat": ("ask_cmd", "ask", True),  # the reference's other name for ask; hidden (see ALIASES)
     "agent": ("agent_cmd", "agent", True),
     "logs": ("logs_cmd", "logs", True),
     "inbox": ("inbox_cmd", "inbox", True),
@@ -107,6 +108,8 @@ _COMMANDS: dict[str, tuple[str, str, bool]] = {
     "browser": ("browser_cmd", "app", False),
     "skills": ("skills_cmd", "app", False),
 }
+# Other names of a command: they work but are left out of help and completions, which list it once.
+ALIASES = frozenset({"chat"})
 _REGISTERED: set[str] = set()
 
 
@@ -122,7 +125,7 @@ def _register_subapps(only: str | None = None) -> None:
         module, attr, is_command = _COMMANDS[name]
         target = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
         if is_command:
-            app.command(name)(target)
+            app.command(name, hidden=name in ALIASES)(target)
         else:
             app.add_typer(target, name=name)
     # Help lists them in this table's order, whichever were registered first in this process.

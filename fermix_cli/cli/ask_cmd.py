@@ -32,12 +32,13 @@ ToolsetOpt = Annotated[
 ToolsOpt = Annotated[
     str | None, typer.Option("--tools", help="Exactly these tools, comma-separated ('' for none).")
 ]
-SessionOpt = Annotated[str | None, typer.Option("--session", help="Continue (or start) this session.")]
+SessionOpt = Annotated[str | None, typer.Option("--session", "-s", help="Continue (or start) this session.")]
 ContinueOpt = Annotated[bool, typer.Option("-c", "--continue", help="Continue the most recent session.")]
 
 
 def run_exit_code(result: RunResult) -> int:
-    """0 ok; 1 when the cap or the repeat guard stopped it; 130 for Ctrl-C; else the error's class."""
+    """0 ok; 1 when the cap, the repeat guard or the time limit stopped it; 130 for Ctrl-C; else the
+    error's class."""
     if result.status == "ok":
         return 0
     if result.status == "interrupted":
@@ -137,10 +138,20 @@ def ask(
     max_iterations: Annotated[
         int | None, typer.Option("--max-iterations", min=1, help="Cap on model calls (default 25).")
     ] = None,
+    timeout_ms: Annotated[
+        int | None,
+        typer.Option(
+            "--timeout",
+            "-t",
+            metavar="MS",
+            min=1,
+            help="Stop the run after MS milliseconds (status timeout, exit 1); default: no limit.",
+        ),
+    ] = None,
 ) -> None:
-    """Ask once: run the model loop on MESSAGE with fermix's tools and print the answer.
+    """Ask once: run the model loop on MESSAGE with fermix's tools and print the answer. Also `fermix chat`.
 
-    Exit codes: 0 ok, 1 provider failure or a stopped run (iteration cap, repeated calls), 2 bad input, 3 refused by policy, 4 internal error, 130 interrupted.
+    Exit codes: 0 ok, 1 provider failure or a stopped run (iteration cap, repeated calls, --timeout), 2 bad input, 3 refused by policy, 4 internal error, 130 interrupted.
     """
     from ..agent.assemble import Agent, AgentOptions
     from ..channels.outbox import OutboxPort
@@ -169,7 +180,14 @@ def ask(
     ctx.extras[REPLY_PORT] = OutboxPort(ctx.paths, lambda line: print(line, file=sys.stderr))
     from ..harness.notices import RunOutcomeNotices
 
-    agent = Agent(ctx, options, observer=observer, turn_notices=RunOutcomeNotices())
+    time_limit = None
+    if timeout_ms is not None:
+        from ..core.cancel import CancelToken, TimeLimit
+
+        if ctx.cancel is None:  # work on other threads (subagent workers) watches it
+            ctx.cancel = CancelToken()
+        time_limit = TimeLimit(timeout_ms / 1000, ctx.cancel)
+    agent = Agent(ctx, options, observer=observer, turn_notices=RunOutcomeNotices(), time_limit=time_limit)
     agent.transcript.close_orphaned_runs()  # runs a killed fermix left `running` end `interrupted`
     try:
         from ..core.cancel import install_interrupt_flag

@@ -130,3 +130,66 @@ def sleep_unless_interrupted(seconds: float) -> None:
         if _interrupt["requested"]:
             raise KeyboardInterrupt
         time.sleep(min(left, 0.05))
+
+
+class TimeLimit:
+    """An overall limit on a one-shot run (`fermix ask --timeout`): when it passes, the run is stopped
+    as Ctrl-C stops it, so a model call in flight is abandoned and a running tool ends the same way.
+
+    At the limit a timer thread cancels `cancel` (work on other threads that watches the token stops)
+    and sends SIGINT to the main thread (a blocked read wakes; a command being started holds it until
+    its process group is known, `shell.procgroup`). The main thread sees KeyboardInterrupt; `reached`
+    tells that one from a real Ctrl-C. Wrap the run in `running()`, which arms the timer once. Armed on
+    another thread, only the token is cancelled.
+    """
+
+    def __init__(self, seconds: float, cancel: CancelToken | None = None) -> None:
+        self.seconds = seconds
+        self.cancel = cancel
+        self.reached = False
+        self._lock = threading.Lock()
+        self._armed = False
+        self._main = False  # armed on the main thread: the one a signal can stop
+
+    def _fire(self) -> None:
+        import signal
+
+        with self._lock:
+            if not self._armed:
+                return
+            self._armed = False
+            self.reached = True
+        if self._main:
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        if self.cancel is not None:
+            self.cancel.cancel(f"the run reached its time limit ({self.seconds:g} s)")
+
+    def _disarm(self) -> bool:
+        """Stop the timer; True when the stop was already sent."""
+        with self._lock:
+            self._armed = False
+            return self.reached
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Arm the limit for the block. A stop sent just as the block ended is taken inside it, so
+        KeyboardInterrupt never lands in whatever the caller does next."""
+        import time
+
+        timer = threading.Timer(self.seconds, self._fire)
+        timer.daemon = True
+        self._main = threading.current_thread() is threading.main_thread()
+        self._armed = True
+        timer.start()
+        try:
+            yield
+        except BaseException:
+            self._disarm()
+            timer.cancel()
+            raise
+        sent = self._disarm()
+        timer.cancel()
+        if sent and self._main:
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:  # the SIGINT on its way raises here
+                time.sleep(0.01)

@@ -2,8 +2,9 @@
 turn may offer help or ask one question, sent to the same channel; `[SILENT]` sends nothing.
 
 The turn runs like an owner's scheduled job (origin scheduled, unattended) restricted to event_list,
-memory_recall and memory_store, on the cron route (`[fermix_core.routing] cron_provider`). Its outcome
-never changes the reminder's own delivery record, only `followup_status`.
+memory_recall and memory_store, on the cron route (`[fermix_core.routing] cron_provider`, `cron_model`,
+`cron_reasoning_effort`). Its outcome never changes the reminder's own delivery record, only
+`followup_status`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def followup_turn(ctx: ToolContext, r: sqlite3.Row, reminder_text: str) -> tuple
         options = AgentOptions(
             provider=routing.cron_provider,
             model=routing.cron_model,
+            reasoning_effort=routing.cron_reasoning_effort,
             system=SYSTEM,
             tools=list(FOLLOWUP_TOOLS),
             session=run_ctx.session_id,

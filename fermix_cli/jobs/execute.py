@@ -221,10 +221,12 @@ def run_model(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
     routing = ctx.config.fermix_core.routing
     provider: str | None
     model: str | None
+    effort: str | None = None
     if job.provider:
         provider, model = job.provider, job.model
     else:  # unpinned: the cron route when set, else the primary chain, resolved now
         provider, model = routing.cron_provider, routing.cron_model
+        effort = routing.cron_reasoning_effort
     # No max_iterations: origin `scheduled` gives the loop its job cap,
     # [fermix_core.agent] max_iterations_scheduled (100, the reference's fixed figure).
     options = AgentOptions(
@@ -233,6 +235,7 @@ def run_model(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
         system=prepared.system,
         tools=sorted(ctx.allowed_tools) if ctx.allowed_tools is not None else None,
         session=ctx.session_id,
+        reasoning_effort=effort,
     )
     agent = Agent(ctx, options, observer=_ProgressObserver(progress))
     try:

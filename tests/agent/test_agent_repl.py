@@ -76,3 +76,23 @@ def test_errors_are_shown_and_the_session_goes_on(world: Env) -> None:
 def test_agent_start_errors_use_the_error_envelope(world: Env) -> None:
     r = world.run("agent", input="hi\n")
     assert r.code == 1 and r.error()["code"] == "no_provider"
+
+
+def test_an_interactive_turn_gets_100_model_calls_not_the_one_shot_25(world: Env) -> None:
+    # Reference 15: a one-shot run gets 25 iterations, an interactive turn 100.
+    steps = [[{"name": "glob_search", "arguments": {"pattern": f"{i}*"}}] for i in range(30)]
+    code, out = repl(world, json.dumps({"tool_calls": steps}))
+    assert code == 0, out
+    run = world.run("logs", "--json").json()[-1]
+    assert run["status"] == "ok", run.get("error")
+    assert run["iterations"] == 31 and len(run["tool_calls"]) == 30
+
+
+def test_an_interactive_turn_stops_at_the_long_run_cap(world: Env) -> None:
+    world.fermix_home.mkdir()
+    (world.fermix_home / "config.toml").write_text("[fermix_core.agent]\nmax_iterations_scheduled = 3\n")
+    steps = [[{"name": "glob_search", "arguments": {"pattern": f"{i}*"}}] for i in range(10)]
+    repl(world, json.dumps({"tool_calls": steps}))
+    run = world.run("logs", "--json").json()[-1]
+    assert (run["status"], run["iterations"]) == ("max_iterations", 3)
+    assert "fermix_core.agent.max_iterations_scheduled" in run["error"]["message"]

@@ -306,12 +306,15 @@ def test_different_arguments_are_not_a_loop(world: Env) -> None:
     assert code == 0 and out["status"] == "ok" and len(out["tool_calls"]) == 5
 
 
-def test_ctrl_c_stops_cleanly(world: Env) -> None:
+@pytest.mark.parametrize("limit", [(), ("--timeout", "60000")])
+def test_ctrl_c_stops_cleanly(world: Env, limit: tuple[str, ...]) -> None:
+    # With a time limit armed, a real Ctrl-C is still an interruption, not a timeout.
     script = write_script(
         world, [{"tool_calls": [call("glob_search", pattern="*")]}, {"text": "late", "delay": 30}]
     )
+    args = ["ask", "--json", *limit, "--provider", "mock", "-m", str(script), "go"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fermix_cli", "ask", "--json", "--provider", "mock", "-m", str(script), "go"],
+        [sys.executable, "-m", "fermix_cli", *args],
         cwd=world.project,
         env=world.env,
         stdout=subprocess.PIPE,
@@ -339,6 +342,71 @@ def test_ctrl_c_stops_cleanly(world: Env) -> None:
     assert "Traceback" not in err
     r = world.run("logs", "--json")
     assert r.json()[-1]["status"] == "interrupted"
+
+
+# ----- --timeout / -t ---------------------------------------------------------------------------------
+
+
+def test_timeout_stops_a_running_tool_and_ends_the_run_timeout(world: Env) -> None:
+    from tests.conftest import processes_with
+
+    marker = f"fermix-timeout-{os.getpid()}-{time.monotonic_ns()}"
+    script = write_script(
+        world,
+        [{"tool_calls": [call("shell", command=f"sleep 30 # {marker}")]}, {"text": "never asked"}],
+    )
+    t0 = time.monotonic()
+    code, out = ask_json(world, "--provider", "mock", "-m", str(script), "-t", "1500", "go")
+    assert time.monotonic() - t0 < 15
+    assert code == 1
+    assert out["status"] == "timeout"
+    assert out["error"]["code"] == "timeout" and out["error"]["details"] == {"timeout_ms": 1500}
+    assert "1500 ms" in out["error"]["message"] and "--timeout MS" in out["error"]["message"]
+    [shell] = out["tool_calls"]
+    assert shell["error_code"] == "interrupted" and "time limit" in shell["output"]
+    assert processes_with(marker) == []  # the command's process group was stopped with the run
+    assert world.run("logs", "--json").json()[-1]["status"] == "timeout"
+
+
+def test_timeout_abandons_the_model_call_in_flight(world: Env) -> None:
+    from tests.agent.model_server import ModelServer, Reply
+
+    server = ModelServer()
+    try:
+        world.fermix_home.mkdir(exist_ok=True)
+        (world.fermix_home / "config.toml").write_text(
+            f'[fermix_core.providers.local]\ntype = "openai"\nbase_url = "{server.base}/v1"\n'
+            'default_model = "slow"\n[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n'
+        )
+        server.queue(Reply("text", text="too late", delay=30))
+        t0 = time.monotonic()
+        r = world.run("ask", "--provider", "local", "--timeout", "1000", "hello")
+        elapsed = time.monotonic() - t0
+    finally:
+        server.close()
+    assert r.code == 1 and elapsed < 15, (r.code, elapsed)
+    error = r.error()
+    assert error["code"] == "timeout" and "1000 ms" in error["message"]
+    assert world.run("logs", "--json").json()[-1]["status"] == "timeout"
+
+
+def test_a_run_inside_its_time_limit_ends_as_usual(world: Env) -> None:
+    code, out = ask_json(world, "-m", "echo", "-t", "60000", "hello")
+    assert (code, out["status"]) == (0, "ok")
+    r = world.run("ask", "-m", "echo", "--timeout", "0", "hello")
+    assert r.code == 2 and "--timeout" in r.stderr
+
+
+def test_chat_is_ask_and_s_names_the_session(world: Env) -> None:
+    code, out = ask_json(world, "-m", "echo", "-s", "notes", "first")
+    assert (code, out["session_id"]) == (0, "notes")
+    r = world.run("chat", "--json", "-m", "echo", "-s", "notes", "second")
+    assert r.code == 0, r.stderr
+    second = r.json()
+    assert second["status"] == "ok" and second["session_id"] == "notes"
+    assert json.loads(second["response"])["previous_messages"] == 2
+    assert world.run("chat", "--help").code == 0
+    assert " chat " not in world.run("--help").stdout  # an alias: help lists `ask` once
 
 
 # ----- sessions ---------------------------------------------------------------------------------------

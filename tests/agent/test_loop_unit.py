@@ -54,7 +54,13 @@ def test_scheduled_runs_get_the_long_cap(world: Env) -> None:
         ctx.close()
     assert result.status == "max_iterations" and result.iterations == 100
     assert "max_iterations_scheduled" in str(result.error)
+    # Reference 15: interactive turns get the long cap too; a one-shot `fermix ask` (origin cli) the default.
     agent, ctx = agent_for(world, origin="interactive")
+    try:
+        assert agent.max_iterations == 100
+    finally:
+        ctx.close()
+    agent, ctx = agent_for(world, origin="cli")
     try:
         assert agent.max_iterations == 25
     finally:

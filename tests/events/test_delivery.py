@@ -261,6 +261,28 @@ def test_a_followup_check_in_runs_after_delivery_on_the_same_channel(ev: Events)
     assert [m["kind"] for m in ev.inbox()].count("reminder_followup") == 1
 
 
+def test_a_followup_check_in_carries_the_cron_routes_reasoning_effort(ev: Events) -> None:
+    from tests.agent.model_server import ModelServer, text
+
+    server = ModelServer()
+    try:
+        ev.config(
+            text=(ev.world.fermix_home / "config.toml").read_text()
+            + f'[fermix_core.providers.local]\ntype = "openai"\nbase_url = "{server.base}/v1"\n'
+            + '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n'
+            + '[fermix_core.routing]\ncron_provider = "local"\ncron_model = "test-model"\n'
+            + 'cron_reasoning_effort = "low"\n'
+        )
+        server.queue(text("Shall I book a table?"))
+        ev.store("Anniversary", "birthday", when={"type": "annual", "month": 9, "day": 14}, followup=True)
+        report = ev.tick(utc("2026-09-07T07:00:30Z"))
+    finally:
+        server.close()
+    assert [f["status"] for f in report["followups"]] == ["sent"]
+    [seen] = server.seen
+    assert (seen.body["model"], seen.body["reasoning_effort"]) == ("test-model", "low")
+
+
 def test_a_failing_reminder_is_superseded_by_the_next_and_late_ones_expire(ev: Events) -> None:
     out = ev.store("Exam", "deadline", when={"type": "datetime", "date": "2026-09-10", "time": "12:00:00"},
                    reminders=[{"type": "duration_before", "minutes": 120}, {"type": "duration_before", "minutes": 60}])  # fmt: skip

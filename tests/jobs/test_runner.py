@@ -230,6 +230,30 @@ def test_unpinned_runs_use_the_cron_route(jobs: Jobs) -> None:
     assert (usage["provider"], usage["model"]) == ("echo", "echo")
 
 
+def test_the_cron_route_carries_its_reasoning_effort_to_the_provider(jobs: Jobs) -> None:
+    from tests.agent.model_server import ModelServer, text
+
+    server = ModelServer()
+    try:
+        jobs.config(
+            f'[fermix_core.providers.local]\ntype = "openai"\nbase_url = "{server.base}/v1"\n'
+            + '[fermix_core.net]\nallowed_private_hosts = ["127.0.0.1"]\n'
+            + '[fermix_core.routing]\ncron_provider = "local"\ncron_model = "test-model"\n'
+            + 'cron_reasoning_effort = "high"\n'
+        )
+        server.queue(text("routed"), text("pinned"))
+        jobs.add("Routed", "every 1 minutes", task="hello")
+        jobs.add("Pinned", "every 1 minutes", task="hello", provider="local", model="pinned-model")
+        runs = jobs.tick(DUE)["runs"]
+    finally:
+        server.close()
+    assert [r["status"] for r in runs] == ["ok", "ok"], runs
+    bodies = {seen.body["model"]: seen.body for seen in server.seen}
+    assert bodies["test-model"]["reasoning_effort"] == "high"
+    # A job pinned to its own model is off the cron route: the route's effort is not its own.
+    assert "reasoning_effort" not in bodies["pinned-model"]
+
+
 def test_old_runs_are_pruned(jobs: Jobs) -> None:
     jobs.config("[fermix_core.jobs]\nmax_runs_per_job = 2\n")
     jobs.add("Chatty", "every 1 minutes", provider="echo", model="echo", delivery_mode="local")

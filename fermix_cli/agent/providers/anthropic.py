@@ -17,6 +17,7 @@ from ..messages import (
     Usage,
     UsageEvent,
 )
+from .anthropic_effort import effort_fields
 from .http import ProviderHTTP, decode_json, interrupted, reported_error
 from .images import inline_set, split_images, takes_images
 from .sse import ERROR_FIELD, iter_sse
@@ -100,6 +101,16 @@ def request_body(request: ModelRequest, max_tokens: int | None, *, vision: bool 
         ]
         if request.tool_choice is not None:
             body["tool_choice"] = wire_tool_choice(request.tool_choice)
+    if request.reasoning_effort is not None:
+        body.update(
+            effort_fields(
+                request.model,
+                request.reasoning_effort,
+                has_tools=bool(request.tools) or any(m.role == "tool" for m in request.messages),
+                max_tokens=body["max_tokens"],
+                explicit_max_tokens=max_tokens is not None,
+            )
+        )
     return body
 
 
