@@ -55,8 +55,12 @@ def orphaned_runs_readonly(state_db: Path) -> list[str]:
         rows = conn.execute(
             "SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL"
         ).fetchall()
-    except sqlite3.Error:  # an older state.db without owners (or no transcripts yet)
-        return []
+    except sqlite3.Error as e:
+        from ..core.state import schema_missing
+
+        if not schema_missing(e):
+            raise  # unreadable: the caller says so
+        return []  # an older state.db without owners (or no transcripts yet)
     finally:
         conn.close()
     return [run_id for run_id, owner in rows if owner_gone(owner)]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
 from .. import __version__
+from ..core.errors import ToolError
 from .common import GLOBAL
+from .toolcall import report_error
 
 
 class Trust(StrEnum):
@@ -188,9 +192,46 @@ def run_app(argv: list[str], name: str | None = None) -> int:
     `name`: the command the arguments name (after the global options), when the caller knows it; only
     that group is built. An unknown or absent name builds them all, so errors list every command.
     """
+    root = command(name)
+    root.invoke = _guarded(root.invoke)
     try:
-        command(name).main(args=argv, prog_name="fermix", standalone_mode=True)
+        root.main(args=argv, prog_name="fermix", standalone_mode=True)
+        code = 0
     except SystemExit as e:
-        code = e.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
-    return 0
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()  # here, not at exit, so a reader gone away is noticed as below
+    except BrokenPipeError:
+        from .toolcall import quiet_broken_pipe
+
+        quiet_broken_pipe()
+    return code
+
+
+def _guarded(invoke: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """The root command's invoke, with the tool path's endings for what a command lets escape: a
+    ToolError is its envelope and exit code, a reader gone away (`| head`) a quiet exit 0, anything else
+    a bug: one line on stderr (exit 4), the traceback in the fermix log."""
+
+    def run(ctx: Any) -> Any:
+        try:
+            return invoke(ctx)
+        except (typer.TyperException, typer.Exit, typer.Abort, EOFError):
+            raise  # Typer's own (usage errors among them), exits and aborts
+        except ToolError as e:
+            raise typer.Exit(report_error(e)) from None
+        except BrokenPipeError:
+            from .toolcall import quiet_broken_pipe
+
+            quiet_broken_pipe()
+            raise typer.Exit(0) from None
+        except Exception as e:
+            from ..core.logs import setup_logging
+            from ..core.paths import resolve_paths
+            from .toolcall import internal_error
+
+            setup_logging(resolve_paths(GLOBAL.home).log_file)
+            raise typer.Exit(internal_error(e)) from None
+
+    return run

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import stat
 import sys
 from collections.abc import Callable, Mapping
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.errors import ToolError
-from ..core.paths import FermixPaths
+from ..core.paths import FermixPaths, not_a_directory
 from ..core.records import Record, asdict, field
 from ..core.search import engines
 from ..core.search.engines import Engine
@@ -89,8 +90,31 @@ def _mode_problem(path: Path, want: int, uid: int) -> tuple[Status, str] | None:
     return None
 
 
+def home_blocked(inp: DoctorInput) -> str | None:
+    """Why the fermix home cannot be used at all (it, or a directory above it, is a file), or None."""
+    for home in inp.paths.homes():
+        blocker = not_a_directory(home)
+        if blocker is not None:
+            where = "it is a file" if blocker == home else f"{blocker} is not a directory"
+            return f"{home} is not a directory ({where}); set FERMIX_HOME to a directory"
+    return None
+
+
+def _no_home(inp: DoctorInput, name: str) -> Check | None:
+    if home_blocked(inp) is None:
+        return None
+    return Check(name, "n/a", "the fermix home is not a directory; see the home check")
+
+
+def _state_unreadable(name: str, e: sqlite3.Error) -> Check:
+    return Check(name, "n/a", f"state.db could not be read ({e}); see the state.db check", {"error": str(e)})
+
+
 def check_home(inp: DoctorInput) -> Check:
     """Home directories 0700 and owned by the user; config.toml and state.db no looser than 0600."""
+    blocked = home_blocked(inp)
+    if blocked is not None:
+        return Check("home", "fail", blocked)
     items: list[tuple[Path, int]] = [(d, 0o700) for d in inp.paths.homes()]
     items += [(inp.paths.config_file, 0o600), (inp.paths.state_db, 0o600)]
     problems: list[tuple[Status, str]] = []
@@ -116,6 +140,9 @@ def check_state(inp: DoctorInput) -> Check:
     from ..core.state import inspect_state
 
     path = inp.paths.state_db
+    blocked = _no_home(inp, "state.db")
+    if blocked is not None:
+        return blocked
     r = inspect_state(path)
     data = {"path": str(path), "schema_version": r.schema_version, "latest_version": r.latest_version}
     if not r.exists:
@@ -137,7 +164,13 @@ def check_state(inp: DoctorInput) -> Check:
 def check_reminders(inp: DoctorInput) -> Check:
     from ..events.health import failed_reminders
 
-    count, latest = failed_reminders(inp.paths.state_db)
+    blocked = _no_home(inp, "reminders")
+    if blocked is not None:
+        return blocked
+    try:
+        count, latest = failed_reminders(inp.paths.state_db)
+    except sqlite3.Error as e:
+        return _state_unreadable("reminders", e)
     if not count:
         return Check("reminders", "ok", "no failed reminder deliveries", {"failed": 0})
     last = latest[0]
@@ -288,7 +321,13 @@ def _command_found(command: str, inp: DoctorInput) -> bool:
 def check_job_runs(inp: DoctorInput) -> Check:
     from ..jobs.health import describe, interrupted_runs_readonly
 
-    found = interrupted_runs_readonly(inp.paths.state_db)
+    blocked = _no_home(inp, "job runs")
+    if blocked is not None:
+        return blocked
+    try:
+        found = interrupted_runs_readonly(inp.paths.state_db)
+    except sqlite3.Error as e:
+        return _state_unreadable("job runs", e)
     if not found["count"]:
         return Check("job runs", "ok", "no interrupted job runs", {"interrupted": 0})
     return Check(
@@ -299,7 +338,13 @@ def check_job_runs(inp: DoctorInput) -> Check:
 def check_agent_runs(inp: DoctorInput) -> Check:
     from ..agent.transcripts import orphaned_runs_readonly
 
-    orphaned = orphaned_runs_readonly(inp.paths.state_db)
+    blocked = _no_home(inp, "agent runs")
+    if blocked is not None:
+        return blocked
+    try:
+        orphaned = orphaned_runs_readonly(inp.paths.state_db)
+    except sqlite3.Error as e:
+        return _state_unreadable("agent runs", e)
     if not orphaned:
         return Check(
             "agent runs", "ok", "no run left running by a fermix process that ended", {"orphaned": 0}
@@ -341,7 +386,10 @@ def check_harness(inp: DoctorInput, config: Config | None) -> Check:
         )
     from ..harness.health import run_counts
 
-    counts = run_counts(inp.paths.state_db)
+    try:
+        counts = run_counts(inp.paths.state_db)
+    except sqlite3.Error as e:
+        return _state_unreadable(name, e)
     data = {"vendors": found, "approved": cfg.approved, **counts}
     if counts["dead_lettered"]:
         detail = (

@@ -31,6 +31,10 @@ def split_globals(argv: list[str]) -> tuple[GlobalOptions, list[str]]:
             i += 1
         setattr(opts, name[2:], value)
         i += 1
+    if opts.session is not None:
+        from ..core.context import checked_session_id
+
+        checked_session_id(opts.session, "--session")
     if opts.trust is not None and opts.trust not in ("operator", "guest"):
         raise ToolError(
             "usage", f"--trust must be operator or guest, got {opts.trust!r}", {"flag": "--trust"}

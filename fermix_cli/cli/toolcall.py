@@ -6,11 +6,13 @@ JSON keys), or `--jsonl` (one object per stdin line, one envelope per output lin
 
 from __future__ import annotations
 
+import errno
+import math
 import os
 import re
 import sys
 from collections.abc import Callable
-from typing import IO, Any, NoReturn
+from typing import IO, Any, NoReturn, TextIO
 
 from ..core.errors import ExitClass, ToolError
 from ..core.jsonin import json_text, parse_json, parse_object
@@ -26,13 +28,19 @@ def _dumps(value: Any, pretty: bool) -> str:
 
 
 def report_error(err: ToolError, stream: IO[str] | None = None) -> int:
-    """Write the error envelope (or a readable line on a terminal) to stderr; return the exit code."""
+    """Write the error envelope (or a readable line on a terminal) to stderr; return the exit code.
+
+    A closed or failing stderr loses the message, never the exit code."""
     stream = stream or sys.stderr
-    if stream.isatty():
-        stream.write(f"fermix: {err.code}: {err.message}\n")
-    else:
-        stream.write(_dumps({"error": err.to_dict()}, False) + "\n")
-    stream.flush()
+    if stream is not None:
+        try:
+            if _is_terminal(stream):
+                stream.write(f"fermix: {err.code}: {err.message}\n")
+            else:
+                stream.write(_dumps({"error": err.to_dict()}, False) + "\n")
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # nowhere left to say it; the exit code still does
     return int(err.exit_class)
 
 
@@ -43,9 +51,13 @@ def _usage(message: str, **details: Any) -> NoReturn:
 # ----- flags derived from the schema ------------------------------------------------------------
 
 
-def _flag_table(schema: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
-    from ..core.registry import without_null
+def without_null(prop: dict[str, Any]) -> dict[str, Any]:
+    from ..core.registry import without_null as strip
 
+    return strip(prop)
+
+
+def _flag_table(schema: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]:
     table: dict[str, tuple[str, dict[str, Any]]] = {}
     for name, prop in schema.get("properties", {}).items():
         if name in RESERVED:
@@ -55,35 +67,70 @@ def _flag_table(schema: dict[str, Any]) -> dict[str, tuple[str, dict[str, Any]]]
     return table
 
 
-def _convert(flag: str, value: str, prop: dict[str, Any]) -> Any:
-    kind = prop.get("type")
+# A JSON number as a flag value: no spaces, underscores, other scripts' digits, `nan` or `inf`.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+
+
+def _bad_value(flag: str, value: str, kind: Any, why: str = "") -> ToolError:
+    return ToolError(
+        "invalid_input",
+        f"--{flag}: {value!r} is not a valid {kind}{why}",
+        {"errors": [{"field": flag.replace("-", "_"), "message": f"not a valid {kind}"}], "flag": flag},
+    )
+
+
+def _flag_json(flag: str, value: str) -> Any:
+    """`value` parsed as strict JSON; a failure names the flag."""
     try:
-        if kind == "integer":
-            # ASCII digits only, as in JSON: no spaces, no other scripts' digits, no underscores.
-            if re.fullmatch(r"[+-]?[0-9]+", value) is None:
-                raise ValueError
-            return int(value)
-        if kind == "number":
-            return float(value)
-        if kind == "boolean":
-            if value.lower() in ("true", "1", "yes"):
-                return True
-            if value.lower() in ("false", "0", "no"):
-                return False
-            raise ValueError
-        if kind in ("array", "object"):
-            parsed = parse_json(value) if value.lstrip().startswith(("[", "{")) else None
-            if parsed is not None:
-                return parsed
-            if kind == "array":
-                return [_convert(flag, value, prop.get("items", {}))]
-            raise ValueError
-    except ValueError:
-        raise ToolError(
-            "invalid_input",
-            f"--{flag}: {value!r} is not a valid {kind}",
-            {"errors": [{"field": flag.replace("-", "_"), "message": f"not a valid {kind}"}]},
-        ) from None
+        return parse_json(value)
+    except ToolError as e:
+        raise ToolError(e.code, f"--{flag}: {e.message}", {**e.details, "flag": flag}) from None
+
+
+def _convert(flag: str, value: str, prop: dict[str, Any]) -> Any:
+    """One flag value as the parameter's type (an array parameter: the list of items it adds)."""
+    kind = prop.get("type")
+    if kind == "integer":
+        # ASCII digits only, as in JSON: no spaces, no other scripts' digits, no underscores.
+        if re.fullmatch(r"[+-]?[0-9]+", value) is None:
+            raise _bad_value(flag, value, kind)
+        return int(value)
+    if kind == "number":
+        if _NUMBER.fullmatch(value) is None:
+            raise _bad_value(flag, value, kind)
+        number = float(value)
+        if not math.isfinite(number):
+            raise _bad_value(flag, value, kind, " (too large; send a finite number)")
+        return number
+    if kind == "boolean":
+        if value.lower() not in _BOOLEANS:
+            raise _bad_value(flag, value, kind, " (use true or false)")
+        return _BOOLEANS[value.lower()]
+    if kind == "object":
+        parsed = _flag_json(flag, value)
+        if not isinstance(parsed, dict):
+            raise _bad_value(flag, value, "JSON object")
+        return parsed
+    if kind == "array":
+        items = without_null(prop.get("items", {}))
+        if items.get("type") == "string":
+            # A JSON array of strings is that list; any other value (a regex such as `[0-9]+`, `[1]`)
+            # is one item, as written.
+            if value.startswith("["):
+                try:
+                    parsed = parse_json(value)
+                except ToolError:
+                    parsed = None
+                if isinstance(parsed, list) and all(isinstance(v, str) for v in parsed):
+                    return parsed
+            return [value]
+        if value.lstrip().startswith("["):
+            parsed = _flag_json(flag, value)
+            if not isinstance(parsed, list):
+                raise _bad_value(flag, value, "JSON array")
+            return parsed
+        return [_convert(flag, value, items)]
     return value
 
 
@@ -133,6 +180,8 @@ def parse_tool_argv(argv: list[str], schema: Callable[[], dict[str, Any]], tool:
             return argv[i - 1]
 
         if name == "json":
+            if out.json_source is not None:
+                _usage("--json given twice; pass one JSON object (flags may add or override keys)", flag=name)
             out.json_source = take_value()
         elif name in ("jsonl", "schema", "pretty", "text"):
             if eq:
@@ -140,20 +189,19 @@ def parse_tool_argv(argv: list[str], schema: Callable[[], dict[str, Any]], tool:
             setattr(out, name, True)
         elif name in flag_table():
             key, prop = flag_table()[name]
-            if prop.get("type") == "boolean" and not eq:
-                nxt = argv[i].lower() if i < len(argv) else ""
-                if nxt in ("true", "false"):
-                    i += 1
-                    out.flags[key] = nxt == "true"
-                else:
-                    out.flags[key] = True
+            if prop.get("type") == "boolean" and not eq and (i >= len(argv) or argv[i].startswith("--")):
+                out.flags[key] = True  # a bare boolean flag; `--flag VALUE` and `--flag=VALUE` convert VALUE
                 continue
             value = _convert(name, take_value(), prop)
-            if prop.get("type") == "array" and key in out.flags and not inline.lstrip().startswith("["):
-                out.flags[key] = [*out.flags[key], *value]
+            if prop.get("type") == "array" and key in out.flags:
+                out.flags[key] = [*out.flags[key], *value]  # each repetition adds its items
             else:
                 out.flags[key] = value
         elif name.startswith("no-") and flag_table().get(name[3:], ("", {}))[1].get("type") == "boolean":
+            if eq:
+                _usage(
+                    f"--{name} takes no value; write --{name} alone, or --{name[3:]}=true|false", flag=name
+                )
             out.flags[flag_table()[name[3:]][0]] = False
         else:
             raise ToolError(
@@ -169,7 +217,7 @@ def _read_json_source(source: str) -> str:
 
     if source == "-":
         # Undecodable bytes become lone surrogates, which validation names by field.
-        return read_bounded(sys.stdin.buffer).decode("utf-8", "surrogateescape")
+        return read_bounded(_stdin("--json -").buffer).decode("utf-8", "surrogateescape")
     if source.startswith("@"):
         try:
             with open(source[1:], "rb") as f:
@@ -181,6 +229,45 @@ def _read_json_source(source: str) -> str:
         except UnicodeDecodeError:
             raise ToolError("invalid_json", f"{source[1:]} is not UTF-8 text", {"path": source[1:]}) from None
     return source
+
+
+def _stdin(option: str) -> TextIO:
+    """sys.stdin, or a usage error when the process was started with it closed (`<&-`)."""
+    if sys.stdin is None:
+        _usage(f"{option} reads from stdin, but stdin is closed; pipe the input in", option=option)
+    return sys.stdin
+
+
+# ----- output ----------------------------------------------------------------------------------
+
+
+def _is_terminal(stream: IO[str] | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+def _emit(text: str, *, after_work: bool = True) -> None:
+    """Write to stdout and flush. A closed or failing stdout is `output_failed` (exit 1), saying whether
+    the call's work was already done; a reader that went away (`| head`) stays a BrokenPipeError."""
+    out = sys.stdout
+    try:
+        if out is None:
+            raise OSError(errno.EBADF, "stdout is closed")
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as e:  # ValueError: a closed file object
+        why = "stdout is closed" if out is None or isinstance(e, ValueError) else (e.strerror or str(e))
+        done = "the tool ran and its work is done, but " if after_work else ""
+        raise ToolError(
+            "output_failed",
+            f"{done}the result could not be written: {why}. Start fermix with stdout open "
+            "(send it to /dev/null when the result is not wanted)",
+            {"stream": "stdout", "reason": why, "work_done": after_work},
+        ) from None
 
 
 # ----- running ---------------------------------------------------------------------------------
@@ -206,15 +293,18 @@ def run_tool(name: str, argv: list[str], g: GlobalOptions) -> int:
             setup_logging(ctx.paths.log_file)
             spec = reg.resolve(name, ctx)
         args = parse_tool_argv(argv, spec.input_schema, spec.name)
-        out = sys.stdout
         if args.help:
-            out.write(tool_usage(spec))
+            _emit(tool_usage(spec), after_work=False)
             return 0
         if args.schema:
-            out.write(_dumps(spec.input_schema(), args.pretty or out.isatty()) + "\n")
+            _emit(
+                _dumps(spec.input_schema(), args.pretty or _is_terminal(sys.stdout)) + "\n", after_work=False
+            )
             return 0
         if args.jsonl and args.json_source is not None:
             _usage("--jsonl reads objects from stdin; it cannot be combined with --json")
+        if args.jsonl:
+            _stdin("--jsonl")
         setup_logging(ctx.paths.log_file)
         resume_collector()  # the tool's family is loaded: its work is collected as usual
         if args.jsonl:
@@ -230,10 +320,9 @@ def run_tool(name: str, argv: list[str], g: GlobalOptions) -> int:
         ctx.close()
     if args.text:
         text = spec.render_for_model(result)
-        out.write(text if text.endswith("\n") else text + "\n")
+        _emit(text if text.endswith("\n") else text + "\n")
     else:
-        out.write(_dumps(result, args.pretty or out.isatty()) + "\n")
-    out.flush()
+        _emit(_dumps(result, args.pretty or _is_terminal(sys.stdout)) + "\n")
     return 0
 
 
@@ -242,13 +331,16 @@ def _run_jsonl(reg: Any, name: str, args: ToolArgs, ctx: Any) -> int:
     from ..core.jsonin import read_bounded_line
 
     first_failure = 0
-    out = sys.stdout
+    stdin = _stdin("--jsonl").buffer
     while True:
         try:
-            raw = read_bounded_line(sys.stdin.buffer)
-        except ToolError as e:  # the line's end is unknown, so no later line can be trusted
-            out.write(_dumps({"ok": False, "error": e.to_dict()}, args.pretty) + "\n")
-            return first_failure or int(e.exit_class)
+            raw = read_bounded_line(stdin)
+        except ToolError as e:  # a line over the limit: its envelope, then on with the next line
+            first_failure = first_failure or int(e.exit_class)
+            _emit(_dumps({"ok": False, "error": e.to_dict()}, args.pretty) + "\n")
+            if not e.details.get("line_skipped"):
+                break  # no end to that line (endless input): nothing after it can be found
+            continue
         if not raw:
             break
         line = raw.decode("utf-8", "surrogateescape")
@@ -263,8 +355,7 @@ def _run_jsonl(reg: Any, name: str, args: ToolArgs, ctx: Any) -> int:
         except ToolError as e:
             envelope = {"ok": False, "error": e.to_dict()}
             first_failure = first_failure or int(e.exit_class)
-        out.write(_dumps(envelope, args.pretty) + "\n")
-        out.flush()
+        _emit(_dumps(envelope, args.pretty) + "\n")
     return first_failure
 
 
@@ -292,7 +383,9 @@ def run_tool_list(argv: list[str], g: GlobalOptions) -> int:
         if arg == "--json":
             as_json = True
         elif arg in ("-h", "--help"):
-            sys.stdout.write("Usage: fermix tool list [--json]\n\nList the tools this caller may run.\n")
+            _emit(
+                "Usage: fermix tool list [--json]\n\nList the tools this caller may run.\n", after_work=False
+            )
             return 0
         else:
             raise ToolError("unknown_flag", f"unknown argument {arg!r} for tool list", {"flag": arg})
@@ -318,12 +411,14 @@ def run_tool_list(argv: list[str], g: GlobalOptions) -> int:
         for s in tools
     ]
     if as_json:
-        sys.stdout.write(_dumps(rows, sys.stdout.isatty()) + "\n")
+        _emit(_dumps(rows, _is_terminal(sys.stdout)) + "\n", after_work=False)
     else:
         width = max((len(r["name"]) for r in rows), default=4)
+        lines = []
         for r in rows:
             first = r["description"].split(". ")[0].rstrip(".")
-            sys.stdout.write(f"{r['name']:<{width}}  {r['category']:<11} {r['policy_class']:<12} {first}\n")
+            lines.append(f"{r['name']:<{width}}  {r['category']:<11} {r['policy_class']:<12} {first}\n")
+        _emit("".join(lines), after_work=False)
     return 0
 
 
@@ -337,10 +432,11 @@ def main_tool(argv: list[str], g: GlobalOptions) -> int:
     except ToolError as e:
         return report_error(e)
     except KeyboardInterrupt:
-        sys.stderr.write("fermix: interrupted\n")
+        if sys.stderr is not None:
+            sys.stderr.write("fermix: interrupted\n")
         return 130
     except BrokenPipeError:
-        _quiet_broken_pipe()
+        quiet_broken_pipe()
         return 0
 
 
@@ -358,7 +454,7 @@ def _terminate_cleanly() -> None:
     signal.signal(signal.SIGTERM, on_term)
 
 
-def _quiet_broken_pipe() -> None:
+def quiet_broken_pipe() -> None:
     # The reader went away (e.g. `| head`); point stdout at devnull so the exit flush is silent.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())

@@ -297,10 +297,17 @@ def read_raw(path: Path, cache_dir: Path | None = None) -> dict[str, Any]:
         cached = _parsed_cached(cache_dir, key)
         if cached is not None:
             return cached
+    doc = _parse_toml(path, data)
+    if cache_dir is not None and _json_exact(doc):
+        _store_parsed(cache_dir, key, doc)
+    return doc
+
+
+def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
     import tomllib
 
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
+        return tomllib.loads(data.decode("utf-8"))
     except RecursionError:
         raise ToolError(
             "invalid_config",
@@ -313,9 +320,6 @@ def read_raw(path: Path, cache_dir: Path | None = None) -> dict[str, Any]:
             f"{path}: not valid TOML ({e}). Fix the file; fermix refuses to run on a config it cannot read.",
             {"path": str(path)},
         ) from None
-    if cache_dir is not None and _json_exact(doc):
-        _store_parsed(cache_dir, key, doc)
-    return doc
 
 
 PARSED_CACHE = "config-parsed.json"
@@ -393,23 +397,67 @@ def _section(config: Any, keys: tuple[str, ...]) -> Any:
     return config
 
 
-def write_raw(path: Path, data: dict[str, Any]) -> None:
-    """Validate, then replace the file atomically (mode 0600, directory 0700)."""
-    import tomli_w
+def read_document(path: Path) -> Any:
+    """config.toml as an editable tomlkit document (comments, order and layout kept); empty when absent.
 
-    validate_config(data, str(path))
-    from .paths import make_private_dirs
+    Read as strictly as `read_raw` (a regular file, the size limit, TOML that tomllib accepts).
+    """
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
 
-    make_private_dirs(path.parent)
-    text = tomli_w.dumps(data)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    data = _read_config_bytes(path)
+    if data is None:
+        return tomlkit.document()
+    _parse_toml(path, data)  # tomllib's verdict, the same as every reader's
+    try:
+        return tomlkit.parse(data.decode("utf-8"))
+    except TOMLKitError as e:  # a document tomllib took but tomlkit cannot lay out again
+        raise ToolError(
+            "invalid_config", f"{path}: cannot be edited in place ({e}). Fix the file.", {"path": str(path)}
+        ) from None
+
+
+def write_document(path: Path, doc: Any) -> None:
+    """Validate the tomlkit document, then write it atomically, as it is laid out.
+
+    A config.toml that is a symlink stays one: its target is replaced (atomically, in the target's
+    directory) and keeps its mode. A new file is created 0600 in a 0700 directory.
+    """
+    import stat
+
+    import tomlkit
+
+    validate_config(doc.unwrap(), str(path))
+    text = tomlkit.dumps(doc)
+    target = path
+    if os.path.islink(path):
+        target = Path(os.path.realpath(path))
+    else:
+        from .paths import make_private_dirs
+
+        make_private_dirs(path.parent)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o600
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as e:
+        raise ToolError(
+            "write_failed",
+            f"cannot write {target}{f' (the target of {path})' if target != path else ''}: {e.strerror}. "
+            "Nothing was changed",
+            {"path": str(target)},
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
+            if mode != 0o600:
+                os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -27,6 +27,43 @@ Origin = Literal["cli", "interactive", "scheduled", "subagent", "skill", "mcp"]
 POLICY_CLASSES = ("read_only", "read_write", "exec", "network", "external_api", "gui_control")
 
 DEFAULT_SESSION = "default"
+MAX_SESSION_ID = 256
+
+
+def checked_session_id(value: str, source: str) -> str:
+    """`value` as a session id, or a usage error naming `source` (the option or variable it came from).
+
+    A session id is stored, logged and shown: printable UTF-8 text, at most MAX_SESSION_ID characters.
+    """
+    from .errors import ToolError
+
+    if len(value) > MAX_SESSION_ID:
+        why = f"is {len(value)} characters long"
+    elif any("\ud800" <= c <= "\udfff" for c in value):  # undecodable bytes, as Python keeps them
+        why = "is not valid UTF-8"
+    elif any(c < " " or "\x7f" <= c < "\xa0" for c in value):
+        why = "contains a control character"
+    else:
+        return value
+    raise ToolError(
+        "usage",
+        f"{source} {why}; a session id is up to {MAX_SESSION_ID} characters of printable UTF-8 text",
+        {"option": source},
+    )
+
+
+def checked_cwd(cwd: str, source: str = "--cwd") -> str:
+    """`cwd` made absolute, or `missing_working_dir` when it is not an existing directory."""
+    from .errors import ToolError
+
+    path = os.path.abspath(cwd)
+    if not os.path.isdir(path):
+        raise ToolError(
+            "missing_working_dir",
+            f"{source} {path} does not exist or is not a directory; pass an existing directory",
+            {"path": path, "option": source},
+        )
+    return path
 
 
 def utc_now() -> datetime:
@@ -93,15 +130,26 @@ class ToolContext(Record):
         session: str | None = None,
         trust: Trust | None = None,
     ) -> ToolContext:
-        """A person at the keyboard or in their own script: operator, origin cli, attended."""
+        """A person at the keyboard or in their own script: operator, origin cli, attended.
+
+        A home that is not a directory, a --cwd that is not one, or a malformed session id is refused
+        here, before any tool runs.
+        """
         env = os.environ
+        paths = resolve_paths(home)
+        paths.check_homes()
+        if session:
+            session_id = checked_session_id(session, "--session")
+        else:
+            from_env = env.get("FERMIX_SESSION", "").strip()
+            session_id = checked_session_id(from_env, "FERMIX_SESSION") if from_env else DEFAULT_SESSION
         return cls(
-            paths=resolve_paths(home),
+            paths=paths,
             trust=trust or "operator",
             origin="cli",
             attended=True,
-            session_id=session or env.get("FERMIX_SESSION", "").strip() or DEFAULT_SESSION,
-            cwd=os.path.abspath(cwd) if cwd else None,
+            session_id=session_id,
+            cwd=checked_cwd(cwd) if cwd else None,
             clock=clock_from_env(env),
         )
 

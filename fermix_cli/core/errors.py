@@ -127,6 +127,14 @@ def environment_error(exc: BaseException) -> ToolError | None:
 
     if isinstance(exc, MemoryError):
         return ToolError("out_of_memory", "fermix ran out of memory; nothing more was done.", {})
+    if isinstance(exc, OSError) and exc.errno == errno.ENOTDIR:
+        where = exc.filename if isinstance(exc.filename, str) else None
+        return ToolError(
+            "not_a_directory",
+            f"a path fermix needs as a directory is a file or below one{f': {where}' if where else ''}. "
+            "Check FERMIX_HOME (run: fermix doctor) and the paths in the call.",
+            {"path": where} if where else {},
+        )
     if isinstance(exc, OSError) and errno.errorcode.get(exc.errno or 0) in _OS_ENVIRONMENT:
         where = exc.filename if isinstance(exc.filename, str) else None
         return ToolError(

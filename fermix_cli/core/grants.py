@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from .config import read_raw, write_raw
+from .config import read_document, write_document
 from .errors import ToolError
 from .paths import FermixPaths
 from .sandbox import Sandbox
@@ -27,12 +27,14 @@ def config_lock(paths: FermixPaths) -> Iterator[None]:
 
 
 def update_config(paths: FermixPaths, change: Any) -> dict[str, Any]:
-    """Apply `change(raw) -> raw` under the config lock, validate, write atomically."""
+    """Apply `change(doc) -> doc` under the config lock, validate, write atomically.
+
+    `doc` is the file as a tomlkit document (a dict): comments and layout survive the edit.
+    """
     with config_lock(paths):
-        raw = read_raw(paths.config_file)
-        new = change(raw)
-        write_raw(paths.config_file, new)
-        return new
+        new = change(read_document(paths.config_file))
+        write_document(paths.config_file, new)
+        return dict(new.unwrap())
 
 
 def unsafe_root_error(path: str, why: str) -> ToolError:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 from pathlib import Path
 from typing import cast
 
+from .errors import ToolError
 from .records import Record
 
 APP_NAME = "fermix"
@@ -49,9 +52,20 @@ class FermixPaths(Record, frozen=True):
                 seen.append(d)
         return tuple(seen)
 
+    def check_homes(self) -> None:
+        """Raise `home_not_directory` when a fermix home (or a directory above it) is a file."""
+        for home in self.homes():
+            blocker = not_a_directory(home)
+            if blocker is not None:
+                raise home_error(home, blocker, explicit=self.explicit_home)
+
     def ensure_dir(self, path: Path) -> Path:
         """Create a fermix directory (and its parents inside the home) with mode 0700."""
-        return make_private_dirs(path)
+        try:
+            return make_private_dirs(path)
+        except NotADirectoryError:
+            self.check_homes()  # the home itself is a file: say so
+            raise
 
 
 def make_private_dirs(path: Path | str) -> Path:
@@ -70,8 +84,40 @@ def make_private_dirs(path: Path | str) -> Path:
         with contextlib.suppress(FileExistsError):
             d.mkdir(mode=0o700)
     if not target.is_dir():
-        raise NotADirectoryError(str(target))
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(target))
     return target
+
+
+def not_a_directory(path: Path) -> Path | None:
+    """The deepest existing path at or above `path` when it is not a directory (what stops `path` from
+    being one), else None (`path` is a directory, or can be created as one)."""
+    node = path
+    while True:
+        try:
+            st = os.stat(node)
+        except (FileNotFoundError, NotADirectoryError):
+            if node == node.parent:
+                return None
+            node = node.parent
+            continue
+        except OSError:
+            return None  # unreadable: the call that needs it says so
+        return None if stat.S_ISDIR(st.st_mode) else node
+
+
+def home_error(home: Path, blocker: Path, *, explicit: bool) -> ToolError:
+    """The `home_not_directory` ToolError (exit 1) for a home that `blocker`, a file, keeps from being one."""
+    where = f"{blocker}" if blocker == home else f"{home} ({blocker} is not a directory)"
+    fix = (
+        "set FERMIX_HOME (or --home) to a directory"
+        if explicit
+        else f"move {blocker} aside, or set FERMIX_HOME to a directory"
+    )
+    return ToolError(
+        "home_not_directory",
+        f"fermix home is not a directory: {where}; {fix}",
+        {"home": str(home), "path": str(blocker)},
+    )
 
 
 def resolve_paths(

@@ -261,6 +261,15 @@ def known_count(migrations: Sequence[Migration] | None = None, catalog: Catalog 
     return len(catalog.migration_names) or len(all_migrations(catalog))
 
 
+def schema_missing(exc: sqlite3.Error) -> bool:
+    """True when `exc` says a table or column is not there (a state.db from before it was added): a
+    read-only reader may take that as "nothing recorded yet". Any other error (not a database, corrupt,
+    unreadable) is not that, and must be reported."""
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(
+        ("no such table", "no such column")
+    )
+
+
 def inspect_state(path: Path) -> StateReport:
     """Check a state.db without changing it (for `fermix doctor`): quick_check and user_version.
 

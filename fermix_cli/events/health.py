@@ -6,6 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from ..core.state import schema_missing
+
 
 def reminder_counts(conn: sqlite3.Connection, limit: int = 5) -> dict[str, Any]:
     """Reminders by status (pending, failed, ...) and the latest failed ones, on an open connection."""
@@ -29,15 +31,17 @@ def failed_reminders(state_db: Path, limit: int = 5) -> tuple[int, list[dict[str
     """(how many reminders failed to deliver, the latest few), read-only; (0, []) before any exist.
 
     For a process that has no StateDB open on the file (doctor): closing this connection would drop that
-    connection's locks otherwise.
+    connection's locks otherwise. A state.db that cannot be read raises its sqlite3.Error.
     """
     if not state_db.exists():
         return 0, []
     conn = sqlite3.connect(f"{state_db.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
     try:
         found = reminder_counts(conn, limit)
-    except sqlite3.Error:  # no events tables yet (an older state.db): nothing can have failed
-        return 0, []
+    except sqlite3.Error as e:
+        if not schema_missing(e):
+            raise
+        return 0, []  # no events tables yet (an older state.db): nothing can have failed
     finally:
         conn.close()
     return int(found["counts"].get("failed", 0)), found["failed"]

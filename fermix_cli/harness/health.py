@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from ..core.state import schema_missing
+
 
 def run_counts(state_db: Path) -> dict[str, int]:
     """Coding runs that are active, and outcomes dead-lettered; zeros before the ledger exists."""
@@ -18,8 +20,10 @@ def run_counts(state_db: Path) -> dict[str, int]:
         dead = conn.execute(
             "SELECT count(*) FROM coding_runs WHERE delivery_state = 'dead_letter'"
         ).fetchone()[0]
-    except sqlite3.Error:  # no harness table yet (an older state.db)
-        return {"active": 0, "dead_lettered": 0}
+    except sqlite3.Error as e:
+        if not schema_missing(e):
+            raise  # unreadable: the caller says so
+        return {"active": 0, "dead_lettered": 0}  # no harness table yet (an older state.db)
     finally:
         conn.close()
     return {"active": int(active), "dead_lettered": int(dead)}

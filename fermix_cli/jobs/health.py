@@ -10,6 +10,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from ..core.state import schema_missing
+
 LOST_CODES = ("interrupted", "runner_lost")
 ADVICE = (
     "such runs are never re-run (at most once): check what each did before it stopped with "
@@ -35,15 +37,18 @@ def interrupted_runs(conn: sqlite3.Connection, limit: int = 5) -> dict[str, Any]
 
 
 def interrupted_runs_readonly(state_db: Path, limit: int = 5) -> dict[str, Any]:
-    """The same, read-only, for a process with no StateDB open on the file (doctor)."""
+    """The same, read-only, for a process with no StateDB open on the file (doctor); a state.db that
+    cannot be read raises its sqlite3.Error."""
     empty: dict[str, Any] = {"count": 0, "latest": [], "advice": None}
     if not state_db.exists():
         return empty
     conn = sqlite3.connect(f"{state_db.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
     try:
         return interrupted_runs(conn, limit)
-    except sqlite3.Error:  # no jobs tables yet (an older state.db): nothing can have been interrupted
-        return empty
+    except sqlite3.Error as e:
+        if not schema_missing(e):
+            raise
+        return empty  # no jobs tables yet (an older state.db): nothing can have been interrupted
     finally:
         conn.close()
 

@@ -289,3 +289,39 @@ def test_providers(world: Env, config: str, env: dict[str, str], expected: str, 
     clean = {k: "" for k in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "WORK_KEY")}
     tag, detail = status(world, "providers", env={**clean, **env})
     assert tag == expected and needle in detail, detail
+
+
+def test_a_home_that_is_a_file_fails_the_home_check(world: Env) -> None:
+    home_file = world.root / "homefile"
+    home_file.write_text("")
+    r = doctor(world, env={"FERMIX_HOME": str(home_file)})
+    assert r.returncode == 1
+    assert "Traceback" not in r.stderr
+    checks, _ = parse(r.stdout)
+    tag, detail = checks["home"]
+    assert tag == "FAIL" and f"{home_file} is not a directory" in detail and "FERMIX_HOME" in detail
+    for name in ("state.db", "reminders", "job runs", "agent runs"):
+        assert checks[name][0] == "N/A", (name, checks[name])
+        assert "see the home check" in checks[name][1]
+
+
+def test_checks_that_read_state_db_say_when_they_could_not(world: Env) -> None:
+    world.fermix_home.mkdir(mode=0o700)
+    (world.fermix_home / "state.db").write_bytes(b"this is not sqlite" * 100)
+    os.chmod(world.fermix_home / "state.db", 0o600)
+    checks, _ = parse(doctor(world).stdout)
+    assert checks["state.db"][0] == "FAIL"
+    for name in ("reminders", "job runs", "agent runs"):
+        tag, detail = checks[name]
+        assert tag == "N/A" and "could not be read" in detail and "not a database" in detail, name
+
+
+def test_a_state_db_without_the_tables_yet_reads_as_nothing_recorded(world: Env) -> None:
+    world.fermix_home.mkdir(mode=0o700)
+    conn = sqlite3.connect(world.fermix_home / "state.db")
+    conn.execute("CREATE TABLE unrelated (x)")
+    conn.close()
+    os.chmod(world.fermix_home / "state.db", 0o600)
+    checks, _ = parse(doctor(world).stdout)
+    for name in ("reminders", "job runs", "agent runs"):
+        assert checks[name][0] == "OK", (name, checks[name])

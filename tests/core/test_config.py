@@ -231,3 +231,53 @@ def test_a_missing_or_empty_file_builds_every_section_from_declarations_without_
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert int(out.stdout) >= 10  # sections whose defaults are read straight from their declarations
+
+
+COMMENTED = """\
+# My fermix settings: keep these notes.
+[sandbox]
+# strict while travelling
+mode = "standard"  # the default
+allowed_roots = []
+
+# Routing, tuned by hand.
+[fermix_core.routing]
+"""
+
+
+def test_config_edits_keep_comments_and_layout(world: Env) -> None:
+    grant = world.root / "granted"
+    grant.mkdir()
+    cfg = world.fermix_home / "config.toml"
+    world.fermix_home.mkdir(mode=0o700)
+    cfg.write_text(COMMENTED)
+    os.chmod(cfg, 0o600)
+    assert world.run("config", "set", "sandbox.mode", "strict").code == 0
+    assert world.run("grant", "path", str(grant)).code == 0
+    text = cfg.read_text()
+    assert text == COMMENTED.replace('"standard"', '"strict"').replace("[]", f'["{grant}"]')
+    assert world.run("revoke", "path", str(grant)).code == 0
+    assert world.run("config", "unset", "sandbox.mode").code == 0
+    text = cfg.read_text()
+    for note in ("# My fermix settings", "# strict while travelling", "# Routing, tuned by hand."):
+        assert note in text
+    assert "mode =" not in text and "allowed_roots = []" in text
+
+
+def test_config_edits_write_through_a_symlink(world: Env) -> None:
+    real = world.root / "dotfiles" / "fermix.toml"
+    real.parent.mkdir()
+    real.write_text(COMMENTED)
+    os.chmod(real, 0o640)
+    world.fermix_home.mkdir(mode=0o700)
+    link = world.fermix_home / "config.toml"
+    link.symlink_to(real)
+    r = world.run("config", "set", "sandbox.mode", "strict")
+    assert r.code == 0, r.stderr
+    assert link.is_symlink() and link.resolve() == real
+    assert real.read_text() == COMMENTED.replace('"standard"', '"strict"')
+    assert real.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in real.parent.iterdir()) == ["fermix.toml"]  # no temporary file left
+    r = world.run("config", "set", "sandbox.mode", "chaos")  # validated before anything is written
+    assert r.code == 2
+    assert real.read_text() == COMMENTED.replace('"standard"', '"strict"')
