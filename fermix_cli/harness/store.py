@@ -139,7 +139,7 @@ def settle(ctx: ToolContext) -> list[str]:
         if record is None:
             record = _exit_record(row["run_dir"])  # it may have finished between the two looks
         fields = None
-        if record is None and group_left(row):
+        if record is None and group_left(row) and not _empties_by_itself(row):
             # The supervisor was killed, not the CLI: end what it left, or the CLI would go on working
             # in a worktree whose lock a lost run no longer holds, with nothing left to cancel it.
             if not end_group(row):
@@ -218,6 +218,18 @@ def group_left(row: sqlite3.Row | dict[str, Any]) -> list[int]:
         # still in use as a group id, so ours had emptied before the number came back.
         return []
     return members
+
+
+def _empties_by_itself(row: sqlite3.Row | dict[str, Any], wait: float = 0.3) -> bool:
+    """Whether a dead supervisor's group empties within `wait` seconds without a signal from us: a
+    group killed whole (a reboot-like SIGKILL to every member) is still dying when its leader is gone,
+    and such a run vanished, it was not left running."""
+    deadline = time.monotonic() + wait
+    while group_left(row):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def end_group(row: sqlite3.Row | dict[str, Any]) -> bool:
