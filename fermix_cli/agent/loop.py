@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from ..core import policy
 from ..core.context import ToolContext
 from ..core.errors import ExitClass, ToolError
+from ..core.jsonin import parse_json
 from ..core.logs import logger
 from ..core.records import Record, field
 from ..core.registry import HELD_RECORDS, MODEL_STEP, CallRecord, Registry
@@ -122,12 +123,13 @@ class RunResult(Record):
 
 
 def parse_arguments(raw: str) -> Any:
-    """The model's arguments text as JSON (empty means no arguments); the raw text when it is not JSON."""
+    """The model's arguments text as strict JSON (empty means no arguments); the raw text when it is not
+    (the call is then refused by the registry's own parse, with the reason: duplicate keys, NaN, …)."""
     if not raw.strip():
         return {}
     try:
-        return json.loads(raw)
-    except ValueError:
+        return parse_json(raw)
+    except ToolError:
         return raw
 
 

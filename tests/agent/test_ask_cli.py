@@ -649,3 +649,17 @@ def test_sigterm_ends_an_agent_session_s_turn_interrupted(world: Env) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 143, err
     assert _run_status(db)[0] == "interrupted"
+
+
+def test_model_arguments_are_parsed_as_strictly_as_cli_input(world: Env) -> None:
+    # Duplicate keys, NaN and numbers past a float: refused as `fermix tool --json` refuses them, and
+    # nothing runs (the last duplicate would have won with a lenient parse).
+    dup = {"name": "file_write", "arguments": '{"path": "a.txt", "path": "b.txt", "content": "x"}'}
+    nan = {"name": "file_read", "arguments": '{"path": "notes.txt", "limit": NaN}'}
+    big = {"name": "file_read", "arguments": '{"path": "notes.txt", "limit": 1e400}'}
+    (world.project / "notes.txt").write_text("alpha\n")
+    code, out = ask_json(world, "-m", "echo", calls(dup, nan, big))
+    assert code == 0, out
+    assert [c.get("error_code") for c in out["tool_calls"]] == ["invalid_json"] * 3
+    assert "duplicate key 'path'" in out["tool_calls"][0]["output"]
+    assert not (world.project / "a.txt").exists() and not (world.project / "b.txt").exists()
