@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     from .session import Session
 
 CONSOLE_LIMIT = 200
+# A full-page screenshot's longest side in device pixels: Chromium fails past some size (a 3,000,000 px
+# page is "Unable to capture screenshot"), and no image reader wants more (JPEG stops at 65,535).
+MAX_SHOT_SIDE = 32_768
+# RFC 6265 section 4.1.1: a cookie name is a token, a value is cookie-octets (optionally double-quoted).
+_TOKEN = frozenset(chr(c) for c in range(0x21, 0x7F)) - frozenset('()<>@,;:\\"/[]?={}')
+_COOKIE_OCTETS = frozenset(chr(c) for c in range(0x21, 0x7F)) - frozenset('",;\\')
+MAX_COOKIE_BYTES = 4096  # name plus value: what every browser keeps (RFC 6265 section 6.1)
 
 
 def _media_file(ctx: ToolContext, profile: str, suffix: str) -> Path:
@@ -52,9 +59,16 @@ def screenshot(ctx: ToolContext, session: Session, tab: Tab, p: Any) -> dict[str
         params["quality"] = p.quality if p.quality is not None else 80
     if p.full_page:
         width, height = max(width, view[3]), max(height, view[4])
+        if max(width, height) * dpr > MAX_SHOT_SIDE:
+            raise _too_large(width, height, dpr, f"over {MAX_SHOT_SIDE} device pixels a side")
         params["captureBeyondViewport"] = True
         params["clip"] = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
-    data = base64.b64decode(tab.call("Page.captureScreenshot", params)["data"])
+    try:
+        data = base64.b64decode(tab.call("Page.captureScreenshot", params)["data"])
+    except CDPError as exc:
+        if p.full_page:
+            raise _too_large(width, height, dpr, f"the browser could not capture it: {exc.message}") from None
+        raise
     path = _media_file(ctx, session.files.profile, "jpg" if fmt == "jpeg" else "png")
     _write_new(path, data)
     return {
@@ -67,6 +81,16 @@ def screenshot(ctx: ToolContext, session: Session, tab: Tab, p: Any) -> dict[str
         "full_page": bool(p.full_page),
         "url": tab.evaluate("location.href"),
     }
+
+
+def _too_large(width: float, height: float, dpr: float, why: str) -> ToolError:
+    return ToolError(
+        "screenshot_too_large",
+        f"the page is {width:g}x{height:g} CSS pixels, too large for a full-page screenshot ({why}); "
+        "use a viewport screenshot (full_page false), scrolling to the part you need (act press "
+        "PageDown, or act hover on an element's ref), or read the page with action=snapshot",
+        {"css_width": width, "css_height": height, "device_pixel_ratio": dpr, "max_side": MAX_SHOT_SIDE},
+    )
 
 
 def pdf(ctx: ToolContext, session: Session, tab: Tab, p: Any) -> dict[str, Any]:
@@ -139,6 +163,7 @@ def cookies(tab: Tab, p: Any) -> dict[str, Any]:
     url = _page_url(tab)
     if kind == "set":
         name, value = need(p.field, "field", "cookies set"), need(p.value, "value", "cookies set")
+        _check_cookie(name, value)
         ok = tab.call("Network.setCookie", {"name": name, "value": value, "url": url}).get("success", True)
         if not ok:
             raise ToolError("invalid_cookie", f"the browser refused cookie {name!r} for {url}", {})
@@ -156,6 +181,40 @@ def cookies(tab: Tab, p: Any) -> dict[str, Any]:
         if kind != "get" or p.field is None or c["name"] == p.field
     ]
     return {"url": url, "kind": kind, "cookies": found}
+
+
+def _check_cookie(name: str, value: str) -> None:
+    """Refuse what RFC 6265 does not allow in a Set-Cookie, before the browser sees it."""
+    bad_name = sorted({c for c in name if c not in _TOKEN})
+    if bad_name:
+        raise ToolError(
+            "invalid_cookie",
+            f"cookie name {name!r} has characters a cookie name cannot hold ({_shown(bad_name)}): a name is "
+            'printable ASCII without spaces or ( ) < > @ , ; : \\ " / [ ] ? = { }',
+            {"name": name, "characters": bad_name},
+        )
+    inner = value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+    bad_value = sorted({c for c in inner if c not in _COOKIE_OCTETS})
+    if bad_value:
+        raise ToolError(
+            "invalid_cookie",
+            f"the value of cookie {name!r} has characters a cookie value cannot hold ({_shown(bad_value)}): "
+            "percent-encode or base64 it first (spaces, quotes, commas, semicolons, backslashes, control "
+            "characters and non-ASCII are not allowed)",
+            {"name": name, "characters": bad_value[:20]},
+        )
+    size = len(name.encode()) + len(value.encode())
+    if size > MAX_COOKIE_BYTES:
+        raise ToolError(
+            "invalid_cookie",
+            f"cookie {name!r} is {size} bytes (name plus value); browsers keep at most {MAX_COOKIE_BYTES}. "
+            "Store large data with action=storage instead",
+            {"name": name, "bytes": size, "max_bytes": MAX_COOKIE_BYTES},
+        )
+
+
+def _shown(chars: list[str]) -> str:
+    return ", ".join(repr(c) for c in chars[:10])
 
 
 def storage(tab: Tab, p: Any) -> dict[str, Any]:
