@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
+from ..core.paths import make_private_dirs
 from .cdp import CDPConnection, ConnectionLost
 from .runfiles import ProfileFiles, process_alive, process_start, read_json, write_json
 
@@ -185,6 +186,7 @@ def _launch(
     port_file = files.user_data / "DevToolsActivePort"
     with contextlib.suppress(FileNotFoundError):
         port_file.unlink()
+    write_download_preferences(files)
     proxy_port = int(proxy.getsockname()[1])
     argv = [executable, *CHROMIUM_FLAGS, f"--proxy-server=http://127.0.0.1:{proxy_port}"]
     argv.append(f"--user-data-dir={files.user_data}")
@@ -241,6 +243,33 @@ def _launch(
     write_json(files.launch, record)
     write_json(files.session, {"active": None, "opened": [], "refs": {}})
     return record
+
+
+def write_download_preferences(files: ProfileFiles) -> None:
+    """Point the profile's download directory at its quarantine folder, never prompting.
+
+    The warden denies downloads over DevTools for the browser's whole life and `action=download` allows
+    them only into the workspace for its own duration; this is the layer under both, for whatever
+    escapes them (a moment before the warden connects): Chromium's default is the user's ~/Downloads.
+    """
+    import json
+
+    prefs_file = files.user_data / "Default" / "Preferences"
+    try:
+        prefs = json.loads(prefs_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        prefs = {}  # a new profile (or one Chromium left unreadable): start from nothing
+    if not isinstance(prefs, dict):
+        prefs = {}
+    folder = str(files.quarantine)
+    download = prefs.get("download") if isinstance(prefs.get("download"), dict) else {}
+    download.update(default_directory=folder, prompt_for_download=False, directory_upgrade=True)
+    prefs["download"] = download
+    savefile = prefs.get("savefile") if isinstance(prefs.get("savefile"), dict) else {}
+    savefile["default_directory"] = folder
+    prefs["savefile"] = savefile
+    make_private_dirs(prefs_file.parent)
+    write_json(prefs_file, prefs)
 
 
 def _start_warden(files: ProfileFiles, record: dict[str, Any], proxy: socket.socket, deadline: float) -> int:

@@ -262,17 +262,19 @@ def download(ctx: ToolContext, session: Session, tab: Tab, p: Any, timeout: floa
         check_navigation(p.url, session.guard, session.local_ports)
     elif p.ref is None:
         raise ToolError("missing_url", "download needs `url` or the `ref` of a link or button", {})
-    conn.call(
-        "Browser.setDownloadBehavior",
-        {"behavior": "allowAndName", "downloadPath": folder, "eventsEnabled": True},
-        timeout=timeout,
+    # The warden allows downloads (into the workspace only, for this call only) and denies them again:
+    # a behaviour set over this call's own connection would fall back to Chromium's default when it
+    # closes. This call follows the download through its tab's Page events.
+    tab.call("Page.enable")
+    _downloads_via_warden(
+        session, {"allow": True, "path": folder, "until": time.time() + timeout + 5}, timeout
     )
     try:
         if p.url is not None:
             tab.call("Page.navigate", {"url": p.url})
         else:
             mouse_click(tab, *element_point(tab, tab.resolve_ref(p.ref), p.ref))
-        began = conn.wait_event(lambda e: e["method"] == "Browser.downloadWillBegin", timeout)
+        began = conn.wait_event(lambda e: e["method"] == "Page.downloadWillBegin", timeout)
         if began is None:
             raise ToolError(
                 "download_blocked",
@@ -282,20 +284,40 @@ def download(ctx: ToolContext, session: Session, tab: Tab, p: Any, timeout: floa
         guid = began["params"]["guid"]
         done = conn.wait_event(
             lambda e: (
-                e["method"] == "Browser.downloadProgress"
+                e["method"] == "Page.downloadProgress"
                 and e["params"].get("guid") == guid
                 and e["params"].get("state") in ("completed", "canceled")
             ),
             timeout,
         )
     finally:
-        with contextlib.suppress(CDPError, ToolError):
-            conn.call("Browser.setDownloadBehavior", {"behavior": "deny"}, timeout=timeout)
+        _downloads_via_warden(session, {"allow": False}, timeout)
     if done is None or done["params"]["state"] != "completed":
         raise ToolError("download_blocked", "the download was cancelled or did not finish in time", {})
     final = _unique(Path(folder), began["params"].get("suggestedFilename") or guid)
     os.replace(os.path.join(folder, guid), final)
     return {"path": str(final), "bytes": final.stat().st_size, "url": began["params"].get("url", "")}
+
+
+def _downloads_via_warden(session: Session, request: dict[str, Any], timeout: float) -> None:
+    """Ask the warden to allow or deny downloads, and wait until the browser has taken it."""
+    request_id = os.urandom(8).hex()
+    write_json(session.files.download_request, {"id": request_id, **request})
+    deadline = time.monotonic() + max(timeout, 5.0)
+    while True:
+        answer = (read_json(session.files.warden) or {}).get("answers", {}).get(request_id)
+        if answer is not None:
+            break
+        if time.monotonic() >= deadline:
+            raise ToolError(
+                "guard_unavailable",
+                "the network-guard process did not answer a change of the download policy; retry, or "
+                "run action=stop and action=start",
+                {},
+            )
+        time.sleep(0.01)
+    if answer != "ok":
+        raise ToolError("browser_error", f"the browser refused the download policy: {answer}", {})
 
 
 def _unique(folder: Path, name: str) -> Path:

@@ -9,6 +9,9 @@
   proxy's, which every tab's console lists).
 - `<profile>.dialog-request.json`: a call asking the warden to answer a dialog (only a session that had
   the Page domain on before the dialog opened can answer it, and that is the warden's).
+- `<profile>.download-request.json`: `action=download` asking the warden to allow downloads into the
+  workspace for a while, or to deny them again. The warden owns the download behaviour: one set over a
+  short-lived DevTools connection is reset to Chromium's default (the user's ~/Downloads) when it closes.
 
 Every JSON file is replaced atomically (temp file + rename), so a reader never sees half a file.
 """
@@ -35,16 +38,29 @@ class ProfileFiles:
         self.warden = self.run_dir / f"{profile}.warden.json"
         self.console = self.run_dir / f"{profile}.console.jsonl"
         self.dialog_request = self.run_dir / f"{profile}.dialog-request.json"
+        self.download_request = self.run_dir / f"{profile}.download-request.json"
         self.log = self.run_dir / f"{profile}.log"
         self.user_data = paths.data_dir / "browser" / "profiles" / profile
+        # Where Chromium's own download default points (never the user's ~/Downloads): nothing should
+        # land here, since downloads are denied outside action=download, but if one ever does, it stays
+        # inside the profile.
+        self.quarantine = self.user_data / "fermix-download-quarantine"
 
     def ensure(self) -> None:
         make_private_dirs(self.run_dir)
         make_private_dirs(self.user_data)
+        make_private_dirs(self.quarantine)
 
     def clear(self) -> None:
         """Forget a browser that is gone: its launch record, session, warden state and console."""
-        for path in (self.launch, self.session, self.warden, self.console, self.dialog_request):
+        for path in (
+            self.launch,
+            self.session,
+            self.warden,
+            self.console,
+            self.dialog_request,
+            self.download_request,
+        ):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
