@@ -161,7 +161,12 @@ class Warden:
     def should_exit(self) -> bool:
         record = read_json(self.launch)
         if record is None or record.get("pid") != self.record.get("pid"):
-            return True  # stopped, or replaced by a new browser
+            # Stopped, or replaced by a new browser: nothing names this browser any more, so nothing
+            # would ever close it, and it would hold the profile against every later start.
+            if browser_alive(self.record):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(int(self.record["pid"]), signal.SIGKILL)
+            return True
         if self.idle_seconds:
             try:
                 last = self.session_file.stat().st_mtime
