@@ -723,7 +723,7 @@ complete -c fermix -n '__fermix_at \'tool browser\'' -l timeout-ms -x -d 'Per-ac
 complete -c fermix -n '__fermix_at \'tool browser\'' -l url -x -d 'URL for open, navigate or download'
 complete -c fermix -n '__fermix_at \'tool browser\'' -l value -x -d 'Value for cookie and storage writes'
 complete -c fermix -n '__fermix_at \'tool browser\'' -l wait-until -x -a 'text url element load' -d 'For act wait: text (needs text), url (url or text), element (selector or ref), load'
-complete -c fermix -n '__fermix_at \'tool browser\'' -l x -x -d 'click_coords x in CSS pixels of the page viewport (what get field=rect returns)'
+complete -c fermix -n '__fermix_at \'tool browser\'' -l x -x -d 'click_coords x in CSS pixels of the page viewport (what get field=rect returns); a point outside the viewport is refused'
 complete -c fermix -n '__fermix_at \'tool browser\'' -l y -x -d 'click_coords y in CSS pixels of the page viewport'
 complete -c fermix -n '__fermix_at \'tool cancel_coding_run\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool cancel_coding_run\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'

@@ -9,8 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from .cdp import CDPConnection, ConnectionLost
-from .launcher import browser_alive, find_executable, live_record, start_browser, stop_browser
-from .runfiles import ProfileFiles, process_alive, read_json
+from .launcher import (
+    browser_alive,
+    find_executable,
+    live_record,
+    settled_record,
+    start_browser,
+    stop_browser,
+)
+from .runfiles import ProfileFiles, process_alive, profile_lock, read_json
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -22,19 +29,22 @@ def allowed_hosts(ctx: ToolContext) -> list[str]:
 
 
 def start(ctx: ToolContext, cfg: BrowserConfig, files: ProfileFiles, headless: bool | None) -> dict[str, Any]:
-    record = live_record(files)
-    if record is not None:
-        return {"started": False, "already_running": True, **describe(record)}
-    if read_json(files.launch) is not None:
-        stop_browser(files)  # a dead or half-dead browser: clear it before starting again
-    record = start_browser(
-        files,
-        executable=find_executable(cfg.executable),
-        headless=default_headless(cfg, files.profile) if headless is None else headless,
-        allowed_private_hosts=allowed_hosts(ctx),
-        idle_minutes=cfg.idle_minutes,
-        timeout_ms=cfg.start_timeout_ms,
-    )
+    executable = find_executable(cfg.executable)
+    # One start (or stop) of a profile at a time: a second call waits, then finds the first's browser.
+    with profile_lock(files, cfg.start_timeout_ms / 1000 + 15):
+        record = live_record(files)
+        if record is not None:
+            return {"started": False, "already_running": True, **describe(record)}
+        if read_json(files.launch) is not None:
+            stop_browser(files)  # a dead or half-dead browser: clear it before starting again
+        record = start_browser(
+            files,
+            executable=executable,
+            headless=default_headless(cfg, files.profile) if headless is None else headless,
+            allowed_private_hosts=allowed_hosts(ctx),
+            idle_minutes=cfg.idle_minutes,
+            timeout_ms=cfg.start_timeout_ms,
+        )
     return {"started": True, "already_running": False, **describe(record)}
 
 
@@ -61,7 +71,7 @@ def stop(files: ProfileFiles) -> dict[str, Any]:
 
 
 def status(files: ProfileFiles, cfg: BrowserConfig) -> dict[str, Any]:
-    record = read_json(files.launch)
+    record = settled_record(files)
     if record is None:
         return {"profile": files.profile, "running": False}
     if not browser_alive(record) or not process_alive(int(record.get("warden_pid", 0))):

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
+from .cdp import CDPError
 from .runfiles import ProfileFiles, read_json
 from .session import Session
 
@@ -33,6 +34,14 @@ def run(p: Any, ctx: ToolContext) -> dict[str, Any]:
     session = Session(files, cfg, timeout)
     try:
         return _page_action(ctx, session, p, timeout)
+    except CDPError as exc:
+        # The browser refused a command: a typed failure with its own words, never an internal error.
+        raise ToolError(
+            "browser_error",
+            f"the browser refused {exc.method}: {exc.message} ({exc.code}). Check the input, or the page "
+            "with action=snapshot; retrying the same call will fail the same way",
+            {"method": exc.method, "cdp_code": exc.code, "cdp_message": exc.message},
+        ) from None
     finally:
         session.close()
 

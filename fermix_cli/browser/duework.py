@@ -48,12 +48,16 @@ class IdleBrowsers:
             return 0, BrowserReport(closed, lost)
         import time
 
-        from .launcher import browser_alive, stop_browser
-        from .runfiles import ProfileFiles, process_alive, read_json
+        from ..core.errors import ToolError
+        from .launcher import browser_alive, settled_record, stop_browser
+        from .runfiles import ProfileFiles, process_alive
 
         for profile in profiles:
             files = ProfileFiles(ctx.paths, profile)
-            record = read_json(files.launch)
+            try:
+                record = settled_record(files, wait=0.0)
+            except ToolError:
+                continue  # a call is starting or stopping it right now: its business, not idle
             if record is None:
                 continue
             if not browser_alive(record):

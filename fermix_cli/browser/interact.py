@@ -21,6 +21,7 @@ KEYS = {
 }  # fmt: skip
 MODIFIERS = {"Alt": 1, "Control": 2, "Ctrl": 2, "Meta": 4, "Cmd": 4, "Shift": 8}
 POLL = 0.05
+GET_TEXT_CAP = 200_000  # characters act get field=html|text returns; more is cut, and says so
 
 
 def need(value: Any, name: str, kind: str) -> Any:
@@ -95,8 +96,22 @@ def click(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
 
 
 def click_coords(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
-    x, y = need(p.x, "x", "click_coords"), need(p.y, "y", "click_coords")
-    return _clicked({"clicked": None, "x": x, "y": y}, mouse_click(tab, float(x), float(y)))
+    if p.x is None or p.y is None:
+        raise ToolError(
+            f"missing_{'x' if p.x is None else 'y'}", "act kind=click_coords needs `x` and `y`", {}
+        )
+    x, y = float(p.x), float(p.y)
+    # A point off the viewport hits nothing (and a huge one wedges the tab's input): refused up front.
+    width, height = tab.evaluate("[innerWidth, innerHeight]")
+    if not (0 <= x < width and 0 <= y < height):
+        raise ToolError(
+            "outside_viewport",
+            f"({x:g}, {y:g}) is outside the tab's viewport ({width}x{height} CSS pixels, x from 0 to "
+            f"{width - 1}, y from 0 to {height - 1}); take x, y from act get field=rect, scrolling the "
+            "element into view first",
+            {"x": x, "y": y, "viewport": {"width": width, "height": height}},
+        )
+    return _clicked({"clicked": None, "x": p.x, "y": p.y}, mouse_click(tab, x, y))
 
 
 def hover(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
@@ -107,6 +122,10 @@ def hover(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
 
 
 FOCUS_CLEAR = """function(clear) {
+  // A read-only or disabled control is refused before anything changes: the page does not let a person
+  // type there, and clearing it first would erase a value the page never meant to be edited.
+  if (this.matches(':disabled')) return 'disabled';
+  if (this.readOnly === true) return 'readonly';
   this.scrollIntoView({block: 'center'});
   this.focus();
   if (this.tagName === 'SELECT') return 'select';
@@ -139,6 +158,13 @@ def _enter_text(tab: Tab, p: Any, clear: bool) -> dict[str, Any]:
     text = p.text if p.text is not None else need(p.value, "text", kind)
     obj = tab.resolve_ref(ref)
     mode = tab.call_on(obj, FOCUS_CLEAR, clear)
+    if mode in ("readonly", "disabled"):
+        raise ToolError(
+            "not_editable",
+            f"element {ref} is {'read-only' if mode == 'readonly' else 'disabled'}, so the page does not "
+            "take text there; nothing was changed. Pick an editable field's ref from the snapshot",
+            {"ref": ref, "state": mode},
+        )
     if mode == "none":
         raise ToolError(
             "not_editable",
@@ -165,9 +191,19 @@ def type_text(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
 
 SUBMIT = """function() {
   const form = this.tagName === 'FORM' ? this : (this.form || this.closest('form'));
-  if (!form) return false;
-  if (typeof form.requestSubmit === 'function') form.requestSubmit(); else form.submit();
-  return true;
+  if (!form) return {found: false};
+  const submitter = (this.form === form && this.type === 'submit') ? this : null;
+  const skip = form.noValidate || (submitter !== null && submitter.formNoValidate);
+  if (!skip && !form.checkValidity()) {
+    const invalid = [...form.elements].filter(e => e.willValidate && !e.validity.valid).map(e => ({
+      name: e.name || e.id || (e.labels && e.labels[0] ? e.labels[0].innerText.trim() : '') || e.tagName.toLowerCase(),
+      message: e.validationMessage,
+    }));
+    form.reportValidity();  // what a person would see: the page's own validation bubble
+    return {found: true, invalid: invalid};
+  }
+  if (typeof form.requestSubmit === 'function') form.requestSubmit(submitter); else form.submit();
+  return {found: true, invalid: []};
 }"""
 
 
@@ -177,13 +213,22 @@ def submit(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
         return {"submitted": None, "by": "Enter"}
     obj = tab.resolve_ref(p.ref)
     try:
-        ok = tab.call_on(obj, SUBMIT)
+        outcome = tab.call_on(obj, SUBMIT)
     except ToolError as exc:
         if exc.code == "dialog_open":
             return _clicked({"submitted": p.ref}, dict(exc.details.get("dialog", {})))
         raise
-    if not ok:
+    if not isinstance(outcome, dict) or not outcome.get("found"):
         raise ToolError("not_found", f"element {p.ref} is not in a form; click its submit button's ref", {})
+    invalid = list(outcome.get("invalid") or [])
+    if invalid:
+        listed = "; ".join(f"{f.get('name')}: {f.get('message')}" for f in invalid[:10])
+        raise ToolError(
+            "form_invalid",
+            f"the form was not submitted: the page's validation blocks it ({listed}). Fill those fields "
+            "(act fill), then submit again",
+            {"ref": p.ref, "invalid": invalid[:50]},
+        )
     return {"submitted": p.ref, "by": "form"}
 
 
@@ -250,6 +295,13 @@ def _target_object(tab: Tab, p: Any) -> str | None:
     return None
 
 
+# The first GET_TEXT_CAP characters and the whole length; never a cut between a surrogate pair's halves.
+CUT = (
+    f"(s) => {{ let n = Math.min(s.length, {GET_TEXT_CAP}); "
+    "if (n < s.length && (s.charCodeAt(n - 1) & 0xFC00) === 0xD800) n -= 1; return [s.slice(0, n), s.length]; }"
+)
+
+
 def get(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
     field = need(p.field, "field", "get")
     if field in ("url", "title", "ready_state"):
@@ -262,15 +314,28 @@ def get(tab: Tab, p: Any, timeout: float) -> dict[str, Any]:
     if field in ("html", "text"):
         obj = _target_object(tab, p)
         prop = "outerHTML" if field == "html" else "innerText"
+        # Cut in the page, so a huge document never crosses the DevTools socket whole.
         if obj is None:
-            value = tab.evaluate(
+            whole = (
                 "document.documentElement.outerHTML"
                 if field == "html"
-                else "document.body ? document.body.innerText : ''"
+                else "(document.body ? document.body.innerText : '')"
             )
+            got = tab.evaluate(f"({CUT})({whole})")
         else:
-            value = tab.call_on(obj, f"function() {{ return this.{prop} ?? this.textContent; }}")
-        return {"field": field, "value": value}
+            got = tab.call_on(
+                obj, f"function() {{ return ({CUT})(String(this.{prop} ?? this.textContent ?? '')); }}"
+            )
+        value, total = got[0], int(got[1])
+        out: dict[str, Any] = {"field": field, "value": value}
+        if total > len(value):
+            out.update(
+                truncated=True,
+                total_chars=total,
+                note=f"TRUNCATED: the first {len(value)} of {total} characters; narrow it with `selector` "
+                "or `ref`, or use action=snapshot",
+            )
+        return out
     if field == "rect":
         if p.ref is None and p.selector is None:
             raise ToolError("missing_selector", "get field=rect needs `selector` (or `ref`)", {})

@@ -21,10 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from .cdp import CDPConnection, ConnectionLost
-from .runfiles import ProfileFiles, process_alive, process_start, read_json, write_json
+from .profiledir import kill_profile_owner, may_hold_profile, write_download_preferences
+from .runfiles import ProfileFiles, process_alive, process_start, profile_lock, read_json, write_json
 
 if TYPE_CHECKING:
     import socket
+    import subprocess
+
+# Chromium's exit status when another Chromium holds the user-data directory (ProcessSingleton).
+PROFILE_IN_USE_STATUS = 21
+# How long a call waits for another call's start or stop of the same profile to finish.
+LOCK_WAIT_S = 60.0
 
 EXECUTABLE_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
@@ -100,9 +107,23 @@ def browser_alive(record: dict[str, Any]) -> bool:
     return process_alive(pid) and process_start(pid) == record.get("pid_start", "")
 
 
+def settled_record(files: ProfileFiles, wait: float = LOCK_WAIT_S) -> dict[str, Any] | None:
+    """The launch record, once no call is still starting the browser it names.
+
+    A record marked `starting` is written before Chromium is launched, so that a browser whose starter
+    was killed can still be found and closed; while its starter runs (and holds the profile's lock), its
+    missing warden means "not yet", not "lost".
+    """
+    record = read_json(files.launch)
+    if record is not None and record.get("starting"):
+        with profile_lock(files, wait):
+            record = read_json(files.launch)
+    return record
+
+
 def live_record(files: ProfileFiles) -> dict[str, Any] | None:
     """The launch record when its browser and warden are both running; a stale record is cleared."""
-    record = read_json(files.launch)
+    record = settled_record(files)
     if record is None:
         return None
     if browser_alive(record) and process_alive(int(record.get("warden_pid", 0))) and record.get("proxy_port"):
@@ -112,7 +133,7 @@ def live_record(files: ProfileFiles) -> dict[str, Any] | None:
 
 def connect(files: ProfileFiles, idle_minutes: int) -> tuple[dict[str, Any], CDPConnection]:
     """Attach to the profile's running browser: its launch record and an open connection."""
-    record = read_json(files.launch)
+    record = settled_record(files)
     if record is None:
         raise not_running(files.profile)
     last_used = _last_used(files, record)
@@ -159,14 +180,25 @@ def start_browser(
     idle_minutes: int,
     timeout_ms: int,
 ) -> dict[str, Any]:
-    """Launch Chromium and its warden for a profile; returns the launch record."""
+    """Launch Chromium and its warden for a profile; returns the launch record. The caller holds the
+    profile's lock (`profile_lock`)."""
     from .guardproxy import listen
 
     files.ensure()
     files.clear()
     proxy = listen()  # bound first: Chromium must never run without its proxy
+    args = (files, proxy, executable, headless, allowed_private_hosts, idle_minutes, timeout_ms)
     try:
-        return _launch(files, proxy, executable, headless, allowed_private_hosts, idle_minutes, timeout_ms)
+        try:
+            return _launch(*args)
+        except ToolError as exc:
+            # A Chromium of ours left holding the profile (its starter was killed before it recorded
+            # it) makes every later start fail: close it, then try once more.
+            if exc.code != "chrome_start_failed" or exc.details.get("status") != PROFILE_IN_USE_STATUS:
+                raise
+            if not kill_profile_owner(files):
+                raise
+        return _launch(*args)
     finally:
         proxy.close()  # the warden holds its own copy
 
@@ -185,6 +217,7 @@ def _launch(
     port_file = files.user_data / "DevToolsActivePort"
     with contextlib.suppress(FileNotFoundError):
         port_file.unlink()
+    write_download_preferences(files)
     proxy_port = int(proxy.getsockname()[1])
     argv = [executable, *CHROMIUM_FLAGS, f"--proxy-server=http://127.0.0.1:{proxy_port}"]
     argv.append(f"--user-data-dir={files.user_data}")
@@ -197,6 +230,42 @@ def _launch(
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True
         )
+    # Recorded at once: should this call be killed from here on, the next one finds the browser and
+    # closes it, rather than meeting a Chromium that holds the profile with nothing naming it.
+    record: dict[str, Any] = {
+        "profile": files.profile,
+        "pid": proc.pid,
+        "pid_start": process_start(proc.pid),
+        "port": 0,
+        "proxy_port": proxy_port,
+        "ws_url": "",
+        "user_data_dir": str(files.user_data),
+        "executable": executable,
+        "headless": headless,
+        "started_at": time.time(),
+        "allowed_private_hosts": allowed_private_hosts,
+        "idle_minutes": idle_minutes,
+        "warden_pid": 0,
+        "starting": True,
+    }
+    write_json(files.launch, record)
+    try:
+        return _await_browser(files, proc, record, proxy, timeout_ms)
+    except BaseException:
+        _kill_group(proc.pid)  # whatever stopped the start (an error, Ctrl-C), the browser goes too
+        kill_browser(record)
+        files.clear()
+        raise
+
+
+def _await_browser(
+    files: ProfileFiles,
+    proc: subprocess.Popen[bytes],
+    record: dict[str, Any],
+    proxy: socket.socket,
+    timeout_ms: int,
+) -> dict[str, Any]:
+    port_file = files.user_data / "DevToolsActivePort"
     deadline = time.monotonic() + timeout_ms / 1000
     ws_path = ""
     port = 0
@@ -205,39 +274,26 @@ def _launch(
             raise ToolError(
                 "chrome_start_failed",
                 f"Chromium exited with status {proc.returncode} while starting; see {files.log}",
-                {"log": str(files.log), "tail": _tail(files.log)},
+                {"log": str(files.log), "tail": _tail(files.log), "status": proc.returncode},
             )
         with contextlib.suppress(FileNotFoundError, ValueError):
             lines = port_file.read_text().splitlines()
-            if len(lines) >= 2:
+            # Only once this Chromium holds the profile is the port file its own: another one still on
+            # the profile (about to make this one exit) may have written it.
+            if len(lines) >= 2 and may_hold_profile(files, proc.pid):
                 port, ws_path = int(lines[0]), lines[1]
                 break
         time.sleep(0.02)
     if not ws_path:
-        _kill_group(proc.pid)
         raise ToolError(
             "timeout",
             f"Chromium did not open its debugging port within {timeout_ms} ms; see {files.log}",
             {"log": str(files.log)},
         )
-    record: dict[str, Any] = {
-        "profile": files.profile,
-        "pid": proc.pid,
-        "pid_start": process_start(proc.pid),
-        "port": port,
-        "proxy_port": proxy_port,
-        "ws_url": f"ws://127.0.0.1:{port}{ws_path}",
-        "user_data_dir": str(files.user_data),
-        "executable": executable,
-        "headless": headless,
-        "started_at": time.time(),
-        "allowed_private_hosts": allowed_private_hosts,
-        "idle_minutes": idle_minutes,
-        "warden_pid": 0,
-    }
+    record.update(port=port, ws_url=f"ws://127.0.0.1:{port}{ws_path}")
     write_json(files.launch, record)
     warden = _start_warden(files, record, proxy, deadline)
-    record["warden_pid"] = warden
+    record.update(warden_pid=warden, starting=False)
     write_json(files.launch, record)
     write_json(files.session, {"active": None, "opened": [], "refs": {}})
     return record
@@ -308,6 +364,11 @@ def kill_browser(record: dict[str, Any]) -> None:
 
 def stop_browser(files: ProfileFiles, grace: float = 5.0) -> bool:
     """Close the profile's browser (politely, then by force) and forget it; False if none was recorded."""
+    with profile_lock(files, LOCK_WAIT_S):
+        return _stop_browser(files, grace)
+
+
+def _stop_browser(files: ProfileFiles, grace: float) -> bool:
     record = read_json(files.launch)
     if record is None:
         return False

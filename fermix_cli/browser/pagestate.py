@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     from .session import Session
 
 CONSOLE_LIMIT = 200
+# A full-page screenshot's longest side in device pixels: Chromium fails past some size (a 3,000,000 px
+# page is "Unable to capture screenshot"), and no image reader wants more (JPEG stops at 65,535).
+MAX_SHOT_SIDE = 32_768
+# RFC 6265 section 4.1.1: a cookie name is a token, a value is cookie-octets (optionally double-quoted).
+_TOKEN = frozenset(chr(c) for c in range(0x21, 0x7F)) - frozenset('()<>@,;:\\"/[]?={}')
+_COOKIE_OCTETS = frozenset(chr(c) for c in range(0x21, 0x7F)) - frozenset('",;\\')
+MAX_COOKIE_BYTES = 4096  # name plus value: what every browser keeps (RFC 6265 section 6.1)
 
 
 def _media_file(ctx: ToolContext, profile: str, suffix: str) -> Path:
@@ -52,9 +59,16 @@ def screenshot(ctx: ToolContext, session: Session, tab: Tab, p: Any) -> dict[str
         params["quality"] = p.quality if p.quality is not None else 80
     if p.full_page:
         width, height = max(width, view[3]), max(height, view[4])
+        if max(width, height) * dpr > MAX_SHOT_SIDE:
+            raise _too_large(width, height, dpr, f"over {MAX_SHOT_SIDE} device pixels a side")
         params["captureBeyondViewport"] = True
         params["clip"] = {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}
-    data = base64.b64decode(tab.call("Page.captureScreenshot", params)["data"])
+    try:
+        data = base64.b64decode(tab.call("Page.captureScreenshot", params)["data"])
+    except CDPError as exc:
+        if p.full_page:
+            raise _too_large(width, height, dpr, f"the browser could not capture it: {exc.message}") from None
+        raise
     path = _media_file(ctx, session.files.profile, "jpg" if fmt == "jpeg" else "png")
     _write_new(path, data)
     return {
@@ -67,6 +81,16 @@ def screenshot(ctx: ToolContext, session: Session, tab: Tab, p: Any) -> dict[str
         "full_page": bool(p.full_page),
         "url": tab.evaluate("location.href"),
     }
+
+
+def _too_large(width: float, height: float, dpr: float, why: str) -> ToolError:
+    return ToolError(
+        "screenshot_too_large",
+        f"the page is {width:g}x{height:g} CSS pixels, too large for a full-page screenshot ({why}); "
+        "use a viewport screenshot (full_page false), scrolling to the part you need (act press "
+        "PageDown, or act hover on an element's ref), or read the page with action=snapshot",
+        {"css_width": width, "css_height": height, "device_pixel_ratio": dpr, "max_side": MAX_SHOT_SIDE},
+    )
 
 
 def pdf(ctx: ToolContext, session: Session, tab: Tab, p: Any) -> dict[str, Any]:
@@ -139,6 +163,7 @@ def cookies(tab: Tab, p: Any) -> dict[str, Any]:
     url = _page_url(tab)
     if kind == "set":
         name, value = need(p.field, "field", "cookies set"), need(p.value, "value", "cookies set")
+        _check_cookie(name, value)
         ok = tab.call("Network.setCookie", {"name": name, "value": value, "url": url}).get("success", True)
         if not ok:
             raise ToolError("invalid_cookie", f"the browser refused cookie {name!r} for {url}", {})
@@ -156,6 +181,40 @@ def cookies(tab: Tab, p: Any) -> dict[str, Any]:
         if kind != "get" or p.field is None or c["name"] == p.field
     ]
     return {"url": url, "kind": kind, "cookies": found}
+
+
+def _check_cookie(name: str, value: str) -> None:
+    """Refuse what RFC 6265 does not allow in a Set-Cookie, before the browser sees it."""
+    bad_name = sorted({c for c in name if c not in _TOKEN})
+    if bad_name:
+        raise ToolError(
+            "invalid_cookie",
+            f"cookie name {name!r} has characters a cookie name cannot hold ({_shown(bad_name)}): a name is "
+            'printable ASCII without spaces or ( ) < > @ , ; : \\ " / [ ] ? = { }',
+            {"name": name, "characters": bad_name},
+        )
+    inner = value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+    bad_value = sorted({c for c in inner if c not in _COOKIE_OCTETS})
+    if bad_value:
+        raise ToolError(
+            "invalid_cookie",
+            f"the value of cookie {name!r} has characters a cookie value cannot hold ({_shown(bad_value)}): "
+            "percent-encode or base64 it first (spaces, quotes, commas, semicolons, backslashes, control "
+            "characters and non-ASCII are not allowed)",
+            {"name": name, "characters": bad_value[:20]},
+        )
+    size = len(name.encode()) + len(value.encode())
+    if size > MAX_COOKIE_BYTES:
+        raise ToolError(
+            "invalid_cookie",
+            f"cookie {name!r} is {size} bytes (name plus value); browsers keep at most {MAX_COOKIE_BYTES}. "
+            "Store large data with action=storage instead",
+            {"name": name, "bytes": size, "max_bytes": MAX_COOKIE_BYTES},
+        )
+
+
+def _shown(chars: list[str]) -> str:
+    return ", ".join(repr(c) for c in chars[:10])
 
 
 def storage(tab: Tab, p: Any) -> dict[str, Any]:
@@ -203,17 +262,19 @@ def download(ctx: ToolContext, session: Session, tab: Tab, p: Any, timeout: floa
         check_navigation(p.url, session.guard, session.local_ports)
     elif p.ref is None:
         raise ToolError("missing_url", "download needs `url` or the `ref` of a link or button", {})
-    conn.call(
-        "Browser.setDownloadBehavior",
-        {"behavior": "allowAndName", "downloadPath": folder, "eventsEnabled": True},
-        timeout=timeout,
+    # The warden allows downloads (into the workspace only, for this call only) and denies them again:
+    # a behaviour set over this call's own connection would fall back to Chromium's default when it
+    # closes. This call follows the download through its tab's Page events.
+    tab.call("Page.enable")
+    _downloads_via_warden(
+        session, {"allow": True, "path": folder, "until": time.time() + timeout + 5}, timeout
     )
     try:
         if p.url is not None:
             tab.call("Page.navigate", {"url": p.url})
         else:
             mouse_click(tab, *element_point(tab, tab.resolve_ref(p.ref), p.ref))
-        began = conn.wait_event(lambda e: e["method"] == "Browser.downloadWillBegin", timeout)
+        began = conn.wait_event(lambda e: e["method"] == "Page.downloadWillBegin", timeout)
         if began is None:
             raise ToolError(
                 "download_blocked",
@@ -223,20 +284,40 @@ def download(ctx: ToolContext, session: Session, tab: Tab, p: Any, timeout: floa
         guid = began["params"]["guid"]
         done = conn.wait_event(
             lambda e: (
-                e["method"] == "Browser.downloadProgress"
+                e["method"] == "Page.downloadProgress"
                 and e["params"].get("guid") == guid
                 and e["params"].get("state") in ("completed", "canceled")
             ),
             timeout,
         )
     finally:
-        with contextlib.suppress(CDPError, ToolError):
-            conn.call("Browser.setDownloadBehavior", {"behavior": "deny"}, timeout=timeout)
+        _downloads_via_warden(session, {"allow": False}, timeout)
     if done is None or done["params"]["state"] != "completed":
         raise ToolError("download_blocked", "the download was cancelled or did not finish in time", {})
     final = _unique(Path(folder), began["params"].get("suggestedFilename") or guid)
     os.replace(os.path.join(folder, guid), final)
     return {"path": str(final), "bytes": final.stat().st_size, "url": began["params"].get("url", "")}
+
+
+def _downloads_via_warden(session: Session, request: dict[str, Any], timeout: float) -> None:
+    """Ask the warden to allow or deny downloads, and wait until the browser has taken it."""
+    request_id = os.urandom(8).hex()
+    write_json(session.files.download_request, {"id": request_id, **request})
+    deadline = time.monotonic() + max(timeout, 5.0)
+    while True:
+        answer = (read_json(session.files.warden) or {}).get("answers", {}).get(request_id)
+        if answer is not None:
+            break
+        if time.monotonic() >= deadline:
+            raise ToolError(
+                "guard_unavailable",
+                "the network-guard process did not answer a change of the download policy; retry, or "
+                "run action=stop and action=start",
+                {},
+            )
+        time.sleep(0.01)
+    if answer != "ok":
+        raise ToolError("browser_error", f"the browser refused the download policy: {answer}", {})
 
 
 def _unique(folder: Path, name: str) -> Path:

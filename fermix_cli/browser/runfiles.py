@@ -9,6 +9,9 @@
   proxy's, which every tab's console lists).
 - `<profile>.dialog-request.json`: a call asking the warden to answer a dialog (only a session that had
   the Page domain on before the dialog opened can answer it, and that is the warden's).
+- `<profile>.download-request.json`: `action=download` asking the warden to allow downloads into the
+  workspace for a while, or to deny them again. The warden owns the download behaviour: one set over a
+  short-lived DevTools connection is reset to Chromium's default (the user's ~/Downloads) when it closes.
 
 Every JSON file is replaced atomically (temp file + rename), so a reader never sees half a file.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +39,30 @@ class ProfileFiles:
         self.warden = self.run_dir / f"{profile}.warden.json"
         self.console = self.run_dir / f"{profile}.console.jsonl"
         self.dialog_request = self.run_dir / f"{profile}.dialog-request.json"
+        self.download_request = self.run_dir / f"{profile}.download-request.json"
         self.log = self.run_dir / f"{profile}.log"
+        self.lock = self.run_dir / f"{profile}.lock"  # held (flock) by a call starting or stopping it
         self.user_data = paths.data_dir / "browser" / "profiles" / profile
+        # Where Chromium's own download default points (never the user's ~/Downloads): nothing should
+        # land here, since downloads are denied outside action=download, but if one ever does, it stays
+        # inside the profile.
+        self.quarantine = self.user_data / "fermix-download-quarantine"
 
     def ensure(self) -> None:
         make_private_dirs(self.run_dir)
         make_private_dirs(self.user_data)
+        make_private_dirs(self.quarantine)
 
     def clear(self) -> None:
         """Forget a browser that is gone: its launch record, session, warden state and console."""
-        for path in (self.launch, self.session, self.warden, self.console, self.dialog_request):
+        for path in (
+            self.launch,
+            self.session,
+            self.warden,
+            self.console,
+            self.dialog_request,
+            self.download_request,
+        ):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
@@ -92,3 +110,53 @@ def process_start(pid: int) -> str:
         return ""
     fields = stat.rpartition(")")[2].split()
     return fields[19] if len(fields) > 19 else ""
+
+
+_HELD: dict[str, int] = {}  # lock files this process holds -> depth (a stop inside a start re-enters)
+
+
+@contextlib.contextmanager
+def profile_lock(files: ProfileFiles, timeout: float) -> Iterator[None]:
+    """Hold the profile's start/stop lock (an flock, so a killed holder releases it at once).
+
+    Two calls starting the same profile would launch two browsers on one user-data directory, and one
+    call's clean-up would delete the other's launch record: the second call waits here, then finds the
+    first one's browser running.
+    """
+    import fcntl
+    import time
+
+    from ..core.errors import ToolError
+
+    key = str(files.lock)
+    if key in _HELD:
+        _HELD[key] += 1
+        try:
+            yield
+        finally:
+            _HELD[key] -= 1
+        return
+    make_private_dirs(files.run_dir)
+    fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise ToolError(
+                        "busy",
+                        f"another call has been starting or stopping the browser of profile {files.profile!r} "
+                        f"for {timeout:g} s; retry in a moment (action=status shows what it did)",
+                        {"profile": files.profile},
+                    ) from None
+                time.sleep(0.05)
+        _HELD[key] = 1
+        try:
+            yield
+        finally:
+            del _HELD[key]
+    finally:
+        os.close(fd)  # releases the flock

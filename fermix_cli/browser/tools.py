@@ -67,9 +67,16 @@ class BrowserParams(Params):
     ] = None
     x: Annotated[
         float | None,
-        Field(description="click_coords x in CSS pixels of the page viewport (what get field=rect returns)"),
+        Field(
+            ge=0,
+            le=100_000,
+            description="click_coords x in CSS pixels of the page viewport (what get field=rect returns); "
+            "a point outside the viewport is refused",
+        ),
     ] = None
-    y: Annotated[float | None, Field(description="click_coords y in CSS pixels of the page viewport")] = None
+    y: Annotated[
+        float | None, Field(ge=0, le=100_000, description="click_coords y in CSS pixels of the page viewport")
+    ] = None
     wait_until: Annotated[
         Literal["text", "url", "element", "load"] | None,
         Field(

@@ -82,6 +82,8 @@ class Warden:
         self.session_file = launch.with_name(f"{profile}.session.json")
         self.console_file = launch.with_name(f"{profile}.console.jsonl")
         self.request_file = launch.with_name(f"{profile}.dialog-request.json")
+        self.download_file = launch.with_name(f"{profile}.download-request.json")
+        self.downloads_until = 0.0  # when an action=download's allowance ends (0: denied)
         hook = os.environ.get(TEST_RESOLVER_ENV)
         self.guard = HostGuard(
             record.get("allowed_private_hosts", []), scripted_resolver(hook) if hook else None
@@ -121,6 +123,9 @@ class Warden:
         self.proxy.start()
         auto = {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True}
         self.conn.call("Target.setAutoAttach", auto, timeout=10)
+        # No page downloads anything unless action=download asks: a download behaviour set over DevTools
+        # lasts while the connection that set it stays open, and this one stays for the browser's life.
+        self.conn.call("Browser.setDownloadBehavior", {"behavior": "deny"}, timeout=10)
         self.conn.call("Target.setDiscoverTargets", {"discover": True}, timeout=10)
         for event in list(self.conn.events):
             self.conn.events.remove(event)
@@ -141,6 +146,12 @@ class Warden:
                 self.save()
             if self.request_file.exists():
                 self.answer_dialog()
+            if self.download_file.exists():
+                self.set_downloads()
+            if self.downloads_until and time.time() > self.downloads_until:
+                # The call that asked was killed before it could say it was done.
+                self.downloads_until = 0.0
+                self.conn.send("Browser.setDownloadBehavior", {"behavior": "deny"})
             now = time.monotonic()
             if now - last_idle_check >= 2.0:
                 last_idle_check = now
@@ -150,7 +161,12 @@ class Warden:
     def should_exit(self) -> bool:
         record = read_json(self.launch)
         if record is None or record.get("pid") != self.record.get("pid"):
-            return True  # stopped, or replaced by a new browser
+            # Stopped, or replaced by a new browser: nothing names this browser any more, so nothing
+            # would ever close it, and it would hold the profile against every later start.
+            if browser_alive(self.record):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(int(self.record["pid"]), signal.SIGKILL)
+            return True
         if self.idle_seconds:
             try:
                 last = self.session_file.stat().st_mtime
@@ -252,6 +268,21 @@ class Warden:
         self.answering[self.conn.send("Page.handleJavaScriptDialog", params, session)] = str(
             request.get("id")
         )
+
+    def set_downloads(self) -> None:
+        """Allow downloads into the requested folder until a deadline, or deny them again."""
+        request = read_json(self.download_file)
+        with contextlib.suppress(FileNotFoundError):
+            self.download_file.unlink()
+        if request is None:
+            return
+        params: dict[str, Any] = {"behavior": "deny"}
+        self.downloads_until = 0.0
+        if request.get("allow") and request.get("path"):
+            params = {"behavior": "allowAndName", "downloadPath": str(request["path"])}
+            self.downloads_until = float(request.get("until", 0)) or time.time() + 60
+        self.answers = dict(list(self.answers.items())[-20:])
+        self.answering[self.conn.send("Browser.setDownloadBehavior", params)] = str(request.get("id"))
 
     def confirmed(self, target: str) -> None:
         self.guarded.add(target)

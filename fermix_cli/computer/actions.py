@@ -20,7 +20,7 @@ from .geometry import Rect, View, aim, plan_view
 from .keys import modifier, parse_chord
 from .posture import check_posture, posture_of, severity
 from .session import check_not_paused, latest_view, remember_view
-from .x11 import Desktop, display_of
+from .x11 import TYPE_CHUNK, Desktop, display_of
 
 SCROLL_BUTTONS = {"up": "4", "down": "5", "left": "6", "right": "7"}
 BUTTONS = {"left_click": "1", "right_click": "3", "double_click": "1"}
@@ -284,8 +284,7 @@ def _act(
         result["amount"] = amount
         return result
     if action == "type":
-        ok, err = desk.xdotool("type", "--delay", "8", "--clearmodifiers", "--", p.text)
-        return _keyboard_result(ok, err, {"characters": len(p.text)})
+        return _typed_result(desk, p.text, {})
     if action == "key":
         assert chord is not None
         ok, err = desk.xdotool("key", "--clearmodifiers", "+".join(chord))
@@ -293,8 +292,7 @@ def _act(
     if action == "paste":
         helper = desk.set_clipboard(p.text)
         if helper is None:
-            ok, err = desk.xdotool("type", "--delay", "8", "--clearmodifiers", "--", p.text)
-            return _keyboard_result(ok, err, {"characters": len(p.text), "via": "typed (no xclip or xsel)"})
+            return _typed_result(desk, p.text, {"via": "typed (no xclip or xsel)"})
         ok, err = desk.xdotool("key", "--clearmodifiers", "ctrl+v")
         return _keyboard_result(ok, err, {"characters": len(p.text), "via": f"clipboard ({helper})"})
     raise ToolError("invalid_action", f"unknown action {action!r}", {"action": action})
@@ -314,6 +312,20 @@ def _pointer_result(desk: Desktop, args: list[str], target: tuple[int, int] | No
             f"the pointer is at {at}, not at {target}: the X server did not move it there"
             if at is not None
             else "the pointer position could not be read back"
+        )
+    return out
+
+
+def _typed_result(desk: Desktop, text: str, extra: dict[str, Any]) -> dict[str, Any]:
+    typed, stopped = desk.type_text(text)
+    out: dict[str, Any] = {"delivered": stopped is None, "characters": len(text), **extra}
+    if stopped is not None:
+        unsure = min(TYPE_CHUNK, len(text) - typed)
+        out["typed"] = typed
+        out["not_delivered"] = (
+            f"{stopped}. The first {typed} of {len(text)} characters were typed, and up to {unsure} after "
+            f"them may have been in part; held keys were released. Look at the screenshot and type only "
+            f"what is missing (from character {typed}), not the whole text again"
         )
     return out
 

@@ -51,10 +51,20 @@ _CATASTROPHIC = frozenset(
         ("alt", "ctrl", "BackSpace"),
         ("alt", "Sys_Req"),
         ("Sys_Req",),
-        ("super", "l"),
+        ("super", "l"),  # screen lock (GNOME, KDE)
+        ("alt", "ctrl", "l"),  # screen lock (Xfce, Cinnamon, MATE, older GNOME)
         *(("alt", "ctrl", f"F{n}") for n in range(1, 13)),
     )
 )
+
+
+_MODIFIERS = frozenset({"ctrl", "alt", "shift", "super"})
+
+
+def _holds(keys: frozenset[str], table: frozenset[frozenset[str]]) -> bool:
+    """Whether `keys` is a chord of `table` with, at most, more modifiers held (ctrl+shift+s is ctrl+s to
+    an application that does not bind it, and save-as where it does: never less than ctrl+s)."""
+    return any(base <= keys and keys - base <= _MODIFIERS for base in table)
 
 
 def posture_of(ctx: ToolContext) -> Posture:
@@ -95,9 +105,9 @@ def severity(action: str, chord: tuple[str, ...] | None, text: str | None) -> st
     """`catastrophic`, `irreversible`, or None for input that commits nothing by itself."""
     if action == "key" and chord:
         keys = frozenset(chord)
-        if keys in _CATASTROPHIC:
+        if _holds(keys, _CATASTROPHIC):
             return "catastrophic"
-        if keys in _COMMIT_CHORDS or chord[-1] in _COMMIT_KEYS:
+        if _holds(keys, _COMMIT_CHORDS) or chord[-1] in _COMMIT_KEYS:
             return "irreversible"
     if action in ("type", "paste") and text is not None and ("\n" in text or "\r" in text):
         return "irreversible"

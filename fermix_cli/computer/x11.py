@@ -24,6 +24,20 @@ REQUIRED_PROGRAMS = ("xdotool", "xwininfo")
 CLIPBOARD_PROGRAMS = ("xclip", "xsel")
 PYTHON_MODULES = {"mss": "mss", "PIL": "pillow"}
 HELPER_TIMEOUT_S = 15.0
+# Text is typed in pieces, each with a deadline for its length: one xdotool call for a long text would
+# outlive any fixed deadline (about 10 ms a character), and a call killed between a key's press and its
+# release leaves the key held, repeating for ever.
+TYPE_CHUNK = 100
+TYPE_DELAY_MS = 8
+MODIFIER_KEYSYMS = ("shift", "ctrl", "alt", "super", "Shift_L", "Shift_R", "Control_L", "Control_R",
+                    "Alt_L", "Alt_R", "Super_L", "Super_R", "ISO_Level3_Shift")  # fmt: skip
+
+
+def chunk_timeout(characters: int) -> float:
+    """Seconds one xdotool call may take to type `characters` (ten times the usual pace, plus start-up)."""
+    return 5.0 + characters * TYPE_DELAY_MS * 10 / 1000
+
+
 MAX_WINDOWS = 40
 
 
@@ -46,6 +60,34 @@ def pointer_in(text: str) -> tuple[int, int] | None:
         return int(values["X"]), int(values["Y"])
     except (KeyError, ValueError):
         return None
+
+
+def _release_held_keys(display: str) -> list[int]:
+    """Query the keymap (XQueryKeymap) and send a release (XTest) for each key that is down."""
+    import ctypes
+    import ctypes.util
+
+    x11 = ctypes.CDLL(ctypes.util.find_library("X11") or "libX11.so.6")
+    xtst = ctypes.CDLL(ctypes.util.find_library("Xtst") or "libXtst.so.6")
+    x11.XOpenDisplay.restype = ctypes.c_void_p
+    x11.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    x11.XQueryKeymap.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    x11.XSync.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    x11.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    xtst.XTestFakeKeyEvent.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_int, ctypes.c_ulong]
+    connection = x11.XOpenDisplay(display.encode())
+    if not connection:
+        raise OSError(f"cannot open X display {display}")
+    try:
+        keymap = ctypes.create_string_buffer(32)
+        x11.XQueryKeymap(connection, keymap)
+        held = [i * 8 + bit for i, byte in enumerate(keymap.raw) for bit in range(8) if byte >> bit & 1]
+        for keycode in held:
+            xtst.XTestFakeKeyEvent(connection, keycode, 0, 0)
+        x11.XSync(connection, 0)
+    finally:
+        x11.XCloseDisplay(connection)
+    return held
 
 
 class _Borrowed:
@@ -132,12 +174,12 @@ class Desktop:
 
     # ----- helpers -----------------------------------------------------------------------------
 
-    def run(self, argv: Sequence[str]) -> tuple[int, str]:
+    def run(self, argv: Sequence[str], timeout_s: float = HELPER_TIMEOUT_S) -> tuple[int, str]:
         """(exit code, output) of a helper; a missing program or a timeout is a ToolError."""
         from ..core.shell.procgroup import run_captured
 
         try:
-            out = run_captured(argv, cwd="/", env=self.env, timeout_s=HELPER_TIMEOUT_S, cap=1 << 20)
+            out = run_captured(argv, cwd="/", env=self.env, timeout_s=timeout_s, cap=1 << 20)
         except (FileNotFoundError, PermissionError):
             raise ToolError(
                 "helper_missing",
@@ -145,14 +187,57 @@ class Desktop:
                 {"program": argv[0]},
             ) from None
         if out.timed_out:
-            raise ToolError(
-                "timeout", f"{argv[0]} did not finish in {HELPER_TIMEOUT_S:g} s", {"program": argv[0]}
-            )
+            raise ToolError("timeout", f"{argv[0]} did not finish in {timeout_s:g} s", {"program": argv[0]})
         return out.exit_code, out.text()
 
     def xdotool(self, *args: str) -> tuple[bool, str]:
         code, text = self.run(["xdotool", *args])
         return code == 0, text.strip()
+
+    def type_text(self, text: str) -> tuple[int, str | None]:
+        """Type `text` piece by piece: (characters typed for certain, None or why it stopped).
+
+        After a piece fails or runs out of time, every key still held is released, so nothing repeats.
+        """
+        typed = 0
+        try:
+            for start in range(0, len(text), TYPE_CHUNK):
+                piece = text[start : start + TYPE_CHUNK]
+                limit = chunk_timeout(len(piece))
+                try:
+                    code, out = self.run(
+                        ["xdotool", "type", "--delay", str(TYPE_DELAY_MS), "--clearmodifiers", "--", piece],
+                        timeout_s=limit,
+                    )
+                except ToolError as exc:
+                    if exc.code != "timeout":
+                        raise
+                    self.release_keys()
+                    return (
+                        typed,
+                        f"xdotool did not type {len(piece)} characters within {limit:g} s and was stopped",
+                    )
+                if code != 0:
+                    self.release_keys()
+                    return typed, f"xdotool failed: {out.strip()[:300] or 'no output'}"
+                typed += len(piece)
+        except BaseException:
+            self.release_keys()  # interrupted mid-piece: never leave a key down
+            raise
+        return typed, None
+
+    def release_keys(self) -> list[int]:
+        """Release every key the X server has down (a killed xdotool may have left one); their keycodes."""
+        try:
+            return _release_held_keys(self.display)
+        except (OSError, AttributeError) as exc:  # no libX11/libXtst to load: release the modifiers at least
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "cannot read the X keymap (%s); releasing modifiers only", exc
+            )
+            self.run(["xdotool", "keyup", *MODIFIER_KEYSYMS])
+            return []
 
     def act_and_locate(self, args: Sequence[str]) -> tuple[bool, str, tuple[int, int] | None]:
         """Run an xdotool chain, then read the pointer back in the same connection (a round trip, so the

@@ -11,6 +11,7 @@ boundary: a command can reach a service outside fermix's process tree, or simply
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 
 from .shell.procgroup import SPAWN_MARKER
@@ -52,15 +53,42 @@ def _has_marker(pid: int) -> bool:
         return False
 
 
+_PYTHON = re.compile(r"^python[0-9.]*$")
+_PYTHON_OPTIONS_WITH_VALUE = frozenset({"-X", "-W", "-Q"})
+_JOINED_M = re.compile(r"^-[bBdEiIOPqsSuvx]+m$")
+
+
 def is_fermix_cmdline(argv: list[str]) -> bool:
-    """A command line that runs fermix: `fermix ...`, `python -m fermix_cli ...`, `fermix.pyz ...`."""
-    for i, arg in enumerate(argv[:4]):
-        base = os.path.basename(arg)
-        if base in _FERMIX_NAMES or arg.endswith("fermix_cli/__main__.py"):
-            return True
-        if arg == "-m" and i + 1 < len(argv) and argv[i + 1] in ("fermix_cli", "fermix_cli.__main__"):
-            return True
+    """A command line whose own program is fermix: `fermix ...`, `python -m fermix_cli ...`, `fermix.pyz ...`.
+
+    Only the program itself counts (argv[0], or the script or module an interpreter runs), never a later
+    argument: `timeout 30 fermix tool ...` and `time fermix ...` are the owner's wrappers, not fermix.
+    """
+    if not argv:
+        return False
+    if _names_fermix(argv[0]):
+        return True
+    if not _PYTHON.match(os.path.basename(argv[0])):
+        return False
+    args = iter(argv[1:])
+    for arg in args:
+        if arg == "-m":
+            return next(args, "") in ("fermix_cli", "fermix_cli.__main__")
+        elif arg in _PYTHON_OPTIONS_WITH_VALUE:
+            next(args, None)
+        elif arg == "-c" or arg == "-" or arg.startswith("-c"):
+            return False  # code from the command line or stdin: not fermix's own entry point
+        elif _JOINED_M.match(arg):  # joined short flags ending in m: `-Im fermix_cli`
+            return next(args, "") in ("fermix_cli", "fermix_cli.__main__")
+        elif arg.startswith("-"):
+            continue
+        else:
+            return _names_fermix(arg)  # the script the interpreter runs
     return False
+
+
+def _names_fermix(program: str) -> bool:
+    return os.path.basename(program) in _FERMIX_NAMES or program.endswith("fermix_cli/__main__.py")
 
 
 def _is_fermix(pid: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.browser_world import BrowserWorld, make_world, needs_chromium
+from tests.conftest import processes_with
 
 
 @pytest.fixture
@@ -136,3 +138,106 @@ def test_a_machine_call_for_another_tool_does_not_import_websockets(world: Brows
         timeout=60,
     )
     assert schema.stdout.strip() == "False"
+
+
+def user_data(world: BrowserWorld) -> Path:
+    return world.fermix_home / "browser" / "profiles" / "fermix"
+
+
+def browsers_of(world: BrowserWorld) -> list[int]:
+    """Chromium processes (any of its helpers too) running on the world's profile."""
+    return processes_with(f"--user-data-dir={user_data(world)}")
+
+
+def none_left(world: BrowserWorld, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while browsers_of(world):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def starter(world: BrowserWorld) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "tool", "browser", "--json", '{"action":"start"}'],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=world.env, cwd=world.project,
+    )  # fmt: skip
+
+
+def kill_all(world: BrowserWorld) -> None:
+    for pid in browsers_of(world):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@needs_chromium
+@pytest.mark.slow  # five Chromium starts
+def test_concurrent_and_interrupted_starts_never_strand_a_browser(world: BrowserWorld) -> None:
+    try:
+        # Two starts at once: one browser, both calls see it, and a stop closes it.
+        first, second = starter(world), starter(world)
+        outs = [json.loads(p.communicate(timeout=90)[0] or "null") for p in (first, second)]
+        assert first.returncode == 0 and second.returncode == 0, outs
+        assert outs[0]["pid"] == outs[1]["pid"]
+        assert sorted(o["started"] for o in outs) == [False, True]
+        assert world.call({"action": "stop"})["stopped"] is True
+        assert none_left(world)
+
+        # The starting call killed once Chromium runs: the next start closes the stray one and starts.
+        for sig in (signal.SIGKILL, signal.SIGINT):
+            proc = starter(world)
+            deadline = time.monotonic() + 30
+            while not browsers_of(world) and time.monotonic() < deadline:
+                time.sleep(0.005)
+            proc.send_signal(sig)
+            proc.communicate(timeout=30)
+            again = world.cli({"action": "start"})
+            assert again.returncode == 0, (sig, again.stderr)
+            assert json.loads(again.stdout)["started"] is True
+            status = world.call({"action": "status"})
+            assert status["running"] is True and status["responding"] is True
+            assert world.call({"action": "stop"})["stopped"] is True
+            assert none_left(world), sig
+    finally:
+        world.cli({"action": "stop"})
+        kill_all(world)
+
+
+@needs_chromium
+@pytest.mark.slow  # three Chromium starts
+def test_a_stray_browser_on_the_profile_is_closed_and_a_forgotten_one_closes_itself(
+    world: BrowserWorld,
+) -> None:
+    import shutil
+
+    from fermix_cli.browser.launcher import CHROMIUM_FLAGS
+
+    exe = next(p for p in (shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome")) if p)
+    try:
+        # A Chromium on the profile that no launch record names (its starter died before writing one).
+        user_data(world).mkdir(parents=True, exist_ok=True)
+        argv = [exe, *CHROMIUM_FLAGS, f"--user-data-dir={user_data(world)}", "--headless=new", "about:blank"]
+        if os.geteuid() == 0:
+            argv.append("--no-sandbox")
+        stray = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        lock = user_data(world) / "SingletonLock"
+        deadline = time.monotonic() + 30
+        while not lock.is_symlink() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started = world.cli({"action": "start"})
+        assert started.returncode == 0, started.stderr
+        assert stray.wait(timeout=10) is not None  # closed to free the profile
+
+        # A browser whose launch record vanished (deleted by hand, or by a call that lost a race) is
+        # closed by its own warden: nothing else would ever close it.
+        record = launch_record(world)
+        (world.fermix_home / "run" / "browser" / "fermix.json").unlink()
+        assert gone(int(str(record["pid"])), within=15)
+        assert gone(int(str(record["warden_pid"])), within=5)
+        assert world.cli({"action": "start"}).returncode == 0
+    finally:
+        world.cli({"action": "stop"})
+        kill_all(world)

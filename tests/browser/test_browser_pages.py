@@ -360,3 +360,99 @@ def test_press_hover_and_waits(browser_world: BrowserWorld, site: Site) -> None:
     assert slow.code == "timeout" and "snapshot" in slow.message
     browser_world.call({"action": "act", "kind": "hover", "ref": ref_of(snap, "button", "Hover me")})
     assert text_of(browser_world, "#out") == "hovered"
+
+
+LOCKED = html(
+    """<form id="f">
+  <input id="ro" aria-label="Read only" value="keep me" readonly>
+  <input id="dis" aria-label="Disabled" value="keep too" disabled>
+  <fieldset disabled><input id="inset" aria-label="In fieldset" value="inside"></fieldset>
+  <input id="email" name="email" type="email" aria-label="Email" required>
+  <input id="age" name="age" type="number" min="18" aria-label="Age" value="3">
+  <button type="submit">Send</button>
+</form>
+<form id="g" novalidate><input name="n" required aria-label="Loose"><button>Loose send</button></form>
+<button onclick="document.getElementById('out').textContent =
+  ['ro', 'dis', 'inset'].map(i => document.getElementById(i).value).join('|')">Show</button>
+<p id="out"></p>
+<script>for (const f of document.forms) f.addEventListener('submit', e => { e.preventDefault();
+  document.getElementById('out').textContent = 'submitted ' + e.target.id; });</script>""",
+    "Locked",
+)
+
+
+def test_read_only_and_disabled_fields_are_refused_untouched(browser_world: BrowserWorld, site: Site) -> None:
+    site.pages["/locked"] = LOCKED
+    snap = open_and_snapshot(browser_world, site.url("/locked"))["snapshot"]
+    for name in ("Read only", "Disabled", "In fieldset"):
+        ref = ref_of(snap, "textbox", name)
+        for kind in ("fill", "type"):
+            refused = browser_world.error({"action": "act", "kind": kind, "ref": ref, "text": "new"})
+            assert refused.code == "not_editable" and "nothing was changed" in refused.message, name
+    # The live values (not only the attributes) are as the page set them.
+    browser_world.call({"action": "act", "kind": "click", "ref": ref_of(snap, "button", "Show")})
+    assert text_of(browser_world, "#out") == "keep me|keep too|inside"
+
+
+def test_submit_blocked_by_validation_names_the_fields(browser_world: BrowserWorld, site: Site) -> None:
+    site.pages["/locked"] = LOCKED
+    snap = open_and_snapshot(browser_world, site.url("/locked"))["snapshot"]
+    refused = browser_world.error({"action": "act", "kind": "submit", "ref": ref_of(snap, "button", "Send")})
+    assert refused.code == "form_invalid" and "not submitted" in refused.message
+    names = {f["name"] for f in refused.details["invalid"]}
+    assert names == {"email", "age"} and all(f["message"] for f in refused.details["invalid"])
+    assert text_of(browser_world, "#out") == ""  # nothing was submitted
+    browser_world.call(
+        {"action": "act", "kind": "fill", "ref": ref_of(snap, "textbox", "Email"), "text": "a@b.c"}
+    )
+    browser_world.call(
+        {"action": "act", "kind": "fill", "ref": ref_of(snap, "spinbutton", "Age"), "text": "30"}
+    )
+    done = browser_world.call({"action": "act", "kind": "submit", "ref": ref_of(snap, "button", "Send")})
+    assert done == {"submitted": ref_of(snap, "button", "Send"), "by": "form"}
+    assert text_of(browser_world, "#out") == "submitted f"
+    # A form that opts out of validation (novalidate) is submitted as the page asks.
+    browser_world.call({"action": "act", "kind": "submit", "ref": ref_of(snap, "button", "Loose send")})
+    assert text_of(browser_world, "#out") == "submitted g"
+
+
+def test_click_coords_outside_the_viewport_is_refused(browser_world: BrowserWorld, site: Site) -> None:
+    browser_world.call({"action": "navigate", "url": site.url("/canvas")})
+    for x, y in ((5000, 10), (10, 5000)):
+        refused = browser_world.error({"action": "act", "kind": "click_coords", "x": x, "y": y})
+        assert refused.code == "outside_viewport" and "get field=rect" in refused.message
+        viewport = refused.details["viewport"]
+        assert viewport["width"] > 100 and viewport["height"] > 100
+    # Negative, huge or non-finite coordinates never reach the browser: the schema refuses them.
+    for x in (-5, 5_000_000, 3.5e38):
+        bad = browser_world.cli({"action": "act", "kind": "click_coords", "x": x, "y": 10})
+        assert bad.returncode == 2, bad.stderr
+    # Input still works on the tab afterwards.
+    rect = browser_world.call({"action": "act", "kind": "get", "field": "rect", "selector": "#c"})["value"]
+    browser_world.call({"action": "act", "kind": "click_coords", "x": rect["x"] + 5, "y": rect["y"] + 6})
+    assert text_of(browser_world, "#out") == "hit 5,6"
+
+
+def test_browser_refusals_are_typed_not_internal(browser_world: BrowserWorld, site: Site) -> None:
+    site.pages["/tall"] = html('<div style="height: 3000000px">very tall</div>', "Tall")
+    site.pages["/big"] = html("<p id='big'>" + "word " * 300_000 + "</p>", "Big")
+    browser_world.call({"action": "navigate", "url": site.url("/tall")})
+    shot = browser_world.cli({"action": "screenshot", "full_page": True})
+    assert shot.returncode == 1, shot.stderr
+    error = json.loads(shot.stderr)["error"]
+    assert error["code"] == "screenshot_too_large" and "full_page false" in error["message"]
+    assert browser_world.call({"action": "screenshot"})["full_page"] is False  # the viewport still works
+
+    browser_world.call({"action": "navigate", "url": site.url("/form")})
+    for name, value in (("a;b", "x"), ("ok", "nul\u0000byte"), ("ok", "semi;colon"), ("ok", "x" * 5000)):
+        bad = browser_world.cli({"action": "cookies", "kind": "set", "field": name, "value": value})
+        assert bad.returncode == 2, bad.stderr  # invalid_cookie: the caller's input, not a crash
+        assert json.loads(bad.stderr)["error"]["code"] == "invalid_cookie"
+    assert browser_world.call({"action": "cookies", "kind": "set", "field": "fine", "value": "a%3Bb"})
+
+    browser_world.call({"action": "navigate", "url": site.url("/big")})
+    whole = browser_world.call({"action": "act", "kind": "get", "field": "html"})
+    assert whole["truncated"] is True and whole["total_chars"] > 1_500_000
+    assert len(whole["value"]) <= 200_000 and "TRUNCATED" in whole["note"]
+    small = browser_world.call({"action": "act", "kind": "get", "field": "html", "selector": "title"})
+    assert small == {"field": "html", "value": "<title>Big</title>"}

@@ -142,6 +142,21 @@ def test_bad_chords(chord: str) -> None:
         ("key", "ctrl+alt+f2", None, "catastrophic"),
         ("key", "tab", None, None),
         ("key", "ctrl+c", None, None),
+        # Extra modifiers on a commit or catastrophic chord never make it milder.
+        ("key", "ctrl+shift+s", None, "irreversible"),
+        ("key", "ctrl+shift+w", None, "irreversible"),
+        ("key", "ctrl+shift+q", None, "irreversible"),
+        ("key", "super+shift+q", None, "irreversible"),
+        ("key", "alt+shift+f4", None, "irreversible"),
+        ("key", "ctrl+alt+shift+delete", None, "catastrophic"),
+        ("key", "ctrl+alt+shift+f3", None, "catastrophic"),
+        ("key", "super+shift+l", None, "catastrophic"),
+        ("key", "ctrl+alt+l", None, "catastrophic"),  # the screen lock of many desktops
+        ("key", "sysrq", None, "catastrophic"),
+        # ... but a different key is a different chord.
+        ("key", "ctrl+shift+t", None, None),
+        ("key", "ctrl+l", None, None),
+        ("key", "shift+s", None, None),
         ("type", None, "hello", None),
         ("type", None, "hello\n", "irreversible"),
         ("paste", None, "a\r\nb", "irreversible"),

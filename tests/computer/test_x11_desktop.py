@@ -3,7 +3,10 @@ aiming, the posture of each sandbox mode and the origin rules."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import struct
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -94,6 +97,45 @@ def test_type_into_the_text_field(use: Callable[..., Any], desktop: Desktop) -> 
     assert out["delivered"] is True and out["characters"] == 12
     state = desktop.wait_state(lambda s: s["text"] == "hello fermix")
     assert state["text"] == "hello fermix"
+
+
+def clear_entry(use: Callable[..., Any]) -> None:
+    x, y = centre("entry")
+    use({"action": "left_click", "x": x, "y": y})
+    use({"action": "key", "chord": "ctrl+a"})
+    use({"action": "key", "chord": "ctrl+k"})
+
+
+def test_a_longer_text_is_typed_in_pieces_without_loss(use: Callable[..., Any], desktop: Desktop) -> None:
+    clear_entry(use)
+    text = "".join(f"{n:03d}," for n in range(60))  # 240 characters: three xdotool calls
+    out = use({"action": "type", "text": text})
+    assert out["delivered"] is True and out["characters"] == 240 and "typed" not in out
+    state = desktop.wait_state(lambda s: s["text"] == text, timeout=10)
+    assert state["text"] == text
+
+
+def test_a_stuck_type_is_stopped_its_keys_released_and_the_count_told(
+    use: Callable[..., Any], desktop: Desktop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An xdotool that presses a key and then hangs (as one killed between press and release leaves it):
+    the call ends within its deadline, says how much was typed, and no key stays down repeating."""
+    real = shutil.which("xdotool")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    script = f'#!/bin/sh\nif [ "$1" = type ]; then exec {real} keydown a sleep 60; fi\nexec {real} "$@"\n'
+    (fake / "xdotool").write_text(script)
+    (fake / "xdotool").chmod(0o755)
+    clear_entry(use)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    began = time.monotonic()
+    out = use({"action": "type", "text": "hello"})
+    assert time.monotonic() - began < 15
+    assert out["delivered"] is False and out["typed"] == 0 and out["characters"] == 5
+    assert "from character 0" in out["not_delivered"] and "released" in out["not_delivered"]
+    settled = desktop.state()["text"]
+    time.sleep(1.0)  # a key still down would keep repeating into the field
+    assert desktop.state()["text"] == settled
 
 
 def test_paste_goes_through_the_clipboard(use: Callable[..., Any], desktop: Desktop) -> None:

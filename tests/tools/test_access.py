@@ -326,6 +326,20 @@ def test_spawned_detection() -> None:
     assert not spawned_by_fermix({}, pid=os.getpid())  # pytest is not a fermix process
 
 
+def test_the_owners_timeout_wrapper_is_not_a_fermix_ancestor(tmp_path: Path) -> None:
+    """`timeout 30 fermix tool ...` typed by the owner: the `timeout` process names fermix in its
+    arguments but is not fermix, so the call is not taken for one fermix started."""
+    fake = tmp_path / "fermix"  # a `fermix` on the command line that becomes the checking process
+    check = "from fermix_cli.core.spawned import spawned_by_fermix; print(spawned_by_fermix())"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} -c '{check}'\n")
+    fake.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "FERMIX_SPAWNED"}
+    env["PYTHONPATH"] = str(REPO)
+    for wrapper in (["timeout", "30"], ["nice", "-n", "1", "timeout", "30"]):
+        out = subprocess.run([*wrapper, str(fake)], capture_output=True, text=True, env=env, timeout=60)
+        assert out.stdout.strip() == "False", (wrapper, out.stderr)
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
@@ -337,6 +351,15 @@ def test_spawned_detection() -> None:
         (["python3", "-m", "pytest", "tests"], False),
         (["bash", "-c", "echo fermix"], False),
         (["vim", "fermix_notes.txt"], False),
+        (["/usr/bin/python3.12", "-I", "-X", "importtime", "-m", "fermix_cli", "agent"], True),
+        (["python3", "-Im", "fermix_cli"], True),
+        (["/opt/venv/bin/fermix.pyz", "tool", "file_read"], True),
+        # The owner's own wrappers around a fermix call are not fermix: only the program itself counts.
+        (["/usr/bin/time", "-f", "%es", "fermix", "tool", "computer_use"], False),
+        (["timeout", "30", "fermix", "tool", "computer_use"], False),
+        (["nice", "fermix.pyz", "tool"], False),
+        (["python3", "-c", "import os; os.system('fermix')", "fermix"], False),
+        (["python3", "-X", "fermix", "script.py"], False),
     ],
 )
 def test_fermix_command_lines(argv: list[str], expected: bool) -> None:
