@@ -22,6 +22,7 @@ ScopeOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output.")]
+LIST_LIMIT_MAX = 100_000  # a listing that large is a dump; `--json` and jq suit it better
 
 
 def _scope(value: str) -> str:
@@ -46,7 +47,9 @@ def list_cmd(
         str | None, typer.Option("--category", help="Only this category (or `note` for conversation notes).")
     ] = None,
     archived: Annotated[bool, typer.Option("--archived", help="List forgotten (archived) memories.")] = False,
-    limit: Annotated[int, typer.Option("--limit", min=1, help="Show at most this many.")] = 50,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=LIST_LIMIT_MAX, help="Show at most this many.")
+    ] = 50,
     as_json: JsonOpt = False,
 ) -> None:
     """List memories, oldest first; the footer says when more exist than are shown."""
@@ -115,21 +118,23 @@ def search_cmd(
 @app.command("forget")
 @handles_errors
 def forget_cmd(
-    memory_id: Annotated[int, typer.Argument(metavar="ID", help="The memory's id.")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The memory's id.")],
     reason: Annotated[str | None, typer.Option("--reason", help="Why (kept with the archived row).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Archive a memory: it is no longer recalled, but kept; `fermix memory restore ID` undoes it."""
-    emit_result(invoke_tool("memory_forget", {"id": memory_id, "reason": reason}), as_json)
+    args = {"id": mem.parse_id(memory_id), "reason": reason}  # invalid_id in the CLI's words, exit 2
+    emit_result(invoke_tool("memory_forget", args), as_json)
 
 
 @app.command("restore")
 @handles_errors
 def restore_cmd(
-    memory_id: Annotated[int, typer.Argument(metavar="ID", help="The archived memory's id.")],
+    memory_id_arg: Annotated[str, typer.Argument(metavar="ID", help="The archived memory's id.")],
     as_json: JsonOpt = False,
 ) -> None:
     """Bring a forgotten memory back."""
+    memory_id = mem.parse_id(memory_id_arg)  # invalid_id (exit 2) before anything reaches SQLite
     ctx = context()
     try:
         if ctx.trust != "operator":

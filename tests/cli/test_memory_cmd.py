@@ -93,3 +93,24 @@ def test_forget_and_restore_refusals(world: Env) -> None:
     assert r.code == 3 and r.error()["code"] == "policy_denied"
     assert world.run("memory", "forget", "abc").code == 2
     assert world.run("memory", "list", "--archived", "--json").json()["memories"] == []
+
+
+def test_ids_and_limits_out_of_range_are_bad_input_not_crashes(world: Env) -> None:
+    seed(world)
+    huge = "99999999999999999999"  # past SQLite's INTEGER: it used to crash into the database
+    for args in (
+        ("restore", huge),
+        ("restore", "0"),
+        ("restore", "--", "-1"),
+        ("restore", "abc"),
+        ("forget", huge),
+        ("forget", "0"),
+        ("forget", "123456789012345678901234"),
+    ):
+        r = world.run("memory", *args)
+        assert (r.code, r.error()["code"], r.stdout) == (2, "invalid_id", ""), args
+        assert "positive integer" in r.error()["message"]
+    r = world.run("memory", "list", "--limit", huge)
+    assert r.code == 2 and "--limit" in r.stderr and "Traceback" not in r.stderr and r.stdout == ""
+    assert world.run("memory", "list", "--limit", "100000", "--json").json()["total"] == 3
+    assert world.run("memory", "list", "--archived", "--json").json()["memories"] == []  # nothing changed
