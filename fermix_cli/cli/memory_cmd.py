@@ -130,11 +130,11 @@ def forget_cmd(
 @app.command("restore")
 @handles_errors
 def restore_cmd(
-    memory_id_arg: Annotated[str, typer.Argument(metavar="ID", help="The archived memory's id.")],
+    memory_id: Annotated[str, typer.Argument(metavar="ID", help="The archived memory's id.")],
     as_json: JsonOpt = False,
 ) -> None:
     """Bring a forgotten memory back."""
-    memory_id = mem.parse_id(memory_id_arg)  # invalid_id (exit 2) before anything reaches SQLite
+    parsed = mem.parse_id(memory_id)  # invalid_id (exit 2) before anything reaches SQLite
     ctx = context()
     try:
         if ctx.trust != "operator":
@@ -142,14 +142,14 @@ def restore_cmd(
                 "policy_denied", "Restoring a memory is for the owner only.", {"trust": ctx.trust}
             )
         with ctx.state.write() as db:
-            row, changed = mem.restore(db, memory_id, mem.Caller.of(ctx), mem.timestamp(ctx.now()))
+            row, changed = mem.restore(db, parsed, mem.Caller.of(ctx), mem.timestamp(ctx.now()))
         m = mem.as_dict(row)
     finally:
         ctx.close()
     message = (
-        f"Restored memory id={memory_id} ({m['category'] or 'note'} {m['key']})."
+        f"Restored memory id={parsed} ({m['category'] or 'note'} {m['key']})."
         if changed
-        else f"Memory id={memory_id} is not archived; nothing changed."
+        else f"Memory id={parsed} is not archived; nothing changed."
     )
     emit_result({"action": "restored" if changed else "unchanged", "memory": m, "message": message}, as_json)
 
