@@ -16,6 +16,9 @@ _OPENAI_MODEL_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "davinci", "babb
 
 
 class RoutingParams(Params):
+    # Null stands for an omitted key/value (strict-schema providers send every key), as for the memory
+    # tools; action is required, so null is refused there.
+    null_means_absent = frozenset({"key", "value"})
     action: Annotated[
         str, Field(description="read, set or delete", json_schema_extra={"enum": list(ROUTING_ACTIONS)})
     ]

@@ -67,6 +67,8 @@ def _category_label(m: dict[str, Any]) -> str:
 
 
 class MemoryStoreParams(Params):
+    # The reference (Memory): null optional arguments count as absent.
+    null_means_absent = frozenset({"key", "category", "id"})
     key: Annotated[
         str | None,
         Field(
@@ -271,6 +273,8 @@ def _correct(
 
 
 class MemoryRecallParams(Params):
+    # The reference (Memory): null optional arguments count as absent.
+    null_means_absent = frozenset({"key", "search", "scope", "source"})
     key: Annotated[
         str | None,
         Field(
@@ -430,6 +434,8 @@ def _render_recall(r: dict[str, Any]) -> str:
 
 
 class MemorySourcesListParams(Params):
+    # The reference (Memory): null optional arguments count as absent.
+    null_means_absent = frozenset({"status", "source_type"})
     status: Annotated[
         Literal["active", "tombstoned"] | None,
         Field(description="Only sources with this status: active, or tombstoned (a removed job)"),
@@ -458,6 +464,7 @@ def _render_sources(r: dict[str, Any]) -> str:
 
 
 class MemoryForgetParams(Params):
+    null_means_absent = frozenset({"reason"})  # as for memory_store
     id: MemoryId
     reason: Annotated[
         str | None,

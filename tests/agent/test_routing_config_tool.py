@@ -120,3 +120,16 @@ def test_guests_cannot_change_routing(world: Env) -> None:
         '{"action":"set","key":"subagent_model","value":"x"}',
     )
     assert r.code == 3 and r.error()["code"] == "policy_denied"
+
+
+def test_null_key_and_value_count_as_absent(world: Env) -> None:
+    # As for the memory tools: a strict-schema model sends every key, null for the unused ones.
+    r = world.tool("model_routing_config", {"action": "read", "key": None, "value": None})
+    assert r.code == 0 and "subagent_model" in r.json()
+    r = world.tool("model_routing_config", {"action": "set", "key": "subagent_model", "value": None})
+    assert (r.code, r.error()["code"]) == (2, "missing_parameters")
+    r = world.tool("model_routing_config", {"action": None})
+    assert (r.code, r.error()["code"]) == (2, "invalid_input")  # action is required: null is no action
+    props = world.run("tool", "model_routing_config", "--schema").json()["properties"]
+    assert {"type": "null"} in props["key"]["anyOf"] and {"type": "null"} in props["value"]["anyOf"]
+    assert "anyOf" not in props["action"]

@@ -199,10 +199,38 @@ def test_key_is_needed_without_id(invoke: Invoke, args: dict[str, Any]) -> None:
     assert e.message == "Missing required parameter: key (unless id is given)"
 
 
-def test_null_optional_arguments_are_refused(invoke: Invoke) -> None:
-    # The published schema has no null for them (the seed says nothing of null for memory tools).
-    assert err(invoke, "memory_store", {"key": "k", "value": "v", "category": None}).code == "invalid_input"
-    assert err(invoke, "memory_store", {"key": "k", "value": None}).code == "invalid_input"
+def test_null_optional_arguments_count_as_absent(world: Env) -> None:
+    # The reference (Memory): "Null optional arguments count as absent"; a strict-schema model sends
+    # every key, null for the ones it does not use. The published schema lists null for exactly those.
+    r = world.tool("memory_store", {"key": "k", "value": "v", "category": None, "id": None})
+    assert r.code == 0 and r.json()["action"] == "saved" and r.json()["memory"]["category"] is None
+    r = world.tool("memory_store", {"key": "tz", "value": "Paris", "category": "preference", "id": None})
+    assert r.code == 0 and r.json()["long_term"] is True
+    r = world.tool("memory_store", {"key": None, "value": "Europe/Paris", "category": None, "id": 2})
+    assert r.code == 0 and r.json()["action"] == "updated"
+    r = world.tool("memory_recall", {"key": "k", "search": None, "scope": None, "source": None})
+    assert r.code == 0 and [m["value"] for m in r.json()["memories"]] == ["v"]
+    r = world.tool("memory_recall", {"key": None, "search": "paris", "scope": None, "source": None})
+    assert r.code == 0 and [h["key"] for h in r.json()["hits"]] == ["tz"]
+    r = world.tool("memory_sources_list", {"status": None, "source_type": None})
+    assert r.code == 0 and [s["source_id"] for s in r.json()["sources"]] == ["main"]
+    r = world.tool("memory_forget", {"id": 1, "reason": None})
+    assert r.code == 0 and r.json()["memory"]["archive_reason"] is None
+    for name in ("memory_store", "memory_recall", "memory_sources_list", "memory_forget"):
+        props = default_registry().get(name).input_schema()["properties"]
+        required = set(default_registry().get(name).input_schema().get("required", []))
+        for field, prop in props.items():
+            assert ({"type": "null"} in prop.get("anyOf", [])) is (field not in required), (name, field)
+
+
+def test_null_for_a_required_argument_is_still_refused(world: Env) -> None:
+    for name, args in (
+        ("memory_store", {"key": "k", "value": None}),
+        ("memory_forget", {"id": None}),
+    ):
+        r = world.tool(name, args)
+        assert (r.code, r.error()["code"]) == (2, "invalid_input"), name
+    assert not (world.fermix_home / "state.db").exists() or rows(world) == []
 
 
 @pytest.mark.parametrize(

@@ -251,8 +251,9 @@ class Params:
                 values[name] = _copy_default(declared)
         return values
 
-    # Fields where JSON null stands for "omitted" (the seed says so: providers that must send every
-    # key send null); the published schema lists null for them. Anywhere else null is refused.
+    # Fields where JSON null stands for "omitted" (where the seed or the reference says so: providers
+    # that must send every key send null); the published schema lists null for them. Anywhere else null
+    # is refused: not every tool's contract lets null mean omission (ast_grep's `operation`).
     # Unannotated, so it is no field and no config key.
     null_means_absent = frozenset[str]()
 
