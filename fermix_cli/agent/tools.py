@@ -42,20 +42,31 @@ def _mismatch(kind: str, official: bool, model: str) -> bool:
     return False
 
 
-def _check_pair(ctx: ToolContext, provider: str | None, model: str | None) -> None:
-    from .providers import OFFICIAL_BASE_URLS, kind_of, known_providers
+def _check_pair(ctx: ToolContext, routed_provider: str | None, routed_model: str | None) -> None:
+    """Refuse a route whose workers would send their model to a provider that cannot run it.
 
-    known = known_providers(ctx.config)
-    if provider is None or model is None or provider not in known:
-        return
-    settings = known[provider]
-    kind = kind_of(provider, settings)
-    official = settings.base_url is None or settings.base_url.rstrip("/") == OFFICIAL_BASE_URLS.get(kind)
-    if _mismatch(kind, official, model):
+    The pair checked is the one the workers will use: the same inference from the model's slug and
+    the same fallbacks (`worker_route`, then `choose_provider`), so a route that works is accepted.
+    """
+    from .providers import choose_provider, worker_route
+
+    provider, model = worker_route(routed_provider, routed_model)
+    if model is None:
+        return  # the provider's own default model: nothing to mismatch
+    try:
+        choice = choose_provider(ctx.config, provider=provider, model=model)
+    except ToolError:
+        return  # no provider resolves yet (nothing configured): the workers' call names the fix
+    if _mismatch(choice.kind, choice.is_official, choice.model):
+        if routed_provider:
+            why, fix = "the subagent_provider", "change subagent_provider or pick a model it serves"
+        else:
+            why = "which workers fall back to: no subagent_provider is set and the model's name names none"
+            fix = "set subagent_provider to a provider that serves it"
         raise ToolError(
             "invalid_value",
-            f"model {model!r} does not run on provider {provider!r} ({kind}); set a matching pair",
-            {"provider": provider, "model": model},
+            f"model {choice.model!r} does not run on provider {choice.name!r} ({choice.kind}), {why}; {fix}",
+            {"provider": choice.name, "model": choice.model},
         )
 
 
@@ -78,7 +89,7 @@ def _validated_value(ctx: ToolContext, key: str, value: str) -> str:
     elif key == "subagent_model":
         if any(c.isspace() for c in value):
             raise ToolError("invalid_value", f"model {value!r} contains whitespace", {"key": key})
-        _check_pair(ctx, routing.subagent_provider or ctx.config.fermix_core.agent.provider, value)
+        _check_pair(ctx, routing.subagent_provider, value)
     elif value not in EFFORTS:
         raise ToolError(
             "invalid_value",
@@ -126,12 +137,21 @@ def model_routing_config(p: RoutingParams, ctx: ToolContext) -> dict[str, Any]:
         ctx.reload_config()
         return {"updated": key, "value": value}
 
+    was_set = False
+
     def delete_value(doc: dict[str, Any]) -> dict[str, Any]:
-        section(doc).pop(key, None)
+        nonlocal was_set
+        routing = doc.get("fermix_core", {}).get("routing", {})
+        if key in routing:
+            del routing[key]
+            was_set = True
         return doc
 
-    update_config(ctx.paths, delete_value)
-    ctx.reload_config()
+    if ctx.paths.config_file.exists():  # no file, nothing set: and nothing to create
+        update_config(ctx.paths, delete_value)
+        ctx.reload_config()
+    if not was_set:
+        return {"deleted": False, "key": key, "message": f"{key} was not set in config.toml; nothing changed"}
     return {"deleted": key}
 
 
@@ -143,7 +163,8 @@ TOOLS = specs(
         description=(
             "Read or change which model delegated sub-agents run on (never the main agent's). `read` returns "
             "the whole [fermix_core.routing] block; `set` and `delete` change subagent_provider, "
-            "subagent_model or subagent_reasoning_effort in config.toml, applied live."
+            "subagent_model or subagent_reasoning_effort in config.toml, applied live (deleting a key that "
+            "is not set changes nothing and answers deleted: false)."
         ),
         params=RoutingParams,
         handler=model_routing_config,

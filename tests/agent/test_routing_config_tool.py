@@ -133,3 +133,48 @@ def test_null_key_and_value_count_as_absent(world: Env) -> None:
     props = world.run("tool", "model_routing_config", "--schema").json()["properties"]
     assert {"type": "null"} in props["key"]["anyOf"] and {"type": "null"} in props["value"]["anyOf"]
     assert "anyOf" not in props["action"]
+
+
+def test_a_model_whose_name_names_its_provider_is_checked_against_that_provider(world: Env) -> None:
+    """The documented example works whatever the main agent runs on: the workers infer the provider from
+    the slug (gpt-* -> openai), so the route is checked against the pair they will really use."""
+    from fermix_cli.agent.subagents.tools import SubagentsParams, worker_model
+
+    world.fermix_home.mkdir()
+    (world.fermix_home / "config.toml").write_text('[fermix_core.agent]\nprovider = "anthropic"\n')
+    assert routing(world, action="set", key="subagent_model", value="gpt-4o-mini") == (
+        0,
+        {"updated": "subagent_model", "value": "gpt-4o-mini"},
+    )
+    ctx = world.context()
+    try:
+        p = SubagentsParams.model_validate({"tasks": [{"id": "a", "task": "t"}]})
+        assert worker_model(p, ctx)[:2] == ("openai", "gpt-4o-mini")  # what the workers run on
+    finally:
+        ctx.close()
+    # A slug that names no provider runs on the main agent's: checked against that one.
+    code, err = routing(world, action="set", key="subagent_model", value="davinci-002")
+    assert (code, err["code"], err["details"]["provider"]) == (2, "invalid_value", "anthropic")
+    assert "subagent_provider" in err["message"]
+    # Naming a provider that cannot serve the routed model is still refused, either way round.
+    code, err = routing(world, action="set", key="subagent_provider", value="anthropic")
+    assert (code, err["code"]) == (2, "invalid_value")
+    assert config(world)["fermix_core"]["routing"] == {"subagent_model": "gpt-4o-mini"}
+    assert routing(world, action="set", key="subagent_provider", value="openai")[0] == 0
+    assert routing(world, action="set", key="subagent_model", value="claude-haiku-4-5")[0] == 2
+
+
+def test_deleting_a_key_that_is_not_set_says_so(world: Env) -> None:
+    assert routing(world, action="delete", key="subagent_model") == (
+        0,
+        {
+            "deleted": False,
+            "key": "subagent_model",
+            "message": "subagent_model was not set in config.toml; nothing changed",
+        },
+    )
+    assert not (world.fermix_home / "config.toml").exists()  # nothing to delete, nothing created
+    assert routing(world, action="set", key="subagent_model", value="tiny")[0] == 0
+    assert routing(world, action="delete", key="subagent_provider")[1]["deleted"] is False
+    assert routing(world, action="delete", key="subagent_model") == (0, {"deleted": "subagent_model"})
+    assert routing(world, action="delete", key="subagent_model")[1]["deleted"] is False

@@ -74,6 +74,35 @@ def kind_of(name: str, settings: ProviderConfig) -> str:
     return settings.type or name
 
 
+def infer_provider(model: str) -> str | None:
+    """The provider a model slug names by its vendor prefix (gpt-*, o1/o3/o4*, chatgpt-*; claude*), or None."""
+    m = model.lower()
+    if m.startswith(("gpt-", "o1", "o3", "o4", "chatgpt-")):
+        return "openai"
+    if m.startswith("claude"):
+        return "anthropic"
+    return None
+
+
+def worker_route(
+    routed_provider: str | None,
+    routed_model: str | None,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+) -> tuple[str | None, str | None]:
+    """(provider, model) delegated workers ask `choose_provider` for.
+
+    The call's `model`/`provider`, else `[fermix_core.routing] subagent_*` (`routed_*`); a model with no
+    provider named for it runs on the provider its slug names. `model_routing_config` checks a new
+    route through this same function, so it accepts exactly the pairs the workers will use.
+    """
+    if model is not None:
+        return provider or infer_provider(model) or routed_provider, model
+    inferred = infer_provider(routed_model) if routed_model is not None else None
+    return provider or routed_provider or inferred, routed_model
+
+
 def choose_provider(
     config: Config,
     *,

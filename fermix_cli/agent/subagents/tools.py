@@ -102,28 +102,14 @@ class SubagentsParams(Params):
         return value
 
 
-def infer_provider(model: str) -> str | None:
-    m = model.lower()
-    if m.startswith(("gpt-", "o1", "o3", "o4", "chatgpt-")):
-        return "openai"
-    if m.startswith("claude"):
-        return "anthropic"
-    return None
-
-
 def worker_model(p: SubagentsParams, ctx: ToolContext) -> tuple[str | None, str | None, str | None]:
     """(provider, model, effort) for the workers, checked before any worker starts."""
-    from ..providers import choose_provider
+    from ..providers import choose_provider, worker_route
 
     routing = ctx.config.fermix_core.routing
-    if p.model is not None:
-        model = p.model
-        provider = p.provider or infer_provider(p.model) or routing.subagent_provider
-    else:
-        model = routing.subagent_model
-        # A routed model names its provider the same way a per-call one does (the slug's vendor).
-        inferred = infer_provider(model) if model is not None else None
-        provider = p.provider or routing.subagent_provider or inferred
+    provider, model = worker_route(
+        routing.subagent_provider, routing.subagent_model, provider=p.provider, model=p.model
+    )
     effort = p.reasoning_effort or routing.subagent_reasoning_effort
     if effort is not None and effort not in EFFORTS:
         raise ToolError("invalid_value", f"reasoning_effort must be one of {', '.join(EFFORTS)}", {})
