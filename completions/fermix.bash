@@ -269,7 +269,7 @@ _fermix_node() {
             _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'sandbox')
-            _fx_subs='confirm deny explain grant mode revoke status'
+            _fx_subs='confirm deny env explain grant mode revoke status'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'sandbox confirm')
@@ -279,6 +279,30 @@ _fermix_node() {
         'sandbox deny')
             _fx_subs=''
             _fx_opts='-h --help'
+            _fx_valopts='' ;;
+        'sandbox env')
+            _fx_subs='allow deny get set unset'
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'sandbox env allow')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'sandbox env deny')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
+        'sandbox env get')
+            _fx_subs=''
+            _fx_opts='-h --help --json --unsafe-print'
+            _fx_valopts='' ;;
+        'sandbox env set')
+            _fx_subs=''
+            _fx_opts='-h --help --json --timeout-ms'
+            _fx_valopts='--timeout-ms' ;;
+        'sandbox env unset')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
             _fx_valopts='' ;;
         'sandbox explain')
             _fx_subs=''

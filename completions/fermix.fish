@@ -30,7 +30,9 @@ function __fermix_subs
         case 'runs'
             echo cancel list logs show
         case 'sandbox'
-            echo confirm deny explain grant mode revoke status
+            echo confirm deny env explain grant mode revoke status
+        case 'sandbox env'
+            echo allow deny get set unset
         case 'serve'
             echo telegram
         case 'skills'
@@ -96,6 +98,8 @@ function __fermix_valopts
             echo --limit --scope
         case 'runs list'
             echo --status
+        case 'sandbox env set'
+            echo --timeout-ms
         case 'serve telegram'
             echo -m --model --poll-timeout --provider --toolset
         case 'skills check'
@@ -544,6 +548,7 @@ complete -c fermix -n '__fermix_at \'runs show\'' -s h -l help -d 'Show help and
 complete -c fermix -n '__fermix_at \'runs show\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'sandbox\'' -a 'confirm' -d 'Approve a pending directory access request (single use, 60 s); the grant goes to allowed_roots.'
 complete -c fermix -n '__fermix_at \'sandbox\'' -a 'deny' -d 'Discard a pending directory access request.'
+complete -c fermix -n '__fermix_at \'sandbox\'' -a 'env' -d 'The environment shell and git commands receive: PATH, HOME, USER, LANG, SHELL, TMPDIR, LC_* and the names [sandbox.env] allows (deny wins).'
 complete -c fermix -n '__fermix_at \'sandbox\'' -a 'explain' -d 'Everything that decides a path: mode, roots and where they come from, blocked and protected paths.'
 complete -c fermix -n '__fermix_at \'sandbox\'' -a 'grant' -d 'Allow a directory (persisted to [sandbox] allowed_roots).'
 complete -c fermix -n '__fermix_at \'sandbox\'' -a 'mode' -d 'Set the sandbox mode.'
@@ -552,6 +557,25 @@ complete -c fermix -n '__fermix_at \'sandbox\'' -a 'status' -d 'One line: the mo
 complete -c fermix -n '__fermix_at \'sandbox\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'sandbox confirm\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'sandbox deny\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'sandbox env\'' -a 'allow' -d 'Pass NAME from fermix\'s environment to commands (and take it off the deny list).'
+complete -c fermix -n '__fermix_at \'sandbox env\'' -a 'deny' -d 'Never pass NAME to commands, whatever else allows it (a helper source for it is kept, unused).'
+complete -c fermix -n '__fermix_at \'sandbox env\'' -a 'get' -d 'Resolve NAME as a command would receive it (running its helper); the value is shown as ***.'
+complete -c fermix -n '__fermix_at \'sandbox env\'' -a 'set' -d 'Pass NAME to commands with the value a helper prints (run per command; e.g.'
+complete -c fermix -n '__fermix_at \'sandbox env\'' -a 'unset' -d 'Forget NAME: off the allow and deny lists, its source removed (base names stay passed).'
+complete -c fermix -n '__fermix_at \'sandbox env\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'sandbox env\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'sandbox env allow\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'sandbox env allow\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'sandbox env deny\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'sandbox env deny\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'sandbox env get\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'sandbox env get\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'sandbox env get\'' -l unsafe-print -d 'Print the value itself instead of ***.'
+complete -c fermix -n '__fermix_at \'sandbox env set\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'sandbox env set\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'sandbox env set\'' -l timeout-ms -x -d 'The helper\'s time limit (default 3000).'
+complete -c fermix -n '__fermix_at \'sandbox env unset\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'sandbox env unset\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'sandbox explain\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'sandbox explain\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'sandbox grant\'' -s h -l help -d 'Show help and exit.'

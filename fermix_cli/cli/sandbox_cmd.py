@@ -176,3 +176,8 @@ def deny_cmd(token: Annotated[str, typer.Argument(help="Token from request_direc
     finally:
         ctx.close()
     typer.echo(f"denied: {req.path} (token {req.token})")
+
+
+from .sandbox_env_cmd import register as register_env  # noqa: E402  (`fermix sandbox env`, its own module)
+
+register_env(app)

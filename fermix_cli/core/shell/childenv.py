@@ -67,9 +67,16 @@ def allowed_names(cfg: SandboxEnv) -> list[str]:
 
 
 def build_child_env(
-    cfg: SandboxEnv, *, source: Mapping[str, str] | None = None, helper_cwd: str | None = None
+    cfg: SandboxEnv,
+    *,
+    source: Mapping[str, str] | None = None,
+    helper_cwd: str | None = None,
+    only: str | None = None,
 ) -> ChildEnv:
-    """Resolve the environment for one command (helpers run now, once each, within the budget)."""
+    """Resolve the environment for one command (helpers run now, once each, within the budget).
+
+    `only`: resolve that allowed name alone (no other helper runs), as `fermix sandbox env get` does.
+    """
     source = dict(os.environ if source is None else source)
     source.pop(SPAWN_MARKER, None)
     if cfg.mode == "all":
@@ -80,6 +87,8 @@ def build_child_env(
     budget_end = time.monotonic() + HELPER_BUDGET_S
     helper_env = base_env(source)
     for name in allowed_names(cfg):
+        if only is not None and name != only:
+            continue
         spec = cfg.vars.get(name, EnvVarSource())
         if spec.source == "command":
             value, why = _run_helper(spec, helper_env, helper_cwd, budget_end)
