@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .base import Capability, ChannelError, Sent
-from .http import redact
+from .http import redact, url_secrets
 
 # Apprise settings fermix needs: every plugin in the calling thread (where the socket guard watches),
 # and no redirects for the plugins that honour the setting (older Apprise versions lack it).
@@ -97,7 +97,7 @@ class AppriseChannel:
             ok = notifier.notify(body=text, title=title, attach=str(attach) if attach else None)
             said = captured.getvalue() if hasattr(captured, "getvalue") else ""
         if not ok and guard.refusals:
-            refused = redact(guard.refusals[0].message, [url])
+            refused = redact(guard.refusals[0].message, url_secrets(url))
             raise ChannelError(
                 f"{where}: the network guard refused a connection Apprise tried ({refused}). A host on this "
                 "machine or the local network must be listed in [fermix_core.net] allowed_private_hosts.",
@@ -106,7 +106,7 @@ class AppriseChannel:
             )
         if not ok:
             lines = [line.split(" - ", 2)[-1] for line in str(said).splitlines() if line.strip()]
-            detail = redact("; ".join(lines[-3:]), [url]) or "no detail"
+            detail = redact("; ".join(lines[-3:]), url_secrets(url)) or "no detail"
             raise ChannelError(
                 f"{where}: Apprise could not deliver ({detail[:400]}).", code="delivery_failed"
             )

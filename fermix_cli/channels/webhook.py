@@ -9,7 +9,9 @@ Body formats (`format`):
 
 Any 2xx is delivered. 429 and 503 are transient and carry the `Retry-After` hint (seconds or an HTTP
 date); 408 and 5xx are transient; a redirect and every other 4xx are permanent (fix the URL, the token
-in `headers`, or the body format). The URL is treated as a secret: messages name only its host.
+in `headers`, or the body format). The URL is treated as a secret: messages name only its host, and
+server text quoted in a message has the URL's path, query and every longer path segment or query value
+cut out (a 404 page often echoes the path, where a Slack or Discord hook keeps its token).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from urllib.parse import urlsplit
 
 from ..core.errors import ToolError
 from .base import Capability, ChannelError, Sent
-from .http import http_client, network_failure, parse_retry_after, quote, redact
+from .http import http_client, network_failure, parse_retry_after, quote, redact, url_secrets
 
 if TYPE_CHECKING:
     from .config import WebhookConfig
@@ -123,7 +125,7 @@ class WebhookChannel:
         host = urlsplit(url).hostname or "?"
         where = f"{_section(address)} (host {host})"
         body, headers = body_for(settings.format, text[:TEXT_MAX], meta)
-        secrets = [url, *settings.headers.values()]
+        secrets = [*url_secrets(url), *settings.headers.values()]
         client = http_client(self.config, settings.timeout_seconds)
         try:
             response = client.post(url, content=body, headers={**settings.headers, **headers}, truncate=True)

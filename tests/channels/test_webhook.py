@@ -83,6 +83,24 @@ def test_status_codes_map_to_permanent_or_transient(
     assert "s3cr3tHookKey" not in str(e.value) and "[fermix_core.channels.webhooks.mine]" in str(e.value)
 
 
+def test_a_404_page_that_echoes_the_path_does_not_leak_the_token(tmp_path: Path, web: FakeWeb) -> None:
+    path = "/hooks/T0001/B0001/XyZsecretTokenABC123"
+    echo = f"<pre>Cannot POST {path}</pre> (lower: {path.lower()}) ?key=qUeRyToKeN99 {web.url(path)}"
+    web.routes[path] = Reply(404, echo.encode(), {"Content-Type": "text/html"})
+    home = tmp_path / "home"
+    url = web.url(path) + "?key=qUeRyToKeN99"
+    config = config_with(home, {"fermix_core": {"channels": {"webhooks": {"mine": {"url": url}}}}})
+    channel = channel_for("webhook", resolve_paths(str(home)), config)
+    assert channel is not None
+    with pytest.raises(ChannelError) as e:
+        channel.send_text("mine", "x", {})
+    message = str(e.value)
+    assert (e.value.code, e.value.permanent) == ("rejected", True) and "HTTP 404" in message
+    assert "Cannot POST" in message  # the server's words are still quoted
+    for secret in ("XyZsecretTokenABC123", "xyzsecrettokenabc123", "qUeRyToKeN99", "B0001/", "T0001/"):
+        assert secret not in message
+
+
 def test_slack_format(tmp_path: Path, web: FakeWeb) -> None:
     web.routes[SECRET_PATH] = Reply(200, b"ok")
     hook(tmp_path, web, format="slack").send_text(
