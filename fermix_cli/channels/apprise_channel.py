@@ -28,7 +28,7 @@ from .http import redact, url_secrets
 
 # Apprise settings fermix needs: every plugin in the calling thread (where the socket guard watches),
 # and no redirects for the plugins that honour the setting (older Apprise versions lack it).
-ASSET_SETTINGS = {"async_mode": False, "http_redirects": False}
+ASSET_SETTINGS: dict[str, Any] = {"async_mode": False, "http_redirects": False}
 EXTRA = "pip install 'fermix[apprise]'"
 
 

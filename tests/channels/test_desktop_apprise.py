@@ -188,7 +188,9 @@ def test_apprise_redirect_to_a_private_address_is_not_followed(tmp_path: Path, w
         assert (e.value.code, e.value.permanent) == ("delivery_failed", False) and "307" in str(e.value)
         # A URL that turns redirects back on still cannot reach an address the guard refuses.
         with pytest.raises(ChannelError) as e:
-            channel(f"json://localhost:{web.port}/redir?redirect=yes", tmp_path / "b").send_text("fam", "x", {})
+            channel(f"json://localhost:{web.port}/redir?redirect=yes", tmp_path / "b").send_text(
+                "fam", "x", {}
+            )
         assert (e.value.code, e.value.permanent) == ("blocked_url", True)
         assert f"127.0.0.1 port {inside.port}" in str(e.value)
         assert [hit.path for hit in web.hits] == ["/redir", "/redir"] and inside.hits == []
