@@ -4,12 +4,15 @@ A target names a `[fermix_core.channels.apprise.NAME]` block whose `url` is any 
 (`discord://...`, `mailto://...`, `json://host/path`, `apprise://host/key`, ...). Apprise is imported only
 when such a target is delivered to; without it the delivery fails with `missing_extra`, naming the extra.
 
-Apprise sends with its own HTTP stack (requests), not fermix's guarded client. For the URL forms that name
-an arbitrary host (`json`, `xml`, `form`, `ntfy`, `apprise` and their TLS twins) fermix judges that host
-with the network guard first, so a host on this machine or the local network still needs
-`[fermix_core.net] allowed_private_hosts`; the connection itself is not pinned to the checked address.
-Apprise reports only success or failure: its warnings become the error message, and every failure is
-transient (Apprise gives no rate-limit hint to honour).
+Apprise sends with its own network stack (requests, smtplib, ...), not fermix's guarded client, and its
+plugins name their servers in many URL forms and follow redirects. So fermix judges the connections
+themselves: Apprise runs in the calling thread inside `core.net.socketguard.guarded_sockets`, which checks
+every name it resolves and every address it connects to with the network guard, whatever the URL scheme
+and however many redirects led there. A host on this machine or the local network needs
+`[fermix_core.net] allowed_private_hosts`; a refused connection fails the delivery with `blocked_url`
+(permanent). Apprise's own redirect setting is turned off for the plugins that honour it.
+Apprise reports only success or failure: its warnings become the error message, and every other failure
+is transient (Apprise gives no rate-limit hint to honour).
 """
 
 from __future__ import annotations
@@ -20,14 +23,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..core.errors import ToolError
 from .base import Capability, ChannelError, Sent
-from .http import redact
+from .http import redact, url_secrets
 
-# URL schemes whose host part is the server Apprise connects to.
-HOST_SCHEMES = frozenset(
-    {"json", "jsons", "xml", "xmls", "form", "forms", "ntfy", "ntfys", "apprise", "apprises"}
-)
+# Apprise settings fermix needs: every plugin in the calling thread (where the socket guard watches),
+# and no redirects for the plugins that honour the setting (older Apprise versions lack it).
+ASSET_SETTINGS: dict[str, Any] = {"async_mode": False, "http_redirects": False}
 EXTRA = "pip install 'fermix[apprise]'"
 
 
@@ -65,26 +66,9 @@ class AppriseChannel:
             )
         return value
 
-    def _guard(self, url: str, where: str) -> None:
-        parts = urlsplit(url)
-        if parts.scheme.lower() not in HOST_SCHEMES or not parts.hostname:
-            return
-        from ..core.net.guard import HostGuard
-
-        try:
-            HostGuard(self.config.fermix_core.net.allowed_private_hosts).addresses(parts.hostname)
-        except ToolError as e:
-            raise ChannelError(
-                f"{where}: the network guard refused host {parts.hostname} ({redact(e.message, [url])}). A host on "
-                "this machine or the local network must be listed in [fermix_core.net] allowed_private_hosts.",
-                code="blocked_url",
-                permanent=True,
-            ) from None
-
     def _notify(self, address: str, text: str, meta: dict[str, Any], attach: Path | None) -> Sent:
         url = self.url(address)
         where = _section(address)
-        self._guard(url, where)
         try:
             import apprise
         except ImportError:
@@ -93,7 +77,12 @@ class AppriseChannel:
                 code="missing_extra",
                 permanent=True,
             ) from None
-        notifier = apprise.Apprise()
+        from ..core.net.socketguard import guarded_sockets
+
+        asset = apprise.AppriseAsset(
+            **{k: v for k, v in ASSET_SETTINGS.items() if hasattr(apprise.AppriseAsset, k)}
+        )
+        notifier = apprise.Apprise(asset=asset)
         if not notifier.add(url):
             raise ChannelError(
                 f"{where}: Apprise does not recognise this URL; see its wiki for the URL forms.",
@@ -103,12 +92,21 @@ class AppriseChannel:
         title = str(
             meta.get("title") or (f"fermix: {meta['job_name']}" if meta.get("job_name") else "fermix")
         )
-        with apprise.LogCapture(level=logging.WARNING) as captured:
+        allowed = self.config.fermix_core.net.allowed_private_hosts
+        with guarded_sockets(allowed) as guard, apprise.LogCapture(level=logging.WARNING) as captured:
             ok = notifier.notify(body=text, title=title, attach=str(attach) if attach else None)
             said = captured.getvalue() if hasattr(captured, "getvalue") else ""
+        if not ok and guard.refusals:
+            refused = redact(guard.refusals[0].message, url_secrets(url))
+            raise ChannelError(
+                f"{where}: the network guard refused a connection Apprise tried ({refused}). A host on this "
+                "machine or the local network must be listed in [fermix_core.net] allowed_private_hosts.",
+                code="blocked_url",
+                permanent=True,
+            )
         if not ok:
             lines = [line.split(" - ", 2)[-1] for line in str(said).splitlines() if line.strip()]
-            detail = redact("; ".join(lines[-3:]), [url]) or "no detail"
+            detail = redact("; ".join(lines[-3:]), url_secrets(url)) or "no detail"
             raise ChannelError(
                 f"{where}: Apprise could not deliver ({detail[:400]}).", code="delivery_failed"
             )

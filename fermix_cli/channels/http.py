@@ -6,10 +6,12 @@ or the local network needs its host in `[fermix_core.net] allowed_private_hosts`
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlsplit
 
 from ..core.errors import ToolError
 from .base import ChannelError
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
 
 # How much of a platform's error text a message quotes.
 QUOTE_MAX = 300
+# A path segment or query value this long may be a token: it is cut out of quoted server text.
+SECRET_PART_MIN = 6
 
 
 def http_client(config: Any, timeout: float) -> GuardedClient:
@@ -39,11 +43,25 @@ def http_client(config: Any, timeout: float) -> GuardedClient:
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every non-empty secret replaced by `<redacted>`."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "<redacted>")
+    """`text` with every non-empty secret replaced by `<redacted>`, longest first, ignoring case."""
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        text = re.sub(re.escape(secret), "<redacted>", text, flags=re.IGNORECASE)
     return text
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of a secret URL a server may echo: the URL, its path and query, its password, and
+    each path segment and query value of `SECRET_PART_MIN` characters or more, as written and decoded.
+
+    A 404 page that quotes the request path (`Cannot POST /hooks/T0/B0/token`) then shows no token.
+    """
+    parts = urlsplit(url)
+    found = [url, parts.path, parts.query, parts.password or ""]
+    found += [p for p in parts.path.split("/") if len(p) >= SECRET_PART_MIN]
+    found += [v for _, v in parse_qsl(parts.query, keep_blank_values=True) if len(v) >= SECRET_PART_MIN]
+    found += [unquote(parts.path), unquote_plus(parts.query)]
+    found += [unquote(p) for p in parts.path.split("/") if len(p) >= SECRET_PART_MIN]
+    return [f for f in found if f and f != "/"]
 
 
 def network_failure(e: ToolError, what: str, secrets: Iterable[str] = ()) -> ChannelError:

@@ -2,18 +2,20 @@
 
 `fermix inbox NAME` reads it. Each message is one line written with a single O_APPEND write and
 fsynced, so concurrent writers never interleave and a message that was reported delivered is on disk.
-A file is copied into `<data dir>/inbox/NAME.files/` and its message names the copy.
+A file is copied into `<data dir>/inbox/NAME.files/` and its message names the copy; a copy never replaces
+an earlier one (a name already taken gets `-2`, `-3`, ... before its extension).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import ToolError
 from ..core.paths import FermixPaths
+from ..tools.media.newfile import copy_new_file
 from .base import Capability, ChannelError, Sent
 
 TEXT_MAX = 256 * 1024
@@ -36,11 +38,25 @@ class InboxChannel:
         return Sent(self.platform, address, {"path": str(self._append(address, record))})
 
     def send_file(self, address: str, path: Path, caption: str, meta: dict[str, Any]) -> Sent:
-        folder = self.paths.ensure_dir(inbox_dir(self.paths) / f"{address}.files")
+        if path.is_dir():
+            raise ChannelError(
+                f"{path} is a directory; send a file (an archive of the folder, or one file in it).",
+                code="not_a_file",
+                permanent=True,
+            )
+        if not path.is_file():
+            raise ChannelError(
+                f"{path} is not a readable file (missing, or not a regular file).",
+                code="unreadable_file",
+                permanent=True,
+            )
         try:
-            copy = Path(shutil.copy(path, folder / path.name))
+            folder = self.paths.ensure_dir(inbox_dir(self.paths) / f"{address}.files")
+            copy = copy_new_file(folder, path.name, path)
         except OSError as e:
             raise ChannelError(f"cannot copy {path} into the inbox: {e}") from None
+        except ToolError as e:
+            raise ChannelError(f"cannot copy {path} into the inbox: {e.message}") from None
         record = {**meta, "text": caption[:TEXT_MAX], "truncated": len(caption) > TEXT_MAX, "file": str(copy)}
         return Sent(self.platform, address, {"path": str(self._append(address, record)), "file": str(copy)})
 

@@ -7,9 +7,14 @@ Body formats (`format`):
 - `ntfy`: the text as the plain request body to an ntfy topic URL (`https://ntfy.sh/TOPIC`), the title
   in ntfy's `Title` header.
 
+Text over `TEXT_MAX` characters is cut, with a marker at its end saying how much was sent
+(`… [truncated: N of M characters]`); the result says `truncated` (and `text_chars`, the full length).
+
 Any 2xx is delivered. 429 and 503 are transient and carry the `Retry-After` hint (seconds or an HTTP
 date); 408 and 5xx are transient; a redirect and every other 4xx are permanent (fix the URL, the token
-in `headers`, or the body format). The URL is treated as a secret: messages name only its host.
+in `headers`, or the body format). The URL is treated as a secret: messages name only its host, and
+server text quoted in a message has the URL's path, query and every longer path segment or query value
+cut out (a 404 page often echoes the path, where a Slack or Discord hook keeps its token).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from urllib.parse import urlsplit
 
 from ..core.errors import ToolError
 from .base import Capability, ChannelError, Sent
-from .http import http_client, network_failure, parse_retry_after, quote, redact
+from .http import http_client, network_failure, parse_retry_after, quote, redact, url_secrets
 
 if TYPE_CHECKING:
     from .config import WebhookConfig
@@ -52,6 +57,19 @@ def body_for(fmt: str, text: str, meta: dict[str, Any]) -> tuple[bytes, dict[str
     if title:
         payload["title"] = title
     return json.dumps(payload, ensure_ascii=False).encode("utf-8"), {"content-type": "application/json"}
+
+
+def cut_text(text: str, limit: int = TEXT_MAX) -> tuple[str, bool]:
+    """`text` whole when it has at most `limit` characters; else its start and a marker saying so, `limit`
+    characters in all. Cut between characters, so the body is valid UTF-8."""
+    if len(text) <= limit:
+        return text, False
+    keep = max(0, limit - len(_cut_marker(limit, len(text))))
+    return text[:keep] + _cut_marker(keep, len(text)), True
+
+
+def _cut_marker(kept: int, total: int) -> str:
+    return f"\n… [truncated: {kept} of {total} characters]"
 
 
 def header_text(value: str) -> str:
@@ -122,8 +140,9 @@ class WebhookChannel:
         url = self.url(address, settings)
         host = urlsplit(url).hostname or "?"
         where = f"{_section(address)} (host {host})"
-        body, headers = body_for(settings.format, text[:TEXT_MAX], meta)
-        secrets = [url, *settings.headers.values()]
+        sent_text, truncated = cut_text(text)
+        body, headers = body_for(settings.format, sent_text, meta)
+        secrets = [*url_secrets(url), *settings.headers.values()]
         client = http_client(self.config, settings.timeout_seconds)
         try:
             response = client.post(url, content=body, headers={**settings.headers, **headers}, truncate=True)
@@ -134,7 +153,14 @@ class WebhookChannel:
         if not 200 <= response.status_code < 300:
             error = failure(response.status_code, response.headers, redact(response.text, secrets), where)
             raise error
-        return Sent(self.platform, address, {"status": response.status_code, "format": settings.format})
+        detail: dict[str, Any] = {
+            "status": response.status_code,
+            "format": settings.format,
+            "truncated": truncated,
+        }
+        if truncated:
+            detail["text_chars"] = len(text)
+        return Sent(self.platform, address, detail)
 
     def send_file(self, address: str, path: Path, caption: str, meta: dict[str, Any]) -> Sent:
         raise ChannelError(

@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -133,3 +134,65 @@ def test_apprise_url_from_the_environment(tmp_path: Path, monkeypatch: pytest.Mo
         channel.send_text("fam", "x", {})
     assert (e.value.code, e.value.permanent) == ("not_configured", True)
     assert os.environ.get("FERMIX_TEST_APPRISE") is None
+
+
+@pytest.mark.parametrize(
+    ("scheme_url", "path"),
+    [
+        ("gotify://127.0.0.1:{port}/AbCdEfGhIjKlMnO", "/message"),
+        ("kodi://127.0.0.1:{port}", "/jsonrpc"),
+        ("json://127.0.0.1:{port}/notify", "/notify"),
+    ],
+)
+def test_apprise_every_url_form_goes_through_the_network_guard(
+    tmp_path: Path, web: FakeWeb, scheme_url: str, path: str
+) -> None:
+    pytest.importorskip("apprise")
+    web.routes[path] = Reply(200, b'{"id": 1, "result": "OK"}', {"Content-Type": "application/json"})
+    url = scheme_url.format(port=web.port)
+    with pytest.raises(ChannelError) as e:
+        apprise_channel(tmp_path / "blocked", url, allow_local=False).send_text("fam", "x", {})
+    assert (e.value.code, e.value.permanent) == ("blocked_url", True)
+    assert "allowed_private_hosts" in str(e.value) and "AbCdEf" not in str(e.value)
+    assert web.hits == []
+    # With the host allowed, the same URL delivers.
+    sent = apprise_channel(tmp_path / "allowed", url).send_text("fam", "dinner at 8", {})
+    assert sent.as_dict()["service"] == scheme_url.split(":")[0]
+    assert [hit.method for hit in web.hits_on(path)] == ["POST"]
+
+
+def test_apprise_redirect_to_a_private_address_is_not_followed(tmp_path: Path, web: FakeWeb) -> None:
+    pytest.importorskip("apprise")
+    inside = FakeWeb()
+    try:
+        inside.routes["/internal-admin"] = Reply(200, b"{}")
+        web.routes["/redir"] = Reply(307, b"", {"Location": inside.url("/internal-admin")})
+
+        def channel(url: str, home: Path) -> Any:
+            config = config_with(
+                home,
+                {
+                    "fermix_core": {
+                        "net": {"allowed_private_hosts": ["localhost"]},
+                        "channels": {"apprise": {"fam": {"url": url}}},
+                    }
+                },
+            )
+            found = channel_for("apprise", resolve_paths(str(home)), config)
+            assert found is not None
+            return found
+
+        # Apprise's redirect setting is off: the 307 is a failed delivery.
+        with pytest.raises(ChannelError) as e:
+            channel(f"json://localhost:{web.port}/redir", tmp_path / "a").send_text("fam", "x", {})
+        assert (e.value.code, e.value.permanent) == ("delivery_failed", False) and "307" in str(e.value)
+        # A URL that turns redirects back on still cannot reach an address the guard refuses.
+        with pytest.raises(ChannelError) as e:
+            channel(f"json://localhost:{web.port}/redir?redirect=yes", tmp_path / "b").send_text(
+                "fam", "x", {}
+            )
+        assert (e.value.code, e.value.permanent) == ("blocked_url", True)
+        assert f"127.0.0.1 port {inside.port}" in str(e.value)
+        assert [hit.path for hit in web.hits] == ["/redir", "/redir"] and inside.hits == []
+    finally:
+        inside.close()

@@ -52,6 +52,54 @@ def test_failures_are_channel_errors(tmp_path: Path) -> None:
     assert channel_for("sms", paths) is None
 
 
+def test_files_with_the_same_name_never_replace_each_other(tmp_path: Path) -> None:
+    paths = resolve_paths(str(tmp_path / "home"))
+    inbox = channel_for("inbox", paths)
+    assert inbox is not None
+    copies = []
+    for folder, content in (("a", "first"), ("b", "second"), ("c", "third")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "report.txt").write_text(content)
+        copies.append(
+            Path(inbox.send_file("owner", tmp_path / folder / "report.txt", content, {}).detail["file"])
+        )
+    assert [c.name for c in copies] == ["report.txt", "report-2.txt", "report-3.txt"]
+    assert [c.read_text() for c in copies] == ["first", "second", "third"]
+    assert [m["file"] for m in read_inbox(paths, "owner", 0)] == [str(c) for c in copies]
+
+
+def test_a_directory_or_a_missing_file_is_a_permanent_failure(tmp_path: Path) -> None:
+    paths = resolve_paths(str(tmp_path / "home"))
+    inbox = channel_for("inbox", paths)
+    assert inbox is not None
+    with pytest.raises(ChannelError) as e:
+        inbox.send_file("owner", tmp_path, "a folder", {})
+    assert (e.value.code, e.value.permanent) == ("not_a_file", True)
+    with pytest.raises(ChannelError) as e:
+        inbox.send_file("owner", tmp_path / "missing.txt", "gone", {})
+    assert (e.value.code, e.value.permanent) == ("unreadable_file", True)
+    assert read_inbox(paths, "owner", 0) == []
+
+
+def test_channels_send_file_twice_keeps_both_files(world: Env) -> None:
+    target = '{"platform":"inbox","recipient":"owner"}'
+    for folder, caption in (("a", "first"), ("b", "second")):
+        (world.root / folder).mkdir()
+        (world.root / folder / "report.txt").write_text(caption)
+        out = world.run(
+            "channels", "send", target, caption, "--file", str(world.root / folder / "report.txt")
+        )
+        assert out.code == 0, out.stderr
+    messages = world.run("inbox", "owner", "--json").json()["messages"]
+    assert [(m["text"], Path(m["file"]).read_text()) for m in messages] == [
+        ("first", "first"),
+        ("second", "second"),
+    ]
+    folder = world.run("channels", "send", target, "x", "--file", str(world.root / "a"))
+    assert folder.code == 1
+    assert folder.error()["code"] == "not_a_file" and folder.error()["details"]["permanent"] is True
+
+
 def test_fermix_inbox_reads_what_was_delivered(world: Env) -> None:
     paths = resolve_paths(str(world.fermix_home))
     inbox = channel_for("local", paths)  # `local` is the inbox's other name

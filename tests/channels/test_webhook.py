@@ -11,6 +11,7 @@ import pytest
 
 from fermix_cli.channels import ChannelError, channel_for
 from fermix_cli.channels.http import parse_retry_after
+from fermix_cli.channels.webhook import TEXT_MAX
 from fermix_cli.core.paths import resolve_paths
 from tests.channels.standins import config_with
 from tests.tools.webfakes import FakeWeb, Hit, Reply
@@ -55,7 +56,13 @@ def test_a_receiver_that_fails_twice_then_succeeds(tmp_path: Path, web: FakeWeb)
     assert (first.code, first.retry_after, first.permanent) == ("unavailable", 7.0, False)
     assert second.code == "rate_limited" and not second.permanent
     assert second.retry_after is not None and 100 <= second.retry_after <= 121
-    assert sent.as_dict() == {"platform": "webhook", "address": "mine", "status": 200, "format": "json"}
+    assert sent.as_dict() == {
+        "platform": "webhook",
+        "address": "mine",
+        "status": 200,
+        "format": "json",
+        "truncated": False,
+    }
     bodies = [h.json() for h in web.hits_on(SECRET_PATH)]
     assert len(bodies) == 3 and all(b == {"job_id": "disk", "text": "disk is full"} for b in bodies)
 
@@ -81,6 +88,44 @@ def test_status_codes_map_to_permanent_or_transient(
         hook(tmp_path, web).send_text("mine", "x", {})
     assert (e.value.code, e.value.permanent, e.value.retry_after) == (code, permanent, None)
     assert "s3cr3tHookKey" not in str(e.value) and "[fermix_core.channels.webhooks.mine]" in str(e.value)
+
+
+def test_a_404_page_that_echoes_the_path_does_not_leak_the_token(tmp_path: Path, web: FakeWeb) -> None:
+    path = "/hooks/T0001/B0001/XyZsecretTokenABC123"
+    echo = f"<pre>Cannot POST {path}</pre> (lower: {path.lower()}) ?key=qUeRyToKeN99 {web.url(path)}"
+    web.routes[path] = Reply(404, echo.encode(), {"Content-Type": "text/html"})
+    home = tmp_path / "home"
+    url = web.url(path) + "?key=qUeRyToKeN99"
+    config = config_with(home, {"fermix_core": {"channels": {"webhooks": {"mine": {"url": url}}}}})
+    channel = channel_for("webhook", resolve_paths(str(home)), config)
+    assert channel is not None
+    with pytest.raises(ChannelError) as e:
+        channel.send_text("mine", "x", {})
+    message = str(e.value)
+    assert (e.value.code, e.value.permanent) == ("rejected", True) and "HTTP 404" in message
+    assert "Cannot POST" in message  # the server's words are still quoted
+    for secret in ("XyZsecretTokenABC123", "xyzsecrettokenabc123", "qUeRyToKeN99", "B0001/", "T0001/"):
+        assert secret not in message
+
+
+@pytest.mark.parametrize("fmt", ["json", "slack", "ntfy"])
+def test_long_text_is_cut_with_a_marker_and_the_result_says_so(
+    tmp_path: Path, web: FakeWeb, fmt: str
+) -> None:
+    web.routes[SECRET_PATH] = Reply(200, b"ok")
+    channel = hook(tmp_path, web, format=fmt)
+    text = "résumé 🚀 " * 4445 + "tail!!"  # 40,011 characters, many of them several bytes in UTF-8
+    sent = channel.send_text("mine", text, {})
+    exact = "x" * TEXT_MAX
+    whole = channel.send_text("mine", exact, {})
+    first, second = web.hits_on(SECRET_PATH)
+    received = first.body.decode("utf-8") if fmt == "ntfy" else first.json()["text"]
+    kept = TEXT_MAX - len(f"\n… [truncated: {TEXT_MAX} of {len(text)} characters]")
+    assert received == text[:kept] + f"\n… [truncated: {kept} of {len(text)} characters]"
+    assert len(received) <= TEXT_MAX
+    assert sent.detail == {"status": 200, "format": fmt, "truncated": True, "text_chars": len(text)}
+    assert (second.body.decode("utf-8") if fmt == "ntfy" else second.json()["text"]) == exact
+    assert whole.detail["truncated"] is False and "text_chars" not in whole.detail
 
 
 def test_slack_format(tmp_path: Path, web: FakeWeb) -> None:

@@ -7,6 +7,8 @@
   generated from it (`fermix_cli/build/unasync.py`). `exchange`: what the two share.
 - `httpclient`: `GuardedClient`, redirects followed by fermix with per-exchange time limits.
 - `response`: reading a guarded response under size and decompression caps.
+- `socketguard`: `guarded_sockets()`, the same rules at the socket for a library with its own network
+  stack (Apprise): every resolve and connect in the calling thread is judged while the block runs.
 
 httpx is imported only by `httpclient`, `response` and the transports, so importing this package is free.
 """

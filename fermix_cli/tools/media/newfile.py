@@ -1,10 +1,13 @@
-"""Writing a new file into a folder fermix owns (the media folder, the outbox) without replacing one."""
+"""Writing a new file into a folder fermix owns (the media folder, the outbox, the inbox) without replacing one."""
 
 from __future__ import annotations
 
 import os
 import posixpath
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from ...core.errors import ToolError
 
@@ -13,6 +16,19 @@ MAX_TRIES = 10_000
 
 def write_new_file(folder: Path, name: str, data: bytes) -> Path:
     """Write `data` to a file called `name` in `folder` (or `name-N`), never replacing one; its path."""
+    return _new_file(folder, name, lambda f: f.write(data))
+
+
+def copy_new_file(folder: Path, name: str, source: Path) -> Path:
+    """Copy the file at `source` to `name` in `folder` (or `name-N`), never replacing one; its path.
+
+    The source is opened first, so an unreadable source leaves nothing behind.
+    """
+    with open(source, "rb") as src:
+        return _new_file(folder, name, lambda f: shutil.copyfileobj(src, f))
+
+
+def _new_file(folder: Path, name: str, fill: Callable[[BinaryIO], object]) -> Path:
     stem, ext = posixpath.splitext(name)
     if not stem:  # ".bashrc": the whole name is the stem
         stem, ext = name, ""
@@ -26,7 +42,7 @@ def write_new_file(folder: Path, name: str, data: bytes) -> Path:
             continue
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(data)
+                fill(f)
                 f.flush()
                 os.fsync(f.fileno())
         except BaseException:
