@@ -477,13 +477,17 @@ class TelegramServer:
         stream = MessageStream(self.api, chat, self.clock, reply_to=reply_to, thread_id=port.thread_id)
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
-        run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
         # A guest's session is its chat's own, and carries none of the owner's profile sections.
         options = (
             self.options.replace(session=f"telegram-{chat}", context_sections=()) if guest else self.options
         )
         extra = ""
         try:
+            # The server lives for days: each message sees config.toml (grants, mode) as it is now.
+            self.ctx.refresh_config()
+            run_ctx = (
+                self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
+            )
             agent = Agent(run_ctx, options, observer=stream)
         except ToolError as e:  # no usable provider, a bad config: say so in the chat and keep serving
             log.error("telegram: could not start the agent: %s", e)
