@@ -215,6 +215,15 @@ class ToolContext(Record):
             )
         return self._sandbox
 
+    def spawned_cli_call(self) -> bool:
+        """A CLI call made by a process fermix started (a tool's shell, a coding run, a job's command):
+        not the owner at the keyboard, so what needs an attended owner treats it as unattended."""
+        if self.origin != "cli":
+            return False
+        from .spawned import spawned_by_fermix  # walks /proc: only for a CLI call that asks
+
+        return spawned_by_fermix()
+
     def _trusted_local(self) -> bool:
         return self.trust == "operator" and self.origin in ("cli", "interactive")
 
