@@ -73,33 +73,46 @@ def make_confirm(console: Console, observer: RichObserver, interactive: bool) ->
         if not interactive:
             return False
         from rich.prompt import Confirm
+        from rich.text import Text
+
+        from .render import visible
 
         observer.pause()
+        # Text, never markup: the path, the model's reason and the config diff are shown exactly as they
+        # are (a `[sandbox]` or `[/]` stays; a newline shows as ␤ and cannot forge a line of its own).
         for key, value in details.items():
-            console.print(f"  [dim]{key}:[/] {value}")
-        return bool(Confirm.ask(f"[bold yellow]{question}[/]", console=console, default=False))
+            console.print(Text.assemble(("  " + visible(str(key)) + ":", "dim"), " ", visible(str(value))))
+        return bool(Confirm.ask(Text(visible(question), style="bold yellow"), console=console, default=False))
 
     return confirm
 
 
 def _print_tools(console: Console, agent: Agent) -> None:
+    from rich.markup import escape  # names and descriptions may come from an MCP server or a plugin
+
     loop = agent.open()
     for spec in loop.toolbox.advertised:
-        console.print(f"[bold]{spec.name}[/]  [dim]{spec.policy_class}[/]  {spec.description.split('. ')[0]}")
+        first = escape(spec.description.split(". ")[0])
+        console.print(f"[bold]{escape(spec.name)}[/]  [dim]{spec.policy_class}[/]  {first}")
     for spec in loop.toolbox.deferred:
-        console.print(f"[bold]{spec.name}[/]  [dim]{spec.policy_class}, deferred[/]")
+        console.print(f"[bold]{escape(spec.name)}[/]  [dim]{spec.policy_class}, deferred[/]")
 
 
 def _print_sessions(console: Console, agent: Agent) -> None:
+    from rich.markup import escape  # a title is the first prompt, as typed
+
     for s in agent.transcript.sessions(20):
         mark = "*" if s["session_id"] == agent.session_id else " "
         console.print(
-            f"{mark} [bold]{s['session_id']}[/]  {s['updated_at'][:19]}  {s['runs']} run(s)  {s['title']}"
+            f"{mark} [bold]{escape(s['session_id'])}[/]  {s['updated_at'][:19]}  {s['runs']} run(s)  "
+            f"{escape(str(s['title']))}"
         )
 
 
 def _command(line: str, console: Console, agent: Agent) -> bool:
     """Run a slash command; False means leave."""
+    from rich.markup import escape
+
     name, _, arg = line[1:].partition(" ")
     if name in ("exit", "quit", "q"):
         return False
@@ -112,10 +125,10 @@ def _command(line: str, console: Console, agent: Agent) -> bool:
     elif name == "session" and arg.strip():
         target = arg.strip()
         if not agent.transcript.exists(target):
-            console.print(f"[red]no session {target}[/]")
+            console.print(f"[red]no session {escape(target)}[/]")
         else:
             agent.new_session(target)
-            console.print(f"[dim]session {target}[/]")
+            console.print(f"[dim]session {escape(target)}[/]")
     elif name in ("confirm", "deny") and arg.strip():
         _resolve_access(console, agent, name, arg.strip())
     elif name in ("pause", "resume"):
@@ -123,22 +136,26 @@ def _command(line: str, console: Console, agent: Agent) -> bool:
     elif name == "help":
         console.print(HELP, markup=False, highlight=False)
     else:
-        console.print(f"[red]unknown command /{name}[/] (try /help)")
+        console.print(f"[red]unknown command /{escape(name)}[/] (try /help)")
     return True
 
 
 def _resolve_access(console: Console, agent: Agent, verb: str, token: str) -> None:
-    from ..tools.access.requests import confirm_request, deny_request
+    from rich.markup import escape
 
+    from ..tools.access.requests import confirm_request, deny_request
+    from .render import visible
+
+    # The grant lands in config.toml; the session's next tool call reads it again (ToolContext.refresh_config).
     try:
         if verb == "confirm":
             req, _ = confirm_request(agent.base_ctx, token)
-            console.print(f"granted: {req.path}", highlight=False, soft_wrap=True)
+            console.print(f"granted: {visible(req.path)}", markup=False, highlight=False, soft_wrap=True)
         else:
             req = deny_request(agent.base_ctx, token)
-            console.print(f"denied: {req.path}", highlight=False, soft_wrap=True)
+            console.print(f"denied: {visible(req.path)}", markup=False, highlight=False, soft_wrap=True)
     except ToolError as e:
-        console.print(f"[red]{e.code}:[/] {e.message}", highlight=False, soft_wrap=True)
+        console.print(f"[red]{e.code}:[/] {escape(e.message)}", highlight=False, soft_wrap=True)
 
 
 def _pause_computer_use(console: Console, agent: Agent, paused: bool) -> None:
@@ -161,7 +178,9 @@ def _report(console: Console, status: str, error: ToolError | None) -> None:
     if status == "interrupted":
         console.print("[yellow]interrupted[/]")
     elif error is not None:
-        console.print(f"[red]{error.code}:[/] {error.message}", highlight=False)
+        from rich.markup import escape
+
+        console.print(f"[red]{escape(error.code)}:[/] {escape(error.message)}", highlight=False)
 
 
 @handles_errors

@@ -20,15 +20,23 @@ GLOBAL = GlobalOptions()
 
 def handles_errors(fn: F) -> F:
     """Turn a ToolError into the error envelope and its exit code."""
+    return handles_errors_as("fermix")(fn)
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except ToolError as e:
-            raise typer.Exit(report_error(e)) from None
 
-    return wrapper  # type: ignore[return-value]
+def handles_errors_as(prog: str) -> Callable[[F], F]:
+    """`handles_errors`, with the readable line on a terminal led by `prog` (`fermix sandbox: ...`)."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except ToolError as e:
+                raise typer.Exit(report_error(e, prog=prog)) from None
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 def context() -> Any:

@@ -196,7 +196,9 @@ def check_sandbox(inp: DoctorInput, config: Config | None) -> Check:
         return Check("sandbox", "fail", e.message)
     issues: list[str] = []
     if sb.refused_grants:
-        issues.append("refused grants (unsafe roots, ignored): " + ", ".join(sb.refused_grants))
+        issues.append(
+            "refused grants (unsafe, or inside a blocked root; ignored): " + ", ".join(sb.refused_grants)
+        )
     for raw in config.sandbox.allowed_roots:
         if raw in sb.refused_grants:
             continue

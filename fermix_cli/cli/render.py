@@ -14,6 +14,29 @@ if TYPE_CHECKING:
 
 RESULT_PREVIEW = 1200
 
+# Shown for a character that would move, hide or redraw text on a terminal.
+_SHOWN = {"\n": "␤", "\r": "␍", "\t": "␉"}
+
+
+def visible(text: str) -> str:
+    """`text` with every character a terminal would act on or hide shown instead: a newline as ␤, a
+    control, format (bidi override) or unusual space character as `\\xNN`/`\\uNNNN`. What the owner is
+    asked to approve reads exactly as it is, on one line: a model-written reason cannot draw lines."""
+    if text.isprintable():
+        return text
+    out = []
+    for c in text:
+        if c.isprintable():  # everything but the control, format, separator and unassigned characters
+            out.append(c)
+        elif c in _SHOWN:
+            out.append(_SHOWN[c])
+        else:
+            code = ord(c)
+            out.append(
+                f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+            )
+    return "".join(out)
+
 
 def _args_text(arguments: Any) -> str:
     if isinstance(arguments, str):
@@ -73,12 +96,12 @@ class RichObserver:
     def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None:
         from rich.panel import Panel
         from rich.syntax import Syntax
+        from rich.text import Text
 
         self.pause()
         body = Syntax(_args_text(arguments), "json", word_wrap=True, background_color="default")
-        self.console.print(
-            Panel(body, title=f"[bold cyan]{name}[/]", title_align="left", border_style="cyan")
-        )
+        title = Text(visible(name), style="bold cyan")  # the model's spelling: never markup
+        self.console.print(Panel(body, title=title, title_align="left", border_style="cyan"))
 
     def tool_end(self, outcome: ToolOutcome) -> None:
         from rich.panel import Panel
@@ -88,7 +111,9 @@ class RichObserver:
             outcome.output if len(outcome.output) <= RESULT_PREVIEW else outcome.output[:RESULT_PREVIEW] + "…"
         )
         if outcome.ok:
-            title, style = f"[green]✓ {outcome.name}[/]", "green"
+            title = Text(f"✓ {visible(outcome.name)}", style="green")
+            style = "green"
         else:
-            title, style = f"[red]✗ {outcome.name} ({outcome.error_code})[/]", "red"
+            title = Text(f"✗ {visible(outcome.name)} ({visible(str(outcome.error_code))})", style="red")
+            style = "red"
         self.console.print(Panel(Text(text), title=title, title_align="left", border_style=style))

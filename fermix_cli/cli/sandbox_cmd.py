@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -9,7 +10,11 @@ import typer
 
 from ..core.config import set_key
 from ..core.grants import grant_path, revoke_path, update_config
-from .common import context, emit_json, handles_errors
+from .common import context, emit_json, handles_errors_as
+
+# A refusal on a terminal reads `fermix sandbox: unsafe_root: P cannot be granted ...` (reference 2.3);
+# the exit code stays the contract's (3 for a sandbox refusal, ARCHITECTURE section 6).
+handles_errors = handles_errors_as("fermix sandbox")
 
 
 class Mode(StrEnum):
@@ -79,7 +84,10 @@ def explain_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON outpu
         ],
     ]
     if data["refused_grants"]:
-        lines += ["refused grants (unsafe roots, ignored):", *[f"  {p}" for p in data["refused_grants"]]]
+        lines += [
+            "refused grants (unsafe, or inside a blocked root; ignored):",
+            *[f"  {p}" for p in data["refused_grants"]],
+        ]
     lines += ["blocked roots:", *([f"  {p}" for p in data["blocked_roots"]] or ["  (none)"])]
     lines += [
         "protected (denied in every mode, even inside a grant):",
@@ -102,15 +110,24 @@ def mode_cmd(mode: Annotated[Mode, typer.Argument(help="strict, standard or open
     typer.echo(f"sandbox mode: {mode.value}")
 
 
+def _typed_path(ctx: Any, path: str) -> str:
+    """A path as the person typed it: a relative one is taken from their directory (--cwd, else the
+    shell's), wherever that is. Not from the sandbox's turn directory, which refuses a directory outside
+    the roots, and a directory outside the roots is just what one grants."""
+    if path.startswith("/") or path == "~" or path.startswith("~/") or not path.strip():
+        return path
+    return posixpath.join(ctx.cwd or ctx.launch_cwd, path)
+
+
 def _grant(path: str) -> None:
     ctx = context()
-    canonical, _ = grant_path(ctx.sandbox, ctx.paths, path)
+    canonical, _ = grant_path(ctx.sandbox, ctx.paths, _typed_path(ctx, path))
     typer.echo(f"granted: {canonical}")
 
 
 def _revoke(path: str) -> None:
     ctx = context()
-    typer.echo(f"revoked: {revoke_path(ctx.sandbox, ctx.paths, path)}")
+    typer.echo(f"revoked: {revoke_path(ctx.sandbox, ctx.paths, _typed_path(ctx, path))}")
 
 
 @app.command("grant")

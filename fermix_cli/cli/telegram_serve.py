@@ -13,6 +13,10 @@ guest, since the whole group reads the answer. A guest's turn carries none of th
 sections, and its notes stay in its own conversation. Messages from any other chat are refused (never
 answered) and logged.
 
+`/confirm TOKEN` and `/deny TOKEN` from the owner's private chat settle a directory access request (the
+token `request_directory_access` gave), as `fermix sandbox confirm|deny TOKEN` does on the machine;
+anywhere else they are refused with a typed answer, never passed to the model.
+
 Failures to reach Telegram back off (1 s doubling to 60 s; a 429's `retry_after` exactly); a bad token
 stops the server. SIGTERM or SIGINT stop it cleanly: while waiting for updates at once, while a message
 is being answered after that answer is sent. The next update offset is kept in `run/telegram.offset`,
@@ -90,6 +94,15 @@ def describe(f: InboundFile) -> str:
     if f.kind in ("voice", "audio", "video"):
         parts.append(f.mime_type)
     return ", ".join(parts)
+
+
+def approval_command(text: str) -> tuple[str, str] | None:
+    """(`confirm`|`deny`, token or "") for a `/confirm TOKEN` or `/deny@bot TOKEN` message, else None."""
+    head, _, rest = text.strip().partition(" ")
+    verb = head.split("@", 1)[0].lower()
+    if verb not in ("/confirm", "/deny"):
+        return None
+    return verb[1:], rest.strip()
 
 
 class StopServing(BaseException):
@@ -308,6 +321,7 @@ class TelegramServer:
         sender = message.get("from") or {}
         chat_id, user_id = chat.get("id"), sender.get("id")
         text = str(message.get("text") or message.get("caption") or "")
+        approval = approval_command(text)
         if chat.get("type") in ("group", "supergroup"):
             if chat_id not in self.guest_chats:
                 log.warning(
@@ -342,6 +356,11 @@ class TelegramServer:
         message_id = message.get("message_id")
         if not isinstance(message_id, int):
             return
+        if approval is not None:  # settled here, never a prompt for the model
+            self.handled += 1
+            thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+            self._settle(chat_id, approval, owner=not guest, reply_to=message_id, thread=thread)
+            return
         files, notes = self._inbound(message)
         if not text.strip() and not files:
             if notes:
@@ -362,6 +381,41 @@ class TelegramServer:
             guest=guest,
             reply_to=message_id if in_group else None,
         )
+
+    def _settle(
+        self, chat_id: int, approval: tuple[str, str], *, owner: bool, reply_to: int, thread: Any
+    ) -> None:
+        """Answer `/confirm TOKEN` or `/deny TOKEN`: only the owner, in their private chat, settles one."""
+        from ..tools.access.requests import confirm_request, deny_request
+
+        verb, token = approval
+        try:
+            if not owner:
+                raise ToolError(
+                    "not_attended",
+                    f"only the owner approves directory access, in their private chat with this bot; /{verb} "
+                    "is refused here",
+                    {"verb": verb},
+                )
+            if not token or " " in token:
+                raise ToolError(
+                    "usage", f"write /{verb} TOKEN, with the token of the request", {"verb": verb}
+                )
+            self.ctx.refresh_config()  # the grant is checked against config.toml as it is now
+            if verb == "confirm":
+                req, added = confirm_request(self.ctx, token)
+                answer = f"granted: {req.path}" + ("" if added else " (already in allowed_roots)")
+            else:
+                req = deny_request(self.ctx, token)
+                answer = f"denied: {req.path} (token {req.token})"
+        except ToolError as e:
+            answer = f"⚠ {e.code}: {e.message}"
+        log.info("telegram: /%s in chat %s: %s", verb, chat_id, answer)
+        thread_id = thread if isinstance(thread, int) and not isinstance(thread, bool) else None
+        try:
+            self.api.send_message(chat_id, answer, thread_id=thread_id, reply_to=reply_to)
+        except ChannelError as e:
+            log.error("telegram: the answer to /%s was not delivered: %s", verb, e)
 
     def _addressed(self, message: dict[str, Any]) -> bool:
         """Whether a group message is meant for the bot: a mention, a reply to it, or a /command@it."""
@@ -477,13 +531,17 @@ class TelegramServer:
         stream = MessageStream(self.api, chat, self.clock, reply_to=reply_to, thread_id=port.thread_id)
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
-        run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
         # A guest's session is its chat's own, and carries none of the owner's profile sections.
         options = (
             self.options.replace(session=f"telegram-{chat}", context_sections=()) if guest else self.options
         )
         extra = ""
         try:
+            # The server lives for days: each message sees config.toml (grants, mode) as it is now.
+            self.ctx.refresh_config()
+            run_ctx = (
+                self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
+            )
             agent = Agent(run_ctx, options, observer=stream)
         except ToolError as e:  # no usable provider, a bad config: say so in the chat and keep serving
             log.error("telegram: could not start the agent: %s", e)

@@ -27,15 +27,16 @@ def _dumps(value: Any, pretty: bool) -> str:
     return json_text(value, separators=(",", ":"))
 
 
-def report_error(err: ToolError, stream: IO[str] | None = None) -> int:
-    """Write the error envelope (or a readable line on a terminal) to stderr; return the exit code.
+def report_error(err: ToolError, stream: IO[str] | None = None, *, prog: str = "fermix") -> int:
+    """Write the error envelope (or a readable line, `PROG: code: message`, on a terminal) to stderr;
+    return the exit code.
 
     A closed or failing stderr loses the message, never the exit code."""
     stream = stream or sys.stderr
     if stream is not None:
         try:
             if _is_terminal(stream):
-                stream.write(f"fermix: {err.code}: {err.message}\n")
+                stream.write(f"{prog}: {err.code}: {err.message}\n")
             else:
                 stream.write(_dumps({"error": err.to_dict()}, False) + "\n")
             stream.flush()

@@ -77,7 +77,7 @@ def origin_refusal(ctx: ToolContext) -> ToolError | None:
         why = "computer_use is operator-only"
     elif ctx.depth > 0 or ctx.origin == "subagent":
         why = "computer_use is never delegated to a subagent"
-    elif ctx.origin == "cli" and _spawned_by_fermix():
+    elif ctx.spawned_cli_call():
         why = (
             "computer_use cannot be run by a command fermix itself started (a model's shell call, a job's "
             "command): the owner runs it at the terminal, or a model calls it directly"
@@ -93,12 +93,6 @@ def origin_refusal(ctx: ToolContext) -> ToolError | None:
     return ToolError(
         "not_attended", f"{why}.", {"origin": ctx.origin, "trust": ctx.trust, "depth": ctx.depth}
     )
-
-
-def _spawned_by_fermix() -> bool:
-    from ..core.spawned import spawned_by_fermix
-
-    return spawned_by_fermix()
 
 
 def severity(action: str, chord: tuple[str, ...] | None, text: str | None) -> str | None:

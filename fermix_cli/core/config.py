@@ -43,6 +43,18 @@ def _endpoint(url: str) -> str:
     return url
 
 
+def _sandbox_root(entry: str) -> str:
+    if entry.startswith("/") or entry == "~" or entry.startswith("~/"):
+        return entry
+    # Relative to what? The directory fermix happens to start in (a cron job's, a service's): one entry
+    # would name a different directory on every launch, so it is refused, never guessed.
+    raise ValueError(
+        f"{entry!r} is a relative path, which would name a different directory depending on where fermix "
+        "starts; write an absolute path (/...) or one under your home (~/...)"
+    )
+
+
+SandboxRoot = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_sandbox_root)]
 AllowedHost = Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_allowed_host)]
 Endpoint = Annotated[str, Field(min_length=1, max_length=2048), AfterValidator(_endpoint)]
 Secret = Annotated[str, Field(min_length=1, max_length=4096)]
@@ -91,8 +103,10 @@ class SandboxEnv(Section):
 
 class SandboxConfig(Section):
     mode: Literal["strict", "standard", "open"] = "standard"
-    allowed_roots: list[Name] = []
-    blocked_roots: list[Name] = []
+    # Absolute or `~/...` only. A relative blocked root is refused too (the whole config, so fermix does
+    # not run): which directory it blocks cannot be known, and guessing one could leave the right one open.
+    allowed_roots: list[SandboxRoot] = []
+    blocked_roots: list[SandboxRoot] = []
     env: SandboxEnv = Field(default_factory=SandboxEnv)
 
 

@@ -117,6 +117,8 @@ class ToolContext(Record):
     # Set by a caller that gives up on the call (an MCP client's cancel); long-running work watches it.
     cancel: CancelToken | None = field(default=None, repr=False)
     _config: Config | None = field(default=None, repr=False)
+    # config.toml's identity when `_config` was read (see `config_identity`); None: never read here.
+    _config_seen: tuple[int, ...] | None = field(default=None, repr=False)
     _sandbox: Sandbox | None = field(default=None, repr=False)
     _state: StateDB | None = field(default=None, repr=False)
     _home: HomeIdentity | None = field(default=None, repr=False)
@@ -160,13 +162,43 @@ class ToolContext(Record):
         if self._config is None:
             from .config import load_config
 
+            seen = self.config_identity()  # before reading: a change made meanwhile is seen next time
             self._config = load_config(self.paths.config_file, cache_dir=self.paths.run_dir)
+            self._config_seen = seen
         return self._config
+
+    def config_identity(self) -> tuple[int, ...]:
+        """config.toml as a stat sees it (device, inode, size, mtime): a change gives another value.
+
+        Every writer replaces the file (a new inode), an editor at least changes its mtime or size.
+        """
+        try:
+            st = os.stat(self.paths.config_file)
+        except FileNotFoundError:
+            return (0,)
+        except OSError as e:  # unreadable: a value of its own, so a later recovery counts as a change
+            return (-1, e.errno or 0)
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
     def reload_config(self) -> None:
         """Forget the loaded config (and the sandbox built from it); the next use reads the file again."""
         self._config = None
         self._sandbox = None
+
+    def refresh_config(self) -> None:
+        """Before a tool call of a long-lived context (an agent session, a chat server, `--jsonl`): read
+        config.toml again, and so rebuild the sandbox, when the file changed since this context read it.
+
+        One stat when nothing changed; nothing at all in a context that has not read the config yet (a
+        one-shot call). A config that has become invalid raises `invalid_config` here and on every later
+        call until it is fixed: the sandbox of the old file is never kept (fail closed).
+        """
+        if self._config_seen is None:
+            return
+        if self._config is not None and self.config_identity() == self._config_seen:
+            return
+        self.reload_config()
+        self.config  # noqa: B018 - read now: an invalid file fails this call, not a later one
 
     @property
     def sandbox(self) -> Sandbox:
@@ -182,6 +214,15 @@ class ToolContext(Record):
                 trusted_local=self._trusted_local(),
             )
         return self._sandbox
+
+    def spawned_cli_call(self) -> bool:
+        """A CLI call made by a process fermix started (a tool's shell, a coding run, a job's command):
+        not the owner at the keyboard, so what needs an attended owner treats it as unattended."""
+        if self.origin != "cli":
+            return False
+        from .spawned import spawned_by_fermix  # walks /proc: only for a CLI call that asks
+
+        return spawned_by_fermix()
 
     def _trusted_local(self) -> bool:
         return self.trust == "operator" and self.origin in ("cli", "interactive")

@@ -46,10 +46,20 @@ def unsafe_root_error(path: str, why: str) -> ToolError:
 
 
 def check_grantable(sandbox: Sandbox, raw: str) -> str:
-    """The canonical directory to grant, or `unsafe_root` / `not_found`."""
-    canonical, why = sandbox.grant_refusal(raw)
+    """The canonical directory to grant, or `unsafe_root` / `blocked_root` / `not_found`."""
+    canonical, why = sandbox.grant_refusal(raw, blocked=False)
     if why is not None:
         raise unsafe_root_error(canonical, why)
+    blocked = sandbox.blocked_root_of(canonical)
+    if blocked is not None:
+        # Blocked roots beat grants: the grant would be written and do nothing.
+        raise ToolError(
+            "blocked_root",
+            f"{canonical} cannot be granted: it is inside the blocked root {blocked}, and blocked roots beat "
+            "grants. Remove that entry from [sandbox] blocked_roots first if the directory should be "
+            "reachable. Run: fermix sandbox explain",
+            {"path": canonical, "blocked_root": blocked},
+        )
     if not os.path.isdir(canonical):
         raise ToolError("not_found", f"{canonical} is not an existing directory", {"path": canonical})
     return canonical

@@ -325,6 +325,8 @@ class Registry:
         result: Any = None
         error: ToolError | None = None
         try:
+            # A long-lived context (a session, a server) sees `fermix grant|revoke|sandbox mode` at once.
+            ctx.refresh_config()
             spec = self.resolve(name, ctx)
             policy.check(spec, ctx)
             params = self.parse(spec, raw_args)

@@ -226,7 +226,7 @@ class Sandbox(Record):
         """First match wins: protected, blocked, inside a root, otherwise outside."""
         if self.is_protected(canonical):
             return Decision(False, "protected_path", canonical)
-        if any(is_inside(canonical, b) for b in self.blocked_roots):
+        if self.blocked_root_of(canonical) is not None:
             return Decision(False, "blocked_root", canonical)
         if any(is_inside(canonical, r.path) for r in self.roots):
             if self.is_link_to_protected(canonical):
@@ -398,8 +398,16 @@ class Sandbox(Record):
 
     # ----- grants ----------------------------------------------------------------------------
 
-    def grant_refusal(self, raw: str) -> tuple[str, str | None]:
-        """(canonical path, reason it cannot be granted or None)."""
+    def blocked_root_of(self, canonical: str) -> str | None:
+        """The blocked root `canonical` lies in (or is), or None."""
+        return next((b for b in self.blocked_roots if is_inside(canonical, b)), None)
+
+    def grant_refusal(self, raw: str, *, blocked: bool = True) -> tuple[str, str | None]:
+        """(canonical path, reason it cannot be granted or None).
+
+        A path inside a blocked root is refused too (blocked roots beat grants, so such a grant would
+        change nothing); with `blocked=False` the caller checks that itself, to say so with its own code.
+        """
         canonical = canonicalize(self.anchor(raw))
         homes = [_safe_canon(str(h)) or str(h) for h in self.paths.homes()]
         home = _safe_canon(self.home) or self.home
@@ -414,6 +422,9 @@ class Sandbox(Record):
                 return canonical, f"an ancestor of {h}"
         if any(is_inside(canonical, u) for u in UNSAFE_EXTRA) or self.is_protected(canonical):
             return canonical, "a protected path"
+        root = self.blocked_root_of(canonical) if blocked else None
+        if root is not None:
+            return canonical, f"inside the blocked root {root}"
         return canonical, None
 
 

@@ -20,14 +20,8 @@ def attended_turn(ctx: ToolContext) -> bool:
         and isinstance(ctx.depth, int)
         and ctx.depth == 0
         and ctx.job_id is None
-        and not (ctx.origin == "cli" and _spawned())
+        and not ctx.spawned_cli_call()
     )
-
-
-def _spawned() -> bool:
-    from ..core.spawned import spawned_by_fermix
-
-    return spawned_by_fermix()
 
 
 def owners_job(ctx: ToolContext) -> bool:
@@ -37,7 +31,7 @@ def owners_job(ctx: ToolContext) -> bool:
 
 def _refuse(tool: str, ctx: ToolContext, also: str = "") -> ToolError:
     details = {"tool": tool, "origin": ctx.origin, "trust": ctx.trust, "attended": ctx.attended}
-    if ctx.origin == "cli" and _spawned():
+    if ctx.spawned_cli_call():
         return ToolError(
             "not_attended",
             f"{tool} is available only on an attended, top-level turn of the owner{also}; this call comes "

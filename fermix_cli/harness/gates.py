@@ -137,7 +137,7 @@ def refusal(ctx: ToolContext, tool: str) -> ToolError | None:
             exit_class=ExitClass.REFUSED,
         )
     if ctx.attended and ctx.origin in ("cli", "interactive") and ctx.job_id is None:
-        if ctx.origin == "cli" and _spawned():
+        if ctx.spawned_cli_call():
             return ToolError(
                 "not_attended",
                 f"{tool} refuses a call from a process fermix started (a tool's shell, a coding run); "
@@ -153,12 +153,6 @@ def refusal(ctx: ToolContext, tool: str) -> ToolError | None:
         {**details, "attended": ctx.attended},
         exit_class=ExitClass.REFUSED,
     )
-
-
-def _spawned() -> bool:
-    from ..core.spawned import spawned_by_fermix
-
-    return spawned_by_fermix()
 
 
 def gate(tool: str) -> Callable[[ToolContext], None]:

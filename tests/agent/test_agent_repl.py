@@ -96,3 +96,97 @@ def test_an_interactive_turn_stops_at_the_long_run_cap(world: Env) -> None:
     run = world.run("logs", "--json").json()[-1]
     assert (run["status"], run["iterations"]) == ("max_iterations", 3)
     assert "fermix_core.agent.max_iterations_scheduled" in run["error"]["message"]
+
+
+# ----- sandbox changes during a session ------------------------------------------------------------
+
+
+def _read_call(path: object) -> str:
+    return json.dumps({"tool_calls": [{"name": "file_read", "arguments": {"path": str(path)}}]})
+
+
+def test_a_revoke_during_a_session_is_seen_at_the_next_call(world: Env) -> None:
+    """`fermix revoke path` from another terminal while `fermix agent` runs: its next read is refused."""
+    import queue
+    import subprocess
+    import sys
+    import threading
+
+    granted = world.root / "elsewhere" / "g"
+    granted.mkdir(parents=True)
+    (granted / "f.txt").write_text("the secret")
+    assert world.run("grant", "path", str(granted)).code == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "agent", "-m", "echo"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=world.env,
+        cwd=world.project,
+    )
+    stdout = proc.stdout
+    assert proc.stdin is not None and stdout is not None
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in stdout:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+
+    def until(marker: str) -> str:
+        seen = ""
+        while marker not in seen:
+            seen += lines.get(timeout=60)
+        return seen
+
+    try:
+        proc.stdin.write(_read_call(granted / "f.txt") + "\n")
+        proc.stdin.flush()
+        assert "✓ file_read" in until("previous_messages")
+        assert world.run("revoke", "path", str(granted)).code == 0
+        proc.stdin.write(_read_call(granted / "f.txt") + "\n")
+        proc.stdin.close()
+        assert "✗ file_read (outside_root)" in until("previous_messages")
+    finally:
+        proc.wait(timeout=60)
+
+
+def test_confirm_in_the_session_lets_its_retry_through(world: Env) -> None:
+    target = world.home / "other"
+    target.mkdir()
+    (target / "notes.md").write_text("hello")
+    token = world.tool("request_directory_access", {"path": str(target), "reason": "r"}).json()["token"]
+    code, out = repl(
+        world, _read_call(target / "notes.md"), f"/confirm {token}", _read_call(target / "notes.md")
+    )
+    assert code == 0, out
+    assert "✗ file_read (outside_root)" in out and f"granted: {target}" in out
+    assert out.index("✓ file_read") > out.index(f"granted: {target}")
+
+
+def test_the_approval_prompt_shows_exactly_what_it_was_given(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """No markup is interpreted, and a newline or escape in the model's reason cannot forge a line."""
+    import io
+
+    from rich.console import Console
+
+    from fermix_cli.cli.agent_cmd import make_confirm
+    from fermix_cli.cli.render import RichObserver
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=400, force_terminal=False, color_system=None)
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    confirm = make_confirm(console, RichObserver(console), interactive=True)
+    reason = "tidy up [/] [bold]now[/bold]\nconfig change: nothing\x1b[2K"
+    answer = confirm(
+        "Allow fermix to access /tmp/[x]?",
+        {"reason": reason, "config change": '[sandbox] allowed_roots += ["/tmp/[x]"]'},
+    )
+    assert answer is False
+    shown = buffer.getvalue()
+    assert "  reason: tidy up [/] [bold]now[/bold]␤config change: nothing\\x1b[2K\n" in shown
+    assert '  config change: [sandbox] allowed_roots += ["/tmp/[x]"]\n' in shown
+    assert "Allow fermix to access /tmp/[x]?" in shown
+    assert "\nconfig change: nothing" not in shown  # the forged line is not a line

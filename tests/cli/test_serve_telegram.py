@@ -570,3 +570,66 @@ def test_voice_audio_and_video_notes_arrive_as_inbound_files(world: Env, bot: Bo
     shown = bot.texts_shown()
     assert shown[:2] == ["Heard it.", "Nice video."]
     assert "talk.mp3 (audio, 25 MB) is over the 20 MB a bot may download" in shown[2]
+
+
+def test_confirm_and_deny_in_the_owners_chat_and_the_retry_is_allowed(world: Env, bot: BotStandIn) -> None:
+    """`request_directory_access` tells the chat "Approve with /confirm TOKEN": the owner's /confirm
+    grants it, the running server's next turn may read there, and nobody else's /confirm counts."""
+    import sqlite3
+
+    guest = 777
+    target = world.home / "other"
+    target.mkdir()
+    (target / "notes.md").write_text("hello from other")
+    read = {"name": "file_read", "arguments": {"path": str(target / "notes.md")}}
+    ask = {"name": "request_directory_access", "arguments": {"path": str(target), "reason": "read notes"}}
+    configure(
+        world,
+        bot,
+        [{"tool_calls": [read, ask]}, {"text": "Asked."}, {"tool_calls": [read]}, {"text": "Read it."}],
+    )
+    data = (world.fermix_home / "config.toml").read_text()
+    (world.fermix_home / "config.toml").write_text(
+        data.replace("owner_user_id", f"guest_user_ids = [{guest}]\nowner_user_id")
+    )
+    ctx = world.context(origin="interactive")
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    downloads = guarded_client(allowed_private_hosts=("127.0.0.1",))
+    server = TelegramServer(
+        ctx, AgentOptions(session=f"telegram-{OWNER}"), api, OWNER, downloads=downloads, poll_timeout=0,
+        guests=[guest], sleep=Clock().sleep,
+    )  # fmt: skip
+    try:
+        bot.send("read the notes in ~/other")
+        assert server.serve(max_polls=1) == 1
+        db = sqlite3.connect(world.fermix_home / "state.db")
+        [(token,)] = db.execute("SELECT token FROM directory_access_requests").fetchall()
+        db.close()
+        bot.send(f"/confirm {token}", chat=guest)  # a guest: refused, the token stays pending
+        bot.send("/deny")  # no token: a usage answer
+        bot.send(f"/confirm@{BOT_USERNAME} {token}")
+        bot.send("try again")
+        assert server.serve(max_polls=1) == 5  # counted over the server's life
+    finally:
+        api.client.close()
+        downloads.close()
+        ctx.close()
+    results = tool_results(world)
+    assert results[0].startswith("outside_root") and f"/confirm {token}" in results[1]
+    assert f"/deny {token}" in results[1]
+    assert results[2].startswith("hello from other")
+    shown = bot.texts_shown()
+    assert shown[0] == "Asked."
+    assert shown[1].startswith("⚠ not_attended: only the owner approves directory access")
+    assert shown[2] == "⚠ usage: write /deny TOKEN, with the token of the request"
+    assert shown[3] == f"granted: {target}"
+    assert shown[4] == "Read it."
+    assert [p["chat_id"] for p in bot.payloads("sendMessage")][1:4] == [guest, OWNER, OWNER]
+    assert tomllib_roots(world) == [str(target)]
+
+
+def tomllib_roots(world: Env) -> list[str]:
+    import tomllib
+
+    doc = tomllib.loads((world.fermix_home / "config.toml").read_text())
+    return list(doc.get("sandbox", {}).get("allowed_roots", []))

@@ -364,3 +364,57 @@ def test_the_owners_timeout_wrapper_is_not_a_fermix_ancestor(tmp_path: Path) -> 
 )
 def test_fermix_command_lines(argv: list[str], expected: bool) -> None:
     assert is_fermix_cmdline(argv) is expected
+
+
+# ----- the grant reaches the context that asked; blocked roots; spawned callers -------------------
+
+
+def test_granted_then_the_retry_in_the_same_context_works(world: Env, target: Path) -> None:
+    """The message says "retry": the retry in the same session (the same context) must then be allowed."""
+    from fermix_cli.core.registry import default_registry
+
+    registry = default_registry()
+    ctx = world.context(origin="interactive", extras={"confirm": lambda question, details: True})
+    try:
+        with pytest.raises(ToolError) as e:
+            registry.invoke("file_read", {"path": str(target / "notes.md")}, ctx)
+        assert e.value.code == "outside_root"
+        out = registry.invoke("request_directory_access", {"path": str(target), "reason": "r"}, ctx)
+        assert out["status"] == "granted" and "retry the operation" in out["message"]
+        assert registry.invoke("file_read", {"path": str(target / "notes.md")}, ctx)["content"] == "hello"
+    finally:
+        ctx.close()
+
+
+def test_a_directory_under_a_blocked_root_is_refused_up_front_and_at_confirm(
+    world: Env, target: Path
+) -> None:
+    world.fermix_home.mkdir(exist_ok=True)
+    token = request(world, str(target)).json()["token"]  # asked before the block
+    (world.fermix_home / "config.toml").write_text(f'[sandbox]\nblocked_roots = ["{target}"]\n')
+    r = request(world, str(target))
+    assert r.code == 3 and r.error()["code"] == "blocked_root"
+    c = cli(world, "sandbox", "confirm", token)
+    assert c.code == 3 and c.error()["code"] == "blocked_root"
+    assert allowed_roots(world) == []
+    assert [row["status"] for row in rows(world)] == ["pending"]
+
+
+def test_a_process_fermix_spawned_cannot_ask(world: Env, target: Path) -> None:
+    r = cli(
+        world,
+        "tool",
+        "request_directory_access",
+        "--json",
+        json.dumps({"path": str(target), "reason": "r"}),
+        env={"FERMIX_SPAWNED": "1"},
+    )
+    assert r.code == 3, r.stderr
+    err = r.error()
+    assert err["code"] == "not_attended" and err["details"]["spawned"] is True
+    assert "fermix grant path DIR" in err["message"]
+    assert rows(world) == []
+    # Nor is the tool offered there; from the owner's own terminal it is.
+    listed = cli(world, "tool", "list", "--json", env={"FERMIX_SPAWNED": "1"}).json()
+    assert "request_directory_access" not in [t["name"] for t in listed]
+    assert "request_directory_access" in [t["name"] for t in cli(world, "tool", "list", "--json").json()]

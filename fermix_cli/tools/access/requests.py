@@ -131,6 +131,7 @@ class _Expired(Exception):
 def confirm_request(ctx: ToolContext, token: str) -> tuple[AccessRequest, bool]:
     """Grant the requested directory and consume the token. Returns (request, newly added)."""
     added = False
+    ctx.refresh_config()  # a long-lived context (a session's) checks against config.toml as it is now
 
     def grant(req: AccessRequest) -> None:
         nonlocal added

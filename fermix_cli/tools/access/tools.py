@@ -39,20 +39,31 @@ class RequestDirectoryAccessParams(Params):
 
 def attended_owner_turn(ctx: ToolContext) -> bool:
     """An operator at the keyboard or in an attended conversation: not a guest, a delegated run (a
-    subagent, a skill), a job or any other background run. Where it is not, the tool is not offered."""
+    subagent, a skill), a job, any other background run, or a CLI call from a process fermix started (a
+    model's shell command asking on its own). Where it is not, the tool is not offered."""
     return (
         ctx.trust == "operator"
         and ctx.origin in ("cli", "interactive")
         and ctx.attended
         and ctx.depth == 0
         and ctx.job_id is None
+        and not ctx.spawned_cli_call()
     )
 
 
 def attended_owner_only(ctx: ToolContext) -> None:
     """Gate: refused (`not_attended`) outside an attended owner turn, however the call got here."""
     if not attended_owner_turn(ctx):
-        raise ToolError("not_attended", NOT_ATTENDED, {"origin": ctx.origin, "attended": ctx.attended})
+        details = {"origin": ctx.origin, "attended": ctx.attended}
+        if ctx.spawned_cli_call():
+            raise ToolError(
+                "not_attended",
+                f"{NOT_ATTENDED}; this call comes from a process fermix started (a tool's shell, a coding "
+                "run), which counts as unattended. The owner grants from their own terminal: fermix grant "
+                "path DIR",
+                {**details, "spawned": True},
+            )
+        raise ToolError("not_attended", NOT_ATTENDED, details)
 
 
 def request_directory_access(p: RequestDirectoryAccessParams, ctx: ToolContext) -> dict[str, Any]:
@@ -85,10 +96,12 @@ def request_directory_access(p: RequestDirectoryAccessParams, ctx: ToolContext) 
         if created
         else f"A request for {req.path} is already pending with token {req.token}"
     )
+    deny = f"fermix sandbox deny {req.token}"
+    refuse = f"Deny with: {deny}" if ctx.origin == "cli" else f"Deny with /deny {req.token} or run: {deny}"
     message = (
         f"{lead}\nReason: {req.reason}\n"
         f'Config change: [sandbox] allowed_roots += ["{req.path}"]\n'
-        f"{approve} (expires in {expires}s). Deny with: fermix sandbox deny {req.token}"
+        f"{approve} (expires in {expires}s). {refuse}"
     )
     return {
         "status": "pending" if created else "already_pending",
@@ -99,7 +112,7 @@ def request_directory_access(p: RequestDirectoryAccessParams, ctx: ToolContext) 
         "ttl_s": TOKEN_TTL_S,
         "config_change": {"section": "sandbox", "key": "allowed_roots", "add": req.path},
         "confirm_command": confirm,
-        "deny_command": f"fermix sandbox deny {req.token}",
+        "deny_command": deny,
         "message": message,
     }
 
