@@ -77,8 +77,23 @@ class Wanted:
     meta: dict[str, Any]
 
 
+NAME_MAX_BYTES = 200  # of UTF-8: the file system's 255 leave room for the message id before it and a -N
+
+
 def _safe_name(raw: Any) -> str:
-    return str(raw).replace("/", "_").replace("\x00", "")[:200] if raw else ""
+    """A sent file's name as a name under media/inbound/: no '/' or NUL, valid UTF-8, at most
+    NAME_MAX_BYTES bytes (cut between characters, a short extension kept)."""
+    if not raw:
+        return ""
+    name = str(raw).replace("/", "_").replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    if len(name.encode("utf-8")) <= NAME_MAX_BYTES:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem or len(ext.encode("utf-8")) > 16:
+        stem, ext = name, ""
+    room = NAME_MAX_BYTES - (len(ext.encode("utf-8")) + 1 if ext else 0)
+    cut = stem.encode("utf-8")[:room].decode("utf-8", "ignore")  # a character cut in two is dropped
+    return cut + (f".{ext}" if ext else "")
 
 
 def describe(f: InboundFile) -> str:
@@ -267,7 +282,7 @@ class TelegramServer:
                 update_id = update.get("update_id")
                 if not isinstance(update_id, int):
                     continue
-                self.handle(update)
+                self.take(update)
                 offset = update_id + 1
                 self._save_offset(offset)
                 if self.stopping:
@@ -299,6 +314,49 @@ class TelegramServer:
         if not isinstance(me, dict) or not isinstance(me.get("id"), int):
             raise ChannelError("Telegram getMe answered without the bot's id", code="bad_answer")
         return me
+
+    def take(self, update: dict[str, Any]) -> None:
+        """Handle one update; whatever fails is logged (and told to a chat this server answers), so one
+        message can never stop the server or be fetched again after a restart."""
+        try:
+            self.handle(update)
+        except ChannelError as e:  # Telegram refused the answer (blocked, gone): nothing more to tell
+            log.error("telegram: update %s could not be answered: %s", update.get("update_id"), e)
+        except ToolError as e:
+            log.error("telegram: update %s failed: %s", update.get("update_id"), e)
+            self._tell(update, f"⚠ {e.code}: {e.message}")
+        except Exception as e:
+            log.exception("telegram: update %s could not be handled", update.get("update_id"))
+            self._tell(
+                update,
+                f"⚠ internal_error: this message could not be handled ({type(e).__name__}); the details "
+                "are in the fermix log. Try again, or send it differently.",
+            )
+
+    def _tell(self, update: dict[str, Any], text: str) -> None:
+        """A best-effort note to the chat of `update`, if this server answers that chat."""
+        message = update.get("message")
+        if not isinstance(message, dict) or not self._answers(message):
+            return
+        chat_id = (message.get("chat") or {}).get("id")
+        thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+        try:
+            self.api.send_message(
+                chat_id, text, thread_id=thread if isinstance(thread, int) else None,
+                reply_to=message.get("message_id") if isinstance(message.get("message_id"), int) else None,
+            )  # fmt: skip
+        except ChannelError as e:
+            log.error("telegram: could not tell chat %s: %s", chat_id, e)
+
+    def _answers(self, message: dict[str, Any]) -> bool:
+        """Whether a message comes from a chat this server answers (the owner's, a guest's, a guest group)."""
+        chat = message.get("chat") or {}
+        chat_id, user_id = chat.get("id"), (message.get("from") or {}).get("id")
+        if not isinstance(chat_id, int) or isinstance(chat_id, bool):
+            return False
+        if chat.get("type") in ("group", "supergroup"):
+            return chat_id in self.guest_chats
+        return chat_id == user_id and (chat_id == self.owner or chat_id in self.guests)
 
     def handle(self, update: dict[str, Any]) -> None:
         message = update.get("message")
@@ -437,7 +495,7 @@ class TelegramServer:
                 log.warning("telegram: could not download %s: %s", w.name, e)
                 notes.append(f"{w.name} could not be downloaded ({e.code})")
                 continue
-            folder = self.ctx.paths.ensure_dir(self.ctx.paths.media / "inbound")
+            folder = self.ctx.paths.media / "inbound"
             fmt = sniff(data[:12])
             kind, mime, name = w.kind, w.mime, w.name
             if kind in ("image", "document") and fmt is not None:  # saved under the extension its bytes carry
@@ -445,7 +503,13 @@ class TelegramServer:
                 name = name.rsplit(".", 1)[0] + SUFFIX[fmt] if "." in name else name + SUFFIX[fmt]
             elif kind == "image":
                 kind = "document"
-            path = write_new_file(folder, f"{message.get('message_id')}-{name}", data)
+            try:
+                self.ctx.paths.ensure_dir(folder)
+                path = write_new_file(folder, f"{message.get('message_id')}-{name}", data)
+            except (OSError, ToolError) as e:
+                log.error("telegram: could not save %s under %s: %s", name, folder, e)
+                notes.append(f"{w.name} could not be saved on this machine")
+                continue
             duration = w.meta.get("duration")
             files.append(
                 InboundFile(

@@ -570,3 +570,93 @@ def test_voice_audio_and_video_notes_arrive_as_inbound_files(world: Env, bot: Bo
     shown = bot.texts_shown()
     assert shown[:2] == ["Heard it.", "Nice video."]
     assert "talk.mp3 (audio, 25 MB) is over the 20 MB a bot may download" in shown[2]
+
+
+# ----- one message never stops the server -----------------------------------------------------------
+
+
+def test_a_long_non_ascii_file_name_is_cut_by_bytes_and_the_turn_runs(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "Got the file."}])
+    name = "отчёт-" * 60 + ".pdf"  # 360 characters, 665 bytes of UTF-8: over the 255 bytes a name may have
+    bot.add_file("d1", "documents/file_9.pdf", b"%PDF-1.4 report")
+    bot.send("read this", document={"file_id": "d1", "file_unique_id": "ud1", "file_name": name,
+                                    "mime_type": "application/pdf", "file_size": 15})  # fmt: skip
+    handled, _ = serve(world, bot, polls=1)
+    assert handled == 1 and bot.texts_shown() == ["Got the file."]
+    [saved] = (world.fermix_home / "media" / "inbound").iterdir()
+    assert saved.read_bytes() == b"%PDF-1.4 report"
+    assert (
+        len(saved.name.encode()) <= 255
+        and saved.name.startswith("1001-отчёт")
+        and saved.name.endswith(".pdf")
+    )
+    saved.name.encode().decode("utf-8")  # cut between characters
+
+
+def test_a_message_whose_answer_fails_is_logged_and_not_fetched_again(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    configure(world, bot, [{"text": "never"}])
+    big = {"file_id": "a1", "file_unique_id": "ua1", "file_name": "talk.mp3", "file_size": 25 * 1024 * 1024}
+    bot.send(audio=big)  # only a file too big to fetch: the note about it is the whole answer
+    bot.fail(403, "Forbidden: bot was blocked by the user")
+    with caplog.at_level(logging.ERROR, logger="fermix.telegram"):
+        handled, _ = serve(world, bot, polls=1)
+    assert handled == 0 and len(bot.calls("sendMessage")) == 1
+    assert any(
+        "could not be answered" in r.getMessage() and "blocked" in r.getMessage() for r in caplog.records
+    )
+    serve(world, bot, polls=1)  # the offset moved past it: a restart does not take it again
+    assert len(bot.calls("sendMessage")) == 1
+
+
+def test_a_failure_while_handling_is_told_to_the_chat_and_serving_goes_on(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(world, bot, [{"text": "Second one answered."}])
+
+    def broken(self: TelegramServer, message: dict[str, Any]) -> Any:  # a bug in one message's path
+        if message.get("caption") == "boom":
+            raise RuntimeError("secret internals")
+        return [], []
+
+    monkeypatch.setattr(TelegramServer, "_inbound", broken)
+    bot.send(caption="boom", document={"file_id": "x", "file_unique_id": "ux", "file_size": 3})
+    bot.send("hello?")
+    with caplog.at_level(logging.ERROR, logger="fermix.telegram"):
+        handled, _ = serve(world, bot, polls=1)
+    shown = bot.texts_shown()
+    assert handled == 1 and len(shown) == 2 and shown[1] == "Second one answered."
+    assert shown[0].startswith("⚠ internal_error:") and "fermix log" in shown[0]
+    assert "secret internals" not in shown[0] and "Traceback" not in shown[0]
+    assert bot.payloads("sendMessage")[0]["reply_parameters"]["message_id"] == 1001
+    [record] = [r for r in caplog.records if "could not be handled" in r.getMessage()]
+    assert record.exc_info is not None  # the traceback goes to the fermix log
+
+
+def test_a_file_that_cannot_be_saved_is_named_in_the_prompt(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "ok"}])
+    (world.fermix_home / "media").mkdir(parents=True)
+    (world.fermix_home / "media" / "inbound").write_text("not a folder")
+    bot.add_file("d1", "documents/file_1.txt", b"notes")
+    bot.send(
+        "keep this", document={"file_id": "d1", "file_unique_id": "ud1", "file_name": "n.txt", "file_size": 5}
+    )
+    handled, _ = serve(world, bot, polls=1)
+    assert handled == 1 and bot.texts_shown() == ["ok"]
+    [asked] = [m for m in user_prompts(world)]
+    assert asked == "keep this\n\n[Sent with this message: n.txt could not be saved on this machine]"
+
+
+def user_prompts(world: Env) -> list[str]:
+    from fermix_cli.agent.transcripts import Transcript
+
+    ctx = world.context()
+    try:
+        return [
+            m.content
+            for m in Transcript(ctx.state, ctx.clock).history(f"telegram-{OWNER}")
+            if m.role == "user"
+        ]
+    finally:
+        ctx.close()
