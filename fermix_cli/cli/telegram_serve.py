@@ -25,36 +25,27 @@ import signal
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..channels.base import ChannelError
-from ..channels.telegram import MESSAGE_MAX, BotApi, split_message
-from ..channels.telegram_chat import (
-    DOWNLOAD_MAX,
-    TelegramReplyPort,
-    download_file,
-    edit_message_text,
-    get_updates,
-)
+from ..channels.telegram import BotApi
+from ..channels.telegram_chat import DOWNLOAD_MAX, TelegramReplyPort, download_file, get_updates
 from ..core.errors import ToolError
 from ..core.imagefmt import MIME_TYPES, SUFFIX, sniff
 from ..core.logs import logger
 from ..tools.media.newfile import write_new_file
 from ..tools.media.replyport import INBOUND, REPLY_PORT, AttachmentKind, InboundFile
+from .telegram_stream import MessageStream
 
 if TYPE_CHECKING:
     from ..agent.assemble import AgentOptions
-    from ..agent.messages import ModelResponse, ToolCall
-    from ..agent.transcripts import ToolOutcome
     from ..core.context import ToolContext
     from ..core.net.httpclient import GuardedClient
 
 log = logger("fermix.telegram")
 BACKOFF_START = 1.0
 BACKOFF_MAX = 60.0
-EDIT_INTERVAL = 1.5  # seconds between edits of a growing message (Telegram limits edits per chat)
 
 
 # The Bot API's message fields for sent media besides photos: (field, kind, default name, default mime).
@@ -109,94 +100,6 @@ def describe(f: InboundFile) -> str:
 
 class StopServing(BaseException):
     """Raised by the signal handler while the server is only waiting for updates."""
-
-
-class MessageStream:
-    """A LoopObserver that shows the run's text in Telegram: one message edited as it grows, then more."""
-
-    def __init__(
-        self,
-        api: BotApi,
-        chat_id: int,
-        clock: Callable[[], float],
-        *,
-        reply_to: int | None = None,
-        thread_id: int | None = None,
-    ) -> None:
-        self.api = api
-        self.chat_id = chat_id
-        self.reply_to = reply_to  # in a group: the first message answers the one that addressed the bot
-        self.thread_id = thread_id  # a forum topic's thread
-        self.clock = clock
-        self.text_so_far = ""
-        self.sent: list[tuple[int, str]] = []  # (message_id, text shown)
-        self.last_edit = float("-inf")
-
-    # LoopObserver
-    def model_start(self, iteration: int) -> None:
-        if self.text_so_far and not self.text_so_far.endswith("\n\n"):
-            self.text_so_far += "\n\n"
-
-    def text(self, delta: str) -> None:
-        self.text_so_far += delta
-        self._show(final=False)
-
-    def model_end(self, response: ModelResponse) -> None:
-        pass
-
-    def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None:
-        pass
-
-    def tool_end(self, outcome: ToolOutcome) -> None:
-        pass
-
-    def finish(self, extra: str = "") -> None:
-        """Show everything (no throttling), with `extra` (an error line) appended."""
-        if extra:
-            self.text_so_far = (self.text_so_far.rstrip() + "\n\n" + extra).lstrip()
-        self._show(final=True)
-
-    def _show(self, *, final: bool) -> None:
-        text = self.text_so_far.strip()
-        if not text:
-            return
-        parts = split_message(text, MESSAGE_MAX)
-        for i, part in enumerate(parts):
-            if i < len(self.sent):
-                message_id, shown = self.sent[i]
-                if shown == part:
-                    continue
-                if not final and self.clock() - self.last_edit < EDIT_INTERVAL:
-                    return
-                self._call(partial(edit_message_text, self.api, self.chat_id, message_id, part), final)
-                self.sent[i] = (message_id, part)
-                self.last_edit = self.clock()
-            else:
-                send = partial(
-                    self.api.send_message,
-                    self.chat_id,
-                    part,
-                    thread_id=self.thread_id,
-                    reply_to=self.reply_to if not self.sent else None,
-                )
-                result = self._call(send, final)
-                if isinstance(result, dict) and isinstance(result.get("message_id"), int):
-                    self.sent.append((result["message_id"], part))
-                    self.last_edit = self.clock()
-                else:
-                    return
-
-    def _call(self, send: Callable[[], Any], final: bool) -> Any:
-        try:
-            return send()
-        except ChannelError as e:
-            if not final:  # a growing message catches up on the next delta
-                log.warning("telegram: an update of the answer was not shown: %s", e)
-                return None
-            if e.retry_after is not None:
-                time.sleep(min(e.retry_after, BACKOFF_MAX))
-                return send()
-            raise
 
 
 class TelegramServer:
@@ -538,7 +441,9 @@ class TelegramServer:
 
         chat = port.chat_id
         # Text, files and images all go to the conversation the message came from: its chat and topic.
-        stream = MessageStream(self.api, chat, self.clock, reply_to=reply_to, thread_id=port.thread_id)
+        stream = MessageStream(
+            self.api, chat, self.clock, reply_to=reply_to, thread_id=port.thread_id, sleep=self.sleep
+        )
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
         run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
@@ -559,7 +464,4 @@ class TelegramServer:
                 agent.close()
             if result.status != "ok" and result.error is not None:
                 extra = f"⚠ {result.error.code}: {result.error.message}"
-        try:
-            stream.finish(extra)
-        except ChannelError as e:
-            log.error("telegram: the answer to message %s was not delivered: %s", port.message_id, e)
+        stream.finish(extra)  # what does not arrive is logged, and the chat told where it can be

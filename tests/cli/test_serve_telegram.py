@@ -26,7 +26,7 @@ from tests.channels.botstandin import BOT_ID, BOT_USERNAME, OWNER, BotStandIn
 from tests.channels.standins import TOKEN
 from tests.conftest import Env
 from tests.tools.media.images import png
-from tests.tools.webfakes import json_reply
+from tests.tools.webfakes import Hit, Reply, json_reply
 
 
 @pytest.fixture
@@ -68,10 +68,12 @@ class Clock:
         self.now += seconds
 
 
-def serve(world: Env, bot: BotStandIn, polls: int, clock: Clock | None = None) -> tuple[int, Clock]:
+def serve(
+    world: Env, bot: BotStandIn, polls: int, clock: Clock | None = None, timeout: float = 10
+) -> tuple[int, Clock]:
     clock = clock or Clock()
     ctx = world.context(origin="interactive")
-    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, timeout))
     downloads = guarded_client(allowed_private_hosts=("127.0.0.1",), max_body=20 * 1024 * 1024)
     server = TelegramServer(
         ctx,
@@ -660,3 +662,82 @@ def user_prompts(world: Env) -> list[str]:
         ]
     finally:
         ctx.close()
+
+
+# ----- the streamed answer's last update ------------------------------------------------------------
+
+BAD_GATEWAY = {"ok": False, "error_code": 502, "description": "Bad Gateway"}
+
+
+def failing(bot: BotStandIn, method: str, times: int, reply: Reply | None = None) -> list[int]:
+    """Make `method` fail `times` times (502, or `reply`) before the stand-in answers; the calls counted."""
+    count = [0]
+
+    def route(hit: Hit) -> Reply:
+        count[0] += 1
+        if count[0] <= times:
+            return reply or json_reply(BAD_GATEWAY, 502)
+        return bot._method(hit)
+
+    bot.web.routes[f"/bot{TOKEN}/{method}"] = route
+    return count
+
+
+def test_a_final_edit_that_fails_for_a_while_is_retried(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"chunks": ["The answer ", "is 42."]}])
+    calls = failing(bot, "editMessageText", 2)
+    bot.send("question")
+    _, clock = serve(world, bot, polls=1)
+    assert bot.texts_shown() == ["The answer is 42."] and calls[0] == 3
+    assert clock.sleeps == [2.0, 4.0]
+
+
+def test_a_final_edit_that_keeps_failing_says_the_answer_is_incomplete(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    configure(world, bot, [{"chunks": ["The answer ", "is 42."]}])
+    calls = failing(bot, "editMessageText", 100)
+    bot.send("question")
+    with caplog.at_level(logging.ERROR, logger="fermix.telegram"):
+        _, clock = serve(world, bot, polls=1)
+    assert calls[0] == 4 and sum(clock.sleeps) <= 60
+    assert bot.texts_shown() == ["The answer", "⚠ the rest of this answer could not be delivered"]
+    assert any("not fully delivered" in r.getMessage() for r in caplog.records)
+
+
+def test_the_second_part_of_a_long_answer_is_retried(world: Env, bot: BotStandIn) -> None:
+    long = ("word " * 1000).strip()
+    configure(world, bot, [{"chunks": ["Hello", "\n" + long]}])
+    bot.send("write a lot")
+    count = [0]
+
+    def second_fails(hit: Hit) -> Reply:  # the first send (the opening delta) arrives, the next two do not
+        count[0] += 1
+        return json_reply(BAD_GATEWAY, 502) if count[0] in (2, 3) else bot._method(hit)
+
+    bot.web.routes[f"/bot{TOKEN}/sendMessage"] = second_fails
+    serve(world, bot, polls=1)
+    assert count[0] == 4
+    assert "".join(bot.texts_shown()) == "Hello\n" + long
+
+
+def test_a_send_that_timed_out_is_not_followed_by_a_new_message_per_delta(
+    world: Env, bot: BotStandIn
+) -> None:
+    configure(world, bot, [{"chunks": ["Hello", " there", " my", " friend"]}])
+    count = [0]
+
+    def delivered_but_slow(hit: Hit) -> Reply:  # the first send arrives; its answer comes too late
+        count[0] += 1
+        reply = bot._method(hit)
+        if count[0] == 1:
+            reply.delay = 1.5
+        return reply
+
+    bot.web.routes[f"/bot{TOKEN}/sendMessage"] = delivered_but_slow
+    bot.send("greet me")
+    serve(world, bot, polls=1, timeout=0.5)
+    # One partial copy (the send that timed out) and the whole answer, sent once at the end: no new
+    # message for each delta while the chat may already hold one.
+    assert [p["text"] for p in bot.payloads("sendMessage")] == ["Hello", "Hello there my friend"]
+    assert bot.texts_shown() == ["Hello", "Hello there my friend"]
