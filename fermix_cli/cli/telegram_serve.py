@@ -22,6 +22,7 @@ so a restart neither loses nor repeats a handled message.
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -124,7 +125,7 @@ class TelegramServer:
         self.api = api
         self.owner = owner
         self.downloads = downloads
-        self.poll_timeout = poll_timeout
+        self.poll_timeout = max(1, poll_timeout)  # 0 would poll in a tight loop
         self.sleep = sleep
         self.clock = clock
         self.stopping = False
@@ -171,13 +172,17 @@ class TelegramServer:
                     self.waiting = False
             except ChannelError as e:
                 if e.permanent:
-                    raise ToolError("telegram_refused", f"stopping: {e}", {"code": e.code}) from None
+                    log.error("telegram: polling refused, stopping: %s", e)
+                    code = "telegram_conflict" if e.code == "conflict" else "telegram_refused"
+                    raise ToolError(code, f"stopping: {e}", {"code": e.code}) from None
                 if e.retry_after is not None:  # Telegram says exactly how long; that is not a failure streak
                     wait = e.retry_after
                 else:
                     failures += 1
                     wait = min(BACKOFF_MAX, BACKOFF_START * 2 ** (failures - 1))
-                log.warning("telegram: polling failed (%s); retrying in %g s", e.code, wait)
+                log.warning("telegram: polling failed (%s: %s); retrying in %g s", e.code, e, wait)
+                if e.code == "conflict":  # someone else takes the updates: say who every time
+                    print(f"fermix: {e} (retrying in {wait:g} s)", file=sys.stderr, flush=True)
                 self._pause(wait)
                 continue
             failures = 0

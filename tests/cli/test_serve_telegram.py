@@ -741,3 +741,74 @@ def test_a_send_that_timed_out_is_not_followed_by_a_new_message_per_delta(
     # message for each delta while the chat may already hold one.
     assert [p["text"] for p in bot.payloads("sendMessage")] == ["Hello", "Hello there my friend"]
     assert bot.texts_shown() == ["Hello", "Hello there my friend"]
+
+
+# ----- polling: conflicts, malformed answers, the poll timeout, the service unit ------------------------
+
+WEBHOOK_CONFLICT = "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"
+
+
+def test_a_webhook_conflict_stops_the_server_with_what_to_do(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    bot.update_script = [
+        json_reply({"ok": False, "error_code": 409, "description": WEBHOOK_CONFLICT}, 409)
+    ] * 3
+    r = world.run("serve", "telegram", "--poll-timeout", "1", timeout=30)
+    assert r.code == 1, r.stderr
+    assert "webhook is active" in r.stderr and "deleteWebhook" in r.stderr and TOKEN not in r.stderr
+    assert len(bot.calls("getUpdates")) == 1  # not retried
+
+
+def test_another_poller_is_named_each_time_while_retrying(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure(world, bot, [{"text": "made it"}])
+    other = (
+        "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
+    )
+    bot.update_script = [json_reply({"ok": False, "error_code": 409, "description": other}, 409)] * 2
+    bot.send("hello")
+    with caplog.at_level(logging.WARNING, logger="fermix.telegram"):
+        handled, clock = serve(world, bot, polls=3)
+    assert handled == 1 and clock.sleeps == [1, 2]
+    assert sum("terminated by other getUpdates" in r.getMessage() for r in caplog.records) == 2
+    assert capsys.readouterr().err.count("only one bot instance") == 2
+
+
+def test_a_malformed_get_updates_answer_backs_off(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "made it"}])
+    bot.update_script = [json_reply({"ok": True, "result": {"update_id": 1}})] * 3
+    bot.send("hello")
+    handled, clock = serve(world, bot, polls=4)
+    assert handled == 1 and clock.sleeps == [1, 2, 4]
+
+
+def test_a_poll_timeout_of_zero_is_refused(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    r = world.run("serve", "telegram", "--poll-timeout", "0")
+    assert r.code == 2 and "poll-timeout" in r.stderr and not bot.calls("getUpdates")
+
+
+def test_the_systemd_unit_quotes_values_and_says_where_the_token_goes(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    data = (
+        (world.fermix_home / "config.toml")
+        .read_text()
+        .replace(f'bot_token = "{TOKEN}"', 'bot_token_env = "TG_TOKEN"')
+    )
+    spaced = world.root / "my fermix 100%"
+    spaced.mkdir()
+    (spaced / "config.toml").write_text(data)
+    env = {**world.env, "FERMIX_HOME": str(spaced)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fermix_cli", "serve", "telegram", "--systemd"],
+        env=env, cwd=world.project, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    unit = proc.stdout.splitlines()
+    quoted = str(spaced).replace("%", "%%")
+    assert f'Environment="FERMIX_HOME={quoted}"' in unit
+    assert f"EnvironmentFile=-{quoted}/telegram.env" in unit
+    assert any("TG_TOKEN=<token>" in line and line.startswith("#") for line in unit)
+    [start] = [line for line in unit if line.startswith("ExecStart=")]
+    assert start.startswith('ExecStart="') and start.endswith(" serve telegram")
