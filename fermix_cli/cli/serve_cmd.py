@@ -35,7 +35,8 @@ def telegram_cmd(
     """Serve the owner's Telegram chat: each message is one agent turn with fermix's tools.
 
     Needs [fermix_core.channels.telegram] bot_token (or bot_token_env) and owner_user_id. Messages from
-    any other chat are refused and logged. Stop with SIGTERM or Ctrl-C.
+    any other chat are refused and logged. Stop with SIGTERM or Ctrl-C (a second one interrupts the turns
+    in progress).
     """
     from ..agent.assemble import AgentOptions
     from ..channels.http import http_client

@@ -13,18 +13,31 @@ guest, since the whole group reads the answer. A guest's turn carries none of th
 sections, and its notes stay in its own conversation. Messages from any other chat are refused (never
 answered) and logged.
 
-Failures to reach Telegram back off (1 s doubling to 60 s; a 429's `retry_after` exactly); a bad token
-stops the server. SIGTERM or SIGINT stop it cleanly: while waiting for updates at once, while a message
-is being answered after that answer is sent. The next update offset is kept in `run/telegram.offset`,
-so a restart neither loses nor repeats a handled message.
+Each chat is a conversation (its forum topics included): its messages are answered one after another,
+in order, while other chats are answered at the same time, at most MAX_TURNS turns at once, each turn in
+a context of its own (sandbox, cancel token, a state connection borrowed for its thread). Whatever fails
+while one update is handled is logged (with its traceback) and, in a chat this server answers, told in a
+short message; the server goes on to the next update.
+
+Failures to reach Telegram back off (1 s doubling to 60 s; a 429's `retry_after` exactly); a bad token,
+or a webhook that takes the bot's updates (409), stops the server. SIGTERM or SIGINT stop it: polling
+at once, the turns in progress are left to end and their answers sent; a second signal interrupts them
+(each ends `interrupted`, a running tool stopped, as Ctrl-C does in `fermix agent`).
+
+A restart neither loses nor repeats a message: the next update offset is kept in `run/telegram.offset`,
+and an update that becomes a turn is journaled (`run/telegram.turns.json`, telegram_turns.py) before
+the offset moves past it. A journaled update whose turn had not started is answered after a restart; one
+whose turn had started when the server was killed is not run again (its tools may have acted already):
+its chat is told to resend it if needed. Turns are at most once.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -38,15 +51,21 @@ from ..core.logs import logger
 from ..tools.media.newfile import write_new_file
 from ..tools.media.replyport import INBOUND, REPLY_PORT, AttachmentKind, InboundFile
 from .telegram_stream import MessageStream
+from .telegram_turns import ConversationQueues, TurnJournal
 
 if TYPE_CHECKING:
     from ..agent.assemble import AgentOptions
+    from ..core.cancel import CancelToken
     from ..core.context import ToolContext
     from ..core.net.httpclient import GuardedClient
+    from ..core.state import StateDB
 
 log = logger("fermix.telegram")
 BACKOFF_START = 1.0
 BACKOFF_MAX = 60.0
+MAX_TURNS = 4  # turns answered at once (each in its own chat)
+STOP_GRACE = 10.0  # seconds interrupted turns get to end before the server leaves them
+INTERRUPTED = "⚠ your previous message was interrupted by a restart; please resend it if needed."
 
 
 # The Bot API's message fields for sent media besides photos: (field, kind, default name, default mime).
@@ -117,6 +136,7 @@ class TelegramServer:
         poll_timeout: int = 25,
         guests: Iterable[int] = (),
         guest_chats: Iterable[int] = (),
+        max_turns: int = MAX_TURNS,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -129,16 +149,26 @@ class TelegramServer:
         self.sleep = sleep
         self.clock = clock
         self.stopping = False
+        self.interrupting = False  # a second stop signal: the turns in flight end now
         self.waiting = False
         self.handled = 0
         self.guests = frozenset(guests)
         self.guest_chats = frozenset(guest_chats)
         self.me: dict[str, Any] | None = None  # getMe: the bot's own id and username, for group chats
         self.offset_file = ctx.paths.run_dir / "telegram.offset"
+        self.journal = TurnJournal(ctx.paths.run_dir / "telegram.turns.json", ctx.paths.ensure_dir)
+        self.turns = ConversationQueues(self._take_journaled, max_turns)
+        self._lock = threading.Lock()  # the shared context, the counter, the turns' cancel tokens
+        self._tokens: set[CancelToken] = set()
+        self._current = threading.local()  # the update a worker thread is handling
+        self.lender: StateDB | None = None
 
     # ----- lifecycle ----------------------------------------------------------------------------
 
     def stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        # A signal handler: flags only (the main thread may hold any lock when it runs).
+        if self.stopping:
+            self.interrupting = True
         self.stopping = True
         if self.waiting:
             raise StopServing
@@ -146,20 +176,67 @@ class TelegramServer:
     def serve(self, *, max_polls: int | None = None) -> int:
         """Poll and answer until stopped (or `max_polls` polls, for tests); the messages answered."""
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self.lender = self.ctx.state  # opened in this thread: each turn borrows a connection from it
         try:
-            self._loop(max_polls)
-        except StopServing:
-            pass
+            try:
+                self._loop(max_polls)
+            except StopServing:
+                pass
+            except BaseException:
+                self.stopping = True
+                raise
+            finally:
+                self._finish_turns()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         log.info("telegram: stopped after %d message(s)", self.handled)
         return self.handled
 
+    def _finish_turns(self) -> None:
+        """Wait for the turns: every one taken (after `max_polls`), or once stopped only those running.
+
+        A second stop signal interrupts the running turns; they end `interrupted` at their next step.
+        """
+        self.waiting = False
+        told = False
+        interrupted_at: float | None = None
+        while not self.turns.settled(0.1):
+            if not self.stopping:
+                continue
+            self.turns.close()  # the turns not started stay in the journal for the next start
+            if not told:
+                told = True
+                running = self.turns.running
+                log.info("telegram: stopping after the %d turn(s) in progress", running)
+                print(
+                    f"fermix: stopping after the {running} turn(s) in progress (send the signal again to "
+                    "interrupt them)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if self.interrupting and interrupted_at is None:
+                interrupted_at = time.monotonic()
+                log.warning("telegram: a second stop signal: interrupting the turns in progress")
+                with self._lock:
+                    tokens = list(self._tokens)
+                for token in tokens:
+                    token.cancel("the server was stopped")
+            if interrupted_at is not None and time.monotonic() - interrupted_at > STOP_GRACE:
+                log.error(
+                    "telegram: %d turn(s) did not end within %g s of the interruption; leaving them (their chats "
+                    "are told at the next start)",
+                    self.turns.running,
+                    STOP_GRACE,
+                )
+                return
+        self.turns.close()
+
     def _loop(self, max_polls: int | None) -> None:
         failures = 0
         polls = 0
         offset = self._load_offset()
+        self._recover()
         while not self.stopping and (max_polls is None or polls < max_polls):
             polls += 1
             try:
@@ -186,15 +263,69 @@ class TelegramServer:
                 self._pause(wait)
                 continue
             failures = 0
-            for update in sorted(updates, key=lambda u: u.get("update_id", 0)):
-                update_id = update.get("update_id")
-                if not isinstance(update_id, int):
-                    continue
-                self.take(update)
-                offset = update_id + 1
-                self._save_offset(offset)
-                if self.stopping:
-                    return
+            numbered = sorted(
+                (
+                    u
+                    for u in updates
+                    if isinstance(u.get("update_id"), int) and not isinstance(u["update_id"], bool)
+                ),
+                key=lambda u: u["update_id"],
+            )
+            if not numbered:
+                continue
+            # What becomes a turn is journaled before the offset moves past it: a restart replays it or,
+            # if its turn had started, tells its chat. The rest (refused, not addressed) is handled here.
+            turns = [u for u in numbered if u["update_id"] not in self.journal and self._wants_turn(u)]
+            if turns:
+                self.journal.add(turns)
+            offset = numbered[-1]["update_id"] + 1
+            self._save_offset(offset)
+            chosen = {u["update_id"] for u in turns}
+            for update in numbered:
+                if update["update_id"] in chosen:
+                    self.turns.submit(self._conversation(update), update)
+                elif update["update_id"] not in self.journal:
+                    self.take(update)
+
+    def _recover(self) -> None:
+        """Updates taken before a restart: a turn never started is answered now, one started is not rerun."""
+        from ..agent.transcripts import Transcript
+
+        try:  # runs a killed server left `running` end `interrupted`
+            Transcript(self.ctx.state, self.ctx.clock).close_orphaned_runs()
+        except ToolError as e:
+            log.warning("telegram: could not close the runs a stopped server left: %s", e)
+        for update, started in self.journal.pending():
+            if not started:
+                self.turns.submit(self._conversation(update), update)
+                continue
+            log.warning("telegram: update %s was being answered when the server stopped", update["update_id"])
+            self._tell(update, INTERRUPTED)
+            self.journal.end(update["update_id"])
+
+    def _wants_turn(self, update: dict[str, Any]) -> bool:
+        """Whether an update is a message this server answers with a turn (else it is refused or ignored)."""
+        message = update.get("message")
+        if not isinstance(message, dict) or not self._answers(message):
+            return False
+        return (message.get("chat") or {}).get("type") not in ("group", "supergroup") or self._addressed(
+            message
+        )
+
+    @staticmethod
+    def _conversation(update: dict[str, Any]) -> Hashable:
+        """The conversation an update belongs to: its chat (every forum topic in it: thread scope root)."""
+        chat = ((update.get("message") or {}).get("chat") or {}).get("id")
+        return chat if isinstance(chat, int) else ("update", update.get("update_id"))
+
+    def _take_journaled(self, update: dict[str, Any]) -> None:
+        """A worker's turn: `take`, with the update known to `_run` (which marks it started), then out of the journal."""
+        self._current.update_id = update["update_id"]
+        try:
+            self.take(update)
+        finally:
+            self._current.update_id = None
+            self.journal.end(update["update_id"])
 
     def _pause(self, seconds: float) -> None:
         self.waiting = True
@@ -246,7 +377,7 @@ class TelegramServer:
         message = update.get("message")
         if not isinstance(message, dict) or not self._answers(message):
             return
-        chat_id = (message.get("chat") or {}).get("id")
+        chat_id: int = message["chat"]["id"]  # an int: _answers checked it
         thread = message.get("message_thread_id") if message.get("is_topic_message") else None
         try:
             self.api.send_message(
@@ -317,7 +448,8 @@ class TelegramServer:
         if files or notes:
             listed = [f"inbound:{i} ({describe(f)})" for i, f in enumerate(files, 1)]
             prompt += "\n\n[Sent with this message: " + "; ".join(listed + notes) + "]"
-        self.handled += 1
+        with self._lock:
+            self.handled += 1
         in_group = chat.get("type") in ("group", "supergroup")
         thread = message.get("message_thread_id") if message.get("is_topic_message") else None
         thread_id = thread if isinstance(thread, int) and not isinstance(thread, bool) else None
@@ -443,30 +575,56 @@ class TelegramServer:
         reply_to: int | None = None,
     ) -> None:
         from ..agent.assemble import Agent
+        from ..core.cancel import CancelToken
 
         chat = port.chat_id
+        update_id = getattr(self._current, "update_id", None)
+        if update_id is not None:  # from here on a restart does not run it again (at most once)
+            self.journal.start(update_id)
+        token = CancelToken()  # a second stop signal ends the turn: its tools stopped, the run `interrupted`
         # Text, files and images all go to the conversation the message came from: its chat and topic.
         stream = MessageStream(
-            self.api, chat, self.clock, reply_to=reply_to, thread_id=port.thread_id, sleep=self.sleep
+            self.api,
+            chat,
+            self.clock,
+            reply_to=reply_to,
+            thread_id=port.thread_id,
+            sleep=self.sleep,
+            cancel=token,
         )
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
-        run_ctx = self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
+        # Turns run side by side: each derives its own context (own sandbox, cancel token, and a state
+        # connection borrowed for this thread) from the server's, one at a time.
+        lender = self.lender if self.lender is not None else self.ctx.state
+        db = lender.lend()
+        with self._lock:
+            self._tokens.add(token)
+            if self.interrupting:
+                token.cancel("the server was stopped")
+            changes: dict[str, Any] = {"extras": extras, "_state": db, "cancel": token}
+            run_ctx = self.ctx.derive(**changes, trust="guest") if guest else self.ctx.derive(**changes)
         # A guest's session is its chat's own, and carries none of the owner's profile sections.
         options = (
             self.options.replace(session=f"telegram-{chat}", context_sections=()) if guest else self.options
         )
         extra = ""
         try:
-            agent = Agent(run_ctx, options, observer=stream)
-        except ToolError as e:  # no usable provider, a bad config: say so in the chat and keep serving
-            log.error("telegram: could not start the agent: %s", e)
-            extra = f"⚠ {e.code}: {e.message}"
-        else:
             try:
-                result = agent.run(prompt)
-            finally:
-                agent.close()
-            if result.status != "ok" and result.error is not None:
-                extra = f"⚠ {result.error.code}: {result.error.message}"
-        stream.finish(extra)  # what does not arrive is logged, and the chat told where it can be
+                agent = Agent(run_ctx, options, observer=stream)
+            except ToolError as e:  # no usable provider, a bad config: say so in the chat and keep serving
+                log.error("telegram: could not start the agent: %s", e)
+                extra = f"⚠ {e.code}: {e.message}"
+            else:
+                try:
+                    result = agent.run(prompt)
+                finally:
+                    agent.close()
+                if result.status != "ok" and result.error is not None:
+                    extra = f"⚠ {result.error.code}: {result.error.message}"
+            stream.finish(extra)  # what does not arrive is logged, and the chat told where it can be
+        finally:
+            with self._lock:
+                self._tokens.discard(token)
+            run_ctx._state = None  # handed back, not closed
+            lender.take_back(db)

@@ -812,3 +812,155 @@ def test_the_systemd_unit_quotes_values_and_says_where_the_token_goes(world: Env
     assert any("TG_TOKEN=<token>" in line and line.startswith("#") for line in unit)
     [start] = [line for line in unit if line.startswith("ExecStart=")]
     assert start.startswith('ExecStart="') and start.endswith(" serve telegram")
+
+
+# ----- conversations side by side; restarts and stops in the middle of a turn ------------------------
+
+
+def by_prompt(world: Env, bot: BotStandIn, routes: dict[str, list[dict[str, Any]]]) -> None:
+    configure(world, bot, [])
+    script = {"by_prompt": [{"contains": k, "responses": v} for k, v in routes.items()]}
+    (world.root / "script.json").write_text(json.dumps(script))
+    data = (world.fermix_home / "config.toml").read_text()
+    (world.fermix_home / "config.toml").write_text(
+        data.replace("owner_user_id", "guest_user_ids = [777]\nowner_user_id")
+    )
+
+
+def serve_guests(world: Env, bot: BotStandIn, polls: int) -> int:
+    ctx = world.context(origin="interactive")
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    downloads = guarded_client(allowed_private_hosts=("127.0.0.1",))
+    server = TelegramServer(
+        ctx, AgentOptions(session=f"telegram-{OWNER}"), api, OWNER, downloads=downloads, poll_timeout=1,
+        guests=[777], sleep=Clock().sleep,
+    )  # fmt: skip
+    try:
+        return server.serve(max_polls=polls)
+    finally:
+        api.client.close()
+        downloads.close()
+        ctx.close()
+
+
+def test_a_guests_slow_turn_does_not_hold_up_the_owner(world: Env, bot: BotStandIn) -> None:
+    by_prompt(
+        world, bot, {"slow": [{"delay": 2, "text": "Slow answer."}], "quick": [{"text": "Quick answer."}]}
+    )
+    bot.send("a slow question", chat=777)
+    bot.send("a quick question")
+    started = time.monotonic()
+    assert serve_guests(world, bot, polls=1) == 2
+    assert time.monotonic() - started < 6
+    assert bot.texts_shown() == ["Quick answer.", "Slow answer."]  # the owner's answer did not wait
+
+
+def test_one_chats_messages_are_answered_in_order(world: Env, bot: BotStandIn) -> None:
+    by_prompt(
+        world,
+        bot,
+        {"first": [{"delay": 1, "text": "Answer one."}, {"text": "Answer two."}], "other": [{"text": "x"}]},
+    )
+    bot.send("first question")
+    bot.send("second question")
+    assert serve_guests(world, bot, polls=1) == 2
+    assert bot.texts_shown() == ["Answer one.", "Answer two."]
+    assert [m for m in user_prompts(world)] == ["first question", "second question"]
+
+
+LONG_TOOL = [
+    {
+        "tool_calls": [
+            {"name": "shell", "arguments": {"command": "touch started && sleep 30 && touch finished"}}
+        ]
+    },
+    {"text": "Done."},
+]
+
+
+def start_server(world: Env) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "serve", "telegram", "--poll-timeout", "1"],
+        env=world.env, cwd=world.project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def wait_for(path: Any, proc: subprocess.Popen[str], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert path.exists(), proc.stderr.read() if proc.poll() is not None and proc.stderr else "not started"
+
+
+def test_a_turn_cut_by_a_kill_is_not_run_again_and_its_chat_is_told(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, LONG_TOOL)
+    update = bot.send("run the long thing")
+    proc = start_server(world)
+    try:
+        wait_for(world.project / "started", proc)
+        proc.kill()  # SIGKILL in the middle of the turn: no chance to clean up
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    (world.project / "started").unlink()
+    handled, _ = serve(world, bot, polls=1)
+    assert handled == 0 and not (world.project / "started").exists()  # the tool did not run again
+    [notice] = bot.payloads("sendMessage")
+    assert (
+        notice["text"] == "⚠ your previous message was interrupted by a restart; please resend it if needed."
+    )
+    assert notice["reply_parameters"]["message_id"] == 1000 + update
+    ctx = world.context()
+    try:
+        runs = ctx.state.query("SELECT status FROM runs")
+    finally:
+        ctx.close()
+    assert [r["status"] for r in runs] == ["interrupted"]
+    serve(world, bot, polls=1)  # told once
+    assert len(bot.payloads("sendMessage")) == 1
+
+
+def test_a_message_taken_but_not_started_is_answered_after_a_restart(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "Answered after all."}])
+    bot.send("are you there?")
+    [update] = bot.updates
+    run_dir = world.fermix_home / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "telegram.offset").write_text("2\n")  # the offset had moved past it ...
+    (run_dir / "telegram.turns.json").write_text(
+        json.dumps([{"update": update, "started": False}])
+    )  # ... journaled
+    handled, _ = serve(world, bot, polls=1)
+    assert handled == 1 and bot.texts_shown() == ["Answered after all."]
+    assert json.loads((run_dir / "telegram.turns.json").read_text()) == []
+
+
+def test_a_second_stop_signal_interrupts_the_turn_in_progress(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, LONG_TOOL)
+    bot.send("run the long thing")
+    proc = start_server(world)
+    try:
+        wait_for(world.project / "started", proc)
+        os.kill(proc.pid, signal.SIGTERM)
+        time.sleep(1.0)
+        assert proc.poll() is None  # the first signal lets the turn end
+        started = time.monotonic()
+        os.kill(proc.pid, signal.SIGTERM)
+        code = proc.wait(timeout=15)
+        assert code == 0 and time.monotonic() - started < 8
+        assert "stopping after the 1 turn(s) in progress" in (proc.stderr.read() if proc.stderr else "")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    [shown] = bot.texts_shown()
+    assert shown.startswith("⚠ interrupted:")
+    assert not (world.project / "finished").exists()  # the command was stopped, not left to run on
+    [result] = tool_results(world)
+    assert "interrupted" in result or "cancelled" in result, result
+    assert (world.fermix_home / "run" / "telegram.offset").read_text() == "2\n"
+    assert json.loads((world.fermix_home / "run" / "telegram.turns.json").read_text()) == []
+    serve(world, bot, polls=1)  # nothing replayed, nobody told twice
+    assert len(bot.payloads("sendMessage")) == 1
