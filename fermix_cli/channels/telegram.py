@@ -11,7 +11,8 @@ Text is sent as plain text (no parse_mode, so nothing needs escaping). Telegram 
 `MAX_PARTS` messages, and text that would need more is sent as a `message.txt` document instead, with
 its first lines as the caption. Bot API answers map to `ChannelError`s: 429 is `rate_limited` with the
 API's `retry_after`; 400/401/403/404 are permanent, with what to fix; 413 (an upload over the 50 MB
-limit) is the permanent `too_large`; 5xx and network failures are transient.
+limit) is the permanent `too_large`; 409 is `conflict` (permanent while a webhook is set, transient when
+another poller took the updates); 5xx and network failures are transient.
 """
 
 from __future__ import annotations
@@ -190,6 +191,18 @@ class BotApi:
                     permanent=True,
                 )
             return ChannelError(f"{said}.", code="bad_request", permanent=True)
+        if code == 409:  # someone else takes this bot's updates: a webhook, or a second poller
+            if "webhook" in described.lower():
+                return ChannelError(
+                    f"{said}: a webhook is set for this bot, so Telegram sends its updates there. Delete it "
+                    "(open https://api.telegram.org/bot<token>/deleteWebhook with your token) and start again.",
+                    code="conflict",
+                    permanent=True,
+                )
+            return ChannelError(
+                f"{said}: another program is polling this bot's updates; only one may: stop the other one.",
+                code="conflict",
+            )
         if code == 413:  # the upload is over what the Bot API server takes; the same file fails again
             return ChannelError(
                 f"{said}: the file is too large for the Bot API, which takes uploads up to 50 MB. Send a "

@@ -47,7 +47,12 @@ def get_updates(api: BotApi, offset: int | None, timeout: int) -> list[dict[str,
     if offset is not None:
         payload["offset"] = offset
     result = api.call("getUpdates", payload=payload, read_timeout=timeout + 15.0)
-    return [u for u in result if isinstance(u, dict)] if isinstance(result, list) else []
+    if not isinstance(result, list):  # a broken proxy or API stand-in: a failure, not "no updates"
+        raise ChannelError(
+            f"Telegram getUpdates answered {type(result).__name__}, not a list of updates; check api_base",
+            code="bad_answer",
+        )
+    return [u for u in result if isinstance(u, dict)]
 
 
 def edit_message_text(api: BotApi, chat_id: int, message_id: int, text: str) -> None:

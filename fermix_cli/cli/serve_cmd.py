@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from typing import Annotated
 
 import typer
@@ -26,7 +25,7 @@ def telegram_cmd(
         str | None, typer.Option("--toolset", help="fermix (default) or coding.", show_default=False)
     ] = None,
     poll_timeout: Annotated[
-        int, typer.Option("--poll-timeout", min=0, max=50, help="Seconds one getUpdates long poll waits.")
+        int, typer.Option("--poll-timeout", min=1, max=50, help="Seconds one getUpdates long poll waits.")
     ] = 25,
     systemd: Annotated[
         bool,
@@ -36,7 +35,8 @@ def telegram_cmd(
     """Serve the owner's Telegram chat: each message is one agent turn with fermix's tools.
 
     Needs [fermix_core.channels.telegram] bot_token (or bot_token_env) and owner_user_id. Messages from
-    any other chat are refused and logged. Stop with SIGTERM or Ctrl-C.
+    any other chat are refused and logged. Stop with SIGTERM or Ctrl-C (a second one interrupts the turns
+    in progress).
     """
     from ..agent.assemble import AgentOptions
     from ..channels.http import http_client
@@ -98,14 +98,29 @@ def telegram_cmd(
         ctx.close()
 
 
+def systemd_value(value: str) -> str:
+    """`value` as one word of a systemd unit setting: double-quoted, with `\\`, `"` and `%` escaped."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") + '"'
+
+
 def _print_unit(ctx: object) -> None:
     from ..jobs.install import environment, fermix_command, unit_dir
 
     paths = ctx.paths  # type: ignore[attr-defined]
     command = fermix_command()
     env = environment(paths, command)
-    env_lines = "".join(f"Environment={k}={v}\n" for k, v in sorted(env.items()))
-    run = " ".join(shlex.quote(c) for c in command)
+    # systemd.exec: a value with spaces is quoted as a whole ("KEY=value"); `$` in ExecStart= is doubled.
+    env_lines = "".join(f"Environment={systemd_value(f'{k}={v}')}\n" for k, v in sorted(env.items()))
+    settings = ctx.config.fermix_core.channels.telegram  # type: ignore[attr-defined]
+    if settings.bot_token is None and settings.bot_token_env:
+        env_file = paths.config_file.parent / "telegram.env"
+        env_lines += (
+            f"# The bot token is read from ${settings.bot_token_env} (bot_token_env), which a service does not\n"
+            f"# inherit from your shell: put the line {settings.bot_token_env}=<token> in {env_file}\n"
+            f"# (chmod 600 it), or set bot_token in config.toml.\n"
+            f"EnvironmentFile=-{str(env_file).replace('%', '%%')}\n"
+        )
+    run = " ".join(systemd_value(c).replace("$", "$$") for c in command)
     directory = unit_dir(ctx.os_home)  # type: ignore[attr-defined]
     typer.echo(
         f"# {directory}/{UNIT}.service\n"

@@ -17,48 +17,59 @@ answered) and logged.
 token `request_directory_access` gave), as `fermix sandbox confirm|deny TOKEN` does on the machine;
 anywhere else they are refused with a typed answer, never passed to the model.
 
-Failures to reach Telegram back off (1 s doubling to 60 s; a 429's `retry_after` exactly); a bad token
-stops the server. SIGTERM or SIGINT stop it cleanly: while waiting for updates at once, while a message
-is being answered after that answer is sent. The next update offset is kept in `run/telegram.offset`,
-so a restart neither loses nor repeats a handled message.
+Each chat is a conversation (its forum topics included): its messages are answered one after another,
+in order, while other chats are answered at the same time, at most MAX_TURNS turns at once, each turn in
+a context of its own (sandbox, cancel token, a state connection borrowed for its thread). Whatever fails
+while one update is handled is logged (with its traceback) and, in a chat this server answers, told in a
+short message; the server goes on to the next update.
+
+Failures to reach Telegram back off (1 s doubling to 60 s; a 429's `retry_after` exactly); a bad token,
+or a webhook that takes the bot's updates (409), stops the server. SIGTERM or SIGINT stop it: polling
+at once, the turns in progress are left to end and their answers sent; a second signal interrupts them
+(each ends `interrupted`, a running tool stopped, as Ctrl-C does in `fermix agent`).
+
+A restart neither loses nor repeats a message: the next update offset is kept in `run/telegram.offset`,
+and an update that becomes a turn is journaled (`run/telegram.turns.json`, telegram_turns.py) before
+the offset moves past it. A journaled update whose turn had not started is answered after a restart; one
+whose turn had started when the server was killed is not run again (its tools may have acted already):
+its chat is told to resend it if needed. Turns are at most once.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ..channels.base import ChannelError
-from ..channels.telegram import MESSAGE_MAX, BotApi, split_message
-from ..channels.telegram_chat import (
-    DOWNLOAD_MAX,
-    TelegramReplyPort,
-    download_file,
-    edit_message_text,
-    get_updates,
-)
+from ..channels.telegram import BotApi
+from ..channels.telegram_chat import DOWNLOAD_MAX, TelegramReplyPort, download_file, get_updates
 from ..core.errors import ToolError
 from ..core.imagefmt import MIME_TYPES, SUFFIX, sniff
 from ..core.logs import logger
 from ..tools.media.newfile import write_new_file
 from ..tools.media.replyport import INBOUND, REPLY_PORT, AttachmentKind, InboundFile
+from .telegram_stream import MessageStream
+from .telegram_turns import ConversationQueues, TurnJournal
 
 if TYPE_CHECKING:
     from ..agent.assemble import AgentOptions
-    from ..agent.messages import ModelResponse, ToolCall
-    from ..agent.transcripts import ToolOutcome
+    from ..core.cancel import CancelToken
     from ..core.context import ToolContext
     from ..core.net.httpclient import GuardedClient
+    from ..core.state import StateDB
 
 log = logger("fermix.telegram")
 BACKOFF_START = 1.0
 BACKOFF_MAX = 60.0
-EDIT_INTERVAL = 1.5  # seconds between edits of a growing message (Telegram limits edits per chat)
+MAX_TURNS = 4  # turns answered at once (each in its own chat)
+STOP_GRACE = 10.0  # seconds interrupted turns get to end before the server leaves them
+INTERRUPTED = "⚠ your previous message was interrupted by a restart; please resend it if needed."
 
 
 # The Bot API's message fields for sent media besides photos: (field, kind, default name, default mime).
@@ -81,8 +92,23 @@ class Wanted:
     meta: dict[str, Any]
 
 
+NAME_MAX_BYTES = 200  # of UTF-8: the file system's 255 leave room for the message id before it and a -N
+
+
 def _safe_name(raw: Any) -> str:
-    return str(raw).replace("/", "_").replace("\x00", "")[:200] if raw else ""
+    """A sent file's name as a name under media/inbound/: no '/' or NUL, valid UTF-8, at most
+    NAME_MAX_BYTES bytes (cut between characters, a short extension kept)."""
+    if not raw:
+        return ""
+    name = str(raw).replace("/", "_").replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+    if len(name.encode("utf-8")) <= NAME_MAX_BYTES:
+        return name
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem or len(ext.encode("utf-8")) > 16:
+        stem, ext = name, ""
+    room = NAME_MAX_BYTES - (len(ext.encode("utf-8")) + 1 if ext else 0)
+    cut = stem.encode("utf-8")[:room].decode("utf-8", "ignore")  # a character cut in two is dropped
+    return cut + (f".{ext}" if ext else "")
 
 
 def describe(f: InboundFile) -> str:
@@ -109,94 +135,6 @@ class StopServing(BaseException):
     """Raised by the signal handler while the server is only waiting for updates."""
 
 
-class MessageStream:
-    """A LoopObserver that shows the run's text in Telegram: one message edited as it grows, then more."""
-
-    def __init__(
-        self,
-        api: BotApi,
-        chat_id: int,
-        clock: Callable[[], float],
-        *,
-        reply_to: int | None = None,
-        thread_id: int | None = None,
-    ) -> None:
-        self.api = api
-        self.chat_id = chat_id
-        self.reply_to = reply_to  # in a group: the first message answers the one that addressed the bot
-        self.thread_id = thread_id  # a forum topic's thread
-        self.clock = clock
-        self.text_so_far = ""
-        self.sent: list[tuple[int, str]] = []  # (message_id, text shown)
-        self.last_edit = float("-inf")
-
-    # LoopObserver
-    def model_start(self, iteration: int) -> None:
-        if self.text_so_far and not self.text_so_far.endswith("\n\n"):
-            self.text_so_far += "\n\n"
-
-    def text(self, delta: str) -> None:
-        self.text_so_far += delta
-        self._show(final=False)
-
-    def model_end(self, response: ModelResponse) -> None:
-        pass
-
-    def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None:
-        pass
-
-    def tool_end(self, outcome: ToolOutcome) -> None:
-        pass
-
-    def finish(self, extra: str = "") -> None:
-        """Show everything (no throttling), with `extra` (an error line) appended."""
-        if extra:
-            self.text_so_far = (self.text_so_far.rstrip() + "\n\n" + extra).lstrip()
-        self._show(final=True)
-
-    def _show(self, *, final: bool) -> None:
-        text = self.text_so_far.strip()
-        if not text:
-            return
-        parts = split_message(text, MESSAGE_MAX)
-        for i, part in enumerate(parts):
-            if i < len(self.sent):
-                message_id, shown = self.sent[i]
-                if shown == part:
-                    continue
-                if not final and self.clock() - self.last_edit < EDIT_INTERVAL:
-                    return
-                self._call(partial(edit_message_text, self.api, self.chat_id, message_id, part), final)
-                self.sent[i] = (message_id, part)
-                self.last_edit = self.clock()
-            else:
-                send = partial(
-                    self.api.send_message,
-                    self.chat_id,
-                    part,
-                    thread_id=self.thread_id,
-                    reply_to=self.reply_to if not self.sent else None,
-                )
-                result = self._call(send, final)
-                if isinstance(result, dict) and isinstance(result.get("message_id"), int):
-                    self.sent.append((result["message_id"], part))
-                    self.last_edit = self.clock()
-                else:
-                    return
-
-    def _call(self, send: Callable[[], Any], final: bool) -> Any:
-        try:
-            return send()
-        except ChannelError as e:
-            if not final:  # a growing message catches up on the next delta
-                log.warning("telegram: an update of the answer was not shown: %s", e)
-                return None
-            if e.retry_after is not None:
-                time.sleep(min(e.retry_after, BACKOFF_MAX))
-                return send()
-            raise
-
-
 class TelegramServer:
     """The owner's chat, served until stopped."""
 
@@ -211,6 +149,7 @@ class TelegramServer:
         poll_timeout: int = 25,
         guests: Iterable[int] = (),
         guest_chats: Iterable[int] = (),
+        max_turns: int = MAX_TURNS,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -219,20 +158,31 @@ class TelegramServer:
         self.api = api
         self.owner = owner
         self.downloads = downloads
-        self.poll_timeout = poll_timeout
+        self.poll_timeout = max(1, poll_timeout)  # 0 would poll in a tight loop
         self.sleep = sleep
         self.clock = clock
         self.stopping = False
+        self.interrupting = False  # a second stop signal: the turns in flight end now
         self.waiting = False
         self.handled = 0
         self.guests = frozenset(guests)
         self.guest_chats = frozenset(guest_chats)
         self.me: dict[str, Any] | None = None  # getMe: the bot's own id and username, for group chats
         self.offset_file = ctx.paths.run_dir / "telegram.offset"
+        self.journal = TurnJournal(ctx.paths.run_dir / "telegram.turns.json", ctx.paths.ensure_dir)
+        self.max_turns = max_turns
+        self.turns = ConversationQueues(self._take_journaled, max_turns)
+        self._lock = threading.Lock()  # the shared context, the counter, the turns' cancel tokens
+        self._tokens: set[CancelToken] = set()
+        self._current = threading.local()  # the update a worker thread is handling
+        self.lender: StateDB | None = None
 
     # ----- lifecycle ----------------------------------------------------------------------------
 
     def stop(self, signum: int | None = None, frame: FrameType | None = None) -> None:
+        # A signal handler: flags only (the main thread may hold any lock when it runs).
+        if self.stopping:
+            self.interrupting = True
         self.stopping = True
         if self.waiting:
             raise StopServing
@@ -240,20 +190,68 @@ class TelegramServer:
     def serve(self, *, max_polls: int | None = None) -> int:
         """Poll and answer until stopped (or `max_polls` polls, for tests); the messages answered."""
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+        self.lender = self.ctx.state  # opened in this thread: each turn borrows a connection from it
+        self.turns = ConversationQueues(self._take_journaled, self.max_turns)  # a stopped serve closed its own
         try:
-            self._loop(max_polls)
-        except StopServing:
-            pass
+            try:
+                self._loop(max_polls)
+            except StopServing:
+                pass
+            except BaseException:
+                self.stopping = True
+                raise
+            finally:
+                self._finish_turns()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         log.info("telegram: stopped after %d message(s)", self.handled)
         return self.handled
 
+    def _finish_turns(self) -> None:
+        """Wait for the turns: every one taken (after `max_polls`), or once stopped only those running.
+
+        A second stop signal interrupts the running turns; they end `interrupted` at their next step.
+        """
+        self.waiting = False
+        told = False
+        interrupted_at: float | None = None
+        while not self.turns.settled(0.1):
+            if not self.stopping:
+                continue
+            self.turns.close()  # the turns not started stay in the journal for the next start
+            if not told:
+                told = True
+                running = self.turns.running
+                log.info("telegram: stopping after the %d turn(s) in progress", running)
+                print(
+                    f"fermix: stopping after the {running} turn(s) in progress (send the signal again to "
+                    "interrupt them)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            if self.interrupting and interrupted_at is None:
+                interrupted_at = time.monotonic()
+                log.warning("telegram: a second stop signal: interrupting the turns in progress")
+                with self._lock:
+                    tokens = list(self._tokens)
+                for token in tokens:
+                    token.cancel("the server was stopped")
+            if interrupted_at is not None and time.monotonic() - interrupted_at > STOP_GRACE:
+                log.error(
+                    "telegram: %d turn(s) did not end within %g s of the interruption; leaving them (their chats "
+                    "are told at the next start)",
+                    self.turns.running,
+                    STOP_GRACE,
+                )
+                return
+        self.turns.close()
+
     def _loop(self, max_polls: int | None) -> None:
         failures = 0
         polls = 0
         offset = self._load_offset()
+        self._recover()
         while not self.stopping and (max_polls is None or polls < max_polls):
             polls += 1
             try:
@@ -266,25 +264,83 @@ class TelegramServer:
                     self.waiting = False
             except ChannelError as e:
                 if e.permanent:
-                    raise ToolError("telegram_refused", f"stopping: {e}", {"code": e.code}) from None
+                    log.error("telegram: polling refused, stopping: %s", e)
+                    code = "telegram_conflict" if e.code == "conflict" else "telegram_refused"
+                    raise ToolError(code, f"stopping: {e}", {"code": e.code}) from None
                 if e.retry_after is not None:  # Telegram says exactly how long; that is not a failure streak
                     wait = e.retry_after
                 else:
                     failures += 1
                     wait = min(BACKOFF_MAX, BACKOFF_START * 2 ** (failures - 1))
-                log.warning("telegram: polling failed (%s); retrying in %g s", e.code, wait)
+                log.warning("telegram: polling failed (%s: %s); retrying in %g s", e.code, e, wait)
+                if e.code == "conflict":  # someone else takes the updates: say who every time
+                    print(f"fermix: {e} (retrying in {wait:g} s)", file=sys.stderr, flush=True)
                 self._pause(wait)
                 continue
             failures = 0
-            for update in sorted(updates, key=lambda u: u.get("update_id", 0)):
-                update_id = update.get("update_id")
-                if not isinstance(update_id, int):
-                    continue
-                self.handle(update)
-                offset = update_id + 1
-                self._save_offset(offset)
-                if self.stopping:
-                    return
+            numbered = sorted(
+                (
+                    u
+                    for u in updates
+                    if isinstance(u.get("update_id"), int) and not isinstance(u["update_id"], bool)
+                ),
+                key=lambda u: u["update_id"],
+            )
+            if not numbered:
+                continue
+            # What becomes a turn is journaled before the offset moves past it: a restart replays it or,
+            # if its turn had started, tells its chat. The rest (refused, not addressed) is handled here.
+            turns = [u for u in numbered if u["update_id"] not in self.journal and self._wants_turn(u)]
+            if turns:
+                self.journal.add(turns)
+            offset = numbered[-1]["update_id"] + 1
+            self._save_offset(offset)
+            chosen = {u["update_id"] for u in turns}
+            for update in numbered:
+                if update["update_id"] in chosen:
+                    self.turns.submit(self._conversation(update), update)
+                elif update["update_id"] not in self.journal:
+                    self.take(update)
+
+    def _recover(self) -> None:
+        """Updates taken before a restart: a turn never started is answered now, one started is not rerun."""
+        from ..agent.transcripts import Transcript
+
+        try:  # runs a killed server left `running` end `interrupted`
+            Transcript(self.ctx.state, self.ctx.clock).close_orphaned_runs()
+        except ToolError as e:
+            log.warning("telegram: could not close the runs a stopped server left: %s", e)
+        for update, started in self.journal.pending():
+            if not started:
+                self.turns.submit(self._conversation(update), update)
+                continue
+            log.warning("telegram: update %s was being answered when the server stopped", update["update_id"])
+            self._tell(update, INTERRUPTED)
+            self.journal.end(update["update_id"])
+
+    def _wants_turn(self, update: dict[str, Any]) -> bool:
+        """Whether an update is a message this server answers with a turn (else it is refused or ignored)."""
+        message = update.get("message")
+        if not isinstance(message, dict) or not self._answers(message):
+            return False
+        return (message.get("chat") or {}).get("type") not in ("group", "supergroup") or self._addressed(
+            message
+        )
+
+    @staticmethod
+    def _conversation(update: dict[str, Any]) -> Hashable:
+        """The conversation an update belongs to: its chat (every forum topic in it: thread scope root)."""
+        chat = ((update.get("message") or {}).get("chat") or {}).get("id")
+        return chat if isinstance(chat, int) else ("update", update.get("update_id"))
+
+    def _take_journaled(self, update: dict[str, Any]) -> None:
+        """A worker's turn: `take`, with the update known to `_run` (which marks it started), then out of the journal."""
+        self._current.update_id = update["update_id"]
+        try:
+            self.take(update)
+        finally:
+            self._current.update_id = None
+            self.journal.end(update["update_id"])
 
     def _pause(self, seconds: float) -> None:
         self.waiting = True
@@ -312,6 +368,49 @@ class TelegramServer:
         if not isinstance(me, dict) or not isinstance(me.get("id"), int):
             raise ChannelError("Telegram getMe answered without the bot's id", code="bad_answer")
         return me
+
+    def take(self, update: dict[str, Any]) -> None:
+        """Handle one update; whatever fails is logged (and told to a chat this server answers), so one
+        message can never stop the server or be fetched again after a restart."""
+        try:
+            self.handle(update)
+        except ChannelError as e:  # Telegram refused the answer (blocked, gone): nothing more to tell
+            log.error("telegram: update %s could not be answered: %s", update.get("update_id"), e)
+        except ToolError as e:
+            log.error("telegram: update %s failed: %s", update.get("update_id"), e)
+            self._tell(update, f"⚠ {e.code}: {e.message}")
+        except Exception as e:
+            log.exception("telegram: update %s could not be handled", update.get("update_id"))
+            self._tell(
+                update,
+                f"⚠ internal_error: this message could not be handled ({type(e).__name__}); the details "
+                "are in the fermix log. Try again, or send it differently.",
+            )
+
+    def _tell(self, update: dict[str, Any], text: str) -> None:
+        """A best-effort note to the chat of `update`, if this server answers that chat."""
+        message = update.get("message")
+        if not isinstance(message, dict) or not self._answers(message):
+            return
+        chat_id: int = message["chat"]["id"]  # an int: _answers checked it
+        thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+        try:
+            self.api.send_message(
+                chat_id, text, thread_id=thread if isinstance(thread, int) else None,
+                reply_to=message.get("message_id") if isinstance(message.get("message_id"), int) else None,
+            )  # fmt: skip
+        except ChannelError as e:
+            log.error("telegram: could not tell chat %s: %s", chat_id, e)
+
+    def _answers(self, message: dict[str, Any]) -> bool:
+        """Whether a message comes from a chat this server answers (the owner's, a guest's, a guest group)."""
+        chat = message.get("chat") or {}
+        chat_id, user_id = chat.get("id"), (message.get("from") or {}).get("id")
+        if not isinstance(chat_id, int) or isinstance(chat_id, bool):
+            return False
+        if chat.get("type") in ("group", "supergroup"):
+            return chat_id in self.guest_chats
+        return chat_id == user_id and (chat_id == self.owner or chat_id in self.guests)
 
     def handle(self, update: dict[str, Any]) -> None:
         message = update.get("message")
@@ -370,7 +469,8 @@ class TelegramServer:
         if files or notes:
             listed = [f"inbound:{i} ({describe(f)})" for i, f in enumerate(files, 1)]
             prompt += "\n\n[Sent with this message: " + "; ".join(listed + notes) + "]"
-        self.handled += 1
+        with self._lock:
+            self.handled += 1
         in_group = chat.get("type") in ("group", "supergroup")
         thread = message.get("message_thread_id") if message.get("is_topic_message") else None
         thread_id = thread if isinstance(thread, int) and not isinstance(thread, bool) else None
@@ -401,13 +501,25 @@ class TelegramServer:
                 raise ToolError(
                     "usage", f"write /{verb} TOKEN, with the token of the request", {"verb": verb}
                 )
-            self.ctx.refresh_config()  # the grant is checked against config.toml as it is now
-            if verb == "confirm":
-                req, added = confirm_request(self.ctx, token)
-                answer = f"granted: {req.path}" + ("" if added else " (already in allowed_roots)")
-            else:
-                req = deny_request(self.ctx, token)
-                answer = f"denied: {req.path} (token {req.token})"
+            # Settled in the chat's worker thread: a context of its own, on a state connection borrowed
+            # for this thread; the grant is checked against config.toml as it is now.
+            lender = self.lender if self.lender is not None else self.ctx.state
+            db = lender.lend()
+            try:
+                with self._lock:
+                    self.ctx.refresh_config()
+                    ctx = self.ctx.derive(_state=db)
+                try:
+                    if verb == "confirm":
+                        req, added = confirm_request(ctx, token)
+                        answer = f"granted: {req.path}" + ("" if added else " (already in allowed_roots)")
+                    else:
+                        req = deny_request(ctx, token)
+                        answer = f"denied: {req.path} (token {req.token})"
+                finally:
+                    ctx._state = None  # handed back, not closed
+            finally:
+                lender.take_back(db)
         except ToolError as e:
             answer = f"⚠ {e.code}: {e.message}"
         log.info("telegram: /%s in chat %s: %s", verb, chat_id, answer)
@@ -491,7 +603,7 @@ class TelegramServer:
                 log.warning("telegram: could not download %s: %s", w.name, e)
                 notes.append(f"{w.name} could not be downloaded ({e.code})")
                 continue
-            folder = self.ctx.paths.ensure_dir(self.ctx.paths.media / "inbound")
+            folder = self.ctx.paths.media / "inbound"
             fmt = sniff(data[:12])
             kind, mime, name = w.kind, w.mime, w.name
             if kind in ("image", "document") and fmt is not None:  # saved under the extension its bytes carry
@@ -499,7 +611,13 @@ class TelegramServer:
                 name = name.rsplit(".", 1)[0] + SUFFIX[fmt] if "." in name else name + SUFFIX[fmt]
             elif kind == "image":
                 kind = "document"
-            path = write_new_file(folder, f"{message.get('message_id')}-{name}", data)
+            try:
+                self.ctx.paths.ensure_dir(folder)
+                path = write_new_file(folder, f"{message.get('message_id')}-{name}", data)
+            except (OSError, ToolError) as e:
+                log.error("telegram: could not save %s under %s: %s", name, folder, e)
+                notes.append(f"{w.name} could not be saved on this machine")
+                continue
             duration = w.meta.get("duration")
             files.append(
                 InboundFile(
@@ -525,35 +643,65 @@ class TelegramServer:
         reply_to: int | None = None,
     ) -> None:
         from ..agent.assemble import Agent
+        from ..core.cancel import CancelToken
 
         chat = port.chat_id
+        update_id = getattr(self._current, "update_id", None)
+        if update_id is not None:  # from here on a restart does not run it again (at most once)
+            self.journal.start(update_id)
+        token = CancelToken()  # a second stop signal ends the turn: its tools stopped, the run `interrupted`
         # Text, files and images all go to the conversation the message came from: its chat and topic.
-        stream = MessageStream(self.api, chat, self.clock, reply_to=reply_to, thread_id=port.thread_id)
+        stream = MessageStream(
+            self.api,
+            chat,
+            self.clock,
+            reply_to=reply_to,
+            thread_id=port.thread_id,
+            sleep=self.sleep,
+            cancel=token,
+        )
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
+        # Turns run side by side: each derives its own context (own sandbox, cancel token, and a state
+        # connection borrowed for this thread) from the server's, one at a time. The server lives for
+        # days: each message sees config.toml (grants, mode) as it is now; a config that no longer loads
+        # runs no turn (never the old, perhaps wider, sandbox).
+        lender = self.lender if self.lender is not None else self.ctx.state
+        db = lender.lend()
+        unusable: ToolError | None = None
+        with self._lock:
+            self._tokens.add(token)
+            if self.interrupting:
+                token.cancel("the server was stopped")
+            try:
+                self.ctx.refresh_config()
+            except ToolError as e:
+                unusable = e
+            changes: dict[str, Any] = {"extras": extras, "_state": db, "cancel": token}
+            run_ctx = self.ctx.derive(**changes, trust="guest") if guest else self.ctx.derive(**changes)
         # A guest's session is its chat's own, and carries none of the owner's profile sections.
         options = (
             self.options.replace(session=f"telegram-{chat}", context_sections=()) if guest else self.options
         )
         extra = ""
         try:
-            # The server lives for days: each message sees config.toml (grants, mode) as it is now.
-            self.ctx.refresh_config()
-            run_ctx = (
-                self.ctx.derive(extras=extras, trust="guest") if guest else self.ctx.derive(extras=extras)
-            )
-            agent = Agent(run_ctx, options, observer=stream)
-        except ToolError as e:  # no usable provider, a bad config: say so in the chat and keep serving
-            log.error("telegram: could not start the agent: %s", e)
-            extra = f"⚠ {e.code}: {e.message}"
-        else:
             try:
-                result = agent.run(prompt)
-            finally:
-                agent.close()
-            if result.status != "ok" and result.error is not None:
-                extra = f"⚠ {result.error.code}: {result.error.message}"
-        try:
-            stream.finish(extra)
-        except ChannelError as e:
-            log.error("telegram: the answer to message %s was not delivered: %s", port.message_id, e)
+                if unusable is not None:
+                    raise unusable
+                agent = Agent(run_ctx, options, observer=stream)
+            except ToolError as e:  # no usable provider, a bad config: say so in the chat and keep serving
+                log.error("telegram: could not start the agent: %s", e)
+                extra = f"⚠ {e.code}: {e.message}"
+            else:
+                try:
+                    result = agent.run(prompt)
+                finally:
+                    agent.close()
+                if result.status != "ok" and result.error is not None:
+                    extra = f"⚠ {result.error.code}: {result.error.message}"
+            stream.finish(extra)  # what does not arrive is logged, and the chat told where it can be
+        finally:
+            with self._lock:
+                self._tokens.discard(token)
+            run_ctx._state = None  # handed back, not closed
+            lender.take_back(db)

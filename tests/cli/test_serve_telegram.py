@@ -26,7 +26,7 @@ from tests.channels.botstandin import BOT_ID, BOT_USERNAME, OWNER, BotStandIn
 from tests.channels.standins import TOKEN
 from tests.conftest import Env
 from tests.tools.media.images import png
-from tests.tools.webfakes import json_reply
+from tests.tools.webfakes import Hit, Reply, json_reply
 
 
 @pytest.fixture
@@ -68,10 +68,12 @@ class Clock:
         self.now += seconds
 
 
-def serve(world: Env, bot: BotStandIn, polls: int, clock: Clock | None = None) -> tuple[int, Clock]:
+def serve(
+    world: Env, bot: BotStandIn, polls: int, clock: Clock | None = None, timeout: float = 10
+) -> tuple[int, Clock]:
     clock = clock or Clock()
     ctx = world.context(origin="interactive")
-    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, timeout))
     downloads = guarded_client(allowed_private_hosts=("127.0.0.1",), max_body=20 * 1024 * 1024)
     server = TelegramServer(
         ctx,
@@ -633,3 +635,395 @@ def tomllib_roots(world: Env) -> list[str]:
 
     doc = tomllib.loads((world.fermix_home / "config.toml").read_text())
     return list(doc.get("sandbox", {}).get("allowed_roots", []))
+
+
+# ----- one message never stops the server -----------------------------------------------------------
+
+
+def test_a_long_non_ascii_file_name_is_cut_by_bytes_and_the_turn_runs(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "Got the file."}])
+    name = "отчёт-" * 60 + ".pdf"  # 360 characters, 665 bytes of UTF-8: over the 255 bytes a name may have
+    bot.add_file("d1", "documents/file_9.pdf", b"%PDF-1.4 report")
+    bot.send("read this", document={"file_id": "d1", "file_unique_id": "ud1", "file_name": name,
+                                    "mime_type": "application/pdf", "file_size": 15})  # fmt: skip
+    handled, _ = serve(world, bot, polls=1)
+    assert handled == 1 and bot.texts_shown() == ["Got the file."]
+    [saved] = (world.fermix_home / "media" / "inbound").iterdir()
+    assert saved.read_bytes() == b"%PDF-1.4 report"
+    assert (
+        len(saved.name.encode()) <= 255
+        and saved.name.startswith("1001-отчёт")
+        and saved.name.endswith(".pdf")
+    )
+    saved.name.encode().decode("utf-8")  # cut between characters
+
+
+def test_a_message_whose_answer_fails_is_logged_and_not_fetched_again(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    configure(world, bot, [{"text": "never"}])
+    big = {"file_id": "a1", "file_unique_id": "ua1", "file_name": "talk.mp3", "file_size": 25 * 1024 * 1024}
+    bot.send(audio=big)  # only a file too big to fetch: the note about it is the whole answer
+    bot.fail(403, "Forbidden: bot was blocked by the user")
+    with caplog.at_level(logging.ERROR, logger="fermix.telegram"):
+        handled, _ = serve(world, bot, polls=1)
+    assert handled == 0 and len(bot.calls("sendMessage")) == 1
+    assert any(
+        "could not be answered" in r.getMessage() and "blocked" in r.getMessage() for r in caplog.records
+    )
+    serve(world, bot, polls=1)  # the offset moved past it: a restart does not take it again
+    assert len(bot.calls("sendMessage")) == 1
+
+
+def test_a_failure_while_handling_is_told_to_the_chat_and_serving_goes_on(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(world, bot, [{"text": "Second one answered."}])
+
+    def broken(self: TelegramServer, message: dict[str, Any]) -> Any:  # a bug in one message's path
+        if message.get("caption") == "boom":
+            raise RuntimeError("secret internals")
+        return [], []
+
+    monkeypatch.setattr(TelegramServer, "_inbound", broken)
+    bot.send(caption="boom", document={"file_id": "x", "file_unique_id": "ux", "file_size": 3})
+    bot.send("hello?")
+    with caplog.at_level(logging.ERROR, logger="fermix.telegram"):
+        handled, _ = serve(world, bot, polls=1)
+    shown = bot.texts_shown()
+    assert handled == 1 and len(shown) == 2 and shown[1] == "Second one answered."
+    assert shown[0].startswith("⚠ internal_error:") and "fermix log" in shown[0]
+    assert "secret internals" not in shown[0] and "Traceback" not in shown[0]
+    assert bot.payloads("sendMessage")[0]["reply_parameters"]["message_id"] == 1001
+    [record] = [r for r in caplog.records if "could not be handled" in r.getMessage()]
+    assert record.exc_info is not None  # the traceback goes to the fermix log
+
+
+def test_a_file_that_cannot_be_saved_is_named_in_the_prompt(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "ok"}])
+    (world.fermix_home / "media").mkdir(parents=True)
+    (world.fermix_home / "media" / "inbound").write_text("not a folder")
+    bot.add_file("d1", "documents/file_1.txt", b"notes")
+    bot.send(
+        "keep this", document={"file_id": "d1", "file_unique_id": "ud1", "file_name": "n.txt", "file_size": 5}
+    )
+    handled, _ = serve(world, bot, polls=1)
+    assert handled == 1 and bot.texts_shown() == ["ok"]
+    [asked] = [m for m in user_prompts(world)]
+    assert asked == "keep this\n\n[Sent with this message: n.txt could not be saved on this machine]"
+
+
+def user_prompts(world: Env) -> list[str]:
+    from fermix_cli.agent.transcripts import Transcript
+
+    ctx = world.context()
+    try:
+        return [
+            m.content
+            for m in Transcript(ctx.state, ctx.clock).history(f"telegram-{OWNER}")
+            if m.role == "user"
+        ]
+    finally:
+        ctx.close()
+
+
+# ----- the streamed answer's last update ------------------------------------------------------------
+
+BAD_GATEWAY = {"ok": False, "error_code": 502, "description": "Bad Gateway"}
+
+
+def failing(bot: BotStandIn, method: str, times: int, reply: Reply | None = None) -> list[int]:
+    """Make `method` fail `times` times (502, or `reply`) before the stand-in answers; the calls counted."""
+    count = [0]
+
+    def route(hit: Hit) -> Reply:
+        count[0] += 1
+        if count[0] <= times:
+            return reply or json_reply(BAD_GATEWAY, 502)
+        return bot._method(hit)
+
+    bot.web.routes[f"/bot{TOKEN}/{method}"] = route
+    return count
+
+
+def test_a_final_edit_that_fails_for_a_while_is_retried(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"chunks": ["The answer ", "is 42."]}])
+    calls = failing(bot, "editMessageText", 2)
+    bot.send("question")
+    _, clock = serve(world, bot, polls=1)
+    assert bot.texts_shown() == ["The answer is 42."] and calls[0] == 3
+    assert clock.sleeps == [2.0, 4.0]
+
+
+def test_a_final_edit_that_keeps_failing_says_the_answer_is_incomplete(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture
+) -> None:
+    configure(world, bot, [{"chunks": ["The answer ", "is 42."]}])
+    calls = failing(bot, "editMessageText", 100)
+    bot.send("question")
+    with caplog.at_level(logging.ERROR, logger="fermix.telegram"):
+        _, clock = serve(world, bot, polls=1)
+    assert calls[0] == 4 and sum(clock.sleeps) <= 60
+    assert bot.texts_shown() == ["The answer", "⚠ the rest of this answer could not be delivered"]
+    assert any("not fully delivered" in r.getMessage() for r in caplog.records)
+
+
+def test_the_second_part_of_a_long_answer_is_retried(world: Env, bot: BotStandIn) -> None:
+    long = ("word " * 1000).strip()
+    configure(world, bot, [{"chunks": ["Hello", "\n" + long]}])
+    bot.send("write a lot")
+    count = [0]
+
+    def second_fails(hit: Hit) -> Reply:  # the first send (the opening delta) arrives, the next two do not
+        count[0] += 1
+        return json_reply(BAD_GATEWAY, 502) if count[0] in (2, 3) else bot._method(hit)
+
+    bot.web.routes[f"/bot{TOKEN}/sendMessage"] = second_fails
+    serve(world, bot, polls=1)
+    assert count[0] == 4
+    assert "".join(bot.texts_shown()) == "Hello\n" + long
+
+
+def test_a_send_that_timed_out_is_not_followed_by_a_new_message_per_delta(
+    world: Env, bot: BotStandIn
+) -> None:
+    configure(world, bot, [{"chunks": ["Hello", " there", " my", " friend"]}])
+    count = [0]
+
+    def delivered_but_slow(hit: Hit) -> Reply:  # the first send arrives; its answer comes too late
+        count[0] += 1
+        reply = bot._method(hit)
+        if count[0] == 1:
+            reply.delay = 1.5
+        return reply
+
+    bot.web.routes[f"/bot{TOKEN}/sendMessage"] = delivered_but_slow
+    bot.send("greet me")
+    serve(world, bot, polls=1, timeout=0.5)
+    # One partial copy (the send that timed out) and the whole answer, sent once at the end: no new
+    # message for each delta while the chat may already hold one.
+    assert [p["text"] for p in bot.payloads("sendMessage")] == ["Hello", "Hello there my friend"]
+    assert bot.texts_shown() == ["Hello", "Hello there my friend"]
+
+
+# ----- polling: conflicts, malformed answers, the poll timeout, the service unit ------------------------
+
+WEBHOOK_CONFLICT = "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first"
+
+
+def test_a_webhook_conflict_stops_the_server_with_what_to_do(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    bot.update_script = [
+        json_reply({"ok": False, "error_code": 409, "description": WEBHOOK_CONFLICT}, 409)
+    ] * 3
+    r = world.run("serve", "telegram", "--poll-timeout", "1", timeout=30)
+    assert r.code == 1, r.stderr
+    assert "webhook is active" in r.stderr and "deleteWebhook" in r.stderr and TOKEN not in r.stderr
+    assert len(bot.calls("getUpdates")) == 1  # not retried
+
+
+def test_another_poller_is_named_each_time_while_retrying(
+    world: Env, bot: BotStandIn, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configure(world, bot, [{"text": "made it"}])
+    other = (
+        "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"
+    )
+    bot.update_script = [json_reply({"ok": False, "error_code": 409, "description": other}, 409)] * 2
+    bot.send("hello")
+    with caplog.at_level(logging.WARNING, logger="fermix.telegram"):
+        handled, clock = serve(world, bot, polls=3)
+    assert handled == 1 and clock.sleeps == [1, 2]
+    assert sum("terminated by other getUpdates" in r.getMessage() for r in caplog.records) == 2
+    assert capsys.readouterr().err.count("only one bot instance") == 2
+
+
+def test_a_malformed_get_updates_answer_backs_off(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "made it"}])
+    bot.update_script = [json_reply({"ok": True, "result": {"update_id": 1}})] * 3
+    bot.send("hello")
+    handled, clock = serve(world, bot, polls=4)
+    assert handled == 1 and clock.sleeps == [1, 2, 4]
+
+
+def test_a_poll_timeout_of_zero_is_refused(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    r = world.run("serve", "telegram", "--poll-timeout", "0")
+    assert r.code == 2 and "poll-timeout" in r.stderr and not bot.calls("getUpdates")
+
+
+def test_the_systemd_unit_quotes_values_and_says_where_the_token_goes(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "x"}])
+    data = (
+        (world.fermix_home / "config.toml")
+        .read_text()
+        .replace(f'bot_token = "{TOKEN}"', 'bot_token_env = "TG_TOKEN"')
+    )
+    spaced = world.root / "my fermix 100%"
+    spaced.mkdir()
+    (spaced / "config.toml").write_text(data)
+    env = {**world.env, "FERMIX_HOME": str(spaced)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fermix_cli", "serve", "telegram", "--systemd"],
+        env=env, cwd=world.project, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    unit = proc.stdout.splitlines()
+    quoted = str(spaced).replace("%", "%%")
+    assert f'Environment="FERMIX_HOME={quoted}"' in unit
+    assert f"EnvironmentFile=-{quoted}/telegram.env" in unit
+    assert any("TG_TOKEN=<token>" in line and line.startswith("#") for line in unit)
+    [start] = [line for line in unit if line.startswith("ExecStart=")]
+    assert start.startswith('ExecStart="') and start.endswith(" serve telegram")
+
+
+# ----- conversations side by side; restarts and stops in the middle of a turn ------------------------
+
+
+def by_prompt(world: Env, bot: BotStandIn, routes: dict[str, list[dict[str, Any]]]) -> None:
+    configure(world, bot, [])
+    script = {"by_prompt": [{"contains": k, "responses": v} for k, v in routes.items()]}
+    (world.root / "script.json").write_text(json.dumps(script))
+    data = (world.fermix_home / "config.toml").read_text()
+    (world.fermix_home / "config.toml").write_text(
+        data.replace("owner_user_id", "guest_user_ids = [777]\nowner_user_id")
+    )
+
+
+def serve_guests(world: Env, bot: BotStandIn, polls: int) -> int:
+    ctx = world.context(origin="interactive")
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    downloads = guarded_client(allowed_private_hosts=("127.0.0.1",))
+    server = TelegramServer(
+        ctx, AgentOptions(session=f"telegram-{OWNER}"), api, OWNER, downloads=downloads, poll_timeout=1,
+        guests=[777], sleep=Clock().sleep,
+    )  # fmt: skip
+    try:
+        return server.serve(max_polls=polls)
+    finally:
+        api.client.close()
+        downloads.close()
+        ctx.close()
+
+
+def test_a_guests_slow_turn_does_not_hold_up_the_owner(world: Env, bot: BotStandIn) -> None:
+    by_prompt(
+        world, bot, {"slow": [{"delay": 2, "text": "Slow answer."}], "quick": [{"text": "Quick answer."}]}
+    )
+    bot.send("a slow question", chat=777)
+    bot.send("a quick question")
+    started = time.monotonic()
+    assert serve_guests(world, bot, polls=1) == 2
+    assert time.monotonic() - started < 6
+    assert bot.texts_shown() == ["Quick answer.", "Slow answer."]  # the owner's answer did not wait
+
+
+def test_one_chats_messages_are_answered_in_order(world: Env, bot: BotStandIn) -> None:
+    by_prompt(
+        world,
+        bot,
+        {"first": [{"delay": 1, "text": "Answer one."}, {"text": "Answer two."}], "other": [{"text": "x"}]},
+    )
+    bot.send("first question")
+    bot.send("second question")
+    assert serve_guests(world, bot, polls=1) == 2
+    assert bot.texts_shown() == ["Answer one.", "Answer two."]
+    assert [m for m in user_prompts(world)] == ["first question", "second question"]
+
+
+LONG_TOOL = [
+    {
+        "tool_calls": [
+            {"name": "shell", "arguments": {"command": "touch started && sleep 30 && touch finished"}}
+        ]
+    },
+    {"text": "Done."},
+]
+
+
+def start_server(world: Env) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "serve", "telegram", "--poll-timeout", "1"],
+        env=world.env, cwd=world.project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def wait_for(path: Any, proc: subprocess.Popen[str], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert path.exists(), proc.stderr.read() if proc.poll() is not None and proc.stderr else "not started"
+
+
+def test_a_turn_cut_by_a_kill_is_not_run_again_and_its_chat_is_told(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, LONG_TOOL)
+    update = bot.send("run the long thing")
+    proc = start_server(world)
+    try:
+        wait_for(world.project / "started", proc)
+        proc.kill()  # SIGKILL in the middle of the turn: no chance to clean up
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    (world.project / "started").unlink()
+    handled, _ = serve(world, bot, polls=1)
+    assert handled == 0 and not (world.project / "started").exists()  # the tool did not run again
+    [notice] = bot.payloads("sendMessage")
+    assert (
+        notice["text"] == "⚠ your previous message was interrupted by a restart; please resend it if needed."
+    )
+    assert notice["reply_parameters"]["message_id"] == 1000 + update
+    ctx = world.context()
+    try:
+        runs = ctx.state.query("SELECT status FROM runs")
+    finally:
+        ctx.close()
+    assert [r["status"] for r in runs] == ["interrupted"]
+    serve(world, bot, polls=1)  # told once
+    assert len(bot.payloads("sendMessage")) == 1
+
+
+def test_a_message_taken_but_not_started_is_answered_after_a_restart(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, [{"text": "Answered after all."}])
+    bot.send("are you there?")
+    [update] = bot.updates
+    run_dir = world.fermix_home / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "telegram.offset").write_text("2\n")  # the offset had moved past it ...
+    (run_dir / "telegram.turns.json").write_text(
+        json.dumps([{"update": update, "started": False}])
+    )  # ... journaled
+    handled, _ = serve(world, bot, polls=1)
+    assert handled == 1 and bot.texts_shown() == ["Answered after all."]
+    assert json.loads((run_dir / "telegram.turns.json").read_text()) == []
+
+
+def test_a_second_stop_signal_interrupts_the_turn_in_progress(world: Env, bot: BotStandIn) -> None:
+    configure(world, bot, LONG_TOOL)
+    bot.send("run the long thing")
+    proc = start_server(world)
+    try:
+        wait_for(world.project / "started", proc)
+        os.kill(proc.pid, signal.SIGTERM)
+        time.sleep(1.0)
+        assert proc.poll() is None  # the first signal lets the turn end
+        started = time.monotonic()
+        os.kill(proc.pid, signal.SIGTERM)
+        code = proc.wait(timeout=15)
+        assert code == 0 and time.monotonic() - started < 8
+        assert "stopping after the 1 turn(s) in progress" in (proc.stderr.read() if proc.stderr else "")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    [shown] = bot.texts_shown()
+    assert shown.startswith("⚠ interrupted:")
+    assert not (world.project / "finished").exists()  # the command was stopped, not left to run on
+    [result] = tool_results(world)
+    assert "interrupted" in result or "cancelled" in result, result
+    assert (world.fermix_home / "run" / "telegram.offset").read_text() == "2\n"
+    assert json.loads((world.fermix_home / "run" / "telegram.turns.json").read_text()) == []
+    serve(world, bot, polls=1)  # nothing replayed, nobody told twice
+    assert len(bot.payloads("sendMessage")) == 1
