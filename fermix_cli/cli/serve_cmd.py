@@ -98,13 +98,8 @@ def telegram_cmd(
         ctx.close()
 
 
-def systemd_value(value: str) -> str:
-    """`value` as one word of a systemd unit setting: double-quoted, with `\\`, `"` and `%` escaped."""
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") + '"'
-
-
 def _print_unit(ctx: object) -> None:
-    from ..jobs.install import environment, fermix_command, unit_dir
+    from ..jobs.install import environment, fermix_command, systemd_value, unit_dir
 
     paths = ctx.paths  # type: ignore[attr-defined]
     command = fermix_command()

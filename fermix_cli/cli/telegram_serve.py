@@ -191,7 +191,9 @@ class TelegramServer:
         """Poll and answer until stopped (or `max_polls` polls, for tests); the messages answered."""
         previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGTERM, signal.SIGINT)}
         self.lender = self.ctx.state  # opened in this thread: each turn borrows a connection from it
-        self.turns = ConversationQueues(self._take_journaled, self.max_turns)  # a stopped serve closed its own
+        self.turns = ConversationQueues(
+            self._take_journaled, self.max_turns
+        )  # a stopped serve closed its own
         try:
             try:
                 self._loop(max_polls)

@@ -77,11 +77,17 @@ def unit_dir(os_home: str) -> Path:
     return Path(base) / "systemd" / "user"
 
 
+def systemd_value(value: str) -> str:
+    """`value` as one word of a systemd unit setting: double-quoted, with `\\`, `"` and `%` escaped."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%") + '"'
+
+
 def systemd_units(paths: FermixPaths, os_home: str) -> SystemdUnits:
     command = fermix_command()
     env = environment(paths, command)
-    env_lines = "".join(f"Environment={k}={v}\n" for k, v in sorted(env.items()))
-    run = " ".join(shlex.quote(c) for c in command)
+    # systemd.exec: a value with spaces is quoted as a whole ("KEY=value"); `$` in ExecStart= is doubled.
+    env_lines = "".join(f"Environment={systemd_value(f'{k}={v}')}\n" for k, v in sorted(env.items()))
+    run = " ".join(systemd_value(c).replace("$", "$$") for c in command)
     service = (
         "[Unit]\n"
         "Description=fermix scheduled jobs (fermix jobs run)\n\n"

@@ -214,7 +214,7 @@ def test_install_without_crontab_says_what_to_do(jobs: Jobs, tmp_path: Path) -> 
 def test_systemd_units_printed_and_applied(jobs: Jobs, fake_bin: Path) -> None:
     r = jobs.cli("jobs", "install", "--systemd")
     assert "[Timer]\nOnCalendar=*-*-* *:*:00\n" in r.stdout and "ExecStart=" in r.stdout
-    assert f"Environment=FERMIX_HOME={jobs.world.fermix_home}" in r.stdout
+    assert f'Environment="FERMIX_HOME={jobs.world.fermix_home}"' in r.stdout
     xdg = jobs.world.root / "xdg"
     r = jobs.cli("jobs", "install", "--systemd", "--apply", XDG_CONFIG_HOME=str(xdg), **_path_env(fake_bin))
     assert r.code == 0, r.stderr
@@ -227,3 +227,17 @@ def test_systemd_units_printed_and_applied(jobs: Jobs, fake_bin: Path) -> None:
         "jobs", "install", "--systemd", "--apply", "--remove", XDG_CONFIG_HOME=str(xdg), **_path_env(fake_bin)
     )
     assert r.code == 0 and not (units / "fermix-jobs.service").exists()
+
+
+def test_systemd_unit_quotes_a_home_with_spaces_and_percent_signs(jobs: Jobs, tmp_path: Path) -> None:
+    # systemd.exec splits Environment= on spaces and expands %-specifiers and $VARS in ExecStart=: a home
+    # such as "my fermix 100%" must reach the service whole and literal.
+    spaced = tmp_path / "my fermix 100%"
+    spaced.mkdir()
+    r = jobs.cli("jobs", "install", "--systemd", FERMIX_HOME=str(spaced))
+    assert r.code == 0, r.stderr
+    lines = r.stdout.splitlines()
+    quoted = str(spaced).replace("%", "%%")
+    assert f'Environment="FERMIX_HOME={quoted}"' in lines
+    [start] = [line for line in lines if line.startswith("ExecStart=")]
+    assert start.startswith('ExecStart="') and start.endswith(" jobs run --quiet")
