@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,9 @@ def process_start(pid: int) -> str:
     return fields[19] if len(fields) > 19 else ""
 
 
-_HELD: dict[str, int] = {}  # lock files this process holds -> depth (a stop inside a start re-enters)
+# The lock files this thread holds -> depth (a stop inside a start re-enters). Per thread: another
+# thread of this process (a subagent worker) opens the file itself, and its flock waits like any other.
+_HELD = threading.local()
 
 
 @contextlib.contextmanager
@@ -129,12 +132,13 @@ def profile_lock(files: ProfileFiles, timeout: float) -> Iterator[None]:
     from ..core.errors import ToolError
 
     key = str(files.lock)
-    if key in _HELD:
-        _HELD[key] += 1
+    held: dict[str, int] = _HELD.__dict__.setdefault("depth", {})
+    if key in held:
+        held[key] += 1
         try:
             yield
         finally:
-            _HELD[key] -= 1
+            held[key] -= 1
         return
     make_private_dirs(files.run_dir)
     fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o600)
@@ -153,10 +157,10 @@ def profile_lock(files: ProfileFiles, timeout: float) -> Iterator[None]:
                         {"profile": files.profile},
                     ) from None
                 time.sleep(0.05)
-        _HELD[key] = 1
+        held[key] = 1
         try:
             yield
         finally:
-            del _HELD[key]
+            del held[key]
     finally:
         os.close(fd)  # releases the flock

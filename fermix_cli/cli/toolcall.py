@@ -74,9 +74,10 @@ _BOOLEANS = {"true": True, "yes": True, "1": True, "false": False, "no": False, 
 
 
 def _bad_value(flag: str, value: str, kind: Any, why: str = "") -> ToolError:
+    shown = value if len(value) <= 80 else f"{value[:60]}… ({len(value)} characters)"
     return ToolError(
         "invalid_input",
-        f"--{flag}: {value!r} is not a valid {kind}{why}",
+        f"--{flag}: {shown!r} is not a valid {kind}{why}",
         {"errors": [{"field": flag.replace("-", "_"), "message": f"not a valid {kind}"}], "flag": flag},
     )
 
@@ -96,7 +97,10 @@ def _convert(flag: str, value: str, prop: dict[str, Any]) -> Any:
         # ASCII digits only, as in JSON: no spaces, no other scripts' digits, no underscores.
         if re.fullmatch(r"[+-]?[0-9]+", value) is None:
             raise _bad_value(flag, value, kind)
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            raise _bad_value(flag, value, kind, " (too many digits)") from None
     if kind == "number":
         if _NUMBER.fullmatch(value) is None:
             raise _bad_value(flag, value, kind)
@@ -344,7 +348,7 @@ def _run_jsonl(reg: Any, name: str, args: ToolArgs, ctx: Any) -> int:
             continue
         if not raw:
             break
-        line = raw.decode("utf-8", "surrogateescape")
+        line = raw.decode("utf-8", "surrogateescape").removesuffix("\n").removesuffix("\r")
         if not line.strip():
             continue
         try:

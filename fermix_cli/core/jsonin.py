@@ -49,8 +49,9 @@ def read_bounded_line(stream: BinaryIO) -> bytes:
     with no end within MAX_SKIPPED_LINE bytes is refused with `"line_skipped": false`: nothing after
     it can be found.
     """
-    line = stream.readline(MAX_INPUT_BYTES + 1)
-    if len(line) > MAX_INPUT_BYTES:
+    # The limit is on the line's text: its end (LF or CRLF) may come on top.
+    line = stream.readline(MAX_INPUT_BYTES + 2)
+    if len(line.removesuffix(b"\n").removesuffix(b"\r")) > MAX_INPUT_BYTES:
         skipped = line.endswith(b"\n") or _skip_rest_of_line(stream)
         what = f"this line is more than {MAX_INPUT_BYTES} bytes; the limit is {MAX_INPUT_BYTES}."
         if skipped:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from fermix_cli.core.errors import ToolError
 from fermix_cli.core.jsonin import MAX_INPUT_BYTES, json_text
 from tests.conftest import REPO, Env, Result
 
@@ -73,6 +74,14 @@ def test_a_number_flag_takes_only_a_finite_json_number(world: Env, value: str) -
     assert r.code == 2, r.stderr
     err = strict_json(r.stderr)["error"]
     assert err["code"] == "invalid_input" and err["message"].startswith("--x:")
+
+
+def test_an_integer_flag_with_more_digits_than_python_converts_is_bad_input(world: Env) -> None:
+    r = world.run("tool", "file_read", "--path", "notes.md", "--limit", "1" + "0" * 5000)
+    assert r.code == 2, r.stderr
+    err = strict_json(r.stderr)["error"]
+    assert err["code"] == "invalid_input" and err["message"].startswith("--limit:")
+    assert "too many digits" in err["message"] and len(err["message"]) < 300
 
 
 def test_output_is_valid_json_whatever_floats_a_value_holds() -> None:
@@ -199,6 +208,32 @@ def test_jsonl_answers_every_line_after_an_oversized_one(world: Env, notes: Path
     assert out[2]["result"]["content"] == "three"
     assert out[3]["error"]["code"] == "not_found"
     assert r.code == 2  # the first failure's exit class
+
+
+@pytest.mark.parametrize("end", [b"", b"\n", b"\r\n"])
+def test_a_jsonl_line_of_exactly_the_limit_is_taken_whatever_its_end(end: bytes) -> None:
+    import io
+
+    from fermix_cli.core.jsonin import read_bounded_line
+
+    body = b'{"k":"' + b"x" * (MAX_INPUT_BYTES - 8) + b'"}'
+    assert len(body) == MAX_INPUT_BYTES
+    after = b'{"next":1}\n' if end else b""  # a line without its end is the input's last
+    stream = io.BytesIO(body + end + after)
+    assert read_bounded_line(stream) == body + end
+    assert read_bounded_line(stream) == after
+    over = io.BytesIO(b"x" + body + end + after)
+    with pytest.raises(ToolError) as e:
+        read_bounded_line(over)
+    assert e.value.details["line_skipped"] is True  # its rest read and dropped (or the input ended)
+
+
+def test_jsonl_parses_a_line_of_exactly_the_limit_with_its_newline(world: Env) -> None:
+    body = b'{"path":"' + b"x" * (MAX_INPUT_BYTES - 11) + b'"}'
+    assert len(body) == MAX_INPUT_BYTES
+    r = run_raw(world, ["tool", "file_read", "--jsonl"], input=body + b"\r\n")
+    [out] = [strict_json(x) for x in r.stdout.splitlines()]
+    assert out["error"]["code"] != "invalid_json", out  # parsed: refused by the tool, not by the size
 
 
 # ----- closed streams ----------------------------------------------------------------------------

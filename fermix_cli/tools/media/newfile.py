@@ -12,6 +12,7 @@ from typing import BinaryIO
 from ...core.errors import ToolError
 
 MAX_TRIES = 10_000
+NAME_MAX = 255  # bytes in one file name (Linux, macOS)
 
 
 def write_new_file(folder: Path, name: str, data: bytes) -> Path:
@@ -33,7 +34,7 @@ def _new_file(folder: Path, name: str, fill: Callable[[BinaryIO], object]) -> Pa
     if not stem:  # ".bashrc": the whole name is the stem
         stem, ext = name, ""
     for n in range(1, MAX_TRIES + 1):
-        candidate = folder / (name if n == 1 else f"{stem}-{n}{ext}")
+        candidate = folder / _fitted(stem, ext if n == 1 else f"-{n}{ext}")
         try:
             fd = os.open(
                 candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
@@ -52,3 +53,14 @@ def _new_file(folder: Path, name: str, fill: Callable[[BinaryIO], object]) -> Pa
     raise ToolError(
         "outbox_full", f"{folder} already holds {MAX_TRIES} files named like {name}.", {"name": name}
     )
+
+
+def _fitted(stem: str, suffix: str = "") -> str:
+    """`stem + suffix` cut to NAME_MAX bytes by shortening the stem (never inside a character), so a
+    numbered copy of a long name still fits; an over-long suffix (a long extension) is cut too."""
+    if len(os.fsencode(suffix)) > NAME_MAX // 2:
+        suffix = suffix[:16]
+    room = NAME_MAX - len(os.fsencode(suffix))
+    while len(os.fsencode(stem)) > room:
+        stem = stem[:-1]
+    return stem + suffix
