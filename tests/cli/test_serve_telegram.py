@@ -622,11 +622,17 @@ def test_confirm_and_deny_in_the_owners_chat_and_the_retry_is_allowed(world: Env
     assert results[2].startswith("hello from other")
     shown = bot.texts_shown()
     assert shown[0] == "Asked."
-    assert shown[1].startswith("⚠ not_attended: only the owner approves directory access")
-    assert shown[2] == "⚠ usage: write /deny TOKEN, with the token of the request"
-    assert shown[3] == f"granted: {target}"
-    assert shown[4] == "Read it."
-    assert [p["chat_id"] for p in bot.payloads("sendMessage")][1:4] == [guest, OWNER, OWNER]
+    # The guest's chat and the owner's are answered side by side: only each chat's own order is fixed.
+    chats = [p["chat_id"] for p in bot.payloads("sendMessage")]
+    assert sorted(chats[1:5]) == sorted([guest, OWNER, OWNER, OWNER])
+    by_chat = {c: [t for t, tc in zip(shown, chats, strict=True) if tc == c] for c in (guest, OWNER)}
+    [to_guest] = by_chat[guest]
+    assert to_guest.startswith("⚠ not_attended: only the owner approves directory access")
+    assert by_chat[OWNER][1:] == [
+        "⚠ usage: write /deny TOKEN, with the token of the request",
+        f"granted: {target}",
+        "Read it.",
+    ]
     assert tomllib_roots(world) == [str(target)]
 
 
