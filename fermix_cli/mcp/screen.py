@@ -6,6 +6,8 @@ is checked first, with fermix's own parser (`core/jsonin`, the one `registry.inv
 the SDK's own message model:
 
 - not valid UTF-8: a -32700 Parse error; nothing runs;
+- a message whose `id` is not a string or an integer (`null`, `true`, `1.0`, `{}`): a -32600 Invalid
+  Request with `id: null` (the SDK would read it as a notification and never answer);
 - not JSON by fermix's rules, or not a message the SDK accepts (a lone surrogate such as `\\udc80`,
   a wrong field): a `tools/call` request gets its tool error as an `isError` result, as invalid
   arguments always do; any other request a -32700 Parse error or -32600 Invalid Request.
@@ -47,9 +49,15 @@ def screen(raw: bytes) -> str | JSONRPCError | None:
         problem = ToolError("invalid_json", f"the message is not valid UTF-8 ({where}); send UTF-8 text")
         return _refuse(raw.decode("utf-8", "surrogateescape"), PARSE_ERROR, problem, as_tool_result=False)
     try:
-        parse_json(text)
+        message = parse_json(text)
     except ToolError as e:
         return _refuse(text, PARSE_ERROR, e)
+    if isinstance(message, dict) and "id" in message and not _is_request_id(message["id"]):
+        # The SDK reads a request with such an id as a notification (its model allows extra fields)
+        # and never answers; JSON-RPC 2.0 answers -32600 with id null, and MCP ids are never null.
+        shown = json.dumps(message["id"], ensure_ascii=False)[:40]
+        problem = ToolError("invalid_json", f"the id {shown} is not a string or an integer; send one that is")
+        return _refuse(text, INVALID_REQUEST, problem)
     from mcp.types import jsonrpc_message_adapter
     from pydantic import ValidationError
 
@@ -100,9 +108,12 @@ def _request_id(message: Any) -> int | str | None:
     if not isinstance(message, dict) or "method" not in message:
         return None
     rid = message.get("id")
-    if isinstance(rid, str) or (isinstance(rid, int) and not isinstance(rid, bool)):
-        return rid
-    return None
+    return rid if _is_request_id(rid) else None
+
+
+def _is_request_id(value: Any) -> bool:
+    """Whether `value` is an id MCP allows: a string or an integer (never null, a boolean or a float)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _refused_call(message: dict[str, Any], request_id: int | str, problem: ToolError) -> str | None:

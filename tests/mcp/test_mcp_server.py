@@ -366,6 +366,23 @@ UNREADABLE = [
     (b'{"jsonrpc":"2.0","id":17,"method":5}', 17, -32600, "method"),
     (b"[1, 2]", None, -32600, "not a valid MCP message"),
     (b"\xff\xfe", None, -32700, "not valid UTF-8"),
+    # MCP ids are strings or integers: any other id is unreadable (-32600, id null), never a notification.
+    *(
+        (
+            b'{"jsonrpc":"2.0","id":' + rid + b',"method":"ping"}',
+            None,
+            -32600,
+            "is not a string or an integer",
+        )
+        for rid in (b"true", b"2.5", b"1.0", b"null", b"{}", b"[1]")
+    ),
+    (
+        b'{"jsonrpc":"2.0","id":true,"method":"tools/call","params":{"name":"file_write",'
+        b'"arguments":{"path":"b.txt","content":"x"}}}',
+        None,
+        -32600,
+        "the id true is not a string or an integer",
+    ),
 ]
 
 
@@ -397,8 +414,9 @@ def test_every_unreadable_request_is_answered_and_runs_nothing(world: Env) -> No
     finally:
         wire.close()
     assert sorted(p.name for p in world.project.iterdir() if p.suffix == ".txt") == ["ok.txt"]
-    log = (world.fermix_home / "logs").glob("*.log")
-    assert any("MCP request 12 refused: duplicate key 'path'" in p.read_text() for p in log)
+    logged = "".join(p.read_text() for p in (world.fermix_home / "logs").glob("*.log"))
+    assert "MCP request 12 refused: duplicate key 'path'" in logged
+    assert "MCP request None refused: the id 2.5 is not a string or an integer" in logged
 
 
 def test_a_refused_line_just_before_end_of_input_is_answered(world: Env) -> None:
