@@ -16,11 +16,12 @@ import itertools
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..core.logs import logger
@@ -199,26 +200,49 @@ class StdioTransport(Transport):
 # ----- HTTP -------------------------------------------------------------------------------------------
 
 
-def sse_events(lines: Iterator[str]) -> Iterator[tuple[str, str]]:
-    """(event, data) pairs of a text/event-stream, per the WHATWG rules MCP uses."""
+def sse_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The lines of a byte stream, split at CRLF, LF or CR (a CRLF across two chunks is one line end).
+
+    Bytes, never decoded here: a message that is not UTF-8 must reach `_deliver` as it came, to fail
+    its request, not be repaired into U+FFFD as a text decoder would."""
+    eol = re.compile(rb"\r\n|\r|\n")
+    pending = b""
+    skip_lf = False
+    for chunk in chunks:
+        if not chunk:
+            continue
+        if skip_lf and chunk.startswith(b"\n"):  # the LF of a CRLF whose CR ended the last chunk
+            chunk = chunk[1:]
+        skip_lf = chunk.endswith(b"\r")
+        *lines, pending = eol.split(pending + chunk)
+        yield from lines
+    if pending:
+        yield pending
+
+
+def sse_events(lines: Iterable[bytes]) -> Iterator[tuple[str, bytes]]:
+    """(event, data) pairs of a text/event-stream, per the WHATWG rules MCP uses; data stays bytes."""
     event = ""
-    data: list[str] = []
+    data: list[bytes] = []
+    first = True
     for line in lines:
-        if line == "":
+        if first:
+            line, first = line.removeprefix(b"\xef\xbb\xbf"), False  # the stream's optional BOM
+        if line == b"":
             if data:
-                yield event or "message", "\n".join(data)
+                yield event or "message", b"\n".join(data)
             event, data = "", []
             continue
-        if line.startswith(":"):
+        if line.startswith(b":"):
             continue
-        field, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if field == "event":
-            event = value
-        elif field == "data":
+        field, _, value = line.partition(b":")
+        value = value.removeprefix(b" ")
+        if field == b"event":
+            event = value.decode("utf-8", "replace")
+        elif field == b"data":
             data.append(value)
     if data:
-        yield event or "message", "\n".join(data)
+        yield event or "message", b"\n".join(data)
 
 
 def http_client(allowed_private_hosts: list[str], headers: dict[str, str]) -> httpx.Client:
@@ -290,7 +314,7 @@ class StreamableHttpTransport(Transport):
             if kind == "application/json":
                 _deliver(self.on_message, r.read())
             elif kind == "text/event-stream":
-                for event, data in sse_events(r.iter_lines()):
+                for event, data in sse_events(sse_lines(r.iter_bytes())):
                     if event == "message" and data.strip():
                         _deliver(self.on_message, data)
             else:
@@ -325,9 +349,14 @@ class SseTransport(Transport):
                 self._response = r
                 if r.status_code >= 400:
                     raise ConnectionError(f"HTTP {r.status_code} on the event stream")
-                for event, data in sse_events(r.iter_lines()):
+                for event, data in sse_events(sse_lines(r.iter_bytes())):
                     if event == "endpoint":
-                        self.endpoint.put(data.strip())
+                        try:
+                            self.endpoint.put(data.decode("utf-8").strip())
+                        except UnicodeDecodeError:
+                            raise ConnectionError(
+                                "the server's message endpoint is not valid UTF-8"
+                            ) from None
                     elif event == "message" and data.strip():
                         _deliver(self.on_message, data)
         except BaseException as e:

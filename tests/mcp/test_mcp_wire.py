@@ -216,16 +216,127 @@ def test_close_ends_the_server_and_kills_one_that_ignores_sigterm(
 
 def test_sse_event_parsing() -> None:
     lines = [
-        ": comment",
-        "event: endpoint",
-        "data: /messages/?s=1",
-        "",
-        'data: {"a":',
-        "data: 1}",
-        "",
-        "id: 7",
+        b"\xef\xbb\xbf: comment",
+        b"event: endpoint",
+        b"data: /messages/?s=1",
+        b"",
+        b'data: {"a":',
+        b"data: 1}",
+        b"",
+        b"id: 7",
     ]
-    assert list(sse_events(iter(lines))) == [("endpoint", "/messages/?s=1"), ("message", '{"a":\n1}')]
+    assert list(sse_events(iter(lines))) == [("endpoint", b"/messages/?s=1"), ("message", b'{"a":\n1}')]
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        [b"data: a\xff\r\n\r\ndata: b\n\ndata: c\r\rdata: d"],
+        [b"data: a\xff\r", b"\n\r", b"\ndata: b\n", b"\nda", b"ta: c\r", b"", b"\r", b"data: d"],
+    ],
+)
+def test_sse_lines_split_at_every_line_end_and_keep_the_bytes(chunks: list[bytes]) -> None:
+    events = list(sse_events(wire.sse_lines(iter(chunks))))
+    assert events == [("message", b"a\xff"), ("message", b"b"), ("message", b"c"), ("message", b"d")]
+
+
+# ----- a scripted HTTP server: answers over SSE, byte for byte ----------------------------------------
+
+
+def _http_answer(message: dict[str, Any]) -> bytes:
+    """The scripted answer to a request: `latin1` answers in Latin-1 (bytes 0xff 0xfe), `ok` in UTF-8."""
+    rid, method = message["id"], message["method"]
+    if method == "initialize":
+        result: dict[str, Any] = {
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "bytes", "version": "0"},
+        }
+        return json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()
+    if method == "tools/call" and message["params"]["name"] == "latin1":
+        return b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"a\xff\xfeb"}]}}' % rid
+    text = "\u00e9\u20ac" if method == "tools/call" else None
+    result = {"content": [{"type": "text", "text": text}]} if text else {}
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}, ensure_ascii=False).encode()
+
+
+@pytest.fixture
+def sse_bytes_server() -> Iterator[str]:
+    """Streamable HTTP at /mcp (every answer an SSE stream) and legacy HTTP+SSE at /sse + /messages."""
+    import queue
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    events: queue.Queue[bytes] = queue.Queue()
+    stopping = threading.Event()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def _stream_head(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+
+        def do_GET(self) -> None:
+            self._stream_head()
+            self.wfile.write(b"event: endpoint\r\ndata: /messages?s=1\r\n\r\n")
+            self.wfile.flush()
+            while not stopping.is_set():
+                try:
+                    data = events.get(timeout=0.1)
+                except queue.Empty:
+                    continue
+                try:
+                    self.wfile.write(b"event: message\r\ndata: " + data + b"\r\n\r\n")
+                    self.wfile.flush()
+                except OSError:
+                    return
+
+        def do_POST(self) -> None:
+            message = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            is_request = "id" in message and "method" in message
+            if self.path.startswith("/messages") or not is_request:
+                self.send_response(202)
+                self.end_headers()
+                if is_request:
+                    events.put(_http_answer(message))
+                return
+            self._stream_head()
+            self.wfile.write(
+                b": the answer follows\n\nevent: message\ndata: " + _http_answer(message) + b"\n\n"
+            )
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    stopping.set()
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("kind", ["streamable", "sse"])
+def test_an_sse_answer_that_is_not_utf8_fails_its_request(sse_bytes_server: str, kind: str) -> None:
+    """Over SSE as over application/json: never repaired into U+FFFD and returned as a success."""
+    client = wire.http_client(["127.0.0.1"], {})
+    transport: wire.Transport = (
+        wire.StreamableHttpTransport(sse_bytes_server + "/mcp", client)
+        if kind == "streamable"
+        else wire.SseTransport(sse_bytes_server + "/sse", client)
+    )
+    s = Session(transport)
+    try:
+        s.initialize(10)
+        with pytest.raises(McpError) as e:
+            s.call_tool("latin1", {}, 10)
+        assert e.value.code == wire.PARSE_ERROR
+        assert "not valid UTF-8 (byte 0xff at offset" in e.value.message
+        ok = s.call_tool("ok", {}, 10)  # UTF-8 read whole, and the session still in order
+        assert ok["content"] == [{"type": "text", "text": "\u00e9\u20ac"}]
+    finally:
+        s.close()
 
 
 # ----- side by side with the SDK's own client, against the SDK stub ---------------------------------
