@@ -89,7 +89,6 @@ def tools_cmd(
     Call one with `fermix tool mcp_SERVER_TOOL --json '{...}'`; a model finds them through tool_search.
     Exit 1 when a server could not be started.
     """
-    from ..mcp.client import server_for
     from ..mcp.toolset import McpToolset
 
     ctx = context()
@@ -105,7 +104,7 @@ def tools_cmd(
     rows = [
         {
             "name": s.name,
-            "server": server_for(s.name, configured),
+            "server": toolset.owner(s.name),
             "policy_class": s.policy_class,
             "description": s.description,
         }

@@ -347,7 +347,16 @@ def load_servers(
     return report
 
 
+def servers_for(name: str, servers: Iterable[str]) -> list[str]:
+    """The configured servers an `mcp_<server>_<tool>` name may belong to, the one it means first.
+
+    `mcp_a_b_c` is server a's `b_c` and server a_b's `c`: the longer server name wins when both have the
+    tool; a server that has no such tool leaves the name to the next. The listing and a call by name
+    both follow this order, so they always mean the same tool."""
+    return sorted((s for s in servers if name.startswith(f"{PREFIX}{s}_")), key=lambda s: (-len(s), s))
+
+
 def server_for(name: str, servers: Iterable[str]) -> str | None:
-    """Which configured server an `mcp_<server>_<tool>` name belongs to (the longest match)."""
-    matches = [s for s in servers if name.startswith(f"{PREFIX}{s}_")]
-    return max(matches, key=len) if matches else None
+    """The server an `mcp_<server>_<tool>` name belongs to when that server has the tool (the longest match)."""
+    matches = servers_for(name, servers)
+    return matches[0] if matches else None

@@ -31,6 +31,7 @@ class McpToolset(Toolset):
     def __init__(self) -> None:
         self._specs: dict[str, tuple[Any, dict[str, ToolSpec]]] = {}  # server -> (connection, its tools)
         self._failed: dict[str, str] = {}
+        self._owners: dict[str, str] = {}  # a listed tool's name -> its server, as `load` found it
 
     @staticmethod
     def servers(ctx: ToolContext) -> dict[str, McpServerConfig]:
@@ -50,6 +51,8 @@ class McpToolset(Toolset):
 
     def load(self, ctx: ToolContext, only: list[str] | None = None) -> dict[str, ToolSpec]:
         """The tools of the enabled servers (or just `only`); a server that fails is skipped and logged."""
+        from .client import servers_for
+
         out: dict[str, ToolSpec] = {}
         owner: dict[str, str] = {}  # tool name -> its server
         for name, config in sorted(self.servers(ctx).items()):
@@ -62,22 +65,28 @@ class McpToolset(Toolset):
                 self._failed[name] = e.message
                 continue
             for tool_name, spec in tools.items():
-                # `mcp_a_b_c` is server a's `b_c` and server a_b's `c`: the longer server name wins,
-                # as in `get`, so a listing and a call by name mean the same tool.
+                # `mcp_a_b_c` is server a's `b_c` and server a_b's `c`: the server `servers_for` puts
+                # first wins, as in `get`, so a listing and a call by name mean the same tool.
                 other = owner.get(tool_name)
                 if other is not None:
+                    winner = servers_for(tool_name, (other, name))[0]
                     log.warning(
                         "MCP tool name %s is used by servers %s and %s; it means %s's tool "
                         "(rename a server in config.toml to reach both)",
                         tool_name,
                         other,
                         name,
-                        max(other, name, key=len),
+                        winner,
                     )
-                    if len(other) >= len(name):
+                    if winner == other:
                         continue
                 out[tool_name], owner[tool_name] = spec, name
+        self._owners.update(owner)
         return out
+
+    def owner(self, name: str) -> str | None:
+        """The server of a tool `load` listed."""
+        return self._owners.get(name)
 
     def tools(self, ctx: ToolContext) -> list[ToolSpec]:
         if not self.servers(ctx):
@@ -86,15 +95,26 @@ class McpToolset(Toolset):
         return [loaded[n] for n in sorted(loaded)]
 
     def get(self, name: str, ctx: ToolContext) -> ToolSpec | None:
+        """The tool `name` means, found as `load` finds it: the first server in `servers_for`'s order that
+        has it (only those servers are started). When none has it and one of them could not start, that
+        server's `mcp_unavailable` error is raised."""
         if not name.startswith(PREFIX):
             return None
-        from .client import server_for
+        from .client import servers_for
 
         servers = self.servers(ctx)
-        server = server_for(name, servers)
-        if server is None:
-            return None
-        return self.server_tools(server, servers[server], ctx).get(name)
+        unavailable: ToolError | None = None
+        for server in servers_for(name, servers):
+            try:
+                spec = self.server_tools(server, servers[server], ctx).get(name)
+            except ToolError as e:
+                unavailable = unavailable or e
+                continue
+            if spec is not None:
+                return spec
+        if unavailable is not None:
+            raise unavailable
+        return None
 
     def failures(self) -> dict[str, str]:
         return dict(self._failed)

@@ -153,6 +153,23 @@ def test_a_name_two_servers_share_means_the_same_tool_listed_and_called(world: E
     assert server_for("mcp_w_a_b", ["w", "w_a"]) == "w_a"
 
 
+def test_a_listed_tool_is_called_even_when_a_longer_server_name_shares_its_prefix(
+    world: Env, tmp_path: Path
+) -> None:
+    """Server w's `a_b` is mcp_w_a_b; server w_a (no tool `b`) shares the prefix mcp_w_a_: the name still
+    means w's tool, listed and called alike (CLI, tool_call, tool_describe)."""
+    wire = {"command": sys.executable, "args": [str(WIRE_SERVER), str(tmp_path / "log")]}
+    configure(world, {"w": wire, "w_a": wire})
+    listed = {t["name"]: t for t in world.run("mcp", "tools", "--json").json()["tools"]}
+    assert listed["mcp_w_a_b"]["server"] == "w" and listed["mcp_w_a_add"]["server"] == "w_a"
+    found = world.tool("tool_search", {"query": "Say a_b"}).json()
+    assert "mcp_w_a_b" in json.dumps(found)
+    assert world.tool("mcp_w_a_b").json()["text"] == "a_b"
+    assert world.tool("tool_call", {"name": "mcp_w_a_b", "arguments": {}}).json()["text"] == "a_b"
+    assert "Say a_b." in world.tool("tool_describe", {"name": "mcp_w_a_b"}).json()["markdown"]
+    assert world.tool("mcp_w_a_add", {"a": 1, "b": 2}).json()["structured_content"] == {"sum": 3}
+
+
 # ----- the CLI against a real stdio server ---------------------------------------------------------
 
 
