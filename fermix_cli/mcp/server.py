@@ -20,6 +20,7 @@ from ..core.errors import ToolError
 from ..core.imagefmt import load_base64
 from ..core.logs import logger
 from .exposure import listing, served_names
+from .pending import EOF_DRAIN_S, OpenRequests
 from .screen import REFUSED_CALL, refusal, screen
 
 if TYPE_CHECKING:
@@ -192,7 +193,8 @@ class StdinLines:
 
     Each line is checked first (`screen.py`): one the SDK would drop unanswered (not UTF-8, not strict
     JSON, not a message it accepts) never reaches it; its JSON-RPC error waits in `replies`, which
-    `forward_replies` writes out.
+    `forward_replies` writes out. At end of input the requests already read are answered before the
+    SDK sees the end (`pending.py`).
     """
 
     def __init__(self) -> None:
@@ -205,6 +207,7 @@ class StdinLines:
         os.set_blocking(self._fd, False)
         self._replies, self.replies = anyio.create_memory_object_stream[Any](16)
         self._sent: anyio.Event | None = None  # made in the event loop, on first use
+        self.requests = OpenRequests()  # the server loop writes through `requests.writer(...)`
 
     @property
     def sent(self) -> anyio.Event:
@@ -234,11 +237,16 @@ class StdinLines:
                 *lines, pending = (pending + chunk).split(b"\n")
                 for line in lines:
                     if (passed := await self._screened(line)) is not None:
+                        self.requests.read(passed)
                         yield passed
             if (passed := await self._screened(pending)) is not None:
+                self.requests.read(passed)
                 yield passed
-            # End of input ends the SDK's session, which closes its output: first let the forwarder
-            # write the replies still queued, so the last refused line is answered too.
+            # End of input ends the SDK's session, which cancels what runs, drops what is queued and
+            # closes its output: first let the requests read be answered (EOF_DRAIN_S at most, then an
+            # error answer each), and the forwarder write the replies still queued.
+            for late in await self.requests.drain(EOF_DRAIN_S):
+                await self._replies.send(late)
             self._replies.close()
             with anyio.move_on_after(REPLY_DRAIN_S):
                 await self.sent.wait()
@@ -314,7 +322,8 @@ def serve_stdio(registry: Registry, make_context: ContextFactory, allow: Iterabl
                 anyio.create_task_group() as replies,
             ):
                 replies.start_soon(stdin.forward_replies, write)
-                await server.run(read, write, server.create_initialization_options())
+                answers = stdin.requests.writer(write)  # tells the end-of-input drain what is answered
+                await server.run(read, answers, server.create_initialization_options())
                 stdin.finish()
             tg.cancel_scope.cancel()  # end of input: stop listening for signals
 

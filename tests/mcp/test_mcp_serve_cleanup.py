@@ -260,24 +260,34 @@ async def pipe_session(world: Env) -> AsyncIterator[tuple[Any, Any]]:
 
 
 def test_end_of_input_mid_call_ends_the_server_and_its_commands(world: Env) -> None:
-    pidfile = world.project / "sleep.pid"
+    """End of input: the requests already read get EOF_DRAIN_S to finish; one still running then is
+    answered with -32000, cancelled, its command killed, and the server exits."""
+    from mcp.shared.exceptions import MCPError
 
-    async def main() -> tuple[int, int | None, float]:
+    from fermix_cli.mcp.pending import EOF_DRAIN_S, INPUT_ENDED, INPUT_ENDED_MESSAGE
+
+    pidfile = world.project / "sleep.pid"
+    within = EOF_DRAIN_S + GONE_WITHIN_S
+
+    async def main() -> tuple[int, int | None, float, Outcome]:
         async with pipe_session(world) as (session, process), anyio.create_task_group() as tg:
-            start_call(tg, session, "shell", sleeper(pidfile), anyio.CancelScope())
+            call = start_call(tg, session, "shell", sleeper(pidfile), anyio.CancelScope())
             leader = await leader_of(pidfile)
             started = time.monotonic()
             await process.stdin.aclose()  # the client is gone: end of file on the server's stdin
-            assert await eventually(lambda: not group_alive(leader)), "EOF left the command running"
-            with anyio.move_on_after(GONE_WITHIN_S):
+            assert await eventually(lambda: not group_alive(leader), within), "EOF left the command running"
+            with anyio.move_on_after(within):
+                await call.finished.wait()
                 await process.wait()
             took = time.monotonic() - started
             code = process.returncode
             tg.cancel_scope.cancel()
-            return leader, code, took
+            return leader, code, took, call
 
-    leader, code, took = run(main)
+    leader, code, took, call = run(main)
     assert code == 0, "the server did not exit by itself at end of input"
-    assert took < GONE_WITHIN_S
+    assert EOF_DRAIN_S <= took < within
     assert not group_alive(leader)
     assert ("shell", 0, "cancelled") in calls_recorded(world)
+    assert isinstance(call.error, MCPError), (call.result, call.error)
+    assert call.error.error.code == INPUT_ENDED and call.error.error.message == INPUT_ENDED_MESSAGE

@@ -427,3 +427,27 @@ def test_a_refused_line_just_before_end_of_input_is_answered(world: Env) -> None
     answer = wire.receive()
     assert answer["id"] == 3 and answer["error"]["code"] == -32700
     assert wire.proc.wait(30) == 0
+
+
+def test_every_request_read_before_end_of_input_is_answered_once(world: Env) -> None:
+    """`printf 'ping 2\\nping 4\\ntools/list 5\\n' | fermix mcp serve`: the SDK cancels what runs at end of
+    input and drops what is queued; the server waits until all are answered, then exits."""
+    wire = RawWire(world)
+    assert wire.proc.stdin is not None and wire.proc.stdout is not None
+    lines = [
+        b'{"jsonrpc":"2.0","id":2,"method":"ping"}',
+        b'{"jsonrpc":"2.0","id":4,"method":"ping"}',
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/list"}',
+        b'{"jsonrpc":"2.0","id":"6","method":"tools/call","params":{"name":"file_read","arguments":{"path":"x"}}}',
+        b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"a":1,"a":2}}',  # refused: duplicate key
+    ]
+    wire.proc.stdin.write(b"".join(line + b"\n" for line in lines))
+    wire.proc.stdin.close()
+    assert wire.proc.wait(30) == 0
+    answers = [json.loads(line) for line in wire.proc.stdout.read().splitlines()]
+    assert sorted(str(a["id"]) for a in answers) == ["2", "4", "5", "6", "7"], answers
+    by_id = {a["id"]: a for a in answers}
+    assert by_id[2]["result"] == {} and by_id[4]["result"] == {}
+    assert "file_read" in {t["name"] for t in by_id[5]["result"]["tools"]}
+    assert by_id["6"]["result"]["isError"] is True  # no such file: answered, not dropped
+    assert by_id[7]["error"]["code"] == -32700
