@@ -116,22 +116,29 @@ def _without_nulls(value: Any) -> Any:
 def result_payload(result: dict[str, Any], cap: int = MAX_RESULT_BYTES) -> dict[str, Any]:
     """A CallToolResult as fermix returns it: the joined text, the content blocks, structured content.
 
-    At most `cap` bytes of it in all (text blocks as UTF-8, other blocks and structured content as
-    JSON), kept in order: a text block past the cap is cut on a character boundary, any other block
-    (an image, a resource) or structured content that does not fit whole is left out. A cut result
-    says so: `truncated: true`, `result_bytes` (its full size) and `cap_bytes`.
+    At most `cap` bytes of it in all (text as UTF-8, counted twice: it is both in `text` and in its
+    `content` block; other blocks and structured content as JSON), kept in order: a text block past
+    the cap is cut on a character boundary, any other block (an image, a resource) or structured
+    content that does not fit whole is left out. A cut result says so: `truncated: true`,
+    `result_bytes` (its full size, counted the same way) and `cap_bytes`.
     """
     content = result.get("content")
     blocks = [_without_nulls(b) for b in content if isinstance(b, dict)] if isinstance(content, list) else []
     structured = result.get("structuredContent")
-    budget, total, kept = cap, 0, []
+    budget, total, kept, texts = cap, 0, [], 0
     for block in blocks:
         if block.get("type") == "text":
             raw = str(block.get("text", "")).encode("utf-8", "surrogatepass")
-            total += len(raw)
-            if len(raw) > budget:
-                block = {**block, "text": _utf8_prefix(raw, budget)}
-            budget -= min(len(raw), budget)
+            joint = 1 if texts else 0  # the newline that joins it to the text before, in `text`
+            texts += 1
+            size = joint + 2 * len(raw)
+            total += size
+            if size > budget:
+                if budget <= joint:
+                    continue
+                block = {**block, "text": _utf8_prefix(raw, (budget - joint) // 2)}
+                size = joint + 2 * len(block["text"].encode("utf-8", "surrogatepass"))
+            budget -= size
             kept.append(block)
             continue
         size = _json_size(block)

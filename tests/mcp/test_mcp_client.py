@@ -350,7 +350,10 @@ def test_a_large_result_is_cut_at_the_cap_and_says_so(world: Env, tmp_path: Path
     out = r.json()
     assert out["truncated"] is True and out["cap_bytes"] == MAX_RESULT_BYTES
     assert out["result_bytes"] > 6_000_000
-    assert out["text"] == "\u20ac" * (MAX_RESULT_BYTES // 3) and "structured_content" not in out
+    # The text is in `text` and in its content block: 1 MiB in all, so half of it each.
+    assert out["text"] == "\u20ac" * (MAX_RESULT_BYTES // 2 // 3) and "structured_content" not in out
+    assert out["content"] == [{"type": "text", "text": out["text"]}]
+    assert len(r.stdout.encode()) < MAX_RESULT_BYTES + 1000  # the JSON a script reads
     shown = world.run("tool", "mcp_wire_big", "--chars", str(chars), "--text")
     assert shown.code == 0, shown.stderr
     assert len(shown.stdout.encode()) < MAX_RESULT_BYTES + 1000

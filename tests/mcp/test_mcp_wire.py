@@ -126,45 +126,46 @@ def test_an_answer_that_is_not_utf8_fails_its_request_at_once(
     assert s.call_tool("add", {"a": 1, "b": 2}, 10)["structuredContent"] == {"sum": 3}  # still in order
 
 
-CAP = 10
+CAP = 20
 
 
 @pytest.mark.parametrize(
     ("result", "text", "blocks", "structured", "total"),
     [
         # (the server's result, the text kept, the blocks' types kept, structured content kept, full size)
+        # Text counts twice (in `text` and in its block), plus a newline joining it to the text before.
         ({"content": [{"type": "text", "text": "0123456789"}]}, "0123456789", ["text"], None, None),
-        ({"content": [{"type": "text", "text": "0123456789A"}]}, "0123456789", ["text"], None, 11),
+        ({"content": [{"type": "text", "text": "0123456789A"}]}, "0123456789", ["text"], None, 22),
         (
             {"content": [{"type": "text", "text": "\u20ac" * 4}]},
             "\u20ac" * 3,
             ["text"],
             None,
-            12,
+            24,
         ),  # not mid-€
-        ({"content": [{"type": "text", "text": "ab\U0001f600" * 2}]}, "ab\U0001f600ab", ["text"], None, 12),
+        ({"content": [{"type": "text", "text": "ab\U0001f600" * 2}]}, "ab\U0001f600ab", ["text"], None, 24),
         (
             {"content": [{"type": "text", "text": "01234"}, {"type": "text", "text": "56789xyz"}]},
-            "01234\n56789",
+            "01234\n5678",
             ["text", "text"],
             None,
-            13,
+            27,
         ),
         (
             {"content": [{"type": "text", "text": "0123456789"}, {"type": "text", "text": "more"}]},
-            "0123456789\n",
-            ["text", "text"],
+            "0123456789",
+            ["text"],
             None,
-            14,
+            29,
         ),
         ({"content": [{"type": "image", "data": "QUJD" * 9, "mimeType": "image/png"}]}, "", [], None, 85),
         ({"content": [], "structuredContent": {"k": 1}}, "", [], {"k": 1}, None),  # 7 bytes: fits
         (
-            {"content": [{"type": "text", "text": "0123"}], "structuredContent": {"k": 123}},
+            {"content": [{"type": "text", "text": "0123"}], "structuredContent": {"k": "0123456789"}},
             "0123",
             ["text"],
             None,
-            13,
+            26,
         ),
     ],
 )
@@ -179,8 +180,8 @@ def test_results_are_capped_on_character_boundaries(
         assert "truncated" not in out
     else:
         assert (out["truncated"], out["result_bytes"], out["cap_bytes"]) == (True, total, CAP)
-    kept = sum(len(b["text"].encode()) for b in out["content"] if b["type"] == "text")
-    assert kept <= CAP
+    in_blocks = sum(len(b["text"].encode()) for b in out["content"] if b["type"] == "text")
+    assert len(out["text"].encode()) + in_blocks <= CAP  # the whole payload, the text both times
 
 
 def test_a_server_that_exits_fails_the_waiting_request(tmp_path: Path) -> None:
