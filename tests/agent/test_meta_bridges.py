@@ -194,15 +194,31 @@ def test_tool_call_invokes_the_target_under_policy(world: Env, registry: Registr
 MISSING = object()
 
 
-@pytest.mark.parametrize("arguments", [[1, 2], "text", 5, None, MISSING])
-def test_malformed_tool_call_never_reaches_the_target(world: Env, registry: Registry, arguments: Any) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "got"),
+    [
+        ([1, 2], "arguments an array"),
+        ("text", "arguments a string"),
+        (5, "arguments a number"),
+        (2.5, "arguments a number"),
+        (True, "arguments a boolean"),
+        (None, "arguments null"),
+        (MISSING, "no arguments"),
+    ],
+)
+def test_malformed_tool_call_never_reaches_the_target(
+    world: Env, registry: Registry, arguments: Any, got: str
+) -> None:
     call = (
         {"name": "notes_append"} if arguments is MISSING else {"name": "notes_append", "arguments": arguments}
     )
     with pytest.raises(ToolError) as e:
         run(world, registry, "tool_call", call)
     assert e.value.code == "invalid_tool_call"
-    assert e.value.message.startswith("Malformed tool_call (got name='notes_append'")
+    # JSON's names for what came (null, a string), never Python's (NoneType, str).
+    assert e.value.message.startswith(f"Malformed tool_call (got name='notes_append', {got}):"), (
+        e.value.message
+    )
 
 
 @pytest.mark.parametrize("call", [{"name": "file_read"}, {"name": "file_read", "arguments": None}])
@@ -214,7 +230,8 @@ def test_tool_call_requires_arguments_from_the_cli(world: Env, call: dict[str, A
     )
     r = world.tool("tool_call", call)
     assert r.code == 2 and r.error()["code"] == "invalid_tool_call", r.stderr
-    assert r.error()["message"].startswith("Malformed tool_call (got name='file_read'")
+    got = "arguments null" if "arguments" in call else "no arguments"
+    assert r.error()["message"].startswith(f"Malformed tool_call (got name='file_read', {got}):")
 
 
 def test_bridges_vanish_when_deferral_is_off(world: Env, registry: Registry) -> None:

@@ -137,8 +137,23 @@ class ToolCallParams(Params):
         return value
 
 
+def _json_kind(value: Any) -> str:
+    """A JSON value's type in JSON's words (`null`, `a string`), never Python's (`NoneType`, `str`)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object" if isinstance(value, dict) else f"a {type(value).__name__}"
+
+
 def malformed_tool_call(name: Any, arguments: Any) -> ToolError:
-    got = "no arguments" if arguments is _MISSING else f"arguments of type {type(arguments).__name__}"
+    got = "no arguments" if arguments is _MISSING else f"arguments {_json_kind(arguments)}"
     return ToolError(
         "invalid_tool_call",
         f"Malformed tool_call (got name={name!r}, {got}): "
