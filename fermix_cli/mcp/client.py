@@ -364,6 +364,7 @@ def servers_for(name: str, servers: Iterable[str]) -> list[str]:
 
 
 def server_for(name: str, servers: Iterable[str]) -> str | None:
-    """The server an `mcp_<server>_<tool>` name belongs to when that server has the tool (the longest match)."""
+    """The longest configured server name an `mcp_<server>_<tool>` name starts with (the first candidate
+    `servers_for` gives; when that server lacks the tool, the name may be another candidate's)."""
     matches = servers_for(name, servers)
     return matches[0] if matches else None
