@@ -102,6 +102,21 @@ def _current_umask() -> int:
     return mask
 
 
+def _keep_owner(fd: int, st: os.stat_result) -> None:
+    """Give the temp file the replaced file's owner and group, as far as this process may."""
+    own = os.fstat(fd)
+    if (own.st_uid, own.st_gid) == (st.st_uid, st.st_gid):
+        return
+    try:
+        os.fchown(fd, st.st_uid, st.st_gid)
+    except PermissionError:
+        # Not root: the owner cannot be given away, but the group can be kept when this user is in it;
+        # when it is not, the file gets the writer's group, as any editor that replaces files does.
+        if own.st_gid != st.st_gid:
+            with contextlib.suppress(PermissionError):
+                os.fchown(fd, -1, st.st_gid)
+
+
 class DirSyncError(OSError):
     """The file was renamed into place, but syncing its directory failed (committed, not durable)."""
 
@@ -115,8 +130,11 @@ def atomic_write(
     strict_dir_sync: bool = False,
     new_mode: int | None = None,
 ) -> bool:
-    """Replace or create a file atomically; keeps an existing file's mode (a new file gets `new_mode`,
-    else the umask's default: a moved file keeps its mode so). Returns True if it existed.
+    """Replace or create a file atomically; keeps an existing file's mode, and its owner and group as far
+    as the process may (a new file gets `new_mode`, else the umask's default: a moved file keeps its mode
+    so). Returns True if it existed.
+
+    The file is replaced, not rewritten in place: other hard links to it keep the old content.
 
     With `strict_dir_sync`, a failed fsync of the directory after the rename raises `DirSyncError`
     instead of being ignored.
@@ -124,6 +142,7 @@ def atomic_write(
     parent, name = os.path.split(path)
     with dir_fd(parent, create=create_parents) as dfd:
         existed = False
+        owner: os.stat_result | None = None
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         except FileNotFoundError:
@@ -137,6 +156,7 @@ def atomic_write(
                 raise world_error("invalid_path", f"Not a regular file: {path}", {"path": path})
             mode = stat.S_IMODE(st.st_mode)
             existed = True
+            owner = st
         tmp = f"{name}.tmp-{os.urandom(6).hex()}"
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd
@@ -145,6 +165,8 @@ def atomic_write(
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()
+                if owner is not None:
+                    _keep_owner(f.fileno(), owner)  # before the chmod: a chown clears set-id bits
                 os.fchmod(f.fileno(), mode)
                 if fsync:
                     os.fsync(f.fileno())

@@ -156,3 +156,32 @@ def test_edit_counts_non_overlapping_occurrences(world: Env, invoke) -> None:
     p.write_text("aaa\n")
     invoke("file_edit", {"path": "o.txt", "old_string": "aa", "new_string": "b"})
     assert p.read_text() == "ba\n"
+
+
+def _edit_with(tool: str, invoke, name: str) -> None:
+    """Change `name` (holding "old\n") with one of the four file-writing tools."""
+    if tool == "file_write":
+        invoke("file_write", {"path": name, "content": "new\n"})
+    elif tool == "file_edit":
+        invoke("file_edit", {"path": name, "old_string": "old", "new_string": "new"})
+    elif tool == "write":
+        invoke("write", {"path": name, "content": "new\n"})
+    else:
+        header = invoke("read", {"paths": [name]}, session_id="s1")["content"].split("\n", 1)[0]
+        invoke("hash_edit", {"input": f"{header}\nSWAP 1:\n+new"}, session_id="s1")
+
+
+WRITERS = ["file_write", "file_edit", "write", "hash_edit"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+@pytest.mark.parametrize("tool", WRITERS)
+def test_an_edit_keeps_the_files_owner_and_group(world: Env, invoke, tool: str) -> None:
+    p = world.project / "owned.txt"
+    p.write_text("old\n")
+    os.chown(p, 1234, 2345)
+    os.chmod(p, 0o2640)  # set-gid too: a chown after the chmod would clear it
+    _edit_with(tool, invoke, "owned.txt")
+    st = p.stat()
+    assert p.read_text() == "new\n"
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (1234, 2345, 0o2640)
