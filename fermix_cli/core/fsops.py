@@ -102,6 +102,54 @@ def _current_umask() -> int:
     return mask
 
 
+_EFFECTIVE_IDS = os.access in os.supports_effective_ids
+
+
+def read_only_error(display: str, st: os.stat_result) -> ToolError:
+    """The refusal for an existing file the effective user could not write in place."""
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o222:
+        reason = f"is not writable by this user (mode {mode:04o}, owner uid {st.st_uid})"
+        fix = "change its permissions first"
+    else:
+        reason = f"is read-only (mode {mode:04o})"
+        fix = f"make it writable first (chmod u+w {display})"
+    return ToolError(
+        "read_only_file",
+        f"{display} {reason}; {fix} if you mean to change it.",
+        {"path": display, "mode": f"{mode:04o}"},
+    )
+
+
+def _writable(name: str, dfd: int | None = None) -> bool:
+    """Whether the effective user may write the existing file `name` (os.access: root may).
+
+    On a read-only file system access() says no for every file; that is left to the write itself,
+    whose error names the file system.
+    """
+    if os.access(name, os.W_OK, dir_fd=dfd, effective_ids=_EFFECTIVE_IDS):
+        return True
+    try:
+        flags = os.statvfs(dfd if dfd is not None else os.path.dirname(name) or ".").f_flag
+    except OSError:
+        return False
+    return bool(flags & os.ST_RDONLY)
+
+
+def refuse_read_only(path: str, display: str | None = None) -> None:
+    """Raise `read_only_file` when the existing regular file `path` is not writable by the effective user.
+
+    Replacing goes through a rename, which needs only the directory's write permission; this keeps the
+    file's own permission meaningful, as ordinary editors do. A missing file passes.
+    """
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and not _writable(path):
+        raise read_only_error(display or path, st)
+
+
 def _keep_owner(fd: int, st: os.stat_result) -> None:
     """Give the temp file the replaced file's owner and group, as far as this process may."""
     own = os.fstat(fd)
@@ -135,6 +183,7 @@ def atomic_write(
     so). Returns True if it existed.
 
     The file is replaced, not rewritten in place: other hard links to it keep the old content.
+    An existing file the effective user may not write is refused (`read_only_file`).
 
     With `strict_dir_sync`, a failed fsync of the directory after the rename raises `DirSyncError`
     instead of being ignored.
@@ -154,6 +203,8 @@ def atomic_write(
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
             if not stat.S_ISREG(st.st_mode):
                 raise world_error("invalid_path", f"Not a regular file: {path}", {"path": path})
+            if not _writable(name, dfd):
+                raise read_only_error(path, st)
             mode = stat.S_IMODE(st.st_mode)
             existed = True
             owner = st

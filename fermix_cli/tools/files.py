@@ -286,6 +286,7 @@ TOOLS = specs(
             FailureMode(
                 "write_failed", "the directory is missing (mkdir false) or the disk refused the write"
             ),
+            FailureMode("read_only_file", "the file exists and the user may not write it (e.g. mode 0444)"),
         ),
     ),
     ToolSpec(
@@ -311,6 +312,7 @@ TOOLS = specs(
             FailureMode("not_unique", "old_string occurs more than once; the count is in details"),
             FailureMode("invalid_path", "the path contains a `..` component"),
             FailureMode("conflict", "the file changed during the edit"),
+            FailureMode("read_only_file", "the user may not write the file (e.g. mode 0444)"),
         ),
     ),
 )

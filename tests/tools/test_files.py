@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
 
 import pytest
 
 from fermix_cli.core.errors import ToolError
-from tests.conftest import Env
+from tests.conftest import Env, Result
 
 
 def test_read_range_and_cap(world: Env, invoke) -> None:
@@ -185,3 +189,101 @@ def test_an_edit_keeps_the_files_owner_and_group(world: Env, invoke, tool: str) 
     st = p.stat()
     assert p.read_text() == "new\n"
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (1234, 2345, 0o2640)
+
+
+def _without_root_override(world: Env, tool: str, args: dict, session: str = "s1") -> Result:
+    """The real CLI as a user file modes bind: as root, without CAP_DAC_OVERRIDE (setpriv, util-linux)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "fermix_cli",
+        "--session",
+        session,
+        "tool",
+        tool,
+        "--json",
+        json.dumps(args),
+    ]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("setpriv (util-linux) is needed to drop root's write override")
+        argv = [setpriv, "--bounding-set=-dac_override,-dac_read_search", *argv]
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=world.project, env=world.env, timeout=60)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+READ_ONLY_CALLS = [
+    ("file_write", {"path": "ro.txt", "content": "new\n"}),
+    ("file_edit", {"path": "ro.txt", "old_string": "old", "new_string": "new"}),
+    ("write", {"path": "ro.txt", "content": "new\n"}),
+    ("hash_edit", {"input": "[ro.txt#TAG]\nSWAP 1:\n+new"}),
+    ("hash_edit", {"input": "[ro.txt#TAG]\nSWAP 1:\n+new\nMV moved.txt"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"), READ_ONLY_CALLS, ids=["file_write", "file_edit", "write", "hash_edit", "mv"]
+)
+def test_a_read_only_file_is_refused_by_every_writer(world: Env, tool: str, args: dict) -> None:
+    p = world.project / "ro.txt"
+    p.write_text("old\n")
+    p.chmod(0o444)
+    inode = p.stat().st_ino
+    if tool == "hash_edit":
+        first = _without_root_override(world, "read", {"paths": ["ro.txt"]})
+        tag = first.json()["content"].split("\n", 1)[0].split("#")[1].rstrip("]")
+        args = {"input": args["input"].replace("TAG", tag)}
+    r = _without_root_override(world, tool, args)
+    assert r.code == 1, r.stderr
+    error = r.error()
+    shown = str(p) if tool.startswith("file_") else "ro.txt"
+    assert error["code"] == "read_only_file"
+    assert error["message"] == (
+        f"{shown} is read-only (mode 0444); make it writable first (chmod u+w {shown}) if you mean to change it."
+    )
+    assert p.read_text() == "old\n" and p.stat().st_ino == inode
+    assert sorted(os.listdir(world.project)) == ["ro.txt"]
+
+
+def test_a_read_only_file_may_still_be_moved_unchanged_or_removed(world: Env) -> None:
+    p = world.project / "ro.txt"
+    p.write_text("old\n")
+    p.chmod(0o444)
+    tag = _without_root_override(world, "read", {"paths": ["ro.txt"]}).json()["content"][8:12]
+    moved = _without_root_override(world, "hash_edit", {"input": f"[ro.txt#{tag}]\nMV kept.txt"})
+    assert moved.code == 0, moved.stderr
+    kept = world.project / "kept.txt"
+    assert kept.read_text() == "old\n" and stat.S_IMODE(kept.stat().st_mode) == 0o444
+    removed = _without_root_override(world, "hash_edit", {"input": f"[kept.txt#{tag}]\nREM"})
+    assert removed.code == 0, removed.stderr
+    assert not kept.exists()
+
+
+def test_a_file_not_writable_by_its_user_names_owner_and_mode(world: Env) -> None:
+    p = world.project / "theirs.txt"
+    p.write_text("old\n")
+    os.chmod(p, 0o644)
+    if os.geteuid() == 0:
+        os.chown(p, 1234, 1234)
+    else:
+        pytest.skip("a file owned by another user needs root to set up")
+    r = _without_root_override(world, "file_write", {"path": "theirs.txt", "content": "new\n"})
+    assert r.code == 1, r.stderr
+    assert r.error()["message"] == (
+        f"{p} is not writable by this user (mode 0644, owner uid 1234); change its permissions first if you "
+        "mean to change it."
+    )
+    assert p.read_text() == "old\n"
+
+
+@pytest.mark.parametrize("tool", WRITERS)
+def test_root_still_replaces_a_read_only_file(world: Env, invoke, tool: str) -> None:
+    """os.access semantics: whoever may write the file (root included) replaces it, mode kept."""
+    if os.geteuid() != 0:
+        pytest.skip("only root may write a mode 0444 file")
+    p = world.project / "ro.txt"
+    p.write_text("old\n")
+    p.chmod(0o444)
+    _edit_with(tool, invoke, "ro.txt")
+    assert p.read_text() == "new\n" and stat.S_IMODE(p.stat().st_mode) == 0o444
