@@ -96,6 +96,19 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
         return f.read() if limit is None else f.read(limit + 1)
 
 
+NAME_MAX = 255  # bytes in one file name (Linux, macOS)
+
+
+def _temp_name(name: str) -> str:
+    """`NAME.tmp-<12 hex>` in the same directory, NAME cut (between characters) so it fits NAME_MAX."""
+    suffix = f".tmp-{os.urandom(6).hex()}"
+    room = NAME_MAX - len(suffix)
+    prefix = name
+    while len(os.fsencode(prefix)) > room:
+        prefix = prefix[:-1]
+    return prefix + suffix
+
+
 def _current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -208,7 +221,7 @@ def atomic_write(
             mode = stat.S_IMODE(st.st_mode)
             existed = True
             owner = st
-        tmp = f"{name}.tmp-{os.urandom(6).hex()}"
+        tmp = _temp_name(name)
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd
         )

@@ -287,3 +287,20 @@ def test_root_still_replaces_a_read_only_file(world: Env, invoke, tool: str) -> 
     p.chmod(0o444)
     _edit_with(tool, invoke, "ro.txt")
     assert p.read_text() == "new\n" and stat.S_IMODE(p.stat().st_mode) == 0o444
+
+
+@pytest.mark.parametrize("tool", WRITERS)
+@pytest.mark.parametrize("name", ["n" * 251 + ".txt", "é" * 125 + ".txt"], ids=["255 bytes", "multibyte"])
+def test_a_file_with_a_name_of_255_bytes_can_be_written_and_edited(
+    world: Env, invoke, tool: str, name: str
+) -> None:
+    p = world.project / name
+    assert len(os.fsencode(name)) >= 254
+    p.write_text("old\n")
+    _edit_with(tool, invoke, name)
+    assert p.read_text() == "new\n"
+    assert os.listdir(world.project) == [name], "no temp file left behind"
+    p.unlink()
+    if tool in ("file_write", "write"):
+        invoke(tool, {"path": name, "content": "created\n"})
+        assert p.read_text() == "created\n"
