@@ -31,14 +31,42 @@ def _parts(path: str) -> list[str]:
     return [p for p in path.split("/") if p]
 
 
+def _component_error(fd: int, part: str, here: str, path: str) -> Exception:
+    """Why directory component `part` (at `here`) did not open: a symlink (swapped in after the check),
+    or a file that is not a directory, which no retry will change (`NotADirectoryError` naming it)."""
+    try:
+        st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return _changed(path)
+    if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return _changed(path)
+    return NotADirectoryError(errno.ENOTDIR, "Not a directory", here)
+
+
+def non_directory_ancestor(path: str) -> str | None:
+    """The nearest existing ancestor of `path` when it is not a directory (so `path` can never exist)."""
+    parent = os.path.dirname(path)
+    while parent not in ("/", ""):
+        try:
+            st = os.lstat(parent)
+        except (FileNotFoundError, NotADirectoryError):
+            parent = os.path.dirname(parent)
+            continue
+        return None if stat.S_ISDIR(st.st_mode) else parent
+    return None
+
+
 def open_dir(path: str, *, create: bool = False, mode: int = 0o777) -> int:
     """A descriptor for a canonical directory, walked without following symlinks.
 
-    With `create`, missing directories are made (mode filtered by the umask).
+    With `create`, missing directories are made (mode filtered by the umask). A component that is a
+    file raises `NotADirectoryError` with that component as its filename; a symlink, `invalid_path`.
     """
     fd = os.open("/", _DIR_FLAGS)
+    here = ""
     try:
         for part in _parts(path):
+            here += "/" + part
             try:
                 nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
@@ -49,7 +77,7 @@ def open_dir(path: str, *, create: bool = False, mode: int = 0o777) -> int:
                 nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise _changed(path) from None
+                    raise _component_error(fd, part, here, path) from None
                 raise
             os.close(fd)
             fd = nfd

@@ -8,7 +8,7 @@ from typing import Annotated, Any, BinaryIO
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError, world_error
-from ..core.fsops import atomic_write, open_regular_file
+from ..core.fsops import atomic_write, non_directory_ancestor, open_regular_file
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
@@ -23,12 +23,22 @@ PathStr = Annotated[
 
 
 def _os_error(path: str, e: OSError, verb: str) -> ToolError:
-    if isinstance(e, FileNotFoundError):
+    if isinstance(e, NotADirectoryError) and verb == "write":
+        return _not_a_directory(path, e.filename or os.path.dirname(path))
+    if isinstance(e, FileNotFoundError | NotADirectoryError):
         return ToolError("not_found", f"File not found: {path}", {"path": path})
     if isinstance(e, IsADirectoryError):
         return world_error("invalid_path", f"Path is a directory: {path}", {"path": path})
     code = "write_failed" if verb == "write" else "read_failed"
     return ToolError(code, f"Failed to {verb} file: {e.strerror or e}", {"path": path})
+
+
+def _not_a_directory(path: str, parent: str) -> ToolError:
+    return ToolError(
+        "not_a_directory",
+        f"Cannot create {path}: {parent} exists and is not a directory.",
+        {"path": path, "parent": parent},
+    )
 
 
 # ----- file_read -------------------------------------------------------------------------------
@@ -147,6 +157,9 @@ def file_write(p: FileWriteParams, ctx: ToolContext) -> dict[str, Any]:
     path = ctx.sandbox.write_path(p.path, tool="file_write")
     data = p.content.encode("utf-8", "surrogatepass")
     parent = os.path.dirname(path)
+    blocker = non_directory_ancestor(path)
+    if blocker is not None:
+        raise _not_a_directory(path, blocker)
     if not p.mkdir and not os.path.isdir(parent):
         raise ToolError(
             "write_failed",
@@ -197,6 +210,13 @@ def _read_for_edit(path: str) -> tuple[str, os.stat_result]:
         with os.fdopen(fd, "rb") as f:
             before = os.fstat(f.fileno())
             raw = f.read(EDIT_MAX_BYTES + 1)
+    except NotADirectoryError as e:
+        parent = e.filename or os.path.dirname(path)
+        raise ToolError(
+            "not_a_directory",
+            f"{path} does not exist: {parent} is not a directory.",
+            {"path": path, "parent": parent},
+        ) from None
     except OSError as e:
         raise _os_error(path, e, "read") from None
     if len(raw) > EDIT_MAX_BYTES:
@@ -287,6 +307,7 @@ TOOLS = specs(
                 "write_failed", "the directory is missing (mkdir false) or the disk refused the write"
             ),
             FailureMode("read_only_file", "the file exists and the user may not write it (e.g. mode 0444)"),
+            FailureMode("not_a_directory", "a parent on the path exists and is not a directory"),
         ),
     ),
     ToolSpec(
@@ -313,6 +334,7 @@ TOOLS = specs(
             FailureMode("invalid_path", "the path contains a `..` component"),
             FailureMode("conflict", "the file changed during the edit"),
             FailureMode("read_only_file", "the user may not write the file (e.g. mode 0444)"),
+            FailureMode("not_a_directory", "a parent on the path is a file, so the file cannot exist"),
         ),
     ),
 )

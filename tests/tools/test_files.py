@@ -304,3 +304,64 @@ def test_a_file_with_a_name_of_255_bytes_can_be_written_and_edited(
     if tool in ("file_write", "write"):
         invoke(tool, {"path": name, "content": "created\n"})
         assert p.read_text() == "created\n"
+
+
+THROUGH_A_FILE = [
+    ("read", {"paths": ["three.txt/x"]}, "not_found", "File not found: three.txt/x"),
+    ("file_read", {"path": "three.txt/x"}, "not_found", "File not found: {P}/three.txt/x"),
+    (
+        "file_write",
+        {"path": "three.txt/x", "content": "x"},
+        "not_a_directory",
+        "Cannot create {P}/three.txt/x: {P}/three.txt exists and is not a directory.",
+    ),
+    (
+        "file_write",
+        {"path": "three.txt/x/y", "content": "x", "mkdir": False},
+        "not_a_directory",
+        "Cannot create {P}/three.txt/x/y: {P}/three.txt exists and is not a directory.",
+    ),
+    (
+        "file_edit",
+        {"path": "three.txt/x", "old_string": "a", "new_string": "b"},
+        "not_a_directory",
+        "{P}/three.txt/x does not exist: {P}/three.txt is not a directory.",
+    ),
+    (
+        "write",
+        {"path": "three.txt/x", "content": "x"},
+        "not_a_directory",
+        "Cannot create three.txt/x: {P}/three.txt exists and is not a directory.",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code", "message"),
+    THROUGH_A_FILE,
+    ids=["read", "file_read", "file_write", "file_write nested", "file_edit", "write"],
+)
+def test_a_path_through_a_regular_file(
+    world: Env, invoke, tool: str, args: dict, code: str, message: str
+) -> None:
+    """Not a path that changed while it was opened: no retry helps, so say what is in the way."""
+    three = world.project / "three.txt"
+    three.write_text("a\nb\nc\n")
+    with pytest.raises(ToolError) as e:
+        invoke(tool, args, session_id="s1")
+    assert (e.value.code, e.value.message) == (code, message.replace("{P}", str(world.project)))
+    assert three.read_text() == "a\nb\nc\n" and os.listdir(world.project) == ["three.txt"]
+
+
+def test_atomic_write_through_a_file_names_it(world: Env) -> None:
+    """Below the tools' own checks: the kernel walk reports the component that is not a directory."""
+    from fermix_cli.core.fsops import atomic_write, read_bytes
+
+    (world.project / "three.txt").write_text("a\n")
+    for call in (
+        lambda: atomic_write(str(world.project / "three.txt" / "x"), b"x", create_parents=True),
+        lambda: read_bytes(str(world.project / "three.txt" / "x" / "y")),
+    ):
+        with pytest.raises(NotADirectoryError) as e:
+            call()
+        assert e.value.filename == str(world.project / "three.txt")

@@ -19,6 +19,7 @@ import stat
 from typing import TYPE_CHECKING
 
 from ...core.errors import ToolError, world_error
+from ...core.fsops import non_directory_ancestor
 from ...core.pathcanon import canonicalize, is_inside
 from ...core.records import Record
 from ...core.sandbox import Decision
@@ -137,17 +138,10 @@ def resolve_target(ctx: ToolContext, raw: str, *, tool: str) -> Target:
 
 def check_parents(path: str, display: str) -> None:
     """Refuse a new file whose nearest existing ancestor is not a directory (it could never hold it)."""
-    parent = posixpath.dirname(path)
-    while parent != "/":
-        try:
-            st = os.lstat(parent)
-        except (FileNotFoundError, NotADirectoryError):
-            parent = posixpath.dirname(parent)
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            raise ToolError(
-                "not_a_directory",
-                f"Cannot create {display}: {parent} exists and is not a directory.",
-                {"path": display, "parent": parent},
-            )
-        return
+    parent = non_directory_ancestor(path)
+    if parent is not None:
+        raise ToolError(
+            "not_a_directory",
+            f"Cannot create {display}: {parent} exists and is not a directory.",
+            {"path": display, "parent": parent},
+        )
