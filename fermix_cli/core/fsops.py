@@ -43,6 +43,27 @@ def _component_error(fd: int, part: str, here: str, path: str) -> Exception:
     return NotADirectoryError(errno.ENOTDIR, "Not a directory", here)
 
 
+def trailing_slash_error(shown: str, st: os.stat_result | None, *, dir_code: str) -> ToolError:
+    """The refusal for a write target written with a trailing `/`, as POSIX refuses it.
+
+    `shown` is the path without the slash, `st` what lstat found there; an existing non-directory is
+    `not_a_directory`, anything else `dir_code` (the caller's code for a directory where a file is needed).
+    """
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        return ToolError(
+            "not_a_directory",
+            f"{shown}/ ends with /, which names a directory, but {shown} is not one; "
+            "drop the trailing / to write the file.",
+            {"path": shown},
+        )
+    return ToolError(
+        dir_code,
+        f"{shown}/ ends with /, which names a directory; a file path is needed (drop the trailing / to "
+        "write a file).",
+        {"path": shown},
+    )
+
+
 def non_directory_ancestor(path: str) -> str | None:
     """The nearest existing ancestor of `path` when it is not a directory (so `path` can never exist)."""
     parent = os.path.dirname(path)

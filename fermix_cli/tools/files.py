@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import posixpath
+import stat
 from collections.abc import Iterator
 from typing import Annotated, Any, BinaryIO
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError, world_error
-from ..core.fsops import atomic_write, non_directory_ancestor, open_regular_file
+from ..core.fsops import atomic_write, non_directory_ancestor, open_regular_file, trailing_slash_error
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
@@ -39,6 +41,30 @@ def _not_a_directory(path: str, parent: str) -> ToolError:
         f"Cannot create {path}: {parent} exists and is not a directory.",
         {"path": path, "parent": parent},
     )
+
+
+def _write_target(ctx: ToolContext, raw: str, *, tool: str, reject_dotdot: bool = False) -> str:
+    """The canonical path to write, never through a final symlink (dangling ones included) and never
+    with a trailing `/`; sandbox denials come first, judged on where the path leads."""
+    from ..core.pathcanon import canonicalize
+
+    path = ctx.sandbox.write_path(raw, tool=tool, reject_dotdot=reject_dotdot)
+    parent, name = posixpath.split(ctx.sandbox.anchor(raw, reject_dotdot=reject_dotdot))
+    leaf = posixpath.join(canonicalize(parent or "/"), name) if name not in ("", ".", "..") else path
+    try:
+        st: os.stat_result | None = os.lstat(leaf)
+    except OSError:
+        st = None
+    if raw.endswith("/"):
+        raise trailing_slash_error(leaf, st, dir_code="invalid_path")
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise ToolError(
+            "symlink_refused",
+            f"{tool} refuses {leaf}: the final path component is a symbolic link; write the real file path "
+            "instead.",
+            {"path": leaf},
+        )
+    return path
 
 
 # ----- file_read -------------------------------------------------------------------------------
@@ -154,7 +180,7 @@ class FileWriteParams(Params):
 
 
 def file_write(p: FileWriteParams, ctx: ToolContext) -> dict[str, Any]:
-    path = ctx.sandbox.write_path(p.path, tool="file_write")
+    path = _write_target(ctx, p.path, tool="file_write")
     data = p.content.encode("utf-8", "surrogatepass")
     parent = os.path.dirname(path)
     blocker = non_directory_ancestor(path)
@@ -194,7 +220,7 @@ def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
 
     if p.old_string == "":
         raise ToolError("invalid_input", "old_string must be non-empty", {"field": "old_string"})
-    path = ctx.sandbox.write_path(p.path, tool="file_edit", reject_dotdot=True)
+    path = _write_target(ctx, p.path, tool="file_edit", reject_dotdot=True)
     # The read, the check and the write are one step for every fermix writer of this file.
     with mutation_locks(mutation_lock_dir(ctx.paths), [path]):
         text, before = _read_for_edit(path)
@@ -292,7 +318,7 @@ TOOLS = specs(
         policy_class="read_write",
         description=(
             "Write a UTF-8 text file atomically, replacing it if it exists and creating parent directories "
-            "(unless mkdir is false). An existing file keeps its mode."
+            "(unless mkdir is false). An existing file keeps its mode; a final symlink is refused."
         ),
         params=FileWriteParams,
         handler=file_write,
@@ -308,6 +334,7 @@ TOOLS = specs(
             ),
             FailureMode("read_only_file", "the file exists and the user may not write it (e.g. mode 0444)"),
             FailureMode("not_a_directory", "a parent on the path exists and is not a directory"),
+            FailureMode("symlink_refused", "the final path component is a symbolic link (dangling ones too)"),
         ),
     ),
     ToolSpec(
@@ -335,6 +362,7 @@ TOOLS = specs(
             FailureMode("conflict", "the file changed during the edit"),
             FailureMode("read_only_file", "the user may not write the file (e.g. mode 0444)"),
             FailureMode("not_a_directory", "a parent on the path is a file, so the file cannot exist"),
+            FailureMode("symlink_refused", "the final path component is a symbolic link"),
         ),
     ),
 )

@@ -365,3 +365,86 @@ def test_atomic_write_through_a_file_names_it(world: Env) -> None:
         with pytest.raises(NotADirectoryError) as e:
             call()
         assert e.value.filename == str(world.project / "three.txt")
+
+
+@pytest.mark.parametrize("tool", ["file_write", "file_edit"])
+@pytest.mark.parametrize("dangling", [False, True], ids=["to a file", "dangling"])
+def test_a_final_symlink_is_refused_not_written_through(
+    world: Env, invoke, tool: str, dangling: bool
+) -> None:
+    real = world.project / "real.txt"
+    if not dangling:
+        real.write_text("old\n")
+    (world.project / "link.txt").symlink_to("real.txt")
+    args = {"content": "new\n"} if tool == "file_write" else {"old_string": "old", "new_string": "new"}
+    with pytest.raises(ToolError) as e:
+        invoke(tool, {"path": "link.txt", **args})
+    leaf = world.project / "link.txt"
+    assert (e.value.code, e.value.message) == (
+        "symlink_refused",
+        f"{tool} refuses {leaf}: the final path component is a symbolic link; write the real file path instead.",
+    )
+    assert leaf.is_symlink()
+    assert (real.read_text() == "old\n") if not dangling else not real.exists()
+
+
+TRAILING_SLASH = [
+    (
+        "file_write",
+        "three.txt/",
+        "not_a_directory",
+        "{P}/three.txt/ ends with /, which names a directory, "
+        "but {P}/three.txt is not one; drop the trailing / to write the file.",
+    ),
+    (
+        "file_write",
+        "fwd/",
+        "invalid_path",
+        "{P}/fwd/ ends with /, which names a directory; a file path is "
+        "needed (drop the trailing / to write a file).",
+    ),
+    (
+        "file_edit",
+        "three.txt/",
+        "not_a_directory",
+        "{P}/three.txt/ ends with /, which names a directory, "
+        "but {P}/three.txt is not one; drop the trailing / to write the file.",
+    ),
+    (
+        "write",
+        "three.txt/",
+        "not_a_directory",
+        "three.txt/ ends with /, which names a directory, but "
+        "three.txt is not one; drop the trailing / to write the file.",
+    ),
+    (
+        "write",
+        "fwd/",
+        "is_directory",
+        "fwd/ ends with /, which names a directory; a file path is needed "
+        "(drop the trailing / to write a file).",
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool", "path", "code", "message"), TRAILING_SLASH)
+def test_a_trailing_slash_on_a_write_target_is_refused(
+    world: Env, invoke, tool: str, path: str, code: str, message: str
+) -> None:
+    three = world.project / "three.txt"
+    three.write_text("a\n")
+    args = {"content": "x"} if tool != "file_edit" else {"old_string": "a", "new_string": "b"}
+    with pytest.raises(ToolError) as e:
+        invoke(tool, {"path": path, **args})
+    assert (e.value.code, e.value.message) == (code, message.replace("{P}", str(world.project)))
+    assert three.read_text() == "a\n" and os.listdir(world.project) == ["three.txt"]
+
+
+def test_hash_edit_refuses_a_trailing_slash(world: Env, invoke) -> None:
+    three = world.project / "three.txt"
+    three.write_text("a\n")
+    header = invoke("read", {"paths": ["three.txt"]}, session_id="s1")["content"].split("\n", 1)[0]
+    with pytest.raises(ToolError) as e:
+        invoke("hash_edit", {"input": header.replace(".txt#", ".txt/#") + "\nSWAP 1:\n+b"}, session_id="s1")
+    assert e.value.code == "not_a_directory"
+    assert three.read_text() == "a\n"
