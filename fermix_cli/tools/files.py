@@ -225,9 +225,17 @@ def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
     with mutation_locks(mutation_lock_dir(ctx.paths), [path]):
         text, before = _read_for_edit(path)
         at = _unique_offset(text, p.old_string, path)
+        line = text.count("\n", 0, at) + 1
+        if p.new_string == p.old_string:
+            raise ToolError(
+                "no_change",
+                f"old_string and new_string are identical, so {path} was left unchanged (the anchor is on "
+                f"line {line}). Put the text you want in new_string.",
+                {"path": path, "line": line},
+            )
         new_text = text[:at] + p.new_string + text[at + len(p.old_string) :]
         _replace_if_unchanged(path, before, new_text.encode("utf-8"))
-    return {"path": path, "line": text.count("\n", 0, at) + 1, "bytes": len(new_text.encode("utf-8"))}
+    return {"path": path, "line": line, "bytes": len(new_text.encode("utf-8"))}
 
 
 def _read_for_edit(path: str) -> tuple[str, os.stat_result]:
@@ -362,6 +370,7 @@ TOOLS = specs(
             FailureMode("conflict", "the file changed during the edit"),
             FailureMode("read_only_file", "the user may not write the file (e.g. mode 0444)"),
             FailureMode("not_a_directory", "a parent on the path is a file, so the file cannot exist"),
+            FailureMode("no_change", "new_string equals old_string; the file is not rewritten"),
             FailureMode("symlink_refused", "the final path component is a symbolic link"),
         ),
     ),

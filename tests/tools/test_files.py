@@ -448,3 +448,21 @@ def test_hash_edit_refuses_a_trailing_slash(world: Env, invoke) -> None:
         invoke("hash_edit", {"input": header.replace(".txt#", ".txt/#") + "\nSWAP 1:\n+b"}, session_id="s1")
     assert e.value.code == "not_a_directory"
     assert three.read_text() == "a\n"
+
+
+def test_file_edit_with_identical_strings_changes_nothing_and_says_so(world: Env, invoke) -> None:
+    p = world.project / "same.txt"
+    p.write_text("a\nkeep me\n")
+    before = p.stat()
+    with pytest.raises(ToolError) as e:
+        invoke("file_edit", {"path": "same.txt", "old_string": "keep me", "new_string": "keep me"})
+    assert (e.value.code, e.value.message) == (
+        "no_change",
+        f"old_string and new_string are identical, so {p} was left unchanged (the anchor is on line 2). "
+        "Put the text you want in new_string.",
+    )
+    after = p.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    with pytest.raises(ToolError) as e:  # an anchor that is not there is still reported as such
+        invoke("file_edit", {"path": "same.txt", "old_string": "gone", "new_string": "gone"})
+    assert e.value.code == "not_found"
