@@ -126,6 +126,8 @@ def open_regular_file(path: str) -> int:
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise _changed(path) from None
+            if e.errno == errno.ENXIO:  # a UNIX socket (or a device without its driver): never a file
+                raise world_error("invalid_path", f"Not a regular file: {path}", {"path": path}) from None
             raise
     st = os.fstat(fd)
     if stat.S_ISDIR(st.st_mode):

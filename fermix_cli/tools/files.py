@@ -121,6 +121,13 @@ def file_read(p: FileReadParams, ctx: ToolContext) -> dict[str, Any]:
                 break
             out.append(_decode_line(raw, path, lineno))
             used += cost
+    if not out and offset > max(lineno, 1):
+        raise ToolError(
+            "invalid_range",
+            f"offset {offset} is beyond the end of the file ({lineno} lines total). Use offset 1 to read from "
+            "the start" + (f", or offset {lineno} for the last line." if lineno else "."),
+            {"path": path, "offset": offset, "total_lines": lineno},
+        )
     return {
         "path": path,
         "content": "\n".join(out),
@@ -315,7 +322,7 @@ TOOLS = specs(
         failure_modes=(
             FailureMode("not_found", "the file does not exist"),
             FailureMode("invalid_path", "the path is a directory, empty, or contains a NUL byte"),
-            FailureMode("invalid_range", "offset or limit is below 1"),
+            FailureMode("invalid_range", "offset or limit is below 1, or offset is past the last line"),
             FailureMode("outside_root", "the path is outside the sandbox roots; ask for a grant"),
             FailureMode("protected_path", "the path holds credentials or fermix state and is never readable"),
         ),

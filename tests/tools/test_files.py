@@ -466,3 +466,60 @@ def test_file_edit_with_identical_strings_changes_nothing_and_says_so(world: Env
     with pytest.raises(ToolError) as e:  # an anchor that is not there is still reported as such
         invoke("file_edit", {"path": "same.txt", "old_string": "gone", "new_string": "gone"})
     assert e.value.code == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("text", "offset", "message"),
+    [
+        (
+            "a\nb\nc\n",
+            10,
+            "offset 10 is beyond the end of the file (3 lines total). Use offset 1 to read from "
+            "the start, or offset 3 for the last line.",
+        ),
+        (
+            "a\nb\nc",
+            4,
+            "offset 4 is beyond the end of the file (3 lines total). Use offset 1 to read from "
+            "the start, or offset 3 for the last line.",
+        ),
+        (
+            "",
+            2,
+            "offset 2 is beyond the end of the file (0 lines total). Use offset 1 to read from the start.",
+        ),
+    ],
+    ids=["newline-terminated", "no final newline", "empty"],
+)
+def test_read_offset_past_the_end_says_so(world: Env, invoke, text: str, offset: int, message: str) -> None:
+    (world.project / "three.txt").write_text(text)
+    with pytest.raises(ToolError) as e:
+        invoke("file_read", {"path": "three.txt", "offset": offset})
+    assert (e.value.code, e.value.message) == ("invalid_range", message)
+    assert e.value.details["total_lines"] == len(text.splitlines())
+
+
+def test_read_the_last_line_and_an_empty_file_from_the_start_still_succeed(world: Env, invoke) -> None:
+    (world.project / "three.txt").write_text("a\nb\nc\n")
+    assert invoke("file_read", {"path": "three.txt", "offset": 3})["content"] == "c"
+    (world.project / "empty.txt").write_text("")
+    assert invoke("file_read", {"path": "empty.txt", "offset": 1})["content"] == ""
+
+
+def test_reading_a_unix_socket_is_refused_like_a_fifo(world: Env, invoke) -> None:
+    import socket
+
+    where = world.project / "s.sock"
+    if len(os.fsencode(where)) >= 104:
+        pytest.skip("the temp directory is too deep for a UNIX socket path")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(where))
+        with pytest.raises(ToolError) as e:
+            invoke("file_read", {"path": "s.sock"})
+        assert (e.value.code, e.value.message) == ("invalid_path", f"Not a regular file: {where}")
+        with pytest.raises(ToolError) as e:
+            invoke("read", {"paths": ["s.sock"]}, session_id="s1")
+        assert (e.value.code, e.value.message) == (
+            "not_regular_file",
+            "s.sock is not a regular file; only text files can be read.",
+        )
