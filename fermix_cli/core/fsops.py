@@ -31,14 +31,63 @@ def _parts(path: str) -> list[str]:
     return [p for p in path.split("/") if p]
 
 
+def _component_error(fd: int, part: str, here: str, path: str) -> Exception:
+    """Why directory component `part` (at `here`) did not open: a symlink (swapped in after the check),
+    or a file that is not a directory, which no retry will change (`NotADirectoryError` naming it)."""
+    try:
+        st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return _changed(path)
+    if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return _changed(path)
+    return NotADirectoryError(errno.ENOTDIR, "Not a directory", here)
+
+
+def trailing_slash_error(shown: str, st: os.stat_result | None, *, dir_code: str) -> ToolError:
+    """The refusal for a write target written with a trailing `/`, as POSIX refuses it.
+
+    `shown` is the path without the slash, `st` what lstat found there; an existing non-directory is
+    `not_a_directory`, anything else `dir_code` (the caller's code for a directory where a file is needed).
+    """
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        return ToolError(
+            "not_a_directory",
+            f"{shown}/ ends with /, which names a directory, but {shown} is not one; "
+            "drop the trailing / to write the file.",
+            {"path": shown},
+        )
+    return ToolError(
+        dir_code,
+        f"{shown}/ ends with /, which names a directory; a file path is needed (drop the trailing / to "
+        "write a file).",
+        {"path": shown},
+    )
+
+
+def non_directory_ancestor(path: str) -> str | None:
+    """The nearest existing ancestor of `path` when it is not a directory (so `path` can never exist)."""
+    parent = os.path.dirname(path)
+    while parent not in ("/", ""):
+        try:
+            st = os.lstat(parent)
+        except (FileNotFoundError, NotADirectoryError):
+            parent = os.path.dirname(parent)
+            continue
+        return None if stat.S_ISDIR(st.st_mode) else parent
+    return None
+
+
 def open_dir(path: str, *, create: bool = False, mode: int = 0o777) -> int:
     """A descriptor for a canonical directory, walked without following symlinks.
 
-    With `create`, missing directories are made (mode filtered by the umask).
+    With `create`, missing directories are made (mode filtered by the umask). A component that is a
+    file raises `NotADirectoryError` with that component as its filename; a symlink, `invalid_path`.
     """
     fd = os.open("/", _DIR_FLAGS)
+    here = ""
     try:
         for part in _parts(path):
+            here += "/" + part
             try:
                 nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
@@ -49,7 +98,7 @@ def open_dir(path: str, *, create: bool = False, mode: int = 0o777) -> int:
                 nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as e:
                 if e.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise _changed(path) from None
+                    raise _component_error(fd, part, here, path) from None
                 raise
             os.close(fd)
             fd = nfd
@@ -77,6 +126,8 @@ def open_regular_file(path: str) -> int:
         except OSError as e:
             if e.errno == errno.ELOOP:
                 raise _changed(path) from None
+            if e.errno == errno.ENXIO:  # a UNIX socket (or a device without its driver): never a file
+                raise world_error("invalid_path", f"Not a regular file: {path}", {"path": path}) from None
             raise
     st = os.fstat(fd)
     if stat.S_ISDIR(st.st_mode):
@@ -96,10 +147,86 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
         return f.read() if limit is None else f.read(limit + 1)
 
 
+NAME_MAX = 255  # bytes in one file name (Linux, macOS)
+
+
+def _temp_name(name: str) -> str:
+    """`NAME.tmp-<12 hex>` in the same directory, NAME cut (between characters) so it fits NAME_MAX."""
+    suffix = f".tmp-{os.urandom(6).hex()}"
+    room = NAME_MAX - len(suffix)
+    prefix = name
+    while len(os.fsencode(prefix)) > room:
+        prefix = prefix[:-1]
+    return prefix + suffix
+
+
 def _current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+_EFFECTIVE_IDS = os.access in os.supports_effective_ids
+
+
+def read_only_error(display: str, st: os.stat_result) -> ToolError:
+    """The refusal for an existing file the effective user could not write in place."""
+    mode = stat.S_IMODE(st.st_mode)
+    if mode & 0o222:
+        reason = f"is not writable by this user (mode {mode:04o}, owner uid {st.st_uid})"
+        fix = "change its permissions first"
+    else:
+        reason = f"is read-only (mode {mode:04o})"
+        fix = f"make it writable first (chmod u+w {display})"
+    return ToolError(
+        "read_only_file",
+        f"{display} {reason}; {fix} if you mean to change it.",
+        {"path": display, "mode": f"{mode:04o}"},
+    )
+
+
+def _writable(name: str, dfd: int | None = None) -> bool:
+    """Whether the effective user may write the existing file `name` (os.access: root may).
+
+    On a read-only file system access() says no for every file; that is left to the write itself,
+    whose error names the file system.
+    """
+    if os.access(name, os.W_OK, dir_fd=dfd, effective_ids=_EFFECTIVE_IDS):
+        return True
+    try:
+        flags = os.statvfs(dfd if dfd is not None else os.path.dirname(name) or ".").f_flag
+    except OSError:
+        return False
+    return bool(flags & os.ST_RDONLY)
+
+
+def refuse_read_only(path: str, display: str | None = None) -> None:
+    """Raise `read_only_file` when the existing regular file `path` is not writable by the effective user.
+
+    Replacing goes through a rename, which needs only the directory's write permission; this keeps the
+    file's own permission meaningful, as ordinary editors do. A missing file passes.
+    """
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and not _writable(path):
+        raise read_only_error(display or path, st)
+
+
+def _keep_owner(fd: int, st: os.stat_result) -> None:
+    """Give the temp file the replaced file's owner and group, as far as this process may."""
+    own = os.fstat(fd)
+    if (own.st_uid, own.st_gid) == (st.st_uid, st.st_gid):
+        return
+    try:
+        os.fchown(fd, st.st_uid, st.st_gid)
+    except PermissionError:
+        # Not root: the owner cannot be given away, but the group can be kept when this user is in it;
+        # when it is not, the file gets the writer's group, as any editor that replaces files does.
+        if own.st_gid != st.st_gid:
+            with contextlib.suppress(PermissionError):
+                os.fchown(fd, -1, st.st_gid)
 
 
 class DirSyncError(OSError):
@@ -115,8 +242,12 @@ def atomic_write(
     strict_dir_sync: bool = False,
     new_mode: int | None = None,
 ) -> bool:
-    """Replace or create a file atomically; keeps an existing file's mode (a new file gets `new_mode`,
-    else the umask's default: a moved file keeps its mode so). Returns True if it existed.
+    """Replace or create a file atomically; keeps an existing file's mode, and its owner and group as far
+    as the process may (a new file gets `new_mode`, else the umask's default: a moved file keeps its mode
+    so). Returns True if it existed.
+
+    The file is replaced, not rewritten in place: other hard links to it keep the old content.
+    An existing file the effective user may not write is refused (`read_only_file`).
 
     With `strict_dir_sync`, a failed fsync of the directory after the rename raises `DirSyncError`
     instead of being ignored.
@@ -124,6 +255,7 @@ def atomic_write(
     parent, name = os.path.split(path)
     with dir_fd(parent, create=create_parents) as dfd:
         existed = False
+        owner: os.stat_result | None = None
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         except FileNotFoundError:
@@ -135,9 +267,12 @@ def atomic_write(
                 raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
             if not stat.S_ISREG(st.st_mode):
                 raise world_error("invalid_path", f"Not a regular file: {path}", {"path": path})
+            if not _writable(name, dfd):
+                raise read_only_error(path, st)
             mode = stat.S_IMODE(st.st_mode)
             existed = True
-        tmp = f"{name}.tmp-{os.urandom(6).hex()}"
+            owner = st
+        tmp = _temp_name(name)
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd
         )
@@ -145,6 +280,8 @@ def atomic_write(
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
                 f.flush()
+                if owner is not None:
+                    _keep_owner(f.fileno(), owner)  # before the chmod: a chown clears set-id bits
                 os.fchmod(f.fileno(), mode)
                 if fsync:
                     os.fsync(f.fileno())

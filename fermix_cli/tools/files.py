@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import posixpath
+import stat
 from collections.abc import Iterator
 from typing import Annotated, Any, BinaryIO
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError, world_error
-from ..core.fsops import atomic_write, open_regular_file
+from ..core.fsops import atomic_write, non_directory_ancestor, open_regular_file, trailing_slash_error
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
@@ -23,12 +25,46 @@ PathStr = Annotated[
 
 
 def _os_error(path: str, e: OSError, verb: str) -> ToolError:
-    if isinstance(e, FileNotFoundError):
+    if isinstance(e, NotADirectoryError) and verb == "write":
+        return _not_a_directory(path, e.filename or os.path.dirname(path))
+    if isinstance(e, FileNotFoundError | NotADirectoryError):
         return ToolError("not_found", f"File not found: {path}", {"path": path})
     if isinstance(e, IsADirectoryError):
         return world_error("invalid_path", f"Path is a directory: {path}", {"path": path})
     code = "write_failed" if verb == "write" else "read_failed"
     return ToolError(code, f"Failed to {verb} file: {e.strerror or e}", {"path": path})
+
+
+def _not_a_directory(path: str, parent: str) -> ToolError:
+    return ToolError(
+        "not_a_directory",
+        f"Cannot create {path}: {parent} exists and is not a directory.",
+        {"path": path, "parent": parent},
+    )
+
+
+def _write_target(ctx: ToolContext, raw: str, *, tool: str, reject_dotdot: bool = False) -> str:
+    """The canonical path to write, never through a final symlink (dangling ones included) and never
+    with a trailing `/`; sandbox denials come first, judged on where the path leads."""
+    from ..core.pathcanon import canonicalize
+
+    path = ctx.sandbox.write_path(raw, tool=tool, reject_dotdot=reject_dotdot)
+    parent, name = posixpath.split(ctx.sandbox.anchor(raw, reject_dotdot=reject_dotdot))
+    leaf = posixpath.join(canonicalize(parent or "/"), name) if name not in ("", ".", "..") else path
+    try:
+        st: os.stat_result | None = os.lstat(leaf)
+    except OSError:
+        st = None
+    if raw.endswith("/"):
+        raise trailing_slash_error(leaf, st, dir_code="invalid_path")
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        raise ToolError(
+            "symlink_refused",
+            f"{tool} refuses {leaf}: the final path component is a symbolic link; write the real file path "
+            "instead.",
+            {"path": leaf},
+        )
+    return path
 
 
 # ----- file_read -------------------------------------------------------------------------------
@@ -85,6 +121,13 @@ def file_read(p: FileReadParams, ctx: ToolContext) -> dict[str, Any]:
                 break
             out.append(_decode_line(raw, path, lineno))
             used += cost
+    if not out and offset > max(lineno, 1):
+        raise ToolError(
+            "invalid_range",
+            f"offset {offset} is beyond the end of the file ({lineno} lines total). Use offset 1 to read from "
+            "the start" + (f", or offset {lineno} for the last line." if lineno else "."),
+            {"path": path, "offset": offset, "total_lines": lineno},
+        )
     return {
         "path": path,
         "content": "\n".join(out),
@@ -144,9 +187,12 @@ class FileWriteParams(Params):
 
 
 def file_write(p: FileWriteParams, ctx: ToolContext) -> dict[str, Any]:
-    path = ctx.sandbox.write_path(p.path, tool="file_write")
+    path = _write_target(ctx, p.path, tool="file_write")
     data = p.content.encode("utf-8", "surrogatepass")
     parent = os.path.dirname(path)
+    blocker = non_directory_ancestor(path)
+    if blocker is not None:
+        raise _not_a_directory(path, blocker)
     if not p.mkdir and not os.path.isdir(parent):
         raise ToolError(
             "write_failed",
@@ -181,14 +227,22 @@ def file_edit(p: FileEditParams, ctx: ToolContext) -> dict[str, Any]:
 
     if p.old_string == "":
         raise ToolError("invalid_input", "old_string must be non-empty", {"field": "old_string"})
-    path = ctx.sandbox.write_path(p.path, tool="file_edit", reject_dotdot=True)
+    path = _write_target(ctx, p.path, tool="file_edit", reject_dotdot=True)
     # The read, the check and the write are one step for every fermix writer of this file.
     with mutation_locks(mutation_lock_dir(ctx.paths), [path]):
         text, before = _read_for_edit(path)
         at = _unique_offset(text, p.old_string, path)
+        line = text.count("\n", 0, at) + 1
+        if p.new_string == p.old_string:
+            raise ToolError(
+                "no_change",
+                f"old_string and new_string are identical, so {path} was left unchanged (the anchor is on "
+                f"line {line}). Put the text you want in new_string.",
+                {"path": path, "line": line},
+            )
         new_text = text[:at] + p.new_string + text[at + len(p.old_string) :]
         _replace_if_unchanged(path, before, new_text.encode("utf-8"))
-    return {"path": path, "line": text.count("\n", 0, at) + 1, "bytes": len(new_text.encode("utf-8"))}
+    return {"path": path, "line": line, "bytes": len(new_text.encode("utf-8"))}
 
 
 def _read_for_edit(path: str) -> tuple[str, os.stat_result]:
@@ -197,6 +251,13 @@ def _read_for_edit(path: str) -> tuple[str, os.stat_result]:
         with os.fdopen(fd, "rb") as f:
             before = os.fstat(f.fileno())
             raw = f.read(EDIT_MAX_BYTES + 1)
+    except NotADirectoryError as e:
+        parent = e.filename or os.path.dirname(path)
+        raise ToolError(
+            "not_a_directory",
+            f"{path} does not exist: {parent} is not a directory.",
+            {"path": path, "parent": parent},
+        ) from None
     except OSError as e:
         raise _os_error(path, e, "read") from None
     if len(raw) > EDIT_MAX_BYTES:
@@ -261,7 +322,7 @@ TOOLS = specs(
         failure_modes=(
             FailureMode("not_found", "the file does not exist"),
             FailureMode("invalid_path", "the path is a directory, empty, or contains a NUL byte"),
-            FailureMode("invalid_range", "offset or limit is below 1"),
+            FailureMode("invalid_range", "offset or limit is below 1, or offset is past the last line"),
             FailureMode("outside_root", "the path is outside the sandbox roots; ask for a grant"),
             FailureMode("protected_path", "the path holds credentials or fermix state and is never readable"),
         ),
@@ -272,7 +333,7 @@ TOOLS = specs(
         policy_class="read_write",
         description=(
             "Write a UTF-8 text file atomically, replacing it if it exists and creating parent directories "
-            "(unless mkdir is false). An existing file keeps its mode."
+            "(unless mkdir is false). An existing file keeps its mode; a final symlink is refused."
         ),
         params=FileWriteParams,
         handler=file_write,
@@ -286,6 +347,9 @@ TOOLS = specs(
             FailureMode(
                 "write_failed", "the directory is missing (mkdir false) or the disk refused the write"
             ),
+            FailureMode("read_only_file", "the file exists and the user may not write it (e.g. mode 0444)"),
+            FailureMode("not_a_directory", "a parent on the path exists and is not a directory"),
+            FailureMode("symlink_refused", "the final path component is a symbolic link (dangling ones too)"),
         ),
     ),
     ToolSpec(
@@ -311,6 +375,10 @@ TOOLS = specs(
             FailureMode("not_unique", "old_string occurs more than once; the count is in details"),
             FailureMode("invalid_path", "the path contains a `..` component"),
             FailureMode("conflict", "the file changed during the edit"),
+            FailureMode("read_only_file", "the user may not write the file (e.g. mode 0444)"),
+            FailureMode("not_a_directory", "a parent on the path is a file, so the file cannot exist"),
+            FailureMode("no_change", "new_string equals old_string; the file is not rewritten"),
+            FailureMode("symlink_refused", "the final path component is a symbolic link"),
         ),
     ),
 )

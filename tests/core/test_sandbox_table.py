@@ -177,12 +177,12 @@ def test_allowed_rows(world: Env, tool: str, args: dict[str, Any], expect: str) 
         assert result["content"] == expect
 
 
-def test_dangling_symlink_inside_root_creates_its_target(world: Env) -> None:
+def test_a_dangling_symlink_inside_root_is_refused_not_followed(world: Env) -> None:
+    """fermix-behaviour §7 [R]: never write through a final symlink, even one that leads inside a root."""
     build_layout(world)
     result, err = call(world, "file_write", {"path": "dangling_in", "content": "made"})
-    assert err is None, err
-    assert result["path"] == str(world.project / "new_inside.txt")
-    assert (world.project / "new_inside.txt").read_text() == "made"
+    assert result is None and err is not None and err.code == "symlink_refused", err
+    assert not (world.project / "new_inside.txt").exists()
     assert os.path.islink(world.project / "dangling_in")
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
+import subprocess
+import sys
 
 import pytest
 
 from fermix_cli.core.errors import ToolError
-from tests.conftest import Env
+from tests.conftest import Env, Result
 
 
 def test_read_range_and_cap(world: Env, invoke) -> None:
@@ -156,3 +160,366 @@ def test_edit_counts_non_overlapping_occurrences(world: Env, invoke) -> None:
     p.write_text("aaa\n")
     invoke("file_edit", {"path": "o.txt", "old_string": "aa", "new_string": "b"})
     assert p.read_text() == "ba\n"
+
+
+def _edit_with(tool: str, invoke, name: str) -> None:
+    """Change `name` (holding "old\n") with one of the four file-writing tools."""
+    if tool == "file_write":
+        invoke("file_write", {"path": name, "content": "new\n"})
+    elif tool == "file_edit":
+        invoke("file_edit", {"path": name, "old_string": "old", "new_string": "new"})
+    elif tool == "write":
+        invoke("write", {"path": name, "content": "new\n"})
+    else:
+        header = invoke("read", {"paths": [name]}, session_id="s1")["content"].split("\n", 1)[0]
+        invoke("hash_edit", {"input": f"{header}\nSWAP 1:\n+new"}, session_id="s1")
+
+
+WRITERS = ["file_write", "file_edit", "write", "hash_edit"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+@pytest.mark.parametrize("tool", WRITERS)
+def test_an_edit_keeps_the_files_owner_and_group(world: Env, invoke, tool: str) -> None:
+    p = world.project / "owned.txt"
+    p.write_text("old\n")
+    os.chown(p, 1234, 2345)
+    os.chmod(p, 0o2640)  # set-gid too: a chown after the chmod would clear it
+    _edit_with(tool, invoke, "owned.txt")
+    st = p.stat()
+    assert p.read_text() == "new\n"
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (1234, 2345, 0o2640)
+
+
+def _without_root_override(world: Env, tool: str, args: dict, session: str = "s1") -> Result:
+    """The real CLI as a user file modes bind: as root, without CAP_DAC_OVERRIDE (setpriv, util-linux)."""
+    argv = [
+        sys.executable,
+        "-m",
+        "fermix_cli",
+        "--session",
+        session,
+        "tool",
+        tool,
+        "--json",
+        json.dumps(args),
+    ]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("setpriv (util-linux) is needed to drop root's write override")
+        argv = [setpriv, "--bounding-set=-dac_override,-dac_read_search", *argv]
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=world.project, env=world.env, timeout=60)
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+READ_ONLY_CALLS = [
+    ("file_write", {"path": "ro.txt", "content": "new\n"}),
+    ("file_edit", {"path": "ro.txt", "old_string": "old", "new_string": "new"}),
+    ("write", {"path": "ro.txt", "content": "new\n"}),
+    ("hash_edit", {"input": "[ro.txt#TAG]\nSWAP 1:\n+new"}),
+    ("hash_edit", {"input": "[ro.txt#TAG]\nSWAP 1:\n+new\nMV moved.txt"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"), READ_ONLY_CALLS, ids=["file_write", "file_edit", "write", "hash_edit", "mv"]
+)
+def test_a_read_only_file_is_refused_by_every_writer(world: Env, tool: str, args: dict) -> None:
+    p = world.project / "ro.txt"
+    p.write_text("old\n")
+    p.chmod(0o444)
+    inode = p.stat().st_ino
+    if tool == "hash_edit":
+        first = _without_root_override(world, "read", {"paths": ["ro.txt"]})
+        tag = first.json()["content"].split("\n", 1)[0].split("#")[1].rstrip("]")
+        args = {"input": args["input"].replace("TAG", tag)}
+    r = _without_root_override(world, tool, args)
+    assert r.code == 1, r.stderr
+    error = r.error()
+    shown = str(p) if tool.startswith("file_") else "ro.txt"
+    assert error["code"] == "read_only_file"
+    assert error["message"] == (
+        f"{shown} is read-only (mode 0444); make it writable first (chmod u+w {shown}) if you mean to change it."
+    )
+    assert p.read_text() == "old\n" and p.stat().st_ino == inode
+    assert sorted(os.listdir(world.project)) == ["ro.txt"]
+
+
+def test_a_read_only_file_may_still_be_moved_unchanged_or_removed(world: Env) -> None:
+    p = world.project / "ro.txt"
+    p.write_text("old\n")
+    p.chmod(0o444)
+    tag = _without_root_override(world, "read", {"paths": ["ro.txt"]}).json()["content"][8:12]
+    moved = _without_root_override(world, "hash_edit", {"input": f"[ro.txt#{tag}]\nMV kept.txt"})
+    assert moved.code == 0, moved.stderr
+    kept = world.project / "kept.txt"
+    assert kept.read_text() == "old\n" and stat.S_IMODE(kept.stat().st_mode) == 0o444
+    removed = _without_root_override(world, "hash_edit", {"input": f"[kept.txt#{tag}]\nREM"})
+    assert removed.code == 0, removed.stderr
+    assert not kept.exists()
+
+
+def test_a_file_not_writable_by_its_user_names_owner_and_mode(world: Env) -> None:
+    p = world.project / "theirs.txt"
+    p.write_text("old\n")
+    os.chmod(p, 0o644)
+    if os.geteuid() == 0:
+        os.chown(p, 1234, 1234)
+    else:
+        pytest.skip("a file owned by another user needs root to set up")
+    r = _without_root_override(world, "file_write", {"path": "theirs.txt", "content": "new\n"})
+    assert r.code == 1, r.stderr
+    assert r.error()["message"] == (
+        f"{p} is not writable by this user (mode 0644, owner uid 1234); change its permissions first if you "
+        "mean to change it."
+    )
+    assert p.read_text() == "old\n"
+
+
+@pytest.mark.parametrize("tool", WRITERS)
+def test_root_still_replaces_a_read_only_file(world: Env, invoke, tool: str) -> None:
+    """os.access semantics: whoever may write the file (root included) replaces it, mode kept."""
+    if os.geteuid() != 0:
+        pytest.skip("only root may write a mode 0444 file")
+    p = world.project / "ro.txt"
+    p.write_text("old\n")
+    p.chmod(0o444)
+    _edit_with(tool, invoke, "ro.txt")
+    assert p.read_text() == "new\n" and stat.S_IMODE(p.stat().st_mode) == 0o444
+
+
+@pytest.mark.parametrize("tool", WRITERS)
+@pytest.mark.parametrize("name", ["n" * 251 + ".txt", "é" * 125 + ".txt"], ids=["255 bytes", "multibyte"])
+def test_a_file_with_a_name_of_255_bytes_can_be_written_and_edited(
+    world: Env, invoke, tool: str, name: str
+) -> None:
+    p = world.project / name
+    assert len(os.fsencode(name)) >= 254
+    p.write_text("old\n")
+    _edit_with(tool, invoke, name)
+    assert p.read_text() == "new\n"
+    assert os.listdir(world.project) == [name], "no temp file left behind"
+    p.unlink()
+    if tool in ("file_write", "write"):
+        invoke(tool, {"path": name, "content": "created\n"})
+        assert p.read_text() == "created\n"
+
+
+THROUGH_A_FILE = [
+    ("read", {"paths": ["three.txt/x"]}, "not_found", "File not found: three.txt/x"),
+    ("file_read", {"path": "three.txt/x"}, "not_found", "File not found: {P}/three.txt/x"),
+    (
+        "file_write",
+        {"path": "three.txt/x", "content": "x"},
+        "not_a_directory",
+        "Cannot create {P}/three.txt/x: {P}/three.txt exists and is not a directory.",
+    ),
+    (
+        "file_write",
+        {"path": "three.txt/x/y", "content": "x", "mkdir": False},
+        "not_a_directory",
+        "Cannot create {P}/three.txt/x/y: {P}/three.txt exists and is not a directory.",
+    ),
+    (
+        "file_edit",
+        {"path": "three.txt/x", "old_string": "a", "new_string": "b"},
+        "not_a_directory",
+        "{P}/three.txt/x does not exist: {P}/three.txt is not a directory.",
+    ),
+    (
+        "write",
+        {"path": "three.txt/x", "content": "x"},
+        "not_a_directory",
+        "Cannot create three.txt/x: {P}/three.txt exists and is not a directory.",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code", "message"),
+    THROUGH_A_FILE,
+    ids=["read", "file_read", "file_write", "file_write nested", "file_edit", "write"],
+)
+def test_a_path_through_a_regular_file(
+    world: Env, invoke, tool: str, args: dict, code: str, message: str
+) -> None:
+    """Not a path that changed while it was opened: no retry helps, so say what is in the way."""
+    three = world.project / "three.txt"
+    three.write_text("a\nb\nc\n")
+    with pytest.raises(ToolError) as e:
+        invoke(tool, args, session_id="s1")
+    assert (e.value.code, e.value.message) == (code, message.replace("{P}", str(world.project)))
+    assert three.read_text() == "a\nb\nc\n" and os.listdir(world.project) == ["three.txt"]
+
+
+def test_atomic_write_through_a_file_names_it(world: Env) -> None:
+    """Below the tools' own checks: the kernel walk reports the component that is not a directory."""
+    from fermix_cli.core.fsops import atomic_write, read_bytes
+
+    (world.project / "three.txt").write_text("a\n")
+    for call in (
+        lambda: atomic_write(str(world.project / "three.txt" / "x"), b"x", create_parents=True),
+        lambda: read_bytes(str(world.project / "three.txt" / "x" / "y")),
+    ):
+        with pytest.raises(NotADirectoryError) as e:
+            call()
+        assert e.value.filename == str(world.project / "three.txt")
+
+
+@pytest.mark.parametrize("tool", ["file_write", "file_edit"])
+@pytest.mark.parametrize("dangling", [False, True], ids=["to a file", "dangling"])
+def test_a_final_symlink_is_refused_not_written_through(
+    world: Env, invoke, tool: str, dangling: bool
+) -> None:
+    real = world.project / "real.txt"
+    if not dangling:
+        real.write_text("old\n")
+    (world.project / "link.txt").symlink_to("real.txt")
+    args = {"content": "new\n"} if tool == "file_write" else {"old_string": "old", "new_string": "new"}
+    with pytest.raises(ToolError) as e:
+        invoke(tool, {"path": "link.txt", **args})
+    leaf = world.project / "link.txt"
+    assert (e.value.code, e.value.message) == (
+        "symlink_refused",
+        f"{tool} refuses {leaf}: the final path component is a symbolic link; write the real file path instead.",
+    )
+    assert leaf.is_symlink()
+    assert (real.read_text() == "old\n") if not dangling else not real.exists()
+
+
+TRAILING_SLASH = [
+    (
+        "file_write",
+        "three.txt/",
+        "not_a_directory",
+        "{P}/three.txt/ ends with /, which names a directory, "
+        "but {P}/three.txt is not one; drop the trailing / to write the file.",
+    ),
+    (
+        "file_write",
+        "fwd/",
+        "invalid_path",
+        "{P}/fwd/ ends with /, which names a directory; a file path is "
+        "needed (drop the trailing / to write a file).",
+    ),
+    (
+        "file_edit",
+        "three.txt/",
+        "not_a_directory",
+        "{P}/three.txt/ ends with /, which names a directory, "
+        "but {P}/three.txt is not one; drop the trailing / to write the file.",
+    ),
+    (
+        "write",
+        "three.txt/",
+        "not_a_directory",
+        "three.txt/ ends with /, which names a directory, but "
+        "three.txt is not one; drop the trailing / to write the file.",
+    ),
+    (
+        "write",
+        "fwd/",
+        "is_directory",
+        "fwd/ ends with /, which names a directory; a file path is needed "
+        "(drop the trailing / to write a file).",
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool", "path", "code", "message"), TRAILING_SLASH)
+def test_a_trailing_slash_on_a_write_target_is_refused(
+    world: Env, invoke, tool: str, path: str, code: str, message: str
+) -> None:
+    three = world.project / "three.txt"
+    three.write_text("a\n")
+    args = {"content": "x"} if tool != "file_edit" else {"old_string": "a", "new_string": "b"}
+    with pytest.raises(ToolError) as e:
+        invoke(tool, {"path": path, **args})
+    assert (e.value.code, e.value.message) == (code, message.replace("{P}", str(world.project)))
+    assert three.read_text() == "a\n" and os.listdir(world.project) == ["three.txt"]
+
+
+def test_hash_edit_refuses_a_trailing_slash(world: Env, invoke) -> None:
+    three = world.project / "three.txt"
+    three.write_text("a\n")
+    header = invoke("read", {"paths": ["three.txt"]}, session_id="s1")["content"].split("\n", 1)[0]
+    with pytest.raises(ToolError) as e:
+        invoke("hash_edit", {"input": header.replace(".txt#", ".txt/#") + "\nSWAP 1:\n+b"}, session_id="s1")
+    assert e.value.code == "not_a_directory"
+    assert three.read_text() == "a\n"
+
+
+def test_file_edit_with_identical_strings_changes_nothing_and_says_so(world: Env, invoke) -> None:
+    p = world.project / "same.txt"
+    p.write_text("a\nkeep me\n")
+    before = p.stat()
+    with pytest.raises(ToolError) as e:
+        invoke("file_edit", {"path": "same.txt", "old_string": "keep me", "new_string": "keep me"})
+    assert (e.value.code, e.value.message) == (
+        "no_change",
+        f"old_string and new_string are identical, so {p} was left unchanged (the anchor is on line 2). "
+        "Put the text you want in new_string.",
+    )
+    after = p.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    with pytest.raises(ToolError) as e:  # an anchor that is not there is still reported as such
+        invoke("file_edit", {"path": "same.txt", "old_string": "gone", "new_string": "gone"})
+    assert e.value.code == "not_found"
+
+
+@pytest.mark.parametrize(
+    ("text", "offset", "message"),
+    [
+        (
+            "a\nb\nc\n",
+            10,
+            "offset 10 is beyond the end of the file (3 lines total). Use offset 1 to read from "
+            "the start, or offset 3 for the last line.",
+        ),
+        (
+            "a\nb\nc",
+            4,
+            "offset 4 is beyond the end of the file (3 lines total). Use offset 1 to read from "
+            "the start, or offset 3 for the last line.",
+        ),
+        (
+            "",
+            2,
+            "offset 2 is beyond the end of the file (0 lines total). Use offset 1 to read from the start.",
+        ),
+    ],
+    ids=["newline-terminated", "no final newline", "empty"],
+)
+def test_read_offset_past_the_end_says_so(world: Env, invoke, text: str, offset: int, message: str) -> None:
+    (world.project / "three.txt").write_text(text)
+    with pytest.raises(ToolError) as e:
+        invoke("file_read", {"path": "three.txt", "offset": offset})
+    assert (e.value.code, e.value.message) == ("invalid_range", message)
+    assert e.value.details["total_lines"] == len(text.splitlines())
+
+
+def test_read_the_last_line_and_an_empty_file_from_the_start_still_succeed(world: Env, invoke) -> None:
+    (world.project / "three.txt").write_text("a\nb\nc\n")
+    assert invoke("file_read", {"path": "three.txt", "offset": 3})["content"] == "c"
+    (world.project / "empty.txt").write_text("")
+    assert invoke("file_read", {"path": "empty.txt", "offset": 1})["content"] == ""
+
+
+def test_reading_a_unix_socket_is_refused_like_a_fifo(world: Env, invoke) -> None:
+    import socket
+
+    where = world.project / "s.sock"
+    if len(os.fsencode(where)) >= 104:
+        pytest.skip("the temp directory is too deep for a UNIX socket path")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(where))
+        with pytest.raises(ToolError) as e:
+            invoke("file_read", {"path": "s.sock"})
+        assert (e.value.code, e.value.message) == ("invalid_path", f"Not a regular file: {where}")
+        with pytest.raises(ToolError) as e:
+            invoke("read", {"paths": ["s.sock"]}, session_id="s1")
+        assert (e.value.code, e.value.message) == (
+            "not_regular_file",
+            "s.sock is not a regular file; only text files can be read.",
+        )

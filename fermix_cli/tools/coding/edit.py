@@ -76,6 +76,7 @@ class SandboxFiles:
         self._sources: dict[str, _Resolved | ToolError] = {}
         self._dests: dict[str, Target | ToolError] = {}
         self.loaded: dict[str, os.stat_result] = {}
+        self.raw: dict[str, bytes] = {}
 
     # ----- resolution (before the locks) ------------------------------------------------------
 
@@ -154,6 +155,7 @@ class SandboxFiles:
                 raise edit_not_found(where.display) from None
             raise
         self.loaded[where.path] = st
+        self.raw[where.path] = raw
         return LoadedFile(where.display, where.path, raw, resolved.warning)
 
     def destination(self, dest: str, source: LoadedFile) -> Destination:
@@ -167,6 +169,20 @@ class SandboxFiles:
         return Destination(target.where.display, target.where.path, target.lstat is not None)
 
     # ----- commit -----------------------------------------------------------------------------
+
+    def check_writable(self, plan: EditPlan) -> None:
+        """Refuse, before anything is written, to change a file its user could not write in place.
+
+        A move that keeps the content is a rename, which `mv` allows on a read-only file too; REM likewise.
+        """
+        from fermix_cli.core.fsops import refuse_read_only
+
+        for section in plan.sections:
+            effect = section.effect
+            if isinstance(effect, WriteFile) or (
+                isinstance(effect, MoveFile) and effect.data != self.raw.get(effect.source)
+            ):
+                refuse_read_only(section.canonical, section.path)
 
     def check_unchanged(self, plan: EditPlan) -> None:
         """Refuse to commit over a file that changed after it was planned (outside fermix's locks)."""
@@ -274,6 +290,7 @@ def hash_edit(p: HashEditParams, ctx: ToolContext) -> dict[str, Any]:
             if error is not None:
                 raise error
         else:
+            files.check_writable(plan)
             files.check_unchanged(plan)
             _commit(plan, store)
             store.clear_noops(s.canonical for s in plan.sections)
@@ -328,6 +345,9 @@ TOOLS = specs(
             FailureMode("symlink_refused", "the final path component is a symbolic link"),
             FailureMode("no_change", "a section of a multi-section batch changes nothing"),
             FailureMode("repeated_noop", "the same no-op edit was sent three times in a row"),
+            FailureMode(
+                "read_only_file", "the file is not writable by the user (e.g. mode 0444); nothing is written"
+            ),
             FailureMode("conflict", "the file changed while the edit was being prepared"),
             FailureMode("write_failed", "the disk refused a write; a batch lists what was written"),
             FailureMode("outside_root", "the path is outside the sandbox roots"),

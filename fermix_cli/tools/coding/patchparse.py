@@ -26,6 +26,8 @@ _OP_LIKE = re.compile(r"^\s*([A-Za-z]+(?:\.[A-Za-z]+)*)(?:\s+[0-9][0-9\s.=\-…]
 _BARE_RANGE = re.compile(r"^\s*[0-9]+(?:\s*(?:\.=|\.\.|-|…)\s*[0-9]+|\s+[0-9]+)?\s*:?\s*$")
 _RANGE = re.compile(r"^(\S+?)\s*(?:\.=|\.\.|-|…)\s*(\S+)$|^(\S+)\s+(\S+)$")
 _NUMBER = re.compile(r"[1-9][0-9]*")
+# Longer than any line count a 1 MiB file can have, and far short of Python's int-parsing digit limit.
+MAX_NUMBER_DIGITS = 18
 _TAG = re.compile(r"[0-9A-Fa-f]{4}")
 _APPLY_PATCH = re.compile(r"^\*\*\*\s*(?:Update|Add|Delete) File:\s*")
 _MOVE_TO = re.compile(r"^\*\*\*\s*Move to:")
@@ -109,6 +111,10 @@ def parse_header(line: str) -> tuple[str, str | None] | None:
 def _number(token: str, line: int) -> int:
     if not _NUMBER.fullmatch(token):
         raise _fail(f'line {line}: line numbers start at 1; got "{_quote(token)}".', line)
+    if len(token) > MAX_NUMBER_DIGITS:
+        raise _fail(
+            f'line {line}: line number "{_quote(token, 40)}" is too large; no file has that many lines.', line
+        )
     return int(token)
 
 
@@ -176,6 +182,14 @@ class _Parser:
     def body_row(self, text: str, line: int) -> None:
         pending = self.pending
         if pending is not None and pending.op in BODY_OPS:
+            if "\r" in text:
+                # The snapshot and the next read split rows at a lone CR (normalise_eol); a row holding
+                # one would become two lines on disk and shift every later line number.
+                raise _fail(
+                    f"line {line}: body row contains a carriage return (\\r), which would split it into two "
+                    "lines; put each line in its own `+TEXT` row.",
+                    line,
+                )
             pending.body.extend([""] * pending.blanks)
             pending.blanks = 0
             pending.body.append(text[1:])

@@ -19,6 +19,7 @@ import stat
 from typing import TYPE_CHECKING
 
 from ...core.errors import ToolError, world_error
+from ...core.fsops import non_directory_ancestor, trailing_slash_error
 from ...core.pathcanon import canonicalize, is_inside
 from ...core.records import Record
 from ...core.sandbox import Decision
@@ -107,7 +108,8 @@ def resolve_target(ctx: ToolContext, raw: str, *, tool: str) -> Target:
     """A path to create, replace, move or delete, without following its final component.
 
     A symlink found there is only checked for where it sits (its target is never judged or used);
-    anything else gets the full sandbox write check, `.git` included.
+    anything else gets the full sandbox write check, `.git` included. A trailing `/` is refused: it
+    names a directory, never the file to write.
     """
     sandbox = ctx.sandbox
     anchored = sandbox.anchor(raw)
@@ -132,22 +134,18 @@ def resolve_target(ctx: ToolContext, raw: str, *, tool: str) -> Target:
         leaf = sandbox.write_path(leaf, tool=tool)
     cwd = sandbox.turn_cwd()
     _check_cwd(ctx, raw, anchored, leaf, tool, cwd)
-    return Target(ToolPath(leaf, display_path(leaf, cwd), cwd), st)
+    display = display_path(leaf, cwd)
+    if raw.endswith("/"):
+        raise trailing_slash_error(display, st, dir_code="is_directory")
+    return Target(ToolPath(leaf, display, cwd), st)
 
 
 def check_parents(path: str, display: str) -> None:
     """Refuse a new file whose nearest existing ancestor is not a directory (it could never hold it)."""
-    parent = posixpath.dirname(path)
-    while parent != "/":
-        try:
-            st = os.lstat(parent)
-        except (FileNotFoundError, NotADirectoryError):
-            parent = posixpath.dirname(parent)
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            raise ToolError(
-                "not_a_directory",
-                f"Cannot create {display}: {parent} exists and is not a directory.",
-                {"path": display, "parent": parent},
-            )
-        return
+    parent = non_directory_ancestor(path)
+    if parent is not None:
+        raise ToolError(
+            "not_a_directory",
+            f"Cannot create {display}: {parent} exists and is not a directory.",
+            {"path": display, "parent": parent},
+        )

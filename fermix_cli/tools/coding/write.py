@@ -40,7 +40,7 @@ def _symlink_refused(display: str) -> ToolError:
 
 def write(p: WriteParams, ctx: ToolContext) -> dict[str, Any]:
     from fermix_cli.core.filelocks import mutation_locks
-    from fermix_cli.core.fsops import DirSyncError, atomic_write
+    from fermix_cli.core.fsops import DirSyncError, atomic_write, refuse_read_only
     from fermix_cli.tools.coding.pathrules import check_parents, resolve_target
 
     try:
@@ -67,6 +67,8 @@ def write(p: WriteParams, ctx: ToolContext) -> dict[str, Any]:
             f"{display} is not a regular file; write replaces regular files only.",
             {"path": display},
         )
+    if target.is_regular:
+        refuse_read_only(path, display)
     check_parents(path, display)
     text = normalise_eol(p.content)
     tag = compute_tag(p.content)
@@ -124,6 +126,7 @@ TOOLS = specs(
             FailureMode("too_large", "content is over 1 MiB"),
             FailureMode("symlink_refused", "the final path component is a symbolic link (dangling ones too)"),
             FailureMode("is_directory", "the path is a directory"),
+            FailureMode("read_only_file", "the file exists and the user may not write it (e.g. mode 0444)"),
             FailureMode("write_not_durable", "the file was replaced but its directory could not be synced"),
             FailureMode("outside_cwd", "a relative path leaves the working directory"),
             FailureMode("outside_root", "the destination is outside the sandbox roots"),

@@ -237,6 +237,20 @@ def test_worked_example_5_bom_and_crlf(world: Env, invoke) -> None:
     assert path.read_bytes() == b"\xef\xbb\xbfone\r\nTWO\r\n"
 
 
+def test_a_body_row_with_a_lone_cr_is_refused_so_later_numbers_stay_right(world: Env, invoke) -> None:
+    """A CR inside a row would be two lines on disk but one in the snapshot; a later SWAP would miss."""
+    path = world.project / "cr.txt"
+    path.write_text("l1\nl2\nl3\n")
+    assert read_header(invoke, "cr.txt") == "[cr.txt#D6C5]"
+    e = refused(invoke, "[cr.txt#D6C5]\nSWAP 1:\n+a\rb")
+    assert (e.code, e.details) == ("invalid_patch", {"line": 3})
+    assert path.read_text() == "l1\nl2\nl3\n"
+    edit(invoke, "[cr.txt#D6C5]\nSWAP 1:\n+a\n+b")
+    tag = compute_tag("a\nb\nl2\nl3\n")
+    edit(invoke, f"[cr.txt#{tag}]\nSWAP 3:\n+L2")
+    assert path.read_text() == "a\nb\nL2\nl3\n"
+
+
 def test_rem_deletes_the_file(world: Env, invoke) -> None:
     (world.project / "gone.txt").write_text("x\n")
     tag = read_header(invoke, "gone.txt")

@@ -93,6 +93,28 @@ ROWS = [
     ("non-number", "[f.txt#{T}]\nDEL x", 'line 2: line numbers start at 1; got "x".'),
     ("unanchored", "[f.txt#{T}]\nSWAP:\n+x", 'line 2: line numbers start at 1; got "".'),
     ("beyond eof", "[f.txt#{T}]\nSWAP 9.=9:\n+x", "Line 9 does not exist (file has 6 lines)"),
+    (
+        "number past the int digit limit",
+        "[f.txt#{T}]\nSWAP " + "9" * 5000 + ":\n+x",
+        'line 2: line number "' + "9" * 40 + '…" is too large; no file has that many lines.',
+    ),
+    (
+        "number just too large",
+        "[f.txt#{T}]\nDEL 2.=" + "1" * 19,
+        'line 2: line number "' + "1" * 19 + '" is too large; no file has that many lines.',
+    ),
+    (
+        "lone CR in a body row",
+        "[f.txt#{T}]\nSWAP 1:\n+a\rb",
+        "line 3: body row contains a carriage return (\\r), which would split it into two lines; put each "
+        "line in its own `+TEXT` row.",
+    ),
+    (
+        "CR left after the CRLF row end",
+        "[f.txt#{T}]\r\nINS.POST 1:\r\n+x\r\r\n",
+        "line 3: body row contains a carriage return (\\r), which would split it into two lines; put each "
+        "line in its own `+TEXT` row.",
+    ),
     ("ins without body", "[f.txt#{T}]\nINS.POST 2:\nDEL 3", "`INS` needs at least one `+TEXT` body row."),
     ("ins.tail without body", "[f.txt#{T}]\nINS.TAIL:\n\n", "`INS` needs at least one `+TEXT` body row."),
     (
