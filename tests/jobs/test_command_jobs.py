@@ -24,6 +24,17 @@ def add_command(jobs: Jobs, name: str, command: str, *extra: str, schedule: str 
     return json.loads(r.stdout)["job"]
 
 
+def test_a_caller_without_exec_cannot_rewrite_a_command_jobs_command(jobs: Jobs, tmp_path: Path) -> None:
+    add_command(jobs, "Backup", "echo backup")
+    pwned = tmp_path / "pwned"
+    narrow = {"policy_ceiling": frozenset({"read_only", "read_write"}), "origin": "interactive"}
+    err = jobs.error("update_job", {"job_id": "backup", "task": f"id > {pwned}"}, **narrow)
+    assert err.code == "policy_denied" and "exec" in err.message
+    assert err.details["missing_classes"] == ["exec", "external_api", "gui_control", "network"]
+    jobs.tick(at=utc("2026-03-02T08:01:00Z"))
+    assert not pwned.exists() and jobs.job("backup")["task"] == "echo backup"
+
+
 def test_a_command_job_runs_in_the_workspace_and_delivers_its_output(jobs: Jobs) -> None:
     add_command(jobs, "Where", "pwd; echo done", *INBOX)
     run = jobs.tick(DUE)["runs"][0]
