@@ -130,8 +130,13 @@ def reconcile(
         if claimant == me:
             continue
         state = liveness(paths, claimant)
+        if state == "alive":
+            # A claimant on this host that still holds its lock is at work, whatever its lease says (a
+            # suspend or a clock step passes a lease in an instant): it polices its own timeouts, and
+            # taking its job again would run it twice.
+            continue
         lease_passed = row["lease_until"] is not None and row["lease_until"] < stamp
-        if state != "dead" and not lease_passed:
+        if state == "remote" and not lease_passed:
             continue
         saved = load_result(paths, row["job_id"], row["id"])
         if saved is not None:

@@ -352,6 +352,21 @@ def test_a_remote_claimant_is_given_up_only_after_its_lease(jobs: Jobs, sim: Sim
     assert f"before the lease ended at {lease}" in run["error"]
 
 
+def test_a_live_claimant_on_this_host_is_never_given_up_however_late(jobs: Jobs, sim: Sim) -> None:
+    # A suspend/resume or a clock step passes the lease of a run that is still at work on this host.
+    other = Runner.start(sim.ctx.paths)
+    at = utc("2026-03-02T08:00:40Z")
+    run_id = _claim_as(jobs, sim, other, at)
+    with jobs.db() as c:
+        c.execute("UPDATE job_runs SET status = 'running' WHERE id = ?", (run_id,))
+    report = sim.tick(later(at, days=2))
+    assert report.reconciled == [] and report.claimed == []  # not lost, and its job not claimed again
+    assert [r["status"] for r in jobs.runs("digest")] == ["running"]
+    assert jobs.job("digest")["state"] == "running"
+    other.release()
+    assert sim.tick(later(at, days=2)).reconciled[0]["error_code"] == "interrupted"
+
+
 def test_a_paused_job_stays_paused_when_its_run_ends(jobs: Jobs, sim: Sim) -> None:
     jobs.add("Digest", "every 1 minutes")
     at = utc("2026-03-02T08:00:40Z")
