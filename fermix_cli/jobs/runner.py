@@ -32,7 +32,7 @@ from ..core.records import Record
 from . import outcomes as records
 from .claims import ClaimedRun, TickReport, claim_manual, tick
 from .delivery import DeliveryResult, deliver, message_text, settled, write_output
-from .execute import RunOutcome
+from .execute import RunOutcome, command_spawn_id
 from .job import Job, active_run, fetch_job, job_state_error, run_summary
 from .liveness import Runner, SchedulerLock, sweep_dead
 from .runresult import discard_result
@@ -70,6 +70,7 @@ class Active(Record):
     result: RunOutcome | None = None
     stop: tuple[str, str] | None = None
     stop_sent: float | None = None
+    session_id: str | None = None
 
 
 class Sending(Record):
@@ -113,6 +114,27 @@ def spawn_worker(ctx: ToolContext, run_id: str, claimant: str) -> subprocess.Pop
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
+
+
+def _end_leftovers(a: Active) -> None:
+    """SIGKILL what an ended worker may have left: its group, and a command job's command, which runs in
+    a group of its own that a worker killed outright (SIGKILL, the OOM killer) never got to end."""
+    _signal_group(a.proc, signal.SIGKILL)
+    if a.job.kind != "command" or a.session_id is None:
+        return
+    from ..core.shell import marked_processes
+
+    spawn_id = command_spawn_id(a.session_id)
+    for _ in range(8):  # a child forked meanwhile is found on the next pass
+        found = marked_processes(spawn_id)
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)  # the command's shell leads its group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
 
 
 class Dispatcher:
@@ -161,7 +183,8 @@ class Dispatcher:
         state = self.ctx.state
         job = fetch_job(state.conn, run.job_id)
         now = self.ctx.now()
-        if records.mark_running(state.write, run.run_id, self.runner.claimed_by, job, now) is None:
+        session = records.mark_running(state.write, run.run_id, self.runner.claimed_by, job, now)
+        if session is None:
             return
         mono = time.monotonic()
         self.first_start = self.first_start or mono
@@ -184,6 +207,7 @@ class Dispatcher:
             last_activity=mono,
             wall_deadline=mono + wall,
             inactivity=None if job.kind == "command" else float(job.inactivity_timeout_seconds),
+            session_id=session,
         )
         self.selector.register(fd, selectors.EVENT_READ, run.run_id)
 
@@ -232,7 +256,7 @@ class Dispatcher:
             # A stop that arrives meanwhile waits: a finished run is recorded and delivered whole.
             with _held_stop():
                 del self.active[run_id]
-                _signal_group(a.proc, signal.SIGKILL)  # anything the worker left in its group
+                _end_leftovers(a)
                 self._finish(a)
         self._collect()
 
@@ -461,6 +485,7 @@ class Dispatcher:
             _signal_group(a.proc, signal.SIGKILL)
             with contextlib.suppress(Exception):
                 a.proc.wait(timeout=5)
+            _end_leftovers(a)
             if a.eof_at is None:
                 assert a.proc.stdout is not None
                 self.selector.unregister(a.proc.stdout.fileno())
