@@ -85,7 +85,9 @@ def release_job(
 ) -> None:
     """Record a run's outcome on its job and free the job: scheduled, completed (one-off) or expired.
 
-    A job paused (or otherwise changed) while the run was in flight keeps its new state.
+    A job paused (or otherwise changed) while the run was in flight keeps its new state. A one-off is
+    completed only if the run used up its instant (claiming it cleared `next_run_at`): one whose schedule
+    update_job set to a new instant meanwhile is scheduled for that instant.
     """
     stamp = ts(now)
     db.execute(
@@ -95,12 +97,11 @@ def release_job(
             updated_at = ?,
             state = CASE
                 WHEN state != 'running' THEN state
-                WHEN schedule_kind = 'once' THEN 'completed'
+                WHEN schedule_kind = 'once' AND next_run_at IS NULL THEN 'completed'
                 WHEN expires_at IS NOT NULL AND expires_at <= ? THEN 'expired'
                 ELSE 'scheduled' END,
             next_run_at = CASE
-                WHEN state = 'running' AND (schedule_kind = 'once'
-                    OR (expires_at IS NOT NULL AND expires_at <= ?)) THEN NULL
+                WHEN state = 'running' AND expires_at IS NOT NULL AND expires_at <= ? THEN NULL
                 ELSE next_run_at END
         WHERE id = ?
         """,

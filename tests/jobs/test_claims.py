@@ -367,6 +367,26 @@ def test_a_live_claimant_on_this_host_is_never_given_up_however_late(jobs: Jobs,
     assert sim.tick(later(at, days=2)).reconciled[0]["error_code"] == "interrupted"
 
 
+def test_a_schedule_edited_to_a_one_off_during_a_run_is_kept(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Digest", "every 1 minutes")
+    jobs.add("Once", "2026-03-02T08:00:00Z")
+    at = utc("2026-03-02T08:00:40Z")
+    report = sim.tick(at)
+    assert {r.job_id for r in report.claimed} == {"digest", "once"}
+    for job_id in ("digest", "once"):
+        jobs.call("update_job", {"job_id": job_id, "schedule": "2026-03-05T09:00:00Z"}, at=at)
+    jobs.add("Plain", "2026-03-02T08:01:00Z")
+    sim.finish(report, at)
+    for job_id in ("digest", "once"):  # the run was of the old schedule: the new one-off is still to come
+        job = jobs.job(job_id)
+        assert (job["state"], job["next_run_at"]) == ("scheduled", "2026-03-05T09:00:00.000000Z")
+        assert job["last_status"] == "ok"
+    plain = sim.tick(later(at, minutes=1))
+    sim.finish(plain, later(at, minutes=1))
+    assert (jobs.job("plain")["state"], jobs.job("plain")["next_run_at"]) == ("completed", None)
+    assert [r.job_id for r in sim.tick(utc("2026-03-05T09:00:10Z")).claimed] == ["digest", "once"]
+
+
 def test_a_paused_job_stays_paused_when_its_run_ends(jobs: Jobs, sim: Sim) -> None:
     jobs.add("Digest", "every 1 minutes")
     at = utc("2026-03-02T08:00:40Z")
