@@ -146,6 +146,38 @@ def reconcile(
             closed = _close_lost(db, row, state == "dead", now)
         if closed is not None:
             out.append({"run_id": row["id"], "job_id": row["job_id"], **closed})
+    out += _close_pending_deliveries(db, stamp, paths, me)
+    return out
+
+
+def _close_pending_deliveries(
+    db: sqlite3.Connection, stamp: str, paths: FermixPaths, me: str | None
+) -> list[dict[str, Any]]:
+    """A finished run whose delivery was still `pending` when its runner died becomes `undelivered`."""
+    out: list[dict[str, Any]] = []
+    rows = db.execute(
+        "SELECT id, job_id, claimed_by, lease_until FROM job_runs WHERE delivery_status = 'pending'"
+    ).fetchall()
+    for row in rows:
+        claimant = row["claimed_by"]
+        if claimant == me or claimant is None:
+            continue
+        state = liveness(paths, claimant)
+        lease_passed = row["lease_until"] is not None and row["lease_until"] < stamp
+        if state == "alive" or (state == "remote" and not lease_passed):
+            continue
+        detail = {
+            "code": "runner_died",
+            "message": "the runner ended while this run was being delivered; the message may or may not "
+            "have reached the channel, and is not sent again",
+        }
+        cur = db.execute(
+            "UPDATE job_runs SET delivery_status = 'undelivered', delivery_detail = ?"
+            " WHERE id = ? AND delivery_status = 'pending'",
+            (json.dumps(detail), row["id"]),
+        )
+        if cur.rowcount:
+            out.append({"run_id": row["id"], "job_id": row["job_id"], "delivery_status": "undelivered"})
     return out
 
 
