@@ -140,7 +140,8 @@ def create_job(ctx: ToolContext, new: NewJob) -> Job:
     name = v.clean_text("name", new.name, v.NAME_MAX, one_line=True)
     task = v.clean_text("command" if new.kind == "command" else "task", new.task, v.TASK_MAX)
     description = v.clean_text("description", new.description, v.DESCRIPTION_MAX) if new.description else None
-    schedule = parse_schedule(new.schedule, new.timezone or "UTC")
+    # Only an omitted zone means UTC: a blank one is refused like any other name that is not a zone.
+    schedule = parse_schedule(new.schedule, "UTC" if new.timezone is None else new.timezone)
     expires = v.parse_expires_at(new.expires_at, now) if new.expires_at is not None else None
     first = _first_due(schedule, now, expires)
     config = ctx.config

@@ -152,6 +152,13 @@ def test_invalid_timezone(jobs: Jobs) -> None:
         ).code
         == "invalid_timezone"
     )
+    # A blank zone is not "no zone": it is refused, never silently UTC.
+    for blank in ("", "  "):
+        err = jobs.error(
+            "schedule_job", {"name": "x", "schedule": "0 8 * * *", "timezone": blank, "task": "t"}
+        )
+        assert err.code == "invalid_timezone"
+    assert jobs.call("list_jobs", {})["total"] == 0
 
 
 @pytest.mark.parametrize(
