@@ -85,7 +85,8 @@ def release_job(
 ) -> None:
     """Record a run's outcome on its job and free the job: scheduled, completed (one-off) or expired.
 
-    A job paused (or otherwise changed) while the run was in flight keeps its new state. A one-off is
+    A job paused (or otherwise changed) while the run was in flight keeps its new state, except a
+    one-off paused during the run of its instant, which is used up all the same: completed. A one-off is
     completed only if the run used up its instant (claiming it cleared `next_run_at`): one whose schedule
     update_job set to a new instant meanwhile is scheduled for that instant.
     """
@@ -96,6 +97,7 @@ def release_job(
             last_run_id = ?, last_run_at = ?, last_status = ?, last_error = ?, run_count = run_count + 1,
             updated_at = ?,
             state = CASE
+                WHEN state = 'paused' AND schedule_kind = 'once' AND next_run_at IS NULL THEN 'completed'
                 WHEN state != 'running' THEN state
                 WHEN schedule_kind = 'once' AND next_run_at IS NULL THEN 'completed'
                 WHEN expires_at IS NOT NULL AND expires_at <= ? THEN 'expired'

@@ -379,7 +379,7 @@ def resume_job(ctx: ToolContext, job_id: str) -> tuple[Job, bool]:
             raise ToolError(
                 "job_state",
                 f"job {job.id} is a one-off for {schedule.expression}, which has passed; resume_job refuses "
-                "passed one-offs. Give it a new time with update_job, or use run_job_now.",
+                "passed one-offs. Give it a new time with update_job (it stays paused), then resume it.",
                 {"job_id": job.id, "state": job.state, "schedule": schedule.expression},
             )
         first = _first_due(schedule, now, parse_ts(job.expires_at) if job.expires_at else None)

@@ -387,6 +387,28 @@ def test_a_schedule_edited_to_a_one_off_during_a_run_is_kept(jobs: Jobs, sim: Si
     assert [r.job_id for r in sim.tick(utc("2026-03-05T09:00:10Z")).claimed] == ["digest", "once"]
 
 
+def test_a_one_off_paused_during_its_run_is_completed_by_it(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Once", "2026-03-02T08:00:00Z")
+    at = utc("2026-03-02T08:00:40Z")
+    report = sim.tick(at)
+    jobs.call("pause_job", {"job_id": "once"}, at=at)
+    sim.finish(report, at)
+    job = jobs.job("once")
+    assert (job["state"], job["next_run_at"], job["last_status"]) == ("completed", None, "ok")
+
+
+def test_a_passed_one_off_resumes_after_a_new_time(jobs: Jobs) -> None:
+    jobs.add("Once", "2026-03-02T08:00:00Z")
+    jobs.call("pause_job", {"job_id": "once"})
+    err = jobs.error("resume_job", {"job_id": "once"}, at=utc("2026-03-02T09:00:00Z"))
+    assert err.code == "job_state" and "update_job (it stays paused), then resume it" in err.message
+    assert "run_job_now" not in err.message  # which refuses paused jobs
+    at = utc("2026-03-02T09:00:00Z")
+    jobs.call("update_job", {"job_id": "once", "schedule": "2026-03-03T08:00:00Z"}, at=at)
+    job = jobs.call("resume_job", {"job_id": "once"}, at=at)["job"]
+    assert (job["state"], job["next_run_at"]) == ("scheduled", "2026-03-03T08:00:00.000000Z")
+
+
 def test_a_paused_job_stays_paused_when_its_run_ends(jobs: Jobs, sim: Sim) -> None:
     jobs.add("Digest", "every 1 minutes")
     at = utc("2026-03-02T08:00:40Z")
