@@ -140,6 +140,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "events_001_temporal_events",
     "harness_001_coding_runs",
     "jobs_001_scheduled_jobs",
+    "jobs_002_pending_deliveries",
     "memory_001_memories",
     "memory_002_profiles",
     "memory_003_review_owners",

@@ -85,7 +85,10 @@ def release_job(
 ) -> None:
     """Record a run's outcome on its job and free the job: scheduled, completed (one-off) or expired.
 
-    A job paused (or otherwise changed) while the run was in flight keeps its new state.
+    A job paused (or otherwise changed) while the run was in flight keeps its new state, except a
+    one-off paused during the run of its instant, which is used up all the same: completed. A one-off is
+    completed only if the run used up its instant (claiming it cleared `next_run_at`): one whose schedule
+    update_job set to a new instant meanwhile is scheduled for that instant.
     """
     stamp = ts(now)
     db.execute(
@@ -94,13 +97,13 @@ def release_job(
             last_run_id = ?, last_run_at = ?, last_status = ?, last_error = ?, run_count = run_count + 1,
             updated_at = ?,
             state = CASE
+                WHEN state = 'paused' AND schedule_kind = 'once' AND next_run_at IS NULL THEN 'completed'
                 WHEN state != 'running' THEN state
-                WHEN schedule_kind = 'once' THEN 'completed'
+                WHEN schedule_kind = 'once' AND next_run_at IS NULL THEN 'completed'
                 WHEN expires_at IS NOT NULL AND expires_at <= ? THEN 'expired'
                 ELSE 'scheduled' END,
             next_run_at = CASE
-                WHEN state = 'running' AND (schedule_kind = 'once'
-                    OR (expires_at IS NOT NULL AND expires_at <= ?)) THEN NULL
+                WHEN state = 'running' AND expires_at IS NOT NULL AND expires_at <= ? THEN NULL
                 ELSE next_run_at END
         WHERE id = ?
         """,
@@ -130,8 +133,13 @@ def reconcile(
         if claimant == me:
             continue
         state = liveness(paths, claimant)
+        if state == "alive":
+            # A claimant on this host that still holds its lock is at work, whatever its lease says (a
+            # suspend or a clock step passes a lease in an instant): it polices its own timeouts, and
+            # taking its job again would run it twice.
+            continue
         lease_passed = row["lease_until"] is not None and row["lease_until"] < stamp
-        if state != "dead" and not lease_passed:
+        if state == "remote" and not lease_passed:
             continue
         saved = load_result(paths, row["job_id"], row["id"])
         if saved is not None:
@@ -140,6 +148,38 @@ def reconcile(
             closed = _close_lost(db, row, state == "dead", now)
         if closed is not None:
             out.append({"run_id": row["id"], "job_id": row["job_id"], **closed})
+    out += _close_pending_deliveries(db, stamp, paths, me)
+    return out
+
+
+def _close_pending_deliveries(
+    db: sqlite3.Connection, stamp: str, paths: FermixPaths, me: str | None
+) -> list[dict[str, Any]]:
+    """A finished run whose delivery was still `pending` when its runner died becomes `undelivered`."""
+    out: list[dict[str, Any]] = []
+    rows = db.execute(
+        "SELECT id, job_id, claimed_by, lease_until FROM job_runs WHERE delivery_status = 'pending'"
+    ).fetchall()
+    for row in rows:
+        claimant = row["claimed_by"]
+        if claimant == me or claimant is None:
+            continue
+        state = liveness(paths, claimant)
+        lease_passed = row["lease_until"] is not None and row["lease_until"] < stamp
+        if state == "alive" or (state == "remote" and not lease_passed):
+            continue
+        detail = {
+            "code": "runner_died",
+            "message": "the runner ended while this run was being delivered; the message may or may not "
+            "have reached the channel, and is not sent again",
+        }
+        cur = db.execute(
+            "UPDATE job_runs SET delivery_status = 'undelivered', delivery_detail = ?"
+            " WHERE id = ? AND delivery_status = 'pending'",
+            (json.dumps(detail), row["id"]),
+        )
+        if cur.rowcount:
+            out.append({"run_id": row["id"], "job_id": row["job_id"], "delivery_status": "undelivered"})
     return out
 
 

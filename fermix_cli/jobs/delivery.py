@@ -63,6 +63,19 @@ def message_text(job: Job, outcome: RunOutcome) -> str:
     return text
 
 
+def settled(job: Job, outcome: RunOutcome) -> DeliveryResult | None:
+    """A run's delivery when it sends nothing (silent, mode none or local); None when a channel send is due."""
+    if outcome.silent:
+        return DeliveryResult("silent")
+    if job.kind == "command" and outcome.status == "ok" and not (outcome.final_response or "").strip():
+        return DeliveryResult("silent", {"reason": "the command printed nothing"})
+    if job.delivery_mode == "none":
+        return DeliveryResult("none")
+    if job.delivery_mode == "local":
+        return DeliveryResult("recorded")
+    return None
+
+
 def deliver(
     paths: FermixPaths,
     job: Job,
@@ -75,14 +88,9 @@ def deliver(
 
     `config` is the loaded config.toml (channels that need it read it from `paths` otherwise).
     """
-    if outcome.silent:
-        return DeliveryResult("silent")
-    if job.kind == "command" and outcome.status == "ok" and not (outcome.final_response or "").strip():
-        return DeliveryResult("silent", {"reason": "the command printed nothing"})
-    if job.delivery_mode == "none":
-        return DeliveryResult("none")
-    if job.delivery_mode == "local":
-        return DeliveryResult("recorded")
+    done = settled(job, outcome)
+    if done is not None:
+        return done
     target = job.delivery_target or {}
     address_key = next((k for k in ADDRESS_KEYS if k in target), None)
     try:

@@ -161,6 +161,12 @@ def execute(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
 # ----- command jobs ------------------------------------------------------------------------------
 
 
+def command_spawn_id(session_id: str) -> str:
+    """The spawn marker a command job's command carries (from its run's session id), so the runner can
+    find and end it after a worker that died without ending it (SIGKILL, the OOM killer)."""
+    return f"job-{session_id}"
+
+
 def run_command(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
     """The job's command through the exec engine, as the `shell` tool would run it."""
     try:
@@ -178,7 +184,12 @@ def run_command(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:
     progress("command")
     try:
         result = run_shell(
-            job.task, ctx, working_dir=None, timeout_ms=job.timeout_seconds * 1000, tool="shell"
+            job.task,
+            ctx,
+            working_dir=None,
+            timeout_ms=job.timeout_seconds * 1000,
+            tool="shell",
+            spawn_id=command_spawn_id(str(ctx.session_id)),
         )
     except ToolError as e:
         output = e.details.get("output") if isinstance(e.details, dict) else None

@@ -107,4 +107,13 @@ def scheduled_jobs(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX job_runs_active ON job_runs(status) WHERE status IN ('queued', 'running')")
 
 
-MIGRATIONS = (Migration("jobs_001_scheduled_jobs", scheduled_jobs),)
+def pending_deliveries(db: sqlite3.Connection) -> None:
+    """Finished runs whose delivery is under way (`pending`): a partial index, so an idle tick finds the
+    ones a killed runner left behind with one indexed read."""
+    db.execute("CREATE INDEX job_runs_pending_delivery ON job_runs(id) WHERE delivery_status = 'pending'")
+
+
+MIGRATIONS = (
+    Migration("jobs_001_scheduled_jobs", scheduled_jobs),
+    Migration("jobs_002_pending_deliveries", pending_deliveries),
+)

@@ -20,6 +20,9 @@ from .job import Job, session_id_for, ts
 
 Writer = Callable[..., AbstractContextManager[Any]]
 
+# A finished run's delivery_status while its send is still to come.
+PENDING = "pending"
+
 
 def mark_running(write: Writer, run_id: str, claimant: str, job: Job, now: datetime) -> str | None:
     """queued → running; returns the run's session id, or None if the run is no longer ours."""
@@ -50,14 +53,19 @@ def finish_run(
     now: datetime,
     duration_ms: float,
     output: Path | None,
+    delivery: tuple[str, dict[str, Any] | None] | None = None,
 ) -> bool:
-    """running → ok|error with everything the run produced, and free the job. False if not ours any more."""
+    """running → ok|error with everything the run produced, and free the job. False if not ours any more.
+
+    `delivery` is the run's delivery status and detail, committed with the outcome: `pending` while a
+    send is still to come, so a runner killed before the send is recorded leaves a trace (`reconcile`).
+    """
     with write(durable=True) as db:
         cur = db.execute(
             """
             UPDATE job_runs SET status = ?, finished_at = ?, duration_ms = ?, final_response = ?,
                 error_code = ?, error = ?, usage = ?, iterations = ?, attempts = ?, tool_failures = ?,
-                silent = ?, output_path = ?
+                silent = ?, output_path = ?, delivery_status = ?, delivery_detail = ?
             WHERE id = ? AND status IN ('queued', 'running') AND claimed_by = ?
             """,
             (
@@ -73,6 +81,8 @@ def finish_run(
                 json.dumps(outcome.tool_failures),
                 int(outcome.silent),
                 None if output is None else str(output),
+                None if delivery is None else delivery[0],
+                None if delivery is None or delivery[1] is None else json.dumps(delivery[1]),
                 run_id,
                 claimant,
             ),

@@ -4,8 +4,9 @@ One invocation: take the scheduler lock without waiting (held by another process
 expire and claim in one transaction, let go of the lock, then supervise the workers. Each claimed run
 executes in its own `fermix jobs worker` process (its own process group, killed with this process on
 Linux), so the wall-clock and inactivity timeouts can stop it whatever it is doing. When a run ends, the
-runner records its outcome, delivers it, and claims again if a slot came free; it exits when no run of
-its own is left. Manual runs (run_job_now) go through the same `Dispatcher`, uncapped and without the
+runner records its outcome (with delivery `pending` if a channel send is due), hands the send to its
+delivery thread, so a slow channel never holds up the policing of the other runs, and claims again if a
+slot came free; it exits when no run or delivery of its own is left. Manual runs (run_job_now) go through the same `Dispatcher`, uncapped and without the
 scheduler lock.
 """
 
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from types import FrameType
 from typing import Any
 
@@ -29,8 +31,8 @@ from ..core.logs import logger
 from ..core.records import Record
 from . import outcomes as records
 from .claims import ClaimedRun, TickReport, claim_manual, tick
-from .delivery import deliver, message_text, write_output
-from .execute import RunOutcome
+from .delivery import DeliveryResult, deliver, message_text, settled, write_output
+from .execute import RunOutcome, command_spawn_id
 from .job import Job, active_run, fetch_job, job_state_error, run_summary
 from .liveness import Runner, SchedulerLock, sweep_dead
 from .runresult import discard_result
@@ -68,6 +70,16 @@ class Active(Record):
     result: RunOutcome | None = None
     stop: tuple[str, str] | None = None
     stop_sent: float | None = None
+    session_id: str | None = None
+
+
+class Sending(Record):
+    """A finished, recorded run whose channel send is under way on the delivery thread."""
+
+    run_id: str
+    job: Job
+    result: dict[str, Any]  # its entry in the summary, completed when the send is recorded
+    future: Future[DeliveryResult]
 
 
 def worker_command(ctx: ToolContext, run_id: str, claimant: str) -> list[str]:
@@ -104,6 +116,27 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
         os.killpg(proc.pid, sig)
 
 
+def _end_leftovers(a: Active) -> None:
+    """SIGKILL what an ended worker may have left: its group, and a command job's command, which runs in
+    a group of its own that a worker killed outright (SIGKILL, the OOM killer) never got to end."""
+    _signal_group(a.proc, signal.SIGKILL)
+    if a.job.kind != "command" or a.session_id is None:
+        return
+    from ..core.shell import marked_processes
+
+    spawn_id = command_spawn_id(a.session_id)
+    for _ in range(8):  # a child forked meanwhile is found on the next pass
+        found = marked_processes(spawn_id)
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)  # the command's shell leads its group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+
+
 class Dispatcher:
     """Supervises the workers of this process's claimed runs, then records and delivers each one."""
 
@@ -125,6 +158,9 @@ class Dispatcher:
         # Keyed by run id: a closed pipe's descriptor number can be reused by the next worker at once.
         self.active: dict[str, Active] = {}
         self.waiting: list[ClaimedRun] = []  # claimed by this process, not launched yet
+        self.sending: list[Sending] = []  # recorded runs whose delivery is under way
+        self.sender: ThreadPoolExecutor | None = None
+        self.wake: tuple[int, int] | None = None  # the delivery thread's "a send ended" pipe
         self.selector = selectors.DefaultSelector()
         self.first_start: float | None = None
         self.last_end: float | None = None
@@ -147,7 +183,8 @@ class Dispatcher:
         state = self.ctx.state
         job = fetch_job(state.conn, run.job_id)
         now = self.ctx.now()
-        if records.mark_running(state.write, run.run_id, self.runner.claimed_by, job, now) is None:
+        session = records.mark_running(state.write, run.run_id, self.runner.claimed_by, job, now)
+        if session is None:
             return
         mono = time.monotonic()
         self.first_start = self.first_start or mono
@@ -170,14 +207,15 @@ class Dispatcher:
             last_activity=mono,
             wall_deadline=mono + wall,
             inactivity=None if job.kind == "command" else float(job.inactivity_timeout_seconds),
+            session_id=session,
         )
         self.selector.register(fd, selectors.EVENT_READ, run.run_id)
 
     # ----- the loop ----------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Supervise until no run of this process is left."""
-        while self.active:
+        """Supervise until no run (and no delivery) of this process is left."""
+        while self.active or self.sending:
             self._step()
             if self.scheduling and time.time() >= self.next_tick:
                 self.next_tick = next_minute(time.time())
@@ -202,7 +240,10 @@ class Dispatcher:
     def _step(self) -> None:
         now = time.monotonic()
         for key, _ in self.selector.select(self._next_wakeup(now)):
-            self._read(int(key.fd), self.active[key.data])
+            if key.data is None:
+                _drain(int(key.fd))
+            else:
+                self._read(int(key.fd), self.active[key.data])
         now = time.monotonic()
         for run_id, a in list(self.active.items()):
             self._police(a, now)
@@ -215,8 +256,9 @@ class Dispatcher:
             # A stop that arrives meanwhile waits: a finished run is recorded and delivered whole.
             with _held_stop():
                 del self.active[run_id]
-                _signal_group(a.proc, signal.SIGKILL)  # anything the worker left in its group
+                _end_leftovers(a)
                 self._finish(a)
+        self._collect()
 
     def _read(self, fd: int, a: Active) -> None:
         try:
@@ -323,8 +365,17 @@ class Dispatcher:
                 output = write_output(ctx.paths, job, run.run_id, text)
             except OSError as e:
                 log.warning("job run %s: output.md not written: %s", run.run_id, e)
+        done = settled(job, outcome)
         mine = records.finish_run(
-            state.write, run.run_id, self.runner.claimed_by, job.id, outcome, now, duration_ms, output
+            state.write,
+            run.run_id,
+            self.runner.claimed_by,
+            job.id,
+            outcome,
+            now,
+            duration_ms,
+            output,
+            delivery=(records.PENDING, None) if done is None else (done.status, done.detail),
         )
         result: dict[str, Any] = {
             "run_id": run.run_id,
@@ -336,18 +387,75 @@ class Dispatcher:
         }
         if mine:
             discard_result(ctx.paths, job.id, run.run_id)
-            row = state.conn.execute("SELECT * FROM job_runs WHERE id = ?", (run.run_id,)).fetchone()
-            try:
-                config = ctx.config
-            except ToolError:  # broken elsewhere: the inbox needs none, other channels report it
-                config = None
-            delivery = deliver(ctx.paths, job, run_summary(row), outcome, ctx.now(), config)
-            records.record_delivery(state.write, run.run_id, delivery.status, delivery.detail)
-            result["delivery_status"] = delivery.status
-            records.prune(state.write, ctx.paths.data_dir, job.id, self.jobs_cfg.max_runs_per_job)
+            if done is None:
+                result["delivery_status"] = records.PENDING
+                self._send(run.run_id, job, outcome, result)
+            else:
+                result["delivery_status"] = done.status
+                records.prune(state.write, ctx.paths.data_dir, job.id, self.jobs_cfg.max_runs_per_job)
         else:
             result["note"] = "another process already closed this run; its outcome was not recorded"
         self.summary.runs.append(result)
+
+    # ----- delivery ----------------------------------------------------------------------------
+
+    def _send(self, run_id: str, job: Job, outcome: RunOutcome, result: dict[str, Any]) -> None:
+        """Hand a recorded run's channel send to the delivery thread (one send at a time, in order)."""
+        ctx = self.ctx
+        if self.sender is None or self.wake is None:
+            self.sender = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fermix-job-delivery")
+            self.wake = os.pipe()
+            os.set_blocking(self.wake[0], False)
+            self.selector.register(self.wake[0], selectors.EVENT_READ, None)
+        row = ctx.state.conn.execute("SELECT * FROM job_runs WHERE id = ?", (run_id,)).fetchone()
+        try:
+            config = ctx.config
+        except ToolError:  # broken elsewhere: the inbox needs none, other channels report it
+            config = None
+        args = (ctx.paths, job, run_summary(row), outcome, ctx.now(), config)
+        wake = self.wake[1]
+
+        def send() -> DeliveryResult:
+            try:
+                return deliver(*args)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.write(wake, b".")
+
+        self.sending.append(Sending(run_id, job, result, self.sender.submit(send)))
+
+    def _collect(self, *, wait: bool = False) -> None:
+        """Record the deliveries that ended (with `wait`, all of them, waiting for each)."""
+        for s in list(self.sending):
+            if not wait and not s.future.done():
+                continue
+            try:
+                delivery = s.future.result()
+            except Exception as e:  # deliver never raises; a bug must not leave the run pending here
+                log.exception("job run %s: delivery crashed", s.run_id)
+                delivery = DeliveryResult(
+                    "failed",
+                    {"error": f"delivery failed unexpectedly ({type(e).__name__})", "code": "internal_error"},
+                )
+            with _held_stop():  # the send's record and the summary are not cut in two by a stop
+                records.record_delivery(self.ctx.state.write, s.run_id, delivery.status, delivery.detail)
+                s.result["delivery_status"] = delivery.status
+                self.sending.remove(s)
+                records.prune(
+                    self.ctx.state.write, self.ctx.paths.data_dir, s.job.id, self.jobs_cfg.max_runs_per_job
+                )
+
+    def close(self) -> None:
+        """Wait for the deliveries under way and record them, then stop the delivery thread."""
+        self._collect(wait=True)
+        if self.sender is not None:
+            self.sender.shutdown(wait=True)
+            self.sender = None
+        if self.wake is not None:
+            self.selector.unregister(self.wake[0])
+            for fd in self.wake:
+                os.close(fd)
+            self.wake = None
 
     def refill(self) -> None:
         """A slot came free: claim again, if the scheduler lock is free right now (and no stop is waiting)."""
@@ -377,6 +485,7 @@ class Dispatcher:
             _signal_group(a.proc, signal.SIGKILL)
             with contextlib.suppress(Exception):
                 a.proc.wait(timeout=5)
+            _end_leftovers(a)
             if a.eof_at is None:
                 assert a.proc.stdout is not None
                 self.selector.unregister(a.proc.stdout.fileno())
@@ -387,6 +496,13 @@ class Dispatcher:
             with contextlib.suppress(ToolError):  # a job deleted meanwhile: the next tick closes its run
                 job = fetch_job(self.ctx.state.conn, run.job_id)
                 self._record(run, job, RunOutcome.failure("interrupted", reason), time.monotonic())
+        self._collect(wait=True)  # a stop waits for the sends under way: none is left pending
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(BlockingIOError):
+        while os.read(fd, 4096):
+            pass
 
 
 def next_minute(wall: float) -> float:
@@ -456,6 +572,8 @@ def _supervise(dispatcher: Dispatcher, claimed: list[ClaimedRun]) -> int:
             dispatcher.abort(f"fermix jobs run was stopped ({e}) during the run; it is not re-run")
             _STOP["pending"] = None  # a second signal while stopping changes nothing
         return 143 if str(e) == "SIGTERM" else 130
+    finally:
+        dispatcher.close()  # run() and abort() leave no delivery under way: this only ends the thread
     return 0
 
 

@@ -140,7 +140,8 @@ def create_job(ctx: ToolContext, new: NewJob) -> Job:
     name = v.clean_text("name", new.name, v.NAME_MAX, one_line=True)
     task = v.clean_text("command" if new.kind == "command" else "task", new.task, v.TASK_MAX)
     description = v.clean_text("description", new.description, v.DESCRIPTION_MAX) if new.description else None
-    schedule = parse_schedule(new.schedule, new.timezone or "UTC")
+    # Only an omitted zone means UTC: a blank one is refused like any other name that is not a zone.
+    schedule = parse_schedule(new.schedule, "UTC" if new.timezone is None else new.timezone)
     expires = v.parse_expires_at(new.expires_at, now) if new.expires_at is not None else None
     first = _first_due(schedule, now, expires)
     config = ctx.config
@@ -210,6 +211,53 @@ def _resolve_patch_delivery(job: Job, patch: JobPatch, ctx: ToolContext) -> v.De
     return v.resolve_delivery(patch.delivery_mode, patch.delivery_target, ctx, jobs_cfg)
 
 
+def check_editor_covers(job: Job, patch: JobPatch, ctx: ToolContext) -> None:
+    """Refuse (`policy_denied`) an edit of what a job runs by a caller with less authority than the job.
+
+    The task, skill, model pin and delivery decide what a run does with the authority stamped on the job
+    (its trust, policy classes and tool allowlist), so whoever changes them must hold all of that
+    authority: narrowing only narrows. A command job's command needs the exec class. The schedule and
+    description are not gated; neither are pause, resume, remove or run_job_now.
+    """
+    from ..core.policy import effective_classes
+
+    gated = [
+        name
+        for name, given in (
+            ("task", patch.task is not None),
+            ("skill_name", patch.skill_name is not None),
+            (
+                "provider/model",
+                patch.provider is not None or patch.model is not None or patch.clear_route_pin,
+            ),
+            ("delivery", patch.delivery_mode is not None or patch.delivery_target is not None),
+        )
+        if given
+    ]
+    if not gated:
+        return
+    mine = effective_classes(ctx)
+    needed = set(job.policy_ceiling) | ({"exec"} if job.kind == "command" else set())
+    missing = sorted(needed - mine)
+    lacks: list[str] = []
+    if missing:
+        lacks.append(f"the policy class{'es' if len(missing) > 1 else ''} {', '.join(missing)}")
+    if job.created_by_trust == "operator" and ctx.trust != "operator":
+        lacks.append("operator trust")
+    if ctx.allowed_tools is not None and (
+        job.allowed_tools is None or not set(job.allowed_tools) <= ctx.allowed_tools
+    ):
+        lacks.append("every tool the job may use")
+    if lacks:
+        raise ToolError(
+            "policy_denied",
+            f"changing {', '.join(gated)} of job {job.id} needs all the authority the job runs with, and this "
+            f"caller lacks {'; '.join(lacks)}. Ask the owner to edit it from the CLI; the schedule and "
+            "description can still be changed, and the job paused or removed.",
+            {"job_id": job.id, "fields": gated, "missing_classes": missing, "trust": ctx.trust},
+        )
+
+
 def update_job(ctx: ToolContext, job_id: str, patch: JobPatch) -> tuple[Job, list[str]]:
     """Edit a job in place; returns the job and the names of the fields that changed."""
     if patch.is_empty():
@@ -232,6 +280,7 @@ def update_job(ctx: ToolContext, job_id: str, patch: JobPatch) -> tuple[Job, lis
     skill = v.check_skill(patch.skill_name, ctx) if patch.skill_name else None
     with ctx.state.write() as db:
         job = fetch_job(db, job_id)
+        check_editor_covers(job, patch, ctx)
         sets: dict[str, Any] = {}
         if patch.task is not None:
             sets["task"] = v.clean_text(
@@ -330,7 +379,7 @@ def resume_job(ctx: ToolContext, job_id: str) -> tuple[Job, bool]:
             raise ToolError(
                 "job_state",
                 f"job {job.id} is a one-off for {schedule.expression}, which has passed; resume_job refuses "
-                "passed one-offs. Give it a new time with update_job, or use run_job_now.",
+                "passed one-offs. Give it a new time with update_job (it stays paused), then resume it.",
                 {"job_id": job.id, "state": job.state, "schedule": schedule.expression},
             )
         first = _first_due(schedule, now, parse_ts(job.expires_at) if job.expires_at else None)

@@ -43,6 +43,7 @@ def nothing_to_do(db: sqlite3.Connection, now: datetime) -> bool:
     stamp = ts(now)
     return (
         db.execute("SELECT 1 FROM job_runs WHERE status IN ('queued', 'running') LIMIT 1").fetchone() is None
+        and db.execute("SELECT 1 FROM job_runs WHERE delivery_status = 'pending' LIMIT 1").fetchone() is None
         and db.execute(
             "SELECT 1 FROM scheduled_jobs WHERE state = 'scheduled' AND next_run_at <= ? LIMIT 1", (stamp,)
         ).fetchone()

@@ -428,7 +428,8 @@ TOOLS = specs(
         policy_class="read_write",
         description=(
             "Edit a scheduled job in place: task, schedule, description, skill binding, model pin or delivery. "
-            "Omitted fields stay; timeouts are fixed at creation."
+            "Omitted fields stay; timeouts are fixed at creation. Only a caller holding all the authority "
+            "the job runs with may change its task, skill, pin or delivery."
         ),
         params=UpdateJobParams,
         handler=update_job,
@@ -446,6 +447,11 @@ TOOLS = specs(
             FailureMode("invalid_route_pin", "provider/model not together, unknown, or with clear_route_pin"),
             FailureMode("unknown_skill", "skill_name is not an installed skill"),
             FailureMode("job_state", "the schedule of an expired job cannot change"),
+            FailureMode(
+                "policy_denied",
+                "changing the task, skill, model pin or delivery needs every policy class, trust and tool "
+                "the job runs with (a command job's command needs exec)",
+            ),
         ),
     ),
     ToolSpec(

@@ -101,3 +101,71 @@ def test_targets_on_channels_not_set_up_are_refused_at_creation(jobs: Jobs) -> N
         '{"platform":"telegram","chat_id":1}',
     )
     assert r.code == 1 and "channel_not_configured" in r.stderr and "bot_token" in r.stderr
+
+
+def test_a_slow_delivery_does_not_hold_up_another_runs_timeout(jobs: Jobs, web: FakeWeb) -> None:
+    """One run's webhook takes 12 s to answer; another run's 2 s timeout is still enforced on time."""
+    web.routes["/hook"] = Reply(200, b"ok", delay=12)
+    write_config(
+        jobs.world.fermix_home,
+        {"fermix_core": {"channels": {"webhooks": {"ops": {"url": web.url("/hook"), "format": "slack"}}}}},
+    )
+    add_command(jobs, "Ping", "echo pong", {"platform": "webhook", "recipient": "ops"})
+    script = jobs.mock_script([{"delay": 120, "text": "never"}])
+    jobs.call(
+        "schedule_job",
+        {
+            "name": "Stuck",
+            "schedule": "every 1 minutes",
+            "task": "t",
+            "provider": "mock",
+            "model": script,
+            "timeout_seconds": 2,
+            "inactivity_timeout_seconds": 2,
+        },
+    )
+    runs = {r["job_id"]: r for r in jobs.tick(DUE)["runs"]}
+    assert runs["stuck"]["error_code"] == "timeout"
+    assert runs["stuck"]["duration_ms"] < 8000  # stopped at its timeout, not after the other's delivery
+    assert runs["ping"]["delivery_status"] == "delivered"
+    [ping] = jobs.runs("ping")
+    assert ping["delivery_status"] == "delivered"
+
+
+def test_a_runner_killed_during_delivery_leaves_the_run_undelivered_not_blank(
+    jobs: Jobs, web: FakeWeb
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    from tests.jobs.jobs_world import iso, wait_for
+
+    web.routes["/hook"] = Reply(200, b"ok", delay=30)
+    write_config(
+        jobs.world.fermix_home,
+        {"fermix_core": {"channels": {"webhooks": {"ops": {"url": web.url("/hook"), "format": "slack"}}}}},
+    )
+    add_command(jobs, "Ping", "echo pong", {"platform": "webhook", "recipient": "ops"})
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"],
+        env={**jobs.env(), "FERMIX_NOW": iso(DUE)},
+        cwd=jobs.world.project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: web.hits_on("/hook"), timeout=60)  # the send is under way
+        [run] = jobs.runs("ping")
+        assert (run["status"], run["delivery_status"]) == ("ok", "pending")  # committed with the outcome
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=30)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+    summary = jobs.tick(later(DUE, seconds=20))
+    assert {"run_id": run["id"], "job_id": "ping", "delivery_status": "undelivered"} in summary["reconciled"]
+    detail = delivery(jobs, run["id"])
+    assert detail["status"] == "undelivered" and detail["detail"]["code"] == "runner_died"
+    assert "may or may not have reached the channel" in detail["detail"]["message"]

@@ -352,6 +352,63 @@ def test_a_remote_claimant_is_given_up_only_after_its_lease(jobs: Jobs, sim: Sim
     assert f"before the lease ended at {lease}" in run["error"]
 
 
+def test_a_live_claimant_on_this_host_is_never_given_up_however_late(jobs: Jobs, sim: Sim) -> None:
+    # A suspend/resume or a clock step passes the lease of a run that is still at work on this host.
+    other = Runner.start(sim.ctx.paths)
+    at = utc("2026-03-02T08:00:40Z")
+    run_id = _claim_as(jobs, sim, other, at)
+    with jobs.db() as c:
+        c.execute("UPDATE job_runs SET status = 'running' WHERE id = ?", (run_id,))
+    report = sim.tick(later(at, days=2))
+    assert report.reconciled == [] and report.claimed == []  # not lost, and its job not claimed again
+    assert [r["status"] for r in jobs.runs("digest")] == ["running"]
+    assert jobs.job("digest")["state"] == "running"
+    other.release()
+    assert sim.tick(later(at, days=2)).reconciled[0]["error_code"] == "interrupted"
+
+
+def test_a_schedule_edited_to_a_one_off_during_a_run_is_kept(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Digest", "every 1 minutes")
+    jobs.add("Once", "2026-03-02T08:00:00Z")
+    at = utc("2026-03-02T08:00:40Z")
+    report = sim.tick(at)
+    assert {r.job_id for r in report.claimed} == {"digest", "once"}
+    for job_id in ("digest", "once"):
+        jobs.call("update_job", {"job_id": job_id, "schedule": "2026-03-05T09:00:00Z"}, at=at)
+    jobs.add("Plain", "2026-03-02T08:01:00Z")
+    sim.finish(report, at)
+    for job_id in ("digest", "once"):  # the run was of the old schedule: the new one-off is still to come
+        job = jobs.job(job_id)
+        assert (job["state"], job["next_run_at"]) == ("scheduled", "2026-03-05T09:00:00.000000Z")
+        assert job["last_status"] == "ok"
+    plain = sim.tick(later(at, minutes=1))
+    sim.finish(plain, later(at, minutes=1))
+    assert (jobs.job("plain")["state"], jobs.job("plain")["next_run_at"]) == ("completed", None)
+    assert [r.job_id for r in sim.tick(utc("2026-03-05T09:00:10Z")).claimed] == ["digest", "once"]
+
+
+def test_a_one_off_paused_during_its_run_is_completed_by_it(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Once", "2026-03-02T08:00:00Z")
+    at = utc("2026-03-02T08:00:40Z")
+    report = sim.tick(at)
+    jobs.call("pause_job", {"job_id": "once"}, at=at)
+    sim.finish(report, at)
+    job = jobs.job("once")
+    assert (job["state"], job["next_run_at"], job["last_status"]) == ("completed", None, "ok")
+
+
+def test_a_passed_one_off_resumes_after_a_new_time(jobs: Jobs) -> None:
+    jobs.add("Once", "2026-03-02T08:00:00Z")
+    jobs.call("pause_job", {"job_id": "once"})
+    err = jobs.error("resume_job", {"job_id": "once"}, at=utc("2026-03-02T09:00:00Z"))
+    assert err.code == "job_state" and "update_job (it stays paused), then resume it" in err.message
+    assert "run_job_now" not in err.message  # which refuses paused jobs
+    at = utc("2026-03-02T09:00:00Z")
+    jobs.call("update_job", {"job_id": "once", "schedule": "2026-03-03T08:00:00Z"}, at=at)
+    job = jobs.call("resume_job", {"job_id": "once"}, at=at)["job"]
+    assert (job["state"], job["next_run_at"]) == ("scheduled", "2026-03-03T08:00:00.000000Z")
+
+
 def test_a_paused_job_stays_paused_when_its_run_ends(jobs: Jobs, sim: Sim) -> None:
     jobs.add("Digest", "every 1 minutes")
     at = utc("2026-03-02T08:00:40Z")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -22,6 +23,17 @@ def add_command(jobs: Jobs, name: str, command: str, *extra: str, schedule: str 
     r = jobs.cli("jobs", "add", name, "-s", schedule, "--command", command, "--json", *extra)
     assert r.code == 0, r.stderr
     return json.loads(r.stdout)["job"]
+
+
+def test_a_caller_without_exec_cannot_rewrite_a_command_jobs_command(jobs: Jobs, tmp_path: Path) -> None:
+    add_command(jobs, "Backup", "echo backup")
+    pwned = tmp_path / "pwned"
+    narrow = {"policy_ceiling": frozenset({"read_only", "read_write"}), "origin": "interactive"}
+    err = jobs.error("update_job", {"job_id": "backup", "task": f"id > {pwned}"}, **narrow)
+    assert err.code == "policy_denied" and "exec" in err.message
+    assert err.details["missing_classes"] == ["exec", "external_api", "gui_control", "network"]
+    jobs.tick(at=utc("2026-03-02T08:01:00Z"))
+    assert not pwned.exists() and jobs.job("backup")["task"] == "echo backup"
 
 
 def test_a_command_job_runs_in_the_workspace_and_delivers_its_output(jobs: Jobs) -> None:
@@ -117,6 +129,35 @@ def test_sigkill_of_the_runner_stops_the_command_too(jobs: Jobs, tmp_path: Path)
     assert summary["reconciled"][0]["error_code"] == "interrupted"
     time.sleep(1)
     assert log.read_text() == "start\n"  # the command died with its worker: no "end", and no second start
+
+
+def test_a_sigkilled_worker_does_not_leave_its_command_running(jobs: Jobs, tmp_path: Path) -> None:
+    """The OOM killer takes the worker: the command, in a group of its own, is ended with the run."""
+    log = tmp_path / "steps.txt"
+    shell_pid = tmp_path / "sh.pid"
+    add_command(jobs, "Victim", f"echo $$ > {shell_pid}; echo start >> {log}; sleep 30; echo end >> {log}")
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "jobs", "run", "--json"],
+        env={**jobs.env(), "FERMIX_NOW": iso(DUE)},
+        cwd=jobs.world.project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(lambda: log.exists() and log.read_text() == "start\n", timeout=60)
+        [run] = jobs.runs("victim")
+        [worker] = _worker_pids(run["id"])
+        os.kill(worker, signal.SIGKILL)
+        out, err = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+            runner.communicate()
+    assert runner.returncode == 0, err
+    assert json.loads(out)["runs"][0]["error_code"] == "worker_failed"
+    assert not pid_alive(int(shell_pid.read_text()))  # ended before the run was recorded closed
+    time.sleep(1)
+    assert log.read_text() == "start\n"
 
 
 def test_a_guest_stamped_job_cannot_run_a_command(jobs: Jobs) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ToolError
 from ..traces import append_trace
 from .childenv import ChildEnv, build_child_env
-from .procgroup import run_captured
+from .procgroup import SPAWN_MARKER, run_captured
 
 if TYPE_CHECKING:
     from ..context import ToolContext
@@ -122,10 +122,13 @@ def run_shell(
     timeout_ms: int,
     tool: str,
     check_programs: bool = False,
+    spawn_id: str | None = None,
 ) -> dict[str, Any]:
     """Check and run one shell command; the success result, or `exit_nonzero` / `timeout`.
 
     `check_programs` (bash) refuses a literal command name that is not on PATH before anything runs.
+    `spawn_id` is the command's spawn marker (default: a fresh one), for a caller that must find its
+    processes after the process running it is gone (`marked_processes`).
     """
     check_command_text(command)
     cwd = ctx.sandbox.working_dir(working_dir, tool=tool)
@@ -138,7 +141,7 @@ def run_shell(
         outcome = run_captured(
             [shell, "-c", command],
             cwd=cwd,
-            env=resolved.env,
+            env=resolved.env if spawn_id is None else {**resolved.env, SPAWN_MARKER: spawn_id},
             timeout_s=timeout_ms / 1000,
             redact=resolved.secrets,
             cancel=ctx.cancel,
