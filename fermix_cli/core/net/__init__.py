@@ -7,6 +7,7 @@
   generated from it (`fermix_cli/build/unasync.py`). `exchange`: what the two share.
 - `httpclient`: `GuardedClient`, redirects followed by fermix with per-exchange time limits.
 - `response`: reading a guarded response under size and decompression caps.
+- `deadline`: the exchange's total deadline, enforced on every socket wait (headers included).
 - `socketguard`: `guarded_sockets()`, the same rules at the socket for a library with its own network
   stack (Apprise): every resolve and connect in the calling thread is judged while the block runs.
 

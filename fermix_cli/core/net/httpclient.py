@@ -16,6 +16,12 @@ import httpx
 
 from fermix_cli import __version__
 from fermix_cli.core.errors import ToolError
+from fermix_cli.core.net.deadline import (
+    DeadlineBackend,
+    exchange_deadline,
+    ran_out_of_time,
+    total_timeout_error,
+)
 from fermix_cli.core.net.guard import DEFAULT_MAX_BODY, HostGuard, blocked_url_error, check_url
 from fermix_cli.core.net.response import Closable, GuardedResponse, GuardedStream
 from fermix_cli.core.net.transport import GuardedTransport
@@ -89,7 +95,10 @@ class GuardedClient(Closable):
         # This client judges each hop itself, before httpx parses the URL (httpx refuses spellings such
         # as 0177.0.0.1 that the resolver accepts); the transport still judges every new connection.
         self.transport = GuardedTransport(
-            guard, verify=verify, socket_backend=socket_backend, judge_each_request=False
+            guard,
+            verify=verify,
+            socket_backend=DeadlineBackend(socket_backend),
+            judge_each_request=False,
         )
 
     def request(
@@ -193,9 +202,7 @@ class GuardedClient(Closable):
         if deadline is not None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise ToolError(
-                    "timeout", "the exchange took longer than its total time limit", {"url": exchange.url}
-                )
+                raise total_timeout_error(exchange.url)
             connect, read = min(connect, remaining), min(read, remaining)
         self.guard.addresses(check_url(exchange.url).host)
         body = exchange.body
@@ -215,7 +222,13 @@ class GuardedClient(Closable):
                 f"cannot send to this URL ({exc}); spell IPv4 addresses as a.b.c.d",
                 url=exchange.url,
             ) from exc
-        return self.transport.handle_request(request)
+        try:
+            with exchange_deadline(deadline):
+                return self.transport.handle_request(request)
+        except ToolError as exc:
+            if ran_out_of_time(exc):
+                raise total_timeout_error(exchange.url) from exc
+            raise
 
 
 def _origin(url: str) -> tuple[str, str, int]:

@@ -16,6 +16,7 @@ from typing import Any, Self
 import httpx
 
 from fermix_cli.core.errors import ToolError
+from fermix_cli.core.net.deadline import exchange_deadline, ran_out_of_time, total_timeout_error
 
 from ..records import Record
 
@@ -141,7 +142,7 @@ class GuardedStream(Closable):
         produced = 0
         try:
             decoder = BoundedDecoder(self._response.headers.get("content-encoding", ""))
-            for raw in self._response.iter_raw():
+            for raw in self._raw_chunks():
                 self._check_deadline()
                 chunk = decoder.decode(raw, limit - produced + 1)
                 if produced + len(chunk) > limit:
@@ -156,6 +157,22 @@ class GuardedStream(Closable):
                     yield chunk
         finally:
             self.close()
+
+    def _raw_chunks(self) -> Iterator[bytes]:
+        # Each socket wait runs under the deadline, which is set only around the wait itself: a
+        # generator must not leave it set in its consumer's context between chunks.
+        chunks = self._response.iter_raw()
+        while True:
+            try:
+                with exchange_deadline(self._deadline):
+                    raw = next(chunks, None)
+            except ToolError as exc:
+                if ran_out_of_time(exc):
+                    raise total_timeout_error(self.url) from exc
+                raise
+            if raw is None:
+                return
+            yield raw
 
     def iter_lines(self) -> Iterator[str]:
         """Decoded body as text lines without their endings (`\\n`, `\\r\\n` or `\\r`), e.g. for SSE."""
@@ -185,9 +202,7 @@ class GuardedStream(Closable):
 
     def _check_deadline(self) -> None:
         if self._deadline is not None and time.monotonic() > self._deadline:
-            raise ToolError(
-                "timeout", "the exchange took longer than its total time limit", {"url": self.url}
-            )
+            raise total_timeout_error(self.url)
 
 
 def _utf8_decoder() -> codecs.IncrementalDecoder:

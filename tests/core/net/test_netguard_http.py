@@ -6,6 +6,7 @@ name the fake resolver maps to it) in `allowed_private_hosts`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gzip
 import http.server
@@ -414,6 +415,55 @@ def test_trickling_server_hits_the_total_timeout(server: LocalServer) -> None:
             client.get(server.url())
         assert caught.value.code == "timeout" and "total time limit" in caught.value.message
         assert client.get(server.url(), total_timeout=5.0).content == b"x" * 20
+
+
+class DrippingServer:
+    """A raw socket server that sends `payload` one byte every `gap` seconds, whatever is asked."""
+
+    def __init__(self, payload: bytes, gap: float) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._payload, self._gap = payload, gap
+        self._stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = self._listener.accept()
+            with conn:
+                conn.recv(65536)
+                for byte in self._payload:
+                    if self._stop.wait(self._gap):
+                        return
+                    conn.sendall(bytes([byte]))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._listener.close()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 200 + b"\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n" + b"x" * 200,
+    ],
+    ids=["headers", "body"],
+)
+def test_a_server_dripping_bytes_hits_the_total_timeout(payload: bytes) -> None:
+    drip = DrippingServer(payload, gap=0.05)
+    started = time.monotonic()
+    try:
+        with (
+            guarded_client(allowed_private_hosts=LOCAL, read_timeout=1.0, total_timeout=0.5) as client,
+            pytest.raises(ToolError) as caught,
+        ):
+            client.get(f"http://127.0.0.1:{drip.port}/")
+    finally:
+        drip.close()
+    assert caught.value.code == "timeout" and "total time limit" in caught.value.message
+    assert caught.value.details["url"] == f"http://127.0.0.1:{drip.port}/"
+    assert time.monotonic() - started < 2.0  # each byte resets the 1 s read timeout; only the total stops it
 
 
 def test_closed_port_is_connect_failed() -> None:
