@@ -410,6 +410,17 @@ def test_open_failures(invoke: Any, web: FakeWeb) -> None:
     assert invoke("web", {"operation": "open", "url": web.url("/slow")})["text"] == "x"
 
 
+def test_open_of_a_page_without_readable_text_says_so_and_caches_nothing(
+    world: Env, invoke: Any, web: FakeWeb
+) -> None:
+    web.routes["/app"] = html_reply("<html><head><title>App</title><script>boot()</script><body><div></div>")
+    result = invoke("web", {"operation": "open", "url": web.url("/app")})
+    assert result["empty"] is True and result["reference"] is None and result["text"] == ""
+    assert "browser tool" in result["note"]
+    r = world.tool("web", {"operation": "open", "url": web.url("/app")}, "--text")
+    assert r.code == 0 and "no readable text" in r.stdout
+
+
 def test_web_asks_the_guard_for_the_contract_limits(world: Env, web: FakeWeb) -> None:
     from fermix_cli.core.net.guarded import guarded_client
 

@@ -70,6 +70,24 @@ def test_short_html_keeps_headings_links_and_lists(invoke: Any, web: FakeWeb) ->
     )
 
 
+def test_a_short_page_with_an_unclosed_head_keeps_its_text(invoke: Any, web: FakeWeb) -> None:
+    web.routes["/nohead"] = html_reply("<html><head><title>T</title><p>Opening hours: 9 to 5</p>")
+    result = invoke("web_fetch", {"url": web.url("/nohead")})
+    assert result["text"] == "Opening hours: 9 to 5"
+    assert "empty" not in result and "note" not in result
+
+
+def test_a_page_without_readable_text_says_so(world: Env, invoke: Any, web: FakeWeb) -> None:
+    web.routes["/app"] = html_reply(
+        '<html><head><title>App</title></head><body><div id="root"></div><script src="/app.js"></script>'
+    )
+    result = invoke("web_fetch", {"url": web.url("/app")})
+    assert result["text"] == "" and result["empty"] is True and result["truncated"] is False
+    assert "JavaScript" in result["note"] and "browser tool" in result["note"]
+    r = world.tool("web_fetch", {"url": web.url("/app")}, "--text")
+    assert r.code == 0 and "no readable text" in r.stdout and "browser tool" in r.stdout
+
+
 @pytest.mark.parametrize("content_type", ["application/json", "application/problem+json; charset=utf-8"])
 def test_json_comes_back_verbatim(invoke: Any, web: FakeWeb, content_type: str) -> None:
     body = b'{"b": 1,\n  "a": [1, 2.50, "\\u00e9"],   "html": "<p>x</p>"}'

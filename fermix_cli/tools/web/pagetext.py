@@ -38,6 +38,18 @@ _HTML_START = re.compile(
 )
 
 
+NO_TEXT_NOTE = (
+    "no readable text: the page may build its content with JavaScript; open it with the browser tool"
+)
+
+
+def empty_note(kind: BodyKind, text: str) -> str | None:
+    """What to tell the reader when a body yields no readable text (never a silent empty success)."""
+    if text.strip():
+        return None
+    return NO_TEXT_NOTE if kind == "html" else "the response body is empty"
+
+
 def media_type(content_type: str) -> str:
     """`text/html; charset=x` -> `text/html`."""
     return content_type.split(";", 1)[0].strip().lower()
@@ -149,6 +161,13 @@ def html_to_markdown(html: str) -> str:
 _SKIP = frozenset(
     {"script", "style", "noscript", "template", "svg", "head", "title", "iframe", "object", "canvas"}
 )
+# Raw text to the parser: everything up to the end tag is theirs, even at the end of the page.
+_RAW_TEXT = frozenset({"script", "style"})
+# Start tags that stay in `<head>`; any other start tag, or text, ends it (HTML5 "in head" insertion mode).
+_HEAD_CONTENT = frozenset(
+    {"base", "basefont", "bgsound", "link", "meta", "title", "noscript", "noframes", "style", "script",
+     "template", "head"}
+)  # fmt: skip
 _BLOCK = frozenset(
     {
         "p", "div", "section", "article", "main", "header", "footer", "nav", "aside", "ul", "ol", "table",
@@ -159,18 +178,38 @@ _INLINE_MARKS = {"strong": "**", "b": "**", "em": "*", "i": "*", "code": "`"}
 
 
 class _MarkdownConverter(HTMLParser):
+    """Converts as it parses; what a skipped element holds goes to a side buffer, dropped at its end tag.
+
+    An element skipped but never closed (a valid HTML5 `<head>` without `</head>`, a stray `<iframe>` or
+    `<svg>`) must not swallow the rest of the page: `<head>` ends where HTML5 ends it (a body start tag
+    or text), and at the end of the page the side buffers of unclosed elements are kept after all.
+    """
+
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self._out: list[str] = []
-        self._skip_depth = 0
+        self._skipped: list[tuple[str, list[str]]] = []  # (tag, the output it interrupted)
         self._pre_depth = 0
         self._links: list[str | None] = []
 
+    def _end_skip(self, tag: str) -> None:
+        """Drop what was collected since the innermost open `tag` (and everything opened inside it)."""
+        for depth in range(len(self._skipped) - 1, -1, -1):
+            if self._skipped[depth][0] == tag:
+                self._out = self._skipped[depth][1]
+                del self._skipped[depth:]
+                return
+
+    def _end_implied_head(self) -> None:
+        if any(tag == "head" for tag, _ in self._skipped):
+            self._end_skip("head")
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in _HEAD_CONTENT:
+            self._end_implied_head()
         if tag in _SKIP:
-            self._skip_depth += 1
-            return
-        if self._skip_depth:
+            self._skipped.append((tag, self._out))
+            self._out = []
             return
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
             self._out.append("\n\n" + "#" * int(tag[1]) + " ")
@@ -196,10 +235,10 @@ class _MarkdownConverter(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _SKIP:
-            self._skip_depth = max(self._skip_depth - 1, 0)
+            self._end_skip(tag)
             return
-        if self._skip_depth:
-            return
+        if tag == "body":
+            self._end_implied_head()
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
             self._out.append("\n\n")
         elif tag == "pre":
@@ -215,12 +254,21 @@ class _MarkdownConverter(HTMLParser):
                 self._out.append(f"]({href})")
 
     def handle_data(self, data: str) -> None:
-        if self._skip_depth:
-            return
+        if data.strip() and self._skipped and self._skipped[-1][0] == "head":
+            self._end_implied_head()  # text directly in <head> ends it
         if self._pre_depth:
             self._out.append(data)
         else:
             self._out.append(re.sub(r"\s+", " ", data))
+
+    def close(self) -> None:
+        super().close()
+        # Skipped elements still open at the end of the page: keep what they held, except raw text.
+        while self._skipped:
+            tag, outer = self._skipped.pop()
+            if tag not in _RAW_TEXT:
+                outer.extend(self._out)
+            self._out = outer
 
     def text(self) -> str:
         lines: list[str] = []

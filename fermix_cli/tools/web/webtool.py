@@ -21,7 +21,7 @@ from ...core.errors import ToolError
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
 from . import pagecache as snapshots
-from .pagetext import body_kind, decode_body, html_title, media_type, page_text
+from .pagetext import body_kind, decode_body, empty_note, html_title, media_type, page_text
 from .providers import clean_text, object_list, request_json
 from .urlrules import domain_filter, public_url
 
@@ -298,6 +298,23 @@ def _open_url(url: str, ctx: ToolContext) -> dict[str, Any]:
     if kind == "html":
         title = html_title(text)
         text = page_text(text, checked.url)
+    note = empty_note(kind, text)
+    if note:
+        # Nothing to reread: an empty page is reported, never cached as a web:<ref> success.
+        return {
+            "operation": "open",
+            "cached": False,
+            "reference": None,
+            "url": checked.url,
+            "status": status,
+            "title": title,
+            "content_type": media_type(content_type) or None,
+            "text": "",
+            "empty": True,
+            "note": note,
+            "truncated": bool(truncated_by),
+            "truncated_by": truncated_by,
+        }
     if len(text) > TEXT_BUDGET_CHARS:
         text = text[:TEXT_BUDGET_CHARS]
         truncated_by.append("text_budget")
@@ -360,6 +377,8 @@ def render(result: dict[str, Any]) -> str:
             f"{result['url']} answered HTTP {result['status']} with a redirect to {result['redirect']}. "
             "web open does not follow redirects: open that URL if it is the page you want."
         )
+    if result.get("empty"):
+        return f"{result['url']}: {result['note']}"
     head = f"{result['reference']} {result['url']}" + (" (cached)" if result["cached"] else "")
     if result.get("title"):
         head += f"\nTitle: {result['title']}"
