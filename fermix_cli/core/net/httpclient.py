@@ -180,11 +180,11 @@ class GuardedClient(Closable):
                     f"exceeded {self.limits.max_redirects} redirects",
                     {"url": exchange.url, "redirects": [*exchange.redirects, exchange.url]},
                 )
-            self._redirect(exchange, response.status_code, urljoin(exchange.url, location))
+            self._redirect(exchange, response.status_code, location)
 
-    def _redirect(self, exchange: _Exchange, status: int, target: str) -> None:
+    def _redirect(self, exchange: _Exchange, status: int, location: str) -> None:
         """Move `exchange` to the next hop, re-checking its URL (the address is checked at connect)."""
-        next_url = check_url(target).url
+        next_url = checked_redirect(exchange.url, location)
         if (status == 303 and exchange.method != "HEAD") or (
             status in (301, 302) and exchange.method == "POST"
         ):
@@ -192,7 +192,7 @@ class GuardedClient(Closable):
             exchange.body = _Body()
             for name in BODY_HEADERS:
                 exchange.headers.pop(name, None)
-        if _origin(next_url) != _origin(exchange.url):
+        if origin_of(next_url) != origin_of(exchange.url):
             exchange.headers = {k: v for k, v in exchange.headers.items() if k in CROSS_ORIGIN_HEADERS}
         exchange.redirects.append(exchange.url)
         exchange.url = next_url
@@ -231,6 +231,12 @@ class GuardedClient(Closable):
             raise
 
 
-def _origin(url: str) -> tuple[str, str, int]:
+def checked_redirect(source: str, location: str) -> str:
+    """The checked URL a redirect from `source` with this `Location` leads to; raises `blocked_url`."""
+    return check_url(urljoin(source, location)).url
+
+
+def origin_of(url: str) -> tuple[str, str, int]:
+    """Scheme, host and port: what decides whether credentials may follow a redirect."""
     checked = check_url(url)
     return checked.scheme, checked.host, checked.port

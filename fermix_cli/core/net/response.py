@@ -86,6 +86,22 @@ class BoundedDecoder:
                 {"content_encoding": content_encoding},
             )
 
+    @property
+    def active(self) -> bool:
+        """Whether the body is compressed (identity bodies pass through `decode` unchanged)."""
+        return self._zlib is not None
+
+    def decode_pieces(self, data: bytes, piece: int) -> Iterator[bytes]:
+        """All decoded bytes of `data`, in pieces of at most `piece` bytes (for a consumer that caps)."""
+        out = self.decode(data, piece)
+        while True:
+            if out:
+                yield out
+            tail = self._zlib.unconsumed_tail if self._zlib is not None else b""
+            if not tail:
+                return
+            out = self.decode(tail, piece)
+
     def decode(self, data: bytes, max_length: int) -> bytes:
         """Decoded bytes for `data`, at most `max_length` of them (more input is then left unread)."""
         if self._zlib is None:

@@ -30,6 +30,8 @@ from fermix_cli.core.net.guard import HostGuard
 from fermix_cli.core.net.guarded import guarded_client
 from fermix_cli.core.net.response import BoundedDecoder
 from fermix_cli.core.net.transport import GuardedTransport
+from fermix_cli.mcp import wire
+from fermix_cli.mcp.wire import http_client
 
 MiB = 1_048_576
 Route = Callable[["Handler"], None]
@@ -364,6 +366,60 @@ def test_unrequested_content_encoding_is_refused(server: LocalServer) -> None:
     with guarded_client(allowed_private_hosts=LOCAL) as client, pytest.raises(ToolError) as caught:
         client.get(server.url())
     assert caught.value.code == "network" and "br" in caught.value.message
+
+
+# --- a stock httpx client (the MCP client's) --------------------------------------------------------
+
+
+def test_mcp_http_client_keeps_credentials_to_their_origin(server: LocalServer) -> None:
+    other = LocalServer()  # another port: another origin
+    try:
+        server.routes["/same"] = redirect("/landing", status=307)
+        server.routes["/cross"] = redirect(other.url("/landing"), status=307)
+        server.routes["/landing"] = other.routes["/landing"] = lambda h: reply(h, body=b"landed")
+        secrets = {"Authorization": "Bearer s3cret", "x-api-key": "k", "Cookie": "a=b"}
+        with http_client(LOCAL, {"x-api-key": "k"}) as client:
+            same = client.post(server.url("/same"), content=b"{}", headers=secrets)
+            cross = client.post(server.url("/cross"), content=b"{}", headers=secrets)
+        assert (same.status_code, same.text, cross.text) == (200, "landed", "landed")
+        landed_same, landed_cross = server.seen[1], other.seen[0]
+        assert (landed_same.method, landed_same.body, landed_same.headers["x-api-key"]) == (
+            "POST",
+            b"{}",
+            "k",
+        )
+        assert landed_same.headers["authorization"] == "Bearer s3cret"
+        assert (landed_cross.method, landed_cross.body) == ("POST", b"{}")
+        assert not {"authorization", "x-api-key", "cookie"} & set(landed_cross.headers)
+    finally:
+        other.close()
+
+
+def test_mcp_http_client_checks_every_hop_and_counts_them(server: LocalServer) -> None:
+    server.routes["/private"] = redirect("http://10.1.2.3/x")
+    with http_client(LOCAL, {}) as client:
+        with pytest.raises(ToolError) as caught:
+            client.get(server.url("/private"))
+        assert caught.value.code == "blocked_url" and caught.value.details["ip"] == "10.1.2.3"
+        assert client.get(chain(server, 5)).text == "end"
+        with pytest.raises(ToolError) as caught:
+            client.get(chain(server, 6))
+        assert caught.value.code == "redirect_limit"
+
+
+def test_mcp_http_client_bounds_decompression(
+    server: LocalServer, gzip_bomb: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(wire, "HTTP_MAX_DECODED", 4 * MiB)
+    text = b"fermix " * 50_000
+    server.routes["/bomb"] = body_route(gzip_bomb, encoding="gzip")
+    server.routes["/fine"] = body_route(gzip.compress(text), encoding="gzip")
+    with http_client(LOCAL, {}) as client:
+        assert client.get(server.url("/fine")).content == text
+        with pytest.raises(ToolError) as caught:
+            client.get(server.url("/bomb"))
+    assert caught.value.code == "too_large" and caught.value.details["limit"] == 4 * MiB
+    assert server.seen[0].headers["accept-encoding"] == "gzip, deflate"
 
 
 # --- time ---------------------------------------------------------------------------------------------
