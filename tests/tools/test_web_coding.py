@@ -386,7 +386,8 @@ def test_open_applies_download_budget_snapshot_and_output_limits(
     web.routes["/wide"] = Reply(200, ("€" * 19_000).encode(), {"Content-Type": "text/plain; charset=utf-8"})
     wide = invoke("web", {"operation": "open", "url": web.url("/wide")})
     assert wide["truncated_by"] == ["snapshot_limit"] and len(wide["text"].encode()) == 39_999
-    web.routes["/esc"] = Reply(200, ("\x01" * 19_000).encode(), {"Content-Type": "text/plain"})
+    # Text that JSON escapes heavily (\x01 as \\u0001, '"' as \\"); all control characters would be binary.
+    web.routes["/esc"] = Reply(200, ('\x01"""' * 4_750).encode(), {"Content-Type": "text/plain"})
     esc = invoke("web", {"operation": "open", "url": web.url("/esc")})
     assert esc["truncated_by"] == ["output_cap"]
     assert len(json.dumps(esc, ensure_ascii=False, separators=(",", ":")).encode()) <= 48 * 1024

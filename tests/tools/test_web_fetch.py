@@ -300,6 +300,15 @@ def test_binary_bodies_are_refused(invoke: Any, web: FakeWeb) -> None:
     assert invoke("web_fetch", {"url": web.url("/raw")})["text"] == "plain words"
 
 
+def test_a_binary_body_declared_as_html_is_refused(invoke: Any, web: FakeWeb) -> None:
+    web.routes["/fake"] = Reply(
+        200, b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50, {"Content-Type": "text/html"}
+    )
+    with pytest.raises(ToolError) as e:
+        invoke("web_fetch", {"url": web.url("/fake")})
+    assert e.value.code == "unsupported_content"
+
+
 # ----- the real CLI ------------------------------------------------------------------------------
 
 

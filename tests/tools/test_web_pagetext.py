@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fermix_cli.tools.web.pagetext import html_to_markdown
+from fermix_cli.tools.web.pagetext import body_kind, html_to_markdown
 
 # --- skipped elements and implied end tags -----------------------------------------------------------
 
@@ -31,3 +31,27 @@ from fermix_cli.tools.web.pagetext import html_to_markdown
 )
 def test_short_pages_skip_only_what_browsers_do_not_show(html: str, text: str) -> None:
     assert html_to_markdown(html) == text
+
+
+# --- body kinds: declared text that is not text ------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "kind"),
+    [
+        ("text/html", PNG, "binary"),
+        ("text/html; charset=utf-8", b"<html><body>" + bytes(range(1, 32)) * 20, "binary"),
+        ("text/plain", b"\x7fELF\x02\x01\x01\x00\x00\x00", "binary"),
+        ("application/xhtml+xml", b"<p>\x00\x00</p>", "binary"),
+        # Real text, including the control characters text does carry, stays text.
+        ("text/html", "<p>café – ok</p>".encode(), "html"),
+        ("text/plain", b"\x1b[31mred\x1b[0m\ttab\r\nline\x0c\n", "text"),
+        ("text/plain; charset=utf-16", "wide text".encode("utf-16"), "text"),
+        ("text/html", "<p>BOM-led UTF-16</p>".encode("utf-16"), "html"),
+        ("text/plain", b"", "text"),
+    ],
+)
+def test_declared_text_is_sniffed_for_binary(content_type: str, body: bytes, kind: str) -> None:
+    assert body_kind(content_type, body) == kind

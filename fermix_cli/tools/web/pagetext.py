@@ -33,6 +33,8 @@ _TEXT_APP_TYPES = frozenset(
     {"application/xml", "application/javascript", "application/x-javascript", "application/ecmascript"}
 )
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+_WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
+_WIDE_CHARSETS = ("utf-16", "utf16", "utf-32", "utf32", "ucs-2", "ucs2", "ucs-4", "ucs4")
 _HTML_START = re.compile(
     rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.IGNORECASE | re.DOTALL
 )
@@ -56,14 +58,18 @@ def media_type(content_type: str) -> str:
 
 
 def body_kind(content_type: str, body: bytes) -> BodyKind:
-    """Classify a body by its declared type, sniffing only when the type is missing or generic."""
+    """Classify a body by its declared type, sniffing when the type is missing or generic.
+
+    A body declared as HTML or text is still refused as binary when its first bytes are not text (NUL
+    bytes, or many control characters), as a browser would not render it either.
+    """
     mt = media_type(content_type)
     if mt == "application/json" or mt.endswith("+json"):
         return "json"
     if mt in ("text/html", "application/xhtml+xml"):
-        return "html"
+        return "binary" if _looks_binary(content_type, body) else "html"
     if mt.startswith("text/") or mt in _TEXT_APP_TYPES or mt.endswith("+xml"):
-        return "text"
+        return "binary" if _looks_binary(content_type, body) else "text"
     if mt.startswith(_BINARY_PREFIXES) or mt in _BINARY_TYPES:
         return "binary"
     # Missing, application/octet-stream or something unknown: look at the bytes.
@@ -78,6 +84,22 @@ def body_kind(content_type: str, body: bytes) -> BodyKind:
     return "text"
 
 
+def _looks_binary(content_type: str, body: bytes) -> bool:
+    """Whether a body declared as text starts with bytes no text has: NUL, or over 30% control characters.
+
+    UTF-16 and UTF-32 text is full of NUL bytes: declared in the header or by a BOM, it is not sniffed.
+    """
+    head = body[:4096]
+    if head.startswith(_WIDE_BOMS) or _header_charset(content_type).lower().startswith(_WIDE_CHARSETS):
+        return False
+    if b"\x00" in head:
+        return True
+    controls = sum(1 for byte in head if byte < 0x20 or byte == 0x7F) - sum(
+        head.count(c) for c in b"\t\n\r\x0c\x1b"
+    )
+    return controls * 10 > len(head) * 3
+
+
 def _looks_like_json(body: bytes) -> bool:
     import json
 
@@ -88,12 +110,19 @@ def _looks_like_json(body: bytes) -> bool:
     return True
 
 
-def charset_of(content_type: str, body: bytes, kind: BodyKind) -> str:
-    """The declared charset (header, then an HTML `<meta charset>`), else UTF-8."""
+def _header_charset(content_type: str) -> str:
     for param in content_type.split(";")[1:]:
         key, _, value = param.strip().partition("=")
         if key.strip().lower() == "charset" and value.strip("\"' "):
             return value.strip("\"' ")
+    return ""
+
+
+def charset_of(content_type: str, body: bytes, kind: BodyKind) -> str:
+    """The declared charset (header, then an HTML `<meta charset>`), else UTF-8."""
+    declared = _header_charset(content_type)
+    if declared:
+        return declared
     if kind == "html":
         match = _META_CHARSET.search(body[:4096])
         if match:
