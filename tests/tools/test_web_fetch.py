@@ -119,6 +119,17 @@ def test_declared_charsets_are_honoured(invoke: Any, web: FakeWeb) -> None:
     assert invoke("web_fetch", {"url": web.url("/meta")})["text"] == "naïve “quotes”"
 
 
+def test_a_byte_order_mark_overrides_the_declared_charset(invoke: Any, web: FakeWeb) -> None:
+    web.routes["/bom"] = Reply(
+        200, "\ufeff<p>naïve café</p>".encode(), {"Content-Type": "text/html; charset=iso-8859-1"}
+    )
+    web.routes["/meta16"] = Reply(
+        200, '<meta charset="utf-16"><p>naïve café</p>'.encode(), {"Content-Type": "text/html"}
+    )
+    assert invoke("web_fetch", {"url": web.url("/bom")})["text"] == "naïve café"
+    assert invoke("web_fetch", {"url": web.url("/meta16")})["text"] == "naïve café"
+
+
 @pytest.mark.parametrize("charset", ["idna", "punycode", "undefined"])
 def test_a_charset_whose_codec_refuses_to_replace_falls_back_to_utf8(
     invoke: Any, web: FakeWeb, charset: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fermix_cli.tools.web.pagetext import body_kind, html_to_markdown
+from fermix_cli.tools.web.pagetext import body_kind, decode_body, html_to_markdown
 
 # --- skipped elements and implied end tags -----------------------------------------------------------
 
@@ -55,3 +55,27 @@ PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x01\x00"
 )
 def test_declared_text_is_sniffed_for_binary(content_type: str, body: bytes, kind: str) -> None:
     assert body_kind(content_type, body) == kind
+
+
+# --- charsets: WHATWG order ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "text"),
+    [
+        # A byte order mark overrides the header, and is not part of the text.
+        ("text/plain; charset=iso-8859-1", "\ufeffcafé".encode(), "café"),
+        ("text/html; charset=utf-8", "<p>hé</p>".encode("utf-16"), "<p>hé</p>"),
+        ("text/plain; charset=windows-1252", b"\xfe\xff" + "hé".encode("utf-16-be"), "hé"),
+        # A <meta> naming UTF-16 in a page readable as ASCII means UTF-8.
+        ("text/html", '<meta charset="utf-16"><p>café</p>'.encode(), '<meta charset="utf-16"><p>café</p>'),
+        ("text/html", "<meta charset=UTF-16LE><p>é</p>".encode(), "<meta charset=UTF-16LE><p>é</p>"),
+        # Without a BOM, the header, then the <meta>, then UTF-8.
+        ("text/plain; charset=iso-8859-1", "café".encode("latin-1"), "café"),
+        ("text/html", '<meta charset="windows-1252">“'.encode("cp1252"), '<meta charset="windows-1252">“'),
+        ("text/plain", "café".encode(), "café"),
+    ],
+)
+def test_charsets_follow_whatwg(content_type: str, body: bytes, text: str) -> None:
+    kind = body_kind(content_type, body)
+    assert decode_body(body, content_type, kind) == text

@@ -33,6 +33,8 @@ _TEXT_APP_TYPES = frozenset(
     {"application/xml", "application/javascript", "application/x-javascript", "application/ecmascript"}
 )
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+# The codecs named here drop the BOM as they decode.
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
 _WIDE_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 _WIDE_CHARSETS = ("utf-16", "utf16", "utf-32", "utf32", "ucs-2", "ucs2", "ucs-4", "ucs4")
 _HTML_START = re.compile(
@@ -119,14 +121,22 @@ def _header_charset(content_type: str) -> str:
 
 
 def charset_of(content_type: str, body: bytes, kind: BodyKind) -> str:
-    """The declared charset (header, then an HTML `<meta charset>`), else UTF-8."""
+    """The charset to decode with, in WHATWG order: a byte order mark, the header, `<meta charset>`, UTF-8.
+
+    A BOM overrides the header; a `<meta>` naming UTF-16 is read as UTF-8 (the meta tag itself could
+    not have been read if the page were UTF-16).
+    """
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return codec
     declared = _header_charset(content_type)
     if declared:
         return declared
     if kind == "html":
         match = _META_CHARSET.search(body[:4096])
         if match:
-            return match.group(1).decode("ascii")
+            named = match.group(1).decode("ascii")
+            return "utf-8" if named.lower().replace("_", "-").startswith(("utf-16", "utf16")) else named
     return "utf-8"
 
 
