@@ -63,18 +63,30 @@ def decode_text(content: bytes, headers: httpx.Headers) -> str:
         return content.decode("utf-8", errors="replace")
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
 class BoundedDecoder:
-    """Undoes gzip/deflate content coding without ever producing more than asked for."""
+    """Undoes gzip/deflate content coding without ever producing more than asked for.
+
+    A gzip body may hold several members one after another (RFC 1952); each is decoded in turn. Bytes
+    after the last member that do not start another one (padding) are ignored, as gzip(1) does.
+    """
 
     def __init__(self, content_encoding: str) -> None:
         codings = [c.strip().lower() for c in content_encoding.split(",")]
         codings = [c for c in codings if c and c != "identity"]
         self._raw_deflate_fallback = False
+        self._gzip = False
+        self._between = False  # a gzip member ended; the next input starts another one (or is padding)
+        self._carry = b""  # input of the next gzip member, not yet decoded
+        self._done = False  # padding after the last gzip member: ignore the rest
         self._zlib: Any = None
         if not codings:
             return
         if len(codings) == 1 and codings[0] in ("gzip", "x-gzip"):
             self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            self._gzip = True
         elif len(codings) == 1 and codings[0] == "deflate":
             # "deflate" should be zlib-wrapped, but some servers send raw deflate; retry once as raw.
             self._zlib = zlib.decompressobj()
@@ -97,8 +109,10 @@ class BoundedDecoder:
         while True:
             if out:
                 yield out
-            tail = self._zlib.unconsumed_tail if self._zlib is not None else b""
-            if not tail:
+            # Input zlib left for lack of room; once a member ended, what follows is in `_carry`.
+            live = self._zlib is not None and not self._between
+            tail = self._zlib.unconsumed_tail if live else b""
+            if not tail and len(self._carry) < len(GZIP_MAGIC):
                 return
             out = self.decode(tail, piece)
 
@@ -106,6 +120,28 @@ class BoundedDecoder:
         """Decoded bytes for `data`, at most `max_length` of them (more input is then left unread)."""
         if self._zlib is None:
             return data
+        out = b""
+        while not self._done and (data or (self._between and self._carry)):
+            if self._between:  # a gzip member ended: what follows starts another, or is padding
+                data, self._carry = self._carry + data, b""
+                if len(data) < len(GZIP_MAGIC) and GZIP_MAGIC.startswith(data):
+                    self._carry = data  # perhaps the start of another member: wait for more
+                    break
+                if not data.startswith(GZIP_MAGIC):
+                    self._done = True
+                    break
+                if len(out) >= max_length:
+                    self._carry = data  # the next member waits for the next call
+                    break
+                self._between = False
+                self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            out += self._inflate(data, max_length - len(out))
+            if not (self._gzip and self._zlib.eof):
+                break
+            data, self._between = self._zlib.unused_data, True
+        return out
+
+    def _inflate(self, data: bytes, max_length: int) -> bytes:
         try:
             out = bytes(self._zlib.decompress(data, max_length))
         except zlib.error as exc:
@@ -113,7 +149,7 @@ class BoundedDecoder:
                 raise ToolError("network", f"could not decode the response body: {exc}") from exc
             self._raw_deflate_fallback = False
             self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-            return self.decode(data, max_length)
+            return self._inflate(data, max_length)
         if data:
             self._raw_deflate_fallback = False
         return out

@@ -361,6 +361,30 @@ def test_compressed_bodies_are_decoded(
         assert client.get(server.url()).content == text
 
 
+def test_every_member_of_a_multi_member_gzip_body_is_decoded(server: LocalServer) -> None:
+    members = [gzip.compress(f"member {n} ".encode() * 2000) for n in range(3)]
+    whole = b"".join(f"member {n} ".encode() * 2000 for n in range(3))
+    server.routes["/multi"] = body_route(b"".join(members), encoding="gzip")
+    server.routes["/padded"] = body_route(b"".join(members) + bytes(512), encoding="gzip")
+    with guarded_client(allowed_private_hosts=LOCAL) as client:
+        assert client.get(server.url("/multi")).content == whole
+        assert client.get(server.url("/padded")).content == whole
+    with guarded_client(allowed_private_hosts=LOCAL, max_body=len(whole) - 1) as client:
+        with pytest.raises(ToolError) as caught:
+            client.get(server.url("/multi"))
+        assert caught.value.code == "too_large"
+
+
+@pytest.mark.parametrize("step", [1, 7, 4096])
+def test_multi_member_gzip_decodes_across_any_chunking(step: int) -> None:
+    body = gzip.compress(b"a" * 3000) + gzip.compress(b"b" * 3000) + gzip.compress(b"")
+    decoder = BoundedDecoder("gzip")
+    out = b"".join(
+        b"".join(decoder.decode_pieces(body[i : i + step], 1000)) for i in range(0, len(body), step)
+    )
+    assert out == b"a" * 3000 + b"b" * 3000
+
+
 def test_unrequested_content_encoding_is_refused(server: LocalServer) -> None:
     server.routes["/"] = body_route(b"\x1b\x00", encoding="br")
     with guarded_client(allowed_private_hosts=LOCAL) as client, pytest.raises(ToolError) as caught:
