@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import httpx
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.net.guard import DEFAULT_MAX_BODY
+from fermix_cli.core.net.guard import DEFAULT_MAX_BODY, redirect_refusal
 from fermix_cli.core.net.httpclient import (
     BODY_HEADERS,
     CROSS_ORIGIN_HEADERS,
@@ -66,7 +66,12 @@ class FollowingTransport(httpx.BaseTransport):
         while True:
             # The decoder below undoes gzip and deflate only; never ask for anything else.
             request.headers["accept-encoding"] = "gzip, deflate"
-            response = self._inner.handle_request(request)
+            try:
+                response = self._inner.handle_request(request)
+            except ToolError as exc:
+                if exc.code != "blocked_url" or not redirects:
+                    raise
+                raise redirect_refusal(exc, redirects[-1], str(request.url)) from exc
             if response.status_code not in REDIRECT_STATUSES:
                 return self._decoded(response, request)
             location = response.headers.get("location", "").strip()

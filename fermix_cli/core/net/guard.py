@@ -19,7 +19,7 @@ import socket
 import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.net.iptable import blocked_range, parse_address
@@ -41,6 +41,34 @@ _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 def blocked_url_error(reason: str, message: str, **details: Any) -> ToolError:
     """A `blocked_url` error whose details carry a machine-readable `reason`."""
     return ToolError("blocked_url", message, {"reason": reason, **details})
+
+
+def redirect_refusal(error: ToolError, source: str, target: str) -> ToolError:
+    """`error` (a refusal of `target`) restated as the refusal of a redirect that `source` sent."""
+    return ToolError(
+        error.code,
+        f"the server at {source} redirected to {target}, which is refused: {error.message}",
+        {**error.details, "redirected_from": source, "url": target},
+    )
+
+
+def encode_location(location: str) -> str:
+    """A redirect's `Location` as browsers and curl follow it: whitespace and non-ASCII outside the
+    host percent-encoded (UTF-8), so `/a b` is `/a%20b`."""
+    if all(ch.isascii() and ch.isprintable() and not ch.isspace() for ch in location):
+        return location
+    try:
+        parts = urlsplit(location.strip())
+    except ValueError:
+        return location  # check_url reports it
+    encoded = [_percent_encode(part) for part in (parts.path, parts.query, parts.fragment)]
+    return urlunsplit((parts.scheme, parts.netloc, *encoded))
+
+
+def _percent_encode(text: str) -> str:
+    return "".join(
+        ch if ch.isascii() and ch.isprintable() and not ch.isspace() else quote(ch, safe="") for ch in text
+    )
 
 
 class CheckedURL(Record, frozen=True):

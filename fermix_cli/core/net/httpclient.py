@@ -22,7 +22,14 @@ from fermix_cli.core.net.deadline import (
     ran_out_of_time,
     total_timeout_error,
 )
-from fermix_cli.core.net.guard import DEFAULT_MAX_BODY, HostGuard, blocked_url_error, check_url
+from fermix_cli.core.net.guard import (
+    DEFAULT_MAX_BODY,
+    HostGuard,
+    blocked_url_error,
+    check_url,
+    encode_location,
+    redirect_refusal,
+)
 from fermix_cli.core.net.response import Closable, GuardedResponse, GuardedStream
 from fermix_cli.core.net.transport import GuardedTransport
 
@@ -167,7 +174,12 @@ class GuardedClient(Closable):
 
     def _follow(self, exchange: _Exchange, read_timeout: float, deadline: float | None) -> httpx.Response:
         while True:
-            response = self._send(exchange, read_timeout, deadline)
+            try:
+                response = self._send(exchange, read_timeout, deadline)
+            except ToolError as exc:
+                if exc.code != "blocked_url" or not exchange.redirects:
+                    raise
+                raise redirect_refusal(exc, exchange.redirects[-1], exchange.url) from exc
             if not self.follow_redirects or response.status_code not in REDIRECT_STATUSES:
                 return response
             location = response.headers.get("location", "").strip()
@@ -232,8 +244,16 @@ class GuardedClient(Closable):
 
 
 def checked_redirect(source: str, location: str) -> str:
-    """The checked URL a redirect from `source` with this `Location` leads to; raises `blocked_url`."""
-    return check_url(urljoin(source, location)).url
+    """The checked URL a redirect from `source` with this `Location` leads to; raises `blocked_url`.
+
+    Spaces and non-ASCII in the path and query are percent-encoded first, as browsers do; a refusal
+    names the redirect and where it came from.
+    """
+    target = urljoin(source, encode_location(location))
+    try:
+        return check_url(target).url
+    except ToolError as exc:
+        raise redirect_refusal(exc, source, target) from exc
 
 
 def origin_of(url: str) -> tuple[str, str, int]:

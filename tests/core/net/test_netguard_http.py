@@ -234,6 +234,34 @@ def test_redirect_to_a_refused_target_is_blocked(server: LocalServer, location: 
         client.get(server.url("/start", host="allowed.test"))
     assert (caught.value.code, caught.value.details["reason"]) == ("blocked_url", reason)
     assert [seen.path for seen in server.seen] == ["/start"]
+    start = server.url("/start", host="allowed.test")
+    assert caught.value.message.startswith(f"the server at {start} redirected to ")
+    assert caught.value.details["redirected_from"] == start
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [
+        ("/a file.html", "/a%20file.html"),
+        ("/search?q=two words", "/search?q=two%20words"),
+        ("/caf\u00e9/men\u00fc", "/caf%C3%A9/men%C3%BC"),
+        ("http://127.0.0.1:{port}/x y", "/x%20y"),
+    ],
+)
+def test_a_location_with_spaces_or_non_ascii_is_percent_encoded(
+    server: LocalServer, location: str, path: str
+) -> None:
+    server.routes["/start"] = lambda h: (
+        h.send_response(302),
+        h.send_header("Location", location.format(port=server.port)),
+        h.send_header("Content-Length", "0"),
+        h.end_headers(),
+    )
+    server.routes[path.split("?")[0]] = lambda h: reply(h, body=b"landed")
+    with guarded_client(allowed_private_hosts=LOCAL) as client:
+        response = client.get(server.url("/start"))
+    assert server.seen[1].path == path
+    assert (response.url, response.content) == (server.url(path), b"landed")
 
 
 def test_redirect_without_location_is_a_network_error(server: LocalServer) -> None:
