@@ -335,13 +335,41 @@ def test_reopening_the_same_page_refreshes_it_instead_of_duplicating(
     assert len(kept) == 64 and first in kept and kept[-2] == first
 
 
-def test_redirects_are_reported_not_followed(invoke: Any, web: FakeWeb) -> None:
+def test_redirects_are_refused_not_followed(world: Env, invoke: Any, web: FakeWeb) -> None:
+    """The contract: URL open rejects redirects; a public target is named so the model can open it."""
     web.routes["/old"] = Reply(301, b"", {"Location": "/new?x=1"})
     web.routes["/new"] = html_reply("<p>new</p>")
-    result = invoke("web", {"operation": "open", "url": web.url("/old")})
-    assert result["status"] == 301 and result["redirect"] == web.url("/new?x=1")
-    assert result["reference"] is None and result["text"] == ""
+    with pytest.raises(ToolError) as e:
+        invoke("web", {"operation": "open", "url": web.url("/old")})
+    assert (e.value.code, e.value.details["reason"], e.value.details["status"]) == (
+        "blocked_url",
+        "redirect",
+        301,
+    )
+    assert e.value.details["location"] == web.url("/new?x=1") and web.url("/new?x=1") in e.value.message
     assert web.hits_on("/new") == []
+    r = world.tool("web", {"operation": "open", "url": web.url("/old")})
+    assert r.code == 3 and r.stdout == "" and "does not follow redirects" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("location", "refused"),
+    [
+        ("http://admin:hunter2@169.254.169.254/latest/meta-data/", "userinfo"),
+        ("http://169.254.169.254/latest/meta-data/?token=hunter2", "non_global_address"),
+        ("https://docs.example.org/page?api_key=hunter2", "sensitive_parameter"),
+    ],
+)
+def test_a_redirect_to_a_url_web_cannot_open_is_refused_and_redacted(
+    invoke: Any, web: FakeWeb, location: str, refused: str
+) -> None:
+    web.routes["/old"] = Reply(302, b"", {"Location": location})
+    with pytest.raises(ToolError) as e:
+        invoke("web", {"operation": "open", "url": web.url("/old")})
+    assert (e.value.code, e.value.details["reason"]) == ("blocked_url", "redirect")
+    assert e.value.details["location_refused"] == refused
+    assert "hunter2" not in e.value.message and "hunter2" not in str(e.value.details)
+    assert "***" in e.value.details["location"]
 
 
 @pytest.mark.parametrize(

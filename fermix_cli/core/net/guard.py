@@ -15,11 +15,12 @@ steps 2 to 4 allow any address. This module does not import httpx.
 
 from __future__ import annotations
 
+import re
 import socket
 import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.net.iptable import blocked_range, parse_address
@@ -29,6 +30,16 @@ from ..records import Record
 Resolver = Callable[[str], Iterable[str]]
 """Maps a host name to its A and AAAA answers as address strings; no answers or OSError means none."""
 
+# Query (or fragment) parameters that carry credentials; compared lower-cased with '-' read as '_'.
+SENSITIVE_PARAMETERS = frozenset(
+    {
+        "access_token", "refresh_token", "id_token", "token", "auth", "auth_token", "authorization",
+        "api_key", "apikey", "key", "secret", "client_secret", "password", "passwd", "pwd", "session",
+        "sessionid", "session_id", "sid", "signature", "sig", "x_amz_signature", "x_amz_credential",
+        "x_amz_security_token", "x_goog_signature", "x_goog_credential", "private_token", "jwt",
+    }
+)  # fmt: skip
+REDACTED = "***"
 MAX_URL_BYTES = 2048
 DEFAULT_MAX_BODY = 1_048_576
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -41,6 +52,34 @@ _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 def blocked_url_error(reason: str, message: str, **details: Any) -> ToolError:
     """A `blocked_url` error whose details carry a machine-readable `reason`."""
     return ToolError("blocked_url", message, {"reason": reason, **details})
+
+
+def is_sensitive_parameter(name: str) -> bool:
+    """Whether a query parameter's name says it carries a credential (`access_token`, `API-Key`, ...)."""
+    return name.strip().lower().replace("-", "_") in SENSITIVE_PARAMETERS
+
+
+def redact_url(url: str) -> str:
+    """`url` safe to echo: `user:password@` and the values of credential parameters become `***`."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return re.sub(r"//[^/?#]*@", f"//{REDACTED}@", url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
+    query, fragment = _redact_parameters(parts.query), _redact_parameters(parts.fragment)
+    if (netloc, query, fragment) == (parts.netloc, parts.query, parts.fragment):
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _redact_parameters(text: str) -> str:
+    pairs = []
+    for pair in text.split("&"):
+        name, equals, _value = pair.partition("=")
+        pairs.append(f"{name}={REDACTED}" if equals and is_sensitive_parameter(unquote(name)) else pair)
+    return "&".join(pairs)
 
 
 def redirect_refusal(error: ToolError, source: str, target: str) -> ToolError:
