@@ -18,6 +18,7 @@ from typing import Any
 import httpcore
 
 from fermix_cli.core.errors import ToolError
+from fermix_cli.core.net.guard import redact_url
 
 TOTAL_TIMEOUT_MESSAGE = "the exchange took longer than its total time limit"
 
@@ -37,7 +38,7 @@ def exchange_deadline(deadline: float | None) -> Iterator[None]:
 
 def total_timeout_error(url: str) -> ToolError:
     """The `timeout` error of an exchange that ran past its total time limit."""
-    return ToolError("timeout", TOTAL_TIMEOUT_MESSAGE, {"url": url})
+    return ToolError("timeout", TOTAL_TIMEOUT_MESSAGE, {"url": redact_url(url)})
 
 
 def ran_out_of_time(exc: ToolError) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import httpx
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.net.guard import DEFAULT_MAX_BODY, redirect_refusal
+from fermix_cli.core.net.guard import DEFAULT_MAX_BODY, redact_url, redirect_refusal
 from fermix_cli.core.net.httpclient import (
     BODY_HEADERS,
     CROSS_ORIGIN_HEADERS,
@@ -43,7 +43,7 @@ class _DecodedStream(httpx.SyncByteStream):
                     raise ToolError(
                         "too_large",
                         f"response body exceeded {self._max_body} bytes once decoded",
-                        {"limit": self._max_body, "url": self._url},
+                        {"limit": self._max_body, "url": redact_url(self._url)},
                     )
                 yield piece
 
@@ -78,12 +78,12 @@ class FollowingTransport(httpx.BaseTransport):
             response.close()
             url = str(request.url)
             if not location:
-                raise ToolError("network", "redirect missing location", {"url": url})
+                raise ToolError("network", "redirect missing location", {"url": redact_url(url)})
             if len(redirects) >= self._max_redirects:
                 raise ToolError(
                     "redirect_limit",
                     f"exceeded {self._max_redirects} redirects",
-                    {"url": url, "redirects": [*redirects, url]},
+                    {"url": redact_url(url), "redirects": [redact_url(u) for u in [*redirects, url]]},
                 )
             redirects.append(url)
             request = self._next(request, response.status_code, checked_redirect(url, location))

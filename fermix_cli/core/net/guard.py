@@ -50,7 +50,9 @@ _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def blocked_url_error(reason: str, message: str, **details: Any) -> ToolError:
-    """A `blocked_url` error whose details carry a machine-readable `reason`."""
+    """A `blocked_url` error whose details carry a machine-readable `reason` (a `url` is redacted)."""
+    if isinstance(details.get("url"), str):
+        details["url"] = redact_url(details["url"])
     return ToolError("blocked_url", message, {"reason": reason, **details})
 
 
@@ -63,8 +65,10 @@ def redact_url(url: str) -> str:
     """`url` safe to echo: `user:password@` and the values of credential parameters become `***`."""
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return re.sub(r"//[^/?#]*@", f"//{REDACTED}@", url)
+    except ValueError:  # not parseable (a broken [v6] host): redact by pattern
+        head, sep, rest = url.partition("?")
+        head = re.sub(r"//[^/?#]*@", f"//{REDACTED}@", head)
+        return head + sep + "#".join(_redact_parameters(part) for part in rest.split("#"))
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
@@ -84,6 +88,7 @@ def _redact_parameters(text: str) -> str:
 
 def redirect_refusal(error: ToolError, source: str, target: str) -> ToolError:
     """`error` (a refusal of `target`) restated as the refusal of a redirect that `source` sent."""
+    source, target = redact_url(source), redact_url(target)
     return ToolError(
         error.code,
         f"the server at {source} redirected to {target}, which is refused: {error.message}",
@@ -185,7 +190,7 @@ def check_url(url: str) -> CheckedURL:
     size = len(url.encode("utf-8", "surrogatepass"))
     if size > MAX_URL_BYTES:
         raise blocked_url_error(
-            "url_too_long", f"URL is {size} bytes; the limit is {MAX_URL_BYTES}", url=url[:200]
+            "url_too_long", f"URL is {size} bytes; the limit is {MAX_URL_BYTES}", url=redact_url(url)[:200]
         )
     try:
         parts = urlsplit(url)

@@ -28,6 +28,7 @@ from fermix_cli.core.net.guard import (
     blocked_url_error,
     check_url,
     encode_location,
+    redact_url,
     redirect_refusal,
 )
 from fermix_cli.core.net.response import Closable, GuardedResponse, GuardedStream
@@ -185,12 +186,15 @@ class GuardedClient(Closable):
             location = response.headers.get("location", "").strip()
             response.close()
             if not location:
-                raise ToolError("network", "redirect missing location", {"url": exchange.url})
+                raise ToolError("network", "redirect missing location", {"url": redact_url(exchange.url)})
             if len(exchange.redirects) >= self.limits.max_redirects:
                 raise ToolError(
                     "redirect_limit",
                     f"exceeded {self.limits.max_redirects} redirects",
-                    {"url": exchange.url, "redirects": [*exchange.redirects, exchange.url]},
+                    {
+                        "url": redact_url(exchange.url),
+                        "redirects": [redact_url(u) for u in [*exchange.redirects, exchange.url]],
+                    },
                 )
             self._redirect(exchange, response.status_code, location)
 

@@ -17,6 +17,7 @@ import httpx
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.net.deadline import exchange_deadline, ran_out_of_time, total_timeout_error
+from fermix_cli.core.net.guard import redact_url
 
 from ..records import Record
 
@@ -45,7 +46,9 @@ class GuardedResponse(Record):
         """Return self when the status is 2xx, else raise `network: HTTP N`."""
         if not 200 <= self.status_code < 300:
             raise ToolError(
-                "network", f"HTTP {self.status_code}", {"status": self.status_code, "url": self.url}
+                "network",
+                f"HTTP {self.status_code}",
+                {"status": self.status_code, "url": redact_url(self.url)},
             )
         return self
 
@@ -249,7 +252,7 @@ class GuardedStream(Closable):
         return ToolError(
             "too_large",
             f"response body exceeded {self._max_body} bytes",
-            {"limit": self._max_body, "url": self.url},
+            {"limit": self._max_body, "url": redact_url(self.url)},
         )
 
     def _check_deadline(self) -> None:

@@ -22,6 +22,7 @@ from fermix_cli.core.net.guard import (
     check_url,
     normalise_allowed_host,
     normalise_host,
+    redact_url,
 )
 from fermix_cli.core.net.guarded import guarded_client
 from fermix_cli.core.net.iptable import IPV4_TABLE, IPV6_TABLE, blocked_range, is_blocked_address
@@ -265,6 +266,46 @@ def test_syntax_rules(url: str, reason: str, message: str | None) -> None:
     assert caught.value.details["reason"] == reason
     if message is not None:
         assert caught.value.message == message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://alice:S3cretPW@example.com/",
+        "https://alice:S3cretPW@example.com/a b",
+        "https://alice:S3cretPW@example.com/\x01",
+        "https://alice:S3cretPW@example.com:99999/",
+        "ftp://alice:S3cretPW@example.com/",
+        "https://example.com/a b?api_key=S3cretPW&x=1",
+        "gopher://example.com/?access-token=S3cretPW",
+        "https://alice:S3cretPW@example.com/" + "a" * 2040,
+    ],
+)
+def test_refusals_never_echo_credentials(url: str) -> None:
+    with pytest.raises(ToolError) as caught:
+        check_url(url)
+    assert "S3cretPW" not in caught.value.message and "S3cretPW" not in str(caught.value.details)
+    assert "***" in caught.value.details["url"]
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://alice:pw@example.com/x?q=1", "https://***@example.com/x?q=1"),
+        (
+            "https://example.com/x?api_key=k&q=1#id_token=t",
+            "https://example.com/x?api_key=***&q=1#id_token=***",
+        ),
+        (
+            "https://example.com/x?API-Key=k&Token=t&keyword=fine",
+            "https://example.com/x?API-Key=***&Token=***&keyword=fine",
+        ),
+        ("https://example.com/x?q=1", "https://example.com/x?q=1"),
+        ("http://u:p@[::1/x?token=t&a=1#sig=s", "http://***@[::1/x?token=***&a=1#sig=***"),
+    ],
+)
+def test_redact_url(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
 
 
 def test_url_of_exactly_2048_bytes_passes() -> None:
