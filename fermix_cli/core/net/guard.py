@@ -232,8 +232,15 @@ def _split_host_port(netloc: str, url: str) -> tuple[str, int | None]:
     elif ":" in netloc:
         host, port_text = netloc.rsplit(":", 1)
         if ":" in host:
+            ip = parse_address(netloc) or parse_address(host)
+            if ip is not None and ip.version == 6:
+                raise blocked_url_error(
+                    "invalid_url", "invalid URL: IPv6 hosts must be written in [brackets]", url=url
+                )
             raise blocked_url_error(
-                "invalid_url", "invalid URL: IPv6 hosts must be written in [brackets]", url=url
+                "invalid_url",
+                f"invalid URL: {netloc!r} has more than one ':'; write host or host:port",
+                url=url,
             )
     else:
         host, port_text = netloc, ""
@@ -252,6 +259,10 @@ def normalise_allowed_host(entry: str) -> str:
     text = entry.strip()
     if not text or "*" in text or "/" in text or "@" in text:
         raise ValueError(f"{entry!r} is not a host name or IP literal (no wildcards, ports or URLs)")
+    if re.fullmatch(r"(\[[^\]]*\]|[^:\[\]]+):\d*", text):
+        raise ValueError(
+            f"{entry!r}: ports are not allowed; list the host alone (it is allowed on every port)"
+        )
     try:
         return normalise_host(text)
     except ToolError as exc:

@@ -250,7 +250,12 @@ SYNTAX_ROWS = [
     ("http://example.com:99999/", "invalid_url", None),
     ("http://example.com:8o/", "invalid_url", None),
     ("http://[::1/", "invalid_url", None),
-    ("http://::1:80/", "invalid_url", None),
+    ("http://::1:80/", "invalid_url", "invalid URL: IPv6 hosts must be written in [brackets]"),
+    (
+        "http://127.0.0.1:18777:80/echo",
+        "invalid_url",
+        "invalid URL: '127.0.0.1:18777:80' has more than one ':'; write host or host:port",
+    ),
     ("http://a..b/", "invalid_host", None),
     ("http://exa%2Emple.com/", "invalid_host", None),
     ("http://" + "a" * 64 + ".com/", "invalid_host", None),
@@ -363,6 +368,12 @@ def test_allowed_name_skips_answer_judgement_but_still_pins() -> None:
 @pytest.mark.parametrize("entry", ["", "*.corp", "http://a/", "a:80", "user@a", "a..b"])
 def test_unusable_allowed_host_entries_are_refused(entry: str) -> None:
     with pytest.raises(ValueError):
+        normalise_allowed_host(entry)
+
+
+@pytest.mark.parametrize("entry", ["127.0.0.1:18777", "[::1]:8080", "intranet.test:80"])
+def test_an_allowed_host_with_a_port_says_ports_are_not_allowed(entry: str) -> None:
+    with pytest.raises(ValueError, match="ports are not allowed"):
         normalise_allowed_host(entry)
 
 
