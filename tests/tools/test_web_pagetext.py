@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fermix_cli.tools.web.pagetext import body_kind, decode_body, html_to_markdown
+from fermix_cli.tools.web.pagetext import body_kind, decode_body, html_to_markdown, page_text
 
 # --- skipped elements and implied end tags -----------------------------------------------------------
 
@@ -79,3 +79,25 @@ def test_declared_text_is_sniffed_for_binary(content_type: str, body: bytes, kin
 def test_charsets_follow_whatwg(content_type: str, body: bytes, text: str) -> None:
     kind = body_kind(content_type, body)
     assert decode_body(body, content_type, kind) == text
+
+
+# --- links --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("href", "shown"),
+    [
+        ("/rel/link", "[the link](http://x.com/rel/link)"),
+        ("sibling.html", "[the link](http://x.com/dir/sibling.html)"),
+        ("../up?q=1", "[the link](http://x.com/up?q=1)"),
+        ("//cdn.example.org/a", "[the link](http://cdn.example.org/a)"),
+        ("https://other.org/x", "[the link](https://other.org/x)"),
+        ("#top", "the link"),
+        ("javascript:alert(1)", "the link"),
+        ("mailto:a@x.com", "the link"),
+        ("http://[broken/", "the link"),
+    ],
+)
+def test_relative_links_resolve_against_the_page(href: str, shown: str) -> None:
+    html = f'<p>See <a href="{href}">the link</a>.</p>'
+    assert page_text(html, "http://x.com/dir/page") == f"See {shown}."

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 from typing import Literal
+from urllib.parse import urljoin
 
 BodyKind = Literal["json", "html", "text", "binary"]
 SUBSTANTIAL_HTML = 10_000  # bytes of HTML from which readability extraction (trafilatura) is used
@@ -155,7 +156,7 @@ def page_text(html: str, url: str | None = None) -> str:
     Short pages carry little boilerplate, and extraction tends to drop their structure (headings, links).
     """
     if len(html.encode("utf-8", "surrogatepass")) < SUBSTANTIAL_HTML:
-        return html_to_markdown(html)
+        return html_to_markdown(html, url)
     return readable_text(html, url)
 
 
@@ -176,7 +177,7 @@ def readable_text(html: str, url: str | None = None) -> str:
     )
     if extracted and extracted.strip():
         return extracted.strip()
-    return html_to_markdown(html)
+    return html_to_markdown(html, url)
 
 
 def html_title(html: str) -> str | None:
@@ -189,9 +190,12 @@ def html_title(html: str) -> str | None:
     return title or None
 
 
-def html_to_markdown(html: str) -> str:
-    """A small HTML to Markdown conversion of the whole body: headings, lists, links, emphasis, code."""
-    converter = _MarkdownConverter()
+def html_to_markdown(html: str, url: str | None = None) -> str:
+    """A small HTML to Markdown conversion of the whole body: headings, lists, links, emphasis, code.
+
+    Relative links are resolved against `url` (the page's own address); only http(s) links are kept.
+    """
+    converter = _MarkdownConverter(url)
     converter.feed(html)
     converter.close()
     return converter.text()
@@ -224,8 +228,9 @@ class _MarkdownConverter(HTMLParser):
     or text), and at the end of the page the side buffers of unclosed elements are kept after all.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, base_url: str | None = None) -> None:
         super().__init__(convert_charrefs=True)
+        self._base_url = base_url
         self._out: list[str] = []
         self._skipped: list[tuple[str, list[str]]] = []  # (tag, the output it interrupted)
         self._pre_depth = 0
@@ -266,8 +271,13 @@ class _MarkdownConverter(HTMLParser):
         elif tag in _INLINE_MARKS and not self._pre_depth:
             self._out.append(_INLINE_MARKS[tag])
         elif tag == "a":
-            href = dict(attrs).get("href")
-            keep = href if href and href.startswith(("http://", "https://")) else None
+            href = (dict(attrs).get("href") or "").strip()
+            if href and self._base_url and not href.startswith("#"):
+                try:
+                    href = urljoin(self._base_url, href)
+                except ValueError:  # e.g. a broken [v6] host: not a link a reader can follow
+                    href = ""
+            keep = href if href.startswith(("http://", "https://")) else None
             self._links.append(keep)
             if keep:
                 self._out.append("[")
