@@ -42,6 +42,7 @@ REQUEST_TIMEOUT = -32001
 
 HTTP_TIMEOUT_S = 30.0
 HTTP_READ_TIMEOUT_S = 300.0  # a server may hold a response stream open
+HTTP_MAX_DECODED = 16 * 1024 * 1024  # a compressed response inflates to at most this many bytes
 STDIO_EXIT_GRACE_S = 2.0  # after stdin closes, before SIGTERM; then again before SIGKILL
 
 Message = dict[str, Any]
@@ -246,20 +247,26 @@ def sse_events(lines: Iterable[bytes]) -> Iterator[tuple[str, bytes]]:
 
 
 def http_client(allowed_private_hosts: list[str], headers: dict[str, str]) -> httpx.Client:
-    """An httpx client whose every request (redirects included) goes through fermix's network guard."""
+    """An httpx client whose every request (redirects included) goes through fermix's network guard.
+
+    fermix follows the redirects itself (`FollowingTransport`): headers such as `x-api-key` stay with
+    their origin, and a compressed body inflates to at most `HTTP_MAX_DECODED` bytes.
+    """
     import sys
 
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]  # httpx's CLI: never used
     import httpx
 
+    from ..core.net.following import FollowingTransport
     from ..core.net.guard import HostGuard
     from ..core.net.transport import GuardedTransport
 
+    guarded = GuardedTransport(HostGuard(allowed_private_hosts))
     return httpx.Client(
-        transport=GuardedTransport(HostGuard(allowed_private_hosts)),
+        transport=FollowingTransport(guarded, max_body=HTTP_MAX_DECODED),
         headers=headers,
         timeout=httpx.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_TIMEOUT_S),
-        follow_redirects=True,
+        follow_redirects=False,
         trust_env=False,
     )
 

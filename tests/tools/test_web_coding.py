@@ -335,13 +335,41 @@ def test_reopening_the_same_page_refreshes_it_instead_of_duplicating(
     assert len(kept) == 64 and first in kept and kept[-2] == first
 
 
-def test_redirects_are_reported_not_followed(invoke: Any, web: FakeWeb) -> None:
+def test_redirects_are_refused_not_followed(world: Env, invoke: Any, web: FakeWeb) -> None:
+    """The contract: URL open rejects redirects; a public target is named so the model can open it."""
     web.routes["/old"] = Reply(301, b"", {"Location": "/new?x=1"})
     web.routes["/new"] = html_reply("<p>new</p>")
-    result = invoke("web", {"operation": "open", "url": web.url("/old")})
-    assert result["status"] == 301 and result["redirect"] == web.url("/new?x=1")
-    assert result["reference"] is None and result["text"] == ""
+    with pytest.raises(ToolError) as e:
+        invoke("web", {"operation": "open", "url": web.url("/old")})
+    assert (e.value.code, e.value.details["reason"], e.value.details["status"]) == (
+        "blocked_url",
+        "redirect",
+        301,
+    )
+    assert e.value.details["location"] == web.url("/new?x=1") and web.url("/new?x=1") in e.value.message
     assert web.hits_on("/new") == []
+    r = world.tool("web", {"operation": "open", "url": web.url("/old")})
+    assert r.code == 3 and r.stdout == "" and "does not follow redirects" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("location", "refused"),
+    [
+        ("http://admin:hunter2@169.254.169.254/latest/meta-data/", "userinfo"),
+        ("http://169.254.169.254/latest/meta-data/?token=hunter2", "non_global_address"),
+        ("https://docs.example.org/page?api_key=hunter2", "sensitive_parameter"),
+    ],
+)
+def test_a_redirect_to_a_url_web_cannot_open_is_refused_and_redacted(
+    invoke: Any, web: FakeWeb, location: str, refused: str
+) -> None:
+    web.routes["/old"] = Reply(302, b"", {"Location": location})
+    with pytest.raises(ToolError) as e:
+        invoke("web", {"operation": "open", "url": web.url("/old")})
+    assert (e.value.code, e.value.details["reason"]) == ("blocked_url", "redirect")
+    assert e.value.details["location_refused"] == refused
+    assert "hunter2" not in e.value.message and "hunter2" not in str(e.value.details)
+    assert "***" in e.value.details["location"]
 
 
 @pytest.mark.parametrize(
@@ -386,7 +414,8 @@ def test_open_applies_download_budget_snapshot_and_output_limits(
     web.routes["/wide"] = Reply(200, ("€" * 19_000).encode(), {"Content-Type": "text/plain; charset=utf-8"})
     wide = invoke("web", {"operation": "open", "url": web.url("/wide")})
     assert wide["truncated_by"] == ["snapshot_limit"] and len(wide["text"].encode()) == 39_999
-    web.routes["/esc"] = Reply(200, ("\x01" * 19_000).encode(), {"Content-Type": "text/plain"})
+    # Text that JSON escapes heavily (\x01 as \\u0001, '"' as \\"); all control characters would be binary.
+    web.routes["/esc"] = Reply(200, ('\x01"""' * 4_750).encode(), {"Content-Type": "text/plain"})
     esc = invoke("web", {"operation": "open", "url": web.url("/esc")})
     assert esc["truncated_by"] == ["output_cap"]
     assert len(json.dumps(esc, ensure_ascii=False, separators=(",", ":")).encode()) <= 48 * 1024
@@ -408,6 +437,17 @@ def test_open_failures(invoke: Any, web: FakeWeb) -> None:
         invoke("web", {"operation": "open", "url": web.url("/pdf")})
     assert e.value.code == "unsupported_content"
     assert invoke("web", {"operation": "open", "url": web.url("/slow")})["text"] == "x"
+
+
+def test_open_of_a_page_without_readable_text_says_so_and_caches_nothing(
+    world: Env, invoke: Any, web: FakeWeb
+) -> None:
+    web.routes["/app"] = html_reply("<html><head><title>App</title><script>boot()</script><body><div></div>")
+    result = invoke("web", {"operation": "open", "url": web.url("/app")})
+    assert result["empty"] is True and result["reference"] is None and result["text"] == ""
+    assert "browser tool" in result["note"]
+    r = world.tool("web", {"operation": "open", "url": web.url("/app")}, "--text")
+    assert r.code == 0 and "no readable text" in r.stdout
 
 
 def test_web_asks_the_guard_for_the_contract_limits(world: Env, web: FakeWeb) -> None:

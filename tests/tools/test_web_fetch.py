@@ -70,6 +70,24 @@ def test_short_html_keeps_headings_links_and_lists(invoke: Any, web: FakeWeb) ->
     )
 
 
+def test_a_short_page_with_an_unclosed_head_keeps_its_text(invoke: Any, web: FakeWeb) -> None:
+    web.routes["/nohead"] = html_reply("<html><head><title>T</title><p>Opening hours: 9 to 5</p>")
+    result = invoke("web_fetch", {"url": web.url("/nohead")})
+    assert result["text"] == "Opening hours: 9 to 5"
+    assert "empty" not in result and "note" not in result
+
+
+def test_a_page_without_readable_text_says_so(world: Env, invoke: Any, web: FakeWeb) -> None:
+    web.routes["/app"] = html_reply(
+        '<html><head><title>App</title></head><body><div id="root"></div><script src="/app.js"></script>'
+    )
+    result = invoke("web_fetch", {"url": web.url("/app")})
+    assert result["text"] == "" and result["empty"] is True and result["truncated"] is False
+    assert "JavaScript" in result["note"] and "browser tool" in result["note"]
+    r = world.tool("web_fetch", {"url": web.url("/app")}, "--text")
+    assert r.code == 0 and "no readable text" in r.stdout and "browser tool" in r.stdout
+
+
 @pytest.mark.parametrize("content_type", ["application/json", "application/problem+json; charset=utf-8"])
 def test_json_comes_back_verbatim(invoke: Any, web: FakeWeb, content_type: str) -> None:
     body = b'{"b": 1,\n  "a": [1, 2.50, "\\u00e9"],   "html": "<p>x</p>"}'
@@ -99,6 +117,17 @@ def test_declared_charsets_are_honoured(invoke: Any, web: FakeWeb) -> None:
     )
     assert invoke("web_fetch", {"url": web.url("/latin")})["text"] == "café"
     assert invoke("web_fetch", {"url": web.url("/meta")})["text"] == "naïve “quotes”"
+
+
+def test_a_byte_order_mark_overrides_the_declared_charset(invoke: Any, web: FakeWeb) -> None:
+    web.routes["/bom"] = Reply(
+        200, "\ufeff<p>naïve café</p>".encode(), {"Content-Type": "text/html; charset=iso-8859-1"}
+    )
+    web.routes["/meta16"] = Reply(
+        200, '<meta charset="utf-16"><p>naïve café</p>'.encode(), {"Content-Type": "text/html"}
+    )
+    assert invoke("web_fetch", {"url": web.url("/bom")})["text"] == "naïve café"
+    assert invoke("web_fetch", {"url": web.url("/meta16")})["text"] == "naïve café"
 
 
 @pytest.mark.parametrize("charset", ["idna", "punycode", "undefined"])
@@ -280,6 +309,15 @@ def test_binary_bodies_are_refused(invoke: Any, web: FakeWeb) -> None:
             invoke("web_fetch", {"url": web.url(path)})
         assert e.value.code == "unsupported_content"
     assert invoke("web_fetch", {"url": web.url("/raw")})["text"] == "plain words"
+
+
+def test_a_binary_body_declared_as_html_is_refused(invoke: Any, web: FakeWeb) -> None:
+    web.routes["/fake"] = Reply(
+        200, b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50, {"Content-Type": "text/html"}
+    )
+    with pytest.raises(ToolError) as e:
+        invoke("web_fetch", {"url": web.url("/fake")})
+    assert e.value.code == "unsupported_content"
 
 
 # ----- the real CLI ------------------------------------------------------------------------------

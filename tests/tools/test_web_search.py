@@ -473,6 +473,21 @@ def test_the_key_is_never_repeated_in_an_error(world: Env, invoke: Any, web: Fak
     assert "key *** is not valid" in e.value.message
 
 
+@pytest.mark.parametrize(
+    ("body", "key", "detail"),
+    [
+        (b'{"error": "rate limit exceeded"}', "x", "rate limit exceeded"),
+        (b'{"error": "bad key x given"}', "x", "bad key *** given"),
+        (b'{"error": "key sk-abcdefgh12 invalid"}', "sk-abcdefgh12", "key *** invalid"),
+        (b'{"error": "tokensk-abcdefgh12x"}', "sk-abcdefgh12", "token***x"),
+    ],
+)
+def test_provider_detail_redacts_keys_without_mangling_words(body: bytes, key: str, detail: str) -> None:
+    from fermix_cli.tools.web.providers import provider_detail
+
+    assert provider_detail(body, key) == detail
+
+
 # ----- the real CLI ------------------------------------------------------------------------------
 
 

@@ -1,12 +1,14 @@
 """The network guard, shared by every family that talks HTTP: one transport judges every connection.
 
 - `guard`: URL and host checks, the allowed-private-hosts table.
-- `guarded`: `guarded_client()` and `guarded_async_client()`, the factories every request starts from.
+- `guarded`: `guarded_client()`, the factory every request starts from.
 - `iptable`: the explicit table of non-global address ranges.
 - `transport`: the httpx transport that resolves, judges and pins each connection; `transport_async` is
   generated from it (`fermix_cli/build/unasync.py`). `exchange`: what the two share.
 - `httpclient`: `GuardedClient`, redirects followed by fermix with per-exchange time limits.
 - `response`: reading a guarded response under size and decompression caps.
+- `following`: `FollowingTransport`, the same redirect and decoding rules for a stock httpx client.
+- `deadline`: the exchange's total deadline, enforced on every socket wait (headers included).
 - `socketguard`: `guarded_sockets()`, the same rules at the socket for a library with its own network
   stack (Apprise): every resolve and connect in the calling thread is judged while the block runs.
 
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .guard import HostGuard, blocked_url_error, check_url
-    from .guarded import guarded_async_client, guarded_client
+    from .guarded import guarded_client
     from .httpclient import GuardedClient
 
 _EXPORTS = {
@@ -28,7 +30,6 @@ _EXPORTS = {
     "blocked_url_error": "guard",
     "check_url": "guard",
     "guarded_client": "guarded",
-    "guarded_async_client": "guarded",
     "GuardedClient": "httpclient",
 }
 
@@ -37,7 +38,6 @@ __all__ = [
     "HostGuard",
     "blocked_url_error",
     "check_url",
-    "guarded_async_client",
     "guarded_client",
 ]
 

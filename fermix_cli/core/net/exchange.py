@@ -14,7 +14,7 @@ import httpcore
 import httpx
 
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.net.guard import blocked_url_error
+from fermix_cli.core.net.guard import blocked_url_error, redact_url
 
 MIN_CONNECT_SECONDS = 0.001
 """What an address still gets once the connect budget is spent (httpcore reads 0 as "no time at all")."""
@@ -63,7 +63,7 @@ def network_error(exc: Exception, request: httpx.Request) -> ToolError:
     """The ToolError for an httpcore failure: `timeout` (naming which), `connect_failed` or `network`."""
     timeouts = request.extensions.get("timeout", {})
     host = request.url.host
-    details = {"url": str(request.url), "error": type(exc).__name__}
+    details = {"url": redact_url(str(request.url)), "error": type(exc).__name__}
     code = "timeout" if isinstance(exc, httpcore.TimeoutException) else "network"
     if isinstance(exc, httpcore.ConnectTimeout):
         message = f"connect timeout: {host} did not accept a connection within {timeouts.get('connect')} s"

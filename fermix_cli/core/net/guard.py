@@ -15,11 +15,12 @@ steps 2 to 4 allow any address. This module does not import httpx.
 
 from __future__ import annotations
 
+import re
 import socket
 import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.net.iptable import blocked_range, parse_address
@@ -29,6 +30,16 @@ from ..records import Record
 Resolver = Callable[[str], Iterable[str]]
 """Maps a host name to its A and AAAA answers as address strings; no answers or OSError means none."""
 
+# Query (or fragment) parameters that carry credentials; compared lower-cased with '-' read as '_'.
+SENSITIVE_PARAMETERS = frozenset(
+    {
+        "access_token", "refresh_token", "id_token", "token", "auth", "auth_token", "authorization",
+        "api_key", "apikey", "key", "secret", "client_secret", "password", "passwd", "pwd", "session",
+        "sessionid", "session_id", "sid", "signature", "sig", "x_amz_signature", "x_amz_credential",
+        "x_amz_security_token", "x_goog_signature", "x_goog_credential", "private_token", "jwt",
+    }
+)  # fmt: skip
+REDACTED = "***"
 MAX_URL_BYTES = 2048
 DEFAULT_MAX_BODY = 1_048_576
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -39,8 +50,69 @@ _LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def blocked_url_error(reason: str, message: str, **details: Any) -> ToolError:
-    """A `blocked_url` error whose details carry a machine-readable `reason`."""
+    """A `blocked_url` error whose details carry a machine-readable `reason` (a `url` is redacted)."""
+    if isinstance(details.get("url"), str):
+        details["url"] = redact_url(details["url"])
     return ToolError("blocked_url", message, {"reason": reason, **details})
+
+
+def is_sensitive_parameter(name: str) -> bool:
+    """Whether a query parameter's name says it carries a credential (`access_token`, `API-Key`, ...)."""
+    return name.strip().lower().replace("-", "_") in SENSITIVE_PARAMETERS
+
+
+def redact_url(url: str) -> str:
+    """`url` safe to echo: `user:password@` and the values of credential parameters become `***`."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # not parseable (a broken [v6] host): redact by pattern
+        head, sep, rest = url.partition("?")
+        head = re.sub(r"//[^/?#]*@", f"//{REDACTED}@", head)
+        return head + sep + "#".join(_redact_parameters(part) for part in rest.split("#"))
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
+    query, fragment = _redact_parameters(parts.query), _redact_parameters(parts.fragment)
+    if (netloc, query, fragment) == (parts.netloc, parts.query, parts.fragment):
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _redact_parameters(text: str) -> str:
+    pairs = []
+    for pair in text.split("&"):
+        name, equals, _value = pair.partition("=")
+        pairs.append(f"{name}={REDACTED}" if equals and is_sensitive_parameter(unquote(name)) else pair)
+    return "&".join(pairs)
+
+
+def redirect_refusal(error: ToolError, source: str, target: str) -> ToolError:
+    """`error` (a refusal of `target`) restated as the refusal of a redirect that `source` sent."""
+    source, target = redact_url(source), redact_url(target)
+    return ToolError(
+        error.code,
+        f"the server at {source} redirected to {target}, which is refused: {error.message}",
+        {**error.details, "redirected_from": source, "url": target},
+    )
+
+
+def encode_location(location: str) -> str:
+    """A redirect's `Location` as browsers and curl follow it: whitespace and non-ASCII outside the
+    host percent-encoded (UTF-8), so `/a b` is `/a%20b`."""
+    if all(ch.isascii() and ch.isprintable() and not ch.isspace() for ch in location):
+        return location
+    try:
+        parts = urlsplit(location.strip())
+    except ValueError:
+        return location  # check_url reports it
+    encoded = [_percent_encode(part) for part in (parts.path, parts.query, parts.fragment)]
+    return urlunsplit((parts.scheme, parts.netloc, *encoded))
+
+
+def _percent_encode(text: str) -> str:
+    return "".join(
+        ch if ch.isascii() and ch.isprintable() and not ch.isspace() else quote(ch, safe="") for ch in text
+    )
 
 
 class CheckedURL(Record, frozen=True):
@@ -118,7 +190,7 @@ def check_url(url: str) -> CheckedURL:
     size = len(url.encode("utf-8", "surrogatepass"))
     if size > MAX_URL_BYTES:
         raise blocked_url_error(
-            "url_too_long", f"URL is {size} bytes; the limit is {MAX_URL_BYTES}", url=url[:200]
+            "url_too_long", f"URL is {size} bytes; the limit is {MAX_URL_BYTES}", url=redact_url(url)[:200]
         )
     try:
         parts = urlsplit(url)
@@ -160,8 +232,15 @@ def _split_host_port(netloc: str, url: str) -> tuple[str, int | None]:
     elif ":" in netloc:
         host, port_text = netloc.rsplit(":", 1)
         if ":" in host:
+            ip = parse_address(netloc) or parse_address(host)
+            if ip is not None and ip.version == 6:
+                raise blocked_url_error(
+                    "invalid_url", "invalid URL: IPv6 hosts must be written in [brackets]", url=url
+                )
             raise blocked_url_error(
-                "invalid_url", "invalid URL: IPv6 hosts must be written in [brackets]", url=url
+                "invalid_url",
+                f"invalid URL: {netloc!r} has more than one ':'; write host or host:port",
+                url=url,
             )
     else:
         host, port_text = netloc, ""
@@ -180,6 +259,10 @@ def normalise_allowed_host(entry: str) -> str:
     text = entry.strip()
     if not text or "*" in text or "/" in text or "@" in text:
         raise ValueError(f"{entry!r} is not a host name or IP literal (no wildcards, ports or URLs)")
+    if re.fullmatch(r"(\[[^\]]*\]|[^:\[\]]+):\d*", text):
+        raise ValueError(
+            f"{entry!r}: ports are not allowed; list the host alone (it is allowed on every port)"
+        )
     try:
         return normalise_host(text)
     except ToolError as exc:

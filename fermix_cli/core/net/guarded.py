@@ -1,7 +1,7 @@
-"""The guarded HTTP clients every fermix request goes through: `guarded_client()` and its async twin.
+"""The guarded HTTP client every fermix request goes through: `guarded_client()`.
 
 Building a client is the only step that imports httpx, so this module imports the client and transport
-modules inside the factories; `guard` (the rules) sits below it and never imports them.
+modules inside the factory; `guard` (the rules) sits below it and never imports them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     import ssl
 
     import httpcore
-    import httpx
 
     from fermix_cli.core.net.httpclient import GuardedClient
 
@@ -63,28 +62,4 @@ def guarded_client(
         user_agent=user_agent,
         verify=verify,
         socket_backend=socket_backend,
-    )
-
-
-def guarded_async_client(
-    *,
-    allowed_private_hosts: Iterable[str] = (),
-    headers: dict[str, str] | None = None,
-    timeout: httpx.Timeout | None = None,
-    auth: httpx.Auth | None = None,
-) -> httpx.AsyncClient:
-    """An `httpx.AsyncClient` whose every request goes through the network guard (redirects included)."""
-    import httpx
-
-    from fermix_cli.core.net.transport_async import AsyncGuardedTransport
-
-    transport = AsyncGuardedTransport(HostGuard(allowed_private_hosts))
-    return httpx.AsyncClient(
-        transport=transport,
-        headers=headers,
-        timeout=timeout if timeout is not None else httpx.Timeout(30.0, read=300.0),
-        auth=auth,
-        follow_redirects=True,
-        max_redirects=5,
-        trust_env=False,
     )

@@ -16,7 +16,21 @@ import httpx
 
 from fermix_cli import __version__
 from fermix_cli.core.errors import ToolError
-from fermix_cli.core.net.guard import DEFAULT_MAX_BODY, HostGuard, blocked_url_error, check_url
+from fermix_cli.core.net.deadline import (
+    DeadlineBackend,
+    exchange_deadline,
+    ran_out_of_time,
+    total_timeout_error,
+)
+from fermix_cli.core.net.guard import (
+    DEFAULT_MAX_BODY,
+    HostGuard,
+    blocked_url_error,
+    check_url,
+    encode_location,
+    redact_url,
+    redirect_refusal,
+)
 from fermix_cli.core.net.response import Closable, GuardedResponse, GuardedStream
 from fermix_cli.core.net.transport import GuardedTransport
 
@@ -89,7 +103,10 @@ class GuardedClient(Closable):
         # This client judges each hop itself, before httpx parses the URL (httpx refuses spellings such
         # as 0177.0.0.1 that the resolver accepts); the transport still judges every new connection.
         self.transport = GuardedTransport(
-            guard, verify=verify, socket_backend=socket_backend, judge_each_request=False
+            guard,
+            verify=verify,
+            socket_backend=DeadlineBackend(socket_backend),
+            judge_each_request=False,
         )
 
     def request(
@@ -158,24 +175,32 @@ class GuardedClient(Closable):
 
     def _follow(self, exchange: _Exchange, read_timeout: float, deadline: float | None) -> httpx.Response:
         while True:
-            response = self._send(exchange, read_timeout, deadline)
+            try:
+                response = self._send(exchange, read_timeout, deadline)
+            except ToolError as exc:
+                if exc.code != "blocked_url" or not exchange.redirects:
+                    raise
+                raise redirect_refusal(exc, exchange.redirects[-1], exchange.url) from exc
             if not self.follow_redirects or response.status_code not in REDIRECT_STATUSES:
                 return response
             location = response.headers.get("location", "").strip()
             response.close()
             if not location:
-                raise ToolError("network", "redirect missing location", {"url": exchange.url})
+                raise ToolError("network", "redirect missing location", {"url": redact_url(exchange.url)})
             if len(exchange.redirects) >= self.limits.max_redirects:
                 raise ToolError(
                     "redirect_limit",
                     f"exceeded {self.limits.max_redirects} redirects",
-                    {"url": exchange.url, "redirects": [*exchange.redirects, exchange.url]},
+                    {
+                        "url": redact_url(exchange.url),
+                        "redirects": [redact_url(u) for u in [*exchange.redirects, exchange.url]],
+                    },
                 )
-            self._redirect(exchange, response.status_code, urljoin(exchange.url, location))
+            self._redirect(exchange, response.status_code, location)
 
-    def _redirect(self, exchange: _Exchange, status: int, target: str) -> None:
+    def _redirect(self, exchange: _Exchange, status: int, location: str) -> None:
         """Move `exchange` to the next hop, re-checking its URL (the address is checked at connect)."""
-        next_url = check_url(target).url
+        next_url = checked_redirect(exchange.url, location)
         if (status == 303 and exchange.method != "HEAD") or (
             status in (301, 302) and exchange.method == "POST"
         ):
@@ -183,7 +208,7 @@ class GuardedClient(Closable):
             exchange.body = _Body()
             for name in BODY_HEADERS:
                 exchange.headers.pop(name, None)
-        if _origin(next_url) != _origin(exchange.url):
+        if origin_of(next_url) != origin_of(exchange.url):
             exchange.headers = {k: v for k, v in exchange.headers.items() if k in CROSS_ORIGIN_HEADERS}
         exchange.redirects.append(exchange.url)
         exchange.url = next_url
@@ -193,9 +218,7 @@ class GuardedClient(Closable):
         if deadline is not None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise ToolError(
-                    "timeout", "the exchange took longer than its total time limit", {"url": exchange.url}
-                )
+                raise total_timeout_error(exchange.url)
             connect, read = min(connect, remaining), min(read, remaining)
         self.guard.addresses(check_url(exchange.url).host)
         body = exchange.body
@@ -215,9 +238,29 @@ class GuardedClient(Closable):
                 f"cannot send to this URL ({exc}); spell IPv4 addresses as a.b.c.d",
                 url=exchange.url,
             ) from exc
-        return self.transport.handle_request(request)
+        try:
+            with exchange_deadline(deadline):
+                return self.transport.handle_request(request)
+        except ToolError as exc:
+            if ran_out_of_time(exc):
+                raise total_timeout_error(exchange.url) from exc
+            raise
 
 
-def _origin(url: str) -> tuple[str, str, int]:
+def checked_redirect(source: str, location: str) -> str:
+    """The checked URL a redirect from `source` with this `Location` leads to; raises `blocked_url`.
+
+    Spaces and non-ASCII in the path and query are percent-encoded first, as browsers do; a refusal
+    names the redirect and where it came from.
+    """
+    target = urljoin(source, encode_location(location))
+    try:
+        return check_url(target).url
+    except ToolError as exc:
+        raise redirect_refusal(exc, source, target) from exc
+
+
+def origin_of(url: str) -> tuple[str, str, int]:
+    """Scheme, host and port: what decides whether credentials may follow a redirect."""
     checked = check_url(url)
     return checked.scheme, checked.host, checked.port

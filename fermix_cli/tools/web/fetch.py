@@ -8,7 +8,7 @@ from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
-from .pagetext import body_kind, decode_body, media_type, page_text
+from .pagetext import body_kind, decode_body, empty_note, media_type, page_text
 
 MAX_BODY = 1_048_576
 TEXT_CAP = 100_000  # bytes of rendered text (HTML and plain text); JSON is never cut
@@ -46,7 +46,7 @@ def web_fetch(p: WebFetchParams, ctx: ToolContext) -> dict[str, Any]:
     if kind != "json" and text_bytes > TEXT_CAP:
         text = text.encode("utf-8")[:TEXT_CAP].decode("utf-8", "ignore")
         truncated = True
-    return {
+    result: dict[str, Any] = {
         "url": p.url,
         "final_url": response.url,
         "status": response.status_code,
@@ -57,9 +57,15 @@ def web_fetch(p: WebFetchParams, ctx: ToolContext) -> dict[str, Any]:
         "text_bytes": text_bytes,
         "redirects": list(response.redirects),
     }
+    note = empty_note(kind, text)
+    if note:
+        result.update(empty=True, note=note)
+    return result
 
 
 def render(result: dict[str, Any]) -> str:
+    if result.get("empty"):
+        return f"[{result['note']}]"
     text = str(result["text"])
     if result["truncated"]:
         text += f"\n[truncated: {result['text_bytes']} bytes of text, the first {TEXT_CAP} shown]"
@@ -74,7 +80,8 @@ WEB_FETCH = ToolSpec(
         "Fetch a public HTTP(S) URL and return the body as markdown-light text; JSON bodies come back "
         "verbatim. A network guard refuses private and local addresses and pins the connection to the "
         "checked address. Limits: 1 MiB body, 5 redirects, 3 s connect, 15 s receive; text over 100000 "
-        "bytes is cut (truncated: true). Invalid UTF-8 becomes U+FFFD."
+        "bytes is cut (truncated: true). Invalid UTF-8 becomes U+FFFD. A page with no readable text says so "
+        "(empty: true and a note)."
     ),
     params=WebFetchParams,
     handler=web_fetch,

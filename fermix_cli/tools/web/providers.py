@@ -136,6 +136,9 @@ def changed(backend: str, what: str) -> ToolError:
     )
 
 
+MIN_SUBSTRING_KEY = 8  # shorter keys are redacted as whole tokens only
+
+
 def provider_detail(body: bytes, key: str = "") -> str:
     """A short, plain-text reason from a provider's error body; never markup, never the key."""
     try:
@@ -147,8 +150,11 @@ def provider_detail(body: bytes, key: str = "") -> str:
     else:
         text = _find_message(data)
     text = " ".join(text.split())[:200]
-    if key and key in text:
+    if len(key) >= MIN_SUBSTRING_KEY:
         text = text.replace(key, "***")
+    elif key:
+        # A key this short also occurs inside ordinary words: redact it only where it stands alone.
+        text = re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "***", text)
     return text
 
 

@@ -12,19 +12,11 @@ from ...core.net.guard import (
     blocked_url_error,
     check_url,
     is_blocked_name,
+    is_sensitive_parameter,
     normalise_allowed_host,
 )
 from ...core.net.iptable import blocked_range, parse_address
 
-# Query (or fragment) parameters that carry credentials; compared lower-cased with '-' read as '_'.
-SENSITIVE_PARAMETERS = frozenset(
-    {
-        "access_token", "refresh_token", "id_token", "token", "auth", "auth_token", "authorization",
-        "api_key", "apikey", "key", "secret", "client_secret", "password", "passwd", "pwd", "session",
-        "sessionid", "session_id", "sid", "signature", "sig", "x_amz_signature", "x_amz_credential",
-        "x_amz_security_token", "x_goog_signature", "x_goog_credential", "private_token", "jwt",
-    }
-)  # fmt: skip
 MAX_DOMAINS = 20
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 
@@ -48,7 +40,7 @@ def public_url(url: str, allowed_private_hosts: Iterable[str] = ()) -> CheckedUR
     parts = urlsplit(url)
     for part in (parts.query, parts.fragment):
         for name, _value in parse_qsl(part, keep_blank_values=True):
-            if name.strip().lower().replace("-", "_") in SENSITIVE_PARAMETERS:
+            if is_sensitive_parameter(name):
                 raise blocked_url_error(
                     "sensitive_parameter",
                     f"the URL carries a credential parameter ({name}); web opens only public, "

@@ -18,10 +18,11 @@ from urllib.parse import urljoin
 
 from ...core.context import ToolContext
 from ...core.errors import ToolError
+from ...core.net.guard import encode_location, redact_url
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec
 from . import pagecache as snapshots
-from .pagetext import body_kind, decode_body, html_title, media_type, page_text
+from .pagetext import body_kind, decode_body, empty_note, html_title, media_type, page_text
 from .providers import clean_text, object_list, request_json
 from .urlrules import domain_filter, public_url
 
@@ -267,20 +268,7 @@ def _open_url(url: str, ctx: ToolContext) -> dict[str, Any]:
         )
     status = response.status_code
     if status in (301, 302, 303, 307, 308):
-        location = response.headers.get("location", "").strip()
-        if not location:
-            raise ToolError("network", "redirect missing location", {"url": checked.url, "status": status})
-        return {
-            "operation": "open",
-            "cached": False,
-            "reference": None,
-            "url": checked.url,
-            "status": status,
-            "redirect": urljoin(checked.url, location),
-            "text": "",
-            "truncated": False,
-            "truncated_by": [],
-        }
+        raise _redirect_refused(checked.url, status, response.headers.get("location", "").strip(), ctx)
     if not 200 <= status < 300:
         raise ToolError("network", f"HTTP {status}", {"url": checked.url, "status": status})
     content_type = response.headers.get("content-type", "")
@@ -298,6 +286,23 @@ def _open_url(url: str, ctx: ToolContext) -> dict[str, Any]:
     if kind == "html":
         title = html_title(text)
         text = page_text(text, checked.url)
+    note = empty_note(kind, text)
+    if note:
+        # Nothing to reread: an empty page is reported, never cached as a web:<ref> success.
+        return {
+            "operation": "open",
+            "cached": False,
+            "reference": None,
+            "url": checked.url,
+            "status": status,
+            "title": title,
+            "content_type": media_type(content_type) or None,
+            "text": "",
+            "empty": True,
+            "note": note,
+            "truncated": bool(truncated_by),
+            "truncated_by": truncated_by,
+        }
     if len(text) > TEXT_BUDGET_CHARS:
         text = text[:TEXT_BUDGET_CHARS]
         truncated_by.append("text_budget")
@@ -318,6 +323,31 @@ def _open_url(url: str, ctx: ToolContext) -> dict[str, Any]:
         "truncated_by": list(snap.truncated_by),
     }
     return _fit_text(result)
+
+
+def _redirect_refused(url: str, status: int, location: str, ctx: ToolContext) -> ToolError:
+    """web open does not follow redirects (the contract): the answer names a target only if it may open it."""
+    details: dict[str, Any] = {"reason": "redirect", "url": url, "status": status}
+    if not location:
+        return ToolError("network", "redirect missing location", {"url": url, "status": status})
+    target = urljoin(url, encode_location(location))
+    details["location"] = redact_url(target)
+    try:
+        public_url(target, ctx.config.fermix_core.net.allowed_private_hosts)
+    except ToolError as exc:
+        details["location_refused"] = exc.details.get("reason")
+        return ToolError(
+            "blocked_url",
+            f"{url} answered HTTP {status} with a redirect to {redact_url(target)}, which web cannot open "
+            f"({exc.details.get('reason')}); web open does not follow redirects",
+            details,
+        )
+    return ToolError(
+        "blocked_url",
+        f"{url} answered HTTP {status} with a redirect to {target}; web open does not follow redirects: "
+        "open that URL if it is the page you want",
+        details,
+    )
 
 
 def _fit_text(result: dict[str, Any]) -> dict[str, Any]:
@@ -355,11 +385,8 @@ def render(result: dict[str, Any]) -> str:
             if item["excerpt"]:
                 lines.append(f"    {item['excerpt']}")
         return "\n".join(lines) + cut
-    if result.get("redirect"):
-        return (
-            f"{result['url']} answered HTTP {result['status']} with a redirect to {result['redirect']}. "
-            "web open does not follow redirects: open that URL if it is the page you want."
-        )
+    if result.get("empty"):
+        return f"{result['url']}: {result['note']}"
     head = f"{result['reference']} {result['url']}" + (" (cached)" if result["cached"] else "")
     if result.get("title"):
         head += f"\nTitle: {result['title']}"
@@ -411,7 +438,9 @@ WEB = ToolSpec(
         FailureMode("invalid_query", "the query is blank or over 512 characters, or Exa refused it"),
         FailureMode("auth_failed", "EXA_API_KEY is not set, or Exa rejected it (search only)"),
         FailureMode(
-            "blocked_url", "not public http(s), credentials or a credential parameter, over 2048 bytes"
+            "blocked_url",
+            "not public http(s), credentials or a credential parameter, over 2048 bytes; open: the page "
+            "redirects (reason redirect; not followed, the target named only when it is public)",
         ),
         FailureMode("not_found", "unknown or expired reference; open the URL again for a new one"),
         FailureMode("unsupported_content", "the page is binary (image, PDF, archive ...)"),

@@ -6,6 +6,7 @@ name the fake resolver maps to it) in `allowed_private_hosts`.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gzip
 import http.server
@@ -29,6 +30,8 @@ from fermix_cli.core.net.guard import HostGuard
 from fermix_cli.core.net.guarded import guarded_client
 from fermix_cli.core.net.response import BoundedDecoder
 from fermix_cli.core.net.transport import GuardedTransport
+from fermix_cli.mcp import wire
+from fermix_cli.mcp.wire import http_client
 
 MiB = 1_048_576
 Route = Callable[["Handler"], None]
@@ -231,6 +234,34 @@ def test_redirect_to_a_refused_target_is_blocked(server: LocalServer, location: 
         client.get(server.url("/start", host="allowed.test"))
     assert (caught.value.code, caught.value.details["reason"]) == ("blocked_url", reason)
     assert [seen.path for seen in server.seen] == ["/start"]
+    start = server.url("/start", host="allowed.test")
+    assert caught.value.message.startswith(f"the server at {start} redirected to ")
+    assert caught.value.details["redirected_from"] == start
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [
+        ("/a file.html", "/a%20file.html"),
+        ("/search?q=two words", "/search?q=two%20words"),
+        ("/caf\u00e9/men\u00fc", "/caf%C3%A9/men%C3%BC"),
+        ("http://127.0.0.1:{port}/x y", "/x%20y"),
+    ],
+)
+def test_a_location_with_spaces_or_non_ascii_is_percent_encoded(
+    server: LocalServer, location: str, path: str
+) -> None:
+    server.routes["/start"] = lambda h: (
+        h.send_response(302),
+        h.send_header("Location", location.format(port=server.port)),
+        h.send_header("Content-Length", "0"),
+        h.end_headers(),
+    )
+    server.routes[path.split("?")[0]] = lambda h: reply(h, body=b"landed")
+    with guarded_client(allowed_private_hosts=LOCAL) as client:
+        response = client.get(server.url("/start"))
+    assert server.seen[1].path == path
+    assert (response.url, response.content) == (server.url(path), b"landed")
 
 
 def test_redirect_without_location_is_a_network_error(server: LocalServer) -> None:
@@ -358,11 +389,89 @@ def test_compressed_bodies_are_decoded(
         assert client.get(server.url()).content == text
 
 
+def test_every_member_of_a_multi_member_gzip_body_is_decoded(server: LocalServer) -> None:
+    members = [gzip.compress(f"member {n} ".encode() * 2000) for n in range(3)]
+    whole = b"".join(f"member {n} ".encode() * 2000 for n in range(3))
+    server.routes["/multi"] = body_route(b"".join(members), encoding="gzip")
+    server.routes["/padded"] = body_route(b"".join(members) + bytes(512), encoding="gzip")
+    with guarded_client(allowed_private_hosts=LOCAL) as client:
+        assert client.get(server.url("/multi")).content == whole
+        assert client.get(server.url("/padded")).content == whole
+    with guarded_client(allowed_private_hosts=LOCAL, max_body=len(whole) - 1) as client:
+        with pytest.raises(ToolError) as caught:
+            client.get(server.url("/multi"))
+        assert caught.value.code == "too_large"
+
+
+@pytest.mark.parametrize("step", [1, 7, 4096])
+def test_multi_member_gzip_decodes_across_any_chunking(step: int) -> None:
+    body = gzip.compress(b"a" * 3000) + gzip.compress(b"b" * 3000) + gzip.compress(b"")
+    decoder = BoundedDecoder("gzip")
+    out = b"".join(
+        b"".join(decoder.decode_pieces(body[i : i + step], 1000)) for i in range(0, len(body), step)
+    )
+    assert out == b"a" * 3000 + b"b" * 3000
+
+
 def test_unrequested_content_encoding_is_refused(server: LocalServer) -> None:
     server.routes["/"] = body_route(b"\x1b\x00", encoding="br")
     with guarded_client(allowed_private_hosts=LOCAL) as client, pytest.raises(ToolError) as caught:
         client.get(server.url())
     assert caught.value.code == "network" and "br" in caught.value.message
+
+
+# --- a stock httpx client (the MCP client's) --------------------------------------------------------
+
+
+def test_mcp_http_client_keeps_credentials_to_their_origin(server: LocalServer) -> None:
+    other = LocalServer()  # another port: another origin
+    try:
+        server.routes["/same"] = redirect("/landing", status=307)
+        server.routes["/cross"] = redirect(other.url("/landing"), status=307)
+        server.routes["/landing"] = other.routes["/landing"] = lambda h: reply(h, body=b"landed")
+        secrets = {"Authorization": "Bearer s3cret", "x-api-key": "k", "Cookie": "a=b"}
+        with http_client(LOCAL, {"x-api-key": "k"}) as client:
+            same = client.post(server.url("/same"), content=b"{}", headers=secrets)
+            cross = client.post(server.url("/cross"), content=b"{}", headers=secrets)
+        assert (same.status_code, same.text, cross.text) == (200, "landed", "landed")
+        landed_same, landed_cross = server.seen[1], other.seen[0]
+        assert (landed_same.method, landed_same.body, landed_same.headers["x-api-key"]) == (
+            "POST",
+            b"{}",
+            "k",
+        )
+        assert landed_same.headers["authorization"] == "Bearer s3cret"
+        assert (landed_cross.method, landed_cross.body) == ("POST", b"{}")
+        assert not {"authorization", "x-api-key", "cookie"} & set(landed_cross.headers)
+    finally:
+        other.close()
+
+
+def test_mcp_http_client_checks_every_hop_and_counts_them(server: LocalServer) -> None:
+    server.routes["/private"] = redirect("http://10.1.2.3/x")
+    with http_client(LOCAL, {}) as client:
+        with pytest.raises(ToolError) as caught:
+            client.get(server.url("/private"))
+        assert caught.value.code == "blocked_url" and caught.value.details["ip"] == "10.1.2.3"
+        assert client.get(chain(server, 5)).text == "end"
+        with pytest.raises(ToolError) as caught:
+            client.get(chain(server, 6))
+        assert caught.value.code == "redirect_limit"
+
+
+def test_mcp_http_client_bounds_decompression(
+    server: LocalServer, gzip_bomb: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(wire, "HTTP_MAX_DECODED", 4 * MiB)
+    text = b"fermix " * 50_000
+    server.routes["/bomb"] = body_route(gzip_bomb, encoding="gzip")
+    server.routes["/fine"] = body_route(gzip.compress(text), encoding="gzip")
+    with http_client(LOCAL, {}) as client:
+        assert client.get(server.url("/fine")).content == text
+        with pytest.raises(ToolError) as caught:
+            client.get(server.url("/bomb"))
+    assert caught.value.code == "too_large" and caught.value.details["limit"] == 4 * MiB
+    assert server.seen[0].headers["accept-encoding"] == "gzip, deflate"
 
 
 # --- time ---------------------------------------------------------------------------------------------
@@ -414,6 +523,55 @@ def test_trickling_server_hits_the_total_timeout(server: LocalServer) -> None:
             client.get(server.url())
         assert caught.value.code == "timeout" and "total time limit" in caught.value.message
         assert client.get(server.url(), total_timeout=5.0).content == b"x" * 20
+
+
+class DrippingServer:
+    """A raw socket server that sends `payload` one byte every `gap` seconds, whatever is asked."""
+
+    def __init__(self, payload: bytes, gap: float) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._payload, self._gap = payload, gap
+        self._stop = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = self._listener.accept()
+            with conn:
+                conn.recv(65536)
+                for byte in self._payload:
+                    if self._stop.wait(self._gap):
+                        return
+                    conn.sendall(bytes([byte]))
+
+    def close(self) -> None:
+        self._stop.set()
+        self._listener.close()
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 200 + b"\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n" + b"x" * 200,
+    ],
+    ids=["headers", "body"],
+)
+def test_a_server_dripping_bytes_hits_the_total_timeout(payload: bytes) -> None:
+    drip = DrippingServer(payload, gap=0.05)
+    started = time.monotonic()
+    try:
+        with (
+            guarded_client(allowed_private_hosts=LOCAL, read_timeout=1.0, total_timeout=0.5) as client,
+            pytest.raises(ToolError) as caught,
+        ):
+            client.get(f"http://127.0.0.1:{drip.port}/")
+    finally:
+        drip.close()
+    assert caught.value.code == "timeout" and "total time limit" in caught.value.message
+    assert caught.value.details["url"] == f"http://127.0.0.1:{drip.port}/"
+    assert time.monotonic() - started < 2.0  # each byte resets the 1 s read timeout; only the total stops it
 
 
 def test_closed_port_is_connect_failed() -> None:

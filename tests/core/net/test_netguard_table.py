@@ -22,6 +22,7 @@ from fermix_cli.core.net.guard import (
     check_url,
     normalise_allowed_host,
     normalise_host,
+    redact_url,
 )
 from fermix_cli.core.net.guarded import guarded_client
 from fermix_cli.core.net.iptable import IPV4_TABLE, IPV6_TABLE, blocked_range, is_blocked_address
@@ -249,7 +250,12 @@ SYNTAX_ROWS = [
     ("http://example.com:99999/", "invalid_url", None),
     ("http://example.com:8o/", "invalid_url", None),
     ("http://[::1/", "invalid_url", None),
-    ("http://::1:80/", "invalid_url", None),
+    ("http://::1:80/", "invalid_url", "invalid URL: IPv6 hosts must be written in [brackets]"),
+    (
+        "http://127.0.0.1:18777:80/echo",
+        "invalid_url",
+        "invalid URL: '127.0.0.1:18777:80' has more than one ':'; write host or host:port",
+    ),
     ("http://a..b/", "invalid_host", None),
     ("http://exa%2Emple.com/", "invalid_host", None),
     ("http://" + "a" * 64 + ".com/", "invalid_host", None),
@@ -265,6 +271,46 @@ def test_syntax_rules(url: str, reason: str, message: str | None) -> None:
     assert caught.value.details["reason"] == reason
     if message is not None:
         assert caught.value.message == message
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://alice:S3cretPW@example.com/",
+        "https://alice:S3cretPW@example.com/a b",
+        "https://alice:S3cretPW@example.com/\x01",
+        "https://alice:S3cretPW@example.com:99999/",
+        "ftp://alice:S3cretPW@example.com/",
+        "https://example.com/a b?api_key=S3cretPW&x=1",
+        "gopher://example.com/?access-token=S3cretPW",
+        "https://alice:S3cretPW@example.com/" + "a" * 2040,
+    ],
+)
+def test_refusals_never_echo_credentials(url: str) -> None:
+    with pytest.raises(ToolError) as caught:
+        check_url(url)
+    assert "S3cretPW" not in caught.value.message and "S3cretPW" not in str(caught.value.details)
+    assert "***" in caught.value.details["url"]
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://alice:pw@example.com/x?q=1", "https://***@example.com/x?q=1"),
+        (
+            "https://example.com/x?api_key=k&q=1#id_token=t",
+            "https://example.com/x?api_key=***&q=1#id_token=***",
+        ),
+        (
+            "https://example.com/x?API-Key=k&Token=t&keyword=fine",
+            "https://example.com/x?API-Key=***&Token=***&keyword=fine",
+        ),
+        ("https://example.com/x?q=1", "https://example.com/x?q=1"),
+        ("http://u:p@[::1/x?token=t&a=1#sig=s", "http://***@[::1/x?token=***&a=1#sig=***"),
+    ],
+)
+def test_redact_url(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
 
 
 def test_url_of_exactly_2048_bytes_passes() -> None:
@@ -322,6 +368,12 @@ def test_allowed_name_skips_answer_judgement_but_still_pins() -> None:
 @pytest.mark.parametrize("entry", ["", "*.corp", "http://a/", "a:80", "user@a", "a..b"])
 def test_unusable_allowed_host_entries_are_refused(entry: str) -> None:
     with pytest.raises(ValueError):
+        normalise_allowed_host(entry)
+
+
+@pytest.mark.parametrize("entry", ["127.0.0.1:18777", "[::1]:8080", "intranet.test:80"])
+def test_an_allowed_host_with_a_port_says_ports_are_not_allowed(entry: str) -> None:
+    with pytest.raises(ValueError, match="ports are not allowed"):
         normalise_allowed_host(entry)
 
 

@@ -14,9 +14,8 @@ from pytest_httpserver import HTTPServer
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.net.guard import HostGuard
-from fermix_cli.core.net.guarded import guarded_async_client
 from fermix_cli.core.net.transport import PinnedBackend
-from fermix_cli.core.net.transport_async import AsyncPinnedBackend
+from fermix_cli.core.net.transport_async import AsyncGuardedTransport, AsyncPinnedBackend
 
 
 @pytest.fixture
@@ -34,7 +33,8 @@ def local(server: HTTPServer, path: str) -> str:
 
 def fetch(url: str, allowed: list[str]) -> Any:
     async def main() -> Any:
-        async with guarded_async_client(allowed_private_hosts=allowed) as client:
+        transport = AsyncGuardedTransport(HostGuard(allowed))
+        async with httpx.AsyncClient(transport=transport, follow_redirects=True, trust_env=False) as client:
             response = await client.get(url)
             return response.status_code, await response.aread()
 
