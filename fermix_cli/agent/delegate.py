@@ -156,11 +156,10 @@ def derive_child(ctx: ToolContext, d: Delegation, registry: Registry) -> ToolCon
         "record_calls": True,
         "extras": {"registry": registry},
         "toolsets": None,
-        "_state": None,  # a run gets a connection of its own (see run_delegated)
     }
     if d.policy_ceiling is not None:
         changes["policy_ceiling"] = d.policy_ceiling
-    return ctx.derive(**changes)
+    return ctx.derive(own_state=True, **changes)  # a run gets a connection of its own (run_delegated)
 
 
 class Prepared(Record):
@@ -205,8 +204,7 @@ def prepare(ctx: ToolContext, d: Delegation, registry: Registry | None = None) -
     try:
         groundwork = lay_groundwork(registry, child, options)
     finally:
-        if child._state is not None:  # a tool's availability check may have opened one: not shared
-            child.close()
+        child.close()  # a tool's availability check may have opened a connection: not shared
     if d.tools is None:
         tools = sorted(groundwork.toolbox.dispatchable)
     return Prepared(child=child, tools=tools, withheld=withheld, options=options, groundwork=groundwork)
@@ -273,7 +271,7 @@ def run_delegated(
         tools, withheld = list(ready.tools), list(ready.withheld)
         # The run's own context (own extras, the borrowed connection); it keeps the prepared sandbox.
         child = ready.child.derive(
-            share_sandbox=True, extras=dict(ready.child.extras), _state=db, cancel=watch.cancel
+            share_sandbox=True, extras=dict(ready.child.extras), state=db, cancel=watch.cancel
         )
         options = ready.options.replace(session=session, parent_session=ctx.session_id, label=d.label)
         agent = Agent(child, options, observer=watch, registry=registry, groundwork=ready.groundwork)
@@ -292,8 +290,7 @@ def run_delegated(
         if timer is not None:
             timer.cancel()
         if child is not None:
-            child._state = None  # handed back below, not closed
-            child.close()
+            child.close()  # the lent connection stays open: it is handed back below
         if lender is not None and db is not None:
             try:
                 if not started_run:

@@ -510,7 +510,7 @@ class TelegramServer:
             try:
                 with self._lock:
                     self.ctx.refresh_config()
-                    ctx = self.ctx.derive(_state=db)
+                    ctx = self.ctx.derive(state=db)
                 try:
                     if verb == "confirm":
                         req, added = confirm_request(ctx, token)
@@ -519,7 +519,7 @@ class TelegramServer:
                         req = deny_request(ctx, token)
                         answer = f"denied: {req.path} (token {req.token})"
                 finally:
-                    ctx._state = None  # handed back, not closed
+                    ctx.close()  # the lent connection stays open: it is handed back below
             finally:
                 lender.take_back(db)
         except ToolError as e:
@@ -679,7 +679,7 @@ class TelegramServer:
                 self.ctx.refresh_config()
             except ToolError as e:
                 unusable = e
-            changes: dict[str, Any] = {"extras": extras, "_state": db, "cancel": token}
+            changes: dict[str, Any] = {"extras": extras, "state": db, "cancel": token}
             run_ctx = self.ctx.derive(**changes, trust="guest") if guest else self.ctx.derive(**changes)
         # A guest's session is its chat's own, and carries none of the owner's profile sections.
         options = (
@@ -705,5 +705,5 @@ class TelegramServer:
         finally:
             with self._lock:
                 self._tokens.discard(token)
-            run_ctx._state = None  # handed back, not closed
+            run_ctx.close()  # the lent connection stays open: it is handed back below
             lender.take_back(db)

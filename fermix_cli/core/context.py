@@ -121,6 +121,8 @@ class ToolContext(Record):
     _config_seen: tuple[int, ...] | None = field(default=None, repr=False)
     _sandbox: Sandbox | None = field(default=None, repr=False)
     _state: StateDB | None = field(default=None, repr=False)
+    # `_state` is another context's connection (inherited by `derive`, or lent to it): `close` leaves it.
+    _state_lent: bool = field(default=False, repr=False)
     _home: HomeIdentity | None = field(default=None, repr=False)
 
     @classmethod
@@ -237,7 +239,7 @@ class ToolContext(Record):
             from .state import StateDB
 
             self.paths.ensure_dir(self.paths.data_dir)
-            self._state = StateDB(self.paths.state_db)
+            self._state, self._state_lent = StateDB(self.paths.state_db), False
         return self._state
 
     def http_client(self, **options: Any) -> GuardedClient:
@@ -255,14 +257,31 @@ class ToolContext(Record):
     def now(self) -> datetime:
         return self.clock()
 
-    def derive(self, *, share_sandbox: bool = False, **changes: Any) -> ToolContext:
+    def derive(
+        self,
+        *,
+        share_sandbox: bool = False,
+        state: StateDB | None = None,
+        own_state: bool = False,
+        **changes: Any,
+    ) -> ToolContext:
         """A narrowed child context (subagent, skill, job). Narrowing only narrows.
 
         The child builds its own sandbox on first use. With `share_sandbox` it reuses this context's
         instead, where one is built and the child's would be built from the same inputs (a run's context
         for the turn that just built one): the sandbox is then as fresh as this context's.
+
+        The state connection: by default the child uses this context's (if it has one open); `state`
+        lends it another (one its lender takes back); `own_state` makes it open its own on first use.
+        Only a connection the child opened itself is closed by its `close`.
         """
         child = self.replace(_sandbox=None, _home=None, **changes)  # the pinned home stays the parent's
+        if own_state:
+            child._state, child._state_lent = None, False
+        elif state is not None:
+            child._state, child._state_lent = state, True
+        else:
+            child._state_lent = child._state is not None
         if "allowed_tools" in changes and self.allowed_tools is not None:
             mine = changes["allowed_tools"]
             child.allowed_tools = self.allowed_tools if mine is None else self.allowed_tools & mine
@@ -300,5 +319,6 @@ class ToolContext(Record):
             self._home.release()
             self._home = None
         if self._state is not None:
-            self._state.close()
-            self._state = None
+            if not self._state_lent:
+                self._state.close()
+            self._state, self._state_lent = None, False
