@@ -31,11 +31,15 @@ class TimedLoop(AgentLoop):
         self.time_limit = time_limit
 
     def _run(self, result: RunResult, guard: Any, state: Any) -> None:
+        finished = False
         try:
             with self.time_limit.running():
                 super()._run(result, guard, state)
+                finished = True
         except KeyboardInterrupt:
             if not self.time_limit.reached:
                 raise  # a real Ctrl-C or SIGTERM: the loop ends the run `interrupted`
+            if finished:  # the limit passed as the run ended: its answer is complete and stands
+                return
             result.status, result.error = "timeout", timeout_error(self.time_limit)
             self._settle(result, state, TIMEOUT_STOP)

@@ -326,3 +326,28 @@ def test_invalid_unicode_from_a_model_is_stored_and_refused_not_a_crash(world: E
     finally:
         ctx.close()
     assert not (world.project / "w.txt").exists()
+
+
+def test_a_time_limit_passing_as_the_run_ends_keeps_its_answer(world: Env) -> None:
+    # `fermix ask --timeout`: the limit's stop (a SIGINT to the main thread) sent just as the run's last
+    # step returned lands after the loop is done; the finished answer stands, the run is not `timeout`.
+    from fermix_cli.core.cancel import TimeLimit
+
+    limit = TimeLimit(3600)
+    disarm = limit._disarm
+
+    def late_disarm() -> bool:
+        limit._armed = True  # the timer fires in the gap between the run's end and the disarm
+        limit._fire()
+        return disarm()
+
+    limit._disarm = late_disarm  # type: ignore[method-assign]
+    ctx = world.context()
+    agent = Agent(ctx, AgentOptions(model="echo"), time_limit=limit)
+    try:
+        result = agent.run("the whole answer")
+    finally:
+        ctx.close()
+    assert limit.reached
+    assert result.status == "ok" and result.error is None
+    assert json.loads(result.response)["prompt"] == "the whole answer"  # echo answers with the request
