@@ -135,6 +135,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "agent_002_session_parents",
     "agent_003_fts_in_batches",
     "agent_004_run_owners",
+    "agent_005_opaque_blocks",
     "skills_001_skill_index",
     "computer_001_views_and_pause",
     "events_001_temporal_events",

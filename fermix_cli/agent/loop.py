@@ -24,6 +24,8 @@ from .messages import (
     Message,
     ModelRequest,
     ModelResponse,
+    OpaqueBlock,
+    OpaqueEvent,
     TextDelta,
     ToolCall,
     ToolCallEvent,
@@ -291,7 +293,10 @@ class AgentLoop:
             log.info(
                 "%s: the reply was cut off (%s); asking for the rest", self.model, response.finish_reason
             )
-            self.history += [Message("assistant", response.text), Message("user", CONTINUE_PROMPT)]
+            self.history += [
+                Message("assistant", response.text, opaque_blocks=list(response.opaque_blocks)),
+                Message("user", CONTINUE_PROMPT),
+            ]
             self.observer.model_start(result.iterations)
             try:
                 more = self._call_model_fitted(state, first=False)
@@ -303,7 +308,11 @@ class AgentLoop:
             result.usage.add(more.usage)
             usage = Usage(response.usage.input_tokens, response.usage.output_tokens)
             usage.add(more.usage)
-            response = ModelResponse(response.text + more.text, more.tool_calls, usage, more.finish_reason)
+            # One reply, one set of thinking blocks: those that led to its calls, else those that opened it.
+            blocks = more.opaque_blocks if more.tool_calls else response.opaque_blocks
+            response = ModelResponse(
+                response.text + more.text, more.tool_calls, usage, more.finish_reason, list(blocks)
+            )
             state.continuations += 1
         return response
 
@@ -376,6 +385,10 @@ class AgentLoop:
                 response.tool_calls.append(
                     ToolCall(valid_unicode(event.name), escaped_surrogates(event.arguments), wire)
                 )
+            elif isinstance(event, OpaqueEvent):
+                # Kept as it came, never shown nor read: it goes back to this model with the turn.
+                block = OpaqueBlock(self.provider_name, self.model, event.data, len(response.tool_calls))
+                response.opaque_blocks.append(block)
             elif isinstance(event, UsageEvent):
                 response.usage.add(event.usage)
             elif isinstance(event, Finish):
@@ -407,7 +420,14 @@ class AgentLoop:
     def _record_assistant(self, response: ModelResponse, state: _TurnState) -> None:
         """Keep the reply; a reply with tool calls is stored together with their results (one write),
         a final reply (no calls) together with the run's end (`run`), or by `_settle` if the run fails."""
-        self.history.append(Message("assistant", response.text, list(response.tool_calls)))
+        self.history.append(
+            Message(
+                "assistant",
+                response.text,
+                list(response.tool_calls),
+                opaque_blocks=list(response.opaque_blocks),
+            )
+        )
         state.pending = list(response.tool_calls)
         state.done = []
         state.response = response

@@ -70,6 +70,33 @@ class ToolCall(Record):
         )
 
 
+class OpaqueBlock(Record):
+    """Part of a model's reply that only the provider that made it reads: kept verbatim with the reply and
+    sent back with it (the Messages API's `thinking` and `redacted_thinking` blocks, whose signature the
+    API checks). The loop and the transcript carry it without looking inside; other providers ignore it.
+
+    `provider` and `model` say where it came from (a block goes back only to the model that wrote it);
+    `after_calls` is how many of the reply's tool calls came before it (0: it opened the reply).
+    """
+
+    provider: str
+    model: str
+    data: dict[str, Any]
+    after_calls: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "after_calls": self.after_calls,
+            "data": self.data,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OpaqueBlock:
+        return cls(data["provider"], data["model"], data["data"], int(data.get("after_calls") or 0))
+
+
 class Message(Record):
     """A turn of the conversation. Tool results carry the wire id of the call they answer."""
 
@@ -81,6 +108,8 @@ class Message(Record):
     is_error: bool = False
     # Image files a tool result carries (a screenshot): sent as image blocks to a model that takes them.
     images: list[str] = field(default_factory=list)
+    # An assistant reply's provider-only parts (thinking blocks), sent back as they came.
+    opaque_blocks: list[OpaqueBlock] = field(default_factory=list)
 
 
 class Usage(Record):
@@ -127,6 +156,13 @@ class ToolCallEvent(Record, frozen=True):
     arguments: str
 
 
+class OpaqueEvent(Record, frozen=True):
+    """A block of the reply the provider needs back verbatim with the turn (see OpaqueBlock); never text
+    for the person or the model's answer."""
+
+    data: dict[str, Any]
+
+
 class UsageEvent(Record, frozen=True):
     usage: Usage
 
@@ -141,7 +177,7 @@ CUT_OFF = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 FILTERED = frozenset({"content_filter", "refusal"})
 
 
-StreamEvent = TextDelta | ToolCallEvent | UsageEvent | Finish
+StreamEvent = TextDelta | ToolCallEvent | OpaqueEvent | UsageEvent | Finish
 
 
 class ModelResponse(Record):
@@ -151,3 +187,4 @@ class ModelResponse(Record):
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = ""
+    opaque_blocks: list[OpaqueBlock] = field(default_factory=list)

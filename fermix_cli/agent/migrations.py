@@ -134,9 +134,17 @@ def run_owners(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX runs_running ON runs(status) WHERE status = 'running'")
 
 
+def opaque_blocks(db: sqlite3.Connection) -> None:
+    """An assistant message keeps the parts of its reply only its provider reads (Anthropic's thinking
+    and redacted_thinking blocks, `OpaqueBlock`), as JSON, so a resumed session sends them back as they
+    came. Not indexed for search: they are not the conversation's text."""
+    db.execute("ALTER TABLE messages ADD COLUMN opaque_json TEXT")
+
+
 MIGRATIONS = (
     Migration("agent_001_transcripts", transcripts),
     Migration("agent_002_session_parents", session_parents),
     Migration("agent_003_fts_in_batches", fts_in_batches),
     Migration("agent_004_run_owners", run_owners),
+    Migration("agent_005_opaque_blocks", opaque_blocks),
 )

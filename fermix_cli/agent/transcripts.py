@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.records import Record
 from ..core.state import StateDB
-from .messages import Message, ModelResponse, ToolCall, Usage
+from .messages import Message, ModelResponse, OpaqueBlock, ToolCall, Usage
 
 if TYPE_CHECKING:
     from ..core.registry import CallRecord
@@ -122,13 +122,14 @@ class Transcript:
     def history(self, session_id: str) -> list[Message]:
         """The conversation as provider-neutral messages, with any call left unanswered closed off."""
         rows = self.db.query(
-            "SELECT role, content, tool_calls_json, provider_call_id, tool_name, is_error"
+            "SELECT role, content, tool_calls_json, provider_call_id, tool_name, is_error, opaque_json"
             " FROM messages WHERE conversation_id = ? ORDER BY seq",
             (session_id,),
         )
         out: list[Message] = []
         for r in rows:
             calls = [ToolCall.from_json(c) for c in json.loads(r["tool_calls_json"] or "[]")]
+            opaque = [OpaqueBlock.from_json(b) for b in json.loads(r["opaque_json"] or "[]")]
             out.append(
                 Message(
                     role=r["role"],
@@ -137,6 +138,7 @@ class Transcript:
                     tool_call_id=r["provider_call_id"],
                     tool_name=r["tool_name"],
                     is_error=bool(r["is_error"]),
+                    opaque_blocks=opaque,
                 )
             )
         return close_open_calls(out)
@@ -206,6 +208,7 @@ class Transcript:
         call_records: Sequence[CallRecord],
     ) -> None:
         calls = [call.to_json() for call in response.tool_calls]
+        opaque = [block.to_json() for block in response.opaque_blocks]
         if call_records:
             from ..core.registry import insert_call_records
 
@@ -218,6 +221,7 @@ class Transcript:
             kind="tool_calls" if calls else "text",
             content=response.text,
             tool_calls_json=json.dumps(calls, ensure_ascii=False) if calls else None,
+            opaque_json=json.dumps(opaque, ensure_ascii=False) if opaque else None,
             input_tokens=response.usage.input_tokens,
             output_tokens=response.usage.output_tokens,
         )

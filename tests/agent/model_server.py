@@ -4,6 +4,10 @@ Replies are queued per test (`text`, `tools`, `status`). Tool-call ids are issue
 every request is checked: each tool result must carry the id of a call the server made, and every call
 must be answered before the conversation goes on. A violation is answered with HTTP 400, as a real
 API would, and kept in `violations`.
+
+On the Messages API a reply can carry extended thinking (`thought`, `redacted`), sent only when the
+request enables thinking, as the API does; the server signs it and holds later requests to the API's
+rules for sending it back (thinking_ledger.py).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.agent.thinking_ledger import ThinkingLedger, thinking_enabled
+
 
 @dataclass
 class Reply:
@@ -27,14 +33,32 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: str = ""
     delay: float = 0.0
+    # Messages API extended thinking, opening the reply: ("thinking", text) or ("redacted_thinking", secret).
+    thinking: list[tuple[str, str]] = field(default_factory=list)
+    streamed: bool = True
 
 
-def text(value: str) -> Reply:
-    return Reply("text", text=value)
+def thought(value: str) -> tuple[str, str]:
+    """A thinking block's text (the server signs it)."""
+    return ("thinking", value)
 
 
-def tools(*calls: tuple[str, dict[str, Any]], text: str = "") -> Reply:
-    return Reply("tools", text=text, calls=list(calls))
+def redacted(secret: str) -> tuple[str, str]:
+    """A redacted_thinking block (the server encrypts `secret` into its data)."""
+    return ("redacted_thinking", secret)
+
+
+def text(value: str, *, thinking: tuple[tuple[str, str], ...] = (), streamed: bool = True) -> Reply:
+    return Reply("text", text=value, thinking=list(thinking), streamed=streamed)
+
+
+def tools(
+    *calls: tuple[str, dict[str, Any]],
+    text: str = "",
+    thinking: tuple[tuple[str, str], ...] = (),
+    streamed: bool = True,
+) -> Reply:
+    return Reply("tools", text=text, calls=list(calls), thinking=list(thinking), streamed=streamed)
 
 
 def status(code: int, body: str = "", **headers: str) -> Reply:
@@ -45,7 +69,7 @@ def status(code: int, body: str = "", **headers: str) -> Reply:
 
 def json_text(value: str) -> Reply:
     """A non-streamed JSON completion, even though streaming was asked for."""
-    return Reply("json_text", text=value)
+    return Reply("text", text=value, streamed=False)
 
 
 def stream_error(message: str) -> Reply:
@@ -120,6 +144,7 @@ class ModelServer:
         self.violations: list[str] = []
         self.issued: set[str] = set()
         self.unanswered: set[str] = set()
+        self.thinking = ThinkingLedger()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         owner = self
@@ -193,7 +218,9 @@ class ModelServer:
                         return f"tool_result for unknown tool_use_id {block.get('tool_use_id')!r}"
                     answered.add(block["tool_use_id"])
         missing = self.unanswered - answered
-        return f"tool_use blocks without tool_result: {sorted(missing)}" if missing else None
+        if missing:
+            return f"tool_use blocks without tool_result: {sorted(missing)}"
+        return self.thinking.check(body)
 
     # ----- serving -------------------------------------------------------------------------------
 
@@ -211,9 +238,13 @@ class ModelServer:
             problem = self._check_anthropic(body) if anthropic else self._check_openai(body)
             if problem is not None:
                 self.violations.append(problem)
-                return self._plain(
-                    h, 400, json.dumps({"error": {"type": "invalid_request_error", "message": problem}})
+                error = {"type": "invalid_request_error", "message": problem}
+                doc = (
+                    {"type": "error", "error": error, "request_id": "req_test"}
+                    if anthropic
+                    else {"error": error}
                 )
+                return self._plain(h, 400, json.dumps(doc))
             if not self.replies:
                 return self._plain(
                     h, 500, json.dumps({"error": {"message": "test server has no reply queued"}})
@@ -224,27 +255,20 @@ class ModelServer:
             ids = [f"srv_{next(self._ids)}" for _ in reply.calls]
             self.issued.update(ids)
             self.unanswered = set(ids)
+            # The API thinks only when asked to.
+            thinking = self.thinking.issue(reply.thinking) if anthropic and thinking_enabled(body) else []
         if reply.delay:
             time.sleep(reply.delay)
         model = body.get("model", "m")
-        if reply.kind == "json_text":
+        if not reply.streamed:
             doc = (
-                {
-                    "content": [{"type": "text", "text": reply.text}],
-                    "stop_reason": "end_turn",
-                    "usage": {"input_tokens": 3, "output_tokens": 2},
-                }
+                self._anthropic_message(reply, ids, thinking)
                 if anthropic
-                else {
-                    "choices": [
-                        {"message": {"role": "assistant", "content": reply.text}, "finish_reason": "stop"}
-                    ],
-                    "usage": {"prompt_tokens": 3, "completion_tokens": 2},
-                }
+                else self._openai_completion(reply, ids)
             )
             return self._plain(h, 200, json.dumps(doc), {"content-type": "application/json"})
         events = (
-            self._anthropic_events(reply, ids, model)
+            self._anthropic_events(reply, ids, model, thinking)
             if anthropic
             else self._openai_events(reply, ids, model, body)
         )
@@ -306,7 +330,39 @@ class ModelServer:
             yield chunk([], usage={"prompt_tokens": 17, "completion_tokens": 5, "total_tokens": 22})
         yield "data: [DONE]\n\n"
 
-    def _anthropic_events(self, reply: Reply, ids: list[str], model: str) -> Iterator[str]:
+    @staticmethod
+    def _anthropic_message(reply: Reply, ids: list[str], thinking: list[dict[str, Any]]) -> dict[str, Any]:
+        """A non-streamed Message: thinking blocks, then text, then tool_use blocks."""
+        content: list[dict[str, Any]] = list(thinking)
+        if reply.text:
+            content.append({"type": "text", "text": reply.text})
+        for (name, args), call_id in zip(reply.calls, ids, strict=True):
+            content.append({"type": "tool_use", "id": call_id, "name": name, "input": args})
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "content": content,
+            "stop_reason": "tool_use" if reply.calls else "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 2},
+        }
+
+    @staticmethod
+    def _openai_completion(reply: Reply, ids: list[str]) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.calls:
+            message["tool_calls"] = [
+                {"id": i, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+                for (name, args), i in zip(reply.calls, ids, strict=True)
+            ]
+        return {
+            "choices": [{"message": message, "finish_reason": "tool_calls" if reply.calls else "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+        }
+
+    def _anthropic_events(
+        self, reply: Reply, ids: list[str], model: str, thinking: list[dict[str, Any]]
+    ) -> Iterator[str]:
         def event(kind: str, **data: Any) -> str:
             return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n"
 
@@ -325,6 +381,26 @@ class ModelServer:
             yield event("error", error={"type": "overloaded_error", "message": reply.text})
             return
         index = 0
+        for block in thinking:  # as the API streams them: text deltas, then the signature
+            if block["type"] == "redacted_thinking":
+                yield event("content_block_start", index=index, content_block=block)
+            else:
+                yield event(
+                    "content_block_start", index=index, content_block={"type": "thinking", "thinking": ""}
+                )
+                for piece in self._pieces(block["thinking"]):
+                    yield event(
+                        "content_block_delta",
+                        index=index,
+                        delta={"type": "thinking_delta", "thinking": piece},
+                    )
+                yield event(
+                    "content_block_delta",
+                    index=index,
+                    delta={"type": "signature_delta", "signature": block["signature"]},
+                )
+            yield event("content_block_stop", index=index)
+            index += 1
         if reply.text:
             yield event("content_block_start", index=index, content_block={"type": "text", "text": ""})
             for piece in self._pieces(reply.text):

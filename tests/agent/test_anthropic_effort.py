@@ -1,5 +1,6 @@
 """A reasoning effort on the Messages API: `output_config.effort` or a thinking budget, by model, seen on
-the wire by a 127.0.0.1 server; where neither can be sent, a warning once instead of silence."""
+the wire by a 127.0.0.1 server; where neither can be sent, a warning once instead of silence. (Thinking
+with tools, and its blocks going back: test_anthropic_thinking.py.)"""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.agent.model_server import ModelServer, text
 from tests.conftest import Env
 
 EFFORT = {"output_config": {"effort": "high"}}
+REFUSED = "a tool_choice forces a tool"
 
 
 def thinking(budget: int, max_tokens: int) -> dict[str, Any]:
@@ -44,44 +46,43 @@ def configure(world: Env, server: ModelServer, routing: str = "", max_tokens: in
 
 
 @pytest.mark.parametrize(
-    ("model", "effort", "has_tools", "expected"),
+    ("model", "effort", "refused", "expected"),
     [
-        # The effort generation: output_config.effort, tools or not; a missing level rounds down.
-        ("claude-sonnet-4-6", "high", True, EFFORT),
-        ("claude-sonnet-4-6", "low", False, {"output_config": {"effort": "low"}}),
-        ("claude-sonnet-4-6", "max", True, {"output_config": {"effort": "max"}}),
-        ("claude-sonnet-4-6", "xhigh", True, EFFORT),
-        ("claude-opus-4-6", "xhigh", True, EFFORT),
-        ("claude-opus-4-7", "xhigh", True, {"output_config": {"effort": "xhigh"}}),
-        ("claude-opus-4-5-20251101", "max", True, EFFORT),
-        ("claude-opus-4-5-20251101", "medium", True, {"output_config": {"effort": "medium"}}),
-        ("claude-sonnet-5", "max", True, {"output_config": {"effort": "max"}}),
-        ("claude-haiku-5-5", "max", True, EFFORT),
-        ("claude-mythos-preview", "xhigh", True, EFFORT),
-        ("anthropic/claude-sonnet-4.6", "medium", True, {"output_config": {"effort": "medium"}}),
-        # Older models: a thinking budget, and room for the reply above it; only without tools.
-        ("claude-sonnet-4-5", "high", False, thinking(10_000, 14_096)),
-        ("claude-haiku-4-5-20251001", "low", False, thinking(1024, 5120)),
-        ("claude-opus-4-20250514", "max", False, thinking(24_000, 28_096)),
-        ("claude-3-7-sonnet-20250219", "medium", False, thinking(4096, 8192)),
-        ("claude-sonnet-4-5", "high", True, {}),
+        # The effort generation: output_config.effort, whatever thinking rules say; a missing level rounds down.
+        ("claude-sonnet-4-6", "high", REFUSED, EFFORT),
+        ("claude-sonnet-4-6", "low", None, {"output_config": {"effort": "low"}}),
+        ("claude-sonnet-4-6", "max", REFUSED, {"output_config": {"effort": "max"}}),
+        ("claude-sonnet-4-6", "xhigh", None, EFFORT),
+        ("claude-opus-4-6", "xhigh", None, EFFORT),
+        ("claude-opus-4-7", "xhigh", None, {"output_config": {"effort": "xhigh"}}),
+        ("claude-opus-4-5-20251101", "max", None, EFFORT),
+        ("claude-opus-4-5-20251101", "medium", None, {"output_config": {"effort": "medium"}}),
+        ("claude-sonnet-5", "max", None, {"output_config": {"effort": "max"}}),
+        ("claude-haiku-5-5", "max", None, EFFORT),
+        ("claude-mythos-preview", "xhigh", None, EFFORT),
+        ("anthropic/claude-sonnet-4.6", "medium", None, {"output_config": {"effort": "medium"}}),
+        # Older models: a thinking budget, and room for the reply above it, unless this request is one
+        # the API refuses thinking for (a forced tool_choice, a turn under way that did not think).
+        ("claude-sonnet-4-5", "high", None, thinking(10_000, 14_096)),
+        ("claude-haiku-4-5-20251001", "low", None, thinking(1024, 5120)),
+        ("claude-opus-4-20250514", "max", None, thinking(24_000, 28_096)),
+        ("claude-3-7-sonnet-20250219", "medium", None, thinking(4096, 8192)),
+        ("claude-sonnet-4-5", "high", REFUSED, {}),
         # Nothing to send: no effort, `none`, a model too old for thinking, a name that says no version.
-        ("claude-sonnet-4-6", None, True, {}),
-        ("claude-sonnet-4-6", "none", True, {}),
-        ("claude-3-5-haiku-latest", "high", False, {}),
-        ("local-llm", "high", False, {}),
+        ("claude-sonnet-4-6", None, None, {}),
+        ("claude-sonnet-4-6", "none", None, {}),
+        ("claude-3-5-haiku-latest", "high", None, {}),
+        ("local-llm", "high", None, {}),
     ],
 )
-def test_effort_fields_by_model(model: str, effort: str | None, has_tools: bool, expected: Any) -> None:
-    got = effort_fields(model, effort, has_tools=has_tools, max_tokens=4096, explicit_max_tokens=False)
+def test_effort_fields_by_model(model: str, effort: str | None, refused: str | None, expected: Any) -> None:
+    got = effort_fields(model, effort, max_tokens=4096, explicit_max_tokens=False, thinking_refused=refused)
     assert got == expected
 
 
 def test_a_configured_max_tokens_stays_the_ceiling_of_the_thinking_budget() -> None:
     def fields(max_tokens: int) -> dict[str, Any]:
-        return effort_fields(
-            "claude-sonnet-4-5", "max", has_tools=False, max_tokens=max_tokens, explicit_max_tokens=True
-        )
+        return effort_fields("claude-sonnet-4-5", "max", max_tokens=max_tokens, explicit_max_tokens=True)
 
     assert fields(64_000) == {"thinking": {"type": "enabled", "budget_tokens": 24_000}}
     assert fields(8192) == {"thinking": {"type": "enabled", "budget_tokens": 8192 - 1024}}
@@ -121,7 +122,7 @@ def test_an_effort_the_model_cannot_take_is_a_warning_once_not_silence(
     configure(
         world,
         server,
-        'subagent_provider = "claude"\nsubagent_model = "claude-sonnet-4-5"\n'
+        'subagent_provider = "claude"\nsubagent_model = "claude-3-5-haiku-latest"\n'
         'subagent_reasoning_effort = "high"\n',
     )
     server.queue(text("one"), text("two"))
@@ -131,7 +132,7 @@ def test_an_effort_the_model_cannot_take_is_a_warning_once_not_silence(
     assert all("thinking" not in s.body and "output_config" not in s.body for s in server.seen)
     warnings = [r.getMessage() for r in caplog.records if r.name == "fermix.agent.anthropic"]
     assert len(warnings) == 1, warnings
-    assert "claude-sonnet-4-5" in warnings[0] and "extended thinking" in warnings[0]
+    assert "claude-3-5-haiku-latest" in warnings[0] and "extended thinking" in warnings[0]
 
 
 def test_a_run_without_tools_on_an_older_model_gets_a_thinking_budget(

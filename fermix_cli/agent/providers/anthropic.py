@@ -1,4 +1,4 @@
-"""`anthropic`: the Messages API with streaming and tool use."""
+"""`anthropic`: the Messages API with streaming, tool use and extended thinking (anthropic_thinking.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ..messages import (
     Finish,
     Message,
     ModelRequest,
+    OpaqueEvent,
     StreamEvent,
     TextDelta,
     ToolCallEvent,
@@ -18,6 +19,14 @@ from ..messages import (
     UsageEvent,
 )
 from .anthropic_effort import effort_fields
+from .anthropic_thinking import (
+    StreamedThinking,
+    assistant_blocks,
+    blocks_for,
+    is_complete,
+    is_thinking,
+    thinking_refusal,
+)
 from .http import ProviderHTTP, decode_json, interrupted, reported_error
 from .images import inline_set, split_images, takes_images
 from .sse import ERROR_FIELD, iter_sse
@@ -38,10 +47,13 @@ def _tool_input(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def wire_messages(messages: list[Message], *, vision: bool = True) -> list[dict[str, Any]]:
+def wire_messages(
+    messages: list[Message], *, vision: bool = True, provider: str | None = None, model: str = ""
+) -> list[dict[str, Any]]:
     """Provider-neutral history as Messages API turns: tool results ride in user turns, same roles merge.
 
-    A tool result's images go inside its `tool_result` as base64 image blocks.
+    A tool result's images go inside its `tool_result` as base64 image blocks. An assistant message's
+    thinking blocks that `provider`'s `model` wrote go back with it, unmodified and first.
     """
     out: list[dict[str, Any]] = []
     inline = inline_set(messages, vision)
@@ -69,13 +81,11 @@ def wire_messages(messages: list[Message], *, vision: bool = True) -> list[dict[
                     "is_error": m.is_error,
                 }
             )
-        else:
-            if m.content.strip():  # the API refuses a text block of whitespace only (HTTP 400)
-                blocks.append({"type": "text", "text": m.content})
-            for c in m.tool_calls:
-                blocks.append(
-                    {"type": "tool_use", "id": c.wire_id, "name": c.name, "input": _tool_input(c.arguments)}
-                )
+        elif m.role == "assistant":
+            kept = blocks_for(m.opaque_blocks, provider, model)
+            blocks = assistant_blocks(m.content, m.tool_calls, kept, _tool_input)
+        elif m.content.strip():  # the API refuses a text block of whitespace only (HTTP 400)
+            blocks.append({"type": "text", "text": m.content})
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
@@ -85,11 +95,15 @@ def wire_messages(messages: list[Message], *, vision: bool = True) -> list[dict[
     return out
 
 
-def request_body(request: ModelRequest, max_tokens: int | None, *, vision: bool = True) -> dict[str, Any]:
+def request_body(
+    request: ModelRequest, max_tokens: int | None, *, vision: bool = True, provider: str | None = None
+) -> dict[str, Any]:
+    """The Messages API request; `provider` is the name thinking blocks were kept under (see wire_messages)."""
+    messages = wire_messages(request.messages, vision=vision, provider=provider, model=request.model)
     body: dict[str, Any] = {
         "model": request.model,
         "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
-        "messages": wire_messages(request.messages, vision=vision),
+        "messages": messages,
         "stream": True,
     }
     if request.system:
@@ -106,9 +120,9 @@ def request_body(request: ModelRequest, max_tokens: int | None, *, vision: bool 
             effort_fields(
                 request.model,
                 request.reasoning_effort,
-                has_tools=bool(request.tools) or any(m.role == "tool" for m in request.messages),
                 max_tokens=body["max_tokens"],
                 explicit_max_tokens=max_tokens is not None,
+                thinking_refused=thinking_refusal(request.tool_choice, bool(request.tools), messages),
             )
         )
     return body
@@ -145,9 +159,12 @@ def _is_error_event(data: str) -> bool:
 
 
 def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
-    """Messages API events (message_start, content_block_*, message_delta, ...) as stream events."""
+    """Messages API events (message_start, content_block_*, message_delta, ...) as stream events.
+
+    Thinking never becomes text: a finished thinking or redacted_thinking block is one OpaqueEvent."""
     usage = Usage()
     blocks: dict[int, dict[str, Any]] = {}
+    thinking = StreamedThinking()
     finish = ""
     stopped = False
     for event in events:
@@ -161,17 +178,24 @@ def parse_stream(events: Iterable[Any], provider: str) -> Iterator[StreamEvent]:
         elif kind == "content_block_start":
             block = data.get("content_block") or {}
             index = int(data.get("index", len(blocks)))
+            if thinking.start(index, block):
+                continue
             blocks[index] = {**block, "partial": ""}
             if block.get("type") == "text" and block.get("text"):
                 yield TextDelta(block["text"])
         elif kind == "content_block_delta":
             delta = data.get("delta") or {}
+            if thinking.delta(int(data.get("index", 0)), delta):
+                continue
             block = blocks.setdefault(int(data.get("index", 0)), {"type": "text", "partial": ""})
             if delta.get("type") == "text_delta" and delta.get("text"):
                 yield TextDelta(delta["text"])
             elif delta.get("type") == "input_json_delta":
                 block["partial"] += delta.get("partial_json", "")
         elif kind == "content_block_stop":
+            kept = thinking.stop(int(data.get("index", 0)))
+            if kept is not None:
+                yield OpaqueEvent(kept)
             block = blocks.get(int(data.get("index", 0)), {})
             if block.get("type") == "tool_use":
                 arguments = block["partial"] or json.dumps(block.get("input") or {})
@@ -201,7 +225,10 @@ def parse_message(data: Any, provider: str) -> Iterator[StreamEvent]:
     if not isinstance(data, dict) or not isinstance(data.get("content"), list):
         raise ToolError("provider_error", f"{provider} sent a message without content", {})
     for block in data["content"]:
-        if block.get("type") == "text" and block.get("text"):
+        if is_thinking(block):
+            if is_complete(block):
+                yield OpaqueEvent(dict(block))
+        elif block.get("type") == "text" and block.get("text"):
             yield TextDelta(block["text"])
         elif block.get("type") == "tool_use":
             yield ToolCallEvent(block.get("id"), block.get("name", ""), json.dumps(block.get("input") or {}))
@@ -236,7 +263,7 @@ class AnthropicProvider:
         self.vision = takes_images(choice)
 
     def stream(self, request: ModelRequest) -> Iterator[StreamEvent]:
-        body = request_body(request, self.choice.settings.max_tokens, vision=self.vision)
+        body = request_body(request, self.choice.settings.max_tokens, vision=self.vision, provider=self.name)
         with self.http.post(self.url, self.headers, body) as response:
             kind = response.headers.get("content-type", "")
             if "json" in kind:

@@ -3,11 +3,11 @@
 Claude 4.6 and later, Opus 4.5 and Mythos take `output_config: {effort}` (`low`, `medium`, `high`, and on
 some models `xhigh`, `max`); a level a model lacks is sent as the next one below it. Older Claude models
 (3.7 to 4.5) know only extended thinking with a token budget, `thinking: {type: enabled, budget_tokens}`,
-where `max_tokens` must exceed the budget. Extended thinking in a run that uses tools requires each
-reply's thinking blocks to go back with its tool results, and fermix does not keep them: there the
-budget is sent only for a request that offers no tools. Otherwise (tools, a model too old for thinking,
-a name that is not a Claude version) the effort is ignored and a warning is logged once per model.
-`none` sends nothing: without either field Claude does not think.
+where `max_tokens` must exceed the budget. It goes with tools too: each reply's thinking blocks come back
+with its tool results (anthropic_thinking.py). A request the API would refuse thinking for (a forced
+`tool_choice`, a turn under way that started without thinking) goes without the budget, with a warning
+once per model and reason; so does one for a model too old for thinking or a name that is not a Claude
+version. `none` sends nothing: without either field Claude does not think.
 """
 
 from __future__ import annotations
@@ -76,9 +76,17 @@ def warn_effort_ignored(model: str, reason: str) -> None:
 
 
 def effort_fields(
-    model: str, effort: str | None, *, has_tools: bool, max_tokens: int, explicit_max_tokens: bool
+    model: str,
+    effort: str | None,
+    *,
+    max_tokens: int,
+    explicit_max_tokens: bool,
+    thinking_refused: str | None = None,
 ) -> dict[str, Any]:
-    """The request fields that carry `effort` for `model` (may replace `max_tokens`); {} when none can."""
+    """The request fields that carry `effort` for `model` (may replace `max_tokens`); {} when none can.
+
+    `thinking_refused` says why this request cannot carry extended thinking (anthropic_thinking.py), if so.
+    """
     if effort is None or effort == "none":
         return {}
     if effort not in LEVELS:
@@ -91,12 +99,8 @@ def effort_fields(
     if not claude.takes_thinking_budget():
         warn_effort_ignored(model, "not a Claude model that takes an effort or extended thinking")
         return {}
-    if has_tools:
-        warn_effort_ignored(
-            model,
-            "this model takes effort only as extended thinking, which a run with tools cannot use "
-            "(fermix does not send thinking blocks back with tool results)",
-        )
+    if thinking_refused is not None:
+        warn_effort_ignored(model, thinking_refused)
         return {}
     budget = THINKING_BUDGETS[effort]
     if explicit_max_tokens:  # the configured max_tokens is the ceiling: the budget fits under it
