@@ -142,6 +142,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "harness_001_coding_runs",
     "jobs_001_scheduled_jobs",
     "jobs_002_pending_deliveries",
+    "jobs_003_run_attachments",
     "memory_001_memories",
     "memory_002_profiles",
     "memory_003_review_owners",

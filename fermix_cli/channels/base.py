@@ -56,5 +56,9 @@ class Channel(Protocol):
         ...
 
     def send_file(self, address: str, path: Path, caption: str, meta: dict[str, Any]) -> Sent:
-        """Deliver the file at `path` with a caption; raises ChannelError (also when not capable)."""
+        """Deliver the file at `path` with a caption; raises ChannelError (also when not capable).
+
+        `meta["kind"]` (image, document, audio, video, voice) and `meta["mime_type"]`, when given, say how
+        the file is shown where the channel can tell them apart (Telegram: a photo, a voice note ...).
+        """
         ...

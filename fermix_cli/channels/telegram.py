@@ -1,4 +1,4 @@
-"""Telegram: the Bot API (`sendMessage`, `sendDocument`) over httpx, through fermix's network guard.
+"""Telegram: the Bot API (`sendMessage`, and uploads) over httpx, through fermix's network guard.
 
 `BotApi` is the one Telegram client in fermix (a later conversation channel shares it); `TelegramChannel`
 is the delivery channel on top. Configured in `[fermix_core.channels.telegram]`: `bot_token` (or
@@ -9,10 +9,12 @@ cut out of every error message.
 Text is sent as plain text (no parse_mode, so nothing needs escaping). Telegram refuses a message over
 4096 characters (counted in UTF-16 code units): longer text is split at line breaks into up to
 `MAX_PARTS` messages, and text that would need more is sent as a `message.txt` document instead, with
-its first lines as the caption. Bot API answers map to `ChannelError`s: 429 is `rate_limited` with the
-API's `retry_after`; 400/401/403/404 are permanent, with what to fix; 413 (an upload over the 50 MB
-limit) is the permanent `too_large`; 409 is `conflict` (permanent while a webhook is set, transient when
-another poller took the updates); 5xx and network failures are transient.
+its first lines as the caption. A file goes as a document, or, when the caller names its kind
+(`meta["kind"]`, `meta["mime_type"]`), by that kind's method (`sendPhoto`, `sendVoice`, ...). Bot API
+answers map to `ChannelError`s: 429 is `rate_limited` with the API's `retry_after`; 400/401/403/404 are
+permanent, with what to fix; 413 (an upload over the 50 MB limit) is the permanent `too_large`; 409 is
+`conflict` (permanent while a webhook is set, transient when another poller took the updates); 5xx and
+network failures are transient.
 """
 
 from __future__ import annotations
@@ -38,6 +40,16 @@ DOCUMENT_MAX = 50 * 1024 * 1024  # the Bot API's upload limit
 TOKEN = re.compile(r"[0-9]{1,20}:[A-Za-z0-9_-]{20,200}")
 CHAT_ID = re.compile(r"-?[0-9]{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31}")
 SECTION = "[fermix_core.channels.telegram]"
+PHOTO_MAX = 10 * 1024 * 1024  # sendPhoto's limit; a larger image goes as a document
+PHOTO_TYPES = ("image/jpeg", "image/png", "image/webp")
+# How each attachment kind is uploaded: the Bot API method and its file field.
+UPLOADS = {
+    "image": ("sendPhoto", "photo"),
+    "document": ("sendDocument", "document"),
+    "audio": ("sendAudio", "audio"),
+    "video": ("sendVideo", "video"),
+    "voice": ("sendVoice", "voice"),
+}
 
 
 def utf16_len(text: str) -> int:
@@ -249,6 +261,41 @@ class BotApi:
         return result if isinstance(result, dict) else {}
 
 
+def upload_method(kind: str, size: int, mime: str) -> tuple[str, str]:
+    """The Bot API method and file field for an attachment of `kind` (an image Telegram would not show
+    as a photo, too big or not JPEG/PNG/WebP, goes as a document)."""
+    if kind == "image" and (size > PHOTO_MAX or mime not in PHOTO_TYPES):
+        return "sendDocument", "document"
+    return UPLOADS.get(kind, ("sendDocument", "document"))
+
+
+def upload(
+    api: BotApi,
+    method: str,
+    field: str,
+    chat_id: str | int,
+    name: str,
+    data: bytes,
+    mime: str,
+    caption: str | None,
+    thread_id: int | None = None,
+) -> dict[str, Any]:
+    """`sendPhoto` / `sendDocument` / ... as multipart/form-data (in a forum topic's thread when given one)."""
+    import httpx
+
+    fields: dict[str, Any] = {"chat_id": str(chat_id)}
+    if thread_id is not None:
+        fields["message_thread_id"] = str(thread_id)
+    if caption:
+        fields["caption"] = clip(caption, CAPTION_MAX)
+    request = httpx.Request(
+        "POST", "http://multipart.invalid/", data=fields, files={field: (name, data, mime)}
+    )
+    body = request.read()
+    result = api.call(method, multipart=body, content_type=request.headers["content-type"])
+    return result if isinstance(result, dict) else {}
+
+
 def bot_token(settings: TelegramConfig, env: dict[str, str] | os._Environ[str] | None = None) -> str:
     """The configured token (config, or the variable `bot_token_env` names); a permanent error if none."""
     if settings.bot_token is not None:
@@ -334,7 +381,23 @@ class TelegramChannel:
             raise ChannelError(
                 f"cannot read {path}: {e.strerror}", code="unreadable_file", permanent=True
             ) from None
-        return self._document(chat, path.name, data, clip(caption, CAPTION_MAX), _thread(meta), {})
+        kind = meta.get("kind")
+        if not isinstance(kind, str):
+            return self._document(chat, path.name, data, clip(caption, CAPTION_MAX), _thread(meta), {})
+        # An attachment with a kind (send_attachment in a job run) goes as that kind, like a chat's.
+        mime = str(meta.get("mime_type") or "application/octet-stream")
+        method, field = upload_method(kind, len(data), mime)
+        thread = _thread(meta)
+        api = self._api()
+        try:
+            result = upload(api, method, field, chat, path.name, data, mime, caption, thread)
+        finally:
+            api.client.close()
+        return Sent(
+            self.platform,
+            str(chat),
+            {"message_id": result.get("message_id"), "method": method, "file": path.name},
+        )
 
     def _document(
         self, chat: str | int, name: str, data: bytes, caption: str, thread: int | None, extra: dict[str, Any]

@@ -11,24 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from .base import ChannelError
-from .telegram import CAPTION_MAX, DOCUMENT_MAX, BotApi, clip
+from .telegram import DOCUMENT_MAX, BotApi, upload, upload_method
 
 if TYPE_CHECKING:
     from ..core.net.httpclient import GuardedClient
 
 DOWNLOAD_MAX = 20 * 1024 * 1024  # the Bot API lets a bot download files up to 20 MB
-PHOTO_MAX = 10 * 1024 * 1024  # sendPhoto's limit; a larger image goes as a document
-
-PHOTO_TYPES = ("image/jpeg", "image/png", "image/webp")
-# How each attachment kind is uploaded: the Bot API method and its file field.
-UPLOADS = {
-    "image": ("sendPhoto", "photo"),
-    "document": ("sendDocument", "document"),
-    "audio": ("sendAudio", "audio"),
-    "video": ("sendVideo", "video"),
-    "voice": ("sendVoice", "voice"),
-}
-
 # The emojis a bot may react with (ReactionTypeEmoji in the Bot API reference).
 TELEGRAM_REACTIONS = frozenset(
     {
@@ -61,33 +49,6 @@ def edit_message_text(api: BotApi, chat_id: int, message_id: int, text: str) -> 
     except ChannelError as e:
         if "not modified" not in str(e).lower():  # the same text again is not a failure
             raise
-
-
-def upload(
-    api: BotApi,
-    method: str,
-    field: str,
-    chat_id: int,
-    name: str,
-    data: bytes,
-    mime: str,
-    caption: str | None,
-    thread_id: int | None = None,
-) -> dict[str, Any]:
-    """`sendPhoto` / `sendDocument` as multipart/form-data (in a forum topic's thread when given one)."""
-    import httpx
-
-    fields: dict[str, Any] = {"chat_id": str(chat_id)}
-    if thread_id is not None:
-        fields["message_thread_id"] = str(thread_id)
-    if caption:
-        fields["caption"] = clip(caption, CAPTION_MAX)
-    request = httpx.Request(
-        "POST", "http://multipart.invalid/", data=fields, files={field: (name, data, mime)}
-    )
-    body = request.read()
-    result = api.call(method, multipart=body, content_type=request.headers["content-type"])
-    return result if isinstance(result, dict) else {}
 
 
 def download_file(api: BotApi, client: GuardedClient, file_id: str) -> tuple[bytes, str]:
@@ -130,9 +91,7 @@ class TelegramReplyPort:
     ) -> dict[str, Any]:
         if len(data) > DOCUMENT_MAX:
             raise ToolError("attachment_too_large", f"Telegram accepts files up to {DOCUMENT_MAX} bytes.", {})
-        method, field = UPLOADS.get(kind, ("sendDocument", "document"))
-        if kind == "image" and (len(data) > PHOTO_MAX or mime_type not in PHOTO_TYPES):
-            method, field = "sendDocument", "document"  # Telegram shows other images as files
+        method, field = upload_method(kind, len(data), mime_type)
         try:
             result = upload(
                 self.api, method, field, self.chat_id, filename, data, mime_type, caption, self.thread_id

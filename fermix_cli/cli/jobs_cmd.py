@@ -159,6 +159,11 @@ def show_cmd(
             typer.echo(f"{'error':<14} {run['error']['code']}: {run['error']['message']}")
         if run["tool_failures"]:
             typer.echo(f"{'tool failures':<14} {json.dumps(run['tool_failures'])}")
+        for a in run.get("attachments", []):
+            code = f" ({a['detail']['code']})" if a["status"] != "sent" and a["detail"] else ""
+            typer.echo(
+                f"{'attachment ' + str(a['seq']):<14} {a['status']}{code} {a['filename']} ({a['kind']}, {a['bytes']} bytes)"
+            )
         if run["final_response"]:
             typer.echo("\n" + run["final_response"])
         return

@@ -41,11 +41,16 @@ def can_see(spec: ToolSpec, ctx: ToolContext) -> bool:
 
 
 def check(spec: ToolSpec, ctx: ToolContext) -> None:
-    """Raise `policy_denied` (exit 3) unless `ctx` may run `spec`; then run the tool's own gate."""
+    """Raise `policy_denied` (exit 3) unless `ctx` may run `spec`; then run the tool's own gate.
+
+    A `gate_first` tool's gate runs before the policy checks, so its refusal is the one a caller hears.
+    """
+    if spec.gate_first and spec.gate is not None:
+        spec.gate(ctx)
     reason = denial_reason(spec, ctx)
     if reason is not None:
         raise ToolError(
             "policy_denied", f"{reason}.", {"tool": spec.name, "trust": ctx.trust, "origin": ctx.origin}
         )
-    if spec.gate is not None:
+    if spec.gate is not None and not spec.gate_first:
         spec.gate(ctx)

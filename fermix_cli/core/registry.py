@@ -80,6 +80,11 @@ class ToolSpec(Record, frozen=True):
     # its name): the coding harness's second vendor next to `default_vendor`. None: shown when available.
     advertise: Callable[[ToolContext], bool] | None = None
     gate: Callable[[ToolContext], None] | None = None
+    # True where the gate decides who may call the tool at all and its refusal is what every caller it
+    # refuses is told, checked before the policy checks: a context the tool is hidden from (a scheduled
+    # job, a subagent, a guest) then hears the gate's typed refusal instead of "unknown tool" (the
+    # events tools' `not_attended`, reference 9.1). Other hidden tools keep answering as unknown.
+    gate_first: bool = False
     render: Callable[[Any], str] | None = None
     # The schema a model is shown in a given context, when the context changes it (a channel's own set of
     # reactions, computer_use's live posture); `invoke` still validates against `params`.

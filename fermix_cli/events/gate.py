@@ -30,6 +30,7 @@ def owners_job(ctx: ToolContext) -> bool:
 
 
 def _refuse(tool: str, ctx: ToolContext, also: str = "") -> ToolError:
+    """`not_attended`, in the reference's words (9.1), saying who is refused and what to do instead."""
     details = {"tool": tool, "origin": ctx.origin, "trust": ctx.trust, "attended": ctx.attended}
     if ctx.spawned_cli_call():
         return ToolError(
@@ -39,10 +40,16 @@ def _refuse(tool: str, ctx: ToolContext, also: str = "") -> ToolError:
             "The owner runs it from their own terminal or a live chat.",
             {**details, "spawned": True},
         )
+    if also:  # event_list: it also runs in the owner's scheduled jobs
+        who = "guests, subagents, skills and other background work cannot read reminders"
+    else:
+        who = (
+            "background work (a scheduled job), guests, subagents and skills cannot change reminders; "
+            "say in your reply what should change, and the owner can do it in a chat or with `fermix events`"
+        )
     return ToolError(
         "not_attended",
-        f"{tool} is available only on an attended, top-level turn of the owner{also}; "
-        "background work, guests, subagents and skills cannot change reminders.",
+        f"{tool} is available only on an attended, top-level turn of the owner{also}; {who}.",
         details,
     )
 

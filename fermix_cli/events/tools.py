@@ -240,6 +240,8 @@ def _spec(
         render=_render,
         available=list_available if listing else attended_turn,
         gate=list_gate if listing else attended_gate(name),
+        # Refused at dispatch with `not_attended` wherever refused, even where hidden (reference 9.1).
+        gate_first=True,
     )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from ..core.errors import ToolError
 from ..core.paths import FermixPaths
 from ..core.records import Record, asdict, field
+from .attachments import close_unfinished
 from .execute import RunOutcome
 from .job import Job, parse_ts, ts
 from .liveness import Runner, liveness, split_claimant
@@ -210,6 +211,7 @@ def _close_lost(db: sqlite3.Connection, row: sqlite3.Row, dead: bool, now: datet
     )
     if not cur.rowcount:
         return None
+    close_unfinished(db, row["id"], ts(now))
     release_job(db, row["job_id"], row["id"], "error", f"{code}: {message}", now)
     return {"status": "error", "error_code": code}
 
@@ -247,6 +249,7 @@ def _close_with_result(
     )
     if not cur.rowcount:
         return None
+    close_unfinished(db, row["id"], ts(now))
     error = f"{outcome.error_code}: {outcome.error}" if outcome.status == "error" else None
     release_job(db, row["job_id"], row["id"], outcome.status, error, now)
     return {"status": outcome.status, "error_code": outcome.error_code, "recovered": True}

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..channels import ChannelError, channel_for
+from ..channels import Channel, ChannelError, channel_for
 from ..core.errors import ToolError
 from ..core.logs import logger
 from ..core.paths import FermixPaths
@@ -63,6 +63,30 @@ def message_text(job: Job, outcome: RunOutcome) -> str:
     return text
 
 
+class Destination(Record, frozen=True):
+    """Where a job's messages go: the channel, the address on it, and the thread keys of the target."""
+
+    channel: Channel
+    address: str
+    thread: dict[str, Any]
+
+
+NO_CHANNEL = "unsupported_channel"
+
+
+def destination(paths: FermixPaths, job: Job, config: Any = None) -> Destination:
+    """The job's snapshotted target as a channel and an address: the run's result and the files it sends
+    go the same way. A ToolError when no channel delivers there (`unsupported_channel`), or when config.toml
+    cannot be read."""
+    target = job.delivery_target or {}
+    address_key = next((k for k in ADDRESS_KEYS if k in target), None)
+    channel = channel_for(str(target.get("platform", "")), paths, config)
+    if channel is None or address_key is None:
+        raise ToolError(NO_CHANNEL, f"no channel can deliver to {target!r}", {"target": target})
+    thread = {k: target[k] for k in THREAD_KEYS if k in target}
+    return Destination(channel, str(target[address_key]), thread)
+
+
 def settled(job: Job, outcome: RunOutcome) -> DeliveryResult | None:
     """A run's delivery when it sends nothing (silent, mode none or local); None when a channel send is due."""
     if outcome.silent:
@@ -91,14 +115,14 @@ def deliver(
     done = settled(job, outcome)
     if done is not None:
         return done
-    target = job.delivery_target or {}
-    address_key = next((k for k in ADDRESS_KEYS if k in target), None)
     try:
-        channel = channel_for(str(target.get("platform", "")), paths, config)
-    except ToolError as e:  # config.toml became unreadable since the job was created
+        where = destination(paths, job, config)
+    except ToolError as e:
+        if e.code == NO_CHANNEL:
+            return DeliveryResult("failed", {"error": e.message})
+        # config.toml became unreadable since the job was created
         return DeliveryResult("failed", {"error": e.message, "code": e.code, "permanent": False})
-    if channel is None or address_key is None:
-        return DeliveryResult("failed", {"error": f"no channel can deliver to {target!r}"})
+    channel, address = where.channel, where.address
     meta = {
         "delivered_at": ts(now),
         "job_id": job.id,
@@ -107,9 +131,8 @@ def deliver(
         "trigger": run["trigger"],
         "scheduled_for": run["scheduled_for"],
         "status": outcome.status,
-        **{k: target[k] for k in THREAD_KEYS if k in target},
+        **where.thread,
     }
-    address = str(target[address_key])
     try:
         sent = channel.send_text(address, message_text(job, outcome), meta)
     except ChannelError as e:

@@ -92,6 +92,7 @@ def run_context(base: ToolContext, job: Job, session_id: str) -> ToolContext:
         job_id=job.id,
         session_id=session_id,
         record_calls=True,
+        extras=dict(base.extras),  # the run's own: its reply port is not the caller's
     )
 
 
@@ -132,11 +133,18 @@ def skill_confinement(base: ToolContext, name: str) -> tuple[str, frozenset[str]
     return skill.instructions, None if skill.allowed_tools is None else frozenset(skill.allowed_tools)
 
 
-def prepare(base: ToolContext, job: Job, session_id: str) -> Prepared:
-    """The run's context and prompt; a bound skill adds its instructions and narrows the tools."""
+def prepare(base: ToolContext, job: Job, session_id: str, run_id: str | None = None) -> Prepared:
+    """The run's context and prompt; a bound skill adds its instructions and narrows the tools.
+
+    With `run_id`, a model run gets its reply port to the job's delivery target (send_attachment).
+    """
     ctx = run_context(base, job, session_id)
     if job.kind == "command":
         return Prepared(ctx, f"command job {job.name} (id {job.id})", job.task)
+    if run_id is not None:
+        from .attachments import equip
+
+        equip(ctx, job, run_id)
     system = job_prompt(job, ctx.now())
     if job.skill_name:
         instructions, tools = skill_confinement(base, job.skill_name)

@@ -113,7 +113,38 @@ def pending_deliveries(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX job_runs_pending_delivery ON job_runs(id) WHERE delivery_status = 'pending'")
 
 
+def run_attachments(db: sqlite3.Connection) -> None:
+    """The files a run sent with send_attachment (jobs/attachments.py): one row per send, written
+    `sending` before it leaves and `sent`/`failed` after; `undelivered` when the run ended mid-send.
+    They go with their run."""
+    db.execute(
+        """
+        CREATE TABLE job_run_attachments (
+            run_id TEXT NOT NULL REFERENCES job_runs(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL CHECK (seq >= 1),
+            call_id TEXT,
+            filename TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            mime_type TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            caption TEXT,
+            source TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('sending', 'sent', 'failed', 'undelivered')),
+            detail TEXT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            PRIMARY KEY (run_id, seq)
+        )
+        """
+    )
+    db.execute(
+        "CREATE INDEX job_run_attachments_sending ON job_run_attachments(run_id) WHERE status = 'sending'"
+    )
+
+
 MIGRATIONS = (
     Migration("jobs_001_scheduled_jobs", scheduled_jobs),
     Migration("jobs_002_pending_deliveries", pending_deliveries),
+    Migration("jobs_003_run_attachments", run_attachments),
 )

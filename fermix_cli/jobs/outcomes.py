@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from .attachments import close_unfinished
 from .claims import lease_until, release_job
 from .job import Job, session_id_for, ts
 
@@ -89,6 +90,8 @@ def finish_run(
         )
         if not cur.rowcount:
             return False
+        # The worker has exited: a file it was still sending is undelivered, never sent again.
+        close_unfinished(db, run_id, ts(now))
         error = f"{outcome.error_code}: {outcome.error}" if outcome.status == "error" else None
         release_job(db, job_id, run_id, outcome.status, error, now)
     return True

@@ -18,6 +18,7 @@ from ..core.errors import ToolError
 from ..core.records import Record
 from ..memory import store as memories
 from . import validate as v
+from .attachments import run_attachments
 from .job import (
     RUN_SUMMARY_COLUMNS,
     Job,
@@ -442,4 +443,6 @@ def get_run(db: sqlite3.Connection, run_id: str) -> dict[str, Any]:
             f"No job run with id {run_id!r}. Run list_job_runs to see a job's runs.",
             {"run_id": run_id},
         )
-    return run_detail(row)
+    out = run_detail(row)
+    out["attachments"] = run_attachments(db, run_id)
+    return out

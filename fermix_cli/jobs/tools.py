@@ -543,7 +543,7 @@ TOOLS = specs(
         owner_only=True,
         description=(
             "Fetch one job run in full: status, trigger, timing, the prompt and config it ran with, usage, "
-            "iterations, final response, error, tool failures, delivery and its output.md path."
+            "iterations, final response, error, tool failures, delivery, the files it sent and its output.md path."
         ),
         params=GetJobRunParams,
         handler=get_job_run,

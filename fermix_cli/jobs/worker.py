@@ -105,7 +105,7 @@ def work(
     job = Job.from_row(db.execute("SELECT * FROM scheduled_jobs WHERE id = ?", (run["job_id"],)).fetchone())
     session = run["session_id"]
     try:
-        prepared = prepare(ctx, job, session)
+        prepared = prepare(ctx, job, session, run_id)
     except ToolError as e:
         return RunOutcome.failure(e.code, e.message)
     reporter.send(
@@ -115,7 +115,7 @@ def work(
             "config": json.loads(config_snapshot(job, {"session_id": session})),
         }
     )
-    outcome = execute_with_retries(ctx, job, session, prepared, reporter)
+    outcome = execute_with_retries(ctx, job, session, prepared, reporter, run_id)
     if stop is not None and stop.received:  # stopped, not finished: nothing to save
         return outcome
     try:
@@ -128,7 +128,12 @@ def work(
 
 
 def execute_with_retries(
-    ctx: ToolContext, job: Job, session: str, prepared: Prepared, reporter: Reporter
+    ctx: ToolContext,
+    job: Job,
+    session: str,
+    prepared: Prepared,
+    reporter: Reporter,
+    run_id: str | None = None,
 ) -> RunOutcome:
     """Run; a transient provider failure before any tool ran is tried again, each time in a fresh loop,
     after a growing pause, as long as the pause still leaves room inside the job's timeout."""
@@ -145,7 +150,7 @@ def execute_with_retries(
             reporter.progress("retry_wait")  # waiting is not inactivity
             time.sleep(min(left, PROGRESS_INTERVAL))
         attempt += 1
-        outcome = execute(job, prepare(ctx, job, f"{session}-r{attempt}"), reporter.progress)
+        outcome = execute(job, prepare(ctx, job, f"{session}-r{attempt}", run_id), reporter.progress)
     outcome.attempts = attempt
     return outcome
 

@@ -223,7 +223,9 @@ def test_the_gate_refuses_background_guests_and_subagents(ev: Events) -> None:
     ):
         e = ev.error("event_store", args, **ctx)
         assert e.code == "not_attended", ctx
-    assert ev.error("event_store", args, trust="guest").code == "policy_denied"
+    # A guest is refused by the same gate, ahead of the owner-only check (seed 000: tagged not_attended).
+    assert ev.error("event_store", args, trust="guest").code == "not_attended"
+    assert ev.error("event_list", {}, trust="guest").code == "not_attended"
     # event_list also runs inside the owner's scheduled job, but not in a subagent
     assert ev.call("event_list", {}, origin="scheduled", job_id="digest")["events"] == []
     assert ev.error("event_list", {}, origin="subagent", depth=1).code == "not_attended"

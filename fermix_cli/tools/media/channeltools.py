@@ -16,7 +16,14 @@ from ...core.context import ToolContext
 from ...core.errors import ExitClass, ToolError
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from .replyport import ENDS_TURN, claim_channel_step, reply_port, require_port, supports_reactions
+from .replyport import (
+    ENDS_TURN,
+    claim_channel_step,
+    refuse_sends,
+    reply_port,
+    require_port,
+    supports_reactions,
+)
 
 ATTACHMENT_MAX = 50 * 1024 * 1024  # the smallest upload limit of the chat channels (Telegram's)
 CAPTION_MAX = 1024
@@ -167,17 +174,28 @@ TOOLS = specs(
         owner_only=True,  # it reads the owner's files (reference: guests never see the owner-data reads)
         description=(
             "Send a local file through the active channel: a photo or document in Telegram, a copy in the "
-            "outbox (with its path printed) in the terminal. URL paths are refused; send links as text. One "
-            "channel call (this or react) per step."
+            "outbox (with its path printed) in the terminal, and in a scheduled job that delivers to a chat "
+            "or channel, to the job's delivery target (at most 16 per run). URL paths are refused; send "
+            "links as text. One channel call (this or react) per step."
         ),
         params=SendAttachmentParams,
         handler=send_attachment,
         available=_has_port,
+        # A job that delivers nowhere (local, none) does not offer it, and says why when it is called.
+        gate=refuse_sends,
+        gate_first=True,
         hints=Hints(open_world=True),
         when_to_use="The owner asked for a file you have on disk (a report, an image you made).",
         examples=(Example({"path": "report.pdf", "caption": "This week's report"}, "send a document"),),
         failure_modes=(
-            FailureMode("no_active_channel", "no conversation channel is active (a job, a plain tool call)"),
+            FailureMode(
+                "no_active_channel", "no conversation channel is active (a subagent, a plain tool call)"
+            ),
+            FailureMode(
+                "no_delivery_channel", "a scheduled job whose delivery is local or none sends no files"
+            ),
+            FailureMode("attachments_unsupported", "the job's delivery target carries text only (a webhook)"),
+            FailureMode("attachment_limit", "a scheduled run already made its 16 sends"),
             FailureMode("url_refused", "the path is a URL"),
             FailureMode("not_found", "no file at that path"),
             FailureMode("attachment_too_large", "the file is over 50 MiB"),

@@ -2,8 +2,10 @@
 
 A front end that holds a conversation (`fermix agent`/`ask` in a terminal, `fermix serve telegram`)
 puts its port in `ctx.extras[REPLY_PORT]` before the run, and the files the person sent with this
-turn's message in `ctx.extras[INBOUND]`. Tools reach the person only through the port; with no port
-(a scheduled job, a subagent, a plain `fermix tool` call) there is no active channel.
+turn's message in `ctx.extras[INBOUND]`. A scheduled job whose delivery is origin or channel has a port
+to its delivery target (fermix_cli/jobs/attachments.py); one whose delivery is local or none sets
+`ctx.extras[SENDS_REFUSED]` instead, saying why it sends no files. Tools reach the person only through the
+port; with neither (a subagent, a plain `fermix tool` call) there is no active channel.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ if TYPE_CHECKING:
     from ...core.context import ToolContext
 
 REPLY_PORT = "reply_port"
+# Set instead of a port where a run has a destination of sorts that takes no files (a scheduled job whose
+# delivery is local or none): the ToolError that send_attachment answers with, rather than "unknown tool".
+SENDS_REFUSED = "sends_refused"
 INBOUND = "inbound_files"
 # Set by a tool whose delivered result answers the turn by itself (a reaction): the loop ends the turn
 # without another model call when the model said nothing besides such calls.
@@ -78,6 +83,13 @@ def require_port(ctx: ToolContext, tool: str) -> ReplyPort:
             {"tool": tool},
         )
     return port
+
+
+def refuse_sends(ctx: ToolContext) -> None:
+    """Gate: raise the refusal a front end set in `ctx.extras[SENDS_REFUSED]`, if any (a fresh copy)."""
+    refusal = ctx.extras.get(SENDS_REFUSED)
+    if isinstance(refusal, ToolError):
+        raise ToolError(refusal.code, refusal.message, dict(refusal.details), exit_class=refusal.exit_class)
 
 
 def claim_channel_step(ctx: ToolContext, tool: str) -> None:
