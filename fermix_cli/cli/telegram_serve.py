@@ -664,6 +664,11 @@ class TelegramServer:
         )
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
+        # A job scheduled from here with delivery `origin` reports back to this chat and topic (ref 8.2).
+        origin: dict[str, Any] = {"platform": "telegram", "chat_id": chat}
+        if port.thread_id is not None:
+            origin["message_thread_id"] = port.thread_id
+        extras["origin_target"] = origin
         # Turns run side by side: each derives its own context (own sandbox, cancel token, and a state
         # connection borrowed for this thread) from the server's, one at a time. The server lives for
         # days: each message sees config.toml (grants, mode) as it is now; a config that no longer loads

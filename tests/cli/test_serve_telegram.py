@@ -1033,3 +1033,23 @@ def test_a_second_stop_signal_interrupts_the_turn_in_progress(world: Env, bot: B
     assert json.loads((world.fermix_home / "run" / "telegram.turns.json").read_text()) == []
     serve(world, bot, polls=1)  # nothing replayed, nobody told twice
     assert len(bot.payloads("sendMessage")) == 1
+
+
+def test_a_job_scheduled_from_a_chat_with_origin_delivery_reports_to_that_chat(
+    world: Env, bot: BotStandIn
+) -> None:
+    # Reference 8.2: delivery `origin` replies to the chat (and topic) the job was created from.
+    job = {"name": "standup", "schedule": "every 1 day", "task": "summarise", "delivery_mode": "origin"}
+    configure(
+        world,
+        bot,
+        [{"tool_calls": [{"name": "schedule_job", "arguments": job}]}, {"text": "Scheduled."}],
+    )
+    bot.send("remind me daily", message_thread_id=42, is_topic_message=True)
+    serve(world, bot, polls=1)
+    assert bot.texts_shown() == ["Scheduled."]
+    [listed] = world.tool("list_jobs").json()["jobs"]
+    assert listed["delivery"] == {
+        "mode": "origin",
+        "target": {"platform": "telegram", "chat_id": OWNER, "message_thread_id": 42},
+    }
