@@ -336,3 +336,16 @@ def test_sigkill_of_the_server_leaves_no_command_running(world: Env, tool: str) 
     members, took = run(main)
     assert took < GONE_WITHIN_S
     assert not any(alive(pid) for pid in members)
+    # The call never ended, but its start was recorded before the command ran; `fermix logs --calls`
+    # shows it interrupted (its process is gone).
+    db = sqlite3.connect(world.fermix_home / "state.db")
+    try:
+        started = db.execute("SELECT tool, origin, status FROM tool_call_starts").fetchall()
+        assert db.execute("SELECT count(*) FROM tool_calls").fetchone() == (0,)
+    finally:
+        db.close()
+    assert started == [(tool, "mcp", "started")]
+    listed = world.run("logs", "--calls", "--json")
+    assert listed.code == 0, listed.stderr
+    ((name, status, error_code),) = [(c["tool"], c["status"], c["error_code"]) for c in listed.json()]
+    assert (name, status, error_code) == (tool, "interrupted", "interrupted")
