@@ -182,7 +182,7 @@ _fermix_node() {
             _fx_valopts='' ;;
         'logs')
             _fx_subs=''
-            _fx_opts='-n --count -h --help --json -q --query --session --sessions'
+            _fx_opts='--calls -n --count -h --help --json -q --query --session --sessions'
             _fx_valopts='-n --count -q --query --session' ;;
         'mcp')
             _fx_subs='serve servers tools'

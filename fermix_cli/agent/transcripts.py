@@ -66,18 +66,6 @@ def orphaned_runs_readonly(state_db: Path) -> list[str]:
     return [run_id for run_id, owner in rows if owner_gone(owner)]
 
 
-_OWNER: list[str] = []
-
-
-def _owner() -> str:
-    """This process as the owner of the runs it starts (`core/procid.py`), computed once."""
-    if not _OWNER:
-        from ..core.procid import owner_identity
-
-        _OWNER.append(owner_identity())
-    return _OWNER[0]
-
-
 class Transcript:
     """Reads and writes the transcript tables of one StateDB."""
 
@@ -161,6 +149,8 @@ class Transcript:
 
         `parent` (session, label) links a new conversation under its caller's (a delegated run).
         """
+        from ..core.procid import current_owner
+
         run_id = new_run_id()
         now = self._now()
         parent_id, label = parent if parent is not None else (None, None)
@@ -173,7 +163,7 @@ class Transcript:
             c.execute(
                 "INSERT INTO runs (id, conversation_id, status, provider, model, toolset, prompt, started_at,"
                 " owner) VALUES (?,?,?,?,?,?,?,?,?)",
-                (run_id, session_id, "running", provider, model, toolset, prompt, now, _owner()),
+                (run_id, session_id, "running", provider, model, toolset, prompt, now, current_owner()),
             )
             c.execute(
                 "UPDATE conversations SET updated_at = ?, provider = ?, model = ?,"
@@ -287,9 +277,12 @@ class Transcript:
 
     def close_orphaned_runs(self) -> int:
         """End `interrupted` every run still `running` whose process has died (a SIGKILL, a crash, a
-        reboot): nothing else would ever end it. Cheap when there is none (a partial index)."""
+        reboot): nothing else would ever end it. Cheap when there is none (a partial index). The calls
+        such a process left started (of any run, or none: an MCP call) are ended `interrupted` too."""
+        from ..core.callstarts import close_orphaned_calls
         from ..core.procid import owner_gone
 
+        close_orphaned_calls(self.db, self.clock())
         rows = self.db.query("SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL")
         dead = [r["id"] for r in rows if owner_gone(r["owner"])]
         if not dead:
@@ -444,6 +437,12 @@ class Transcript:
             if m["error_code"]:
                 entry["error_code"] = m["error_code"]
             calls.append(entry)
+        # A call whose end was never stored (its process died while it ran, or before the turn that
+        # carries its result was written) is listed from its start record.
+        from ..core.callstarts import unfinished_calls
+
+        answered = {c["id"] for c in calls}
+        calls += [c for c in unfinished_calls(self.db, run["id"]) if c["id"] not in answered]
         record: dict[str, Any] = {
             "status": run["status"],
             "response": run["response"],

@@ -360,6 +360,30 @@ def check_agent_runs(inp: DoctorInput) -> Check:
     )
 
 
+def check_tool_calls(inp: DoctorInput) -> Check:
+    from ..core.callstarts import orphaned_calls_readonly
+
+    blocked = _no_home(inp, "tool calls")
+    if blocked is not None:
+        return blocked
+    try:
+        orphaned = orphaned_calls_readonly(inp.paths.state_db)
+    except sqlite3.Error as e:
+        return _state_unreadable("tool calls", e)
+    if not orphaned:
+        return Check(
+            "tool calls", "ok", "no call left started by a fermix process that ended", {"orphaned": 0}
+        )
+    return Check(
+        "tool calls",
+        "warn",
+        f"{len(orphaned)} tool call(s) started by a fermix process that ended (killed or crashed) before "
+        f"their end was recorded, e.g. {orphaned[0]}; what they did stands. `fermix logs --calls` lists "
+        "them (and marks them interrupted)",
+        {"orphaned": len(orphaned), "calls": orphaned[:5]},
+    )
+
+
 def check_computer_use(inp: DoctorInput, config: Config | None) -> Check:
     from ..computer.health import computer_use_health
 
@@ -422,6 +446,7 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_reminders(inp),
         check_job_runs(inp),
         check_agent_runs(inp),
+        check_tool_calls(inp),
         check_computer_use(inp, config),
         check_harness(inp, config),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),

@@ -114,6 +114,15 @@ class ToolSpec(Record, frozen=True):
 
         return self.live_schema(ctx, copy.deepcopy(schema))
 
+    @property
+    def declared_read_only(self) -> bool:
+        """Read-only both ways the registry declares it: the policy class and the MCP-style hint.
+
+        Anything else (a command, a write, a send, a network request, another server's tool) leaves a
+        start record before it runs when calls are recorded (`core/callstarts.py`).
+        """
+        return self.policy_class == "read_only" and self.hints.read_only
+
     def render_for_model(self, result: Any) -> str:
         if self.render is not None:
             return self.render(result)
@@ -329,12 +338,15 @@ class Registry:
         t0 = time.perf_counter()
         result: Any = None
         error: ToolError | None = None
+        call_id: str | None = None
         try:
             # A long-lived context (a session, a server) sees `fermix grant|revoke|sandbox mode` at once.
             ctx.refresh_config()
             spec = self.resolve(name, ctx)
             policy.check(spec, ctx)
             params = self.parse(spec, raw_args)
+            if ctx.record_calls and not spec.declared_read_only:
+                call_id = _note_start(ctx, name, raw_args, started)
             result = to_jsonable(spec.handler(params, ctx))
             return result
         except ToolError as e:
@@ -359,7 +371,7 @@ class Registry:
             raise error from e
         finally:
             if ctx.record_calls:
-                _record(ctx, name, raw_args, result, error, started, time.perf_counter() - t0)
+                _record(ctx, name, raw_args, result, error, started, time.perf_counter() - t0, call_id)
 
     def invoke_for_model(self, name: str, raw_args: Any, ctx: ToolContext) -> tuple[bool, str, Any]:
         """(ok, text a model sees, result or error dict); tool errors become `tag: message` text."""
@@ -387,16 +399,51 @@ HELD_RECORDS = "held_call_records"
 # tools) compare it with the step of their last effect.
 MODEL_STEP = "model_step"
 
+# A tool_calls row: its eleven columns, then STARTED when the call left a start record (callstarts.py).
 CallRecord = tuple[Any, ...]
+RECORD_COLUMNS = 11
+STARTED = "started"
 
 
 def insert_call_records(db: Any, rows: Sequence[CallRecord]) -> None:
-    """Insert tool_calls rows inside the caller's transaction."""
+    """Insert tool_calls rows inside the caller's transaction; their calls' start records go with it."""
     db.executemany(
         "INSERT INTO tool_calls (id, session_id, tool, origin, trust, args_json, ok, error_code,"
         " result_json, started_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        rows,
+        [row[:RECORD_COLUMNS] for row in rows],
     )
+    started = [row[0] for row in rows if row[RECORD_COLUMNS:] == (STARTED,)]
+    if started:  # a read-only call's record costs no statement more than it did
+        from .callstarts import forget_starts
+
+        forget_starts(db, started)
+
+
+def _args_json(raw_args: Any) -> str:
+    return raw_args if isinstance(raw_args, str) else json.dumps(raw_args, default=str)
+
+
+def _call_id(ctx: ToolContext) -> str:
+    import uuid
+
+    found = ctx.extras.get("call_id")
+    return found if isinstance(found, str) and found else f"call_{uuid.uuid4().hex}"
+
+
+def _note_start(ctx: ToolContext, name: str, raw_args: Any, started: float) -> str:
+    """Record, before it runs, that call `name` starts; its id (the id its tool_calls row will have)."""
+    call_id = _call_id(ctx)
+    step = ctx.extras.get(MODEL_STEP)
+    run_id = step[0] if isinstance(step, tuple) and step and isinstance(step[0], str) else None
+    try:
+        from .callstarts import note_start
+
+        note_start(ctx, call_id, name, _args_json(raw_args), started, run_id)
+    except Exception:  # as with the call's own record: never a reason not to run it
+        from .logs import logger
+
+        logger("fermix.registry").exception("could not record the start of tool call %s", name)
+    return call_id
 
 
 def _record(
@@ -407,14 +454,14 @@ def _record(
     error: ToolError | None,
     started: float,
     seconds: float,
+    call_id: str | None = None,
 ) -> None:
-    import uuid
     from datetime import UTC, datetime
 
     try:
-        args_json = raw_args if isinstance(raw_args, str) else json.dumps(raw_args, default=str)
-        row = (
-            ctx.extras.get("call_id") or f"call_{uuid.uuid4().hex}",
+        args_json = _args_json(raw_args)
+        row: CallRecord = (
+            call_id or _call_id(ctx),
             ctx.session_id,
             name,
             ctx.origin,
@@ -426,6 +473,8 @@ def _record(
             datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             seconds * 1000,
         )
+        if call_id is not None:
+            row += (STARTED,)
         held = ctx.extras.get(HELD_RECORDS)
         if isinstance(held, list):  # the loop stores it with the call's result, in one transaction
             held.append(row)

@@ -573,6 +573,96 @@ def test_a_killed_ask_leaves_no_run_running_for_good(world: Env) -> None:
     assert check["status"] == "ok"
 
 
+def starts(db: Path) -> list[tuple[str, str, str, str | None]]:
+    """(tool, status, args_json, run_id) of every tool_call_starts row."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT tool, status, args_json, run_id FROM tool_call_starts").fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_finished_run_leaves_no_start_behind(world: Env) -> None:
+    """A turn's first call is recorded as it ends, its last with the turn: both replace their starts."""
+    script = write_script(
+        world,
+        [
+            {"tool_calls": [call("file_write", path="a.txt", content="x"), call("shell", command="echo hi")]},
+            {"text": "done"},
+        ],
+    )
+    code, out = ask_json(world, "--provider", "mock", "-m", str(script), "go")
+    assert code == 0 and [c["ok"] for c in out["tool_calls"]] == [True, True], out
+    db = world.fermix_home / "state.db"
+    assert starts(db) == []
+    conn = sqlite3.connect(db)
+    try:
+        assert sorted(conn.execute("SELECT tool, ok FROM tool_calls").fetchall()) == [
+            ("file_write", 1),
+            ("shell", 1),
+        ]
+    finally:
+        conn.close()
+    assert [c["status"] for c in world.run("logs", "--calls", "--json").json()] == ["ok", "ok"]
+
+
+def test_a_killed_ask_leaves_the_record_that_its_shell_call_started(world: Env) -> None:
+    """SIGKILL while `shell` runs: the call's result is never stored, but its start is, before the
+    command ran; `fermix logs` then shows the call interrupted within its interrupted run, and the
+    command itself does not outlive the killed fermix."""
+    from tests.conftest import processes_with
+
+    marker = f"fermix-started-{os.getpid()}-{time.monotonic_ns()}"
+    script = write_script(
+        world, [{"tool_calls": [call("shell", command=f"sleep 30 # {marker}")]}, {"text": "never asked"}]
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "ask", "--provider", "mock", "-m", str(script), "go"],
+        cwd=world.project, env=world.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with(marker), "the shell command never started"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    db = world.fermix_home / "state.db"
+    ((tool, status, args, run_id),) = starts(db)
+    assert (tool, status) == ("shell", "started") and marker in args
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("SELECT count(*) FROM tool_calls").fetchone() == (0,)
+        assert conn.execute("SELECT id FROM runs").fetchall() == [(run_id,)]
+    finally:
+        conn.close()
+    # The command's lifeline ended with fermix: nothing of it is left running.
+    deadline = time.monotonic() + 10
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(marker) == []
+    (check,) = [c for c in world.run("doctor", "--json").json()["checks"] if c["name"] == "tool calls"]
+    assert check["status"] == "warn" and check["data"]["orphaned"] == 1
+
+    r = world.run("logs", "--json")
+    assert r.code == 0, r.stderr
+    (run,) = r.json()
+    assert run["status"] == "interrupted"
+    (shell,) = run["tool_calls"]
+    assert shell["name"] == "shell" and shell["arguments"] == {"command": f"sleep 30 # {marker}"}
+    assert shell["ok"] is False and shell["error_code"] == "interrupted" and shell["status"] == "interrupted"
+    assert "killed or crashed" in shell["output"]
+    assert [(t, s) for t, s, _, _ in starts(db)] == [("shell", "interrupted")]
+    text = world.run("logs")
+    assert f'· shell {{"command": "sleep 30 # {marker}"}}' in text.stdout
+    assert "✗ interrupted shell" in text.stdout
+    (listed,) = world.run("logs", "--calls", "--json").json()
+    assert (listed["tool"], listed["status"], listed["origin"]) == ("shell", "interrupted", "cli")
+    (check,) = [c for c in world.run("doctor", "--json").json()["checks"] if c["name"] == "tool calls"]
+    assert check["status"] == "ok"
+
+
 def test_sigterm_ends_an_ask_interrupted(world: Env) -> None:
     import signal
 

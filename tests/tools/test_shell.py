@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from fermix_cli.core.shell.engine import MAX_COMMAND_BYTES
 from tests.conftest import REPO, Env, Result
 
 FAKE_SH = """#!/bin/sh
@@ -395,7 +396,9 @@ def test_hardline_refuses_before_anything_starts(world: Env, fake_sh) -> None:
     lines = "".join(json.dumps({"command": c}) + "\n" for c in ORDINARY)
     r = run_cli(world, "tool", "shell", "--jsonl", env=env, input=lines)
     assert [json.loads(x)["ok"] for x in r.stdout.splitlines()] == [True] * len(ORDINARY)
-    assert marker.read_text().splitlines() == [f"-c {c}" for c in ORDINARY]
+    from fermix_cli.core.shell.procgroup import with_lifeline
+
+    assert marker.read_text().splitlines() == [f"-c {with_lifeline(c)}" for c in ORDINARY]
 
 
 def test_hardline_refusal_exit_code_and_trace(world: Env, fake_sh) -> None:
@@ -631,5 +634,17 @@ def test_a_command_past_the_exec_argument_limit_is_refused_clearly(world: Env, f
     r = run_cli(world, "tool", "shell", "--json", "-", env=env, input=big)
     assert r.code == 2
     assert r.error()["code"] == "invalid_command"
-    assert r.error()["details"]["limit"] == 131_071
+    assert r.error()["details"]["limit"] == MAX_COMMAND_BYTES
     assert not marker.exists()
+
+
+def test_a_command_at_the_limit_runs(world: Env) -> None:
+    """The limit leaves room for the lifeline preamble: a command of exactly the limit's size still
+    starts (the `sh -c` string is 131,071 bytes, the most Linux takes for one argument)."""
+    command = "echo at-the-limit #"
+    command += "x" * (MAX_COMMAND_BYTES - len(command))
+    r = tool(world, "shell", {"command": command})
+    assert r.code == 0, r.stderr
+    assert r.json()["output"] == "at-the-limit\n"
+    r = tool(world, "shell", {"command": command + "x"})
+    assert r.code == 2 and r.error()["code"] == "invalid_command"

@@ -2,7 +2,8 @@
 
 Order: the working directory is resolved by the sandbox, the hardline judges the command, and only
 then does anything run (the `[sandbox.env]` helpers included). The child runs in its own process
-group with stdin from /dev/null; see `procgroup` for how it ends.
+group with stdin from /dev/null, behind a lifeline that ends the group if the fermix process running
+it is killed; see `procgroup` for how it ends.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ToolError
 from ..traces import append_trace
 from .childenv import ChildEnv, build_child_env
-from .procgroup import SPAWN_MARKER, run_captured
+from .procgroup import SPAWN_MARKER, run_captured, with_lifeline
 
 if TYPE_CHECKING:
     from ..context import ToolContext
 
 DEFAULT_TIMEOUT_MS = 30_000
 MAX_TIMEOUT_MS = 600_000
-# Linux refuses an exec whose single argument (here the `sh -c` string) exceeds 32 pages (E2BIG).
+# Linux refuses an exec whose single argument (here the `sh -c` string) exceeds 32 pages (E2BIG); the
+# string is the command behind its lifeline preamble.
 MAX_ARGUMENT_BYTES = 131_071
+MAX_COMMAND_BYTES = MAX_ARGUMENT_BYTES - len(with_lifeline("").encode())
 
 
 def check_command_text(command: str) -> str:
@@ -34,12 +37,13 @@ def check_command_text(command: str) -> str:
     if "\x00" in command:
         raise ToolError("invalid_command", "Command contains a NUL byte")
     size = len(command.encode("utf-8", "surrogatepass"))
-    if size > MAX_ARGUMENT_BYTES:
+    if size > MAX_COMMAND_BYTES:
         raise ToolError(
             "invalid_command",
-            f"Command is {size} bytes; `sh -c` takes at most {MAX_ARGUMENT_BYTES} (the system's limit for "
-            "one argument). Write the script to a file and run `sh FILE`.",
-            {"bytes": size, "limit": MAX_ARGUMENT_BYTES},
+            f"Command is {size} bytes; a command takes at most {MAX_COMMAND_BYTES} (the system's limit "
+            "for one `sh -c` argument, less fermix's lifeline preamble). Write the script to a file and "
+            "run `sh FILE`.",
+            {"bytes": size, "limit": MAX_COMMAND_BYTES},
         )
     return command
 
@@ -139,12 +143,13 @@ def run_shell(
     shell = find_shell(resolved.env)
     try:
         outcome = run_captured(
-            [shell, "-c", command],
+            [shell, "-c", with_lifeline(command)],
             cwd=cwd,
             env=resolved.env if spawn_id is None else {**resolved.env, SPAWN_MARKER: spawn_id},
             timeout_s=timeout_ms / 1000,
             redact=resolved.secrets,
             cancel=ctx.cancel,
+            lifeline=True,
         )
     except FileNotFoundError:
         raise ToolError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -306,3 +307,66 @@ def test_a_real_sigterm_inside_popen_is_held_and_delivered_once_the_group_is_kno
     assert raised == ["popen returns", "handler"]
     grandchild = int(pidfile.read_text())
     assert wait_gone(grandchild), f"grandchild {grandchild} survived a SIGTERM inside Popen"
+
+
+# ----- the lifeline: a killed runner's command does not outlive it ------------------------------------
+
+
+def run_with_lifeline(script: str, timeout: float = 10, **kw):
+    from fermix_cli.core.shell.procgroup import with_lifeline
+
+    argv = ["/bin/sh", "-c", with_lifeline(script)]
+    return run_captured(argv, cwd="/", env=ENV, timeout_s=timeout, lifeline=True, **kw)
+
+
+def test_the_lifeline_is_invisible_to_the_command() -> None:
+    """stdin still reads as empty, no extra descriptor is open, `wait` and `$!` know only the command's
+    own jobs, its exit code and output are its own, and a syntax error still runs nothing."""
+    t0 = time.monotonic()
+    out = run_with_lifeline('cat; echo "[$!]"; ls /proc/self/fd/ | tr "\\n" " "; sleep 0.1 & wait; exit 5')
+    assert time.monotonic() - t0 < 5, "`wait` waited for the watchdog"
+    assert out.exit_code == 5
+    assert out.output == b"[]\n0 1 2 3 "  # 3: the directory ls itself reads
+    bad = run_with_lifeline("echo ran; if then")
+    assert bad.exit_code == 2 and b"ran" not in bad.output
+
+
+@linux_only
+def test_a_runner_killed_outright_takes_its_command_s_group_with_it(tmp_path: Path) -> None:
+    """SIGKILL of the process running a command (nothing in it can run any more): the watchdog in the
+    command's group sees the lifeline end and kills the whole group, grandchildren included."""
+    import signal
+    import subprocess
+
+    pidfile = tmp_path / "leader"
+    code = (
+        "import os; from fermix_cli.core.shell.procgroup import run_captured, with_lifeline\n"
+        f"script = 'echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; sleep 60 & sleep 60'\n"
+        "run_captured(['/bin/sh', '-c', with_lifeline(script)], cwd='/', env={'PATH': os.environ['PATH']},"
+        " timeout_s=120, lifeline=True)\n"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3])
+    try:
+        end = time.monotonic() + 30
+        while not pidfile.exists() and time.monotonic() < end:
+            time.sleep(0.02)
+        leader = int(pidfile.read_text())
+        end = time.monotonic() + 10
+        while len(group(leader)) < 4 and time.monotonic() < end:  # sh, its watchdog, two sleeps
+            time.sleep(0.02)
+        members = group(leader)
+        assert len(members) >= 4, members
+    finally:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+    left = [pid for pid in members if not wait_gone(pid, 5.0)]
+    for pid in left:  # what a failure left is not left running
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
+def group(pgid: int) -> list[int]:
+    from fermix_cli.core.shell import group_members
+
+    return group_members(pgid)
