@@ -136,6 +136,17 @@ def root_problem(root: SkillRoot) -> str | None:
         return _unreadable(root, e)
 
 
+def _load_failure(skill_md: str, error: Exception) -> str:
+    """The report of a skill that failed to load in a way the parser did not foresee; the traceback is logged."""
+    from .logs import logger
+
+    logger("fermix.skills").warning("skill %s failed to load", skill_md, exc_info=error)
+    return (
+        f"{skill_md}:1: the skill cannot be loaded ({type(error).__name__}: {str(error)[:200]}); it is skipped. "
+        "Check its frontmatter; details are in the fermix log"
+    )
+
+
 def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
     """Load every `<root>/*/SKILL.md`; a bad skill is recorded in `errors` and skipped, never fatal."""
     found = Discovery()
@@ -176,6 +187,13 @@ def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
                 skill = load_skill(skill_md, directory)
             except ToolError as e:
                 found.errors[skill_md] = {"code": e.code, "message": e.message, "root": root.origin}
+                continue
+            except Exception as e:  # a bug in loading one skill must not cost the others (or the run)
+                found.errors[skill_md] = {
+                    "code": "invalid_skill",
+                    "message": _load_failure(skill_md, e),
+                    "root": root.origin,
+                }
                 continue
             if skill.name in found.skills:
                 other = found.skills[skill.name].path
