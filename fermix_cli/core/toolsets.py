@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 
 ToolsetFactory = Callable[[], "Toolset"]
 
+# MCP servers' tools are named `mcp_<server>_<tool>` (reference 1): the namespace is theirs, so no other
+# source of tools (a skill) may take a name in it, and a server added later never finds its name taken.
+MCP_PREFIX = "mcp_"
+
 
 class Toolset:
     """Lists the tools a context may see and gets one by name."""

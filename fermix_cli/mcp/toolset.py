@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from ..core.logs import logger
-from ..core.toolsets import Toolset
+from ..core.toolsets import MCP_PREFIX, Toolset
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 log = logger("fermix.mcp.client")
 
-PREFIX = "mcp_"
+PREFIX = MCP_PREFIX
 
 
 class McpToolset(Toolset):
