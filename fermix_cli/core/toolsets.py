@@ -29,6 +29,10 @@ ToolsetFactory = Callable[[], "Toolset"]
 # source of tools (a skill) may take a name in it, and a server added later never finds its name taken.
 MCP_PREFIX = "mcp_"
 
+# The ctx.extras key a tool sets when it has changed what the toolsets list (skill_reload: the skills):
+# a model loop running it lists its tools again before its next model call, narrowed as before.
+TOOLS_CHANGED = "tools_changed"
+
 
 class Toolset:
     """Lists the tools a context may see and gets one by name."""

@@ -14,6 +14,7 @@ from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, NoParams, Params, ToolSpec, registry_of, specs
 from ...core.skillfile import MAX_SKILL_BYTES, SKILL_FILE, SKILL_NAME, SkillDef
 from ...core.skillrefs import Discovery, discover_skills, reserved_name
+from ...core.toolsets import TOOLS_CHANGED
 from .run import find_skill, run_skill
 
 REFERENCE_NAME = re.compile(r"^[a-z0-9_]{1,64}$")
@@ -57,6 +58,7 @@ def skill_reload(p: NoParams, ctx: ToolContext) -> dict[str, Any]:
             "INSERT INTO skill_index (name, path, digest, seen_at) VALUES (?,?,?,?)",
             [(s.name, s.path, s.digest, now) for s in skills.values()],
         )
+    ctx.extras[TOOLS_CHANGED] = True  # a model run calling this offers the skills as they are now
     return {
         "added": sorted(set(skills) - set(before)),
         "removed": sorted(set(before) - set(skills)),
@@ -307,8 +309,9 @@ TOOLS = specs(
         category="skills",
         policy_class="read_write",
         description=(
-            "Re-scan the skill directories: returns the added, removed and changed skill names since the last "
-            "reload, and every skill that failed to load (with file and line)."
+            "Re-scan the skill directories and refresh the running agent's skills (a new or changed skill can "
+            "be called from the next step): returns the added, removed and changed skill names since the "
+            "last reload, and every skill that failed to load (with file and line)."
         ),
         params=NoParams,
         handler=skill_reload,
