@@ -333,7 +333,7 @@ _fermix_node() {
             _fx_opts='-h --help -m --model --poll-timeout --provider --systemd --toolset'
             _fx_valopts='-m --model --poll-timeout --provider --toolset' ;;
         'skills')
-            _fx_subs='check list new run view'
+            _fx_subs='check list new reload run view'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'skills check')
@@ -348,6 +348,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--description -d -h --help --json'
             _fx_valopts='--description -d' ;;
+        'skills reload')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
         'skills run')
             _fx_subs=''
             _fx_opts='--context -h --help --json --model -m --provider'

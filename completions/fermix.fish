@@ -36,7 +36,7 @@ function __fermix_subs
         case 'serve'
             echo telegram
         case 'skills'
-            echo check list new run view
+            echo check list new reload run view
         case 'state'
             echo status
         case 'tool'
@@ -285,7 +285,7 @@ complete -c fermix -n '__fermix_at \'\'' -a 'revoke' -d 'Withdraw a directory gr
 complete -c fermix -n '__fermix_at \'\'' -a 'runs' -d 'Coding-agent runs (codex_run, claude_code_run): list, show, cancel, logs.'
 complete -c fermix -n '__fermix_at \'\'' -a 'sandbox' -d 'Inspect and change the sandbox (an in-process policy gate, not an OS jail).'
 complete -c fermix -n '__fermix_at \'\'' -a 'serve' -d 'Long-running conversation channels: `serve telegram` answers the owner\'s Telegram chat.'
-complete -c fermix -n '__fermix_at \'\'' -a 'skills' -d 'SKILL.md skills: list, view, scaffold, run and check them.'
+complete -c fermix -n '__fermix_at \'\'' -a 'skills' -d 'SKILL.md skills: list, view, reload, scaffold, run and check them.'
 complete -c fermix -n '__fermix_at \'\'' -a 'state' -d 'The SQLite state file.'
 complete -c fermix -n '__fermix_at \'\'' -a 'tool' -d 'Run one tool with JSON in and JSON out: fermix tool NAME --json \'{...}\'.'
 complete -c fermix -n '__fermix_at \'\'' -l cwd -x -a '(__fish_complete_directories)' -d 'Working directory for this call.'
@@ -597,6 +597,7 @@ complete -c fermix -n '__fermix_at \'serve telegram\'' -l toolset -x -a 'fermix 
 complete -c fermix -n '__fermix_at \'skills\'' -a 'check' -d 'Validate every skill, then run each evals/evals.json case and report pass/fail; exit 1 on any failure.'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'list' -d 'The installed skills, and the ones that failed to load (with file and line).'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'new' -d 'Scaffold <home>/skills/NAME/ with SKILL.md and evals/evals.json.'
+complete -c fermix -n '__fermix_at \'skills\'' -a 'reload' -d 'Re-scan the skill directories: the skills added, removed and changed since the last reload, and the ones that failed to load (with file and line).'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'run' -d 'Run a skill on a task, confined to its allowed tools; exit 1 unless it completed (130 when stopped by Ctrl-C or SIGTERM).'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'view' -d 'A skill\'s instructions, allowed tools and metadata, or one of its reference files.'
 complete -c fermix -n '__fermix_at \'skills\'' -s h -l help -d 'Show help and exit.'
@@ -610,6 +611,8 @@ complete -c fermix -n '__fermix_at \'skills list\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'skills new\'' -l description -s d -x -d 'What the skill does.'
 complete -c fermix -n '__fermix_at \'skills new\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'skills new\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'skills reload\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'skills reload\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'skills run\'' -l context -x -d 'Extra context for the skill.'
 complete -c fermix -n '__fermix_at \'skills run\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'skills run\'' -l json -d 'JSON output.'

@@ -35,5 +35,5 @@ Commands:
   state        The SQLite state file.
   serve        Long-running conversation channels: `serve telegram`...
   browser      A managed Chromium that stays up between commands.
-  skills       SKILL.md skills: list, view, scaffold, run and check them.
+  skills       SKILL.md skills: list, view, reload, scaffold, run and...
 """
