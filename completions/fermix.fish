@@ -6,7 +6,7 @@
 function __fermix_subs
     switch $argv[1]
         case ''
-            echo agent ask browser channels completions config doctor events grant inbox jobs logs mcp memory revoke runs sandbox serve skills state tool
+            echo agent ask browser capabilities channels completions config doctor events grant inbox jobs logs mcp memory revoke runs sandbox serve skills state tool
         case 'browser'
             echo open shot snapshot start status stop
         case 'channels'
@@ -64,6 +64,8 @@ function __fermix_valopts
             echo --profile
         case 'browser stop'
             echo --profile
+        case 'capabilities'
+            echo --kind
         case 'channels send'
             echo --file
         case 'events add'
@@ -270,6 +272,7 @@ complete -c fermix.pyz -w fermix
 complete -c fermix -n '__fermix_at \'\'' -a 'agent' -d 'Chat with the model interactively; its tool calls run in-process under the same policy.'
 complete -c fermix -n '__fermix_at \'\'' -a 'ask' -d 'Ask once: run the model loop on MESSAGE with fermix\'s tools and print the answer.'
 complete -c fermix -n '__fermix_at \'\'' -a 'browser' -d 'A managed Chromium that stays up between commands.'
+complete -c fermix -n '__fermix_at \'\'' -a 'capabilities' -d 'The capabilities (tools) this caller may run: built-ins, skills and MCP servers\' tools.'
 complete -c fermix -n '__fermix_at \'\'' -a 'channels' -d 'Delivery channels (inbox, telegram, webhook, desktop, apprise): list them, send a test message.'
 complete -c fermix -n '__fermix_at \'\'' -a 'completions' -d 'Print the completion script for SHELL (commands, tool names and each tool\'s flags).'
 complete -c fermix -n '__fermix_at \'\'' -a 'config' -d 'Read and change config.toml (validated before it is written).'
@@ -346,6 +349,9 @@ complete -c fermix -n '__fermix_at \'browser status\'' -l profile -x -d 'Browser
 complete -c fermix -n '__fermix_at \'browser stop\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'browser stop\'' -l json -d 'JSON output (the tool\'s result).'
 complete -c fermix -n '__fermix_at \'browser stop\'' -l profile -x -d 'Browser profile (default: configured).'
+complete -c fermix -n '__fermix_at \'capabilities\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'capabilities\'' -l json -d 'JSON output: one capability record each.'
+complete -c fermix -n '__fermix_at \'capabilities\'' -l kind -x -a 'builtin skill mcp' -d 'Only this kind: builtin, skill or mcp (mcp starts the servers).'
 complete -c fermix -n '__fermix_at \'channels\'' -a 'list' -d 'Which channels are set up, and the owner\'s default delivery target.'
 complete -c fermix -n '__fermix_at \'channels\'' -a 'send' -d 'Send one message (or a file) to a target now, to check that a channel works.'
 complete -c fermix -n '__fermix_at \'channels\'' -s h -l help -d 'Show help and exit.'
@@ -625,7 +631,7 @@ complete -c fermix -n '__fermix_at \'state\'' -a 'status' -d 'Open (and migrate)
 complete -c fermix -n '__fermix_at \'state\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'state status\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'state status\'' -l json -d 'JSON output.'
-complete -c fermix -n '__fermix_at \'tool\'' -a 'list' -d 'List the tools this caller may run.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'list' -d 'List the tools this caller may run: built-ins and skills, with --mcp MCP servers\' tools too.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'ast_grep' -d 'Syntax-aware search, read-only rewrite previews and symbol outlines.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'bash' -d 'Run a non-interactive command in the active working directory, with a nonblank intent saying why.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'browser' -d 'Drive a supervised local Chromium over the DevTools protocol, one action per call; the browser stays up between calls.'
@@ -692,6 +698,7 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'write' -d 'Create or fully repl
 complete -c fermix -n '__fermix_at \'tool\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'tool list\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'tool list\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'tool list\'' -l mcp -d 'Also the enabled MCP servers\' tools (starts the servers).'
 complete -c fermix -n '__fermix_at \'tool ast_grep\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool ast_grep\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool ast_grep\'' -l schema -d 'Print the input JSON schema and exit.'

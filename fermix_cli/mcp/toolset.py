@@ -94,6 +94,10 @@ class McpToolset(Toolset):
         loaded = self.load(ctx)
         return [loaded[n] for n in sorted(loaded)]
 
+    def tools_at_hand(self, ctx: ToolContext) -> list[ToolSpec]:
+        # A server's tools are known only from the server: listing them would start it.
+        return []
+
     def get(self, name: str, ctx: ToolContext) -> ToolSpec | None:
         """The tool `name` means, found as `load` finds it: the first server in `servers_for`'s order that
         has it (only those servers are started). When none has it and one of them could not start, that
