@@ -63,9 +63,20 @@ class Groundwork(Record, frozen=True):
 
 
 def lay_groundwork(registry: Registry, ctx: ToolContext, options: AgentOptions) -> Groundwork:
+    return Groundwork(toolbox=run_toolbox(registry, ctx, options), cwd=prompt_cwd(ctx))
+
+
+def run_toolbox(registry: Registry, ctx: ToolContext, options: AgentOptions) -> Toolbox:
+    """The tools a run with `options` offers in `ctx`: `--tools` exactly, else its toolset's."""
     toolset = None if options.tools is not None else (options.toolset or ctx.config.fermix_core.agent.toolset)
-    toolbox = select_tools(registry, ctx, toolset=toolset, names=options.tools)
-    return Groundwork(toolbox=toolbox, cwd=prompt_cwd(ctx))
+    return select_tools(registry, ctx, toolset=toolset, names=options.tools)
+
+
+def dispatchable_in(ctx: ToolContext, toolbox: Toolbox) -> frozenset[str]:
+    """What a run may dispatch: its toolbox's tools, within `ctx`'s own narrowing (never wider)."""
+    if ctx.allowed_tools is None:
+        return toolbox.dispatchable
+    return ctx.allowed_tools & toolbox.dispatchable
 
 
 class AgentOptions(Record):
@@ -157,7 +168,7 @@ class Agent:
         self.source_failures.update(toolbox.tools.failures())
         run_ctx = ctx.derive(
             share_sandbox=True,  # the one the prompt's cwd came from
-            allowed_tools=toolbox.dispatchable,
+            allowed_tools=dispatchable_in(ctx, toolbox),
             record_calls=True,
             session_id=self.session_id,
             toolset=toolbox.toolset,
@@ -170,6 +181,14 @@ class Agent:
         system = system_prompt(custom, cwd=ground.cwd, now=ctx.now(), deferred=toolbox.deferred)
         if self.options.context_sections:
             system = "\n\n".join([system, *self.options.context_sections])
+        options, registry = self.options, self.registry
+
+        def retool() -> tuple[Toolbox, frozenset[str]]:
+            # The tools as they are now (a skill_reload's skills), chosen and narrowed as at the start:
+            # the same base context and options, so `--tools`, a toolset and every ceiling still hold.
+            box = run_toolbox(registry, ctx, options)
+            return box, dispatchable_in(ctx, box)
+
         make_loop: Callable[..., AgentLoop] = AgentLoop
         if self.time_limit is not None:
             from .timed import TimedLoop
@@ -182,6 +201,7 @@ class Agent:
             ctx=run_ctx,
             registry=self.registry,
             toolbox=toolbox,
+            retool=retool,
             system=system,
             transcript=self.transcript,
             session_id=self.session_id,

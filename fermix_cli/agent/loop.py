@@ -8,6 +8,7 @@ unique id, and every message is written to the transcript as it happens.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..core import policy
@@ -17,6 +18,7 @@ from ..core.jsonin import parse_json
 from ..core.logs import logger
 from ..core.records import Record, field
 from ..core.registry import HELD_RECORDS, MODEL_STEP, CallRecord, Registry
+from ..core.toolsets import TOOLS_CHANGED
 from .messages import (
     CUT_OFF,
     FILTERED,
@@ -160,8 +162,11 @@ class AgentLoop:
         first_tool_choice: str | None = None,
         reasoning_effort: str | None = None,
         parent: tuple[str, str] | None = None,
+        retool: Callable[[], tuple[Toolbox, frozenset[str]]] | None = None,
     ) -> None:
         self.provider = provider
+        # The run's tools listed again, and what it may dispatch, once a tool says they changed.
+        self.retool = retool
         self.parent = parent  # (caller's session, label): a delegated run's conversation is linked
         self.provider_name = provider_name
         self.model = model
@@ -242,6 +247,7 @@ class AgentLoop:
 
     def _run(self, result: RunResult, guard: RepeatGuard, state: _TurnState) -> None:
         while True:
+            self._refresh_tools()
             result.iterations += 1
             self.observer.model_start(result.iterations)
             response = self._call_model_fitted(state, first=result.iterations == 1)
@@ -488,6 +494,21 @@ class AgentLoop:
         else:
             self._flush(state)
         return stop
+
+    def _refresh_tools(self) -> None:
+        """After a tool changed what the toolsets list (skill_reload), the tools as they are now: offered
+        to the model from its next call, and dispatchable, within the narrowing the run started with."""
+        if not self.ctx.extras.pop(TOOLS_CHANGED, False) or self.retool is None:
+            return
+        try:
+            toolbox, allowed = self.retool()
+        except ToolError as e:  # (a `--tools` name gone): the run keeps the tools it had
+            log.warning("the run's tools could not be listed again (%s); keeping them", e.message)
+            return
+        self.toolbox = toolbox
+        self.ctx.allowed_tools = allowed
+        self.ctx.toolsets = toolbox.tools
+        self._schemas = toolbox.schemas(self.ctx)
 
     def _target(self, call: ToolCall) -> tuple[str, Any]:
         """The tool really called, as the run's toolset routes it (policy and logs see the target)."""

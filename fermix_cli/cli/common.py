@@ -40,9 +40,13 @@ def handles_errors_as(prog: str) -> Callable[[F], F]:
 
 
 def context() -> Any:
+    """The CLI's tool context; fermix's log goes to its file from here on, never to the user's stderr."""
     from ..core.context import ToolContext
+    from ..core.logs import setup_logging
 
-    return ToolContext.for_cli(home=GLOBAL.home, cwd=GLOBAL.cwd, session=GLOBAL.session, trust=GLOBAL.trust)  # type: ignore[arg-type]
+    ctx = ToolContext.for_cli(home=GLOBAL.home, cwd=GLOBAL.cwd, session=GLOBAL.session, trust=GLOBAL.trust)  # type: ignore[arg-type]
+    setup_logging(ctx.paths.log_file)
+    return ctx
 
 
 def emit_json(value: Any) -> None:

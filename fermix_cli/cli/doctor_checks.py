@@ -298,17 +298,34 @@ def check_mcp_servers(inp: DoctorInput, config: Config | None) -> Check:
 
 
 def check_skill_roots(inp: DoctorInput, config: Config | None) -> Check:
-    """Every skill root a readable directory; skill loading skips a bad one (and reports it), never fails."""
-    from ..core.skillrefs import root_problem, roots_of
+    """Every skill root a readable directory and every skill in them loadable; skill loading skips a bad
+    root or skill (and reports it), never fails, so this is where the owner hears of one."""
+    from ..core.skillrefs import discover_in, root_problem, roots_of
 
     if config is None:
         return Check("skill roots", "n/a", "config is invalid; fix it first")
     roots = roots_of(inp.paths, config)
-    data = {"roots": [{"path": r.path, "origin": r.origin} for r in roots]}
+    found = discover_in(roots)
+    bad = [
+        {"path": path, "code": err["code"], "message": err["message"]}
+        for path, err in sorted(found.errors.items())
+        if err["code"] != "invalid_skill_root"
+    ]
+    data = {
+        "roots": [{"path": r.path, "origin": r.origin} for r in roots],
+        "skills": len(found.skills),
+        "errors": bad,
+    }
     problems = [p for p in map(root_problem, roots) if p is not None]
+    if bad:
+        shown = "; ".join(e["message"] for e in bad[:3]) + ("; ..." if len(bad) > 3 else "")
+        problems.append(
+            f"{len(bad)} skill(s) not loaded (fermix skills list shows them all; fix or remove each): {shown}"
+        )
     if problems:
         return Check("skill roots", "warn", "; ".join(problems), data)
-    return Check("skill roots", "ok", f"{len(roots)} root(s): " + ", ".join(r.path for r in roots), data)
+    detail = f"{len(roots)} root(s): " + ", ".join(r.path for r in roots) + f"; {len(found.skills)} skill(s)"
+    return Check("skill roots", "ok", detail, data)
 
 
 def _command_found(command: str, inp: DoctorInput) -> bool:
