@@ -478,3 +478,44 @@ def test_limits_are_refused_in_the_reference_s_words(world: Env, args: dict[str,
     with pytest.raises(ToolError) as e:
         run(world, full)
     assert (e.value.code, e.value.message) == ("invalid_input", message)
+
+
+def test_the_coding_toolset_fans_out_and_its_workers_use_coding_tools(world: Env) -> None:
+    """Seed 002 lists `subagents` in the coding toolset: `ask --toolset coding` offers it, and its workers
+    run in the coding toolset too (here `read`), without the tools that write (`write`)."""
+    (world.project / "notes.txt").write_text("the answer is 42\n")
+    script(
+        world,
+        [
+            {
+                "contains": "main job",
+                "responses": [
+                    {
+                        "tool_calls": [
+                            {"name": "subagents", "arguments": {"tasks": [{"id": "r", "task": "task read"}]}}
+                        ]
+                    },
+                    {"text": "synthesized"},
+                ],
+            },
+            {
+                "contains": "task read",
+                "responses": [
+                    {"tool_calls": [{"name": "read", "arguments": {"paths": ["notes.txt"]}}]},
+                    {"tool_calls": [{"name": "write", "arguments": {"path": "w.txt", "content": "x"}}]},
+                    {"text": "read it"},
+                ],
+            },
+        ],
+    )
+    r = world.run("ask", "--json", "--toolset", "coding", "main job")
+    assert r.code == 0, r.stderr
+    (call,) = r.json()["tool_calls"]
+    assert call["name"] == "subagents" and call["ok"], call
+    (result,) = json.loads(call["output"])["results"]
+    assert (result["status"], result["output"]) == ("completed", "read it")
+    worker = world.run("logs", "--json", "--session", result["session_id"]).json()[0]
+    read, write = worker["tool_calls"]
+    assert read["name"] == "read" and read["ok"] and "the answer is 42" in read["output"]
+    assert (write["name"], write["ok"], write["error_code"]) == ("write", False, "policy_denied")
+    assert not (world.project / "w.txt").exists()

@@ -199,6 +199,7 @@ TOOLS = specs(
         params=SubagentsParams,
         handler=subagents,
         available=_depth_zero,
+        toolsets=frozenset({"fermix", "coding"}),  # seed 002 lists it in the coding set too
         hints=Hints(open_world=True),
         when_to_use="Several independent research or reading tasks that can run side by side.",
         examples=(
