@@ -519,3 +519,55 @@ def test_the_coding_toolset_fans_out_and_its_workers_use_coding_tools(world: Env
     assert read["name"] == "read" and read["ok"] and "the answer is 42" in read["output"]
     assert (write["name"], write["ok"], write["error_code"]) == ("write", False, "policy_denied")
     assert not (world.project / "w.txt").exists()
+
+
+def test_a_cancelled_caller_does_not_wait_for_a_worker_stuck_in_its_model_call(world: Env) -> None:
+    """docs/skills.md: a cancelled caller (an MCP client's cancel) cancels its workers as a timeout does,
+    and a model call in flight is not waited for. The worker not started yet never starts."""
+    import threading
+
+    from fermix_cli.core.cancel import CancelToken
+
+    script(
+        world,
+        [
+            {"contains": "task stuck", "responses": [{"delay": 8, "text": "late"}]},
+            {"contains": "task next", "responses": [{"text": "next done"}]},
+        ],
+    )
+    token = CancelToken()
+    timer = threading.Timer(0.5, token.cancel, ("the MCP client cancelled the call",))
+    timer.start()
+    t0 = time.monotonic()
+    try:
+        out = run(
+            world,
+            {
+                "tasks": [{"id": "stuck", "task": "task stuck"}, {"id": "next", "task": "task next"}],
+                "max_concurrency": 1,
+                "timeout_seconds": 60,
+            },
+            cancel=token,
+        )
+    finally:
+        timer.cancel()
+    assert time.monotonic() - t0 < 4  # not the 8 s the stuck worker's model takes
+    stuck, waiting = out["results"]
+    assert [stuck["status"], waiting["status"]] == ["canceled", "canceled"]
+    assert (
+        stuck["error"]["code"] == "canceled"
+        and "the MCP client cancelled the call" in stuck["error"]["message"]
+    )
+    assert waiting["iterations"] == 0 and waiting["output"] == ""
+    assert out["summary"] == {"requested": 2, "completed": 0, "failed": 0, "timed_out": 0, "canceled": 2}
+    ctx = world.context()
+    try:
+        rows = ctx.state.query(
+            "SELECT r.status, r.error_json, c.label FROM runs r JOIN conversations c ON c.id = r.conversation_id"
+        )
+    finally:
+        ctx.close()
+    # The stuck worker's run is ended now (not left `running`); the other never ran.
+    assert [(r["label"], r["status"], json.loads(r["error_json"])["code"]) for r in rows] == [
+        ("subagent:stuck", "error", "canceled")
+    ]
