@@ -571,3 +571,93 @@ def test_a_cancelled_caller_does_not_wait_for_a_worker_stuck_in_its_model_call(w
     assert [(r["label"], r["status"], json.loads(r["error_json"])["code"]) for r in rows] == [
         ("subagent:stuck", "error", "canceled")
     ]
+
+
+def _worker_then_shell(world: Env, marker: str, timeout: int | None = None) -> None:
+    """A main job fanning out one worker, whose model calls glob_search, then a shell command that
+    outlives the worker's time limit."""
+    fan = {"tasks": [{"id": "w", "task": "task w"}]}
+    if timeout is not None:
+        fan["timeout_seconds"] = timeout
+    script(
+        world,
+        [
+            {
+                "contains": "main job",
+                "responses": [
+                    {"tool_calls": [{"name": "subagents", "arguments": fan}]},
+                    {"text": "synthesized"},
+                ],
+            },
+            {
+                "contains": "task w",
+                "responses": [
+                    {
+                        "text": "looking",
+                        "tool_calls": [{"name": "glob_search", "arguments": {"pattern": "*"}}],
+                        "usage": {"input_tokens": 10, "output_tokens": 3},
+                    },
+                    {
+                        "tool_calls": [{"name": "shell", "arguments": {"command": f"{marker}; echo late"}}],
+                        "usage": {"input_tokens": 20, "output_tokens": 4},
+                    },
+                    {"text": "never"},
+                ],
+            },
+        ],
+    )
+
+
+def test_a_timed_out_worker_s_transcript_keeps_its_calls_usage_and_the_interrupted_call(world: Env) -> None:
+    """`fermix logs` of a worker given up at its timeout shows what the subagents result says: its model
+    calls, their tokens and the shell call that was running, recorded as interrupted; the run keeps its
+    `timeout` ending. (The `fermix ask` process exits right after its answer, before the worker's thread
+    could write anything itself.)"""
+    marker = "sleep 30.4321"
+    _worker_then_shell(world, marker, timeout=5)
+    r = world.run("ask", "--json", "main job")
+    assert r.code == 0, r.stderr
+    (result,) = json.loads(r.json()["tool_calls"][0]["output"])["results"]
+    assert (result["status"], result["iterations"], result["output"]) == ("timed_out", 2, "looking")
+    (run_record,) = world.run("logs", "--json", "--session", result["session_id"]).json()
+    assert run_record["status"] == "error" and run_record["error"]["code"] == "timeout"
+    assert run_record["iterations"] == 2
+    assert run_record["usage"] == {"input_tokens": 30, "output_tokens": 7}
+    glob, shell = run_record["tool_calls"]
+    assert (glob["name"], glob["ok"]) == ("glob_search", True)
+    assert (shell["name"], shell["ok"], shell["error_code"]) == ("shell", False, "interrupted")
+    assert shell["arguments"] == {"command": f"{marker}; echo late"}
+    assert "did not finish within 5 s" in shell["output"]
+    text = world.run("logs", "--session", result["session_id"]).stdout
+    assert "2 model call(s)" in text
+    assert processes_with(marker) == []
+
+
+def test_a_worker_s_late_writes_leave_its_abandoned_run_as_recorded(world: Env) -> None:
+    """The worker's thread, still alive after its caller gave up on it, ends its run later: it neither
+    stores the interrupted turn a second time nor changes the run's ending."""
+    marker = "sleep 30.8765"
+    _worker_then_shell(world, marker)
+    ctx = world.context(cwd=str(world.project))
+    try:
+        task = Delegation(origin="subagent", label="subagent:w", prompt="task w")
+        (ran,) = fan_out(ctx, [("w", task)], max_concurrency=1, timeout=2.0)
+        assert ran.status == "timed_out" and ran.iterations == 2
+        deadline = time.monotonic() + 10
+        shell_rows: list[Any] = []
+        while not shell_rows and time.monotonic() < deadline:  # the killed call's own record comes late
+            time.sleep(0.1)
+            shell_rows = ctx.state.query(
+                "SELECT error_code FROM tool_calls WHERE session_id = ? AND tool = 'shell'", (ran.session_id,)
+            )
+        time.sleep(0.3)  # and the run's late end just after it
+    finally:
+        ctx.close()
+    assert len(shell_rows) == 1
+    (run_record,) = world.run("logs", "--json", "--session", ran.session_id).json()
+    assert run_record["status"] == "error" and run_record["error"]["code"] == "timeout"
+    assert [(c["name"], c["error_code"] if not c["ok"] else None) for c in run_record["tool_calls"]] == [
+        ("glob_search", None),
+        ("shell", "interrupted"),
+    ]
+    assert run_record["iterations"] == 2 and run_record["usage"] == {"input_tokens": 30, "output_tokens": 7}

@@ -84,13 +84,17 @@ def _work(ctx: ToolContext, slot: Slot, changed: threading.Event) -> None:
 def _give_up(ctx: ToolContext, slots: Sequence[Slot], status: str, error: dict[str, Any]) -> None:
     """Stop waiting for `slots`: cancel each (a tool in flight that watches the token, a shell command
     or git, has its process group killed now; the loop stops at its next step) and end its run in the
-    transcript, which its thread may never get to do (the process can exit first)."""
+    transcript, which its thread may never get to do (the process can exit first), with what it had
+    done: its model calls, their tokens, and the turn in flight, its running call `interrupted`."""
+    progress = [slot.stopwatch.progress(error["message"]) for slot in slots]  # before the cancel lands
     for slot in slots:
         slot.stopwatch.cancel.cancel(error["message"])
     try:
         transcript = Transcript(ctx.state, ctx.clock)
-        for slot in slots:
-            transcript.abandon_runs(slot.session_id, status, error)
+        for slot, done in zip(slots, progress, strict=True):
+            transcript.abandon_runs(
+                slot.session_id, status, error, iterations=done.iterations, usage=done.usage, turn=done.turn
+            )
     except Exception:  # the answer (or the interrupt) goes on; the run is left to the log
         log.exception("could not end the runs of workers given up on")
 
