@@ -46,6 +46,7 @@ class Delegation(Record):
     model: str | None = None
     reasoning_effort: str | None = None
     max_iterations: int | None = None
+    cap_source: str | None = None  # what sets `max_iterations`, for the cap's error
     timeout_seconds: float | None = None
     toolset: str | None = None
 
@@ -258,6 +259,7 @@ def prepare(ctx: ToolContext, d: Delegation, registry: Registry | None = None) -
         toolset=d.toolset,
         tools=tools if d.tools is not None else None,
         max_iterations=d.max_iterations,
+        cap_source=d.cap_source,
         reasoning_effort=d.reasoning_effort,
     )
     try:
@@ -280,6 +282,7 @@ def narrowing(d: Delegation) -> tuple[Any, ...]:
         d.system,
         d.reasoning_effort,
         d.max_iterations,
+        d.cap_source,
         d.toolset,
     )
 
@@ -341,7 +344,8 @@ def run_delegated(
         finally:
             agent.close()
         error = result.error
-        output = result.response or watch.so_far()
+        # A run stopped (its cap, an error) reports all it wrote, not only its last reply.
+        output = (result.response or watch.so_far()) if error is None else (watch.so_far() or result.response)
         iterations = result.iterations
     except ToolError as e:  # the run could not start (no provider, a bad script ...)
         error, output, iterations = e, watch.so_far(), watch.iterations

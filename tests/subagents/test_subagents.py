@@ -661,3 +661,23 @@ def test_a_worker_s_late_writes_leave_its_abandoned_run_as_recorded(world: Env) 
         ("shell", "interrupted"),
     ]
     assert run_record["iterations"] == 2 and run_record["usage"] == {"input_tokens": 30, "output_tokens": 7}
+
+
+def test_a_worker_stopped_at_its_iteration_cap_returns_what_it_produced(world: Env) -> None:
+    """A worker that reaches the workers' fixed cap (100 model calls) returns every finding it wrote, not
+    only its last reply's, and the error names that fixed cap, not a `--max-iterations` flag."""
+    from fermix_cli.agent.subagents.tools import WORKER_ITERATIONS
+
+    turns = [
+        {"text": f"finding {i}", "tool_calls": [{"name": "tool_help", "arguments": {"name": f"nope_{i}"}}]}
+        for i in range(WORKER_ITERATIONS)
+    ]
+    script(world, [{"contains": "task long", "responses": [*turns, {"text": "never"}]}])
+    out = run(world, {"tasks": [{"id": "long", "task": "task long"}]})
+    (result,) = out["results"]
+    assert result["status"] == "failed" and result["iterations"] == WORKER_ITERATIONS
+    assert result["output"].splitlines() == [f"finding {i}" for i in range(WORKER_ITERATIONS)]
+    error = result["error"]
+    assert error["code"] == "max_iterations"
+    assert "--max-iterations" not in error["message"]
+    assert "subagent worker" in error["message"] and "no option or setting changes it" in error["message"]

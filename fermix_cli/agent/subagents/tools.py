@@ -24,6 +24,9 @@ DEFAULT_TIMEOUT = 300
 MIN_TIMEOUT, MAX_TIMEOUT = 5, 900
 RESULT_BUDGET = 60_000  # bytes, split evenly between the tasks
 WORKER_ITERATIONS = 100
+WORKER_CAP_SOURCE = (
+    "the fixed cap of every subagent worker; no option or setting changes it, so split the task"
+)
 WITHHELD_CLASSES = frozenset({"read_write", "gui_control"})
 EFFORTS = ("none", "low", "medium", "high", "xhigh", "max")
 
@@ -159,6 +162,7 @@ def subagents(p: SubagentsParams, ctx: ToolContext) -> dict[str, Any]:
                 model=model,
                 reasoning_effort=effort,
                 max_iterations=WORKER_ITERATIONS,
+                cap_source=WORKER_CAP_SOURCE,
                 toolset=ctx.toolset,
             ),
         )
