@@ -100,6 +100,8 @@ class Stopwatch:
         self._turn_calls: list[ToolCall] = []
         self._done: list[ToolOutcome] = []
         self._running: tuple[ToolCall, str] | None = None
+        self._no_tool = threading.Event()  # set while no tool call is running
+        self._no_tool.set()
 
     def check(self) -> None:
         # The deadline first: at the deadline the token is cancelled too (run_delegated's timer).
@@ -132,12 +134,18 @@ class Stopwatch:
     def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None:
         with self._lock:
             self._running = (call, name)
+            self._no_tool.clear()
         self.check()
 
     def tool_end(self, outcome: ToolOutcome) -> None:
         with self._lock:
             self._done.append(outcome)
             self._running = None
+            self._no_tool.set()
+
+    def wait_tool_stopped(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for the tool call running now (if any) to end; True once none runs."""
+        return self._no_tool.wait(timeout)
 
     def so_far(self) -> str:
         return "".join(self.produced).strip()

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from ...core.cancel import CancelToken
 
 log = logger("fermix.subagents")
+# How long a worker given up on has to stop the tool call it runs (a shell command's process group).
+TOOL_STOP_GRACE = 2.0
 
 
 class Slot(Record):
@@ -82,21 +84,29 @@ def _work(ctx: ToolContext, slot: Slot, changed: threading.Event) -> None:
 
 
 def _give_up(ctx: ToolContext, slots: Sequence[Slot], status: str, error: dict[str, Any]) -> None:
-    """Stop waiting for `slots`: cancel each (a tool in flight that watches the token, a shell command
-    or git, has its process group killed now; the loop stops at its next step) and end its run in the
-    transcript, which its thread may never get to do (the process can exit first), with what it had
-    done: its model calls, their tokens, and the turn in flight, its running call `interrupted`."""
-    progress = [slot.stopwatch.progress(error["message"]) for slot in slots]  # before the cancel lands
-    for slot in slots:
-        slot.stopwatch.cancel.cancel(error["message"])
+    """Stop waiting for `slots`: end each one's run in the transcript, which its thread may never get to
+    do (the process can exit first), with what it had done (its model calls, their tokens, and the turn
+    in flight, its running call `interrupted`); then cancel each (a tool in flight that watches the
+    token, a shell command or git, has its process group killed now; the loop stops at its next step)."""
     try:
+        # Recorded as things stand now, before the cancel lands: the worker's own late writes are kept
+        # out of a run ended here, so what the transcript says does not depend on which thread is first.
         transcript = Transcript(ctx.state, ctx.clock)
-        for slot, done in zip(slots, progress, strict=True):
+        for slot in slots:
+            done = slot.stopwatch.progress(error["message"])
             transcript.abandon_runs(
                 slot.session_id, status, error, iterations=done.iterations, usage=done.usage, turn=done.turn
             )
     except Exception:  # the answer (or the interrupt) goes on; the run is left to the log
         log.exception("could not end the runs of workers given up on")
+    for slot in slots:
+        slot.stopwatch.cancel.cancel(error["message"])
+    # A tool that watches the token is stopped by the worker's own thread: give it a moment, so its
+    # process group is gone before the caller answers (and its process perhaps exits).
+    until = time.monotonic() + TOOL_STOP_GRACE
+    for slot in slots:
+        if not slot.stopwatch.wait_tool_stopped(max(0.0, until - time.monotonic())):
+            log.warning("subagent worker %s: its tool call was still running when given up on", slot.id)
 
 
 def _timeout_error(timeout: float) -> dict[str, Any]:
