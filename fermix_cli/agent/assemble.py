@@ -230,6 +230,13 @@ class Agent:
             logger("fermix.agent").exception("collecting turn notices failed")
             return []
 
+    def set_extra(self, key: str, value: Any) -> None:
+        """Set `ctx.extras[key]` for this agent's runs from the next turn on, in this conversation and
+        any it switches to (a session mode such as /ultra)."""
+        self.extras[key] = value
+        if self.loop is not None:
+            self.loop.ctx.extras[key] = value
+
     def new_session(self, session_id: str | None = None) -> str:
         self.loop = None
         self.session_id = session_id or new_session_id()
