@@ -88,6 +88,8 @@ class AgentOptions(Record):
     session: str | None = None
     continue_last: bool = False
     max_iterations: int | None = None
+    # Where `max_iterations` comes from, as the cap's error names it (`--max-iterations` when unset).
+    cap_source: str | None = None
     reasoning_effort: str | None = None
     # Background sections appended to the system prompt (the memory profiles of ask and agent).
     context_sections: tuple[str, ...] = ()
@@ -130,7 +132,8 @@ class Agent:
         self.choice: ProviderChoice = choose_provider(config, provider=options.provider, model=options.model)
         agent_cfg = config.fermix_core.agent
         if options.max_iterations is not None:
-            self.max_iterations, self.cap_source = options.max_iterations, "--max-iterations"
+            self.max_iterations = options.max_iterations
+            self.cap_source = options.cap_source or "--max-iterations"
         elif ctx.origin in LONG_RUN_ORIGINS:
             self.max_iterations = agent_cfg.max_iterations_scheduled
             self.cap_source = "fermix_core.agent.max_iterations_scheduled"
@@ -246,6 +249,13 @@ class Agent:
 
             logger("fermix.agent").exception("collecting turn notices failed")
             return []
+
+    def set_extra(self, key: str, value: Any) -> None:
+        """Set `ctx.extras[key]` for this agent's runs from the next turn on, in this conversation and
+        any it switches to (a session mode such as /ultra)."""
+        self.extras[key] = value
+        if self.loop is not None:
+            self.loop.ctx.extras[key] = value
 
     def new_session(self, session_id: str | None = None) -> str:
         self.loop = None

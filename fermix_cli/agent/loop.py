@@ -60,6 +60,21 @@ CUT_CALLS = (
 )
 
 
+def unfinished_outcome(call: ToolCall, name: str, *, running: bool, reason: str) -> ToolOutcome:
+    """The answer stored for a call a stopped run did not finish: `interrupted` if it was running (what
+    it did stands), else `cancelled` (it never ran)."""
+    if running:
+        return ToolOutcome(
+            call,
+            name,
+            False,
+            f"interrupted: {name} was stopped while it ran, because {reason}; what it did before that "
+            "stands, so check before running it again",
+            "interrupted",
+        )
+    return ToolOutcome(call, name, False, f"cancelled: not run because {reason}", "cancelled")
+
+
 class LoopObserver(Protocol):
     """What a front end hears of a run (rendering only; it cannot change the run)."""
 
@@ -249,7 +264,11 @@ class AgentLoop:
         while True:
             self._refresh_tools()
             result.iterations += 1
-            self.observer.model_start(result.iterations)
+            try:
+                self.observer.model_start(result.iterations)
+            except BaseException:  # stopped before the call (a delegated run's time limit): not made
+                result.iterations -= 1
+                raise
             response = self._call_model_fitted(state, first=result.iterations == 1)
             result.usage.add(response.usage)
             state.continuations = 0
@@ -562,19 +581,8 @@ class AgentLoop:
         """Answer the calls that will not run, so the transcript stays a valid conversation."""
         for call in list(state.pending):
             name = self._target(call)[0]
-            if call is state.running:  # it was running when the run stopped: it did not "not run"
-                outcome = ToolOutcome(
-                    call,
-                    name,
-                    False,
-                    f"interrupted: {name} was stopped while it ran, because {stop_reason}; what it did "
-                    "before that stands, so check before running it again",
-                    "interrupted",
-                )
-            else:
-                outcome = ToolOutcome(
-                    call, name, False, f"cancelled: not run because {stop_reason}", "cancelled"
-                )
+            # A call running when the run stopped did not "not run".
+            outcome = unfinished_outcome(call, name, running=call is state.running, reason=stop_reason)
             self._answer(state, outcome)
             result.outcomes.append(outcome)
         self._flush(state)

@@ -186,7 +186,24 @@ class Transcript:
         `call_records` are tool_calls rows held back for this transaction (the turn's last call).
         """
         with self.db.write() as c:
+            if self._given_up(c, run_id):  # `abandon_runs` stored this run's turn in flight already
+                self._store_records(c, call_records)
+                return
             self._store_turn(c, session_id, run_id, response, results, call_records)
+
+    @staticmethod
+    def _given_up(c: Any, run_id: str) -> bool:
+        """Whether the run was ended by another than its own loop (`abandon_runs`): its late writes
+        keep only what the registry recorded of its calls, and the counts it reached."""
+        row = c.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row is not None and row[0] != "running"
+
+    @staticmethod
+    def _store_records(c: Any, call_records: Sequence[CallRecord]) -> None:
+        if call_records:
+            from ..core.registry import insert_call_records
+
+            insert_call_records(c, call_records)
 
     def _store_turn(
         self,
@@ -254,12 +271,24 @@ class Transcript:
         from ..core.ftsbatch import index_pending
 
         with self.db.write() as c:
+            given_up = self._given_up(c, run_id)
             if last_turn is not None:
                 session_id, reply, call_records = last_turn
-                self._store_turn(c, session_id, run_id, reply, [], call_records)
+                if given_up:
+                    self._store_records(c, call_records)
+                else:
+                    self._store_turn(c, session_id, run_id, reply, [], call_records)
             # The run's messages (and any a run that died left) join the search index in one batch.
             index_pending(c, "messages_fts")
-            # A run its caller already gave up on (`abandon_runs`) keeps that ending.
+            if given_up:
+                # A run its caller already gave up on (`abandon_runs`) keeps that ending; its counts
+                # rise to what it used by the end (a model call that answered late was still paid for).
+                c.execute(
+                    "UPDATE runs SET iterations = max(iterations, ?), input_tokens = max(input_tokens, ?),"
+                    " output_tokens = max(output_tokens, ?) WHERE id = ?",
+                    (iterations, usage.input_tokens, usage.output_tokens, run_id),
+                )
+                return
             c.execute(
                 "UPDATE runs SET status = ?, response = ?, iterations = ?, input_tokens = ?,"
                 " output_tokens = ?, error_json = ?, ended_at = ? WHERE id = ? AND status = 'running'",
@@ -302,17 +331,63 @@ class Transcript:
                 ).rowcount
         return closed
 
-    def abandon_runs(self, session_id: str, status: str, error: dict[str, Any]) -> int:
+    def abandon_runs(
+        self,
+        session_id: str,
+        status: str,
+        error: dict[str, Any],
+        *,
+        iterations: int | None = None,
+        usage: Usage | None = None,
+        turn: tuple[ModelResponse, Sequence[ToolOutcome]] | None = None,
+    ) -> int:
         """End the runs of `session_id` still marked running: a delegated run its caller stopped
         waiting for (timed out, or the caller interrupted), whose thread may never get to end it (the
-        process can exit first). A late `finish_run` of such a run leaves this ending in place."""
+        process can exit first). What is known of it is kept: its model calls and tokens so far, and
+        `turn`, the reply in flight with its calls answered (unless its own loop stored it already).
+        A late `add_turn` or `finish_run` of such a run leaves this ending and these messages in place."""
+        from ..core.ftsbatch import index_pending
+
         with self.db.write() as c:
-            cur = c.execute(
-                "UPDATE runs SET status = ?, error_json = ?, ended_at = ?"
-                " WHERE conversation_id = ? AND status = 'running'",
-                (status, json.dumps(error), self._now(), session_id),
-            )
-        return cur.rowcount
+            runs = [
+                r[0]
+                for r in c.execute(
+                    "SELECT id FROM runs WHERE conversation_id = ? AND status = 'running' ORDER BY rowid",
+                    (session_id,),
+                ).fetchall()
+            ]
+            if not runs:
+                return 0
+            if turn is not None and not self._turn_stored(c, runs[-1], turn[0]):
+                self._store_turn(c, session_id, runs[-1], turn[0], list(turn[1]), [])
+            for run_id in runs:
+                c.execute(
+                    "UPDATE runs SET status = ?, error_json = ?, ended_at = ?,"
+                    " iterations = max(iterations, ?), input_tokens = max(input_tokens, ?),"
+                    " output_tokens = max(output_tokens, ?) WHERE id = ?",
+                    (
+                        status,
+                        json.dumps(error),
+                        self._now(),
+                        iterations or 0,
+                        usage.input_tokens if usage is not None else 0,
+                        usage.output_tokens if usage is not None else 0,
+                        run_id,
+                    ),
+                )
+            index_pending(c, "messages_fts")
+        return len(runs)
+
+    @staticmethod
+    def _turn_stored(c: Any, run_id: str, reply: ModelResponse) -> bool:
+        """Whether the run's loop stored `reply` already (a reply and its calls' results go in together)."""
+        if not reply.tool_calls:
+            return False
+        row = c.execute(
+            "SELECT 1 FROM messages WHERE run_id = ? AND call_id = ? LIMIT 1",
+            (run_id, reply.tool_calls[0].call_id),
+        ).fetchone()
+        return row is not None
 
     def _insert(self, c: Any, session_id: str, run_id: str, *, after: int | None = None, **cols: Any) -> int:
         """Insert one message and return its seq: the next after `after` (the seq this transaction

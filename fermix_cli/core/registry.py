@@ -89,6 +89,11 @@ class ToolSpec(Record, frozen=True):
     # The schema a model is shown in a given context, when the context changes it (a channel's own set of
     # reactions, computer_use's live posture); `invoke` still validates against `params`.
     live_schema: Callable[[ToolContext, dict[str, Any]], dict[str, Any]] | None = None
+    # The Params a call in a given context is validated against (and its schema what a model there is
+    # shown), when the context sets the limits (subagents' /ultra caps): the reference's per-turn
+    # `dynamic_parameters`. `params` is what a context without such a mode gets, and what `--schema`, the
+    # docs and MCP publish.
+    live_params: Callable[[ToolContext], type[Params]] | None = None
     # Image files a result carries (a screenshot): a model loop sends them to the model as images.
     images: Callable[[Any], Sequence[str]] | None = None
     # input_schema()'s cache; MCP tools come with theirs
@@ -101,13 +106,20 @@ class ToolSpec(Record, frozen=True):
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema models and scripts see: refs inlined, titles dropped, null == absent."""
         if not self._schema:
-            schema = clean_schema(self.params.model_json_schema())
-            self._schema.update(publish_nulls(schema, getattr(self.params, "null_means_absent", frozenset())))
+            self._schema.update(published_schema(self.params))
         return self._schema
 
+    def params_for(self, ctx: ToolContext | None) -> type[Params]:
+        """The Params a call in `ctx` is validated against (`live_params`, else `params`)."""
+        if ctx is None or self.live_params is None:
+            return self.params
+        return self.live_params(ctx)
+
     def schema_for(self, ctx: ToolContext | None) -> dict[str, Any]:
-        """The input schema as a model in `ctx` sees it (a changed copy where the tool's `live_schema` says)."""
-        schema = self.input_schema()
+        """The input schema as a model in `ctx` sees it: its `live_params`' where the context sets them,
+        and a changed copy where the tool's `live_schema` says."""
+        params = self.params_for(ctx)
+        schema = self.input_schema() if params is self.params else live_params_schema(params)
         if ctx is None or self.live_schema is None:
             return schema
         import copy
@@ -131,6 +143,23 @@ class ToolSpec(Record, frozen=True):
     def result_images(self, result: Any) -> tuple[str, ...]:
         """The image files `result` carries (none unless the tool declares `images`)."""
         return tuple(self.images(result)) if self.images is not None else ()
+
+
+def published_schema(params: type[Params]) -> dict[str, Any]:
+    """`params`' JSON schema as fermix publishes it: refs inlined, titles dropped, null == absent."""
+    schema = clean_schema(params.model_json_schema())
+    return publish_nulls(schema, getattr(params, "null_means_absent", frozenset()))
+
+
+_LIVE_SCHEMAS: dict[int, tuple[type[Params], dict[str, Any]]] = {}
+
+
+def live_params_schema(params: type[Params]) -> dict[str, Any]:
+    """`published_schema` of a `live_params` class, built once (callers only read it)."""
+    found = _LIVE_SCHEMAS.get(id(params))
+    if found is None or found[0] is not params:
+        found = _LIVE_SCHEMAS[id(params)] = (params, published_schema(params))
+    return found[1]
 
 
 def publish_nulls(schema: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
@@ -322,13 +351,15 @@ class Registry:
             raise unknown_tool(name)
         return spec
 
-    def parse(self, spec: ToolSpec, raw_args: str | bytes | Mapping[str, Any] | None) -> Params:
-        """Strictly parse and validate arguments for `spec`."""
+    def parse(
+        self, spec: ToolSpec, raw_args: str | bytes | Mapping[str, Any] | None, ctx: ToolContext | None = None
+    ) -> Params:
+        """Strictly parse and validate arguments for `spec` (as called in `ctx`, when it sets the limits)."""
         if raw_args is None:
             raw_args = {}
         data = parse_object(raw_args) if isinstance(raw_args, str | bytes) else dict(raw_args)
         try:
-            return spec.params.model_validate(data)
+            return spec.params_for(ctx).model_validate(data)
         except ValidationError as e:
             raise _validation_error(spec.name, e) from None
 
@@ -344,7 +375,7 @@ class Registry:
             ctx.refresh_config()
             spec = self.resolve(name, ctx)
             policy.check(spec, ctx)
-            params = self.parse(spec, raw_args)
+            params = self.parse(spec, raw_args, ctx)
             if ctx.record_calls and not spec.declared_read_only:
                 call_id = _note_start(ctx, name, raw_args, started)
             result = to_jsonable(spec.handler(params, ctx))

@@ -200,6 +200,7 @@ def test_coding_toolset_is_selectable(world: Env) -> None:
         "bash",
         "web",
         "view_image",
+        "subagents",
         "tool_help",
     }
 
