@@ -7,6 +7,7 @@ file handler is in place whichever comes first, the module or `setup_logging`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -59,26 +60,30 @@ def _file_handler(path: Path) -> logging.Handler:
 
         def __init__(self) -> None:
             super().__init__(logging.WARNING)
-            self._stream: logging.StreamHandler | None = None  # type: ignore[type-arg]
+            self._fd: int | None = None
             self.setFormatter(
                 logging.Formatter("%(asctime)s %(levelname)s %(name)s pid=%(process)d: %(message)s")
             )
 
         def emit(self, record: logging.LogRecord) -> None:
+            # Unbuffered writes on our own descriptor: a failed write (a full disk) raises here, where
+            # it is dropped, never inside a stream handler that would print it to stderr.
             try:
-                if self._stream is None:
+                if self._fd is None:
                     make_private_dirs(path.parent)
                     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-                    fd = os.open(path, flags, 0o600)
-                    self._stream = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8"))
-                    self._stream.setFormatter(self.formatter)
-                self._stream.emit(record)
+                    self._fd = os.open(path, flags, 0o600)
+                os.write(self._fd, (self.format(record) + "\n").encode("utf-8", "backslashreplace"))
             except Exception:
                 self.handleError(record)
 
         def handleError(self, record: logging.LogRecord) -> None:
             # The log is the record of last resort: when it cannot be written (read-only or full
             # disk) there is nowhere left to say so, and stderr belongs to the command's own answer.
-            self._stream = None
+            # The record is dropped; the next one opens the file afresh.
+            fd, self._fd = self._fd, None
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
     return LazyFileHandler()

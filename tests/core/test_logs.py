@@ -60,3 +60,38 @@ def test_nothing_logged_creates_no_file(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert not log_file.exists()
+
+
+FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from fermix_cli.core import logs
+log_file = Path(sys.argv[1])
+logs.setup_logging(log_file)
+log = logs.logger("fermix.test")
+log.error("fits")
+# The file may not grow any more: every further write fails (EFBIG), as on a full disk (ENOSPC).
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+size = log_file.stat().st_size
+resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+for n in range(3):
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        log.exception("does not fit %d", n)
+print("answer")
+"""
+
+
+def test_a_log_that_cannot_be_written_is_dropped_without_a_word_on_stderr(tmp_path: Path) -> None:
+    """A full disk must not turn every logged error into a "--- Logging error ---" traceback on stderr:
+    stderr belongs to the command's own answer."""
+    log_file = tmp_path / "logs" / "fermix.log"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-c", FULL_DISK, str(log_file)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "answer\n"
+    assert proc.stderr == ""
+    assert "fits" in log_file.read_text() and "does not fit" not in log_file.read_text()
