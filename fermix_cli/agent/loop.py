@@ -50,6 +50,9 @@ STATUSES = ("ok", "error", "max_iterations", "loop_detected", "interrupted")
 # A text reply cut off by the output limit is continued this many times (reference: two continuation
 # retries) before the run ends `reply_truncated`.
 CONTINUATIONS = 2
+# How long a run's end waits for state.db when another process holds its write lock (on top of
+# SQLite's busy timeout per try), before the answer is given without its record.
+FINISH_PATIENCE_SECONDS = 30.0
 CONTINUE_PROMPT = (
     "Your reply was cut off by the output length limit. Continue exactly where it stopped, "
     "without repeating anything."
@@ -139,6 +142,8 @@ class RunResult(Record):
     usage: Usage
     outcomes: list[ToolOutcome] = field(default_factory=list)
     error: ToolError | None = None
+    # Why the run's end could not be recorded in state.db (the answer itself still stands).
+    record_error: ToolError | None = None
 
 
 def parse_arguments(raw: str) -> Any:
@@ -249,8 +254,18 @@ class AgentLoop:
                 last = (self.session_id, state.response, state.records)
                 state.response, state.records = None, []
             self._store_held(state)
+            self._record_end(result, last)
+        return result
+
+    def _record_end(self, result: RunResult, last: Any) -> None:
+        """Record how the run ended, waiting out a busy state.db; a record that still cannot be
+        written is noted on the result (`record_error`), never a reason to lose the answer."""
+        from ..core.errors import environment_error
+        from ..core.state import patiently
+
+        def finish() -> None:
             self.transcript.finish_run(
-                run_id,
+                result.run_id,
                 status=result.status,
                 response=result.response,
                 iterations=result.iterations,
@@ -258,7 +273,17 @@ class AgentLoop:
                 error=result.error.to_dict() if result.error else None,
                 last_turn=last,
             )
-        return result
+
+        try:
+            patiently(
+                finish, patience=FINISH_PATIENCE_SECONDS, what=f"run {result.run_id}: recording its end"
+            )
+        except Exception as e:
+            err = e if isinstance(e, ToolError) else environment_error(e)
+            if err is None:
+                raise
+            log.error("run %s: its end (%s) could not be recorded: %s", result.run_id, result.status, err)
+            result.record_error = err
 
     def _run(self, result: RunResult, guard: RepeatGuard, state: _TurnState) -> None:
         while True:

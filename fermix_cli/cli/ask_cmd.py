@@ -198,7 +198,7 @@ def ask(
         finally:
             restore_sigint()
         if as_json:
-            emit_json(agent.transcript.run_json(result.run_id))
+            emit_json(_run_json(agent, result))
         else:
             assert isinstance(observer, StreamObserver)
             observer.finish()
@@ -206,7 +206,27 @@ def ask(
                 from .toolcall import report_error
 
                 report_error(result.error)
+        if result.record_error is not None:
+            from .toolcall import report_warning
+
+            report_warning(result.record_error, "the run's end was not recorded in state.db")
     finally:
         agent.close()
         ctx.close()
     raise typer.Exit(run_exit_code(result))
+
+
+def _run_json(agent: Any, result: Any) -> dict[str, Any]:
+    """The run's record; where its end could not be written, completed from the run itself."""
+    record: dict[str, Any] = agent.transcript.run_json(result.run_id)
+    if result.record_error is not None:
+        record.update(
+            status=result.status,
+            response=result.response,
+            iterations=result.iterations,
+            usage={"input_tokens": result.usage.input_tokens, "output_tokens": result.usage.output_tokens},
+            recorded=False,
+        )
+        if result.error is not None:
+            record["error"] = result.error.to_dict()
+    return record

@@ -45,6 +45,23 @@ def report_error(err: ToolError, stream: IO[str] | None = None, *, prog: str = "
     return int(err.exit_class)
 
 
+def report_warning(err: ToolError, what: str, stream: IO[str] | None = None, *, prog: str = "fermix") -> None:
+    """Write a warning that does not change the command's answer or exit code to stderr:
+    `PROG: warning: code: WHAT: message` on a terminal, else `{"warning": {...}}` as one JSON line."""
+    stream = stream or sys.stderr
+    if stream is None:
+        return
+    try:
+        if _is_terminal(stream):
+            stream.write(f"{prog}: warning: {err.code}: {what}: {err.message}\n")
+        else:
+            warning = {**err.to_dict(), "message": f"{what}: {err.message}"}
+            stream.write(_dumps({"warning": warning}, False) + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass  # nowhere left to say it
+
+
 def _usage(message: str, **details: Any) -> NoReturn:
     raise ToolError("usage", message, details)
 

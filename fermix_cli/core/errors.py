@@ -112,6 +112,8 @@ def world_error(code: str, message: str, details: dict[str, Any] | None = None) 
 # SQLite primary result codes that describe the disk or the file, never fermix's SQL.
 _SQLITE_ENVIRONMENT = frozenset({3, 5, 6, 7, 8, 10, 11, 13, 14, 15, 26})  # PERM BUSY LOCKED NOMEM READONLY
 # IOERR CORRUPT FULL CANTOPEN PROTOCOL NOTADB
+# SQLITE_BUSY, SQLITE_LOCKED: another connection held the lock past the busy timeout (contention, not damage).
+_SQLITE_BUSY = frozenset({5, 6})
 _OS_ENVIRONMENT = frozenset(
     {"EROFS", "EACCES", "EPERM", "ENOSPC", "EDQUOT", "EIO", "EMFILE", "ENFILE", "ENOMEM"}
 )
@@ -144,6 +146,8 @@ def environment_error(exc: BaseException) -> ToolError | None:
             {"path": where} if where else {},
         )
     code = getattr(exc, "sqlite_errorcode", None)
+    if type(exc).__module__ == "sqlite3" and isinstance(code, int) and code & 0xFF in _SQLITE_BUSY:
+        return state_busy()
     if type(exc).__module__ == "sqlite3" and isinstance(code, int) and code & 0xFF in _SQLITE_ENVIRONMENT:
         return ToolError(
             "state_unavailable",
@@ -151,3 +155,18 @@ def environment_error(exc: BaseException) -> ToolError | None:
             {"sqlite_error": getattr(exc, "sqlite_errorname", None)},
         )
     return None
+
+
+def state_busy(seconds: float | None = None) -> ToolError:
+    """`state_busy` (exit 1): another process held state.db's write lock longer than fermix waits."""
+    if seconds is None:
+        from .state import BUSY_TIMEOUT_MS
+
+        seconds = BUSY_TIMEOUT_MS / 1000
+    return ToolError(
+        "state_busy",
+        f"another fermix process held state.db's write lock for more than {seconds:g} s, so nothing was "
+        "written. Try again; if it keeps happening, find the process holding it with "
+        "`fuser $FERMIX_HOME/state.db` or `lsof $FERMIX_HOME/state.db`.",
+        {"waited_seconds": seconds},
+    )

@@ -10,11 +10,12 @@ import os
 import sqlite3
 import stat
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import ToolError
+from .errors import ToolError, state_busy
 from .homecheck import HomeIdentity
 from .migrations import Migration, all_migrations, apply_missing
 from .paths import make_private_dirs
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from .catalog import Catalog
 
 BUSY_TIMEOUT_MS = 10_000
+
+T = TypeVar("T")
 
 # Writers in one process queue on a lock per file before BEGIN IMMEDIATE: threads (subagent workers)
 # wake the moment the writer before them commits, instead of in SQLite's busy handler's sleeps
@@ -39,6 +42,46 @@ def _write_lock(path: Path) -> threading.RLock:
         if lock is None:
             lock = _WRITE_LOCKS[key] = threading.RLock()
         return lock
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite's "database is locked" (BUSY or LOCKED): contention, not a broken file."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.OperationalError) and isinstance(code, int) and code & 0xFF in (5, 6)
+
+
+def patiently(
+    call: Callable[[], T],
+    *,
+    patience: float,
+    what: str,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> T:
+    """`call()`, tried again with a growing pause while state.db stays busy, for up to `patience` s.
+
+    Each try already waits busy_timeout in SQLite; this is for writes that must not be lost to one
+    slow transaction of another process (a run's outcome). Once patience runs out, `state_busy`.
+    """
+    from .logs import logger
+
+    deadline = clock() + patience
+    pause = 0.05
+    while True:
+        try:
+            return call()
+        except sqlite3.OperationalError as e:
+            if not is_busy(e):
+                raise
+            if clock() >= deadline:
+                raise state_busy() from None
+            logger("fermix.state").warning("%s: state.db is busy (%s); trying again", what, e)
+        except ToolError as e:
+            if e.code != "state_busy" or clock() >= deadline:
+                raise
+            logger("fermix.state").warning("%s: state.db is busy; trying again", what)
+        sleep(max(0.0, min(pause, deadline - clock())))
+        pause = min(pause * 2, 2.0)
 
 
 class StateDB:
@@ -132,6 +175,8 @@ class StateDB:
                 conn.close()
                 raise
         except sqlite3.Error as e:
+            if is_busy(e):
+                raise state_busy() from None
             raise self._unavailable(str(e)) from None
         conn.row_factory = sqlite3.Row
         return conn

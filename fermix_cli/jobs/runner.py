@@ -17,18 +17,21 @@ import json
 import os
 import selectors
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.logs import logger
 from ..core.records import Record
+from ..core.state import is_busy, patiently
 from . import outcomes as records
 from .claims import ClaimedRun, TickReport, claim_manual, tick
 from .delivery import DeliveryResult, deliver, message_text, settled, write_output
@@ -49,6 +52,23 @@ TICK_OFFSET_SECONDS = 0.5
 # A command job's own timeout (in the exec engine) fires first; the runner's is the backstop.
 COMMAND_TIMEOUT_SLACK = 10.0
 LINE_MAX = 16 * 1024 * 1024
+# How long a run's record waits for state.db when another process holds its write lock (on top of
+# SQLite's own busy timeout per try): one slow transaction elsewhere must not cost the runs in flight.
+RECORD_PATIENCE_SECONDS = 300.0
+
+T = TypeVar("T")
+
+
+def _patiently(what: str, call: Callable[[], T]) -> T:
+    return patiently(call, patience=RECORD_PATIENCE_SECONDS, what=what)
+
+
+def _lost_to_state(exc: BaseException) -> bool:
+    """A record this process could not write (state.db busy past patience, or failing): that run's
+    loss alone, never a reason to stop supervising the others. A vanished home stops everything."""
+    if isinstance(exc, ToolError):
+        return exc.code != "home_vanished"
+    return isinstance(exc, sqlite3.Error)
 
 
 class Stopped(Exception):
@@ -183,7 +203,10 @@ class Dispatcher:
         state = self.ctx.state
         job = fetch_job(state.conn, run.job_id)
         now = self.ctx.now()
-        session = records.mark_running(state.write, run.run_id, self.runner.claimed_by, job, now)
+        session = _patiently(
+            f"job run {run.run_id}: marking it running",
+            lambda: records.mark_running(state.write, run.run_id, self.runner.claimed_by, job, now),
+        )
         if session is None:
             return
         mono = time.monotonic()
@@ -220,7 +243,7 @@ class Dispatcher:
             if self.scheduling and time.time() >= self.next_tick:
                 self.next_tick = next_minute(time.time())
                 with _held_stop():  # a claim and its launch are not cut in two by a stop
-                    self.refill()
+                    self._refill_or_wait()
 
     def _next_wakeup(self, now: float) -> float:
         soonest = max(0.0, self.next_tick - time.time()) if self.scheduling else 1.0
@@ -289,13 +312,22 @@ class Dispatcher:
         a.last_activity = time.monotonic()
         kind = event.get("event")
         if kind == "started":
-            records.record_prompt(
-                self.ctx.state.write,
-                a.claimed.run_id,
-                self.runner.claimed_by,
-                str(event.get("prompt", "")),
-                json.dumps(event.get("config", {}), sort_keys=True),
-            )
+            try:
+                _patiently(
+                    f"job run {a.claimed.run_id}: recording its prompt",
+                    partial(
+                        records.record_prompt,
+                        self.ctx.state.write,
+                        a.claimed.run_id,
+                        self.runner.claimed_by,
+                        str(event.get("prompt", "")),
+                        json.dumps(event.get("config", {}), sort_keys=True),
+                    ),
+                )
+            except Exception as e:
+                if not _lost_to_state(e):
+                    raise
+                log.error("job run %s: its prompt snapshot could not be recorded: %s", a.claimed.run_id, e)
         elif kind == "result":
             a.result = RunOutcome.from_dict(event.get("outcome", {}))
 
@@ -349,8 +381,37 @@ class Dispatcher:
                 "worker_failed",
                 f"the run's worker exited with code {a.proc.returncode} without a result; see the fermix log",
             )
-        self._record(a.claimed, a.job, outcome, a.started_mono)
-        self.refill()
+        try:
+            self._record(a.claimed, a.job, outcome, a.started_mono)
+        except Exception as e:
+            if not _lost_to_state(e):
+                raise
+            # This run's row stays `running` under this runner's claim: once the runner has exited, the
+            # next tick records it interrupted. The other runs go on.
+            log.error(
+                "job run %s: its outcome (%s) could not be recorded: %s", a.claimed.run_id, outcome.status, e
+            )
+            self.summary.runs.append(
+                {
+                    "run_id": a.claimed.run_id,
+                    "job_id": a.job.id,
+                    "trigger": a.claimed.trigger,
+                    "status": outcome.status,
+                    "error_code": outcome.error_code,
+                    "note": f"its outcome could not be recorded ({getattr(e, 'code', 'state_unavailable')}); "
+                    "a later tick records it interrupted",
+                }
+            )
+        self._refill_or_wait()
+
+    def _refill_or_wait(self) -> None:
+        """`refill`, unless state.db is busy: then the next minute's tick claims instead."""
+        try:
+            self.refill()
+        except Exception as e:
+            if not (is_busy(e) or getattr(e, "code", None) == "state_busy"):
+                raise
+            log.warning("jobs run: no new claims this minute, state.db is busy: %s", e)
 
     def _record(self, run: ClaimedRun, job: Job, outcome: RunOutcome, started_mono: float) -> None:
         ctx, state = self.ctx, self.ctx.state
@@ -366,16 +427,19 @@ class Dispatcher:
             except OSError as e:
                 log.warning("job run %s: output.md not written: %s", run.run_id, e)
         done = settled(job, outcome)
-        mine = records.finish_run(
-            state.write,
-            run.run_id,
-            self.runner.claimed_by,
-            job.id,
-            outcome,
-            now,
-            duration_ms,
-            output,
-            delivery=(records.PENDING, None) if done is None else (done.status, done.detail),
+        mine = _patiently(
+            f"job run {run.run_id}: recording its outcome",
+            lambda: records.finish_run(
+                state.write,
+                run.run_id,
+                self.runner.claimed_by,
+                job.id,
+                outcome,
+                now,
+                duration_ms,
+                output,
+                delivery=(records.PENDING, None) if done is None else (done.status, done.detail),
+            ),
         )
         result: dict[str, Any] = {
             "run_id": run.run_id,
@@ -392,7 +456,7 @@ class Dispatcher:
                 self._send(run.run_id, job, outcome, result)
             else:
                 result["delivery_status"] = done.status
-                records.prune(state.write, ctx.paths.data_dir, job.id, self.jobs_cfg.max_runs_per_job)
+                self._prune(job.id)
         else:
             result["note"] = "another process already closed this run; its outcome was not recorded"
         self.summary.runs.append(result)
@@ -438,12 +502,41 @@ class Dispatcher:
                     {"error": f"delivery failed unexpectedly ({type(e).__name__})", "code": "internal_error"},
                 )
             with _held_stop():  # the send's record and the summary are not cut in two by a stop
-                records.record_delivery(self.ctx.state.write, s.run_id, delivery.status, delivery.detail)
-                s.result["delivery_status"] = delivery.status
                 self.sending.remove(s)
-                records.prune(
-                    self.ctx.state.write, self.ctx.paths.data_dir, s.job.id, self.jobs_cfg.max_runs_per_job
-                )
+                try:
+                    _patiently(
+                        f"job run {s.run_id}: recording its delivery",
+                        partial(
+                            records.record_delivery,
+                            self.ctx.state.write,
+                            s.run_id,
+                            delivery.status,
+                            delivery.detail,
+                        ),
+                    )
+                except Exception as e:
+                    if not _lost_to_state(e):
+                        raise
+                    log.error(
+                        "job run %s: its delivery (%s) could not be recorded: %s",
+                        s.run_id,
+                        delivery.status,
+                        e,
+                    )
+                    s.result["note"] = "its delivery could not be recorded"
+                s.result["delivery_status"] = delivery.status
+                self._prune(s.job.id)
+
+    def _prune(self, job_id: str) -> None:
+        """Drop a job's oldest runs; a busy state.db only delays it to the job's next run."""
+        try:
+            records.prune(
+                self.ctx.state.write, self.ctx.paths.data_dir, job_id, self.jobs_cfg.max_runs_per_job
+            )
+        except Exception as e:
+            if not _lost_to_state(e):
+                raise
+            log.warning("job %s: old runs not pruned this time: %s", job_id, e)
 
     def close(self) -> None:
         """Wait for the deliveries under way and record them, then stop the delivery thread."""
