@@ -122,3 +122,50 @@ def test_fermix_inbox_reads_what_was_delivered(world: Env) -> None:
     assert world.run("jobs", "inbox", "owner", "--json", "-n", "1").json() == as_json
     assert world.run("inbox", "nobody").stdout.strip() == "Inbox nobody is empty."
     assert world.run("inbox", "../x").code == 2
+
+
+def test_a_write_cut_short_by_a_full_disk_leaves_nothing_and_the_next_message_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short write (the disk filled up mid-line) is cut back off: the send fails, and the message after
+    it, once there is room again, is a line of its own that `fermix inbox` shows."""
+    import os
+
+    paths = resolve_paths(str(tmp_path / "home"))
+    inbox = channel_for("inbox", paths)
+    assert inbox is not None
+    inbox.send_text("owner", "first", {})
+    target = tmp_path / "home" / "inbox" / "owner.jsonl"
+    before = target.read_bytes()
+    real_write = os.write
+
+    def disk_fills_up(fd: int, data: bytes) -> int:
+        if os.path.realpath(f"/proc/self/fd/{fd}") == str(target.resolve()):
+            return real_write(fd, data[: len(data) // 2])  # the rest did not fit
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", disk_fills_up)
+    with pytest.raises(ChannelError, match="short write"):
+        inbox.send_text("owner", "x" * 30_000, {})
+    monkeypatch.setattr(os, "write", real_write)
+    assert target.read_bytes() == before
+    inbox.send_text("owner", "second message", {})
+    assert [m["text"] for m in read_inbox(paths, "owner", 0)] == ["first", "second message"]
+
+
+def test_a_message_after_a_torn_line_is_still_read_and_written_on_a_line_of_its_own(tmp_path: Path) -> None:
+    """An inbox left with a torn last line (an older fermix on a full disk): the message glued onto it is
+    read, and a new message starts a new line."""
+    paths = resolve_paths(str(tmp_path / "home"))
+    inbox = channel_for("inbox", paths)
+    assert inbox is not None
+    inbox.send_text("owner", "first", {})
+    target = tmp_path / "home" / "inbox" / "owner.jsonl"
+    with open(target, "a") as f:
+        f.write('{"text":"torn xxxxx')  # no end, no newline
+    inbox.send_text("owner", "second", {})
+    assert [m["text"] for m in read_inbox(paths, "owner", 0)] == ["first", "second"]
+    glued = target.read_text() + '{"text":"torn again' + json.dumps({"text": "glued"}) + "\n"
+    target.write_text(glued)
+    assert [m["text"] for m in read_inbox(paths, "owner", 0)] == ["first", "second", "glued"]
+    assert [m["text"] for m in read_inbox(paths, "owner", 2)] == ["second", "glued"]
