@@ -435,7 +435,8 @@ def write_document(path: Path, doc: Any) -> None:
     """Validate the tomlkit document, then write it atomically, as it is laid out.
 
     A config.toml that is a symlink stays one: its target is replaced (atomically, in the target's
-    directory) and keeps its mode. A new file is created 0600 in a 0700 directory.
+    directory) and keeps its mode. A new file is created 0600 in a 0700 directory. Call it under the
+    config lock (`grants.config_lock`): it removes the temp files killed writers left.
     """
     import stat
 
@@ -454,7 +455,10 @@ def write_document(path: Path, doc: Any) -> None:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
         mode = 0o600
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    _sweep_temps(target, everything=target == path)
+    # A random name: a pid is reused (a fresh PID namespace starts the same way every time), so a temp
+    # file left by a killed writer would otherwise stop every later write from that pid.
+    tmp = target.with_name(f".{target.name}.tmp-{os.urandom(6).hex()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except OSError as e:
@@ -475,6 +479,34 @@ def write_document(path: Path, doc: Any) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+# A temp file of config.toml older than this is a killed writer's, wherever config.toml lives.
+STALE_TEMP_SECONDS = 600
+
+
+def _sweep_temps(target: Path, *, everything: bool) -> None:
+    """Remove `.config.toml.tmp-*` files a killed writer left beside `target`.
+
+    The caller holds the config lock, so with `everything` (config.toml in this home's own directory)
+    no other writer can be using one. The target of a symlink may be shared with another home (and
+    its lock), so there only old ones go.
+    """
+    import time
+
+    prefix = f".{target.name}.tmp-"
+    try:
+        names = [n for n in os.listdir(target.parent) if n.startswith(prefix)]
+    except OSError:
+        return
+    for name in names:
+        stale = target.parent / name
+        try:
+            st = os.lstat(stale)
+            if everything or time.time() - st.st_mtime > STALE_TEMP_SECONDS:
+                stale.unlink()
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove: the write goes on under another name
 
 
 def get_key(data: dict[str, Any], key: str) -> Any:

@@ -281,3 +281,31 @@ def test_config_edits_write_through_a_symlink(world: Env) -> None:
     r = world.run("config", "set", "sandbox.mode", "chaos")  # validated before anything is written
     assert r.code == 2
     assert real.read_text() == COMMENTED.replace('"standard"', '"strict"')
+
+
+def test_a_temp_file_left_by_a_killed_config_write_never_blocks_a_later_one(world: Env) -> None:
+    """`fermix config set` killed after writing its temp file left `.config.toml.tmp-<pid>`; a later write
+    from the same pid (a fresh PID namespace starts the same way every time) failed `File exists`. It
+    now writes under a random name and removes what a killed writer left."""
+    from fermix_cli.core.grants import update_config
+    from fermix_cli.core.paths import resolve_paths
+
+    paths = resolve_paths(str(world.fermix_home))
+    paths.config_file.parent.mkdir(parents=True, exist_ok=True)
+    paths.config_file.write_text("[fermix_core.jobs]\nmax_concurrent_runs = 2\n")
+    left = [
+        paths.config_file.with_name(f".config.toml.tmp-{os.getpid()}"),  # an older fermix's, this pid
+        paths.config_file.with_name(".config.toml.tmp-0123456789ab"),
+    ]
+    for stale in left:
+        stale.write_text("half a file")
+
+    def change(doc: object) -> object:
+        doc["fermix_core"]["jobs"]["max_concurrent_runs"] = 4  # type: ignore[index]
+        return doc
+
+    update_config(paths, change)
+    assert "max_concurrent_runs = 4" in paths.config_file.read_text()
+    assert sorted(p.name for p in paths.config_file.parent.iterdir() if ".tmp-" in p.name) == []
+    r = world.run("config", "get", "fermix_core.jobs.max_concurrent_runs")
+    assert r.code == 0 and r.stdout.strip() == "4", r.stderr
