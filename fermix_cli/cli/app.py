@@ -224,6 +224,7 @@ def _guarded(invoke: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
     def run(ctx: Any) -> Any:
         try:
+            _log_to_file()
             return invoke(ctx)
         except (typer.TyperException, typer.Exit, typer.Abort, EOFError):
             raise  # Typer's own (usage errors among them), exits and aborts
@@ -235,11 +236,18 @@ def _guarded(invoke: Callable[[Any], Any]) -> Callable[[Any], Any]:
             quiet_broken_pipe()
             raise typer.Exit(0) from None
         except Exception as e:
-            from ..core.logs import setup_logging
-            from ..core.paths import resolve_paths
             from .toolcall import internal_error
 
-            setup_logging(resolve_paths(GLOBAL.home).log_file)
+            _log_to_file()
             raise typer.Exit(internal_error(e)) from None
 
     return run
+
+
+def _log_to_file() -> None:
+    """fermix's log goes to its file from the start of every command, as on the tool fast path: a
+    warning or an exception logged before a command builds its context never reaches stderr."""
+    from ..core.logs import setup_logging
+    from ..core.paths import resolve_paths
+
+    setup_logging(resolve_paths(GLOBAL.home).log_file)
