@@ -195,6 +195,16 @@ def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
             directory = canonicalize(entry.path)
             skill_md = posixpath.join(directory, SKILL_FILE)
             if not os.path.lexists(skill_md):
+                # In the home's own root every directory is a skill (skill_create's); one without its
+                # SKILL.md was left half made, and hiding it leaves its name refused with no reason.
+                if root.origin == "home" and not entry.name.startswith("."):
+                    found.errors[skill_md] = {
+                        "code": "incomplete_skill",
+                        "message": f"{directory} has no {SKILL_FILE}, so it is not a skill (a skill_create "
+                        f"that did not finish leaves this). Remove the directory and create the skill "
+                        f"again, or write its {SKILL_FILE}.",
+                        "root": root.origin,
+                    }
                 continue
             try:
                 if os.path.islink(skill_md):

@@ -142,3 +142,54 @@ def test_a_bug_behind_a_skills_command_is_one_line_and_logged(world: Env) -> Non
     assert json.loads(proc.stderr)["error"]["code"] == "internal_error"
     log = (world.fermix_home / "logs" / "fermix.log").read_text()
     assert "RuntimeError: kaboom in skill_list" in log and "Traceback" in log
+
+
+def test_a_skill_create_that_fails_midway_leaves_nothing_and_can_be_retried(
+    world: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills up while skill_create writes SKILL.md: no half-made skills/NAME/ is left to refuse
+    the retry (`already_exists`) while skill_list and skill_view know nothing of it."""
+    import errno
+
+    from fermix_cli.core import fsops
+    from fermix_cli.core.registry import default_registry
+
+    real = fsops.atomic_write
+
+    def disk_full_at_skill_md(path: str, data: bytes, *a: object, **k: object) -> object:
+        if str(path).endswith("SKILL.md"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, data, *a, **k)  # type: ignore[arg-type]
+
+    args = {"name": "weekly", "description": "Draft the weekly report"}
+    ctx = world.context()
+    try:
+        monkeypatch.setattr(fsops, "atomic_write", disk_full_at_skill_md)
+        with pytest.raises(ToolError) as failed:
+            default_registry().invoke("skill_create", args, ctx)
+        assert failed.value.code == "io_failed"
+        monkeypatch.setattr(fsops, "atomic_write", real)
+        skills = world.fermix_home / "skills"
+        assert sorted(p.name for p in skills.iterdir()) == []
+        created = default_registry().invoke("skill_create", args, ctx)
+    finally:
+        ctx.close()
+    assert created["created"] is True
+    listed = world.tool("skill_list").json()
+    assert [s["name"] for s in listed["skills"] if s["name"] == "weekly"] == ["weekly"]
+    assert sorted(p.name for p in (world.fermix_home / "skills").iterdir()) == ["weekly"]
+
+
+def test_a_skill_directory_without_its_skill_md_is_reported_not_hidden(world: Env) -> None:
+    """What an older fermix's interrupted skill_create left (skills/NAME/evals/, no SKILL.md) is named in
+    skill_list's errors and by skill_view, with what to do, instead of being invisible."""
+    (world.fermix_home / "skills" / "weekly" / "evals").mkdir(parents=True)
+    (world.fermix_home / "skills" / ".hidden").mkdir()
+    listed = world.tool("skill_list").json()
+    [error] = listed["errors"]
+    assert error["code"] == "incomplete_skill"
+    assert error["path"] == str(world.fermix_home / "skills" / "weekly" / "SKILL.md")
+    assert "Remove the directory and create the skill again" in error["message"]
+    viewed = world.tool("skill_view", {"name": "weekly"})
+    assert viewed.code == 1
+    assert json.loads(viewed.stderr or viewed.stdout)["error"]["code"] == "incomplete_skill"

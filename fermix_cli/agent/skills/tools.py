@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import shutil
 import stat
 from typing import Annotated, Any
 
@@ -246,12 +248,9 @@ def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
         raise ToolError("invalid_input", "description cannot be blank", {"field": "description"})
     root = ctx.paths.ensure_dir(ctx.paths.skills)
     directory = os.path.join(root, p.name)
-    try:
-        os.mkdir(directory, 0o700)
-    except FileExistsError:
-        raise ToolError(
-            "already_exists", f"already exists: {directory}", {"path": directory, "name": p.name}
-        ) from None
+    exists = ToolError("already_exists", f"already exists: {directory}", {"path": directory, "name": p.name})
+    if os.path.lexists(directory):
+        raise exists
     skill_md = (
         f"---\nname: {p.name}\ndescription: {yaml_string(description)}\n"
         f"allowed_tools: []\n---\n{STARTER_BODY}\n"
@@ -266,11 +265,25 @@ def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
             }
         ],
     }
-    os.mkdir(os.path.join(directory, "evals"), 0o700)
-    atomic_write(
-        os.path.join(directory, "evals", "evals.json"), (json.dumps(evals, indent=2) + "\n").encode()
-    )
-    atomic_write(os.path.join(directory, SKILL_FILE), skill_md.encode())
+    # Built whole in a hidden directory beside it, then renamed into place: a full disk or a kill
+    # midway leaves no half-made skill under the name (discovery skips names starting with a dot).
+    building = os.path.join(root, f".{p.name}.tmp-{os.urandom(6).hex()}")
+    os.mkdir(building, 0o700)
+    try:
+        os.mkdir(os.path.join(building, "evals"), 0o700)
+        atomic_write(
+            os.path.join(building, "evals", "evals.json"), (json.dumps(evals, indent=2) + "\n").encode()
+        )
+        atomic_write(os.path.join(building, SKILL_FILE), skill_md.encode())
+        try:
+            os.rename(building, directory)  # refused (ENOTEMPTY, EEXIST) if a skill took the name meanwhile
+        except OSError as e:
+            if e.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                raise exists from None
+            raise
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
     return {"created": True, "path": directory, "name": p.name}
 
 
