@@ -476,8 +476,15 @@ def write_document(path: Path, doc: Any) -> None:
                 os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError):  # a full or read-only disk: say which file, and that nothing changed
+            raise ToolError(
+                "write_failed",
+                f"cannot write {target}{f' (the target of {path})' if target != path else ''}: "
+                f"{e.strerror or e}. Nothing was changed",
+                {"path": str(target)},
+            ) from None
         raise
 
 

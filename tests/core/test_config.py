@@ -309,3 +309,35 @@ def test_a_temp_file_left_by_a_killed_config_write_never_blocks_a_later_one(worl
     assert sorted(p.name for p in paths.config_file.parent.iterdir() if ".tmp-" in p.name) == []
     r = world.run("config", "get", "fermix_core.jobs.max_concurrent_runs")
     assert r.code == 0 and r.stdout.strip() == "4", r.stderr
+
+
+def test_a_full_disk_while_writing_config_names_the_file_and_changes_nothing(
+    world: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from fermix_cli.core.grants import update_config
+    from fermix_cli.core.paths import resolve_paths
+
+    paths = resolve_paths(str(world.fermix_home))
+    paths.config_file.parent.mkdir(parents=True, exist_ok=True)
+    paths.config_file.write_text("[fermix_core.jobs]\nmax_concurrent_runs = 2\n")
+    real_fsync = os.fsync
+
+    def disk_full(fd: int) -> None:
+        if ".config.toml.tmp-" in os.readlink(f"/proc/self/fd/{fd}"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
+
+    def change(doc: object) -> object:
+        doc["fermix_core"]["jobs"]["max_concurrent_runs"] = 4  # type: ignore[index]
+        return doc
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(ToolError) as e:
+        update_config(paths, change)
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert e.value.code == "write_failed"
+    assert str(paths.config_file) in e.value.message and "No space left on device" in e.value.message
+    assert paths.config_file.read_text() == "[fermix_core.jobs]\nmax_concurrent_runs = 2\n"
+    assert [p.name for p in paths.config_file.parent.iterdir() if ".tmp-" in p.name] == []
