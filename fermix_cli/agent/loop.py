@@ -238,15 +238,21 @@ class AgentLoop:
             result.error = e
             self._settle(result, state, f"the run failed ({e.code})")
         except Exception as e:  # a bug: the run ends as an internal error, the traceback goes to the log
-            log.exception("internal error in the model loop")
+            from ..core.errors import environment_error
+
             result.status = "error"
-            result.error = ToolError(
-                "internal_error",
-                f"the model loop failed unexpectedly ({type(e).__name__}); details are in the fermix log",
-                {},
-                exit_class=ExitClass.INTERNAL,
-            )
-            self._settle(result, state, "the run failed (internal_error)")
+            result.error = environment_error(e)  # the disk or state.db (full, busy), not a bug
+            if result.error is None:
+                log.exception("internal error in the model loop")
+                result.error = ToolError(
+                    "internal_error",
+                    f"the model loop failed unexpectedly ({type(e).__name__}); details are in the fermix log",
+                    {},
+                    exit_class=ExitClass.INTERNAL,
+                )
+            else:
+                log.error("run %s failed: %s", run_id, result.error)
+            self._settle(result, state, f"the run failed ({result.error.code})")
         finally:
             # A final reply not stored yet (the run ended with it) is stored with the run's end.
             last = None
@@ -597,7 +603,14 @@ class AgentLoop:
     def _flush(self, state: _TurnState) -> None:
         """Store the turn: the model's reply and the answers to its calls, in one transaction."""
         if state.response is not None:
-            self.transcript.add_turn(self.session_id, self.run_id, state.response, state.done, state.records)
+            from ..core.state import patiently
+
+            response, done, records = state.response, state.done, state.records
+            patiently(  # one transaction, rolled back whole when state.db is busy: safe to try again
+                lambda: self.transcript.add_turn(self.session_id, self.run_id, response, done, records),
+                patience=FINISH_PATIENCE_SECONDS,
+                what=f"run {self.run_id}: recording a turn",
+            )
             state.records = []
         state.response = None
         state.done = []

@@ -165,3 +165,46 @@ def test_a_worker_thread_sees_a_ctrl_c_flag_raised_before_its_wait(monkeypatch: 
     t.start()
     t.join(5)
     assert raised and time.monotonic() - started < 5
+
+
+def _busy() -> Exception:
+    import sqlite3
+
+    e = sqlite3.OperationalError("database is locked")
+    e.sqlite_errorcode = 5  # type: ignore[attr-defined]  # SQLITE_BUSY, as SQLite raises it
+    return e
+
+
+@pytest.mark.parametrize("busy_tries", [2, 1000])
+def test_a_turn_write_that_meets_a_busy_state_db_waits_then_fails_typed(
+    world: Env, monkeypatch: pytest.MonkeyPatch, busy_tries: int
+) -> None:
+    """state.db busy past the busy timeout while a turn is stored: the write is tried again; if it stays
+    busy, the run fails `state_busy` (exit 1), never `internal_error` (a bug, exit 4)."""
+    import fermix_cli.agent.loop as loop
+
+    monkeypatch.setattr(loop, "FINISH_PATIENCE_SECONDS", 0.3)
+    real = Transcript.add_turn
+    tries = [0]
+
+    def busy_at_first(self: Transcript, *a: Any) -> None:
+        tries[0] += 1
+        if tries[0] <= busy_tries:
+            raise _busy()
+        real(self, *a)
+
+    ctx = world.context()
+    try:
+        agent = Agent(ctx, AgentOptions(model="echo"))
+        monkeypatch.setattr(Transcript, "add_turn", busy_at_first)
+        result = agent.run(json.dumps({"tool_calls": STEPS[1:]}))
+        status = ctx.state.query("SELECT status FROM runs WHERE id = ?", (result.run_id,))
+    finally:
+        ctx.close()
+    if busy_tries == 2:
+        assert (result.status, result.error) == ("ok", None)
+        assert status[0]["status"] == "ok"
+    else:
+        assert result.status == "error" and result.error is not None
+        assert result.error.code == "state_busy" and int(result.error.exit_class) == 1
+        assert status[0]["status"] == "error"
