@@ -1,7 +1,8 @@
 """The local inbox: an append-only JSON-lines file `<data dir>/inbox/NAME.jsonl` per address.
 
-`fermix inbox NAME` reads it. Each message is one line written with a single O_APPEND write and
-fsynced, so concurrent writers never interleave and a message that was reported delivered is on disk.
+`fermix inbox NAME` reads it. Each message is one line written with a single O_APPEND write under an
+exclusive lock and fsynced, so concurrent writers never interleave, a message that was reported delivered
+is on disk, and one whose write was cut short (a full disk) is cut back off.
 A file is copied into `<data dir>/inbox/NAME.files/` and its message names the copy; a copy never replaces
 an earlier one (a name already taken gets `-2`, `-3`, ... before its extension).
 """
