@@ -596,6 +596,81 @@ def test_terminating_fermix_ends_the_command_group(world: Env) -> None:
             proc.wait()
 
 
+def _start_sleeping_shell(world: Env, **popen: Any) -> tuple[subprocess.Popen[bytes], int, str]:
+    """`fermix tool shell` running `sleep 302.<unique digits>` with a 60 s timeout, once the command runs:
+    (fermix's process, the command's process group, the sleep's unique marker)."""
+    import secrets
+
+    marker = f"302.{secrets.randbelow(10**9):09d}"
+    fifo = world.root / f"group-{marker}"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    command = f"echo $$ > {fifo}; sleep {marker}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "tool", "shell", "--json",
+         json.dumps({"command": command, "timeout_ms": 60000})],
+        cwd=world.project, env=world.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **popen,
+    )  # fmt: skip
+    try:
+        pgid = int(_read_line_when_written(reader, 300))
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        os.close(reader)
+    return proc, pgid, marker
+
+
+@pytest.mark.parametrize(
+    ("signame", "code"), [("SIGTERM", 143), ("SIGHUP", 129)], ids=["sigterm", "sighup-terminal-closed"]
+)
+def test_a_stop_signal_to_fermix_ends_the_command_s_process_group(
+    world: Env, signame: str, code: int
+) -> None:
+    """The command runs in its own session, so a closed terminal's SIGHUP reaches only fermix: fermix
+    must end the group itself, or `sh -c` and its `sleep` run on with no timeout enforced."""
+    import signal
+
+    from tests.conftest import survivors
+
+    proc, pgid, marker = _start_sleeping_shell(world)
+    try:
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == code, err
+        assert survivors(pgid, marker) == [], f"the command's group outlived fermix's {signame}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in survivors(pgid, marker, safety_net=0):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_an_ignored_sighup_stays_ignored(world: Env) -> None:
+    """`nohup fermix tool shell ...`: the hangup is ignored as the user asked, and the command runs on."""
+    import signal
+
+    from tests.conftest import survivors
+
+    def ignore_hangups() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc, pgid, marker = _start_sleeping_shell(world, preexec_fn=ignore_hangups)
+    try:
+        proc.send_signal(signal.SIGHUP)
+        assert proc.poll() is None
+        time.sleep(0.5)
+        assert proc.poll() is None, "an ignored SIGHUP stopped fermix"
+        assert survivors(pgid, marker, safety_net=0) != []
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+        for pid in survivors(pgid, marker, safety_net=0):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_bash_refuses_a_program_that_is_not_on_path(world: Env, fake_sh) -> None:
     env, marker = fake_sh
     r = tool(world, "bash", {"command": "ls && definitely-not-installed-xyz --run", "intent": "x"}, env=env)

@@ -107,7 +107,8 @@ def run_captured(
         _sweep(None, spawn_id)
         raise
     try:
-        # A SIGTERM or Ctrl-C that arrived while Popen ran is delivered here, where the group is known.
+        # A SIGTERM, SIGHUP or Ctrl-C that arrived while Popen ran is delivered here, where the group is
+        # known.
         held.release()
         return _supervise(proc, spawn_id, secrets_b, keep, cap, started, deadline, cancel)
     except BaseException:
@@ -121,14 +122,15 @@ def run_captured(
 
 
 class _HeldSignals:
-    """Hold SIGTERM and SIGINT (main thread only) until `release`, which restores and re-delivers them.
+    """Hold SIGTERM, SIGINT and SIGHUP (main thread only) until `release`, which restores and re-delivers
+    them.
 
     The Python handlers for them raise (SystemExit, KeyboardInterrupt), and one raised inside Popen,
     after the child started, would leave it running with no handle on it: on a loaded machine the child
     can exec and start children of its own before Popen returns.
     """
 
-    _HELD = (signal.SIGTERM, signal.SIGINT)
+    _HELD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
     def __init__(self) -> None:
         self._previous: dict[int, Any] = {}

@@ -271,14 +271,16 @@ def test_a_signal_inside_popen_after_the_child_started_still_ends_it(
 
 
 @linux_only
-def test_a_real_sigterm_inside_popen_is_held_and_delivered_once_the_group_is_known(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_real_stop_signal_inside_popen_is_held_and_delivered_once_the_group_is_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signame: str
 ) -> None:
-    """A real SIGTERM sent while Popen runs: the handler's SystemExit comes once Popen returned, and
-    the whole group (the grandchild too) is ended by the supervision's cleanup."""
+    """A real SIGTERM or SIGHUP sent while Popen runs: the handler's SystemExit comes once Popen returned,
+    and the whole group (the grandchild too) is ended by the supervision's cleanup."""
     import signal
     import subprocess
 
+    sig = getattr(signal, signame)
     pidfile = tmp_path / "grandchild"
     real = subprocess.Popen._execute_child
     raised: list[str] = []
@@ -290,19 +292,19 @@ def test_a_real_sigterm_inside_popen_is_held_and_delivered_once_the_group_is_kno
     def started_then_signalled(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         real(self, *args, **kwargs)
         _wait_for_pid_in(pidfile)
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), sig)
         time.sleep(0.05)  # a handler that was not held would have raised by now
         raised.append("popen returns")
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    previous = signal.signal(sig, on_term)
     try:
         monkeypatch.setattr(subprocess.Popen, "_execute_child", started_then_signalled)
         with pytest.raises(SystemExit) as exc:
             run(f"sleep 30 & echo $! > {pidfile}; sleep 30")
     finally:
-        assert signal.getsignal(signal.SIGTERM) is on_term, "the held handler was not restored"
-        signal.signal(signal.SIGTERM, previous)
-    assert exc.value.code == 143
+        assert signal.getsignal(sig) is on_term, "the held handler was not restored"
+        signal.signal(sig, previous)
+    assert exc.value.code == 128 + sig
     assert raised == ["popen returns", "handler"]
     grandchild = int(pidfile.read_text())
-    assert wait_gone(grandchild), f"grandchild {grandchild} survived a SIGTERM inside Popen"
+    assert wait_gone(grandchild), f"grandchild {grandchild} survived a {signame} inside Popen"
