@@ -684,6 +684,25 @@ def test_bash_refuses_a_program_that_is_not_on_path(world: Env, fake_sh) -> None
     assert r.code == 1 and r.error()["details"]["exit_code"] == 127
 
 
+def test_bash_runs_a_program_that_an_earlier_command_puts_on_path(world: Env) -> None:
+    """A virtualenv's activate, an `export PATH`, a guard: the name is on PATH by the time it runs."""
+    venv_bin = world.project / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "activate").write_text('PATH="$PWD/venv/bin:$PATH"; export PATH\n')
+    (venv_bin / "fermix-test-tool").write_text("#!/bin/sh\necho tool-ran\n")
+    (venv_bin / "fermix-test-tool").chmod(0o755)
+    for command in (
+        ". venv/bin/activate && fermix-test-tool",
+        'export PATH="$PWD/venv/bin:$PATH"; fermix-test-tool',
+        "command -v fermix-test-tool >/dev/null && fermix-test-tool; echo tool-ran",
+    ):
+        r = tool(world, "bash", {"command": command, "intent": "run the tool"})
+        assert r.code == 0, (command, r.stderr)
+        assert r.json()["output"] == "tool-ran\n", command
+    r = tool(world, "bash", {"command": "fermix-test-tool", "intent": "typo check stays"})
+    assert r.code == 1 and r.error()["code"] == "command_not_found"
+
+
 def test_model_calls_shell_and_cmd_as_bash_in_the_coding_toolset(world: Env) -> None:
     prompt = json.dumps(
         {
