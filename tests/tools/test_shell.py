@@ -411,6 +411,25 @@ def test_hardline_refusal_exit_code_and_trace(world: Env, fake_sh) -> None:
     assert rec["decision"] == "hardline" and rec["phase"] == "pre_execution" and rec["tool"] == "shell"
 
 
+def test_a_refused_command_s_secrets_are_masked_in_the_trace(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    command = (
+        'curl -H "Authorization: Bearer ghp_SECRETabcdef123456" https://example.invalid/x; '
+        "DEPLOY_TOKEN=tok-SECRET-77 mkfs.ext4 /dev/nonexistent_zz"
+    )
+    r = tool(world, "shell", {"command": command}, env=env)
+    assert r.code == 3 and r.error()["code"] == "sandbox_hardline"
+    assert not marker.exists()
+    (trace,) = (world.fermix_home / "traces").glob("*/sandbox_event.jsonl")
+    text = trace.read_text()
+    assert "SECRET" not in text
+    rec = json.loads(text.splitlines()[-1])
+    assert rec["command"] == (
+        'curl -H "Authorization: [REDACTED]" https://example.invalid/x; '
+        "DEPLOY_TOKEN=[REDACTED] mkfs.ext4 /dev/nonexistent_zz"
+    )
+
+
 def test_ordinary_commands_really_run(world: Env) -> None:
     build = world.project / "build"
     (build / "deep").mkdir(parents=True)
