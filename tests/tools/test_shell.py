@@ -85,6 +85,27 @@ def test_success_result_and_default_working_dir(world: Env) -> None:
     assert isinstance(out["duration_ms"], int) and out["env_missing"] == []
 
 
+def test_output_that_is_not_utf8_is_flagged_and_noted(world: Env) -> None:
+    """Bytes that cannot be decoded are replaced, and the result says so; NULs stay and are noted."""
+    r = tool(world, "shell", {"command": r"printf '\377\376abc\000def'"})
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["output"] == "\ufffd\ufffdabc\x00def"
+    assert out["decoded_lossy"] is True and out["truncated"] is False
+    assert out["notes"] == [
+        "2 byte(s) of output are not UTF-8 and appear as U+FFFD (decoded_lossy); redirect binary output "
+        "to a file, or pipe it through `od -c` or `base64`",
+        "the output holds 1 NUL byte(s), kept as U+0000 (binary data?)",
+    ]
+    text = run_cli(world, "tool", "shell", "--command", r"printf '\377ok'", "--text").stdout
+    assert text.startswith("Note: 1 byte(s) of output are not UTF-8") and text.endswith("\ufffdok\n")
+    # A failing command carries the same in its details; clean UTF-8 (U+FFFD itself included) is not lossy.
+    r = tool(world, "shell", {"command": r"printf '\377'; exit 2"})
+    assert r.error()["details"]["decoded_lossy"] is True
+    clean = tool(world, "shell", {"command": r"printf '\357\277\275 é'"}).json()
+    assert clean["output"] == "\ufffd é" and clean["decoded_lossy"] is False and clean["notes"] == []
+
+
 def test_non_zero_exit_is_exit_nonzero_with_details(world: Env) -> None:
     r = tool(world, "shell", {"command": "echo partial; exit 3"})
     assert r.code == 1 and r.stdout == ""

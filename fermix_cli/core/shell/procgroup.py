@@ -54,7 +54,17 @@ class ProcessOutcome(Record, frozen=True):
     cancelled: bool = False
 
     def text(self) -> str:
+        """The output as text; bytes that are not UTF-8 become U+FFFD (see `undecodable_bytes`)."""
         return self.output.decode("utf-8", "replace")
+
+    def undecodable_bytes(self) -> int:
+        """How many output bytes are not UTF-8 (each is lost to a U+FFFD in `text`)."""
+        try:
+            self.output.decode("utf-8")
+        except UnicodeDecodeError:
+            # surrogateescape turns exactly one undecodable byte into one lone surrogate.
+            return sum(1 for c in self.output.decode("utf-8", "surrogateescape") if "\udc80" <= c <= "\udcff")
+        return 0
 
 
 def new_spawn_id() -> str:

@@ -120,6 +120,23 @@ def test_output_cap_truncates_kills_and_reports_124() -> None:
     assert time.monotonic() - t0 < 10
 
 
+@pytest.mark.parametrize(
+    ("script", "undecodable"),
+    [
+        ("printf 'plain'", 0),
+        ("printf '\\357\\277\\275'", 0),  # U+FFFD itself, well encoded
+        ("printf 'a\\000b'", 0),  # NUL is UTF-8
+        ("printf '\\377\\376abc'", 2),
+        ("printf '\\342\\202'", 2),  # a sequence cut short
+        ("printf '\\300\\200'", 2),  # an overlong encoding
+    ],
+)
+def test_undecodable_bytes_are_counted(script: str, undecodable: int) -> None:
+    out = run(script)
+    assert out.undecodable_bytes() == undecodable
+    assert (out.text().count("\ufffd") > 0) == (undecodable > 0 or b"\xef\xbf\xbd" in out.output)
+
+
 def test_small_cap_is_exact() -> None:
     out = run("printf 'abcdefghij'", cap=4)
     assert out.output == b"abcd" and out.truncated and out.exit_code == 124
