@@ -65,7 +65,17 @@ class ProcessOutcome(Record, frozen=True):
     cancelled: bool = False
 
     def text(self) -> str:
+        """The output as text; bytes that are not UTF-8 become U+FFFD (see `undecodable_bytes`)."""
         return self.output.decode("utf-8", "replace")
+
+    def undecodable_bytes(self) -> int:
+        """How many output bytes are not UTF-8 (each is lost to a U+FFFD in `text`)."""
+        try:
+            self.output.decode("utf-8")
+        except UnicodeDecodeError:
+            # surrogateescape turns exactly one undecodable byte into one lone surrogate.
+            return sum(1 for c in self.output.decode("utf-8", "surrogateescape") if "\udc80" <= c <= "\udcff")
+        return 0
 
 
 def new_spawn_id() -> str:
@@ -139,7 +149,8 @@ def run_captured(
             if ends is not None:
                 os.close(ends[0])
         try:
-            # A SIGTERM or Ctrl-C that arrived while Popen ran is delivered here, where the group is known.
+            # A SIGTERM, SIGHUP or Ctrl-C that arrived while Popen ran is delivered here, where the group
+            # is known.
             held.release()
             return _supervise(proc, spawn_id, secrets_b, keep, cap, started, deadline, cancel)
         except BaseException:
@@ -157,14 +168,15 @@ def run_captured(
 
 
 class _HeldSignals:
-    """Hold SIGTERM and SIGINT (main thread only) until `release`, which restores and re-delivers them.
+    """Hold SIGTERM, SIGINT and SIGHUP (main thread only) until `release`, which restores and re-delivers
+    them.
 
     The Python handlers for them raise (SystemExit, KeyboardInterrupt), and one raised inside Popen,
     after the child started, would leave it running with no handle on it: on a loaded machine the child
     can exec and start children of its own before Popen returns.
     """
 
-    _HELD = (signal.SIGTERM, signal.SIGINT)
+    _HELD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
     def __init__(self) -> None:
         self._previous: dict[int, Any] = {}
