@@ -301,6 +301,9 @@ class GitRunner:
         return found.get("user.name"), found.get("user.email")
 
     def run(self, repo: Repo, command: str, args: Sequence[str]) -> dict[str, Any]:
+        """Run the checked command. A write is never stopped for its output volume: what passes the cap
+        is read and dropped while git runs to its end. A read is stopped at the cap (nothing is left
+        half done) and stays a success that says so. A stopped git (timeout, cancel) is an error."""
         from ...core.shell.engine import child_env
 
         resolved = child_env(self.ctx, repo.workdir, tool=self.tool)
@@ -314,9 +317,17 @@ class GitRunner:
                 timeout_s=GIT_TIMEOUT_S,
                 redact=resolved.secrets,
                 cancel=self.ctx.cancel,
+                overflow="discard" if self.tool == "git_write" else "stop",
             )
         except OSError as e:
             raise ToolError("executable_not_found", f"git executable not found ({e.strerror})", {}) from None
+        notes: list[str] = []
+        if outcome.stopped_at_cap:
+            notes.append(
+                "output cut at 1 MiB: git was stopped there; narrow the command, e.g. with -n or a path"
+            )
+        elif outcome.truncated:
+            notes.append("output cut at 1 MiB: git ran to its end and the rest of its output was discarded")
         result: dict[str, Any] = {
             "command": command,
             "args": list(args),
@@ -326,15 +337,22 @@ class GitRunner:
             "truncated": outcome.truncated,
             "duration_ms": outcome.duration_ms,
             "env_missing": resolved.missing_names,
+            "notes": notes,
         }
+        so_far = f"; output so far:\n{result['output']}" if result["output"] else "; it printed nothing"
         if outcome.cancelled:
             why = self.ctx.cancel.reason if self.ctx.cancel is not None else "the call was cancelled"
-            raise ToolError("cancelled", f"git {command} stopped: {why}", result)
+            message = f"git {command} stopped: {why}"
+            raise ToolError("cancelled", message, result, model_message=message + so_far)
         if outcome.timed_out:
-            raise ToolError("timeout", f"git {command} timed out after {GIT_TIMEOUT_S}s", result)
-        if outcome.exit_code != 0 and not outcome.truncated:
+            message = f"git {command} timed out after {GIT_TIMEOUT_S}s"
+            raise ToolError("timeout", message, result, model_message=message + so_far)
+        if outcome.exit_code != 0 and not outcome.stopped_at_cap:
+            cut = " (output cut at 1 MiB)" if outcome.truncated else ""
             raise ToolError(
-                "git_failed", f"git {command} failed (exit {outcome.exit_code}):\n{result['output']}", result
+                "git_failed",
+                f"git {command} failed (exit {outcome.exit_code}){cut}:\n{result['output']}",
+                result,
             )
         return result
 
