@@ -296,6 +296,7 @@ HOSTILE = [
     ([("core.gitProxy", "@P")], "", "git_write", "pull", []),
     ([("include.path", "@I")], "", "git_read", "status", []),
     ([("includeIf.gitdir:/.path", "@I")], "", "git_read", "status", []),
+    ([("diff.submodule", "diff")], "", "git_read", "log", ["-p"]),
     ([("remote.evil.url", "ssh://-oProxyCommand=@P/x")], "", "git_read", "status", []),
     ([("url.ssh://-oProxyCommand=x/.insteadOf", "https://example.com/")], "", "git_read", "status", []),
 ]
@@ -535,31 +536,6 @@ def test_git_read_is_owner_only(world: Env, git: Git, repo: Path) -> None:
     r = git.run("--trust", "guest", "tool", "git_read", "--json", '{"command":"status"}')
     assert r.code == 3 and r.error()["code"] == "policy_denied"
     assert git.subcommands() == []
-
-
-def test_a_submodule_s_own_config_never_runs(world: Env, git: Git, repo: Path) -> None:
-    """A submodule's config (its clean filter here) is not checked like the repository's: git tools
-    never look into submodules, so nothing of theirs runs, status and diff included."""
-    script, marker = payload(world)
-    sub_src = world.root / "subsrc"
-    sub_src.mkdir()
-    plain(sub_src, "init", "-q", "-b", "main")
-    (sub_src / "a.txt").write_text("a\n")
-    (sub_src / ".gitattributes").write_text("*.txt filter=pwn\n")
-    plain(sub_src, "add", ".")
-    plain(sub_src, "commit", "-q", "-m", "sub")
-    plain(repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(sub_src), "sub")
-    plain(repo, "commit", "-q", "-m", "with sub")
-    plain(repo / "sub", "config", "filter.pwn.clean", str(script))
-    (repo / "sub" / "a.txt").touch()
-    plain(repo, "status", "--porcelain")  # plain git runs it: the check is real
-    assert marker.exists()
-    marker.unlink()
-    (repo / "sub" / "a.txt").touch()
-    for command in ("status", "diff"):
-        r = git.tool("git_read", {"command": command})
-        assert r.code == 0, r.stderr
-    assert not marker.exists()
 
 
 def test_objects_borrowed_from_outside_the_roots_are_refused(world: Env, git: Git, repo: Path) -> None:
