@@ -1,9 +1,10 @@
 """Running git for the git tools, hardened: known environment, fixed command line, repository checks.
 
 Before the requested subcommand runs, the repository must be a work tree whose top level and git
-directories lie inside the sandbox roots, and its config must set no key that makes git run a
-program. Every git process (including the inspection ones) gets the same scrubbed environment and
-the same fixed `-c` options.
+directories lie inside the sandbox roots, whose work tree holds no protected path, and neither its
+config nor any of its submodules' configs may set a key that makes git run a program. Every git
+process (including the inspection ones) gets the same scrubbed environment and the same fixed `-c`
+options.
 """
 
 from __future__ import annotations
@@ -239,6 +240,18 @@ class GitRunner:
                 f"{raw or repo.workdir}). To allow it, run: fermix grant path {repo.toplevel}, "
                 "or call the request_directory_access tool",
                 {"path": repo.toplevel, "input": raw or repo.workdir},
+            )
+        inside = sandbox.denied_inside(repo.toplevel)
+        if inside is not None:
+            what = "protected path" if inside.code == "protected_path" else "blocked root"
+            raise ToolError(
+                inside.code or "protected_path",
+                f"the repository {repo.toplevel} holds the {what} {inside.path} in its work tree: git "
+                "could read it (show, diff) or overwrite it (checkout, pull), which file tools refuse, so "
+                "git tools refuse this repository. Use git from your own terminal for it, or keep the "
+                "path out of the repository's work tree (a dotfiles repository at your home holds ~/.ssh "
+                "and ~/.bashrc). Run: fermix sandbox explain",
+                {"path": inside.path, "toplevel": repo.toplevel},
             )
         stores = _object_stores(repo.common_dir)
         if stores is None:
