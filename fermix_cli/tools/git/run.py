@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 import shutil
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -21,7 +20,7 @@ from ...core.pathcanon import canonicalize, is_inside
 from ...core.records import Record
 from ...core.shell.childenv import base_env
 from ...core.shell.procgroup import ProcessOutcome, run_captured
-from .args import check_remote_url
+from .repoconfig import RUNS_PROGRAMS, config_refusal, parse_config_entries, parse_config_list
 from .submodules import GitlinkListing, checked_out_git_dir, common_dir, module_git_dirs
 
 if TYPE_CHECKING:
@@ -67,54 +66,6 @@ SUBMODULES_OFF_COMMANDS = frozenset({"status", "diff"})
 # More submodule git directories than this are not all checked: the repository is refused.
 MAX_SUBMODULE_GIT_DIRS = 256
 MAX_SUBMODULE_DEPTH = 8
-
-# Config keys that make git run a program (lower-cased; `*` is any subsection, dots included).
-_CODE_KEYS = (
-    "core.fsmonitor", "core.hookspath", "core.sshcommand", "core.gitproxy", "core.pager", "core.editor",
-    "core.askpass", "core.alternaterefscommand", "core.worktree",
-    "sequence.editor", "diff.external", "diff.*.textconv", "*.textconv", "diff.*.command",
-    "filter.*", "merge.*.driver",
-    "credential.helper", "credential.*.helper", "gpg.program", "gpg.*.program", "gpg.ssh.defaultkeycommand",
-    "pager.*",
-    "interactive.difffilter", "uploadpack.packobjectshook", "remote.*.uploadpack", "remote.*.receivepack",
-    "remote.*.vcs", "trailer.*.command", "trailer.*.cmd", "mergetool.*.cmd", "difftool.*.cmd",
-    "include.*", "includeif.*",
-)  # fmt: skip
-_CODE_KEY_RES = tuple(re.compile("^" + re.escape(k).replace(r"\*", ".+") + "$") for k in _CODE_KEYS)
-_FALSE_VALUES = frozenset({"", "false", "no", "off", "0"})
-
-
-def code_running_key(key: str, value: str | None) -> bool:
-    """True when a repository config entry would make git run a program."""
-    k = key.lower()
-    if k == "core.fsmonitor":
-        return (value or "").strip().lower() not in _FALSE_VALUES
-    if k.startswith("submodule.") and k.endswith(".update"):
-        return (value or "").lstrip().startswith("!")
-    if k == "diff.submodule":  # `diff` runs git diff inside each changed submodule
-        return (value or "").strip().lower() == "diff"
-    return any(r.match(k) for r in _CODE_KEY_RES)
-
-
-def parse_config_list(raw: bytes) -> list[tuple[str, str, str | None]]:
-    """(scope, key, value) from `git config --list --null --show-scope`; value None for a bare key."""
-    parts = raw.split(b"\0")
-    out: list[tuple[str, str, str | None]] = []
-    for i in range(0, len(parts) - 1, 2):
-        scope = parts[i].decode("utf-8", "replace")
-        entry = parts[i + 1].decode("utf-8", "replace")
-        key, nl, value = entry.partition("\n")
-        out.append((scope, key, value if nl else None))
-    return out
-
-
-def parse_config_entries(raw: bytes) -> list[tuple[str, str | None]]:
-    """(key, value) from `git config --list --null`; value None for a bare key."""
-    out: list[tuple[str, str | None]] = []
-    for entry in raw.split(b"\0")[:-1]:
-        key, nl, value = entry.decode("utf-8", "replace").partition("\n")
-        out.append((key, value if nl else None))
-    return out
 
 
 def _object_stores(common_dir: str, limit: int = 16) -> list[str] | None:
@@ -292,33 +243,23 @@ class GitRunner:
         """Refuse the repository when one of a config's entries makes git run a program."""
         where = "repository config" if submodule_config is None else f"submodule config {submodule_config}"
         for key, value in entries:
-            if code_running_key(key, value):
-                hint = (
-                    ""
-                    if submodule_config is None
-                    else f" (if you trust it, remove it: git config --file {submodule_config} --unset {key})"
-                )
-                raise ToolError(
-                    "invalid_repo",
-                    f"{where} sets {key}, which can run programs; git tools refuse this repository{hint}",
-                    {
-                        "path": repo.toplevel,
-                        "key": key,
-                        **({"config": submodule_config} if submodule_config else {}),
-                    },
-                )
-            low = key.lower()
-            url = None
-            if low.startswith("remote.") and low.endswith((".url", ".pushurl")):
-                url = value or ""
-            elif low.startswith("url.") and low.endswith((".insteadof", ".pushinsteadof")):
-                url = key[4 : key.rfind(".")]
-            if url is not None and _dash_host(url):
-                raise ToolError(
-                    "invalid_repo",
-                    f"{where} sets {key} to a host that starts with '-'; git tools refuse this repository",
-                    {"path": repo.toplevel, "key": key},
-                )
+            why = config_refusal(key, value)
+            if why is None:
+                continue
+            hint = (
+                f" (if you trust it, remove it: git config --file {submodule_config} --unset {key})"
+                if submodule_config is not None and why == RUNS_PROGRAMS
+                else ""
+            )
+            raise ToolError(
+                "invalid_repo",
+                f"{where} sets {key}{why}; git tools refuse this repository{hint}",
+                {
+                    "path": repo.toplevel,
+                    "key": key,
+                    **({"config": submodule_config} if submodule_config else {}),
+                },
+            )
 
     def _check_submodules(self, repo: Repo) -> None:
         """Give every submodule git directory the repository's checks: inside the roots, and no config
@@ -529,12 +470,3 @@ def hardened_env(env: dict[str, str], *, read: bool) -> dict[str, str]:
     if sock and "SSH_AUTH_SOCK" not in out:
         out["SSH_AUTH_SOCK"] = sock
     return out
-
-
-def _dash_host(url: str) -> bool:
-    """A configured URL whose host or user starts with `-` (other transports are git's to refuse)."""
-    try:
-        check_remote_url(url)
-    except ToolError as e:
-        return e.details.get("rule") == "dash_host"
-    return False
