@@ -132,6 +132,31 @@ def test_timeout_kills_the_group(world: Env) -> None:
     assert _gone(pid)
 
 
+@pytest.mark.parametrize("name", ["shell", "bash"])
+def test_a_model_sees_the_output_before_a_timeout(world: Env, name: str) -> None:
+    """The output so far is what a model needs to tell a hang from slow progress (`test_1 PASSED`)."""
+    from fermix_cli.core.registry import default_registry
+
+    args: dict[str, Any] = {"command": "echo test_1 PASSED; sleep 10"}
+    args.update({"timeout_ms": 1500} if name == "shell" else {"timeout": 1, "intent": "run the tests"})
+    ctx = world.context()
+    try:
+        ok, text, payload = default_registry().invoke_for_model(name, args, ctx)
+    finally:
+        ctx.close()
+    assert not ok and payload["code"] == "timeout"
+    assert payload["message"].startswith("Command timed out after") and "PASSED" not in payload["message"]
+    assert payload["details"]["output"] == "test_1 PASSED\n"
+    assert text.startswith("timeout: Command timed out after")
+    assert text.endswith("; output so far:\ntest_1 PASSED\n")
+    ctx = world.context()
+    try:
+        ok, text, _ = default_registry().invoke_for_model(name, {**args, "command": "sleep 10"}, ctx)
+    finally:
+        ctx.close()
+    assert not ok and text.endswith("; it printed nothing")
+
+
 def test_cancel_token_stops_the_command_with_a_cancelled_error(invoke) -> None:
     import threading
 
@@ -150,7 +175,10 @@ def test_cancel_token_stops_the_command_with_a_cancelled_error(invoke) -> None:
     assert time.monotonic() - t0 < 10
     assert e.value.code == "cancelled"
     assert "the MCP client cancelled the call" in e.value.message
-    assert _gone(int(e.value.details["output"].split()[0]))
+    pid = e.value.details["output"].split()[0]
+    assert pid not in e.value.message  # the envelope carries the output once, in details
+    assert e.value.model_text().endswith(f"; output so far:\n{pid}\n")  # a model reads it
+    assert _gone(int(pid))
 
 
 def test_background_grandchild_does_not_survive_a_normal_exit(world: Env) -> None:

@@ -171,16 +171,16 @@ def run_shell(
         "notes": notes,
     }
     lead = "".join(f"Note: {n}\n" for n in notes)
+    # A model reads what the command printed before it was stopped (the envelope has it in details).
+    so_far = f"; output so far:\n{result['output']}" if result["output"] else "; it printed nothing"
     if outcome.cancelled:
         why = ctx.cancel.reason if ctx.cancel is not None else "the call was cancelled"
-        raise ToolError(
-            "cancelled",
-            f"{lead}Command stopped after {outcome.duration_ms}ms: {why}; its process group was killed",
-            result,
-        )
+        stopped = f"{lead}Command stopped after {outcome.duration_ms}ms: {why}; its process group was killed"
+        raise ToolError("cancelled", stopped, result, model_message=stopped + so_far)
     if outcome.timed_out:
+        stopped = f"{lead}Command timed out after {timeout_ms}ms"
         raise ToolError(
-            "timeout", f"{lead}Command timed out after {timeout_ms}ms", {**result, "timeout_ms": timeout_ms}
+            "timeout", stopped, {**result, "timeout_ms": timeout_ms}, model_message=stopped + so_far
         )
     if outcome.truncated and outcome.exit_code == 0:
         result["notes"] = [*notes, "output cut at 1 MiB (after redaction); the command ran to its end"]

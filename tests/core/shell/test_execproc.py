@@ -140,7 +140,53 @@ def test_undecodable_bytes_are_counted(script: str, undecodable: int) -> None:
 
 def test_small_cap_is_exact() -> None:
     out = run("printf 'abcdefghij'", cap=4)
-    assert out.output == b"abcd" and out.truncated and out.exit_code == 124
+    assert out.output == b"abcd" and out.truncated and out.exit_code == 124 and out.stopped_at_cap
+
+
+def test_discard_lets_the_child_finish_past_the_cap(tmp_path) -> None:
+    """overflow="discard": the output past the cap is dropped, the child runs to its end (the file it
+    writes after printing exists) and its own exit code stands."""
+    done = tmp_path / "done"
+    seen: list[bytes] = []
+    out = run(
+        f"head -c 300000 /dev/zero | tr '\\0' x; printf END; touch '{done}'; exit 3",
+        cap=1000,
+        overflow="discard",
+        on_output=seen.append,
+    )
+    assert done.exists()
+    assert out.exit_code == 3 and out.truncated and not out.stopped_at_cap and not out.timed_out
+    # Its beginning and its end (where a failing command says why), a quarter of the cap for the end.
+    mark = b"\n[... output cut here ...]\n"
+    assert out.output == b"x" * (750 - len(mark)) + mark + b"x" * 247 + b"END"
+    assert out.total_bytes == 300003
+    assert b"".join(seen) == b"x" * 300000 + b"END"
+    small = run("printf abc", cap=1000, overflow="discard")
+    assert small.output == b"abc" and not small.truncated and small.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [(b, 3000) for b in (0, 7, 600, 995, 1000, 1010, 1021, 1500)]
+    + [(3000, a) for a in (0, 5, 100, 240, 249, 250, 255, 265, 271, 272, 280)]
+    + [(990, 60), (1010, 50), (1015, 200), (1020, 260)],
+)
+def test_discard_never_shows_part_of_a_secret(before: int, after: int) -> None:
+    """Wherever a secret falls (in the beginning, across its end, across the cut, in the end kept, or
+    across the two when nothing was dropped), what is shown holds no piece of it."""
+    secret = "S3CRET-value-0123456789"
+    out = run(
+        f"head -c {before} /dev/zero | tr '\\0' a; printf '%s' '{secret}';"
+        f" head -c {after} /dev/zero | tr '\\0' b",
+        cap=1000,
+        overflow="discard",
+        redact=[secret],
+    )
+    assert out.truncated and len(out.output) <= 1000
+    shown = out.output.decode()
+    for n in range(6, len(secret) + 1):
+        for i in range(len(secret) - n + 1):
+            assert secret[i : i + n] not in shown, (before, secret[i : i + n])
 
 
 def test_redaction_happens_before_truncation() -> None:

@@ -1,0 +1,28 @@
+"""Fixtures for the git tool tests (helpers in gitworld.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Env
+from tests.tools.git.gitworld import IDENTITY, Git, plain
+
+
+@pytest.fixture
+def git(world: Env) -> Git:
+    return Git(world)
+
+
+@pytest.fixture
+def repo(world: Env) -> Path:
+    """The project as a repository with one commit on main, and a git identity in fermix config."""
+    p = world.project
+    plain(p, "init", "-q", "-b", "main")
+    (p / "app.py").write_text("print('v1')\n")
+    plain(p, "add", "app.py")
+    plain(p, "commit", "-q", "-m", "first")
+    world.fermix_home.mkdir(parents=True, exist_ok=True)
+    (world.fermix_home / "config.toml").write_text(IDENTITY)
+    return p
