@@ -40,9 +40,13 @@ def handles_errors_as(prog: str) -> Callable[[F], F]:
 
 
 def context() -> Any:
+    """The CLI's tool context; what fermix logs from here on (tracebacks included) goes to its log file."""
     from ..core.context import ToolContext
+    from ..core.logs import setup_logging
 
-    return ToolContext.for_cli(home=GLOBAL.home, cwd=GLOBAL.cwd, session=GLOBAL.session, trust=GLOBAL.trust)  # type: ignore[arg-type]
+    ctx = ToolContext.for_cli(home=GLOBAL.home, cwd=GLOBAL.cwd, session=GLOBAL.session, trust=GLOBAL.trust)  # type: ignore[arg-type]
+    setup_logging(ctx.paths.log_file)  # never Python's last-resort handler, which prints to stderr
+    return ctx
 
 
 def emit_json(value: Any) -> None:
