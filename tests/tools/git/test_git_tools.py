@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Env, Result
+from tests.conftest import Env, Result, needs_git
 
-REAL_GIT = shutil.which("git") or "/usr/bin/git"
+pytestmark = needs_git
+REAL_GIT = shutil.which("git") or "git"
 ISOLATED = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": "/dev/null",
