@@ -56,8 +56,14 @@ class DoctorInput(Record):
 
 
 def check_python() -> Check:
+    """3.11 or newer; for a fermix.pyz, the minor version it was built for."""
+    from ..core.pyzbuild import wrong_python
+
     v = sys.version_info
     detail = f"{v.major}.{v.minor}.{v.micro} at {sys.executable}"
+    refusal = wrong_python()
+    if refusal is not None:
+        return Check("python", "fail", refusal)  # it names this Python and the one needed
     return Check("python", "ok" if v >= (3, 11) else "fail", detail)
 
 
