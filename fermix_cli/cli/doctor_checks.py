@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import stat
 import sys
 from collections.abc import Callable, Mapping
@@ -22,6 +21,8 @@ from ..core.search import engines
 from ..core.search.engines import Engine
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from ..core.config import Config
 
 Status = Literal["ok", "warn", "fail", "n/a"]
@@ -67,6 +68,31 @@ def check_python() -> Check:
     return Check("python", "ok" if v >= (3, 11) else "fail", detail)
 
 
+def missing_modules(modules: tuple[str, ...] = ()) -> list[str]:
+    """Which of `modules` (default: the standard modules fermix needs, sqlite3 and ssl) this Python lacks."""
+    import importlib
+
+    from ..core.errors import OPTIONAL_STDLIB
+
+    missing = []
+    for module in modules or tuple(OPTIONAL_STDLIB):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    return missing
+
+
+def check_python_modules() -> Check:
+    from ..core.errors import OPTIONAL_STDLIB, missing_module_message
+
+    missing = missing_modules()
+    if missing:
+        detail = " ".join(missing_module_message(m) for m in missing)
+        return Check("python modules", "fail", detail, {"missing": missing})
+    return Check("python modules", "ok", ", ".join(OPTIONAL_STDLIB) + " present", {"missing": []})
+
+
 def check_config(inp: DoctorInput) -> tuple[Check, Config | None]:
     from ..core.config import read_raw, validate_config
 
@@ -107,9 +133,14 @@ def home_blocked(inp: DoctorInput) -> str | None:
 
 
 def _no_home(inp: DoctorInput, name: str) -> Check | None:
-    if home_blocked(inp) is None:
-        return None
-    return Check(name, "n/a", "the fermix home is not a directory; see the home check")
+    """N/A when state.db cannot be read at all: the home is not a directory, or this Python has no sqlite3."""
+    if home_blocked(inp) is not None:
+        return Check(name, "n/a", "the fermix home is not a directory; see the home check")
+    if missing_modules(("sqlite3",)):
+        return Check(
+            name, "n/a", "this Python has no sqlite3 to read state.db with; see the python modules check"
+        )
+    return None
 
 
 def _state_unreadable(name: str, e: sqlite3.Error) -> Check:
@@ -143,12 +174,12 @@ def check_home(inp: DoctorInput) -> Check:
 
 
 def check_state(inp: DoctorInput) -> Check:
-    from ..core.state import inspect_state
-
     path = inp.paths.state_db
     blocked = _no_home(inp, "state.db")
     if blocked is not None:
         return blocked
+    from ..core.state import inspect_state
+
     r = inspect_state(path)
     data = {"path": str(path), "schema_version": r.schema_version, "latest_version": r.latest_version}
     if not r.exists:
@@ -168,11 +199,13 @@ def check_state(inp: DoctorInput) -> Check:
 
 
 def check_reminders(inp: DoctorInput) -> Check:
-    from ..events.health import failed_reminders
-
     blocked = _no_home(inp, "reminders")
     if blocked is not None:
         return blocked
+    import sqlite3
+
+    from ..events.health import failed_reminders
+
     try:
         count, latest = failed_reminders(inp.paths.state_db)
     except sqlite3.Error as e:
@@ -328,11 +361,13 @@ def _command_found(command: str, inp: DoctorInput) -> bool:
 
 
 def check_job_runs(inp: DoctorInput) -> Check:
-    from ..jobs.health import describe, interrupted_runs_readonly
-
     blocked = _no_home(inp, "job runs")
     if blocked is not None:
         return blocked
+    import sqlite3
+
+    from ..jobs.health import describe, interrupted_runs_readonly
+
     try:
         found = interrupted_runs_readonly(inp.paths.state_db)
     except sqlite3.Error as e:
@@ -345,11 +380,13 @@ def check_job_runs(inp: DoctorInput) -> Check:
 
 
 def check_agent_runs(inp: DoctorInput) -> Check:
-    from ..agent.transcripts import orphaned_runs_readonly
-
     blocked = _no_home(inp, "agent runs")
     if blocked is not None:
         return blocked
+    import sqlite3
+
+    from ..agent.transcripts import orphaned_runs_readonly
+
     try:
         orphaned = orphaned_runs_readonly(inp.paths.state_db)
     except sqlite3.Error as e:
@@ -393,6 +430,11 @@ def check_harness(inp: DoctorInput, config: Config | None) -> Check:
         return Check(
             name, "n/a", "neither codex nor claude is on PATH; the coding-agent tools are not registered"
         )
+    blocked = _no_home(inp, name)
+    if blocked is not None:
+        return blocked
+    import sqlite3
+
     from ..harness.health import run_counts
 
     try:
@@ -419,6 +461,7 @@ def run_checks(inp: DoctorInput) -> list[Check]:
     config_check, config = check_config(inp)
     return [
         check_python(),
+        check_python_modules(),
         config_check,
         check_home(inp),
         check_state(inp),
