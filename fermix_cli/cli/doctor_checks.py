@@ -266,7 +266,10 @@ def check_engine(inp: DoctorInput, program: str, label: str, fix: str) -> Check:
     """A search engine fermix runs: which binary, found where, which version; missing is a failure."""
     found = inp.engine(program)
     if found is None:
-        return Check(label, "fail", f"{program} not found beside {sys.executable} nor on PATH; {fix}")
+        places = engines.looked_in(program)
+        return Check(
+            label, "fail", f"{program} not found in {', '.join(places)}; {fix}", {"looked_in": places}
+        )
     version = inp.engine_version(found.path)
     where = {
         "interpreter": "beside the interpreter",
@@ -475,8 +478,8 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_computer_use(inp, config),
         check_harness(inp, config),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),
-        check_engine(inp, "rg", "ripgrep", "grep, find and the search tools need it: " + engines.RG_FIX),
-        check_engine(inp, "ast-grep", "ast-grep", "tree-wide ast_grep needs it: " + engines.AST_GREP_FIX),
+        check_engine(inp, "rg", "ripgrep", "grep, find and the search tools need it: " + engines.fix("rg")),
+        check_engine(inp, "ast-grep", "ast-grep", "tree-wide ast_grep needs it: " + engines.fix("ast-grep")),
     ]
 
 

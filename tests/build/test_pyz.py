@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -225,7 +226,7 @@ def test_a_pyz_on_another_python_minor_is_refused_and_doctor_fails(pyz: Path, tm
     home.mkdir()
     r = _run_on(sys.executable, pyz, home, shiv_root, "--version")  # extracts it
     assert r.returncode == 0, r.stderr
-    (record,) = shiv_root.glob("fermix.pyz_*/site-packages/fermix_cli/core/pyzbuild.py")
+    (record,) = shiv_root.glob(f"{pyz.name}_*/site-packages/fermix_cli/core/pyzbuild.py")
     text = record.read_text()
     built = (sys.implementation.name, sys.version_info[0], sys.version_info[1])
     record.write_text(text.replace(f"= {built!r}", f"= {(sys.implementation.name, 3, 10)!r}"))
@@ -284,3 +285,47 @@ def test_a_pyz_on_the_other_pythons_here_is_refused_with_the_python_it_needs(
             assert r.returncode == 1
             line = next(x for x in r.stdout.splitlines() if " python " in x)
             assert line.startswith("[FAIL]") and f"run it with {needs} " in line
+
+
+@pytest.mark.slow
+def test_a_pyz_whose_extracted_engine_is_gone_says_to_extract_it_again(
+    pyz: Path, empty_venv: Path, tmp_path: Path
+) -> None:
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    project = home / "project"
+    project.mkdir(parents=True)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        env = {
+            "PATH": str(empty_venv / "bin"),  # no rg anywhere but inside the pyz
+            "HOME": str(home),
+            "FERMIX_HOME": str(home / ".fermix"),
+            "SHIV_ROOT": str(cache),
+        }
+        return subprocess.run(
+            [str(pyz), *args], env=env, cwd=project, capture_output=True, text=True, timeout=300
+        )
+
+    (project / "notes.txt").write_text("hi\n")
+    grep = ("tool", "grep", "--json", '{"patterns":["hi"],"mode":"raw"}')
+    r = run(*grep)  # extracted, with rg
+    assert r.returncode == 0 and json.loads(r.stdout)["output"] == "notes.txt:1:hi", r.stderr
+    (extracted,) = cache.glob(f"{pyz.name}_*")
+    bundled = extracted / "site-packages" / "bin"
+    (bundled / "rg").unlink()  # a damaged cache: a cleaner took the binary
+
+    r = run(*grep)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    error = json.loads(r.stderr)["error"]
+    assert error["code"] == "search_engine_missing"
+    assert f"rm -rf {extracted}" in error["message"] and "pip install" not in error["message"]
+    assert str(bundled / "rg") in error["details"]["looked_in"]
+    r = run("doctor", "--json")
+    check = next(c for c in json.loads(r.stdout)["checks"] if c["name"] == "ripgrep")
+    assert check["status"] == "fail" and str(bundled / "rg") in check["detail"], check
+    assert f"rm -rf {extracted}" in check["detail"] and "pip install" not in check["detail"]
+
+    shutil.rmtree(extracted)  # what the message says to do (the cache is this test's own)
+    r = run(*grep)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["output"] == "notes.txt:1:hi"
