@@ -17,7 +17,7 @@ _fermix_paths() {
 _fermix_node() {
     case "$1" in
         '')
-            _fx_subs='agent ask browser channels completions config doctor events grant inbox jobs logs mcp memory revoke runs sandbox serve skills state tool'
+            _fx_subs='agent ask browser capabilities channels completions config doctor events grant inbox jobs logs mcp memory revoke runs sandbox serve skills state tool'
             _fx_opts='--cwd -h --help --home --session --trust --version'
             _fx_valopts='--cwd --home --session --trust' ;;
         'agent')
@@ -56,6 +56,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='-h --help --json --profile'
             _fx_valopts='--profile' ;;
+        'capabilities')
+            _fx_subs=''
+            _fx_opts='-h --help --json --kind'
+            _fx_valopts='--kind' ;;
         'channels')
             _fx_subs='list send'
             _fx_opts='-h --help'
@@ -182,7 +186,7 @@ _fermix_node() {
             _fx_valopts='' ;;
         'logs')
             _fx_subs=''
-            _fx_opts='-n --count -h --help --json -q --query --session --sessions'
+            _fx_opts='--calls -n --count -h --help --json -q --query --session --sessions'
             _fx_valopts='-n --count -q --query --session' ;;
         'mcp')
             _fx_subs='serve servers tools'
@@ -333,7 +337,7 @@ _fermix_node() {
             _fx_opts='-h --help -m --model --poll-timeout --provider --systemd --toolset'
             _fx_valopts='-m --model --poll-timeout --provider --toolset' ;;
         'skills')
-            _fx_subs='check list new run view'
+            _fx_subs='check list new reload run view'
             _fx_opts='-h --help'
             _fx_valopts='' ;;
         'skills check')
@@ -348,6 +352,10 @@ _fermix_node() {
             _fx_subs=''
             _fx_opts='--description -d -h --help --json'
             _fx_valopts='--description -d' ;;
+        'skills reload')
+            _fx_subs=''
+            _fx_opts='-h --help --json'
+            _fx_valopts='' ;;
         'skills run')
             _fx_subs=''
             _fx_opts='--context -h --help --json --model -m --provider'
@@ -370,7 +378,7 @@ _fermix_node() {
             _fx_valopts='' ;;
         'tool list')
             _fx_subs=''
-            _fx_opts='-h --help --json'
+            _fx_opts='-h --help --json --mcp'
             _fx_valopts='' ;;
         'tool ast_grep')
             _fx_subs=''
@@ -638,6 +646,7 @@ _fermix_value() {
         'agent|--toolset') _fermix_words 'fermix coding' ;;
         'ask|--provider') _fermix_words 'openai anthropic echo mock' ;;
         'ask|--toolset') _fermix_words 'fermix coding' ;;
+        'capabilities|--kind') _fermix_words 'builtin skill mcp' ;;
         'channels send|--file') _fermix_paths -f ;;
         'jobs add|--provider') _fermix_words 'openai anthropic echo mock' ;;
         'mcp serve|--allow') _fermix_words 'ast_grep bash browser cancel_coding_run claude_code_run codex_cloud_run codex_run computer_use content_search event_list event_remove event_store event_update file_edit file_read file_write find generate_image get_coding_run get_job_run git_read git_write glob_search grep hash_edit list_coding_runs list_files list_job_runs list_jobs memory_forget memory_recall memory_sources_list memory_store model_routing_config pause_job place_search react read reminder_snooze remove_job request_directory_access resume_job run_job_now schedule_job send_attachment shell skill_create skill_list skill_reload skill_run skill_view stop_tracking_coding_run subagents tool_call tool_describe tool_help tool_search update_job view_image web web_fetch web_search write' ;;

@@ -6,7 +6,7 @@
 function __fermix_subs
     switch $argv[1]
         case ''
-            echo agent ask browser channels completions config doctor events grant inbox jobs logs mcp memory revoke runs sandbox serve skills state tool
+            echo agent ask browser capabilities channels completions config doctor events grant inbox jobs logs mcp memory revoke runs sandbox serve skills state tool
         case 'browser'
             echo open shot snapshot start status stop
         case 'channels'
@@ -36,7 +36,7 @@ function __fermix_subs
         case 'serve'
             echo telegram
         case 'skills'
-            echo check list new run view
+            echo check list new reload run view
         case 'state'
             echo status
         case 'tool'
@@ -64,6 +64,8 @@ function __fermix_valopts
             echo --profile
         case 'browser stop'
             echo --profile
+        case 'capabilities'
+            echo --kind
         case 'channels send'
             echo --file
         case 'events add'
@@ -270,6 +272,7 @@ complete -c fermix.pyz -w fermix
 complete -c fermix -n '__fermix_at \'\'' -a 'agent' -d 'Chat with the model interactively; its tool calls run in-process under the same policy.'
 complete -c fermix -n '__fermix_at \'\'' -a 'ask' -d 'Ask once: run the model loop on MESSAGE with fermix\'s tools and print the answer.'
 complete -c fermix -n '__fermix_at \'\'' -a 'browser' -d 'A managed Chromium that stays up between commands.'
+complete -c fermix -n '__fermix_at \'\'' -a 'capabilities' -d 'The capabilities (tools) this caller may run: built-ins, skills and MCP servers\' tools.'
 complete -c fermix -n '__fermix_at \'\'' -a 'channels' -d 'Delivery channels (inbox, telegram, webhook, desktop, apprise): list them, send a test message.'
 complete -c fermix -n '__fermix_at \'\'' -a 'completions' -d 'Print the completion script for SHELL (commands, tool names and each tool\'s flags).'
 complete -c fermix -n '__fermix_at \'\'' -a 'config' -d 'Read and change config.toml (validated before it is written).'
@@ -285,7 +288,7 @@ complete -c fermix -n '__fermix_at \'\'' -a 'revoke' -d 'Withdraw a directory gr
 complete -c fermix -n '__fermix_at \'\'' -a 'runs' -d 'Coding-agent runs (codex_run, claude_code_run): list, show, cancel, logs.'
 complete -c fermix -n '__fermix_at \'\'' -a 'sandbox' -d 'Inspect and change the sandbox (an in-process policy gate, not an OS jail).'
 complete -c fermix -n '__fermix_at \'\'' -a 'serve' -d 'Long-running conversation channels: `serve telegram` answers the owner\'s Telegram chat.'
-complete -c fermix -n '__fermix_at \'\'' -a 'skills' -d 'SKILL.md skills: list, view, scaffold, run and check them.'
+complete -c fermix -n '__fermix_at \'\'' -a 'skills' -d 'SKILL.md skills: list, view, reload, scaffold, run and check them.'
 complete -c fermix -n '__fermix_at \'\'' -a 'state' -d 'The SQLite state file.'
 complete -c fermix -n '__fermix_at \'\'' -a 'tool' -d 'Run one tool with JSON in and JSON out: fermix tool NAME --json \'{...}\'.'
 complete -c fermix -n '__fermix_at \'\'' -l cwd -x -a '(__fish_complete_directories)' -d 'Working directory for this call.'
@@ -346,6 +349,9 @@ complete -c fermix -n '__fermix_at \'browser status\'' -l profile -x -d 'Browser
 complete -c fermix -n '__fermix_at \'browser stop\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'browser stop\'' -l json -d 'JSON output (the tool\'s result).'
 complete -c fermix -n '__fermix_at \'browser stop\'' -l profile -x -d 'Browser profile (default: configured).'
+complete -c fermix -n '__fermix_at \'capabilities\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'capabilities\'' -l json -d 'JSON output: one capability record each.'
+complete -c fermix -n '__fermix_at \'capabilities\'' -l kind -x -a 'builtin skill mcp' -d 'Only this kind: builtin, skill or mcp (mcp starts the servers).'
 complete -c fermix -n '__fermix_at \'channels\'' -a 'list' -d 'Which channels are set up, and the owner\'s default delivery target.'
 complete -c fermix -n '__fermix_at \'channels\'' -a 'send' -d 'Send one message (or a file) to a target now, to check that a channel works.'
 complete -c fermix -n '__fermix_at \'channels\'' -s h -l help -d 'Show help and exit.'
@@ -471,9 +477,10 @@ complete -c fermix -n '__fermix_at \'jobs show\'' -s h -l help -d 'Show help and
 complete -c fermix -n '__fermix_at \'jobs show\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'jobs status\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'jobs status\'' -l json -d 'JSON output.'
-complete -c fermix -n '__fermix_at \'logs\'' -s n -l count -x -d 'How many runs (newest).'
+complete -c fermix -n '__fermix_at \'logs\'' -l calls -d 'List recorded tool calls instead of runs (model runs, MCP calls), with calls a killed fermix left unfinished shown interrupted.'
+complete -c fermix -n '__fermix_at \'logs\'' -s n -l count -x -d 'How many runs, sessions or calls (newest).'
 complete -c fermix -n '__fermix_at \'logs\'' -s h -l help -d 'Show help and exit.'
-complete -c fermix -n '__fermix_at \'logs\'' -l json -d 'JSON: the same objects `fermix ask --json` prints.'
+complete -c fermix -n '__fermix_at \'logs\'' -l json -d 'JSON: runs as `fermix ask --json` prints them (or the sessions, or the calls).'
 complete -c fermix -n '__fermix_at \'logs\'' -s q -l query -x -d 'Full-text search of the messages.'
 complete -c fermix -n '__fermix_at \'logs\'' -l session -x -d 'Only this session.'
 complete -c fermix -n '__fermix_at \'logs\'' -l sessions -d 'List sessions instead of runs.'
@@ -597,6 +604,7 @@ complete -c fermix -n '__fermix_at \'serve telegram\'' -l toolset -x -a 'fermix 
 complete -c fermix -n '__fermix_at \'skills\'' -a 'check' -d 'Validate every skill, then run each evals/evals.json case and report pass/fail; exit 1 on any failure.'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'list' -d 'The installed skills, and the ones that failed to load (with file and line).'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'new' -d 'Scaffold <home>/skills/NAME/ with SKILL.md and evals/evals.json.'
+complete -c fermix -n '__fermix_at \'skills\'' -a 'reload' -d 'Re-scan the skill directories: the skills added, removed and changed since the last reload, and the ones that failed to load (with file and line).'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'run' -d 'Run a skill on a task, confined to its allowed tools; exit 1 unless it completed (130 when stopped by Ctrl-C or SIGTERM).'
 complete -c fermix -n '__fermix_at \'skills\'' -a 'view' -d 'A skill\'s instructions, allowed tools and metadata, or one of its reference files.'
 complete -c fermix -n '__fermix_at \'skills\'' -s h -l help -d 'Show help and exit.'
@@ -610,6 +618,8 @@ complete -c fermix -n '__fermix_at \'skills list\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'skills new\'' -l description -s d -x -d 'What the skill does.'
 complete -c fermix -n '__fermix_at \'skills new\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'skills new\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'skills reload\'' -s h -l help -d 'Show help and exit.'
+complete -c fermix -n '__fermix_at \'skills reload\'' -l json -d 'JSON output.'
 complete -c fermix -n '__fermix_at \'skills run\'' -l context -x -d 'Extra context for the skill.'
 complete -c fermix -n '__fermix_at \'skills run\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'skills run\'' -l json -d 'JSON output.'
@@ -622,7 +632,7 @@ complete -c fermix -n '__fermix_at \'state\'' -a 'status' -d 'Open (and migrate)
 complete -c fermix -n '__fermix_at \'state\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'state status\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'state status\'' -l json -d 'JSON output.'
-complete -c fermix -n '__fermix_at \'tool\'' -a 'list' -d 'List the tools this caller may run.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'list' -d 'List the tools this caller may run: built-ins and skills, with --mcp MCP servers\' tools too.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'ast_grep' -d 'Syntax-aware search, read-only rewrite previews and symbol outlines.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'bash' -d 'Run a non-interactive command in the active working directory, with a nonblank intent saying why.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'browser' -d 'Drive a supervised local Chromium over the DevTools protocol, one action per call; the browser stays up between calls.'
@@ -671,11 +681,11 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'send_attachment' -d 'Send a loc
 complete -c fermix -n '__fermix_at \'tool\'' -a 'shell' -d 'Run a shell command (sh -c) in the sandbox working directory.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_create' -d 'Scaffold a new local skill at <home>/skills/<name>/ (SKILL.md with an empty allowed-tool list, and a starter evals/evals.json).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_list' -d 'List installed skills (name, description, where it lives) that skill_run can run.'
-complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_reload' -d 'Re-scan the skill directories: returns the added, removed and changed skill names since the last reload, and every skill that failed to load (with file and line).'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_reload' -d 'Re-scan the skill directories and refresh the running agent\'s skills (a new or changed skill can be called from the next step): returns the added, removed and changed skill names since the last reload, and every skill that failed to load (with file and line).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_run' -d 'Run an installed skill on a task.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_view' -d 'Show a skill\'s system prompt, allowed tools and metadata, or with `file` one of its references/<file>.md.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'stop_tracking_coding_run' -d 'Stop tracking an active Codex cloud run and deliver its task URL.'
-complete -c fermix -n '__fermix_at \'tool\'' -a 'subagents' -d 'Fan out independent tasks to temporary subagents running concurrently (at most 10 tasks; 4 at a time by default, at most 8; 300 s each by default, at most 900).'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'subagents' -d 'Fan out independent tasks to temporary subagents running concurrently (at most 10 tasks; 4 at a time by default, at most 8; 50 tasks, 12 at a time in /ultra mode; 300 s each by default, at most 900).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_call' -d 'Invoke a deferred tool by name with an object of arguments.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_describe' -d 'Return the full documentation and input schema of one deferred tool.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'tool_help' -d 'Return the full documentation of one registered tool as the caller may see it: description, parameters, examples and failure modes.'
@@ -689,6 +699,7 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'write' -d 'Create or fully repl
 complete -c fermix -n '__fermix_at \'tool\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'tool list\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'tool list\'' -l json -d 'JSON output.'
+complete -c fermix -n '__fermix_at \'tool list\'' -l mcp -d 'Also the enabled MCP servers\' tools (starts the servers).'
 complete -c fermix -n '__fermix_at \'tool ast_grep\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool ast_grep\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool ast_grep\'' -l schema -d 'Print the input JSON schema and exit.'
@@ -1271,7 +1282,7 @@ complete -c fermix -n '__fermix_at \'tool subagents\'' -l provider -x -d 'Provid
 complete -c fermix -n '__fermix_at \'tool subagents\'' -l reasoning-effort -x -a 'none low medium high xhigh max' -d 'Thinking level for the workers'
 complete -c fermix -n '__fermix_at \'tool subagents\'' -l result-format -x -a 'concise detailed structured' -d 'How workers shape their answers'
 complete -c fermix -n '__fermix_at \'tool subagents\'' -l shared-context -x -d 'Context for every task'
-complete -c fermix -n '__fermix_at \'tool subagents\'' -l tasks -x -d 'Tasks, each {id, task, context?}'
+complete -c fermix -n '__fermix_at \'tool subagents\'' -l tasks -x -d 'Tasks, each {id, task, context?}; at most 10'
 complete -c fermix -n '__fermix_at \'tool subagents\'' -l timeout-seconds -x -d 'Per-worker wall-clock limit (default 300)'
 complete -c fermix -n '__fermix_at \'tool tool_call\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool tool_call\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'

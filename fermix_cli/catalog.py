@@ -131,6 +131,7 @@ MIGRATION_MODULES: tuple[str, ...] = (
 
 MIGRATION_NAMES: tuple[str, ...] = (
     "core_001_tool_calls",
+    "core_003_tool_call_starts",
     "agent_001_transcripts",
     "agent_002_session_parents",
     "agent_003_fts_in_batches",

@@ -179,6 +179,30 @@ def processes_with(marker: str) -> list[int]:
     return pids
 
 
+def survivors(pgid: int, marker: str, safety_net: float = 60) -> list[int]:
+    """The live processes still in group `pgid` or whose command line holds `marker`, once they are all
+    gone or `safety_net` seconds have passed (SIGKILLed processes take a moment to leave /proc)."""
+    import time
+
+    def left() -> list[int]:
+        found = set(processes_with(marker))
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat", "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue
+                if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+                    found.add(int(entry))
+        return sorted(found)
+
+    end = time.monotonic() + safety_net
+    while (found := left()) and time.monotonic() < end:
+        time.sleep(0.05)
+    return found
+
+
 @contextlib.contextmanager
 def unreadable(monkeypatch: pytest.MonkeyPatch, engine: str, tmp: Path, *paths: Path) -> Iterator[None]:
     """For the block: `paths` unreadable (mode 0), and the search engine `engine` ("rg" or "ast_grep"

@@ -63,9 +63,20 @@ class Groundwork(Record, frozen=True):
 
 
 def lay_groundwork(registry: Registry, ctx: ToolContext, options: AgentOptions) -> Groundwork:
+    return Groundwork(toolbox=run_toolbox(registry, ctx, options), cwd=prompt_cwd(ctx))
+
+
+def run_toolbox(registry: Registry, ctx: ToolContext, options: AgentOptions) -> Toolbox:
+    """The tools a run with `options` offers in `ctx`: `--tools` exactly, else its toolset's."""
     toolset = None if options.tools is not None else (options.toolset or ctx.config.fermix_core.agent.toolset)
-    toolbox = select_tools(registry, ctx, toolset=toolset, names=options.tools)
-    return Groundwork(toolbox=toolbox, cwd=prompt_cwd(ctx))
+    return select_tools(registry, ctx, toolset=toolset, names=options.tools)
+
+
+def dispatchable_in(ctx: ToolContext, toolbox: Toolbox) -> frozenset[str]:
+    """What a run may dispatch: its toolbox's tools, within `ctx`'s own narrowing (never wider)."""
+    if ctx.allowed_tools is None:
+        return toolbox.dispatchable
+    return ctx.allowed_tools & toolbox.dispatchable
 
 
 class AgentOptions(Record):
@@ -77,6 +88,8 @@ class AgentOptions(Record):
     session: str | None = None
     continue_last: bool = False
     max_iterations: int | None = None
+    # Where `max_iterations` comes from, as the cap's error names it (`--max-iterations` when unset).
+    cap_source: str | None = None
     reasoning_effort: str | None = None
     # Background sections appended to the system prompt (the memory profiles of ask and agent).
     context_sections: tuple[str, ...] = ()
@@ -119,7 +132,8 @@ class Agent:
         self.choice: ProviderChoice = choose_provider(config, provider=options.provider, model=options.model)
         agent_cfg = config.fermix_core.agent
         if options.max_iterations is not None:
-            self.max_iterations, self.cap_source = options.max_iterations, "--max-iterations"
+            self.max_iterations = options.max_iterations
+            self.cap_source = options.cap_source or "--max-iterations"
         elif ctx.origin in LONG_RUN_ORIGINS:
             self.max_iterations = agent_cfg.max_iterations_scheduled
             self.cap_source = "fermix_core.agent.max_iterations_scheduled"
@@ -157,7 +171,7 @@ class Agent:
         self.source_failures.update(toolbox.tools.failures())
         run_ctx = ctx.derive(
             share_sandbox=True,  # the one the prompt's cwd came from
-            allowed_tools=toolbox.dispatchable,
+            allowed_tools=dispatchable_in(ctx, toolbox),
             record_calls=True,
             session_id=self.session_id,
             toolset=toolbox.toolset,
@@ -170,6 +184,14 @@ class Agent:
         system = system_prompt(custom, cwd=ground.cwd, now=ctx.now(), deferred=toolbox.deferred)
         if self.options.context_sections:
             system = "\n\n".join([system, *self.options.context_sections])
+        options, registry = self.options, self.registry
+
+        def retool() -> tuple[Toolbox, frozenset[str]]:
+            # The tools as they are now (a skill_reload's skills), chosen and narrowed as at the start:
+            # the same base context and options, so `--tools`, a toolset and every ceiling still hold.
+            box = run_toolbox(registry, ctx, options)
+            return box, dispatchable_in(ctx, box)
+
         make_loop: Callable[..., AgentLoop] = AgentLoop
         if self.time_limit is not None:
             from .timed import TimedLoop
@@ -182,6 +204,7 @@ class Agent:
             ctx=run_ctx,
             registry=self.registry,
             toolbox=toolbox,
+            retool=retool,
             system=system,
             transcript=self.transcript,
             session_id=self.session_id,
@@ -226,6 +249,13 @@ class Agent:
 
             logger("fermix.agent").exception("collecting turn notices failed")
             return []
+
+    def set_extra(self, key: str, value: Any) -> None:
+        """Set `ctx.extras[key]` for this agent's runs from the next turn on, in this conversation and
+        any it switches to (a session mode such as /ultra)."""
+        self.extras[key] = value
+        if self.loop is not None:
+            self.loop.ctx.extras[key] = value
 
     def new_session(self, session_id: str | None = None) -> str:
         self.loop = None

@@ -19,7 +19,7 @@ from ..core.errors import ToolError
 from ..core.logs import logger
 from ..core.records import Record, field
 from ..core.registry import Registry, registry_of
-from .messages import ModelResponse, ToolCall
+from .messages import ModelResponse, ToolCall, Usage
 from .transcripts import ToolOutcome, iso
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ class Delegation(Record):
     model: str | None = None
     reasoning_effort: str | None = None
     max_iterations: int | None = None
+    cap_source: str | None = None  # what sets `max_iterations`, for the cap's error
     timeout_seconds: float | None = None
     toolset: str | None = None
 
@@ -63,22 +64,44 @@ class Delegated(Record):
     withheld_tools: list[str] = field(default_factory=list)
 
 
+class Progress(Record):
+    """What a run had done when its caller gave up on it (`Stopwatch.progress`): its model calls, their
+    tokens, and the turn in flight, with its calls answered as the loop would answer them."""
+
+    iterations: int
+    usage: Usage
+    turn: tuple[ModelResponse, list[ToolOutcome]] | None = None
+
+
 class Stopwatch:
     """Ends a run at its deadline or when cancelled: checked at every model and tool event.
 
     A model call already running is not interrupted; the run stops at its next event. `cancel` is
     also the run's context's cancel token, so a tool in flight that watches it (a shell command, git)
     is stopped at once, its process group killed, when the run is cancelled (a worker given up at its
-    timeout). Collects the text the model streams, so a stopped run still reports what it produced.
+    timeout). Collects the text the model streams, so a stopped run still reports what it produced,
+    and what the run has done (`progress`), so a caller that stops waiting can record it.
     """
 
     def __init__(self, deadline: float | None, cancel: CancelToken | None = None) -> None:
+        import threading
+
         from ..core.cancel import CancelToken
 
         self.deadline = deadline
         self.cancel = cancel or CancelToken()
         self.produced: list[str] = []
         self.iterations = 0
+        # Written by the run's thread, read by the one that gives up on it (`progress`).
+        self._lock = threading.Lock()
+        self.usage = Usage()
+        self._turn_text: list[str] = []
+        self._turn_usage = Usage()
+        self._turn_calls: list[ToolCall] = []
+        self._done: list[ToolOutcome] = []
+        self._running: tuple[ToolCall, str] | None = None
+        self._no_tool = threading.Event()  # set while no tool call is running
+        self._no_tool.set()
 
     def check(self) -> None:
         # The deadline first: at the deadline the token is cancelled too (run_delegated's timer).
@@ -88,25 +111,70 @@ class Stopwatch:
             raise ToolError("canceled", f"the run was cancelled: {self.cancel.reason}", {})
 
     def model_start(self, iteration: int) -> None:
-        self.iterations = iteration
-        self.check()
+        self.check()  # a call stopped here is not made, nor counted
+        with self._lock:
+            if iteration != self.iterations:  # a new turn (the loop stored the last); else a continuation
+                self._turn_text, self._turn_usage, self._turn_calls = [], Usage(), []
+                self._done, self._running = [], None
+            self.iterations = iteration
 
     def text(self, delta: str) -> None:
         self.produced.append(delta)
         self.check()
 
     def model_end(self, response: ModelResponse) -> None:
+        with self._lock:
+            self.usage.add(response.usage)
+            self._turn_text.append(response.text)
+            self._turn_usage.add(response.usage)
+            self._turn_calls = list(response.tool_calls)
         if response.tool_calls:
             self.produced.append("\n")
 
     def tool_start(self, call: ToolCall, name: str, arguments: Any) -> None:
+        with self._lock:
+            self._running = (call, name)
+            self._no_tool.clear()
         self.check()
 
     def tool_end(self, outcome: ToolOutcome) -> None:
-        pass
+        with self._lock:
+            self._done.append(outcome)
+            self._running = None
+            self._no_tool.set()
+
+    def wait_tool_stopped(self, timeout: float) -> bool:
+        """Wait up to `timeout` s for the tool call running now (if any) to end; True once none runs."""
+        return self._no_tool.wait(timeout)
 
     def so_far(self) -> str:
         return "".join(self.produced).strip()
+
+    def progress(self, reason: str) -> Progress:
+        """What the run has done so far; the turn in flight (a reply with tool calls) with each call's
+        answer: its result if it ended, `interrupted` if it is running, `cancelled` if it never ran."""
+        from .loop import unfinished_outcome
+
+        with self._lock:
+            usage = Usage(self.usage.input_tokens, self.usage.output_tokens)
+            if not self._turn_calls:
+                return Progress(iterations=self.iterations, usage=usage)
+            done = {o.call.call_id: o for o in self._done}
+            running = self._running
+            outcomes = []
+            for call in self._turn_calls:
+                outcome = done.get(call.call_id)
+                if outcome is None:
+                    is_running = running is not None and running[0].call_id == call.call_id
+                    name = running[1] if running is not None and is_running else call.name
+                    outcome = unfinished_outcome(call, name, running=is_running, reason=reason)
+                outcomes.append(outcome)
+            reply = ModelResponse(
+                "".join(self._turn_text),
+                list(self._turn_calls),
+                Usage(self._turn_usage.input_tokens, self._turn_usage.output_tokens),
+            )
+            return Progress(iterations=self.iterations, usage=usage, turn=(reply, outcomes))
 
 
 def child_session(parent: str, label: str) -> str:
@@ -199,6 +267,7 @@ def prepare(ctx: ToolContext, d: Delegation, registry: Registry | None = None) -
         toolset=d.toolset,
         tools=tools if d.tools is not None else None,
         max_iterations=d.max_iterations,
+        cap_source=d.cap_source,
         reasoning_effort=d.reasoning_effort,
     )
     try:
@@ -221,6 +290,7 @@ def narrowing(d: Delegation) -> tuple[Any, ...]:
         d.system,
         d.reasoning_effort,
         d.max_iterations,
+        d.cap_source,
         d.toolset,
     )
 
@@ -282,7 +352,8 @@ def run_delegated(
         finally:
             agent.close()
         error = result.error
-        output = result.response or watch.so_far()
+        # A run stopped (its cap, an error) reports all it wrote, not only its last reply.
+        output = (result.response or watch.so_far()) if error is None else (watch.so_far() or result.response)
         iterations = result.iterations
     except ToolError as e:  # the run could not start (no provider, a bad script ...)
         error, output, iterations = e, watch.so_far(), watch.iterations

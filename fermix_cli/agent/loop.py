@@ -8,6 +8,7 @@ unique id, and every message is written to the transcript as it happens.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..core import policy
@@ -17,6 +18,7 @@ from ..core.jsonin import parse_json
 from ..core.logs import logger
 from ..core.records import Record, field
 from ..core.registry import HELD_RECORDS, MODEL_STEP, CallRecord, Registry
+from ..core.toolsets import TOOLS_CHANGED
 from .messages import (
     CUT_OFF,
     FILTERED,
@@ -56,6 +58,21 @@ CUT_CALLS = (
     "the reply was cut off by the output length limit before its tool calls were complete; make the calls "
     "again with less in one reply (split long content, such as a big file_write, into several calls)"
 )
+
+
+def unfinished_outcome(call: ToolCall, name: str, *, running: bool, reason: str) -> ToolOutcome:
+    """The answer stored for a call a stopped run did not finish: `interrupted` if it was running (what
+    it did stands), else `cancelled` (it never ran)."""
+    if running:
+        return ToolOutcome(
+            call,
+            name,
+            False,
+            f"interrupted: {name} was stopped while it ran, because {reason}; what it did before that "
+            "stands, so check before running it again",
+            "interrupted",
+        )
+    return ToolOutcome(call, name, False, f"cancelled: not run because {reason}", "cancelled")
 
 
 class LoopObserver(Protocol):
@@ -160,8 +177,11 @@ class AgentLoop:
         first_tool_choice: str | None = None,
         reasoning_effort: str | None = None,
         parent: tuple[str, str] | None = None,
+        retool: Callable[[], tuple[Toolbox, frozenset[str]]] | None = None,
     ) -> None:
         self.provider = provider
+        # The run's tools listed again, and what it may dispatch, once a tool says they changed.
+        self.retool = retool
         self.parent = parent  # (caller's session, label): a delegated run's conversation is linked
         self.provider_name = provider_name
         self.model = model
@@ -242,8 +262,13 @@ class AgentLoop:
 
     def _run(self, result: RunResult, guard: RepeatGuard, state: _TurnState) -> None:
         while True:
+            self._refresh_tools()
             result.iterations += 1
-            self.observer.model_start(result.iterations)
+            try:
+                self.observer.model_start(result.iterations)
+            except BaseException:  # stopped before the call (a delegated run's time limit): not made
+                result.iterations -= 1
+                raise
             response = self._call_model_fitted(state, first=result.iterations == 1)
             result.usage.add(response.usage)
             state.continuations = 0
@@ -489,6 +514,21 @@ class AgentLoop:
             self._flush(state)
         return stop
 
+    def _refresh_tools(self) -> None:
+        """After a tool changed what the toolsets list (skill_reload), the tools as they are now: offered
+        to the model from its next call, and dispatchable, within the narrowing the run started with."""
+        if not self.ctx.extras.pop(TOOLS_CHANGED, False) or self.retool is None:
+            return
+        try:
+            toolbox, allowed = self.retool()
+        except ToolError as e:  # (a `--tools` name gone): the run keeps the tools it had
+            log.warning("the run's tools could not be listed again (%s); keeping them", e.message)
+            return
+        self.toolbox = toolbox
+        self.ctx.allowed_tools = allowed
+        self.ctx.toolsets = toolbox.tools
+        self._schemas = toolbox.schemas(self.ctx)
+
     def _target(self, call: ToolCall) -> tuple[str, Any]:
         """The tool really called, as the run's toolset routes it (policy and logs see the target)."""
         return self.toolbox.tools.route(call.name, parse_arguments(call.arguments), self.ctx)
@@ -541,19 +581,8 @@ class AgentLoop:
         """Answer the calls that will not run, so the transcript stays a valid conversation."""
         for call in list(state.pending):
             name = self._target(call)[0]
-            if call is state.running:  # it was running when the run stopped: it did not "not run"
-                outcome = ToolOutcome(
-                    call,
-                    name,
-                    False,
-                    f"interrupted: {name} was stopped while it ran, because {stop_reason}; what it did "
-                    "before that stands, so check before running it again",
-                    "interrupted",
-                )
-            else:
-                outcome = ToolOutcome(
-                    call, name, False, f"cancelled: not run because {stop_reason}", "cancelled"
-                )
+            # A call running when the run stopped did not "not run".
+            outcome = unfinished_outcome(call, name, running=call is state.running, reason=stop_reason)
             self._answer(state, outcome)
             result.outcomes.append(outcome)
         self._flush(state)

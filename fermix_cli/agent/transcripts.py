@@ -66,18 +66,6 @@ def orphaned_runs_readonly(state_db: Path) -> list[str]:
     return [run_id for run_id, owner in rows if owner_gone(owner)]
 
 
-_OWNER: list[str] = []
-
-
-def _owner() -> str:
-    """This process as the owner of the runs it starts (`core/procid.py`), computed once."""
-    if not _OWNER:
-        from ..core.procid import owner_identity
-
-        _OWNER.append(owner_identity())
-    return _OWNER[0]
-
-
 class Transcript:
     """Reads and writes the transcript tables of one StateDB."""
 
@@ -161,6 +149,8 @@ class Transcript:
 
         `parent` (session, label) links a new conversation under its caller's (a delegated run).
         """
+        from ..core.procid import current_owner
+
         run_id = new_run_id()
         now = self._now()
         parent_id, label = parent if parent is not None else (None, None)
@@ -173,7 +163,7 @@ class Transcript:
             c.execute(
                 "INSERT INTO runs (id, conversation_id, status, provider, model, toolset, prompt, started_at,"
                 " owner) VALUES (?,?,?,?,?,?,?,?,?)",
-                (run_id, session_id, "running", provider, model, toolset, prompt, now, _owner()),
+                (run_id, session_id, "running", provider, model, toolset, prompt, now, current_owner()),
             )
             c.execute(
                 "UPDATE conversations SET updated_at = ?, provider = ?, model = ?,"
@@ -196,7 +186,24 @@ class Transcript:
         `call_records` are tool_calls rows held back for this transaction (the turn's last call).
         """
         with self.db.write() as c:
+            if self._given_up(c, run_id):  # `abandon_runs` stored this run's turn in flight already
+                self._store_records(c, call_records)
+                return
             self._store_turn(c, session_id, run_id, response, results, call_records)
+
+    @staticmethod
+    def _given_up(c: Any, run_id: str) -> bool:
+        """Whether the run was ended by another than its own loop (`abandon_runs`): its late writes
+        keep only what the registry recorded of its calls, and the counts it reached."""
+        row = c.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        return row is not None and row[0] != "running"
+
+    @staticmethod
+    def _store_records(c: Any, call_records: Sequence[CallRecord]) -> None:
+        if call_records:
+            from ..core.registry import insert_call_records
+
+            insert_call_records(c, call_records)
 
     def _store_turn(
         self,
@@ -264,12 +271,24 @@ class Transcript:
         from ..core.ftsbatch import index_pending
 
         with self.db.write() as c:
+            given_up = self._given_up(c, run_id)
             if last_turn is not None:
                 session_id, reply, call_records = last_turn
-                self._store_turn(c, session_id, run_id, reply, [], call_records)
+                if given_up:
+                    self._store_records(c, call_records)
+                else:
+                    self._store_turn(c, session_id, run_id, reply, [], call_records)
             # The run's messages (and any a run that died left) join the search index in one batch.
             index_pending(c, "messages_fts")
-            # A run its caller already gave up on (`abandon_runs`) keeps that ending.
+            if given_up:
+                # A run its caller already gave up on (`abandon_runs`) keeps that ending; its counts
+                # rise to what it used by the end (a model call that answered late was still paid for).
+                c.execute(
+                    "UPDATE runs SET iterations = max(iterations, ?), input_tokens = max(input_tokens, ?),"
+                    " output_tokens = max(output_tokens, ?) WHERE id = ?",
+                    (iterations, usage.input_tokens, usage.output_tokens, run_id),
+                )
+                return
             c.execute(
                 "UPDATE runs SET status = ?, response = ?, iterations = ?, input_tokens = ?,"
                 " output_tokens = ?, error_json = ?, ended_at = ? WHERE id = ? AND status = 'running'",
@@ -287,9 +306,12 @@ class Transcript:
 
     def close_orphaned_runs(self) -> int:
         """End `interrupted` every run still `running` whose process has died (a SIGKILL, a crash, a
-        reboot): nothing else would ever end it. Cheap when there is none (a partial index)."""
+        reboot): nothing else would ever end it. Cheap when there is none (a partial index). The calls
+        such a process left started (of any run, or none: an MCP call) are ended `interrupted` too."""
+        from ..core.callstarts import close_orphaned_calls
         from ..core.procid import owner_gone
 
+        close_orphaned_calls(self.db, self.clock())
         rows = self.db.query("SELECT id, owner FROM runs WHERE status = 'running' AND owner IS NOT NULL")
         dead = [r["id"] for r in rows if owner_gone(r["owner"])]
         if not dead:
@@ -309,17 +331,63 @@ class Transcript:
                 ).rowcount
         return closed
 
-    def abandon_runs(self, session_id: str, status: str, error: dict[str, Any]) -> int:
+    def abandon_runs(
+        self,
+        session_id: str,
+        status: str,
+        error: dict[str, Any],
+        *,
+        iterations: int | None = None,
+        usage: Usage | None = None,
+        turn: tuple[ModelResponse, Sequence[ToolOutcome]] | None = None,
+    ) -> int:
         """End the runs of `session_id` still marked running: a delegated run its caller stopped
         waiting for (timed out, or the caller interrupted), whose thread may never get to end it (the
-        process can exit first). A late `finish_run` of such a run leaves this ending in place."""
+        process can exit first). What is known of it is kept: its model calls and tokens so far, and
+        `turn`, the reply in flight with its calls answered (unless its own loop stored it already).
+        A late `add_turn` or `finish_run` of such a run leaves this ending and these messages in place."""
+        from ..core.ftsbatch import index_pending
+
         with self.db.write() as c:
-            cur = c.execute(
-                "UPDATE runs SET status = ?, error_json = ?, ended_at = ?"
-                " WHERE conversation_id = ? AND status = 'running'",
-                (status, json.dumps(error), self._now(), session_id),
-            )
-        return cur.rowcount
+            runs = [
+                r[0]
+                for r in c.execute(
+                    "SELECT id FROM runs WHERE conversation_id = ? AND status = 'running' ORDER BY rowid",
+                    (session_id,),
+                ).fetchall()
+            ]
+            if not runs:
+                return 0
+            if turn is not None and not self._turn_stored(c, runs[-1], turn[0]):
+                self._store_turn(c, session_id, runs[-1], turn[0], list(turn[1]), [])
+            for run_id in runs:
+                c.execute(
+                    "UPDATE runs SET status = ?, error_json = ?, ended_at = ?,"
+                    " iterations = max(iterations, ?), input_tokens = max(input_tokens, ?),"
+                    " output_tokens = max(output_tokens, ?) WHERE id = ?",
+                    (
+                        status,
+                        json.dumps(error),
+                        self._now(),
+                        iterations or 0,
+                        usage.input_tokens if usage is not None else 0,
+                        usage.output_tokens if usage is not None else 0,
+                        run_id,
+                    ),
+                )
+            index_pending(c, "messages_fts")
+        return len(runs)
+
+    @staticmethod
+    def _turn_stored(c: Any, run_id: str, reply: ModelResponse) -> bool:
+        """Whether the run's loop stored `reply` already (a reply and its calls' results go in together)."""
+        if not reply.tool_calls:
+            return False
+        row = c.execute(
+            "SELECT 1 FROM messages WHERE run_id = ? AND call_id = ? LIMIT 1",
+            (run_id, reply.tool_calls[0].call_id),
+        ).fetchone()
+        return row is not None
 
     def _insert(self, c: Any, session_id: str, run_id: str, *, after: int | None = None, **cols: Any) -> int:
         """Insert one message and return its seq: the next after `after` (the seq this transaction
@@ -444,6 +512,12 @@ class Transcript:
             if m["error_code"]:
                 entry["error_code"] = m["error_code"]
             calls.append(entry)
+        # A call whose end was never stored (its process died while it ran, or before the turn that
+        # carries its result was written) is listed from its start record.
+        from ..core.callstarts import unfinished_calls
+
+        answered = {c["id"] for c in calls}
+        calls += [c for c in unfinished_calls(self.db, run["id"]) if c["id"] not in answered]
         record: dict[str, Any] = {
             "status": run["status"],
             "response": run["response"],

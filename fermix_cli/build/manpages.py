@@ -270,7 +270,7 @@ def tool_page(model: CliModel) -> str:
         ".SH SYNOPSIS",
         f"{_b('fermix tool')} \\fINAME\\fR [\\fIOPTIONS\\fR] [\\fB\\-\\-PARAM\\fR \\fIVALUE\\fR...]",
         ".br",
-        f"{_b('fermix tool list')} [{_b('--json')}]",
+        f"{_b('fermix tool list')} [{_b('--json')}] [{_b('--mcp')}]",
         ".SH DESCRIPTION",
         *para(
             "Runs one tool from the registry. Arguments come from --json (an inline object, - for stdin "

@@ -1,7 +1,8 @@
 """`fermix agent`: an interactive session with the model loop (markdown, tool panels, a spinner).
 
-Slash commands: /new, /tools, /sessions, /session ID, /confirm, /deny, /pause, /resume, /help, /exit. Tools that need the owner's
-confirmation (e.g. request_directory_access) ask here; with stdin not a terminal nothing prompts.
+Slash commands: /new, /tools, /sessions, /session ID, /confirm, /deny, /pause, /resume, /ultra, /help, /exit.
+Tools that need the owner's confirmation (e.g. request_directory_access) ask here; with stdin not a
+terminal nothing prompts.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ HELP = """\
 /deny TOKEN     refuse a pending directory-access request
 /pause          take the desktop back: computer_use refuses every action until /resume
 /resume         let computer_use act again (the task does not restart by itself)
+/ultra [on|off] ultra mode for subagents until /ultra off: 50 tasks, 12 at once, 40 model calls each
 /help           this help
 /exit           leave (or Ctrl-D)
 Ctrl-C stops the model's current turn."""
@@ -133,6 +135,8 @@ def _command(line: str, console: Console, agent: Agent) -> bool:
         _resolve_access(console, agent, name, arg.strip())
     elif name in ("pause", "resume"):
         _pause_computer_use(console, agent, name == "pause")
+    elif name == "ultra":
+        _ultra(console, agent, arg.strip().lower())
     elif name == "help":
         console.print(HELP, markup=False, highlight=False)
     else:
@@ -172,6 +176,22 @@ def _pause_computer_use(console: Console, agent: Agent, paused: bool) -> None:
         console.print(
             f"computer use {state}: the agent may act on the desktop again; send a message to continue the task"
         )
+
+
+def _ultra(console: Console, agent: Agent, arg: str) -> None:
+    """/ultra [on|off]: subagents' ultra caps for this session's next turns (until /ultra off)."""
+    from ..agent.subagents.tools import REGULAR, ULTRA, ULTRA_MODE, mode_summary
+
+    if arg not in ("", "on", "off"):
+        console.print("usage: /ultra [on|off]", style="red", markup=False, highlight=False)
+        return
+    on = arg != "off"
+    agent.set_extra(ULTRA_MODE, on)
+    if on:
+        line = f"ultra mode on until /ultra off: {mode_summary(ULTRA)}"
+    else:
+        line = f"ultra mode off: {mode_summary(REGULAR)}"
+    console.print(line, markup=False, highlight=False)
 
 
 def _report(console: Console, status: str, error: ToolError | None) -> None:
@@ -246,17 +266,21 @@ def agent(
         f"[dim]fermix agent · {session_agent.choice.name}/{session_agent.choice.model} · session "
         f"{session_agent.session_id}{' (continued)' if loop.history else ''} · /help[/]"
     )
-    # SIGTERM ends the turn in flight as Ctrl-C does (the run stored `interrupted`, its tool's process
-    # group killed), then the session: exit 143.
-    terminated = {"by": False}
+    # SIGTERM, and SIGHUP (the terminal closed, ssh dropped), end the turn in flight as Ctrl-C does (the
+    # run stored `interrupted`, its tool's process group killed), then the session: exit 143 or 129. An
+    # ignored SIGHUP (`nohup`) stays ignored.
+    terminated = {"by": 0}
 
     def on_term(signum: int, frame: object) -> None:
-        terminated["by"] = True
+        terminated["by"] = signum
         raise KeyboardInterrupt
 
     import signal
 
-    previous_term = signal.signal(signal.SIGTERM, on_term)
+    stops = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        stops.append(signal.SIGHUP)
+    previous = {sig: signal.signal(sig, on_term) for sig in stops}
     try:
         while not terminated["by"]:
             try:
@@ -276,10 +300,11 @@ def agent(
             observer.pause()
             _report(console, result.status, result.error)
     finally:
-        signal.signal(signal.SIGTERM, previous_term)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         observer.pause()
         _save_history(readline, history_path)
         session_agent.close()
         ctx.close()
     if terminated["by"]:
-        raise typer.Exit(143)
+        raise typer.Exit(128 + terminated["by"])

@@ -78,11 +78,18 @@ def tool_main(ctx: typer.Context) -> None:
 
 
 @tool_app.command("list")
-def tool_list(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False) -> None:
-    """List the tools this caller may run."""
+def tool_list(
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+    with_mcp: Annotated[
+        bool, typer.Option("--mcp", help="Also the enabled MCP servers' tools (starts the servers).")
+    ] = False,
+) -> None:
+    """List the tools this caller may run: built-ins and skills, with --mcp MCP servers' tools too."""
     from .toolcall import run_tool_list
 
-    raise typer.Exit(run_tool_list(["--json"] if as_json else [], GLOBAL))
+    raise typer.Exit(
+        run_tool_list([*(["--json"] if as_json else []), *(["--mcp"] if with_mcp else [])], GLOBAL)
+    )
 
 
 # Each command group: its module and how it joins the root app. `fermix NAME ...` registers only NAME's
@@ -96,6 +103,7 @@ _COMMANDS: dict[str, tuple[str, str, bool]] = {
     "logs": ("logs_cmd", "logs", True),
     "inbox": ("inbox_cmd", "inbox", True),
     "doctor": ("doctor_cmd", "doctor_cmd", True),
+    "capabilities": ("capabilities_cmd", "capabilities_cmd", True),
     "completions": ("completions_cmd", "completions_cmd", True),
     "mcp": ("mcp_cmd", "app", False),
     "config": ("config_cmd", "app", False),

@@ -40,12 +40,12 @@ def handles_errors_as(prog: str) -> Callable[[F], F]:
 
 
 def context() -> Any:
-    """The CLI's tool context; what fermix logs from here on (tracebacks included) goes to its log file."""
+    """The CLI's tool context; fermix's log goes to its file from here on, never to the user's stderr."""
     from ..core.context import ToolContext
     from ..core.logs import setup_logging
 
     ctx = ToolContext.for_cli(home=GLOBAL.home, cwd=GLOBAL.cwd, session=GLOBAL.session, trust=GLOBAL.trust)  # type: ignore[arg-type]
-    setup_logging(ctx.paths.log_file)  # never Python's last-resort handler, which prints to stderr
+    setup_logging(ctx.paths.log_file)
     return ctx
 
 

@@ -341,17 +341,34 @@ def check_mcp_servers(inp: DoctorInput, config: Config | None) -> Check:
 
 
 def check_skill_roots(inp: DoctorInput, config: Config | None) -> Check:
-    """Every skill root a readable directory; skill loading skips a bad one (and reports it), never fails."""
-    from ..core.skillrefs import root_problem, roots_of
+    """Every skill root a readable directory and every skill in them loadable; skill loading skips a bad
+    root or skill (and reports it), never fails, so this is where the owner hears of one."""
+    from ..core.skillrefs import discover_in, root_problem, roots_of
 
     if config is None:
         return Check("skill roots", "n/a", "config is invalid; fix it first")
     roots = roots_of(inp.paths, config)
-    data = {"roots": [{"path": r.path, "origin": r.origin} for r in roots]}
+    found = discover_in(roots)
+    bad = [
+        {"path": path, "code": err["code"], "message": err["message"]}
+        for path, err in sorted(found.errors.items())
+        if err["code"] != "invalid_skill_root"
+    ]
+    data = {
+        "roots": [{"path": r.path, "origin": r.origin} for r in roots],
+        "skills": len(found.skills),
+        "errors": bad,
+    }
     problems = [p for p in map(root_problem, roots) if p is not None]
+    if bad:
+        shown = "; ".join(e["message"] for e in bad[:3]) + ("; ..." if len(bad) > 3 else "")
+        problems.append(
+            f"{len(bad)} skill(s) not loaded (fermix skills list shows them all; fix or remove each): {shown}"
+        )
     if problems:
         return Check("skill roots", "warn", "; ".join(problems), data)
-    return Check("skill roots", "ok", f"{len(roots)} root(s): " + ", ".join(r.path for r in roots), data)
+    detail = f"{len(roots)} root(s): " + ", ".join(r.path for r in roots) + f"; {len(found.skills)} skill(s)"
+    return Check("skill roots", "ok", detail, data)
 
 
 def _command_found(command: str, inp: DoctorInput) -> bool:
@@ -404,6 +421,30 @@ def check_agent_runs(inp: DoctorInput) -> Check:
         f"{len(orphaned)} run(s) left running by a fermix process that ended (killed or crashed), e.g. "
         f"{orphaned[0]}; the next `fermix logs` or `fermix ask` marks them interrupted",
         {"orphaned": len(orphaned), "runs": orphaned[:5]},
+    )
+
+
+def check_tool_calls(inp: DoctorInput) -> Check:
+    from ..core.callstarts import orphaned_calls_readonly
+
+    blocked = _no_home(inp, "tool calls")
+    if blocked is not None:
+        return blocked
+    try:
+        orphaned = orphaned_calls_readonly(inp.paths.state_db)
+    except sqlite3.Error as e:
+        return _state_unreadable("tool calls", e)
+    if not orphaned:
+        return Check(
+            "tool calls", "ok", "no call left started by a fermix process that ended", {"orphaned": 0}
+        )
+    return Check(
+        "tool calls",
+        "warn",
+        f"{len(orphaned)} tool call(s) started by a fermix process that ended (killed or crashed) before "
+        f"their end was recorded, e.g. {orphaned[0]}; what they did stands. `fermix logs --calls` lists "
+        "them (and marks them interrupted)",
+        {"orphaned": len(orphaned), "calls": orphaned[:5]},
     )
 
 
@@ -475,6 +516,7 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_reminders(inp),
         check_job_runs(inp),
         check_agent_runs(inp),
+        check_tool_calls(inp),
         check_computer_use(inp, config),
         check_harness(inp, config),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),

@@ -1,4 +1,4 @@
-"""`fermix skills list|view|new|run|check`: the owner's view of the installed skills."""
+"""`fermix skills list|view|reload|new|run|check`: the owner's view of the installed skills."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import typer
 from ..core.errors import ToolError
 from .common import context, emit_json, handles_errors, invoke_tool
 
-app = typer.Typer(help="SKILL.md skills: list, view, scaffold, run and check them.", no_args_is_help=True)
+app = typer.Typer(
+    help="SKILL.md skills: list, view, reload, scaffold, run and check them.", no_args_is_help=True
+)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output.")]
 ProviderOpt = Annotated[
@@ -57,6 +59,25 @@ def view_cmd(
         )
         typer.echo(f"{out['name']}: {out['description']}\nallowed tools: {tools}\npath: {out['path']}\n")
         typer.echo(out["system_prompt"])
+
+
+@app.command("reload")
+@handles_errors
+def reload_cmd(as_json: JsonOpt = False) -> None:
+    """Re-scan the skill directories: the skills added, removed and changed since the last reload, and
+    the ones that failed to load (with file and line). A skill that does not load is reported, never fatal."""
+    out = invoke_tool("skill_reload", {})
+    if as_json:
+        emit_json(out)
+        return
+    for key in ("added", "removed", "changed"):
+        if out[key]:
+            typer.echo(f"{key}: {', '.join(out[key])}")
+    if not (out["added"] or out["removed"] or out["changed"]):
+        typer.echo("No change since the last reload.")
+    typer.echo(f"{out['skills']} skill(s) loaded.")
+    for e in out["errors"]:
+        typer.echo(f"not loaded: {e['message']}", err=True)
 
 
 @app.command("new")

@@ -15,7 +15,9 @@ answered) and logged.
 
 `/confirm TOKEN` and `/deny TOKEN` from the owner's private chat settle a directory access request (the
 token `request_directory_access` gave), as `fermix sandbox confirm|deny TOKEN` does on the machine;
-anywhere else they are refused with a typed answer, never passed to the model.
+anywhere else they are refused with a typed answer, never passed to the model. `/ultra` there turns on
+subagents' ultra mode for the owner's next turns (50 tasks, 12 at once) until `/ultra off` or the server
+stops; it is the owner's alone, refused in other chats.
 
 Each chat is a conversation (its forum topics included): its messages are answered one after another,
 in order, while other chats are answered at the same time, at most MAX_TURNS turns at once, each turn in
@@ -131,6 +133,14 @@ def approval_command(text: str) -> tuple[str, str] | None:
     return verb[1:], rest.strip()
 
 
+def ultra_command(text: str) -> str | None:
+    """The argument ("" for none) of an `/ultra` or `/ultra@bot ARG` message, else None."""
+    head, _, rest = text.strip().partition(" ")
+    if head.split("@", 1)[0].lower() != "/ultra":
+        return None
+    return rest.strip().lower()
+
+
 class StopServing(BaseException):
     """Raised by the signal handler while the server is only waiting for updates."""
 
@@ -175,6 +185,7 @@ class TelegramServer:
         self._lock = threading.Lock()  # the shared context, the counter, the turns' cancel tokens
         self._tokens: set[CancelToken] = set()
         self._current = threading.local()  # the update a worker thread is handling
+        self.ultra_chats: set[int] = set()  # chats in subagents' /ultra mode (the owner's only)
         self.lender: StateDB | None = None
 
     # ----- lifecycle ----------------------------------------------------------------------------
@@ -423,6 +434,7 @@ class TelegramServer:
         chat_id, user_id = chat.get("id"), sender.get("id")
         text = str(message.get("text") or message.get("caption") or "")
         approval = approval_command(text)
+        ultra = ultra_command(text)
         if chat.get("type") in ("group", "supergroup"):
             if chat_id not in self.guest_chats:
                 log.warning(
@@ -461,6 +473,12 @@ class TelegramServer:
             self.handled += 1
             thread = message.get("message_thread_id") if message.get("is_topic_message") else None
             self._settle(chat_id, approval, owner=not guest, reply_to=message_id, thread=thread)
+            return
+        if ultra is not None:  # a mode of the owner's chat, never a prompt for the model
+            with self._lock:
+                self.handled += 1
+            thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+            self._set_ultra(chat_id, ultra, owner=not guest, reply_to=message_id, thread=thread)
             return
         files, notes = self._inbound(message)
         if not text.strip() and not files:
@@ -530,6 +548,35 @@ class TelegramServer:
             self.api.send_message(chat_id, answer, thread_id=thread_id, reply_to=reply_to)
         except ChannelError as e:
             log.error("telegram: the answer to /%s was not delivered: %s", verb, e)
+
+    def _set_ultra(self, chat_id: int, arg: str, *, owner: bool, reply_to: int, thread: Any) -> None:
+        """Answer `/ultra [on|off]`: subagents' ultra caps for the owner's next turns, until /ultra off."""
+        from ..agent.subagents.tools import REGULAR, ULTRA, mode_summary
+
+        if not owner:
+            answer = (
+                "⚠ not_attended: ultra mode is the owner's, in their private chat with this bot; /ultra is "
+                "refused here"
+            )
+        elif arg not in ("", "on", "off"):
+            answer = "⚠ usage: write /ultra to turn ultra mode on, /ultra off to leave it"
+        else:
+            on = arg != "off"
+            with self._lock:
+                if on:
+                    self.ultra_chats.add(chat_id)
+                else:
+                    self.ultra_chats.discard(chat_id)
+            if on:
+                answer = f"ultra mode on until /ultra off: {mode_summary(ULTRA)}"
+            else:
+                answer = f"ultra mode off: {mode_summary(REGULAR)}"
+        log.info("telegram: /ultra %s in chat %s: %s", arg, chat_id, answer)
+        thread_id = thread if isinstance(thread, int) and not isinstance(thread, bool) else None
+        try:
+            self.api.send_message(chat_id, answer, thread_id=thread_id, reply_to=reply_to)
+        except ChannelError as e:
+            log.error("telegram: the answer to /ultra was not delivered: %s", e)
 
     def _addressed(self, message: dict[str, Any]) -> bool:
         """Whether a group message is meant for the bot: a mention, a reply to it, or a /command@it."""
@@ -664,6 +711,16 @@ class TelegramServer:
         )
         # The conversation a reminder delivered to this chat was recorded in ("snooze that" finds it).
         extras = {**self.ctx.extras, REPLY_PORT: port, INBOUND: files, "conversation_id": f"telegram:{chat}"}
+        # A job scheduled from here with delivery `origin` reports back to this chat and topic (ref 8.2).
+        origin: dict[str, Any] = {"platform": "telegram", "chat_id": chat}
+        if port.thread_id is not None:
+            origin["message_thread_id"] = port.thread_id
+        extras["origin_target"] = origin
+        with self._lock:
+            if not guest and chat in self.ultra_chats:  # subagents' caps follow the chat's mode
+                from ..agent.subagents.tools import ULTRA_MODE
+
+                extras[ULTRA_MODE] = True
         # Turns run side by side: each derives its own context (own sandbox, cancel token, and a state
         # connection borrowed for this thread) from the server's, one at a time. The server lives for
         # days: each message sees config.toml (grants, mode) as it is now; a config that no longer loads

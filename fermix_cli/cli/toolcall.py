@@ -382,31 +382,45 @@ def tool_usage(spec: Any) -> str:
     )
 
 
+TOOL_LIST_USAGE = (
+    "Usage: fermix tool list [--json] [--mcp]\n\n"
+    "List the tools this caller may run: the built-ins and the installed skills, each with its kind.\n"
+    "--mcp also lists the enabled MCP servers' tools (mcp_SERVER_TOOL), starting the servers to ask them;\n"
+    "without it no server is started.\n"
+)
+
+
 def run_tool_list(argv: list[str], g: GlobalOptions) -> int:
-    as_json = False
+    as_json = with_mcp = False
     for arg in argv:
         if arg == "--json":
             as_json = True
+        elif arg == "--mcp":
+            with_mcp = True
         elif arg in ("-h", "--help"):
-            _emit(
-                "Usage: fermix tool list [--json]\n\nList the tools this caller may run.\n", after_work=False
-            )
+            _emit(TOOL_LIST_USAGE, after_work=False)
             return 0
         else:
             raise ToolError("unknown_flag", f"unknown argument {arg!r} for tool list", {"flag": arg})
     from ..core import policy
+    from ..core.logs import setup_logging
     from ..core.registry import default_registry
-    from ..core.toolsets import FilteredToolset, RegistryToolset
+    from ..core.toolsets import FilteredToolset
 
     ctx = _context(g)
     try:
-        # The built-ins: listing starts no MCP server (`fermix mcp tools` does; tool_search finds them).
-        tools = FilteredToolset(RegistryToolset(default_registry()), policy.can_see).tools(ctx)
+        setup_logging(ctx.paths.log_file)  # a skill or server that does not load is logged, not shown
+        source = FilteredToolset(default_registry().toolset(), policy.can_see)
+        # Without --mcp nothing is started: MCP tools are known only from their running server.
+        tools = source.tools(ctx) if with_mcp else source.tools_at_hand(ctx)
+        failed = source.failures()
+        servers = sorted(n for n, c in ctx.config.mcp.servers.items() if c.enabled)
     finally:
         ctx.close()
     rows: list[dict[str, Any]] = [
         {
             "name": s.name,
+            "kind": s.kind,
             "category": s.category,
             "policy_class": s.policy_class,
             "owner_only": s.owner_only,
@@ -422,8 +436,17 @@ def run_tool_list(argv: list[str], g: GlobalOptions) -> int:
         lines = []
         for r in rows:
             first = r["description"].split(". ")[0].rstrip(".")
-            lines.append(f"{r['name']:<{width}}  {r['category']:<11} {r['policy_class']:<12} {first}\n")
+            lines.append(
+                f"{r['name']:<{width}}  {r['kind']:<7} {r['category']:<11} {r['policy_class']:<12} {first}\n"
+            )
         _emit("".join(lines), after_work=False)
+        if servers and not with_mcp and sys.stderr is not None:
+            sys.stderr.write(
+                f"MCP servers {', '.join(servers)}: their tools are listed with --mcp (which starts them)\n"
+            )
+    if sys.stderr is not None:
+        for name, why in sorted(failed.items()):
+            sys.stderr.write(f"MCP server {name} skipped: {why}\n")
     return 0
 
 
@@ -446,7 +469,10 @@ def main_tool(argv: list[str], g: GlobalOptions) -> int:
 
 
 def _terminate_cleanly() -> None:
-    """Turn SIGTERM into SystemExit so `finally` blocks run (a running shell's process group is killed)."""
+    """Turn SIGTERM and SIGHUP into SystemExit (143, 129) so `finally` blocks run (a running shell's
+    process group is killed: it is in its own session, so a closed terminal's hangup never reaches it).
+
+    A SIGHUP that is ignored (`nohup fermix tool ...`) stays ignored."""
     import signal
     import threading
 
@@ -457,6 +483,8 @@ def _terminate_cleanly() -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_term)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, on_term)
 
 
 def quiet_broken_pipe() -> None:

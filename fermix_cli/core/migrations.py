@@ -56,7 +56,39 @@ def tool_calls(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX tool_calls_session ON tool_calls(session_id, started_at)")
 
 
-MIGRATIONS = (Migration("core_001_tool_calls", tool_calls),)
+def tool_call_starts(db: sqlite3.Connection) -> None:
+    """The start of every call of a tool that is not read-only, written before it runs (`core/callstarts.py`).
+
+    A row lives while its call runs; the transaction that stores the call's `tool_calls` row deletes it.
+    A row whose process died first (`owner`, as in `core/procid.py`) is ended `interrupted` by the next
+    process that looks, so a killed fermix still leaves the record that a command, a write or a send began.
+    `run_id` is the model run that made the call (NULL outside one: an MCP call).
+    """
+    db.execute(
+        """
+        CREATE TABLE tool_call_starts (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            run_id TEXT,
+            tool TEXT NOT NULL,
+            origin TEXT NOT NULL,
+            trust TEXT NOT NULL,
+            args_json TEXT NOT NULL,
+            started_at TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'started',
+            ended_at TEXT
+        )
+        """
+    )
+    db.execute("CREATE INDEX tool_call_starts_open ON tool_call_starts(status) WHERE status = 'started'")
+    db.execute("CREATE INDEX tool_call_starts_run ON tool_call_starts(run_id) WHERE run_id IS NOT NULL")
+
+
+MIGRATIONS = (
+    Migration("core_001_tool_calls", tool_calls),
+    Migration("core_003_tool_call_starts", tool_call_starts),
+)
 
 # Before migrations had names, `user_version` N meant the first N of these had run.
 LEGACY_ORDER = (

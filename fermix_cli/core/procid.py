@@ -34,6 +34,18 @@ def owner_identity() -> str:
     return f"{os.uname().nodename}:{pid}:{process_start(pid) or ''}"
 
 
+_CURRENT: dict[int, str] = {}
+
+
+def current_owner() -> str:
+    """`owner_identity()`, computed once per process."""
+    pid = os.getpid()
+    found = _CURRENT.get(pid)
+    if found is None:
+        found = _CURRENT[pid] = owner_identity()
+    return found
+
+
 def owner_gone(owner: str) -> bool:
     """Whether the process `owner` names has ended. Only ever True on the owner's own host, and only
     when that is certain: no such process, or one started later under the same pid."""

@@ -89,6 +89,11 @@ class ToolSpec(Record, frozen=True):
     # The schema a model is shown in a given context, when the context changes it (a channel's own set of
     # reactions, computer_use's live posture); `invoke` still validates against `params`.
     live_schema: Callable[[ToolContext, dict[str, Any]], dict[str, Any]] | None = None
+    # The Params a call in a given context is validated against (and its schema what a model there is
+    # shown), when the context sets the limits (subagents' /ultra caps): the reference's per-turn
+    # `dynamic_parameters`. `params` is what a context without such a mode gets, and what `--schema`, the
+    # docs and MCP publish.
+    live_params: Callable[[ToolContext], type[Params]] | None = None
     # Image files a result carries (a screenshot): a model loop sends them to the model as images.
     images: Callable[[Any], Sequence[str]] | None = None
     # input_schema()'s cache; MCP tools come with theirs
@@ -101,18 +106,34 @@ class ToolSpec(Record, frozen=True):
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema models and scripts see: refs inlined, titles dropped, null == absent."""
         if not self._schema:
-            schema = clean_schema(self.params.model_json_schema())
-            self._schema.update(publish_nulls(schema, getattr(self.params, "null_means_absent", frozenset())))
+            self._schema.update(published_schema(self.params))
         return self._schema
 
+    def params_for(self, ctx: ToolContext | None) -> type[Params]:
+        """The Params a call in `ctx` is validated against (`live_params`, else `params`)."""
+        if ctx is None or self.live_params is None:
+            return self.params
+        return self.live_params(ctx)
+
     def schema_for(self, ctx: ToolContext | None) -> dict[str, Any]:
-        """The input schema as a model in `ctx` sees it (a changed copy where the tool's `live_schema` says)."""
-        schema = self.input_schema()
+        """The input schema as a model in `ctx` sees it: its `live_params`' where the context sets them,
+        and a changed copy where the tool's `live_schema` says."""
+        params = self.params_for(ctx)
+        schema = self.input_schema() if params is self.params else live_params_schema(params)
         if ctx is None or self.live_schema is None:
             return schema
         import copy
 
         return self.live_schema(ctx, copy.deepcopy(schema))
+
+    @property
+    def declared_read_only(self) -> bool:
+        """Read-only both ways the registry declares it: the policy class and the MCP-style hint.
+
+        Anything else (a command, a write, a send, a network request, another server's tool) leaves a
+        start record before it runs when calls are recorded (`core/callstarts.py`).
+        """
+        return self.policy_class == "read_only" and self.hints.read_only
 
     def render_for_model(self, result: Any) -> str:
         if self.render is not None:
@@ -122,6 +143,23 @@ class ToolSpec(Record, frozen=True):
     def result_images(self, result: Any) -> tuple[str, ...]:
         """The image files `result` carries (none unless the tool declares `images`)."""
         return tuple(self.images(result)) if self.images is not None else ()
+
+
+def published_schema(params: type[Params]) -> dict[str, Any]:
+    """`params`' JSON schema as fermix publishes it: refs inlined, titles dropped, null == absent."""
+    schema = clean_schema(params.model_json_schema())
+    return publish_nulls(schema, getattr(params, "null_means_absent", frozenset()))
+
+
+_LIVE_SCHEMAS: dict[int, tuple[type[Params], dict[str, Any]]] = {}
+
+
+def live_params_schema(params: type[Params]) -> dict[str, Any]:
+    """`published_schema` of a `live_params` class, built once (callers only read it)."""
+    found = _LIVE_SCHEMAS.get(id(params))
+    if found is None or found[0] is not params:
+        found = _LIVE_SCHEMAS[id(params)] = (params, published_schema(params))
+    return found[1]
 
 
 def publish_nulls(schema: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:
@@ -313,13 +351,15 @@ class Registry:
             raise unknown_tool(name)
         return spec
 
-    def parse(self, spec: ToolSpec, raw_args: str | bytes | Mapping[str, Any] | None) -> Params:
-        """Strictly parse and validate arguments for `spec`."""
+    def parse(
+        self, spec: ToolSpec, raw_args: str | bytes | Mapping[str, Any] | None, ctx: ToolContext | None = None
+    ) -> Params:
+        """Strictly parse and validate arguments for `spec` (as called in `ctx`, when it sets the limits)."""
         if raw_args is None:
             raw_args = {}
         data = parse_object(raw_args) if isinstance(raw_args, str | bytes) else dict(raw_args)
         try:
-            return spec.params.model_validate(data)
+            return spec.params_for(ctx).model_validate(data)
         except ValidationError as e:
             raise _validation_error(spec.name, e) from None
 
@@ -329,12 +369,15 @@ class Registry:
         t0 = time.perf_counter()
         result: Any = None
         error: ToolError | None = None
+        call_id: str | None = None
         try:
             # A long-lived context (a session, a server) sees `fermix grant|revoke|sandbox mode` at once.
             ctx.refresh_config()
             spec = self.resolve(name, ctx)
             policy.check(spec, ctx)
-            params = self.parse(spec, raw_args)
+            params = self.parse(spec, raw_args, ctx)
+            if ctx.record_calls and not spec.declared_read_only:
+                call_id = _note_start(ctx, name, raw_args, started)
             result = to_jsonable(spec.handler(params, ctx))
             return result
         except ToolError as e:
@@ -359,7 +402,7 @@ class Registry:
             raise error from e
         finally:
             if ctx.record_calls:
-                _record(ctx, name, raw_args, result, error, started, time.perf_counter() - t0)
+                _record(ctx, name, raw_args, result, error, started, time.perf_counter() - t0, call_id)
 
     def invoke_for_model(self, name: str, raw_args: Any, ctx: ToolContext) -> tuple[bool, str, Any]:
         """(ok, text a model sees, result or error dict); tool errors become `tag: message` text."""
@@ -387,16 +430,51 @@ HELD_RECORDS = "held_call_records"
 # tools) compare it with the step of their last effect.
 MODEL_STEP = "model_step"
 
+# A tool_calls row: its eleven columns, then STARTED when the call left a start record (callstarts.py).
 CallRecord = tuple[Any, ...]
+RECORD_COLUMNS = 11
+STARTED = "started"
 
 
 def insert_call_records(db: Any, rows: Sequence[CallRecord]) -> None:
-    """Insert tool_calls rows inside the caller's transaction."""
+    """Insert tool_calls rows inside the caller's transaction; their calls' start records go with it."""
     db.executemany(
         "INSERT INTO tool_calls (id, session_id, tool, origin, trust, args_json, ok, error_code,"
         " result_json, started_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        rows,
+        [row[:RECORD_COLUMNS] for row in rows],
     )
+    started = [row[0] for row in rows if row[RECORD_COLUMNS:] == (STARTED,)]
+    if started:  # a read-only call's record costs no statement more than it did
+        from .callstarts import forget_starts
+
+        forget_starts(db, started)
+
+
+def _args_json(raw_args: Any) -> str:
+    return raw_args if isinstance(raw_args, str) else json.dumps(raw_args, default=str)
+
+
+def _call_id(ctx: ToolContext) -> str:
+    import uuid
+
+    found = ctx.extras.get("call_id")
+    return found if isinstance(found, str) and found else f"call_{uuid.uuid4().hex}"
+
+
+def _note_start(ctx: ToolContext, name: str, raw_args: Any, started: float) -> str:
+    """Record, before it runs, that call `name` starts; its id (the id its tool_calls row will have)."""
+    call_id = _call_id(ctx)
+    step = ctx.extras.get(MODEL_STEP)
+    run_id = step[0] if isinstance(step, tuple) and step and isinstance(step[0], str) else None
+    try:
+        from .callstarts import note_start
+
+        note_start(ctx, call_id, name, _args_json(raw_args), started, run_id)
+    except Exception:  # as with the call's own record: never a reason not to run it
+        from .logs import logger
+
+        logger("fermix.registry").exception("could not record the start of tool call %s", name)
+    return call_id
 
 
 def _record(
@@ -407,14 +485,14 @@ def _record(
     error: ToolError | None,
     started: float,
     seconds: float,
+    call_id: str | None = None,
 ) -> None:
-    import uuid
     from datetime import UTC, datetime
 
     try:
-        args_json = raw_args if isinstance(raw_args, str) else json.dumps(raw_args, default=str)
-        row = (
-            ctx.extras.get("call_id") or f"call_{uuid.uuid4().hex}",
+        args_json = _args_json(raw_args)
+        row: CallRecord = (
+            call_id or _call_id(ctx),
             ctx.session_id,
             name,
             ctx.origin,
@@ -426,6 +504,8 @@ def _record(
             datetime.fromtimestamp(started, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             seconds * 1000,
         )
+        if call_id is not None:
+            row += (STARTED,)
         held = ctx.extras.get(HELD_RECORDS)
         if isinstance(held, list):  # the loop stores it with the call's result, in one transaction
             held.append(row)

@@ -115,8 +115,44 @@ def _policy(value: Any, path: str, line: int) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))
+def _jsonable(value: Any, key: str, path: str, line: int) -> Any:
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (ValueError, RecursionError) as e:  # an integer too long to write out (PyYAML builds any size)
+        raise skill_error(
+            "invalid_frontmatter",
+            path,
+            line,
+            f"{key}: the value cannot be kept ({_why(e)}); quote it as text",
+        ) from None
+
+
+def _construct(loader: Any, node: Any, key: str, path: str, line: int) -> Any:
+    """The value of `node`; a value YAML parses but Python cannot build is a typed error at `line`.
+
+    PyYAML raises plain Python errors for some well-formed values: a date that does not exist
+    (`2024-02-30`), an integer of more than 4300 digits, a timezone offset of 24 hours or more.
+    """
+    import yaml  # type: ignore[import-untyped]
+
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.YAMLError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError) as e:
+        what = f"{key}: the value" if key else "a key"
+        raise skill_error(
+            "invalid_frontmatter",
+            path,
+            line,
+            f"{what} cannot be read ({_why(e)}); fix it, or quote it to keep it as text",
+        ) from None
+
+
+def _why(error: BaseException) -> str:
+    if "integer string conversion" in str(error):  # Python's guard, whose advice is for programmers
+        return "an integer of more than 4300 digits"
+    return str(error) or type(error).__name__
 
 
 def _refuse_aliases(source: str, loader_class: Any, path: str) -> None:
@@ -162,19 +198,23 @@ def _frontmatter(text: str, path: str) -> tuple[list[tuple[str, Any, int]], str,
         seen: set[str] = set()
         for key_node, value_node in node.value:
             line = 2 + key_node.start_mark.line
-            key = loader.construct_object(key_node, deep=True)
+            key = _construct(loader, key_node, "", path, line)
             if not isinstance(key, str):
                 raise skill_error("invalid_frontmatter", path, line, "frontmatter keys must be strings")
             if key in seen:
                 raise skill_error("invalid_frontmatter", path, line, f"duplicate key {key}")
             seen.add(key)
-            entries.append((key, loader.construct_object(value_node, deep=True), line))
+            entries.append((key, _construct(loader, value_node, key, path, line), line))
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = 2 + (mark.line if mark is not None else 0)
         raise skill_error("invalid_frontmatter_line", path, line, f"YAML: {e.problem or e.context}") from None
     except yaml.YAMLError as e:
         raise skill_error("invalid_frontmatter_line", path, 2, f"YAML: {e}") from None
+    except RecursionError:  # the pure-Python parser, on values nested thousands deep
+        raise skill_error(
+            "invalid_frontmatter_line", path, 2, "YAML: the frontmatter is nested too deeply"
+        ) from None
     finally:
         loader.dispose()
     return entries, "\n".join(lines[end + 1 :]), end + 2
@@ -205,8 +245,9 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
             raise skill_error("invalid_frontmatter", path, 2, f"missing required key: {required}")
     name = values.pop("name")
     if not isinstance(name, str) or not SKILL_NAME.fullmatch(name):
+        shown = repr(name) if isinstance(name, str) else f"(a YAML {type(name).__name__})"
         raise skill_error(
-            "invalid_name", path, lines["name"], f"name {name!r} must match ^[A-Za-z0-9_-]{{1,64}}$"
+            "invalid_name", path, lines["name"], f"name {shown} must match ^[A-Za-z0-9_-]{{1,64}}$"
         )
     out: dict[str, Any] = {
         "description": _str(values.pop("description"), "description", path, lines["description"])
@@ -240,7 +281,7 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
     if "role" in values and values["role"] not in ("main", "sub"):
         raise skill_error("invalid_frontmatter", path, lines["role"], "role must be main or sub")
     for key, value in values.items():
-        metadata[key] = _jsonable(value)
+        metadata[key] = _jsonable(value, key, path, lines[key])
     instructions = body.strip()
     if not instructions:
         raise skill_error(

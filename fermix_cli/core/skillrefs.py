@@ -19,6 +19,7 @@ from .errors import ToolError
 from .pathcanon import canonicalize, is_inside
 from .records import Record, field
 from .skillfile import SKILL_FILE, SKILL_NAME, SkillDef, load_skill, skill_error
+from .toolsets import MCP_PREFIX
 
 if TYPE_CHECKING:
     from .context import ToolContext
@@ -32,6 +33,7 @@ __all__ = [
     "SkillRoot",
     "discover",
     "discover_skills",
+    "reserved_name",
     "root_problem",
     "roots_of",
     "shadowed_error",
@@ -62,7 +64,8 @@ class SkillRoot(Record, frozen=True):
 class Discovery(Record):
     """Every skill the roots hold (name -> skill), and the skills that failed to load (path -> error).
 
-    `shadowed` names the skills skipped because a built-in tool has their name (name -> SKILL.md path).
+    `shadowed` names the skills skipped because a built-in tool has their name, or because it is in the
+    MCP servers' namespace (`mcp_...`) (name -> SKILL.md path).
     """
 
     skills: dict[str, SkillDef] = field(default_factory=dict)
@@ -71,12 +74,24 @@ class Discovery(Record):
 
 
 def shadowed_error(name: str) -> ToolError:
-    """The refusal of a skill that a built-in tool of the same name shadows, whichever way it is asked for."""
+    """The refusal of a skill that a capability of the same name shadows, whichever way it is asked for."""
+    if name.startswith(MCP_PREFIX):
+        why = f"is in the MCP servers' namespace ({MCP_PREFIX}SERVER_TOOL), so an MCP tool shadows it"
+    else:
+        why = "is shadowed by a built-in tool of that name"
     return ToolError(
-        "unknown_skill",
-        f"skill {name} is shadowed by a built-in tool of that name and cannot be used; rename the skill",
-        {"skill": name},
+        "unknown_skill", f"skill {name} {why} and cannot be used; rename the skill", {"skill": name}
     )
+
+
+def reserved_name(name: str) -> str | None:
+    """Why no skill may be called `name` whatever is installed (an MCP tool's name), or None."""
+    if name.startswith(MCP_PREFIX):
+        return (
+            f"names starting with {MCP_PREFIX} belong to MCP servers' tools ({MCP_PREFIX}SERVER_TOOL), "
+            "and no skill shadows one"
+        )
+    return None
 
 
 def skill_roots(ctx: ToolContext) -> list[SkillRoot]:
@@ -136,6 +151,17 @@ def root_problem(root: SkillRoot) -> str | None:
         return _unreadable(root, e)
 
 
+def _load_failure(skill_md: str, error: Exception) -> str:
+    """The report of a skill that failed to load in a way the parser did not foresee; the traceback is logged."""
+    from .logs import logger
+
+    logger("fermix.skills").warning("skill %s failed to load", skill_md, exc_info=error)
+    return (
+        f"{skill_md}:1: the skill cannot be loaded ({type(error).__name__}: {str(error)[:200]}); it is skipped. "
+        "Check its frontmatter; details are in the fermix log"
+    )
+
+
 def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
     """Load every `<root>/*/SKILL.md`; a bad skill is recorded in `errors` and skipped, never fatal."""
     found = Discovery()
@@ -177,6 +203,13 @@ def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
             except ToolError as e:
                 found.errors[skill_md] = {"code": e.code, "message": e.message, "root": root.origin}
                 continue
+            except Exception as e:  # a bug in loading one skill must not cost the others (or the run)
+                found.errors[skill_md] = {
+                    "code": "invalid_skill",
+                    "message": _load_failure(skill_md, e),
+                    "root": root.origin,
+                }
+                continue
             if skill.name in found.skills:
                 other = found.skills[skill.name].path
                 found.errors[skill_md] = {
@@ -190,21 +223,27 @@ def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
 
 
 def discover_skills(ctx: ToolContext) -> Discovery:
-    """The skills of `ctx`'s roots; one named like a built-in tool is skipped and reported (`name_taken`).
+    """The skills of `ctx`'s roots; one named like a built-in tool, or in the MCP tools' namespace
+    (`mcp_...`), is skipped and reported (`name_taken`).
 
     Every way to reach a skill (skill_run, its own tool, skill_view, `read skill://`, jobs, the CLI) goes
-    through here, so no skill shadows a built-in tool on any of them.
+    through here, so no skill shadows a built-in or MCP tool on any of them. The MCP namespace is judged
+    by name alone: no server is started to list skills.
     """
     from .registry import registry_of
 
     found = discover_in(skill_roots(ctx))
     registry = registry_of(ctx)
-    for name in [n for n in found.skills if registry.find(n) is not None]:
+    for name in list(found.skills):
+        reserved = reserved_name(name)
+        if reserved is None and registry.find(name) is None:
+            continue
         skill = found.skills.pop(name)
         found.shadowed[name] = skill.path
+        why = f"{reserved}; rename it" if reserved is not None else "a built-in tool has that name"
         found.errors[skill.path] = {
             "code": "name_taken",
-            "message": f"{skill.path}: skill {name} is skipped: a built-in tool has that name",
+            "message": f"{skill.path}: skill {name} is skipped: {why}",
             "root": skill.metadata.get("_root"),
         }
     return found

@@ -23,8 +23,9 @@ def _type_name(schema: dict[str, Any]) -> str:
     return "any"
 
 
-def parameter_lines(spec: ToolSpec) -> list[str]:
-    schema = spec.input_schema()
+def parameter_lines(spec: ToolSpec, schema: dict[str, Any] | None = None) -> list[str]:
+    """One line per parameter of `schema` (the tool's published one when not given)."""
+    schema = spec.input_schema() if schema is None else schema
     required = set(schema.get("required", ()))
     lines = []
     for name, prop in schema.get("properties", {}).items():
@@ -35,8 +36,9 @@ def parameter_lines(spec: ToolSpec) -> list[str]:
     return lines or ["- none"]
 
 
-def tool_markdown(spec: ToolSpec) -> str:
-    """`# name`, the description, then Parameters, Examples and Failure modes."""
+def tool_markdown(spec: ToolSpec, schema: dict[str, Any] | None = None) -> str:
+    """`# name`, the description, then Parameters (of `schema`, as a caller sees it, when given),
+    Examples and Failure modes."""
     note = " (built-in)" if spec.kind == "builtin" else f" ({spec.kind} tool)"
     out = [f"# {spec.name}", "", spec.description + note, ""]
     out.append(
@@ -45,7 +47,7 @@ def tool_markdown(spec: ToolSpec) -> str:
     )
     if spec.when_to_use:
         out += ["", f"When to use: {spec.when_to_use}"]
-    out += ["", "## Parameters", *parameter_lines(spec), "", "## Examples"]
+    out += ["", "## Parameters", *parameter_lines(spec, schema), "", "## Examples"]
     out += [f"- `{json.dumps(dict(e.args), ensure_ascii=False)}` — {e.note}" for e in spec.examples] or [
         "- none"
     ]

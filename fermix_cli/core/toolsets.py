@@ -25,6 +25,14 @@ if TYPE_CHECKING:
 
 ToolsetFactory = Callable[[], "Toolset"]
 
+# MCP servers' tools are named `mcp_<server>_<tool>` (reference 1): the namespace is theirs, so no other
+# source of tools (a skill) may take a name in it, and a server added later never finds its name taken.
+MCP_PREFIX = "mcp_"
+
+# The ctx.extras key a tool sets when it has changed what the toolsets list (skill_reload: the skills):
+# a model loop running it lists its tools again before its next model call, narrowed as before.
+TOOLS_CHANGED = "tools_changed"
+
 
 class Toolset:
     """Lists the tools a context may see and gets one by name."""
@@ -36,6 +44,11 @@ class Toolset:
     def get(self, name: str, ctx: ToolContext) -> ToolSpec | None:
         """The tool `name` stands for here, or None when this toolset has no such tool."""
         raise NotImplementedError
+
+    def tools_at_hand(self, ctx: ToolContext) -> list[ToolSpec]:
+        """The tools this toolset lists without starting anything (what `fermix tool list` shows): by
+        default all of them; an MCP server's are known only once it runs, so it lists none here."""
+        return self.tools(ctx)
 
     def route(self, name: str, arguments: Any, ctx: ToolContext) -> tuple[str, Any]:
         """The call a model's `name(arguments)` really is (a bridge unwraps to its target); default: itself."""
@@ -69,9 +82,16 @@ class CombinedToolset(Toolset):
         return self.toolsets
 
     def tools(self, ctx: ToolContext) -> list[ToolSpec]:
+        return self._merged([t.tools(ctx) for t in self.members()])
+
+    def tools_at_hand(self, ctx: ToolContext) -> list[ToolSpec]:
+        return self._merged([t.tools_at_hand(ctx) for t in self.members()])
+
+    @staticmethod
+    def _merged(listings: list[list[ToolSpec]]) -> list[ToolSpec]:
         out: dict[str, ToolSpec] = {}
-        for toolset in self.members():
-            for spec in toolset.tools(ctx):
+        for listing in listings:
+            for spec in listing:
                 out.setdefault(spec.name, spec)
         return [out[n] for n in sorted(out)]
 
@@ -123,6 +143,9 @@ class WrapperToolset(Toolset):
     def tools(self, ctx: ToolContext) -> list[ToolSpec]:
         return self.wrapped.tools(ctx)
 
+    def tools_at_hand(self, ctx: ToolContext) -> list[ToolSpec]:
+        return self.wrapped.tools_at_hand(ctx)
+
     def get(self, name: str, ctx: ToolContext) -> ToolSpec | None:
         return self.wrapped.get(name, ctx)
 
@@ -142,6 +165,9 @@ class FilteredToolset(WrapperToolset):
 
     def tools(self, ctx: ToolContext) -> list[ToolSpec]:
         return [s for s in self.wrapped.tools(ctx) if self.keep(s, ctx)]
+
+    def tools_at_hand(self, ctx: ToolContext) -> list[ToolSpec]:
+        return [s for s in self.wrapped.tools_at_hand(ctx) if self.keep(s, ctx)]
 
     def get(self, name: str, ctx: ToolContext) -> ToolSpec | None:
         spec = self.wrapped.get(name, ctx)

@@ -121,8 +121,17 @@ def job_prompt(job: Job, now: datetime) -> str:
     )
 
 
-def skill_confinement(base: ToolContext, name: str) -> tuple[str, frozenset[str] | None]:
-    """A bound skill's instructions (its SKILL.md body) and its `allowed_tools` list, if it sets one."""
+class SkillConfinement(Record, frozen=True):
+    """What a bound skill adds to a job's run: its instructions, and its `allowed_tools` and `policy`
+    (None where it sets none: the job's own stay)."""
+
+    instructions: str
+    tools: frozenset[str] | None
+    policy: frozenset[str] | None
+
+
+def skill_confinement(base: ToolContext, name: str) -> SkillConfinement:
+    """A bound skill's instructions (its SKILL.md body), its `allowed_tools` and its `policy` classes."""
     from ..core.skillrefs import discover_skills
 
     skill = discover_skills(base).skills.get(name)
@@ -130,11 +139,16 @@ def skill_confinement(base: ToolContext, name: str) -> tuple[str, frozenset[str]
         raise ToolError(
             "unknown_skill", f"{name}: the job's skill is no longer installed; rebind it with update_job", {}
         )
-    return skill.instructions, None if skill.allowed_tools is None else frozenset(skill.allowed_tools)
+    return SkillConfinement(
+        skill.instructions,
+        None if skill.allowed_tools is None else frozenset(skill.allowed_tools),
+        None if skill.policy is None else frozenset(skill.policy),
+    )
 
 
 def prepare(base: ToolContext, job: Job, session_id: str, run_id: str | None = None) -> Prepared:
-    """The run's context and prompt; a bound skill adds its instructions and narrows the tools.
+    """The run's context and prompt; a bound skill adds its instructions and narrows the tools and the
+    policy classes (each intersected with the job's: confinement never widens).
 
     With `run_id`, a model run gets its reply port to the job's delivery target (send_attachment).
     """
@@ -147,13 +161,39 @@ def prepare(base: ToolContext, job: Job, session_id: str, run_id: str | None = N
         equip(ctx, job, run_id)
     system = job_prompt(job, ctx.now())
     if job.skill_name:
-        instructions, tools = skill_confinement(base, job.skill_name)
-        if tools is not None:
-            ctx = ctx.derive(allowed_tools=tools)
-            if ctx.allowed_tools is None:
-                ctx.allowed_tools = tools
-        system += f"\n\nThis job is bound to the skill {job.skill_name}. Its instructions:\n{instructions}"
+        skill = skill_confinement(base, job.skill_name)
+        changes: dict[str, Any] = {}
+        if skill.tools is not None:
+            changes["allowed_tools"] = skill.tools
+        if skill.policy is not None:
+            changes["policy_ceiling"] = skill.policy
+        if changes:
+            ctx = ctx.derive(**changes)
+        if ctx.allowed_tools is not None and skill.tools is not None:
+            ctx.allowed_tools = _within_policy(ctx.allowed_tools, ctx)
+        system += (
+            f"\n\nThis job is bound to the skill {job.skill_name}. Its instructions:\n{skill.instructions}"
+        )
     return Prepared(ctx, system, job.task)
+
+
+def _within_policy(names: frozenset[str], ctx: ToolContext) -> frozenset[str]:
+    """`names` without the tools `ctx`'s policy refuses: a skill may name a tool its own `policy` (or the
+    job's stamped ceiling) excludes; it is withheld from the run, as `skill_run` withholds it, instead
+    of failing it. An unknown name is kept, so the run reports it as before."""
+    from ..core import policy
+    from ..core.registry import registry_of
+
+    source = registry_of(ctx).toolset()
+    kept = set()
+    for name in names:
+        try:
+            spec = source.get(name, ctx)
+        except ToolError:
+            spec = None
+        if spec is None or policy.denial_reason(spec, ctx) is None:
+            kept.add(name)
+    return frozenset(kept)
 
 
 def execute(job: Job, prepared: Prepared, progress: Progress) -> RunOutcome:

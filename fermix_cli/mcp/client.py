@@ -16,6 +16,7 @@ from ..core.logs import logger
 from ..core.params import ConfigDict
 from ..core.records import Record, field
 from ..core.registry import FailureMode, Hints, Params, Registry, ToolSpec
+from ..core.toolsets import MCP_PREFIX
 from .sessions import Connection, describe_error, pool, server_log, unavailable
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 log = logger("fermix.mcp.client")
 
-PREFIX = "mcp_"
+PREFIX = MCP_PREFIX
 MAX_NAME = 64  # what provider APIs accept for a function name
 MEMBERSHIP = frozenset({"fermix", "coding"})  # the named toolsets MCP tools belong to
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")

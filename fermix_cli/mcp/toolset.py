@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from ..core.logs import logger
-from ..core.toolsets import Toolset
+from ..core.toolsets import MCP_PREFIX, Toolset
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 log = logger("fermix.mcp.client")
 
-PREFIX = "mcp_"
+PREFIX = MCP_PREFIX
 
 
 class McpToolset(Toolset):
@@ -93,6 +93,10 @@ class McpToolset(Toolset):
             return []
         loaded = self.load(ctx)
         return [loaded[n] for n in sorted(loaded)]
+
+    def tools_at_hand(self, ctx: ToolContext) -> list[ToolSpec]:
+        # A server's tools are known only from the server: listing them would start it.
+        return []
 
     def get(self, name: str, ctx: ToolContext) -> ToolSpec | None:
         """The tool `name` means, found as `load` finds it: the first server in `servers_for`'s order that

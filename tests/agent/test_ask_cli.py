@@ -200,6 +200,7 @@ def test_coding_toolset_is_selectable(world: Env) -> None:
         "bash",
         "web",
         "view_image",
+        "subagents",
         "tool_help",
     }
 
@@ -573,6 +574,96 @@ def test_a_killed_ask_leaves_no_run_running_for_good(world: Env) -> None:
     assert check["status"] == "ok"
 
 
+def starts(db: Path) -> list[tuple[str, str, str, str | None]]:
+    """(tool, status, args_json, run_id) of every tool_call_starts row."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT tool, status, args_json, run_id FROM tool_call_starts").fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_finished_run_leaves_no_start_behind(world: Env) -> None:
+    """A turn's first call is recorded as it ends, its last with the turn: both replace their starts."""
+    script = write_script(
+        world,
+        [
+            {"tool_calls": [call("file_write", path="a.txt", content="x"), call("shell", command="echo hi")]},
+            {"text": "done"},
+        ],
+    )
+    code, out = ask_json(world, "--provider", "mock", "-m", str(script), "go")
+    assert code == 0 and [c["ok"] for c in out["tool_calls"]] == [True, True], out
+    db = world.fermix_home / "state.db"
+    assert starts(db) == []
+    conn = sqlite3.connect(db)
+    try:
+        assert sorted(conn.execute("SELECT tool, ok FROM tool_calls").fetchall()) == [
+            ("file_write", 1),
+            ("shell", 1),
+        ]
+    finally:
+        conn.close()
+    assert [c["status"] for c in world.run("logs", "--calls", "--json").json()] == ["ok", "ok"]
+
+
+def test_a_killed_ask_leaves_the_record_that_its_shell_call_started(world: Env) -> None:
+    """SIGKILL while `shell` runs: the call's result is never stored, but its start is, before the
+    command ran; `fermix logs` then shows the call interrupted within its interrupted run, and the
+    command itself does not outlive the killed fermix."""
+    from tests.conftest import processes_with
+
+    marker = f"fermix-started-{os.getpid()}-{time.monotonic_ns()}"
+    script = write_script(
+        world, [{"tool_calls": [call("shell", command=f"sleep 30 # {marker}")]}, {"text": "never asked"}]
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "ask", "--provider", "mock", "-m", str(script), "go"],
+        cwd=world.project, env=world.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not processes_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert processes_with(marker), "the shell command never started"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=30)
+    db = world.fermix_home / "state.db"
+    ((tool, status, args, run_id),) = starts(db)
+    assert (tool, status) == ("shell", "started") and marker in args
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("SELECT count(*) FROM tool_calls").fetchone() == (0,)
+        assert conn.execute("SELECT id FROM runs").fetchall() == [(run_id,)]
+    finally:
+        conn.close()
+    # The command's lifeline ended with fermix: nothing of it is left running.
+    deadline = time.monotonic() + 10
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_with(marker) == []
+    (check,) = [c for c in world.run("doctor", "--json").json()["checks"] if c["name"] == "tool calls"]
+    assert check["status"] == "warn" and check["data"]["orphaned"] == 1
+
+    r = world.run("logs", "--json")
+    assert r.code == 0, r.stderr
+    (run,) = r.json()
+    assert run["status"] == "interrupted"
+    (shell,) = run["tool_calls"]
+    assert shell["name"] == "shell" and shell["arguments"] == {"command": f"sleep 30 # {marker}"}
+    assert shell["ok"] is False and shell["error_code"] == "interrupted" and shell["status"] == "interrupted"
+    assert "killed or crashed" in shell["output"]
+    assert [(t, s) for t, s, _, _ in starts(db)] == [("shell", "interrupted")]
+    text = world.run("logs")
+    assert f'· shell {{"command": "sleep 30 # {marker}"}}' in text.stdout
+    assert "✗ interrupted shell" in text.stdout
+    (listed,) = world.run("logs", "--calls", "--json").json()
+    assert (listed["tool"], listed["status"], listed["origin"]) == ("shell", "interrupted", "cli")
+    (check,) = [c for c in world.run("doctor", "--json").json()["checks"] if c["name"] == "tool calls"]
+    assert check["status"] == "ok"
+
+
 def test_sigterm_ends_an_ask_interrupted(world: Env) -> None:
     import signal
 
@@ -581,6 +672,69 @@ def test_sigterm_ends_an_ask_interrupted(world: Env) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert _run_status(db)[0] == "interrupted"
+
+
+def _sleeping_shell_call(world: Env) -> tuple[str, Path, str]:
+    """An echo prompt whose one call runs `sleep 302.<unique digits>` in shell (60 s timeout), the FIFO
+    the command writes its process group to once it runs, and the sleep's marker."""
+    import secrets
+
+    marker = f"302.{secrets.randbelow(10**9):09d}"
+    fifo = world.root / f"group-{marker}"
+    os.mkfifo(fifo)
+    command = f"echo $$ > {fifo}; sleep {marker}"
+    return calls(call("shell", command=command, timeout_ms=60000)), fifo, marker
+
+
+def _group_when_running(proc: subprocess.Popen[str], fifo: Path) -> int:
+    import select
+
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        got = b""
+        while not got.endswith(b"\n"):
+            ready, _, _ = select.select([reader], [], [], 300)
+            if not ready:
+                proc.kill()
+                raise AssertionError(f"the command never started: {proc.communicate()}")
+            got += os.read(reader, 64)
+        return int(got)
+    finally:
+        os.close(reader)
+
+
+@pytest.mark.parametrize("command", ["ask", "agent"])
+def test_a_closed_terminal_s_sighup_ends_the_running_command_s_group(world: Env, command: str) -> None:
+    """SIGHUP (the terminal closed, ssh dropped) stops `ask` and `agent` as SIGTERM does: the shell call
+    in flight has its process group killed (it is in its own session, so the hangup reaches only fermix),
+    the run is stored `interrupted`; `ask` exits 130 as for any interruption, `agent` 129."""
+    from tests.conftest import survivors
+
+    prompt, fifo, marker = _sleeping_shell_call(world)
+    argv = [sys.executable, "-m", "fermix_cli", command, "-m", "echo"]
+    proc = subprocess.Popen(
+        argv + ([prompt] if command == "ask" else []),
+        cwd=world.project, env=world.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    pgid = 0
+    try:
+        assert proc.stdin is not None
+        if command == "agent":
+            proc.stdin.write(prompt + "\n")
+            proc.stdin.flush()
+        pgid = _group_when_running(proc, fifo)
+        proc.send_signal(signal.SIGHUP)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == (130 if command == "ask" else 129), err
+        assert survivors(pgid, marker) == [], "the command's group outlived fermix's SIGHUP"
+        assert _run_status(world.fermix_home / "state.db")[0] == "interrupted"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for pid in survivors(pgid, marker, safety_net=0) if pgid else ():
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_a_process_owner_is_gone_only_when_certainly_gone() -> None:

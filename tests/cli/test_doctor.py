@@ -206,6 +206,22 @@ def test_bad_skill_roots_warn(world: Env) -> None:
     assert f"{world.fermix_home / 'rel' / 'dir'} (" in detail
 
 
+def test_a_skill_that_does_not_load_warns(world: Env) -> None:
+    skills = world.fermix_home / "skills"
+    for name, front in (
+        ("fine", "name: fine\ndescription: f"),
+        ("dated", "name: dated\ndescription: d\nupdated: 2024-02-30"),
+    ):
+        (skills / name).mkdir(parents=True)
+        (skills / name / "SKILL.md").write_text(f"---\n{front}\n---\nbody\n")
+    tag, detail = status(world, "skill roots")
+    assert tag == "WARN", detail
+    assert "1 skill(s) not loaded" in detail and f"{skills / 'dated' / 'SKILL.md'}:4: updated: " in detail
+    r = doctor(world, "--json")
+    check = next(c for c in json.loads(r.stdout)["checks"] if c["name"] == "skill roots")
+    assert [e["code"] for e in check["data"]["errors"]] == ["invalid_frontmatter"]
+
+
 def test_missing_optional_binaries(world: Env, tmp_path: Path) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()

@@ -1033,3 +1033,87 @@ def test_a_second_stop_signal_interrupts_the_turn_in_progress(world: Env, bot: B
     assert json.loads((world.fermix_home / "run" / "telegram.turns.json").read_text()) == []
     serve(world, bot, polls=1)  # nothing replayed, nobody told twice
     assert len(bot.payloads("sendMessage")) == 1
+
+
+def test_a_job_scheduled_from_a_chat_with_origin_delivery_reports_to_that_chat(
+    world: Env, bot: BotStandIn
+) -> None:
+    # Reference 8.2: delivery `origin` replies to the chat (and topic) the job was created from.
+    job = {"name": "standup", "schedule": "every 1 day", "task": "summarise", "delivery_mode": "origin"}
+    configure(
+        world,
+        bot,
+        [{"tool_calls": [{"name": "schedule_job", "arguments": job}]}, {"text": "Scheduled."}],
+    )
+    bot.send("remind me daily", message_thread_id=42, is_topic_message=True)
+    serve(world, bot, polls=1)
+    assert bot.texts_shown() == ["Scheduled."]
+    [listed] = world.tool("list_jobs").json()["jobs"]
+    assert listed["delivery"] == {
+        "mode": "origin",
+        "target": {"platform": "telegram", "chat_id": OWNER, "message_thread_id": 42},
+    }
+
+
+def test_ultra_in_the_owners_chat_sets_subagents_caps_until_ultra_off(world: Env, bot: BotStandIn) -> None:
+    """`/ultra` in the owner's chat lets the next turns fan out 11 tasks; `/ultra off` brings back the
+    10-task cap; a guest's `/ultra` is refused and never reaches the model."""
+    guest = 777
+    fan = {
+        "tool_calls": [
+            {
+                "name": "subagents",
+                "arguments": {"tasks": [{"id": f"t{i}", "task": f"task {i}"} for i in range(11)]},
+            }
+        ]
+    }
+    configure(world, bot, [])
+    (world.root / "script.json").write_text(
+        json.dumps(
+            {
+                "by_prompt": [
+                    {
+                        "contains": "fan out",
+                        "responses": [fan, {"text": "Fanned."}, fan, {"text": "Refused."}],
+                    },
+                    {"contains": "task", "responses": [{"text": "done"}]},
+                ]
+            }
+        )
+    )
+    data = (world.fermix_home / "config.toml").read_text()
+    (world.fermix_home / "config.toml").write_text(
+        data.replace("owner_user_id", f"guest_user_ids = [{guest}]\nowner_user_id")
+    )
+    ctx = world.context(origin="interactive")
+    api = BotApi(TOKEN, bot.api_base, http_client(ctx.config, 10))
+    downloads = guarded_client(allowed_private_hosts=("127.0.0.1",))
+    server = TelegramServer(
+        ctx, AgentOptions(session=f"telegram-{OWNER}"), api, OWNER, downloads=downloads, poll_timeout=0,
+        guests=[guest], sleep=Clock().sleep,
+    )  # fmt: skip
+    try:
+        bot.send("/ultra", chat=guest)
+        bot.send("/ultra")
+        bot.send("fan out")
+        bot.send(f"/ultra@{BOT_USERNAME} off")
+        bot.send("fan out again")
+        bot.send("/ultra sometimes")
+        assert server.serve(max_polls=1) == 6
+    finally:
+        api.client.close()
+        downloads.close()
+        ctx.close()
+    fanned, refused = tool_results(world)
+    assert json.loads(fanned)["summary"]["completed"] == 11
+    assert refused == "invalid_input: Too many tasks: 11 (max 10)."
+    shown = bot.texts_shown()
+    chats = [p["chat_id"] for p in bot.payloads("sendMessage")]
+    by_chat = {c: [t for t, tc in zip(shown, chats, strict=True) if tc == c] for c in (guest, OWNER)}
+    [to_guest] = by_chat[guest]
+    assert to_guest.startswith("⚠ not_attended: ultra mode is the owner's")
+    owner = by_chat[OWNER]
+    assert owner[0].startswith("ultra mode on until /ultra off: subagents: up to 50 tasks, 12 at once")
+    assert owner[1] == "Fanned."
+    assert owner[2].startswith("ultra mode off: subagents: up to 10 tasks, 4 at once")
+    assert owner[3:] == ["Refused.", "⚠ usage: write /ultra to turn ultra mode on, /ultra off to leave it"]

@@ -161,7 +161,7 @@ def test_migrations_run_kernel_first_then_domains_in_catalog_order(tmp_path: Pat
     applied = [r[0] for r in db.query("SELECT name FROM _fermix_migrations ORDER BY rowid")]
     assert applied == [m.name for m in MIGRATIONS]
     kernel = [m.name for m in KERNEL_MIGRATIONS]
-    assert applied[: len(kernel)] == kernel == ["core_001_tool_calls"]
+    assert applied[: len(kernel)] == kernel == ["core_001_tool_calls", "core_003_tool_call_starts"]
     # the access family's table kept its first name when the family took it over
     assert "core_002_directory_access_requests" in applied[len(kernel) :]
     db.close()

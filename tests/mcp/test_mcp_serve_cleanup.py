@@ -291,3 +291,61 @@ def test_end_of_input_mid_call_ends_the_server_and_its_commands(world: Env) -> N
     assert ("shell", 0, "cancelled") in calls_recorded(world)
     assert isinstance(call.error, MCPError), (call.result, call.error)
     assert call.error.error.code == INPUT_ENDED and call.error.error.message == INPUT_ENDED_MESSAGE
+
+
+# ----- (d) the server is killed outright ---------------------------------------------------------
+
+
+def group_members(pgid: int) -> list[int]:
+    from fermix_cli.core.shell import group_members as members
+
+    return members(pgid)
+
+
+@pytest.mark.parametrize("tool", ["shell", "bash"])
+def test_sigkill_of_the_server_leaves_no_command_running(world: Env, tool: str) -> None:
+    """Nothing in a SIGKILLed server can end the call's command: its lifeline (a pipe only the server
+    held) ends with the server, and the watchdog in the command's group kills the group, the
+    background `sleep` and the foreground one, within a bounded time and without a next fermix start."""
+    pidfile = world.project / "sleep.pid"
+    command = f"echo $$ ready > {pidfile}; sleep 60 & sleep 60"
+    args: dict[str, Any] = {"command": command, "timeout_ms": 600_000}
+    if tool == "bash":
+        world.fermix_home.mkdir(mode=0o700, exist_ok=True)
+        (world.fermix_home / "config.toml").write_text("[capabilities.tools.bash]\nshell_expansion = true\n")
+        args = {"command": command, "intent": "wait for the test", "timeout": 300}
+
+    async def main() -> tuple[list[int], float]:
+        async with pipe_session(world) as (session, process), anyio.create_task_group() as tg:
+            start_call(tg, session, tool, args, anyio.CancelScope())
+            leader = await leader_of(pidfile)
+            assert await eventually(lambda: len(group_members(leader)) >= 3)  # sh and both sleeps
+            members = group_members(leader)
+            started = time.monotonic()
+            process.kill()  # SIGKILL: no handler, no finally, no cancel token
+            await process.wait()
+            gone = await eventually(lambda: not any(alive(pid) for pid in members))
+            took = time.monotonic() - started
+            tg.cancel_scope.cancel()
+            for pid in [p for p in members if alive(p)]:  # what a failure left is not left running
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            assert gone, f"still running after the server was killed: {[p for p in members if alive(p)]}"
+            return members, took
+
+    members, took = run(main)
+    assert took < GONE_WITHIN_S
+    assert not any(alive(pid) for pid in members)
+    # The call never ended, but its start was recorded before the command ran; `fermix logs --calls`
+    # shows it interrupted (its process is gone).
+    db = sqlite3.connect(world.fermix_home / "state.db")
+    try:
+        started = db.execute("SELECT tool, origin, status FROM tool_call_starts").fetchall()
+        assert db.execute("SELECT count(*) FROM tool_calls").fetchone() == (0,)
+    finally:
+        db.close()
+    assert started == [(tool, "mcp", "started")]
+    listed = world.run("logs", "--calls", "--json")
+    assert listed.code == 0, listed.stderr
+    ((name, status, error_code),) = [(c["tool"], c["status"], c["error_code"]) for c in listed.json()]
+    assert (name, status, error_code) == (tool, "interrupted", "interrupted")

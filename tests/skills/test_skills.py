@@ -584,3 +584,22 @@ def test_a_root_reached_through_a_symlink_is_the_same_root(world: Env) -> None:
     assert [s["name"] for s in out["skills"] if s["name"] == "alpha"] == ["alpha"] and out["errors"] == []
     r = world.run("skills", "check", "--no-evals", "--json")
     assert r.code == 0 and r.json()["errors"] == [], r.stdout
+
+
+def test_a_skill_run_stopped_at_its_iteration_cap_names_the_frontmatter_key(world: Env) -> None:
+    """A skill run's cap is its SKILL.md `max_iterations`: the error says so (not `--max-iterations`),
+    and the output keeps every reply the run wrote."""
+    write_skill(world.fermix_home / "skills", "looper", "name: looper\ndescription: l\nmax_iterations: 3")
+    mock_config(
+        world,
+        [
+            {"text": f"step {i}", "tool_calls": [{"name": "tool_help", "arguments": {"name": f"x{i}"}}]}
+            for i in range(4)
+        ],
+    )
+    out = call(world, "skill_run", {"name": "looper", "task": "t"})
+    assert out["status"] == "failed" and out["iterations"] == 3
+    assert out["output"].splitlines() == ["step 0", "step 1", "step 2"]
+    message = out["error"]["message"]
+    assert out["error"]["code"] == "max_iterations" and "--max-iterations" not in message
+    assert "max_iterations in the SKILL.md frontmatter of looper" in message

@@ -478,3 +478,228 @@ def test_limits_are_refused_in_the_reference_s_words(world: Env, args: dict[str,
     with pytest.raises(ToolError) as e:
         run(world, full)
     assert (e.value.code, e.value.message) == ("invalid_input", message)
+
+
+def test_the_coding_toolset_fans_out_and_its_workers_use_coding_tools(world: Env) -> None:
+    """Seed 002 lists `subagents` in the coding toolset: `ask --toolset coding` offers it, and its workers
+    run in the coding toolset too (here `read`), without the tools that write (`write`)."""
+    (world.project / "notes.txt").write_text("the answer is 42\n")
+    script(
+        world,
+        [
+            {
+                "contains": "main job",
+                "responses": [
+                    {
+                        "tool_calls": [
+                            {"name": "subagents", "arguments": {"tasks": [{"id": "r", "task": "task read"}]}}
+                        ]
+                    },
+                    {"text": "synthesized"},
+                ],
+            },
+            {
+                "contains": "task read",
+                "responses": [
+                    {"tool_calls": [{"name": "read", "arguments": {"paths": ["notes.txt"]}}]},
+                    {"tool_calls": [{"name": "write", "arguments": {"path": "w.txt", "content": "x"}}]},
+                    {"text": "read it"},
+                ],
+            },
+        ],
+    )
+    r = world.run("ask", "--json", "--toolset", "coding", "main job")
+    assert r.code == 0, r.stderr
+    (call,) = r.json()["tool_calls"]
+    assert call["name"] == "subagents" and call["ok"], call
+    (result,) = json.loads(call["output"])["results"]
+    assert (result["status"], result["output"]) == ("completed", "read it")
+    worker = world.run("logs", "--json", "--session", result["session_id"]).json()[0]
+    read, write = worker["tool_calls"]
+    assert read["name"] == "read" and read["ok"] and "the answer is 42" in read["output"]
+    assert (write["name"], write["ok"], write["error_code"]) == ("write", False, "policy_denied")
+    assert not (world.project / "w.txt").exists()
+
+
+def test_a_cancelled_caller_does_not_wait_for_a_worker_stuck_in_its_model_call(world: Env) -> None:
+    """docs/skills.md: a cancelled caller (an MCP client's cancel) cancels its workers as a timeout does,
+    and a model call in flight is not waited for. The worker not started yet never starts."""
+    import threading
+
+    from fermix_cli.core.cancel import CancelToken
+
+    script(
+        world,
+        [
+            {"contains": "task stuck", "responses": [{"delay": 8, "text": "late"}]},
+            {"contains": "task next", "responses": [{"text": "next done"}]},
+        ],
+    )
+    token = CancelToken()
+    cancelled_at: list[float] = []
+
+    def cancel_once_the_worker_waits_for_its_model() -> None:
+        probe = world.context()
+        try:
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and not probe.state.query(
+                "SELECT 1 FROM messages m JOIN conversations c ON c.id = m.conversation_id"
+                " WHERE c.label = 'subagent:stuck'"
+            ):
+                time.sleep(0.05)
+        finally:
+            probe.close()
+        time.sleep(0.3)
+        cancelled_at.append(time.monotonic())
+        token.cancel("the MCP client cancelled the call")
+
+    timer = threading.Thread(target=cancel_once_the_worker_waits_for_its_model, daemon=True)
+    timer.start()
+    try:
+        out = run(
+            world,
+            {
+                "tasks": [{"id": "stuck", "task": "task stuck"}, {"id": "next", "task": "task next"}],
+                "max_concurrency": 1,
+                "timeout_seconds": 60,
+            },
+            cancel=token,
+        )
+    finally:
+        timer.join()
+    assert time.monotonic() - cancelled_at[0] < 3  # not the 8 s the stuck worker's model takes
+    stuck, waiting = out["results"]
+    assert [stuck["status"], waiting["status"]] == ["canceled", "canceled"]
+    assert (
+        stuck["error"]["code"] == "canceled"
+        and "the MCP client cancelled the call" in stuck["error"]["message"]
+    )
+    assert waiting["iterations"] == 0 and waiting["output"] == ""
+    assert out["summary"] == {"requested": 2, "completed": 0, "failed": 0, "timed_out": 0, "canceled": 2}
+    ctx = world.context()
+    try:
+        rows = ctx.state.query(
+            "SELECT r.status, r.error_json, c.label FROM runs r JOIN conversations c ON c.id = r.conversation_id"
+        )
+    finally:
+        ctx.close()
+    # The stuck worker's run is ended now (not left `running`); the other never ran.
+    assert [(r["label"], r["status"], json.loads(r["error_json"])["code"]) for r in rows] == [
+        ("subagent:stuck", "error", "canceled")
+    ]
+
+
+def command(marker: str) -> str:
+    """A command that outlives a worker's time limit, and needs SIGKILL to stop (it ignores SIGTERM)."""
+    return f"trap '' TERM; {marker}; echo late"
+
+
+def _worker_then_shell(world: Env, marker: str, timeout: int | None = None) -> None:
+    """A main job fanning out one worker, whose model calls glob_search, then a shell command that
+    outlives the worker's time limit."""
+    fan = {"tasks": [{"id": "w", "task": "task w"}]}
+    if timeout is not None:
+        fan["timeout_seconds"] = timeout
+    script(
+        world,
+        [
+            {
+                "contains": "main job",
+                "responses": [
+                    {"tool_calls": [{"name": "subagents", "arguments": fan}]},
+                    {"text": "synthesized"},
+                ],
+            },
+            {
+                "contains": "task w",
+                "responses": [
+                    {
+                        "text": "looking",
+                        "tool_calls": [{"name": "glob_search", "arguments": {"pattern": "*"}}],
+                        "usage": {"input_tokens": 10, "output_tokens": 3},
+                    },
+                    {
+                        "tool_calls": [{"name": "shell", "arguments": {"command": command(marker)}}],
+                        "usage": {"input_tokens": 20, "output_tokens": 4},
+                    },
+                    {"text": "never"},
+                ],
+            },
+        ],
+    )
+
+
+def test_a_timed_out_worker_s_transcript_keeps_its_calls_usage_and_the_interrupted_call(world: Env) -> None:
+    """`fermix logs` of a worker given up at its timeout shows what the subagents result says: its model
+    calls, their tokens and the shell call that was running, recorded as interrupted; the run keeps its
+    `timeout` ending. (The `fermix ask` process exits right after its answer, before the worker's thread
+    could write anything itself.)"""
+    marker = "sleep 30.4321"
+    _worker_then_shell(world, marker, timeout=5)
+    r = world.run("ask", "--json", "main job")
+    assert r.code == 0, r.stderr
+    # The command was stopped before `fermix ask` answered and exited (SIGKILL after SIGTERM's grace).
+    assert processes_with(marker) == []
+    (result,) = json.loads(r.json()["tool_calls"][0]["output"])["results"]
+    assert (result["status"], result["iterations"], result["output"]) == ("timed_out", 2, "looking")
+    (run_record,) = world.run("logs", "--json", "--session", result["session_id"]).json()
+    assert run_record["status"] == "error" and run_record["error"]["code"] == "timeout"
+    assert run_record["iterations"] == 2
+    assert run_record["usage"] == {"input_tokens": 30, "output_tokens": 7}
+    glob, shell = run_record["tool_calls"]
+    assert (glob["name"], glob["ok"]) == ("glob_search", True)
+    assert (shell["name"], shell["ok"], shell["error_code"]) == ("shell", False, "interrupted")
+    assert shell["arguments"] == {"command": command(marker)}
+    assert "did not finish within 5 s" in shell["output"]
+    text = world.run("logs", "--session", result["session_id"]).stdout
+    assert "2 model call(s)" in text
+
+
+def test_a_worker_s_late_writes_leave_its_abandoned_run_as_recorded(world: Env) -> None:
+    """The worker's thread, still alive after its caller gave up on it, ends its run later: it neither
+    stores the interrupted turn a second time nor changes the run's ending."""
+    marker = "sleep 30.8765"
+    _worker_then_shell(world, marker)
+    ctx = world.context(cwd=str(world.project))
+    try:
+        task = Delegation(origin="subagent", label="subagent:w", prompt="task w")
+        (ran,) = fan_out(ctx, [("w", task)], max_concurrency=1, timeout=2.0)
+        assert ran.status == "timed_out" and ran.iterations == 2
+        deadline = time.monotonic() + 10
+        shell_rows: list[Any] = []
+        while not shell_rows and time.monotonic() < deadline:  # the killed call's own record comes late
+            time.sleep(0.1)
+            shell_rows = ctx.state.query(
+                "SELECT error_code FROM tool_calls WHERE session_id = ? AND tool = 'shell'", (ran.session_id,)
+            )
+        time.sleep(0.3)  # and the run's late end just after it
+    finally:
+        ctx.close()
+    assert len(shell_rows) == 1
+    (run_record,) = world.run("logs", "--json", "--session", ran.session_id).json()
+    assert run_record["status"] == "error" and run_record["error"]["code"] == "timeout"
+    assert [(c["name"], c["error_code"] if not c["ok"] else None) for c in run_record["tool_calls"]] == [
+        ("glob_search", None),
+        ("shell", "interrupted"),
+    ]
+    assert run_record["iterations"] == 2 and run_record["usage"] == {"input_tokens": 30, "output_tokens": 7}
+
+
+def test_a_worker_stopped_at_its_iteration_cap_returns_what_it_produced(world: Env) -> None:
+    """A worker that reaches the workers' fixed cap (100 model calls) returns every finding it wrote, not
+    only its last reply's, and the error names that fixed cap, not a `--max-iterations` flag."""
+    from fermix_cli.agent.subagents.tools import WORKER_ITERATIONS
+
+    turns = [
+        {"text": f"finding {i}", "tool_calls": [{"name": "tool_help", "arguments": {"name": f"nope_{i}"}}]}
+        for i in range(WORKER_ITERATIONS)
+    ]
+    script(world, [{"contains": "task long", "responses": [*turns, {"text": "never"}]}])
+    out = run(world, {"tasks": [{"id": "long", "task": "task long"}]})
+    (result,) = out["results"]
+    assert result["status"] == "failed" and result["iterations"] == WORKER_ITERATIONS
+    assert result["output"].splitlines() == [f"finding {i}" for i in range(WORKER_ITERATIONS)]
+    error = result["error"]
+    assert error["code"] == "max_iterations"
+    assert "--max-iterations" not in error["message"]
+    assert "subagent worker" in error["message"] and "no option or setting changes it" in error["message"]

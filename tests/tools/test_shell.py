@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from fermix_cli.core.shell.engine import MAX_COMMAND_BYTES
 from tests.conftest import REPO, Env, Result
 
 FAKE_SH = """#!/bin/sh
@@ -83,6 +84,27 @@ def test_success_result_and_default_working_dir(world: Env) -> None:
     assert out["output"] == f"{world.project}\nhi\n"
     assert out["working_dir"] == str(world.project)
     assert isinstance(out["duration_ms"], int) and out["env_missing"] == []
+
+
+def test_output_that_is_not_utf8_is_flagged_and_noted(world: Env) -> None:
+    """Bytes that cannot be decoded are replaced, and the result says so; NULs stay and are noted."""
+    r = tool(world, "shell", {"command": r"printf '\377\376abc\000def'"})
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["output"] == "\ufffd\ufffdabc\x00def"
+    assert out["decoded_lossy"] is True and out["truncated"] is False
+    assert out["notes"] == [
+        "2 byte(s) of output are not UTF-8 and appear as U+FFFD (decoded_lossy); redirect binary output "
+        "to a file, or pipe it through `od -c` or `base64`",
+        "the output holds 1 NUL byte(s), kept as U+0000 (binary data?)",
+    ]
+    text = run_cli(world, "tool", "shell", "--command", r"printf '\377ok'", "--text").stdout
+    assert text.startswith("Note: 1 byte(s) of output are not UTF-8") and text.endswith("\ufffdok\n")
+    # A failing command carries the same in its details; clean UTF-8 (U+FFFD itself included) is not lossy.
+    r = tool(world, "shell", {"command": r"printf '\377'; exit 2"})
+    assert r.error()["details"]["decoded_lossy"] is True
+    clean = tool(world, "shell", {"command": r"printf '\357\277\275 é'"}).json()
+    assert clean["output"] == "\ufffd é" and clean["decoded_lossy"] is False and clean["notes"] == []
 
 
 def test_non_zero_exit_is_exit_nonzero_with_details(world: Env) -> None:
@@ -395,7 +417,9 @@ def test_hardline_refuses_before_anything_starts(world: Env, fake_sh) -> None:
     lines = "".join(json.dumps({"command": c}) + "\n" for c in ORDINARY)
     r = run_cli(world, "tool", "shell", "--jsonl", env=env, input=lines)
     assert [json.loads(x)["ok"] for x in r.stdout.splitlines()] == [True] * len(ORDINARY)
-    assert marker.read_text().splitlines() == [f"-c {c}" for c in ORDINARY]
+    from fermix_cli.core.shell.procgroup import with_lifeline
+
+    assert marker.read_text().splitlines() == [f"-c {with_lifeline(c)}" for c in ORDINARY]
 
 
 def test_hardline_refusal_exit_code_and_trace(world: Env, fake_sh) -> None:
@@ -409,6 +433,25 @@ def test_hardline_refusal_exit_code_and_trace(world: Env, fake_sh) -> None:
     traces = list((world.fermix_home / "traces").glob("*/sandbox_event.jsonl"))
     rec = json.loads(traces[0].read_text().splitlines()[-1])
     assert rec["decision"] == "hardline" and rec["phase"] == "pre_execution" and rec["tool"] == "shell"
+
+
+def test_a_refused_command_s_secrets_are_masked_in_the_trace(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    command = (
+        'curl -H "Authorization: Bearer ghp_SECRETabcdef123456" https://example.invalid/x; '
+        "DEPLOY_TOKEN=tok-SECRET-77 mkfs.ext4 /dev/nonexistent_zz"
+    )
+    r = tool(world, "shell", {"command": command}, env=env)
+    assert r.code == 3 and r.error()["code"] == "sandbox_hardline"
+    assert not marker.exists()
+    (trace,) = (world.fermix_home / "traces").glob("*/sandbox_event.jsonl")
+    text = trace.read_text()
+    assert "SECRET" not in text
+    rec = json.loads(text.splitlines()[-1])
+    assert rec["command"] == (
+        'curl -H "Authorization: [REDACTED]" https://example.invalid/x; '
+        "DEPLOY_TOKEN=[REDACTED] mkfs.ext4 /dev/nonexistent_zz"
+    )
 
 
 def test_ordinary_commands_really_run(world: Env) -> None:
@@ -596,6 +639,81 @@ def test_terminating_fermix_ends_the_command_group(world: Env) -> None:
             proc.wait()
 
 
+def _start_sleeping_shell(world: Env, **popen: Any) -> tuple[subprocess.Popen[bytes], int, str]:
+    """`fermix tool shell` running `sleep 302.<unique digits>` with a 60 s timeout, once the command runs:
+    (fermix's process, the command's process group, the sleep's unique marker)."""
+    import secrets
+
+    marker = f"302.{secrets.randbelow(10**9):09d}"
+    fifo = world.root / f"group-{marker}"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    command = f"echo $$ > {fifo}; sleep {marker}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "tool", "shell", "--json",
+         json.dumps({"command": command, "timeout_ms": 60000})],
+        cwd=world.project, env=world.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **popen,
+    )  # fmt: skip
+    try:
+        pgid = int(_read_line_when_written(reader, 300))
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        os.close(reader)
+    return proc, pgid, marker
+
+
+@pytest.mark.parametrize(
+    ("signame", "code"), [("SIGTERM", 143), ("SIGHUP", 129)], ids=["sigterm", "sighup-terminal-closed"]
+)
+def test_a_stop_signal_to_fermix_ends_the_command_s_process_group(
+    world: Env, signame: str, code: int
+) -> None:
+    """The command runs in its own session, so a closed terminal's SIGHUP reaches only fermix: fermix
+    must end the group itself, or `sh -c` and its `sleep` run on with no timeout enforced."""
+    import signal
+
+    from tests.conftest import survivors
+
+    proc, pgid, marker = _start_sleeping_shell(world)
+    try:
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == code, err
+        assert survivors(pgid, marker) == [], f"the command's group outlived fermix's {signame}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in survivors(pgid, marker, safety_net=0):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_an_ignored_sighup_stays_ignored(world: Env) -> None:
+    """`nohup fermix tool shell ...`: the hangup is ignored as the user asked, and the command runs on."""
+    import signal
+
+    from tests.conftest import survivors
+
+    def ignore_hangups() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc, pgid, marker = _start_sleeping_shell(world, preexec_fn=ignore_hangups)
+    try:
+        proc.send_signal(signal.SIGHUP)
+        assert proc.poll() is None
+        time.sleep(0.5)
+        assert proc.poll() is None, "an ignored SIGHUP stopped fermix"
+        assert survivors(pgid, marker, safety_net=0) != []
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+        for pid in survivors(pgid, marker, safety_net=0):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_bash_refuses_a_program_that_is_not_on_path(world: Env, fake_sh) -> None:
     env, marker = fake_sh
     r = tool(world, "bash", {"command": "ls && definitely-not-installed-xyz --run", "intent": "x"}, env=env)
@@ -607,6 +725,25 @@ def test_bash_refuses_a_program_that_is_not_on_path(world: Env, fake_sh) -> None
     # fermix's own shell tool leaves it to sh (exit 127 from the shell).
     r = tool(world, "shell", {"command": "definitely-not-installed-xyz"})
     assert r.code == 1 and r.error()["details"]["exit_code"] == 127
+
+
+def test_bash_runs_a_program_that_an_earlier_command_puts_on_path(world: Env) -> None:
+    """A virtualenv's activate, an `export PATH`, a guard: the name is on PATH by the time it runs."""
+    venv_bin = world.project / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "activate").write_text('PATH="$PWD/venv/bin:$PATH"; export PATH\n')
+    (venv_bin / "fermix-test-tool").write_text("#!/bin/sh\necho tool-ran\n")
+    (venv_bin / "fermix-test-tool").chmod(0o755)
+    for command in (
+        ". venv/bin/activate && fermix-test-tool",
+        'export PATH="$PWD/venv/bin:$PATH"; fermix-test-tool',
+        "command -v fermix-test-tool >/dev/null && fermix-test-tool; echo tool-ran",
+    ):
+        r = tool(world, "bash", {"command": command, "intent": "run the tool"})
+        assert r.code == 0, (command, r.stderr)
+        assert r.json()["output"] == "tool-ran\n", command
+    r = tool(world, "bash", {"command": "fermix-test-tool", "intent": "typo check stays"})
+    assert r.code == 1 and r.error()["code"] == "command_not_found"
 
 
 def test_model_calls_shell_and_cmd_as_bash_in_the_coding_toolset(world: Env) -> None:
@@ -631,5 +768,17 @@ def test_a_command_past_the_exec_argument_limit_is_refused_clearly(world: Env, f
     r = run_cli(world, "tool", "shell", "--json", "-", env=env, input=big)
     assert r.code == 2
     assert r.error()["code"] == "invalid_command"
-    assert r.error()["details"]["limit"] == 131_071
+    assert r.error()["details"]["limit"] == MAX_COMMAND_BYTES
     assert not marker.exists()
+
+
+def test_a_command_at_the_limit_runs(world: Env) -> None:
+    """The limit leaves room for the lifeline preamble: a command of exactly the limit's size still
+    starts (the `sh -c` string is 131,071 bytes, the most Linux takes for one argument)."""
+    command = "echo at-the-limit #"
+    command += "x" * (MAX_COMMAND_BYTES - len(command))
+    r = tool(world, "shell", {"command": command})
+    assert r.code == 0, r.stderr
+    assert r.json()["output"] == "at-the-limit\n"
+    r = tool(world, "shell", {"command": command + "x"})
+    assert r.code == 2 and r.error()["code"] == "invalid_command"

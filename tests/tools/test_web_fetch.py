@@ -311,6 +311,13 @@ def test_binary_bodies_are_refused(invoke: Any, web: FakeWeb) -> None:
     assert invoke("web_fetch", {"url": web.url("/raw")})["text"] == "plain words"
 
 
+def test_a_body_nested_too_deep_to_parse_is_text_not_an_internal_error(invoke: Any, web: FakeWeb) -> None:
+    """An undeclared body that opens like JSON but nests past what the parser follows is shown as text."""
+    web.routes["/deep"] = Reply(200, b"[" * 200_000, {"Content-Type": "application/octet-stream"})
+    result = invoke("web_fetch", {"url": web.url("/deep")})
+    assert result["format"] == "text" and result["text"].startswith("[[[[")
+
+
 def test_a_binary_body_declared_as_html_is_refused(invoke: Any, web: FakeWeb) -> None:
     web.routes["/fake"] = Reply(
         200, b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50, {"Content-Type": "text/html"}

@@ -329,6 +329,13 @@ def test_execution_rechecks_the_key(world: Env, invoke: Any, fake_web: FakeWeb) 
         (json_reply({"type": "locations"}), "parser_changed"),
         (json_reply({"type": "locations", "results": [{"no_title": 1}]}), "parser_changed"),
         (Reply(200, b"not json", {"Content-Type": "text/plain"}), "parser_changed"),
+        # Nested past what the parser can follow (and well under the size cap): not an internal error.
+        (Reply(200, b"[" * 200_000, {"Content-Type": "application/json"}), "parser_changed"),
+        (Reply(500, b"[" * 200_000, {"Content-Type": "application/json"}), "provider_error"),
+        (
+            Reply(500, b'{"error":' * 990 + b'"deep"' + b"}" * 990, {"Content-Type": "application/json"}),
+            "provider_error",
+        ),
         (
             Reply(200, b"[" + b"1," * 600_000 + b"1]", {"Content-Type": "application/json"}),
             "response_too_large",

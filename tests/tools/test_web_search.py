@@ -372,6 +372,7 @@ DEGRADING = [
     ("exa", json_reply({"answer": "moved to /v2"}), "parser_changed"),
     ("brave", Reply(200, b"<html>maintenance</html>", {"Content-Type": "text/html"}), "parser_changed"),
     ("tavily", json_reply({"results": "none"}), "parser_changed"),
+    ("brave", Reply(200, b"[" * 200_000, {"Content-Type": "application/json"}), "parser_changed"),
 ]
 
 

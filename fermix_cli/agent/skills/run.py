@@ -12,7 +12,7 @@ from typing import Any
 
 from ...core.context import ToolContext
 from ...core.errors import ToolError
-from ...core.skillfile import SkillDef
+from ...core.skillfile import DEFAULT_MAX_ITERATIONS, SkillDef
 from ...core.skillrefs import discover_skills, shadowed_error
 
 MAX_DEPTH = 4
@@ -67,6 +67,8 @@ def run_skill(ctx: ToolContext, skill: SkillDef, task: str, context: str | None 
             provider=skill.provider,
             model=skill.model,
             max_iterations=skill.max_iterations,
+            cap_source=f"max_iterations in the SKILL.md frontmatter of {skill.name}, {DEFAULT_MAX_ITERATIONS} "
+            "when absent, at most 100",
             timeout_seconds=skill.timeout_seconds,
             toolset=ctx.toolset,
         ),

@@ -13,7 +13,8 @@ from ...core.errors import ToolError
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, NoParams, Params, ToolSpec, registry_of, specs
 from ...core.skillfile import MAX_SKILL_BYTES, SKILL_FILE, SKILL_NAME, SkillDef
-from ...core.skillrefs import Discovery, discover_skills
+from ...core.skillrefs import Discovery, discover_skills, reserved_name
+from ...core.toolsets import TOOLS_CHANGED
 from .run import find_skill, run_skill
 
 REFERENCE_NAME = re.compile(r"^[a-z0-9_]{1,64}$")
@@ -57,6 +58,7 @@ def skill_reload(p: NoParams, ctx: ToolContext) -> dict[str, Any]:
             "INSERT INTO skill_index (name, path, digest, seen_at) VALUES (?,?,?,?)",
             [(s.name, s.path, s.digest, now) for s in skills.values()],
         )
+    ctx.extras[TOOLS_CHANGED] = True  # a model run calling this offers the skills as they are now
     return {
         "added": sorted(set(skills) - set(before)),
         "removed": sorted(set(before) - set(skills)),
@@ -235,6 +237,9 @@ def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
             f"{p.name} is a built-in tool's name, and no skill shadows a built-in tool: choose another name",
             {"name": p.name},
         )
+    reserved = reserved_name(p.name)
+    if reserved is not None:
+        raise ToolError("name_taken", f"{p.name}: {reserved}: choose another name", {"name": p.name})
     # Kept as given, but for the ends (SKILL.md's reader trims them too), so skill_view shows it unchanged.
     description = p.description.strip()
     if not description:
@@ -284,7 +289,8 @@ TOOLS = specs(
         description=(
             "Scaffold a new local skill at <home>/skills/<name>/ (SKILL.md with an empty allowed-tool list, and "
             "a starter evals/evals.json). Then write its instructions, grant tools in the frontmatter and run "
-            "skill_reload. Refuses a name whose directory exists, or that a built-in tool has."
+            "skill_reload. Refuses a name whose directory exists, that a built-in tool has, or that starts "
+            "with mcp_ (MCP servers' tools)."
         ),
         params=CreateParams,
         handler=skill_create,
@@ -295,7 +301,7 @@ TOOLS = specs(
         failure_modes=(
             FailureMode("invalid_name", "the name is not letters, digits, _ or - (at most 64)"),
             FailureMode("already_exists", "a skill directory of that name exists"),
-            FailureMode("name_taken", "a built-in tool has that name"),
+            FailureMode("name_taken", "a built-in tool has that name, or it starts with mcp_"),
         ),
     ),
     ToolSpec(
@@ -303,8 +309,9 @@ TOOLS = specs(
         category="skills",
         policy_class="read_write",
         description=(
-            "Re-scan the skill directories: returns the added, removed and changed skill names since the last "
-            "reload, and every skill that failed to load (with file and line)."
+            "Re-scan the skill directories and refresh the running agent's skills (a new or changed skill can "
+            "be called from the next step): returns the added, removed and changed skill names since the "
+            "last reload, and every skill that failed to load (with file and line)."
         ),
         params=NoParams,
         handler=skill_reload,
@@ -334,7 +341,8 @@ TOOLS = specs(
                 "invalid_frontmatter", "a skill that does not load is listed under errors, not raised"
             ),
             FailureMode(
-                "name_taken", "a skill named like a built-in tool is listed under errors and skipped"
+                "name_taken",
+                "a skill named like a built-in tool, or starting with mcp_, is listed under errors and skipped",
             ),
             FailureMode(
                 "invalid_skill_root",

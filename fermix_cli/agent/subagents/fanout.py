@@ -3,8 +3,9 @@
 At most `max_concurrency` workers run at once; each has its own wall-clock limit from the moment it
 starts. A worker past its limit is reported `timed_out` with what it had produced, told to stop (it does
 at its next model or tool event) and no longer counted against the concurrency cap, so one stuck worker
-never holds the others back. Threads are daemons: a worker blocked in a slow model call never keeps
-the process alive after the call has answered.
+never holds the others back. A cancelled caller (an MCP client's cancel) gives up on every worker at
+once the same way, and starts no other. Threads are daemons: a worker blocked in a slow model call never
+keeps the process alive after the call has answered.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...core.context import ToolContext
 from ...core.errors import ToolError
@@ -33,7 +34,12 @@ from ..delegate import (
 from ..messages import valid_unicode
 from ..transcripts import Transcript
 
+if TYPE_CHECKING:
+    from ...core.cancel import CancelToken
+
 log = logger("fermix.subagents")
+# How long a worker given up on has to stop the tool call it runs (a shell command's process group).
+TOOL_STOP_GRACE = 2.0
 
 
 class Slot(Record):
@@ -78,32 +84,49 @@ def _work(ctx: ToolContext, slot: Slot, changed: threading.Event) -> None:
 
 
 def _give_up(ctx: ToolContext, slots: Sequence[Slot], status: str, error: dict[str, Any]) -> None:
-    """Stop waiting for `slots`: cancel each (a tool in flight that watches the token, a shell command
-    or git, has its process group killed now; the loop stops at its next step) and end its run in the
-    transcript, which its thread may never get to do (the process can exit first)."""
-    for slot in slots:
-        slot.stopwatch.cancel.cancel(error["message"])
+    """Stop waiting for `slots`: end each one's run in the transcript, which its thread may never get to
+    do (the process can exit first), with what it had done (its model calls, their tokens, and the turn
+    in flight, its running call `interrupted`); then cancel each (a tool in flight that watches the
+    token, a shell command or git, has its process group killed now; the loop stops at its next step)."""
     try:
+        # Recorded as things stand now, before the cancel lands: the worker's own late writes are kept
+        # out of a run ended here, so what the transcript says does not depend on which thread is first.
         transcript = Transcript(ctx.state, ctx.clock)
         for slot in slots:
-            transcript.abandon_runs(slot.session_id, status, error)
+            done = slot.stopwatch.progress(error["message"])
+            transcript.abandon_runs(
+                slot.session_id, status, error, iterations=done.iterations, usage=done.usage, turn=done.turn
+            )
     except Exception:  # the answer (or the interrupt) goes on; the run is left to the log
         log.exception("could not end the runs of workers given up on")
+    for slot in slots:
+        slot.stopwatch.cancel.cancel(error["message"])
+    # A tool that watches the token is stopped by the worker's own thread: give it a moment, so its
+    # process group is gone before the caller answers (and its process perhaps exits).
+    until = time.monotonic() + TOOL_STOP_GRACE
+    for slot in slots:
+        if not slot.stopwatch.wait_tool_stopped(max(0.0, until - time.monotonic())):
+            log.warning("subagent worker %s: its tool call was still running when given up on", slot.id)
 
 
-def _timed_out(slot: Slot, timeout: float) -> Delegated:
+def _timeout_error(timeout: float) -> dict[str, Any]:
+    return {"code": "timeout", "message": f"the worker did not finish within {timeout:g} s", "details": {}}
+
+
+def _stopped(slot: Slot, status: str, error: dict[str, Any], duration: float) -> Delegated:
+    """What a worker given up on reports: what it had produced by then."""
     return Delegated(
-        status="timed_out",
+        status=status,
         output=slot.stopwatch.so_far(),
         session_id=slot.session_id,
         iterations=slot.stopwatch.iterations,
-        duration_ms=round(timeout * 1000, 1),
-        error={
-            "code": "timeout",
-            "message": f"the worker did not finish within {timeout:g} s",
-            "details": {},
-        },
+        duration_ms=round(duration * 1000, 1),
+        error=error,
     )
+
+
+def _timed_out(slot: Slot, timeout: float) -> Delegated:
+    return _stopped(slot, "timed_out", _timeout_error(timeout), timeout)
 
 
 def fan_out(
@@ -150,13 +173,51 @@ def fan_out(
     pending: deque[Slot] = deque(slots)
     running: list[Slot] = []
     changed = threading.Event()
+    watch = _watch_cancel(ctx, changed)
     try:
         _supervise(ctx, pending, running, changed, max_concurrency, timeout)
     except BaseException:  # Ctrl-C (or a bug) in the caller: its workers stop with it
         message = "the caller was interrupted"
         _give_up(ctx, running, "interrupted", {"code": "interrupted", "message": message, "details": {}})
         raise
+    finally:
+        if watch is not None:
+            watch.cancel("the fan-out ended")  # ends the watching thread
     return [s.final or _timed_out(s, timeout) for s in slots]
+
+
+def _watch_cancel(ctx: ToolContext, changed: threading.Event) -> CancelToken | None:
+    """Wake the supervisor when the caller's call is cancelled (a worker stuck in a model call would
+    otherwise hold it until its own deadline); the returned token, cancelled, ends the watch."""
+    if ctx.cancel is None:
+        return None
+    watch = ctx.cancel.child()
+
+    def wake() -> None:
+        watch.wait()
+        changed.set()
+
+    threading.Thread(target=wake, name="subagents-cancel", daemon=True).start()
+    return watch
+
+
+def _cancel_all(ctx: ToolContext, pending: deque[Slot], running: list[Slot]) -> None:
+    """The caller's call was cancelled: give up on every running worker now, start no other."""
+    assert ctx.cancel is not None
+    error = {"code": "canceled", "message": f"the run was cancelled: {ctx.cancel.reason}", "details": {}}
+    now = time.monotonic()
+    stopped = []
+    for slot in running:
+        if slot.done.is_set():
+            slot.final = slot.result
+        else:
+            slot.final = _stopped(slot, "canceled", error, now - (slot.started or now))
+            stopped.append(slot)
+    for slot in pending:
+        slot.final = _stopped(slot, "canceled", error, 0.0)
+    running.clear()
+    pending.clear()
+    _give_up(ctx, stopped, "error", error)
 
 
 def _supervise(
@@ -167,8 +228,12 @@ def _supervise(
     max_concurrency: int,
     timeout: float,
 ) -> None:
-    """Start workers up to `max_concurrency`, collect them as they end, give up on each at `timeout`."""
+    """Start workers up to `max_concurrency`, collect them as they end, give up on each at `timeout`,
+    and on all of them once the caller's call is cancelled."""
     while pending or running:
+        if ctx.cancel is not None and ctx.cancel.cancelled:
+            _cancel_all(ctx, pending, running)
+            return
         while pending and len(running) < max_concurrency:
             slot = pending.popleft()
             slot.started = time.monotonic()
@@ -189,8 +254,7 @@ def _supervise(
             elif slot.deadline is not None and now >= slot.deadline:
                 slot.final = _timed_out(slot, timeout)
                 running.remove(slot)
-                message = f"the worker did not finish within {timeout:g} s"
-                _give_up(ctx, [slot], "error", {"code": "timeout", "message": message, "details": {}})
+                _give_up(ctx, [slot], "error", _timeout_error(timeout))
 
 
 def clip_utf8(text: str, limit: int) -> tuple[str, bool]:

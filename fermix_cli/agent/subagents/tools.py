@@ -5,27 +5,71 @@ classes, within the caller's allowed tools, one level deeper; they cannot start 
 Their model is the call's `model`/`provider`/`reasoning_effort`, else `[fermix_core.routing]
 subagent_*`, else the main agent's. Results come back in input order, each cut to its share of the
 result budget at a UTF-8 boundary.
+
+Two modes set the limits (reference "Subagents"): regular, and `/ultra`, which an interactive session
+turns on (`fermix agent`'s or a Telegram chat's `/ultra`) by setting `ctx.extras[ULTRA_MODE]`. A call is
+validated against its mode's Params and a model is shown its mode's schema, turn by turn; workers never
+inherit the mode (their context keeps none of the caller's extras).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from ...core import policy
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.params import Field, model_validator
+from ...core.records import Record
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 
-MAX_TASKS = 10
-DEFAULT_CONCURRENCY = 4
-MAX_CONCURRENCY = 8
+# The ctx.extras key of ultra mode: True while the session that owns the context is in /ultra.
+ULTRA_MODE = "subagents_ultra"
+
+
+class Caps(Record, frozen=True):
+    """One mode's limits (reference "Subagents")."""
+
+    mode: str
+    max_tasks: int
+    default_concurrency: int
+    max_concurrency: int
+    worker_iterations: int
+    result_budget: int  # bytes, split evenly between the tasks
+
+
+REGULAR = Caps("regular", 10, 4, 8, 100, 60_000)
+ULTRA = Caps("ultra", 50, 12, 12, 40, 300_000)
 DEFAULT_TIMEOUT = 300
 MIN_TIMEOUT, MAX_TIMEOUT = 5, 900
-RESULT_BUDGET = 60_000  # bytes, split evenly between the tasks
-WORKER_ITERATIONS = 100
+WORKER_ITERATIONS = REGULAR.worker_iterations
 WITHHELD_CLASSES = frozenset({"read_write", "gui_control"})
 EFFORTS = ("none", "low", "medium", "high", "xhigh", "max")
+
+
+def caps_for(ctx: ToolContext) -> Caps:
+    """The limits of `ctx`'s mode: ultra while its session is in /ultra, else regular."""
+    return ULTRA if ctx.extras.get(ULTRA_MODE) is True else REGULAR
+
+
+def mode_summary(caps: Caps) -> str:
+    """A mode's limits in a line, as `/ultra` and `/ultra off` report them."""
+    return (
+        f"subagents: up to {caps.max_tasks} tasks, {caps.default_concurrency} at once by default (at most "
+        f"{caps.max_concurrency}), {caps.worker_iterations} model calls per worker, a "
+        f"{caps.result_budget:,}-byte result budget"
+    )
+
+
+def worker_cap_source(caps: Caps) -> str:
+    """Where a worker's iteration cap comes from, as its max_iterations error names it."""
+    if caps is ULTRA:
+        return (
+            f"the fixed cap of every subagent worker in /ultra mode ({REGULAR.worker_iterations} outside "
+            "it); no option or setting changes it, so split the task"
+        )
+    return "the fixed cap of every subagent worker; no option or setting changes it, so split the task"
+
 
 FORMAT_HINTS = {
     "concise": "Answer briefly: the result itself, in a few lines.",
@@ -44,16 +88,20 @@ class TaskSpec(Params):
 
 
 class SubagentsParams(Params):
+    """The regular mode's parameters (what `fermix tool subagents --schema` publishes)."""
+
+    CAPS: ClassVar[Caps] = REGULAR
+
     tasks: Annotated[
         list[TaskSpec],
-        Field(min_length=1, max_length=MAX_TASKS, description="Tasks, each {id, task, context?}"),
+        Field(min_length=1, max_length=10, description="Tasks, each {id, task, context?}; at most 10"),
     ]
     shared_context: Annotated[str | None, Field(max_length=100_000, description="Context for every task")] = (
         None
     )
     max_concurrency: Annotated[
-        int, Field(ge=1, le=MAX_CONCURRENCY, description="Workers running at once (default 4, max 8)")
-    ] = DEFAULT_CONCURRENCY
+        int, Field(ge=1, le=8, description="Workers running at once (default 4, max 8)")
+    ] = 4
     timeout_seconds: Annotated[
         int, Field(ge=MIN_TIMEOUT, le=MAX_TIMEOUT, description="Per-worker wall-clock limit (default 300)")
     ] = DEFAULT_TIMEOUT
@@ -79,15 +127,16 @@ class SubagentsParams(Params):
         most likely to miss; the schema keeps the same limits."""
         if not isinstance(value, dict):
             return value
+        caps = cls.CAPS
         tasks = value.get("tasks")
         if isinstance(tasks, str | int | float | dict) or tasks == []:  # (missing or null: the usual error)
             raise ToolError("invalid_input", "tasks must be a non-empty array.", {"field": "tasks"})
-        if isinstance(tasks, list) and len(tasks) > MAX_TASKS:
+        if isinstance(tasks, list) and len(tasks) > caps.max_tasks:
             raise ToolError(
-                "invalid_input", f"Too many tasks: {len(tasks)} (max {MAX_TASKS}).", {"field": "tasks"}
+                "invalid_input", f"Too many tasks: {len(tasks)} (max {caps.max_tasks}).", {"field": "tasks"}
             )
         for name, low, high in (
-            ("max_concurrency", 1, MAX_CONCURRENCY),
+            ("max_concurrency", 1, caps.max_concurrency),
             ("timeout_seconds", MIN_TIMEOUT, MAX_TIMEOUT),
         ):
             n = value.get(name)
@@ -100,6 +149,29 @@ class SubagentsParams(Params):
                     "invalid_input", f"{name} {n} is out of range ({low}..{high}).", {"field": name}
                 )
         return value
+
+
+class UltraSubagentsParams(SubagentsParams):
+    """The `/ultra` mode's parameters: more tasks, more at once (the other fields as in regular mode)."""
+
+    CAPS: ClassVar[Caps] = ULTRA
+
+    tasks: Annotated[
+        list[TaskSpec],
+        Field(
+            min_length=1,
+            max_length=50,
+            description="Tasks, each {id, task, context?}; at most 50 (/ultra mode)",
+        ),
+    ]
+    max_concurrency: Annotated[
+        int, Field(ge=1, le=12, description="Workers running at once (default 12, max 12 in /ultra mode)")
+    ] = 12
+
+
+def params_for(ctx: ToolContext) -> type[SubagentsParams]:
+    """The Params of `ctx`'s mode (the reference's per-turn `dynamic_parameters`)."""
+    return UltraSubagentsParams if caps_for(ctx) is ULTRA else SubagentsParams
 
 
 def worker_model(p: SubagentsParams, ctx: ToolContext) -> tuple[str | None, str | None, str | None]:
@@ -142,6 +214,7 @@ def subagents(p: SubagentsParams, ctx: ToolContext) -> dict[str, Any]:
     from .fanout import fan_out, result_entry
 
     refuse_nesting(ctx)
+    caps = type(p).CAPS  # the mode the call was validated in (registry.invoke: `params_for`)
     ids = [t.id for t in p.tasks]
     if len(set(ids)) != len(ids):
         raise ToolError("invalid_input", "task ids must be unique.", {"ids": ids})
@@ -158,14 +231,15 @@ def subagents(p: SubagentsParams, ctx: ToolContext) -> dict[str, Any]:
                 provider=provider,
                 model=model,
                 reasoning_effort=effort,
-                max_iterations=WORKER_ITERATIONS,
+                max_iterations=caps.worker_iterations,
+                cap_source=worker_cap_source(caps),
                 toolset=ctx.toolset,
             ),
         )
         for t in p.tasks
     ]
     runs = fan_out(ctx, tasks, max_concurrency=p.max_concurrency, timeout=float(p.timeout_seconds))
-    share = RESULT_BUDGET // len(tasks)
+    share = caps.result_budget // len(tasks)
     results = [result_entry(task_id, run, share) for (task_id, _), run in zip(tasks, runs, strict=True)]
     statuses = [r["status"] for r in results]
     return {
@@ -192,13 +266,15 @@ TOOLS = specs(
         policy_class="external_api",
         description=(
             "Fan out independent tasks to temporary subagents running concurrently (at most 10 tasks; 4 at a "
-            "time by default, at most 8; 300 s each by default, at most 900). Workers can read, search, browse "
-            "and run skills but cannot change local state or drive the desktop. Results come back in task "
-            "order with summary counts; you synthesize them."
+            "time by default, at most 8; 50 tasks, 12 at a time in /ultra mode; 300 s each by default, at "
+            "most 900). Workers can read, search, browse and run skills but cannot change local state or "
+            "drive the desktop. Results come back in task order with summary counts; you synthesize them."
         ),
         params=SubagentsParams,
+        live_params=params_for,
         handler=subagents,
         available=_depth_zero,
+        toolsets=frozenset({"fermix", "coding"}),  # seed 002 lists it in the coding set too
         hints=Hints(open_world=True),
         when_to_use="Several independent research or reading tasks that can run side by side.",
         examples=(
@@ -217,7 +293,10 @@ TOOLS = specs(
             FailureMode(
                 "policy_denied", "called from inside a subagent, or by a caller without external_api"
             ),
-            FailureMode("invalid_input", "no tasks, more than 10, duplicate ids, or limits out of range"),
+            FailureMode(
+                "invalid_input",
+                "no tasks, more than 10 (50 in /ultra), duplicate ids, or limits out of range",
+            ),
             FailureMode("invalid_provider", "the model/provider override names an unknown provider"),
         ),
     ),

@@ -2,7 +2,8 @@
 
 Order: the working directory is resolved by the sandbox, the hardline judges the command, and only
 then does anything run (the `[sandbox.env]` helpers included). The child runs in its own process
-group with stdin from /dev/null; see `procgroup` for how it ends.
+group with stdin from /dev/null, behind a lifeline that ends the group if the fermix process running
+it is killed; see `procgroup` for how it ends.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ToolError
 from ..traces import append_trace
 from .childenv import ChildEnv, build_child_env
-from .procgroup import SPAWN_MARKER, run_captured
+from .procgroup import SPAWN_MARKER, ProcessOutcome, run_captured, with_lifeline
 
 if TYPE_CHECKING:
     from ..context import ToolContext
 
 DEFAULT_TIMEOUT_MS = 30_000
 MAX_TIMEOUT_MS = 600_000
-# Linux refuses an exec whose single argument (here the `sh -c` string) exceeds 32 pages (E2BIG).
+# Linux refuses an exec whose single argument (here the `sh -c` string) exceeds 32 pages (E2BIG); the
+# string is the command behind its lifeline preamble.
 MAX_ARGUMENT_BYTES = 131_071
+MAX_COMMAND_BYTES = MAX_ARGUMENT_BYTES - len(with_lifeline("").encode())
 
 
 def check_command_text(command: str) -> str:
@@ -34,12 +37,13 @@ def check_command_text(command: str) -> str:
     if "\x00" in command:
         raise ToolError("invalid_command", "Command contains a NUL byte")
     size = len(command.encode("utf-8", "surrogatepass"))
-    if size > MAX_ARGUMENT_BYTES:
+    if size > MAX_COMMAND_BYTES:
         raise ToolError(
             "invalid_command",
-            f"Command is {size} bytes; `sh -c` takes at most {MAX_ARGUMENT_BYTES} (the system's limit for "
-            "one argument). Write the script to a file and run `sh FILE`.",
-            {"bytes": size, "limit": MAX_ARGUMENT_BYTES},
+            f"Command is {size} bytes; a command takes at most {MAX_COMMAND_BYTES} (the system's limit "
+            "for one `sh -c` argument, less fermix's lifeline preamble). Write the script to a file and "
+            "run `sh FILE`.",
+            {"bytes": size, "limit": MAX_COMMAND_BYTES},
         )
     return command
 
@@ -139,12 +143,13 @@ def run_shell(
     shell = find_shell(resolved.env)
     try:
         outcome = run_captured(
-            [shell, "-c", command],
+            [shell, "-c", with_lifeline(command)],
             cwd=cwd,
             env=resolved.env if spawn_id is None else {**resolved.env, SPAWN_MARKER: spawn_id},
             timeout_s=timeout_ms / 1000,
             redact=resolved.secrets,
             cancel=ctx.cancel,
+            lifeline=True,
         )
     except FileNotFoundError:
         raise ToolError(
@@ -154,16 +159,18 @@ def run_shell(
         raise ToolError(
             "executable_not_found", f"Shell executable cannot run: {shell} ({e.strerror})", {"path": shell}
         ) from None
+    notes = [*resolved.notes, *output_notes(outcome)]
     result: dict[str, Any] = {
         "exit_code": outcome.exit_code,
         "output": outcome.text(),
         "truncated": outcome.truncated,
+        "decoded_lossy": outcome.undecodable_bytes() > 0,
         "duration_ms": outcome.duration_ms,
         "working_dir": cwd,
         "env_missing": resolved.missing_names,
-        "notes": resolved.notes,
+        "notes": notes,
     }
-    lead = "".join(f"Note: {n}\n" for n in resolved.notes)
+    lead = "".join(f"Note: {n}\n" for n in notes)
     if outcome.cancelled:
         why = ctx.cancel.reason if ctx.cancel is not None else "the call was cancelled"
         raise ToolError(
@@ -176,10 +183,7 @@ def run_shell(
             "timeout", f"{lead}Command timed out after {timeout_ms}ms", {**result, "timeout_ms": timeout_ms}
         )
     if outcome.truncated and outcome.exit_code == 0:
-        result["notes"] = [
-            *resolved.notes,
-            "output cut at 1 MiB (after redaction); the command ran to its end",
-        ]
+        result["notes"] = [*notes, "output cut at 1 MiB (after redaction); the command ran to its end"]
     if outcome.exit_code != 0:
         cut = " (output truncated at 1 MiB; the command was stopped)" if outcome.truncated else ""
         failed = f"{lead}Command failed (exit code {outcome.exit_code}){cut}"
@@ -190,6 +194,21 @@ def run_shell(
             model_message=f"{failed}:\n{result['output']}",
         )
     return result
+
+
+def output_notes(outcome: ProcessOutcome) -> list[str]:
+    """What a reader of the output as text must know: bytes lost to decoding, NULs kept as they are."""
+    notes = []
+    lost = outcome.undecodable_bytes()
+    if lost:
+        notes.append(
+            f"{lost} byte(s) of output are not UTF-8 and appear as U+FFFD (decoded_lossy); "
+            "redirect binary output to a file, or pipe it through `od -c` or `base64`"
+        )
+    nuls = outcome.output.count(b"\0")
+    if nuls:
+        notes.append(f"the output holds {nuls} NUL byte(s), kept as U+0000 (binary data?)")
+    return notes
 
 
 def render_result(result: dict[str, Any]) -> str:

@@ -8,6 +8,17 @@ background grandchild outlives the command. On Linux, processes that left the gr
 `setpgid`) but still carry this run's marker in their environment, or stayed in its session, are
 swept too. A process that both leaves the session and drops the marker escapes: this is cleanup of
 common leftovers, not an OS sandbox.
+
+All of that needs this process alive. For one that is killed outright (SIGKILL, the OOM killer, a crash)
+a shell command carries a lifeline (`lifeline=True`, the script wrapped by `with_lifeline`): its stdin is
+the read end of a pipe whose write end only this process holds, and before the command runs the shell
+starts a watchdog in the command's own process group that waits on that pipe. The kernel closes the
+write end however this process ends; the watchdog then reads end of file and SIGKILLs its group (`kill
+-9 0`), the command and its grandchildren with it. It is inside the group, so the group's id cannot be
+reused while it waits, and it needs no next fermix start. A normal ending kills the watchdog with the
+group. PR_SET_PDEATHSIG was the other way: Linux only, it signals only the direct child (not its
+group), fires when the spawning thread (not process) ends, and needs a `preexec_fn`, which is unsafe
+in a threaded process (`fermix mcp serve`) and costs the fast spawn path.
 """
 
 from __future__ import annotations
@@ -54,11 +65,33 @@ class ProcessOutcome(Record, frozen=True):
     cancelled: bool = False
 
     def text(self) -> str:
+        """The output as text; bytes that are not UTF-8 become U+FFFD (see `undecodable_bytes`)."""
         return self.output.decode("utf-8", "replace")
+
+    def undecodable_bytes(self) -> int:
+        """How many output bytes are not UTF-8 (each is lost to a U+FFFD in `text`)."""
+        try:
+            self.output.decode("utf-8")
+        except UnicodeDecodeError:
+            # surrogateescape turns exactly one undecodable byte into one lone surrogate.
+            return sum(1 for c in self.output.decode("utf-8", "surrogateescape") if "\udc80" <= c <= "\udcff")
+        return 0
 
 
 def new_spawn_id() -> str:
     return secrets.token_hex(16)
+
+
+# Moves the lifeline (stdin) to fd 9 and stdin to /dev/null, starts the watchdog (a subshell of a
+# subshell, so the command's `wait`, `jobs` and `$!` never see it; its redirections keep it off the
+# output pipe), then closes fd 9 in the shell that runs the command. One line, so the command keeps its
+# line numbers and a syntax error in it still runs nothing.
+LIFELINE_PREAMBLE = "exec 9<&0 </dev/null; ( { read -r _ <&9; kill -9 0; } >/dev/null 2>&1 & ); exec 9<&-; "
+
+
+def with_lifeline(script: str) -> str:
+    """`script` for `sh -c`, run behind the watchdog that `run_captured(..., lifeline=True)` needs."""
+    return LIFELINE_PREAMBLE + script
 
 
 def run_captured(
@@ -70,13 +103,15 @@ def run_captured(
     cap: int = MAX_OUTPUT_BYTES,
     redact: Iterable[str] = (),
     cancel: CancelToken | None = None,
+    lifeline: bool = False,
 ) -> ProcessOutcome:
     """Run `argv` with stdout and stderr merged, stdin from /dev/null, in a new session.
 
     `env` is used as given; the caller builds it. Values in `redact` are replaced by «redacted»
     before the output is cut to `cap`, so a secret straddling the cut cannot leak in part. When
     `cancel` is set while the child runs, its group is stopped as on a timeout and the outcome says
-    `cancelled`.
+    `cancelled`. With `lifeline`, stdin is instead the pipe that ends when this process does: `argv`
+    must be `sh -c` of a script wrapped by `with_lifeline`, which moves it off stdin.
     Raises FileNotFoundError / PermissionError when the program cannot be started.
     """
     secrets_b = sorted({s.encode("utf-8", "surrogateescape") for s in redact if s}, key=len, reverse=True)
@@ -85,50 +120,63 @@ def run_captured(
     spawn_id = child_env.setdefault(SPAWN_MARKER, new_spawn_id())
     started = time.monotonic()
     deadline = started + max(timeout_s, 0.0)
+    # Both ends are close-on-exec here, so no other child inherits the write end; Popen gives the
+    # read end to this child alone, as its stdin.
+    ends = os.pipe() if lifeline else None
     held = _HeldSignals()
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            close_fds=True,
-        )
-    except OSError:
-        held.release()
-        raise  # the program could not be started: nothing runs
-    except BaseException:
-        # Something other than a held signal broke Popen after the child started: there is no Popen
-        # object to end it with, so find what this run started by its spawn marker.
-        held.release()
-        _sweep(None, spawn_id)
-        raise
-    try:
-        # A SIGTERM or Ctrl-C that arrived while Popen ran is delivered here, where the group is known.
-        held.release()
-        return _supervise(proc, spawn_id, secrets_b, keep, cap, started, deadline, cancel)
-    except BaseException:
-        # SIGTERM becomes SystemExit in the main thread: end the group whatever the supervision had
-        # armed by then, never leave it running.
-        if proc.returncode is None:
-            _kill_group(proc.pid)
-            _sweep(proc.pid, spawn_id)
-            proc.wait()
-        raise
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=child_env,
+                stdin=subprocess.DEVNULL if ends is None else ends[0],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError:
+            held.release()
+            raise  # the program could not be started: nothing runs
+        except BaseException:
+            # Something other than a held signal broke Popen after the child started: there is no Popen
+            # object to end it with, so find what this run started by its spawn marker.
+            held.release()
+            _sweep(None, spawn_id)
+            raise
+        finally:
+            if ends is not None:
+                os.close(ends[0])
+        try:
+            # A SIGTERM, SIGHUP or Ctrl-C that arrived while Popen ran is delivered here, where the group
+            # is known.
+            held.release()
+            return _supervise(proc, spawn_id, secrets_b, keep, cap, started, deadline, cancel)
+        except BaseException:
+            # SIGTERM becomes SystemExit in the main thread: end the group whatever the supervision had
+            # armed by then, never leave it running.
+            if proc.returncode is None:
+                _kill_group(proc.pid)
+                _sweep(proc.pid, spawn_id)
+                proc.wait()
+            raise
+    finally:
+        # The group is ended by now (the watchdog with it); were anything of it left, this ends it.
+        if ends is not None:
+            os.close(ends[1])
 
 
 class _HeldSignals:
-    """Hold SIGTERM and SIGINT (main thread only) until `release`, which restores and re-delivers them.
+    """Hold SIGTERM, SIGINT and SIGHUP (main thread only) until `release`, which restores and re-delivers
+    them.
 
     The Python handlers for them raise (SystemExit, KeyboardInterrupt), and one raised inside Popen,
     after the child started, would leave it running with no handle on it: on a loaded machine the child
     can exec and start children of its own before Popen returns.
     """
 
-    _HELD = (signal.SIGTERM, signal.SIGINT)
+    _HELD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
     def __init__(self) -> None:
         self._previous: dict[int, Any] = {}

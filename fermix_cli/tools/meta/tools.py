@@ -43,7 +43,8 @@ class ToolNameParams(Params):
 
 def tool_help(p: ToolNameParams, ctx: ToolContext) -> dict[str, Any]:
     spec = visible_spec(ctx, p.name)
-    return {"name": spec.name, "markdown": tool_markdown(spec), "input_schema": spec.input_schema()}
+    schema = spec.schema_for(ctx)  # as this caller's model is shown it (a mode's limits: /ultra)
+    return {"name": spec.name, "markdown": tool_markdown(spec, schema), "input_schema": schema}
 
 
 # ----- the deferral bridges ----------------------------------------------------------------------
@@ -104,9 +105,12 @@ def tool_search(p: ToolSearchParams, ctx: ToolContext) -> dict[str, Any]:
 
 def tool_describe(p: ToolNameParams, ctx: ToolContext) -> dict[str, Any]:
     spec = visible_spec(ctx, p.name)
-    schema = spec.input_schema()
+    schema = spec.schema_for(ctx)
     markdown = (
-        tool_markdown(spec) + "\n## Input schema\n\n```json\n" + json.dumps(schema, indent=2) + "\n```\n"
+        tool_markdown(spec, schema)
+        + "\n## Input schema\n\n```json\n"
+        + json.dumps(schema, indent=2)
+        + "\n```\n"
     )
     return {"name": spec.name, "markdown": markdown, "input_schema": schema}
 

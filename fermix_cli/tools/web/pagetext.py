@@ -108,7 +108,7 @@ def _looks_like_json(body: bytes) -> bool:
 
     try:
         json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         return False
     return True
 

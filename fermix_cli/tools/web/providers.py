@@ -100,6 +100,8 @@ def request_json(
         return json.loads(response.content)
     except ValueError:
         raise changed(backend, "the response is not JSON") from None
+    except RecursionError:  # arrays or objects nested deeper than the parser follows
+        raise changed(backend, "the response is nested too deeply to be the documented JSON") from None
 
 
 def status_failure(
@@ -143,7 +145,7 @@ def provider_detail(body: bytes, key: str = "") -> str:
     """A short, plain-text reason from a provider's error body; never markup, never the key."""
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         text = body[:400].decode("utf-8", "replace")
         if "<" in text:
             return ""  # an HTML error page says nothing useful
@@ -158,14 +160,18 @@ def provider_detail(body: bytes, key: str = "") -> str:
     return text
 
 
+MESSAGE_KEYS = ("detail", "message", "error", "title", "code")
+
+
 def _find_message(data: Any) -> str:
-    if isinstance(data, str):
-        return data
-    if isinstance(data, dict):
-        for name in ("detail", "message", "error", "title", "code"):
-            found = _find_message(data.get(name))
-            if found:
-                return found
+    """The first string under the usual message keys, depth first; a loop, so no nesting overflows it."""
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str) and node:
+            return node
+        if isinstance(node, dict):
+            stack.extend(node.get(name) for name in reversed(MESSAGE_KEYS))
     return ""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -118,6 +119,23 @@ def test_output_cap_truncates_kills_and_reports_124() -> None:
     assert len(out.output) == MAX_OUTPUT_BYTES
     assert out.total_bytes > MAX_OUTPUT_BYTES
     assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize(
+    ("script", "undecodable"),
+    [
+        ("printf 'plain'", 0),
+        ("printf '\\357\\277\\275'", 0),  # U+FFFD itself, well encoded
+        ("printf 'a\\000b'", 0),  # NUL is UTF-8
+        ("printf '\\377\\376abc'", 2),
+        ("printf '\\342\\202'", 2),  # a sequence cut short
+        ("printf '\\300\\200'", 2),  # an overlong encoding
+    ],
+)
+def test_undecodable_bytes_are_counted(script: str, undecodable: int) -> None:
+    out = run(script)
+    assert out.undecodable_bytes() == undecodable
+    assert (out.text().count("\ufffd") > 0) == (undecodable > 0 or b"\xef\xbf\xbd" in out.output)
 
 
 def test_small_cap_is_exact() -> None:
@@ -271,14 +289,16 @@ def test_a_signal_inside_popen_after_the_child_started_still_ends_it(
 
 
 @linux_only
-def test_a_real_sigterm_inside_popen_is_held_and_delivered_once_the_group_is_known(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_real_stop_signal_inside_popen_is_held_and_delivered_once_the_group_is_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signame: str
 ) -> None:
-    """A real SIGTERM sent while Popen runs: the handler's SystemExit comes once Popen returned, and
-    the whole group (the grandchild too) is ended by the supervision's cleanup."""
+    """A real SIGTERM or SIGHUP sent while Popen runs: the handler's SystemExit comes once Popen returned,
+    and the whole group (the grandchild too) is ended by the supervision's cleanup."""
     import signal
     import subprocess
 
+    sig = getattr(signal, signame)
     pidfile = tmp_path / "grandchild"
     real = subprocess.Popen._execute_child
     raised: list[str] = []
@@ -290,19 +310,82 @@ def test_a_real_sigterm_inside_popen_is_held_and_delivered_once_the_group_is_kno
     def started_then_signalled(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         real(self, *args, **kwargs)
         _wait_for_pid_in(pidfile)
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), sig)
         time.sleep(0.05)  # a handler that was not held would have raised by now
         raised.append("popen returns")
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    previous = signal.signal(sig, on_term)
     try:
         monkeypatch.setattr(subprocess.Popen, "_execute_child", started_then_signalled)
         with pytest.raises(SystemExit) as exc:
             run(f"sleep 30 & echo $! > {pidfile}; sleep 30")
     finally:
-        assert signal.getsignal(signal.SIGTERM) is on_term, "the held handler was not restored"
-        signal.signal(signal.SIGTERM, previous)
-    assert exc.value.code == 143
+        assert signal.getsignal(sig) is on_term, "the held handler was not restored"
+        signal.signal(sig, previous)
+    assert exc.value.code == 128 + sig
     assert raised == ["popen returns", "handler"]
     grandchild = int(pidfile.read_text())
-    assert wait_gone(grandchild), f"grandchild {grandchild} survived a SIGTERM inside Popen"
+    assert wait_gone(grandchild), f"grandchild {grandchild} survived a {signame} inside Popen"
+
+
+# ----- the lifeline: a killed runner's command does not outlive it ------------------------------------
+
+
+def run_with_lifeline(script: str, timeout: float = 10, **kw):
+    from fermix_cli.core.shell.procgroup import with_lifeline
+
+    argv = ["/bin/sh", "-c", with_lifeline(script)]
+    return run_captured(argv, cwd="/", env=ENV, timeout_s=timeout, lifeline=True, **kw)
+
+
+def test_the_lifeline_is_invisible_to_the_command() -> None:
+    """stdin still reads as empty, no extra descriptor is open, `wait` and `$!` know only the command's
+    own jobs, its exit code and output are its own, and a syntax error still runs nothing."""
+    t0 = time.monotonic()
+    out = run_with_lifeline('cat; echo "[$!]"; ls /proc/self/fd/ | tr "\\n" " "; sleep 0.1 & wait; exit 5')
+    assert time.monotonic() - t0 < 5, "`wait` waited for the watchdog"
+    assert out.exit_code == 5
+    assert out.output == b"[]\n0 1 2 3 "  # 3: the directory ls itself reads
+    bad = run_with_lifeline("echo ran; if then")
+    assert bad.exit_code == 2 and b"ran" not in bad.output
+
+
+@linux_only
+def test_a_runner_killed_outright_takes_its_command_s_group_with_it(tmp_path: Path) -> None:
+    """SIGKILL of the process running a command (nothing in it can run any more): the watchdog in the
+    command's group sees the lifeline end and kills the whole group, grandchildren included."""
+    import signal
+    import subprocess
+
+    pidfile = tmp_path / "leader"
+    code = (
+        "import os; from fermix_cli.core.shell.procgroup import run_captured, with_lifeline\n"
+        f"script = 'echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; sleep 60 & sleep 60'\n"
+        "run_captured(['/bin/sh', '-c', with_lifeline(script)], cwd='/', env={'PATH': os.environ['PATH']},"
+        " timeout_s=120, lifeline=True)\n"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[3])
+    try:
+        end = time.monotonic() + 30
+        while not pidfile.exists() and time.monotonic() < end:
+            time.sleep(0.02)
+        leader = int(pidfile.read_text())
+        end = time.monotonic() + 10
+        while len(group(leader)) < 4 and time.monotonic() < end:  # sh, its watchdog, two sleeps
+            time.sleep(0.02)
+        members = group(leader)
+        assert len(members) >= 4, members
+    finally:
+        runner.send_signal(signal.SIGKILL)
+        runner.wait()
+    left = [pid for pid in members if not wait_gone(pid, 5.0)]
+    for pid in left:  # what a failure left is not left running
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
+def group(pgid: int) -> list[int]:
+    from fermix_cli.core.shell import group_members
+
+    return group_members(pgid)
