@@ -425,11 +425,13 @@ def check_agent_runs(inp: DoctorInput) -> Check:
 
 
 def check_tool_calls(inp: DoctorInput) -> Check:
-    from ..core.callstarts import orphaned_calls_readonly
-
     blocked = _no_home(inp, "tool calls")
     if blocked is not None:
         return blocked
+    import sqlite3
+
+    from ..core.callstarts import orphaned_calls_readonly
+
     try:
         orphaned = orphaned_calls_readonly(inp.paths.state_db)
     except sqlite3.Error as e:
