@@ -6,6 +6,7 @@ import ast
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -16,6 +17,11 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Tests that run git themselves (set-up) or through fermix's git tools. The README's test command runs
+# where git is not installed too: there they are skipped, with this reason, instead of erroring.
+GIT_MISSING = "git is not installed (apt-get install git; .ci/run installs it)"
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason=GIT_MISSING)
 
 
 def pytest_configure(config: pytest.Config) -> None:

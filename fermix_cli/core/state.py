@@ -7,20 +7,22 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import stat
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import ToolError
+from .errors import ToolError, missing_module_error
 from .homecheck import HomeIdentity
 from .migrations import Migration, all_migrations, apply_missing
 from .paths import make_private_dirs
 from .records import Record
 
 if TYPE_CHECKING:
+    import sqlite3
+    from types import ModuleType
+
     from .catalog import Catalog
 
 BUSY_TIMEOUT_MS = 10_000
@@ -39,6 +41,15 @@ def _write_lock(path: Path) -> threading.RLock:
         if lock is None:
             lock = _WRITE_LOCKS[key] = threading.RLock()
         return lock
+
+
+def sqlite_module() -> ModuleType:
+    """The sqlite3 module; a typed error naming the fix where this Python was built without it."""
+    try:
+        import sqlite3
+    except ImportError as e:
+        raise missing_module_error(e) or e from None
+    return sqlite3
 
 
 class StateDB:
@@ -103,6 +114,7 @@ class StateDB:
         )
 
     def _connect(self, same_thread: bool = True) -> sqlite3.Connection:
+        sqlite3 = sqlite_module()
         try:
             make_private_dirs(self.path.parent)
             self._refuse_links()
@@ -265,6 +277,8 @@ def schema_missing(exc: sqlite3.Error) -> bool:
     """True when `exc` says a table or column is not there (a state.db from before it was added): a
     read-only reader may take that as "nothing recorded yet". Any other error (not a database, corrupt,
     unreadable) is not that, and must be reported."""
+    import sqlite3  # `exc` is one of its errors: it is there
+
     return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(
         ("no such table", "no such column")
     )
@@ -280,6 +294,7 @@ def inspect_state(path: Path) -> StateReport:
     if not path.exists():
         return StateReport(False, True, "not created yet", latest_version=latest)
     size = path.stat().st_size
+    sqlite3 = sqlite_module()
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
     except sqlite3.Error as e:

@@ -6,8 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Env
+from tests.conftest import Env, needs_git
 from tests.tools.git.gitworld import IDENTITY, Git, plain
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here runs the real git: skipped, with the reason, where it is not installed."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(needs_git)
 
 
 @pytest.fixture

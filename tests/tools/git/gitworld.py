@@ -14,7 +14,7 @@ from typing import Any
 
 from tests.conftest import Env, Result
 
-REAL_GIT = shutil.which("git") or "/usr/bin/git"
+REAL_GIT = shutil.which("git") or "git"
 ISOLATED = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_CONFIG_GLOBAL": "/dev/null",

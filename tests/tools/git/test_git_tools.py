@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Env
+from tests.conftest import Env, needs_git
 from tests.tools.git.gitworld import IDENTITY, ISOLATED, REAL_GIT, Git, payload, plain
+
+pytestmark = needs_git
 
 # ----- happy paths -----------------------------------------------------------------------------
 
