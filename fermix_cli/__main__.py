@@ -7,13 +7,32 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    # First of all: a fermix.pyz on a Python it was not built for (read core/pyzbuild.py's docstring).
+    from .core.pyzbuild import refuse, wrong_python
+
+    refusal = wrong_python()
+    if refusal is not None and not _doctor_can_say_so(args):
+        return refuse(refusal)
     from .core.startup import pause_collector, resume_collector
 
     pause_collector(freeze=argv is None)  # until the command's code is loaded (core/startup.py)
     try:
-        return _dispatch(list(sys.argv[1:] if argv is None else argv))
+        return _dispatch(args)
     finally:
         resume_collector()
+
+
+def _doctor_can_say_so(args: list[str]) -> bool:
+    """`fermix doctor` runs on the wrong Python to fail its python check, where fermix can import at all."""
+    if sys.version_info < (3, 11):  # noqa: UP036  # this module runs on any Python (a pyz on an old one)
+        return False
+    from .cli.globalopts import split_globals
+
+    try:
+        return split_globals(args)[1][:1] == ["doctor"]
+    except Exception:  # a malformed global option: the refusal is the better answer
+        return False
 
 
 def _dispatch(args: list[str]) -> int:

@@ -6,6 +6,7 @@ import ast
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -16,6 +17,11 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# Tests that run git themselves (set-up) or through fermix's git tools. The README's test command runs
+# where git is not installed too: there they are skipped, with this reason, instead of erroring.
+GIT_MISSING = "git is not installed (apt-get install git; .ci/run installs it)"
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason=GIT_MISSING)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -171,6 +177,30 @@ def processes_with(marker: str) -> list[int]:
             except OSError:
                 continue
     return pids
+
+
+def survivors(pgid: int, marker: str, safety_net: float = 60) -> list[int]:
+    """The live processes still in group `pgid` or whose command line holds `marker`, once they are all
+    gone or `safety_net` seconds have passed (SIGKILLed processes take a moment to leave /proc)."""
+    import time
+
+    def left() -> list[int]:
+        found = set(processes_with(marker))
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/stat", "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue
+                if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+                    found.add(int(entry))
+        return sorted(found)
+
+    end = time.monotonic() + safety_net
+    while (found := left()) and time.monotonic() < end:
+        time.sleep(0.05)
+    return found
 
 
 @contextlib.contextmanager

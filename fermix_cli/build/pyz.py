@@ -85,8 +85,26 @@ def build_pyz(spec: PyzSpec, repo: Path, output: Path | None = None) -> Path:
     env = dict(os.environ, PIP_NO_INPUT="1")
     with tempfile.TemporaryDirectory(prefix="fermix-pyz-") as tmp:
         source = _clean_copy(repo, Path(tmp) / "src")
+        record_python(source)
         subprocess.run(shiv_command(spec, source, out), check=True, cwd=source, env=env)
     return out
+
+
+BUILT_FOR_LINE = "BUILT_FOR: tuple[str, int, int] | None = None"
+
+
+def record_python(source: Path) -> None:
+    """Write the building Python (whose wheels pip bundles) into the copy's `core/pyzbuild.py`.
+
+    The bundle's entry point refuses any other Python with a line naming this one, and doctor fails."""
+    module = source / "fermix_cli" / "core" / "pyzbuild.py"
+    text = module.read_text(encoding="utf-8")
+    if text.count(BUILT_FOR_LINE) != 1:
+        raise SystemExit(f"{module}: expected one line `{BUILT_FOR_LINE}` to record the build's Python in")
+    built = (sys.implementation.name, sys.version_info[0], sys.version_info[1])
+    module.write_text(
+        text.replace(BUILT_FOR_LINE, BUILT_FOR_LINE.replace("None = None", f"None = {built!r}"))
+    )
 
 
 # What a build never reads from the checkout: setuptools' own build/ (it copies a source file there

@@ -266,17 +266,21 @@ def agent(
         f"[dim]fermix agent · {session_agent.choice.name}/{session_agent.choice.model} · session "
         f"{session_agent.session_id}{' (continued)' if loop.history else ''} · /help[/]"
     )
-    # SIGTERM ends the turn in flight as Ctrl-C does (the run stored `interrupted`, its tool's process
-    # group killed), then the session: exit 143.
-    terminated = {"by": False}
+    # SIGTERM, and SIGHUP (the terminal closed, ssh dropped), end the turn in flight as Ctrl-C does (the
+    # run stored `interrupted`, its tool's process group killed), then the session: exit 143 or 129. An
+    # ignored SIGHUP (`nohup`) stays ignored.
+    terminated = {"by": 0}
 
     def on_term(signum: int, frame: object) -> None:
-        terminated["by"] = True
+        terminated["by"] = signum
         raise KeyboardInterrupt
 
     import signal
 
-    previous_term = signal.signal(signal.SIGTERM, on_term)
+    stops = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        stops.append(signal.SIGHUP)
+    previous = {sig: signal.signal(sig, on_term) for sig in stops}
     try:
         while not terminated["by"]:
             try:
@@ -296,10 +300,11 @@ def agent(
             observer.pause()
             _report(console, result.status, result.error)
     finally:
-        signal.signal(signal.SIGTERM, previous_term)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         observer.pause()
         _save_history(readline, history_path)
         session_agent.close()
         ctx.close()
     if terminated["by"]:
-        raise typer.Exit(143)
+        raise typer.Exit(128 + terminated["by"])

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import stat
 import sys
 from collections.abc import Callable, Mapping
@@ -22,6 +21,8 @@ from ..core.search import engines
 from ..core.search.engines import Engine
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from ..core.config import Config
 
 Status = Literal["ok", "warn", "fail", "n/a"]
@@ -56,9 +57,40 @@ class DoctorInput(Record):
 
 
 def check_python() -> Check:
+    """3.11 or newer; for a fermix.pyz, the minor version it was built for."""
+    from ..core.pyzbuild import wrong_python
+
     v = sys.version_info
     detail = f"{v.major}.{v.minor}.{v.micro} at {sys.executable}"
+    refusal = wrong_python()
+    if refusal is not None:
+        return Check("python", "fail", refusal)  # it names this Python and the one needed
     return Check("python", "ok" if v >= (3, 11) else "fail", detail)
+
+
+def missing_modules(modules: tuple[str, ...] = ()) -> list[str]:
+    """Which of `modules` (default: the standard modules fermix needs, sqlite3 and ssl) this Python lacks."""
+    import importlib
+
+    from ..core.errors import OPTIONAL_STDLIB
+
+    missing = []
+    for module in modules or tuple(OPTIONAL_STDLIB):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+    return missing
+
+
+def check_python_modules() -> Check:
+    from ..core.errors import OPTIONAL_STDLIB, missing_module_message
+
+    missing = missing_modules()
+    if missing:
+        detail = " ".join(missing_module_message(m) for m in missing)
+        return Check("python modules", "fail", detail, {"missing": missing})
+    return Check("python modules", "ok", ", ".join(OPTIONAL_STDLIB) + " present", {"missing": []})
 
 
 def check_config(inp: DoctorInput) -> tuple[Check, Config | None]:
@@ -101,9 +133,14 @@ def home_blocked(inp: DoctorInput) -> str | None:
 
 
 def _no_home(inp: DoctorInput, name: str) -> Check | None:
-    if home_blocked(inp) is None:
-        return None
-    return Check(name, "n/a", "the fermix home is not a directory; see the home check")
+    """N/A when state.db cannot be read at all: the home is not a directory, or this Python has no sqlite3."""
+    if home_blocked(inp) is not None:
+        return Check(name, "n/a", "the fermix home is not a directory; see the home check")
+    if missing_modules(("sqlite3",)):
+        return Check(
+            name, "n/a", "this Python has no sqlite3 to read state.db with; see the python modules check"
+        )
+    return None
 
 
 def _state_unreadable(name: str, e: sqlite3.Error) -> Check:
@@ -137,12 +174,12 @@ def check_home(inp: DoctorInput) -> Check:
 
 
 def check_state(inp: DoctorInput) -> Check:
-    from ..core.state import inspect_state
-
     path = inp.paths.state_db
     blocked = _no_home(inp, "state.db")
     if blocked is not None:
         return blocked
+    from ..core.state import inspect_state
+
     r = inspect_state(path)
     data = {"path": str(path), "schema_version": r.schema_version, "latest_version": r.latest_version}
     if not r.exists:
@@ -162,11 +199,13 @@ def check_state(inp: DoctorInput) -> Check:
 
 
 def check_reminders(inp: DoctorInput) -> Check:
-    from ..events.health import failed_reminders
-
     blocked = _no_home(inp, "reminders")
     if blocked is not None:
         return blocked
+    import sqlite3
+
+    from ..events.health import failed_reminders
+
     try:
         count, latest = failed_reminders(inp.paths.state_db)
     except sqlite3.Error as e:
@@ -227,7 +266,10 @@ def check_engine(inp: DoctorInput, program: str, label: str, fix: str) -> Check:
     """A search engine fermix runs: which binary, found where, which version; missing is a failure."""
     found = inp.engine(program)
     if found is None:
-        return Check(label, "fail", f"{program} not found beside {sys.executable} nor on PATH; {fix}")
+        places = engines.looked_in(program)
+        return Check(
+            label, "fail", f"{program} not found in {', '.join(places)}; {fix}", {"looked_in": places}
+        )
     version = inp.engine_version(found.path)
     where = {
         "interpreter": "beside the interpreter",
@@ -294,7 +336,8 @@ def check_mcp_servers(inp: DoctorInput, config: Config | None) -> Check:
     detail = f"{len(enabled)} enabled: {', '.join(enabled) or '(none)'}"
     if missing:
         return Check("mcp servers", "warn", f"{detail}; command not found for {', '.join(missing)}")
-    return Check("mcp servers", "ok", detail)
+    # Starting a server runs its code and may take seconds; doctor changes nothing, so it only says how.
+    return Check("mcp servers", "ok", f"{detail}; not started here (fermix mcp tools starts and lists them)")
 
 
 def check_skill_roots(inp: DoctorInput, config: Config | None) -> Check:
@@ -338,11 +381,13 @@ def _command_found(command: str, inp: DoctorInput) -> bool:
 
 
 def check_job_runs(inp: DoctorInput) -> Check:
-    from ..jobs.health import describe, interrupted_runs_readonly
-
     blocked = _no_home(inp, "job runs")
     if blocked is not None:
         return blocked
+    import sqlite3
+
+    from ..jobs.health import describe, interrupted_runs_readonly
+
     try:
         found = interrupted_runs_readonly(inp.paths.state_db)
     except sqlite3.Error as e:
@@ -355,11 +400,13 @@ def check_job_runs(inp: DoctorInput) -> Check:
 
 
 def check_agent_runs(inp: DoctorInput) -> Check:
-    from ..agent.transcripts import orphaned_runs_readonly
-
     blocked = _no_home(inp, "agent runs")
     if blocked is not None:
         return blocked
+    import sqlite3
+
+    from ..agent.transcripts import orphaned_runs_readonly
+
     try:
         orphaned = orphaned_runs_readonly(inp.paths.state_db)
     except sqlite3.Error as e:
@@ -378,11 +425,13 @@ def check_agent_runs(inp: DoctorInput) -> Check:
 
 
 def check_tool_calls(inp: DoctorInput) -> Check:
-    from ..core.callstarts import orphaned_calls_readonly
-
     blocked = _no_home(inp, "tool calls")
     if blocked is not None:
         return blocked
+    import sqlite3
+
+    from ..core.callstarts import orphaned_calls_readonly
+
     try:
         orphaned = orphaned_calls_readonly(inp.paths.state_db)
     except sqlite3.Error as e:
@@ -427,6 +476,11 @@ def check_harness(inp: DoctorInput, config: Config | None) -> Check:
         return Check(
             name, "n/a", "neither codex nor claude is on PATH; the coding-agent tools are not registered"
         )
+    blocked = _no_home(inp, name)
+    if blocked is not None:
+        return blocked
+    import sqlite3
+
     from ..harness.health import run_counts
 
     try:
@@ -453,6 +507,7 @@ def run_checks(inp: DoctorInput) -> list[Check]:
     config_check, config = check_config(inp)
     return [
         check_python(),
+        check_python_modules(),
         config_check,
         check_home(inp),
         check_state(inp),
@@ -467,8 +522,8 @@ def run_checks(inp: DoctorInput) -> list[Check]:
         check_computer_use(inp, config),
         check_harness(inp, config),
         check_binary("git", inp.which("git"), "not found on PATH; the git tools are unavailable"),
-        check_engine(inp, "rg", "ripgrep", "grep, find and the search tools need it: " + engines.RG_FIX),
-        check_engine(inp, "ast-grep", "ast-grep", "tree-wide ast_grep needs it: " + engines.AST_GREP_FIX),
+        check_engine(inp, "rg", "ripgrep", "grep, find and the search tools need it: " + engines.fix("rg")),
+        check_engine(inp, "ast-grep", "ast-grep", "tree-wide ast_grep needs it: " + engines.fix("ast-grep")),
     ]
 
 

@@ -486,7 +486,10 @@ def main_tool(argv: list[str], g: GlobalOptions) -> int:
 
 
 def _terminate_cleanly() -> None:
-    """Turn SIGTERM into SystemExit so `finally` blocks run (a running shell's process group is killed)."""
+    """Turn SIGTERM and SIGHUP into SystemExit (143, 129) so `finally` blocks run (a running shell's
+    process group is killed: it is in its own session, so a closed terminal's hangup never reaches it).
+
+    A SIGHUP that is ignored (`nohup fermix tool ...`) stays ignored."""
     import signal
     import threading
 
@@ -497,6 +500,8 @@ def _terminate_cleanly() -> None:
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, on_term)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, on_term)
 
 
 def quiet_broken_pipe() -> None:

@@ -88,8 +88,10 @@ def interrupt_requested() -> bool:
 
 
 def install_interrupt_flag() -> Callable[[], None]:
-    """Make SIGINT, and SIGTERM (a `kill`, a service stopping), raise the flag and then
-    KeyboardInterrupt (main thread only), so the run ends `interrupted` and says so; returns the undo."""
+    """Make SIGINT, SIGTERM (a `kill`, a service stopping) and SIGHUP (the terminal closed, ssh dropped)
+    raise the flag and then KeyboardInterrupt (main thread only), so the run ends `interrupted` and says
+    so, its running command's process group killed; returns the undo. An ignored SIGHUP (`nohup`) stays
+    ignored."""
     import signal
 
     if threading.current_thread() is not threading.main_thread():
@@ -99,7 +101,10 @@ def install_interrupt_flag() -> Callable[[], None]:
         _interrupt["requested"] = True
         raise KeyboardInterrupt
 
-    previous = {sig: signal.signal(sig, on_int) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stops = [signal.SIGINT, signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        stops.append(signal.SIGHUP)
+    previous = {sig: signal.signal(sig, on_int) for sig in stops}
 
     def undo() -> None:
         for sig, handler in previous.items():

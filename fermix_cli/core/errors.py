@@ -119,12 +119,48 @@ _OS_ENVIRONMENT = frozenset(
 )
 
 
+# Standard modules a Python may be built without (pyenv or a source build lacking the headers):
+# module -> (the names its import fails on, what fermix needs it for, the Debian package with the headers).
+OPTIONAL_STDLIB = {
+    "sqlite3": (("sqlite3", "_sqlite3"), "fermix's state.db (memories, jobs, transcripts)", "libsqlite3-dev"),
+    "ssl": (("ssl", "_ssl"), "HTTPS (the web tools, model providers, Telegram)", "libssl-dev"),
+}
+
+
+def missing_module_message(module: str) -> str:
+    """Why fermix cannot work without stdlib `module` here, and how to get a Python that has it."""
+    import sys
+
+    _, needed_for, headers = OPTIONAL_STDLIB[module]
+    version = ".".join(map(str, sys.version_info[:3]))
+    return (
+        f"this Python ({sys.executable}) was built without the {module} module, which {needed_for} needs. "
+        f"Use a Python that has it (Debian's and Ubuntu's python3 do), or build this one again with "
+        f"{module}'s headers present: apt-get install {headers}, then for a pyenv Python: "
+        f"pyenv install --force {version}"
+    )
+
+
+def missing_module_error(exc: BaseException) -> ToolError | None:
+    """The typed error for an import that failed because this Python lacks sqlite3 or ssl, else None."""
+    if not isinstance(exc, ImportError):
+        return None
+    for module, (names, _, _) in OPTIONAL_STDLIB.items():
+        if exc.name in names:
+            return ToolError("python_module_missing", missing_module_message(module), {"module": module})
+    return None
+
+
 def environment_error(exc: BaseException) -> ToolError | None:
-    """The exit-1 ToolError for a failure of the disk, the state file or memory; None for a bug.
+    """The exit-1 ToolError for a failure of the disk, the state file or memory, or a Python built without
+    sqlite3 or ssl; None for a bug.
 
     A read-only home, a full disk or a corrupt state.db is not fermix's fault: it must not be
     reported as an internal error (exit 4).
     """
+    missing = missing_module_error(exc)
+    if missing is not None:
+        return missing
     import errno
 
     if isinstance(exc, MemoryError):

@@ -12,7 +12,6 @@ Append new migrations at the end of a domain's list. Never edit, rename or reord
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -20,6 +19,8 @@ from .errors import ToolError
 from .records import Record
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from .catalog import Catalog
 
 TABLE = "_fermix_migrations"

@@ -364,10 +364,19 @@ class Sandbox(Record):
         Below an allowed directory D, only a protected entry or blocked root that lies strictly
         inside D can deny a path (a shorter entry would already have denied D itself).
         """
-        prefix = allowed_dir.lower().rstrip("/") + "/"
-        if any(e.startswith(prefix) for e in self.protected_lower):
-            return True
-        return any(b.lower().startswith(prefix) for b in self.blocked_roots)
+        return self.denied_inside(allowed_dir) is not None
+
+    def denied_inside(self, directory: str) -> Decision | None:
+        """The first protected entry, else blocked root, that lies strictly inside the canonical
+        `directory`, as the decision a path there gets (whether or not it exists yet); None if none."""
+        prefix = directory.lower().rstrip("/") + "/"
+        for entry, low in zip(self.protected, self.protected_lower, strict=True):
+            if low.startswith(prefix):
+                return Decision(False, "protected_path", entry)
+        for root in self.blocked_roots:
+            if root.lower().startswith(prefix):
+                return Decision(False, "blocked_root", root)
+        return None
 
     def denial(self, d: Decision, *, tool: str, write: bool, git_dir: bool = False) -> ToolError:
         p = d.path

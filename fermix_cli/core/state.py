@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import stat
 import threading
 import time
@@ -15,13 +14,16 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .errors import ToolError, state_busy
+from .errors import ToolError, missing_module_error, state_busy
 from .homecheck import HomeIdentity
 from .migrations import Migration, all_migrations, apply_missing
 from .paths import make_private_dirs
 from .records import Record
 
 if TYPE_CHECKING:
+    import sqlite3
+    from types import ModuleType
+
     from .catalog import Catalog
 
 BUSY_TIMEOUT_MS = 10_000
@@ -44,10 +46,24 @@ def _write_lock(path: Path) -> threading.RLock:
         return lock
 
 
+def sqlite_module() -> ModuleType:
+    """The sqlite3 module; a typed error naming the fix where this Python was built without it."""
+    try:
+        import sqlite3
+    except ImportError as e:
+        raise missing_module_error(e) or e from None
+    return sqlite3
+
+
 def is_busy(exc: BaseException) -> bool:
     """Whether `exc` is SQLite's "database is locked" (BUSY or LOCKED): contention, not a broken file."""
     code = getattr(exc, "sqlite_errorcode", None)
-    return isinstance(exc, sqlite3.OperationalError) and isinstance(code, int) and code & 0xFF in (5, 6)
+    return (
+        type(exc).__module__ == "sqlite3"  # sqlite3 itself is imported only where it is used
+        and type(exc).__name__ == "OperationalError"
+        and isinstance(code, int)
+        and code & 0xFF in (5, 6)
+    )
 
 
 def patiently(
@@ -70,16 +86,16 @@ def patiently(
     while True:
         try:
             return call()
-        except sqlite3.OperationalError as e:
+        except ToolError as e:
+            if e.code != "state_busy" or clock() >= deadline:
+                raise
+            logger("fermix.state").warning("%s: state.db is busy; trying again", what)
+        except Exception as e:
             if not is_busy(e):
                 raise
             if clock() >= deadline:
                 raise state_busy() from None
             logger("fermix.state").warning("%s: state.db is busy (%s); trying again", what, e)
-        except ToolError as e:
-            if e.code != "state_busy" or clock() >= deadline:
-                raise
-            logger("fermix.state").warning("%s: state.db is busy; trying again", what)
         sleep(max(0.0, min(pause, deadline - clock())))
         pause = min(pause * 2, 2.0)
 
@@ -146,6 +162,7 @@ class StateDB:
         )
 
     def _connect(self, same_thread: bool = True) -> sqlite3.Connection:
+        sqlite3 = sqlite_module()
         try:
             make_private_dirs(self.path.parent)
             self._refuse_links()
@@ -310,6 +327,8 @@ def schema_missing(exc: sqlite3.Error) -> bool:
     """True when `exc` says a table or column is not there (a state.db from before it was added): a
     read-only reader may take that as "nothing recorded yet". Any other error (not a database, corrupt,
     unreadable) is not that, and must be reported."""
+    import sqlite3  # `exc` is one of its errors: it is there
+
     return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(
         ("no such table", "no such column")
     )
@@ -325,6 +344,7 @@ def inspect_state(path: Path) -> StateReport:
     if not path.exists():
         return StateReport(False, True, "not created yet", latest_version=latest)
     size = path.stat().st_size
+    sqlite3 = sqlite_module()
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
     except sqlite3.Error as e:

@@ -17,7 +17,6 @@ import json
 import os
 import selectors
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -68,7 +67,7 @@ def _lost_to_state(exc: BaseException) -> bool:
     loss alone, never a reason to stop supervising the others. A vanished home stops everything."""
     if isinstance(exc, ToolError):
         return exc.code != "home_vanished"
-    return isinstance(exc, sqlite3.Error)
+    return type(exc).__module__ == "sqlite3"  # any of its errors (sqlite3 is imported where used)
 
 
 class Stopped(Exception):

@@ -17,9 +17,11 @@ from ..core.params import ConfigDict
 from ..core.records import Record, field
 from ..core.registry import FailureMode, Hints, Params, Registry, ToolSpec
 from ..core.toolsets import MCP_PREFIX
-from .sessions import Connection, describe_error, pool, unavailable
+from .sessions import Connection, describe_error, pool, server_log, unavailable
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..core.context import ToolContext
     from .config import McpServerConfig
 
@@ -206,7 +208,8 @@ def _handler(name: str, server: str, remote: str, schema: dict[str, Any], conn: 
         try:
             result = conn.call(remote, arguments)
         except Exception as e:
-            raise _call_error(server, remote, e) from None
+            log_file = server_log(ctx.paths, server) if conn.config.command is not None else None
+            raise _call_error(server, remote, e, log_file) from None
         payload = result_payload(result)
         if result.get("isError") is True:
             raise ToolError(
@@ -237,11 +240,11 @@ def _validate(name: str, schema: dict[str, Any], arguments: dict[str, Any]) -> N
         )
 
 
-def _call_error(server: str, remote: str, e: BaseException) -> ToolError:
+def _call_error(server: str, remote: str, e: BaseException, log_file: Path | None = None) -> ToolError:
     from .wire import REQUEST_TIMEOUT, McpError
 
     if isinstance(e, ToolError):  # from the network guard: a refusal stays one, a lost connection is not
-        return e if e.code == "blocked_url" else unavailable(server, e.message)
+        return e if e.code == "blocked_url" else unavailable(server, e.message, log_file)
     if isinstance(e, TimeoutError):
         return ToolError(
             "timeout",
@@ -261,7 +264,7 @@ def _call_error(server: str, remote: str, e: BaseException) -> ToolError:
             f"MCP server {server}: {e.message}",
             {"server": server, "tool": remote, "code": code},
         )
-    return unavailable(server, describe_error(e))
+    return unavailable(server, describe_error(e), log_file)
 
 
 FAILURES = (

@@ -18,6 +18,8 @@ from ..core.logs import logger
 from ..core.records import Record
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from ..core.context import ToolContext
     from ..core.paths import FermixPaths
     from .config import McpServerConfig
@@ -88,12 +90,19 @@ def pool() -> ClientPool:
     return _POOL
 
 
-def unavailable(name: str, why: str) -> ToolError:
+def server_log(paths: FermixPaths, name: str) -> Path:
+    """Where a stdio server's stderr goes."""
+    return paths.log_dir / f"mcp-{name}.log"
+
+
+def unavailable(name: str, why: str, log_file: Path | None = None) -> ToolError:
+    """The server could not be started or was lost; `log_file` is a stdio server's stderr log."""
+    where = f" and the server's log ({log_file})" if log_file is not None else ""
     return ToolError(
         "mcp_unavailable",
-        f"MCP server {name} is unavailable: {why}. Check [mcp.servers.{name}] in config.toml, "
-        f"the server's log, or run: fermix doctor",
-        {"server": name},
+        f"MCP server {name} is unavailable: {why}. Check [mcp.servers.{name}] in config.toml{where}; "
+        f"try it again with: fermix mcp tools {name}",
+        {"server": name, **({"log": str(log_file)} if log_file is not None else {})},
     )
 
 
@@ -103,6 +112,7 @@ def _start(name: str, config: McpServerConfig, paths: FermixPaths, allowed_hosts
     if config.url is not None:
         _preflight(name, config.url, allowed_hosts)
     session: Session | None = None
+    log_file = server_log(paths, name) if config.command is not None else None
     try:
         deadline = time.monotonic() + config.startup_timeout_ms / 1000
         transport = (
@@ -116,18 +126,18 @@ def _start(name: str, config: McpServerConfig, paths: FermixPaths, allowed_hosts
             session.close()
         if e.code == "blocked_url":  # the guard refused a request (a redirect to a private host, say)
             raise
-        raise unavailable(name, e.message) from None
+        raise unavailable(name, e.message, log_file) from None
     except TimeoutError:
         if session is not None:
             with contextlib.suppress(Exception):
                 session.close()
-        raise unavailable(name, f"no answer within {config.startup_timeout_ms} ms") from None
+        raise unavailable(name, f"no answer within {config.startup_timeout_ms} ms", log_file) from None
     except Exception as e:
-        log.warning("MCP server %s failed to start", name, exc_info=e)
+        log.warning("MCP server %s failed to start", name, exc_info=e)  # the log file only, never stderr
         if session is not None:
             with contextlib.suppress(Exception):
                 session.close()
-        raise unavailable(name, describe_error(e)) from None
+        raise unavailable(name, describe_error(e), log_file) from None
     if config.tools is not None:
         wanted = set(config.tools)
         tools = [t for t in tools if t["name"] in wanted]
@@ -171,9 +181,8 @@ def _stdio(name: str, config: McpServerConfig, paths: FermixPaths) -> Transport:
     env.update(config.env)
     # The server's stderr goes to its own log, never to ours: fermix's stderr is the error channel.
     make_private_dirs(paths.log_dir)
-    fd = os.open(
-        paths.log_dir / f"mcp-{name}.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600
-    )
+    log_path = server_log(paths, name)
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
         return StdioTransport(
             os.path.expanduser(config.command or ""),
@@ -181,6 +190,7 @@ def _stdio(name: str, config: McpServerConfig, paths: FermixPaths) -> Transport:
             env,
             os.path.expanduser(config.cwd) if config.cwd else None,
             stderr=fd,
+            stderr_log=str(log_path),
         )
     finally:
         os.close(fd)  # the child holds its own copy

@@ -44,6 +44,7 @@ HTTP_TIMEOUT_S = 30.0
 HTTP_READ_TIMEOUT_S = 300.0  # a server may hold a response stream open
 HTTP_MAX_DECODED = 16 * 1024 * 1024  # a compressed response inflates to at most this many bytes
 STDIO_EXIT_GRACE_S = 2.0  # after stdin closes, before SIGTERM; then again before SIGKILL
+STDIO_EXIT_WAIT_S = 0.5  # a server whose pipe closed is given this long to exit, to say how it ended
 
 Message = dict[str, Any]
 Sink = Callable[[Message], None]
@@ -126,8 +127,18 @@ class StdioTransport(Transport):
     """A server as a child process (its own process group): newline-delimited JSON on stdin/stdout."""
 
     def __init__(
-        self, command: str, args: list[str], env: dict[str, str], cwd: str | None, stderr: int
+        self,
+        command: str,
+        args: list[str],
+        env: dict[str, str],
+        cwd: str | None,
+        stderr: int,
+        stderr_log: str | None = None,
     ) -> None:
+        # `stderr_log` is the file `stderr` appends to: what the server writes there after this point
+        # is its own, and its last line says why it ended (a missing key, a bad flag ...).
+        self.stderr_log = stderr_log
+        self._stderr_start = _size(stderr_log)
         self.proc = subprocess.Popen(
             [command, *args],
             stdin=subprocess.PIPE,
@@ -155,13 +166,19 @@ class StdioTransport(Transport):
         except (OSError, ValueError):
             pass
         # EOF usually means the server is exiting: give it a moment so the message can say how it ended.
+        self.on_close(ConnectionError(self.ended() or "the server closed its output"))
+
+    def ended(self) -> str | None:
+        """How the server ended ("exited (exit status 1): <its last stderr line>"), or None while it runs.
+
+        Waits up to `STDIO_EXIT_WAIT_S` for it: a closed pipe usually means the server is exiting."""
         try:
-            code = self.proc.wait(timeout=0.5)
+            code = self.proc.wait(timeout=STDIO_EXIT_WAIT_S)
         except subprocess.TimeoutExpired:
-            code = None
-        self.on_close(
-            ConnectionError("the server closed its output" + (f" (exit status {code})" if code else ""))
-        )
+            return None
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        said = _last_line(self.stderr_log, self._stderr_start)
+        return f"the server exited ({how})" + (f": {said}" if said else "")
 
     def send(self, message: Message) -> None:
         data = (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
@@ -172,7 +189,10 @@ class StdioTransport(Transport):
                 stdin.write(data)
                 stdin.flush()
             except (OSError, ValueError) as e:
-                raise ConnectionError(f"the server's input is closed ({type(e).__name__})") from None
+                # Most often the server exited before reading anything: say how, as the reader does.
+                why = None if self._closed else self.ended()
+                why = why or f"the server's input is closed ({type(e).__name__})"
+                raise ConnectionError(why) from None
 
     def close(self) -> None:
         """Per the spec: close stdin, give the server time to exit, then SIGTERM, then SIGKILL."""
@@ -196,6 +216,31 @@ class StdioTransport(Transport):
         with contextlib.suppress(OSError, ValueError):
             assert self.proc.stdout is not None
             self.proc.stdout.close()
+
+
+def _size(path: str | None) -> int:
+    try:
+        return os.stat(path).st_size if path else 0
+    except OSError:
+        return 0
+
+
+def _last_line(path: str | None, start: int, limit: int = 300) -> str:
+    """The last non-blank line written to `path` after offset `start` (at most `limit` characters)."""
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as f:
+            end = f.seek(0, os.SEEK_END)
+            f.seek(max(start, end - 8192))
+            tail = f.read()
+    except OSError:
+        return ""
+    lines = [line.strip() for line in tail.decode("utf-8", "replace").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    last = lines[-1]
+    return last if len(last) <= limit else last[: limit - 3] + "..."
 
 
 # ----- HTTP -------------------------------------------------------------------------------------------

@@ -674,6 +674,69 @@ def test_sigterm_ends_an_ask_interrupted(world: Env) -> None:
     assert _run_status(db)[0] == "interrupted"
 
 
+def _sleeping_shell_call(world: Env) -> tuple[str, Path, str]:
+    """An echo prompt whose one call runs `sleep 302.<unique digits>` in shell (60 s timeout), the FIFO
+    the command writes its process group to once it runs, and the sleep's marker."""
+    import secrets
+
+    marker = f"302.{secrets.randbelow(10**9):09d}"
+    fifo = world.root / f"group-{marker}"
+    os.mkfifo(fifo)
+    command = f"echo $$ > {fifo}; sleep {marker}"
+    return calls(call("shell", command=command, timeout_ms=60000)), fifo, marker
+
+
+def _group_when_running(proc: subprocess.Popen[str], fifo: Path) -> int:
+    import select
+
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        got = b""
+        while not got.endswith(b"\n"):
+            ready, _, _ = select.select([reader], [], [], 300)
+            if not ready:
+                proc.kill()
+                raise AssertionError(f"the command never started: {proc.communicate()}")
+            got += os.read(reader, 64)
+        return int(got)
+    finally:
+        os.close(reader)
+
+
+@pytest.mark.parametrize("command", ["ask", "agent"])
+def test_a_closed_terminal_s_sighup_ends_the_running_command_s_group(world: Env, command: str) -> None:
+    """SIGHUP (the terminal closed, ssh dropped) stops `ask` and `agent` as SIGTERM does: the shell call
+    in flight has its process group killed (it is in its own session, so the hangup reaches only fermix),
+    the run is stored `interrupted`; `ask` exits 130 as for any interruption, `agent` 129."""
+    from tests.conftest import survivors
+
+    prompt, fifo, marker = _sleeping_shell_call(world)
+    argv = [sys.executable, "-m", "fermix_cli", command, "-m", "echo"]
+    proc = subprocess.Popen(
+        argv + ([prompt] if command == "ask" else []),
+        cwd=world.project, env=world.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    pgid = 0
+    try:
+        assert proc.stdin is not None
+        if command == "agent":
+            proc.stdin.write(prompt + "\n")
+            proc.stdin.flush()
+        pgid = _group_when_running(proc, fifo)
+        proc.send_signal(signal.SIGHUP)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == (130 if command == "ask" else 129), err
+        assert survivors(pgid, marker) == [], "the command's group outlived fermix's SIGHUP"
+        assert _run_status(world.fermix_home / "state.db")[0] == "interrupted"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for pid in survivors(pgid, marker, safety_net=0) if pgid else ():
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_process_owner_is_gone_only_when_certainly_gone() -> None:
     import os
     import sys

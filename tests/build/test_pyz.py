@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -151,3 +152,180 @@ def test_the_bundle_is_built_from_the_sources_never_from_a_stale_build_directory
     copy = _clean_copy(repo, tmp_path / "copy")
     shipped = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
     assert shipped == ["fermix_cli", "fermix_cli/build", "fermix_cli/build/pyz.py", "pyproject.toml"]
+
+
+# ----- the Python a pyz was built for ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("built_for", "implementation", "version", "needs"),
+    [
+        (None, "cpython", (3, 12, 1), None),  # not a pyz: nothing to refuse
+        (("cpython", 3, 11), "cpython", (3, 11, 9), None),  # another patch release is the same ABI
+        (("cpython", 3, 11), "cpython", (3, 12, 1), "python3.11"),
+        (("cpython", 3, 11), "cpython", (3, 10, 13), "python3.11"),
+        (("cpython", 3, 12), "cpython", (3, 11, 7), "python3.12"),
+        (("cpython", 3, 11), "pypy", (3, 11, 0), "python3.11"),
+    ],
+)
+def test_a_pyz_names_the_python_it_needs(
+    built_for: tuple[str, int, int] | None,
+    implementation: str,
+    version: tuple[int, int, int],
+    needs: str | None,
+) -> None:
+    from fermix_cli.core.pyzbuild import wrong_python
+
+    why = wrong_python(built_for, implementation, version, "/opt/py/bin/python3", "/srv/fermix.pyz")
+    if needs is None:
+        assert why is None
+        return
+    assert why is not None and "\n" not in why
+    assert f"run it with {needs} ({needs} /srv/fermix.pyz ...)" in why
+    assert f"{'.'.join(map(str, version))} (/opt/py/bin/python3)" in why
+    assert "/opt/py/bin/python3 -m fermix_cli.build pyz" in why
+
+
+def test_the_build_records_its_python_in_the_copy_it_bundles(tmp_path: Path) -> None:
+    from fermix_cli.build.pyz import _clean_copy, record_python
+
+    copy = _clean_copy(REPO, tmp_path / "copy")
+    record_python(copy)
+    recorded = (copy / "fermix_cli" / "core" / "pyzbuild.py").read_text()
+    built = (sys.implementation.name, sys.version_info[0], sys.version_info[1])
+    assert f"BUILT_FOR: tuple[str, int, int] | None = {built!r}\n" in recorded
+    assert (
+        "BUILT_FOR: tuple[str, int, int] | None = None\n"
+        in (REPO / "fermix_cli/core/pyzbuild.py").read_text()
+    )
+
+
+def _run_on(python: str, pyz: Path, home: Path, shiv_root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {
+        "PATH": os.path.dirname(python),
+        "HOME": str(home),
+        "FERMIX_HOME": str(home / ".fermix"),
+        "SHIV_ROOT": str(shiv_root),
+    }
+    return subprocess.run(
+        [python, str(pyz), *args], env=env, cwd=home, capture_output=True, text=True, timeout=300
+    )
+
+
+def _assert_refused(r: subprocess.CompletedProcess, needs: str) -> None:
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr  # one line: no traceback
+    error = json.loads(r.stderr)["error"]
+    assert error["code"] == "wrong_python" and f"run it with {needs} " in error["message"]
+
+
+@pytest.mark.slow
+def test_a_pyz_on_another_python_minor_is_refused_and_doctor_fails(pyz: Path, tmp_path: Path) -> None:
+    """Simulated: the extracted copy's record says another minor (3.10), this interpreter runs it."""
+    home, shiv_root = tmp_path / "home", tmp_path / "cache"
+    home.mkdir()
+    r = _run_on(sys.executable, pyz, home, shiv_root, "--version")  # extracts it
+    assert r.returncode == 0, r.stderr
+    (record,) = shiv_root.glob(f"{pyz.name}_*/site-packages/fermix_cli/core/pyzbuild.py")
+    text = record.read_text()
+    built = (sys.implementation.name, sys.version_info[0], sys.version_info[1])
+    record.write_text(text.replace(f"= {built!r}", f"= {(sys.implementation.name, 3, 10)!r}"))
+    for stale in record.parent.glob("__pycache__/pyzbuild.*"):
+        stale.unlink()
+    _assert_refused(
+        _run_on(sys.executable, pyz, home, shiv_root, "tool", "read", "--json", "{}"), "python3.10"
+    )
+    r = _run_on(sys.executable, pyz, home, shiv_root, "doctor", "--json")
+    assert r.returncode == 1, r.stderr
+    python = next(c for c in json.loads(r.stdout)["checks"] if c["name"] == "python")
+    assert python["status"] == "fail" and "run it with python3.10" in python["detail"]
+
+
+def _other_pythons() -> list[str]:
+    """Interpreters of another minor version on this machine (pyenv's, or python3.N on PATH)."""
+    import glob
+    import shutil
+
+    found = glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3"))
+    found += [p for n in range(8, 16) if (p := shutil.which(f"python3.{n}"))]
+    out: dict[tuple[int, int], str] = {}
+    for path in found:
+        r = subprocess.run(
+            [path, "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if r.returncode == 0:
+            minor = tuple(map(int, r.stdout.split()))
+            if minor != sys.version_info[:2] and minor >= (3, 8):
+                out.setdefault(minor, path)  # type: ignore[arg-type]
+    return [out[k] for k in sorted(out)]
+
+
+@pytest.mark.slow
+def test_a_pyz_on_the_other_pythons_here_is_refused_with_the_python_it_needs(
+    pyz: Path, tmp_path: Path
+) -> None:
+    pythons = _other_pythons()
+    if not pythons:
+        pytest.skip("no Python of another minor version on this machine")
+    needs = f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    for python in pythons:
+        home, shiv_root = (
+            tmp_path / python.replace("/", "_") / "home",
+            tmp_path / python.replace("/", "_") / "c",
+        )
+        home.mkdir(parents=True)
+        _assert_refused(_run_on(python, pyz, home, shiv_root, "tool", "read", "--json", "{}"), needs)
+        r = _run_on(python, pyz, home, shiv_root, "doctor")
+        if subprocess.run([python, "-c", "import sys; assert sys.version_info >= (3, 11)"]).returncode:
+            _assert_refused(r, needs)  # fermix cannot even import there: the same refusal
+        else:
+            assert r.returncode == 1
+            line = next(x for x in r.stdout.splitlines() if " python " in x)
+            assert line.startswith("[FAIL]") and f"run it with {needs} " in line
+
+
+@pytest.mark.slow
+def test_a_pyz_whose_extracted_engine_is_gone_says_to_extract_it_again(
+    pyz: Path, empty_venv: Path, tmp_path: Path
+) -> None:
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    project = home / "project"
+    project.mkdir(parents=True)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        env = {
+            "PATH": str(empty_venv / "bin"),  # no rg anywhere but inside the pyz
+            "HOME": str(home),
+            "FERMIX_HOME": str(home / ".fermix"),
+            "SHIV_ROOT": str(cache),
+        }
+        return subprocess.run(
+            [str(pyz), *args], env=env, cwd=project, capture_output=True, text=True, timeout=300
+        )
+
+    (project / "notes.txt").write_text("hi\n")
+    grep = ("tool", "grep", "--json", '{"patterns":["hi"],"mode":"raw"}')
+    r = run(*grep)  # extracted, with rg
+    assert r.returncode == 0 and json.loads(r.stdout)["output"] == "notes.txt:1:hi", r.stderr
+    (extracted,) = cache.glob(f"{pyz.name}_*")
+    bundled = extracted / "site-packages" / "bin"
+    (bundled / "rg").unlink()  # a damaged cache: a cleaner took the binary
+
+    r = run(*grep)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    error = json.loads(r.stderr)["error"]
+    assert error["code"] == "search_engine_missing"
+    assert f"rm -rf {extracted}" in error["message"] and "pip install" not in error["message"]
+    assert str(bundled / "rg") in error["details"]["looked_in"]
+    r = run("doctor", "--json")
+    check = next(c for c in json.loads(r.stdout)["checks"] if c["name"] == "ripgrep")
+    assert check["status"] == "fail" and str(bundled / "rg") in check["detail"], check
+    assert f"rm -rf {extracted}" in check["detail"] and "pip install" not in check["detail"]
+
+    shutil.rmtree(extracted)  # what the message says to do (the cache is this test's own)
+    r = run(*grep)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["output"] == "notes.txt:1:hi"

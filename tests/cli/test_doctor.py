@@ -58,11 +58,20 @@ def test_fresh_install_is_healthy(world: Env) -> None:
     r = doctor(world)
     assert r.returncode == 0, r.stdout + r.stderr
     checks, last = parse(r.stdout)
-    expected = ["python", "config", "home", "state.db", "sandbox", "providers", "mcp servers"]
+    expected = [
+        "python",
+        "python modules",
+        "config",
+        "home",
+        "state.db",
+        "sandbox",
+        "providers",
+        "mcp servers",
+    ]
     assert list(checks)[: len(expected)] == expected
     assert {"git", "ripgrep"} <= set(checks)
     assert "chromium" not in checks  # no browser tool yet: nothing to check for
-    for name in ("config", "home", "sandbox", "job runs"):
+    for name in ("python modules", "config", "home", "sandbox", "job runs"):
         assert checks[name][0] == "OK", checks[name]
     n = SUMMARY.match(last)
     assert n and int(n.group(3)) == 0

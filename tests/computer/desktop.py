@@ -28,7 +28,7 @@ def skip_reason() -> str | None:
     try:
         import tkinter  # noqa: F401
     except ImportError:
-        return "this Python has no tkinter, which the test window needs"
+        return "this Python has no tkinter, which the test window needs (Debian's python3: apt-get install python3-tk)"
     for module in ("mss", "PIL"):
         try:
             __import__(module)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tkinter as tk
 
 LAYOUT = {
     "button": (20, 20, 100, 30),  # x, y, w, h in screen pixels
@@ -20,6 +19,8 @@ LAYOUT = {
 
 
 def main(state_path: str) -> None:
+    import tkinter as tk  # here, not above: the tests import LAYOUT where this Python has no tkinter
+
     state: dict[str, object] = {
         "ready": True,
         "presses": 0,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import needs_git
 from tests.harness.conftest import wait_for
 
 FLAG_VALUES = [
@@ -104,6 +105,7 @@ def _git_repo(path: Any) -> None:
     subprocess.run(["git", "init", "-q", str(path)], check=True)
 
 
+@needs_git
 @pytest.mark.parametrize("outer_first", [True, False])
 def test_a_directory_that_is_not_a_checkout_holds_everything_beneath_it(
     harness: Any, outer_first: bool

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import needs_git
 from tests.harness.conftest import alive as _alive
 from tests.harness.conftest import wait_for
 
@@ -200,6 +201,7 @@ def test_a_300_kb_prompt_spills_to_a_brief_file(harness: Any) -> None:
             assert rec["options"][rec["options"].index("--add-dir") + 1] == os.path.dirname(run["brief_path"])
 
 
+@needs_git
 def test_one_run_per_worktree(harness: Any) -> None:
     project = harness.world.project
     subprocess.run(["git", "init", "-q", str(project)], check=True)

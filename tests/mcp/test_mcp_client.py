@@ -312,6 +312,22 @@ def test_server_that_fails_to_start(world: Env, http_server: str) -> None:
     assert r.code == 1 and r.error()["code"] == "mcp_unavailable"
 
 
+def test_a_server_that_exits_at_once_is_reported_with_its_last_words_and_no_traceback(world: Env) -> None:
+    script = "echo 'error: MY_API_KEY is not set' >&2; exit 1"
+    configure(world, {"broken": {"command": "/bin/sh", "args": ["-c", script]}})
+    log = world.fermix_home / "logs" / "mcp-broken.log"
+    for args in (["mcp", "tools", "broken"], ["tool", "mcp_broken_anything", "--json", "{}"]):
+        r = world.run(*args)
+        assert r.code == 1
+        assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr
+        assert "the server exited (exit status 1): error: MY_API_KEY is not set" in r.stderr
+        assert f"the server's log ({log})" in r.stderr and "fermix mcp tools broken" in r.stderr
+    assert "Traceback" in (world.fermix_home / "logs" / "fermix.log").read_text()  # kept for the log
+    r = world.run("doctor")
+    line = next(x for x in r.stdout.splitlines() if "mcp servers" in x)
+    assert "not started here" in line and "fermix mcp tools" in line
+
+
 def test_call_timeout(world: Env) -> None:
     configure(world, {"stub": stub(call_timeout_ms=300)})
     started = time.monotonic()

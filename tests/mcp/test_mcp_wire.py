@@ -184,12 +184,43 @@ def test_results_are_capped_on_character_boundaries(
     assert len(out["text"].encode()) + in_blocks <= CAP  # the whole payload, the text both times
 
 
+MISSING_KEY = "echo 'error: MY_API_KEY is not set' >&2; exit 3"
+
+
+def exiting_server(tmp_path: Path, script: str = MISSING_KEY) -> StdioTransport:
+    """A server that exits at once, its stderr appended to a log that already holds an older run's lines."""
+    log = tmp_path / "mcp-x.log"
+    if not log.exists():
+        log.write_text("an earlier run's last words\n")
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        return StdioTransport("/bin/sh", ["-c", script], dict(os.environ), None, fd, str(log))
+    finally:
+        os.close(fd)
+
+
 def test_a_server_that_exits_fails_the_waiting_request(tmp_path: Path) -> None:
-    transport = StdioTransport(sys.executable, ["-c", "import sys; sys.exit(3)"], dict(os.environ), None, 2)
-    s = Session(transport)
-    with pytest.raises(ConnectionError, match="exit status 3"):
-        s.initialize(10)
-    s.close()
+    # The server may be gone before the request is written (the write fails) or after (its output
+    # ends): either way the request fails saying how it ended and what it said last, every time.
+    for _ in range(30):
+        s = Session(exiting_server(tmp_path))
+        with pytest.raises(ConnectionError) as caught:
+            s.initialize(10)
+        s.close()
+        assert str(caught.value) == "the server exited (exit status 3): error: MY_API_KEY is not set"
+
+
+def test_a_write_to_a_server_that_has_exited_says_how_it_ended(tmp_path: Path) -> None:
+    transport = exiting_server(tmp_path)
+    transport.proc.wait(10)  # gone before anything is written: the write itself fails
+    with pytest.raises(ConnectionError, match=r"^the server exited \(exit status 3\): error: MY_API_KEY"):
+        transport.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    transport.close()
+    silent = exiting_server(tmp_path, "kill -9 $$")  # says nothing: the older run's line is not its own
+    silent.proc.wait(10)
+    with pytest.raises(ConnectionError, match=r"^the server exited \(killed by signal 9\)$"):
+        silent.send({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    silent.close()
 
 
 def test_close_ends_the_server_and_kills_one_that_ignores_sigterm(

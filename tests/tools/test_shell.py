@@ -86,6 +86,27 @@ def test_success_result_and_default_working_dir(world: Env) -> None:
     assert isinstance(out["duration_ms"], int) and out["env_missing"] == []
 
 
+def test_output_that_is_not_utf8_is_flagged_and_noted(world: Env) -> None:
+    """Bytes that cannot be decoded are replaced, and the result says so; NULs stay and are noted."""
+    r = tool(world, "shell", {"command": r"printf '\377\376abc\000def'"})
+    assert r.code == 0, r.stderr
+    out = r.json()
+    assert out["output"] == "\ufffd\ufffdabc\x00def"
+    assert out["decoded_lossy"] is True and out["truncated"] is False
+    assert out["notes"] == [
+        "2 byte(s) of output are not UTF-8 and appear as U+FFFD (decoded_lossy); redirect binary output "
+        "to a file, or pipe it through `od -c` or `base64`",
+        "the output holds 1 NUL byte(s), kept as U+0000 (binary data?)",
+    ]
+    text = run_cli(world, "tool", "shell", "--command", r"printf '\377ok'", "--text").stdout
+    assert text.startswith("Note: 1 byte(s) of output are not UTF-8") and text.endswith("\ufffdok\n")
+    # A failing command carries the same in its details; clean UTF-8 (U+FFFD itself included) is not lossy.
+    r = tool(world, "shell", {"command": r"printf '\377'; exit 2"})
+    assert r.error()["details"]["decoded_lossy"] is True
+    clean = tool(world, "shell", {"command": r"printf '\357\277\275 é'"}).json()
+    assert clean["output"] == "\ufffd é" and clean["decoded_lossy"] is False and clean["notes"] == []
+
+
 def test_non_zero_exit_is_exit_nonzero_with_details(world: Env) -> None:
     r = tool(world, "shell", {"command": "echo partial; exit 3"})
     assert r.code == 1 and r.stdout == ""
@@ -111,6 +132,31 @@ def test_timeout_kills_the_group(world: Env) -> None:
     assert _gone(pid)
 
 
+@pytest.mark.parametrize("name", ["shell", "bash"])
+def test_a_model_sees_the_output_before_a_timeout(world: Env, name: str) -> None:
+    """The output so far is what a model needs to tell a hang from slow progress (`test_1 PASSED`)."""
+    from fermix_cli.core.registry import default_registry
+
+    args: dict[str, Any] = {"command": "echo test_1 PASSED; sleep 10"}
+    args.update({"timeout_ms": 1500} if name == "shell" else {"timeout": 1, "intent": "run the tests"})
+    ctx = world.context()
+    try:
+        ok, text, payload = default_registry().invoke_for_model(name, args, ctx)
+    finally:
+        ctx.close()
+    assert not ok and payload["code"] == "timeout"
+    assert payload["message"].startswith("Command timed out after") and "PASSED" not in payload["message"]
+    assert payload["details"]["output"] == "test_1 PASSED\n"
+    assert text.startswith("timeout: Command timed out after")
+    assert text.endswith("; output so far:\ntest_1 PASSED\n")
+    ctx = world.context()
+    try:
+        ok, text, _ = default_registry().invoke_for_model(name, {**args, "command": "sleep 10"}, ctx)
+    finally:
+        ctx.close()
+    assert not ok and text.endswith("; it printed nothing")
+
+
 def test_cancel_token_stops_the_command_with_a_cancelled_error(invoke) -> None:
     import threading
 
@@ -129,7 +175,10 @@ def test_cancel_token_stops_the_command_with_a_cancelled_error(invoke) -> None:
     assert time.monotonic() - t0 < 10
     assert e.value.code == "cancelled"
     assert "the MCP client cancelled the call" in e.value.message
-    assert _gone(int(e.value.details["output"].split()[0]))
+    pid = e.value.details["output"].split()[0]
+    assert pid not in e.value.message  # the envelope carries the output once, in details
+    assert e.value.model_text().endswith(f"; output so far:\n{pid}\n")  # a model reads it
+    assert _gone(int(pid))
 
 
 def test_background_grandchild_does_not_survive_a_normal_exit(world: Env) -> None:
@@ -414,6 +463,25 @@ def test_hardline_refusal_exit_code_and_trace(world: Env, fake_sh) -> None:
     assert rec["decision"] == "hardline" and rec["phase"] == "pre_execution" and rec["tool"] == "shell"
 
 
+def test_a_refused_command_s_secrets_are_masked_in_the_trace(world: Env, fake_sh) -> None:
+    env, marker = fake_sh
+    command = (
+        'curl -H "Authorization: Bearer ghp_SECRETabcdef123456" https://example.invalid/x; '
+        "DEPLOY_TOKEN=tok-SECRET-77 mkfs.ext4 /dev/nonexistent_zz"
+    )
+    r = tool(world, "shell", {"command": command}, env=env)
+    assert r.code == 3 and r.error()["code"] == "sandbox_hardline"
+    assert not marker.exists()
+    (trace,) = (world.fermix_home / "traces").glob("*/sandbox_event.jsonl")
+    text = trace.read_text()
+    assert "SECRET" not in text
+    rec = json.loads(text.splitlines()[-1])
+    assert rec["command"] == (
+        'curl -H "Authorization: [REDACTED]" https://example.invalid/x; '
+        "DEPLOY_TOKEN=[REDACTED] mkfs.ext4 /dev/nonexistent_zz"
+    )
+
+
 def test_ordinary_commands_really_run(world: Env) -> None:
     build = world.project / "build"
     (build / "deep").mkdir(parents=True)
@@ -599,6 +667,81 @@ def test_terminating_fermix_ends_the_command_group(world: Env) -> None:
             proc.wait()
 
 
+def _start_sleeping_shell(world: Env, **popen: Any) -> tuple[subprocess.Popen[bytes], int, str]:
+    """`fermix tool shell` running `sleep 302.<unique digits>` with a 60 s timeout, once the command runs:
+    (fermix's process, the command's process group, the sleep's unique marker)."""
+    import secrets
+
+    marker = f"302.{secrets.randbelow(10**9):09d}"
+    fifo = world.root / f"group-{marker}"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    command = f"echo $$ > {fifo}; sleep {marker}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fermix_cli", "tool", "shell", "--json",
+         json.dumps({"command": command, "timeout_ms": 60000})],
+        cwd=world.project, env=world.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **popen,
+    )  # fmt: skip
+    try:
+        pgid = int(_read_line_when_written(reader, 300))
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        os.close(reader)
+    return proc, pgid, marker
+
+
+@pytest.mark.parametrize(
+    ("signame", "code"), [("SIGTERM", 143), ("SIGHUP", 129)], ids=["sigterm", "sighup-terminal-closed"]
+)
+def test_a_stop_signal_to_fermix_ends_the_command_s_process_group(
+    world: Env, signame: str, code: int
+) -> None:
+    """The command runs in its own session, so a closed terminal's SIGHUP reaches only fermix: fermix
+    must end the group itself, or `sh -c` and its `sleep` run on with no timeout enforced."""
+    import signal
+
+    from tests.conftest import survivors
+
+    proc, pgid, marker = _start_sleeping_shell(world)
+    try:
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == code, err
+        assert survivors(pgid, marker) == [], f"the command's group outlived fermix's {signame}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in survivors(pgid, marker, safety_net=0):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_an_ignored_sighup_stays_ignored(world: Env) -> None:
+    """`nohup fermix tool shell ...`: the hangup is ignored as the user asked, and the command runs on."""
+    import signal
+
+    from tests.conftest import survivors
+
+    def ignore_hangups() -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    proc, pgid, marker = _start_sleeping_shell(world, preexec_fn=ignore_hangups)
+    try:
+        proc.send_signal(signal.SIGHUP)
+        assert proc.poll() is None
+        time.sleep(0.5)
+        assert proc.poll() is None, "an ignored SIGHUP stopped fermix"
+        assert survivors(pgid, marker, safety_net=0) != []
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+        for pid in survivors(pgid, marker, safety_net=0):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_bash_refuses_a_program_that_is_not_on_path(world: Env, fake_sh) -> None:
     env, marker = fake_sh
     r = tool(world, "bash", {"command": "ls && definitely-not-installed-xyz --run", "intent": "x"}, env=env)
@@ -610,6 +753,25 @@ def test_bash_refuses_a_program_that_is_not_on_path(world: Env, fake_sh) -> None
     # fermix's own shell tool leaves it to sh (exit 127 from the shell).
     r = tool(world, "shell", {"command": "definitely-not-installed-xyz"})
     assert r.code == 1 and r.error()["details"]["exit_code"] == 127
+
+
+def test_bash_runs_a_program_that_an_earlier_command_puts_on_path(world: Env) -> None:
+    """A virtualenv's activate, an `export PATH`, a guard: the name is on PATH by the time it runs."""
+    venv_bin = world.project / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "activate").write_text('PATH="$PWD/venv/bin:$PATH"; export PATH\n')
+    (venv_bin / "fermix-test-tool").write_text("#!/bin/sh\necho tool-ran\n")
+    (venv_bin / "fermix-test-tool").chmod(0o755)
+    for command in (
+        ". venv/bin/activate && fermix-test-tool",
+        'export PATH="$PWD/venv/bin:$PATH"; fermix-test-tool',
+        "command -v fermix-test-tool >/dev/null && fermix-test-tool; echo tool-ran",
+    ):
+        r = tool(world, "bash", {"command": command, "intent": "run the tool"})
+        assert r.code == 0, (command, r.stderr)
+        assert r.json()["output"] == "tool-ran\n", command
+    r = tool(world, "bash", {"command": "fermix-test-tool", "intent": "typo check stays"})
+    assert r.code == 1 and r.error()["code"] == "command_not_found"
 
 
 def test_model_calls_shell_and_cmd_as_bash_in_the_coding_toolset(world: Env) -> None:

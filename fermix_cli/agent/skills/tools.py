@@ -378,7 +378,9 @@ TOOLS = specs(
         hints=Hints(read_only=True, idempotent=True),
         examples=(
             Example({"name": "repo_overview"}, "the instructions"),
-            Example({"name": "repo_overview", "file": "checklist"}, "a reference file"),
+            Example(
+                {"name": "repo_overview", "file": "checklist"}, "a reference file, references/checklist.md"
+            ),
         ),
         failure_modes=(
             *_FAILURES,

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator
 
 from ..errors import ToolError
+from ..pyzbuild import extraction_dir
 from ..records import Record
 
 RG_FIX = (
@@ -50,13 +51,36 @@ def _candidates(program: str) -> Iterator[tuple[str, str]]:
         scripts = None
     if scripts:
         yield os.path.join(scripts, program), "scripts"
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
-    yield os.path.join(package_parent, "bin", program), "bundled"
+    yield os.path.join(bundled_dir(), program), "bundled"
     import shutil
 
     found = shutil.which(program)
     if found:
         yield found, "PATH"
+
+
+def bundled_dir() -> str:
+    """The `bin/` beside the installed `fermix_cli` package: where a fermix.pyz extracts its engines."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+    return os.path.join(package_parent, "bin")
+
+
+def fix(program: str) -> str:
+    """How to get `program` back: a fermix.pyz extracts itself again, any other install installs it."""
+    cache = extraction_dir()
+    if cache is None:
+        return RG_FIX if program == "rg" else AST_GREP_FIX
+    import shlex
+
+    return (
+        f"this fermix.pyz carries {program} in {bundled_dir()}, and its extracted copy has lost it: "
+        f"remove that copy (rm -rf {shlex.quote(cache)}) and the next run extracts the file again"
+    )
+
+
+def looked_in(program: str) -> list[str]:
+    """Every place `locate` looks for `program`, in order (for a message saying it is in none of them)."""
+    return [*dict.fromkeys(path for path, _ in _candidates(program)), "PATH"]
 
 
 def locate(program: str) -> Engine | None:
@@ -77,8 +101,8 @@ def rg() -> str:
     if engine is None:
         raise ToolError(
             "search_engine_missing",
-            f"ripgrep (rg) is not installed; fermix searches with it. Fix: {RG_FIX}",
-            {"engine": "rg"},
+            f"ripgrep (rg) is not installed; fermix searches with it. Fix: {fix('rg')}",
+            {"engine": "rg", "looked_in": looked_in("rg")},
         )
     return engine.path
 
@@ -88,8 +112,8 @@ def ast_grep() -> str:
     if engine is None:
         raise ToolError(
             "search_engine_missing",
-            f"the ast-grep CLI is not installed; tree-wide ast_grep runs it. Fix: {AST_GREP_FIX}",
-            {"engine": "ast-grep"},
+            f"the ast-grep CLI is not installed; tree-wide ast_grep runs it. Fix: {fix('ast-grep')}",
+            {"engine": "ast-grep", "looked_in": looked_in("ast-grep")},
         )
     return engine.path
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ToolError
 from ..traces import append_trace
 from .childenv import ChildEnv, build_child_env
-from .procgroup import SPAWN_MARKER, run_captured, with_lifeline
+from .procgroup import SPAWN_MARKER, ProcessOutcome, run_captured, with_lifeline
 
 if TYPE_CHECKING:
     from ..context import ToolContext
@@ -159,32 +159,31 @@ def run_shell(
         raise ToolError(
             "executable_not_found", f"Shell executable cannot run: {shell} ({e.strerror})", {"path": shell}
         ) from None
+    notes = [*resolved.notes, *output_notes(outcome)]
     result: dict[str, Any] = {
         "exit_code": outcome.exit_code,
         "output": outcome.text(),
         "truncated": outcome.truncated,
+        "decoded_lossy": outcome.undecodable_bytes() > 0,
         "duration_ms": outcome.duration_ms,
         "working_dir": cwd,
         "env_missing": resolved.missing_names,
-        "notes": resolved.notes,
+        "notes": notes,
     }
-    lead = "".join(f"Note: {n}\n" for n in resolved.notes)
+    lead = "".join(f"Note: {n}\n" for n in notes)
+    # A model reads what the command printed before it was stopped (the envelope has it in details).
+    so_far = f"; output so far:\n{result['output']}" if result["output"] else "; it printed nothing"
     if outcome.cancelled:
         why = ctx.cancel.reason if ctx.cancel is not None else "the call was cancelled"
-        raise ToolError(
-            "cancelled",
-            f"{lead}Command stopped after {outcome.duration_ms}ms: {why}; its process group was killed",
-            result,
-        )
+        stopped = f"{lead}Command stopped after {outcome.duration_ms}ms: {why}; its process group was killed"
+        raise ToolError("cancelled", stopped, result, model_message=stopped + so_far)
     if outcome.timed_out:
+        stopped = f"{lead}Command timed out after {timeout_ms}ms"
         raise ToolError(
-            "timeout", f"{lead}Command timed out after {timeout_ms}ms", {**result, "timeout_ms": timeout_ms}
+            "timeout", stopped, {**result, "timeout_ms": timeout_ms}, model_message=stopped + so_far
         )
     if outcome.truncated and outcome.exit_code == 0:
-        result["notes"] = [
-            *resolved.notes,
-            "output cut at 1 MiB (after redaction); the command ran to its end",
-        ]
+        result["notes"] = [*notes, "output cut at 1 MiB (after redaction); the command ran to its end"]
     if outcome.exit_code != 0:
         cut = " (output truncated at 1 MiB; the command was stopped)" if outcome.truncated else ""
         failed = f"{lead}Command failed (exit code {outcome.exit_code}){cut}"
@@ -195,6 +194,21 @@ def run_shell(
             model_message=f"{failed}:\n{result['output']}",
         )
     return result
+
+
+def output_notes(outcome: ProcessOutcome) -> list[str]:
+    """What a reader of the output as text must know: bytes lost to decoding, NULs kept as they are."""
+    notes = []
+    lost = outcome.undecodable_bytes()
+    if lost:
+        notes.append(
+            f"{lost} byte(s) of output are not UTF-8 and appear as U+FFFD (decoded_lossy); "
+            "redirect binary output to a file, or pipe it through `od -c` or `base64`"
+        )
+    nuls = outcome.output.count(b"\0")
+    if nuls:
+        notes.append(f"the output holds {nuls} NUL byte(s), kept as U+0000 (binary data?)")
+    return notes
 
 
 def render_result(result: dict[str, Any]) -> str:

@@ -224,9 +224,19 @@ class _Lexer(WordReader):
                 self.pending_function = names[-1] or "?"
                 self.pos = len(self.text) - len(after) + 1
                 return
-        self.end_command(";")
+        self.end_before_group()
         self.pos += 1
         self.open_group("(")
+
+    def end_before_group(self) -> None:
+        """End what precedes a group's opening. A group in command position stays where it sits in
+        its pipeline: `x | (sh)` and `x | { sh; }` feed the group as `x | sh` feeds sh."""
+        b = self.cur
+        in_place = b is None or (not b.redirects and all(w.literal in _GROUP_PREFIXES for w in b.words))
+        pipeline, stage = self.pipeline, self.stage
+        self.end_command(";")
+        if in_place:
+            self.pipeline, self.stage = pipeline, stage
 
     def close_paren(self) -> bool:
         """Handle `)`; true when it ends the enclosing `$(`."""
@@ -291,7 +301,7 @@ class _Lexer(WordReader):
                 if not command_position:
                     self.cur = None
                     self.pending_function = names[1] or "?"
-                self.end_command(";")
+                self.end_before_group()
                 self.open_group("{")
                 return
         if len(raw) == 1 and raw[0].kind == "close" and command_position and self.groups:
@@ -356,10 +366,11 @@ class _Lexer(WordReader):
                     break
                 lines.append(line)
             body = "".join(line + "\n" for line in lines)
+            expanded = None
             if not doc.quoted:
                 sub = self.sub_lexer(body, 0, stop_paren=False)
-                sub.read_dquote(None)
-            doc.builder.heredocs.append(HereDoc(body, expands=not doc.quoted))
+                expanded = Word(tuple(p for w in finish_word(sub.read_dquote(None)) for p in w.parts))
+            doc.builder.heredocs.append(HereDoc(body, expands=not doc.quoted, expanded=expanded))
         self.docs.clear()
 
     def record_assignments(self, b: _Builder) -> None:

@@ -3,7 +3,9 @@
 Used by shell, bash, the git tools and `[sandbox.env]` helper commands. The ending is the same
 whatever stops the child: on a timeout or when the output passes the cap, the whole group gets
 SIGTERM, a 200 ms grace, then SIGKILL (also when the caller cancels the call through its
-`CancelToken`); after a normal exit the group gets SIGKILL at once, so no
+`CancelToken`). A caller may instead let the child run past the cap (`overflow="discard"`: a write
+must not be stopped halfway for what it prints); the output past the cap is then read and dropped.
+After a normal exit the group gets SIGKILL at once, so no
 background grandchild outlives the command. On Linux, processes that left the group (`setsid`,
 `setpgid`) but still carry this run's marker in their environment, or stayed in its session, are
 swept too. A process that both leaves the session and drops the marker escapes: this is cleanup of
@@ -25,14 +27,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import selectors
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..records import Record
 
@@ -47,12 +50,17 @@ TRUNCATED_EXIT = 124
 # looks for it to refuse confirmations coming from a process fermix spawned.
 SPAWN_MARKER = "FERMIX_SPAWNED"
 _READ_CHUNK = 65536
+# With overflow="discard", the end of the output is kept too (where a failing command says why).
+DISCARD_TAIL_BYTES = 64 * 1024
+_CUT_MARK = b"\n[... output cut here ...]\n"
 _DRAIN_S = 0.5
 
 
 class ProcessOutcome(Record, frozen=True):
-    """How a child ended. `output` is redacted and cut to the cap; `exit_code` is 124 when cut.
+    """How a child ended. `output` is redacted and cut to the cap (`truncated` says it was cut).
 
+    `stopped_at_cap`: the output passed the cap and the group was stopped there (`exit_code` 124);
+    never with `overflow="discard"`, where the child runs to its end and keeps its own exit code.
     `cancelled`: the caller's cancel token stopped it (its group got SIGTERM, then SIGKILL).
     """
 
@@ -63,9 +71,20 @@ class ProcessOutcome(Record, frozen=True):
     duration_ms: int
     total_bytes: int
     cancelled: bool = False
+    stopped_at_cap: bool = False
 
     def text(self) -> str:
+        """The output as text; bytes that are not UTF-8 become U+FFFD (see `undecodable_bytes`)."""
         return self.output.decode("utf-8", "replace")
+
+    def undecodable_bytes(self) -> int:
+        """How many output bytes are not UTF-8 (each is lost to a U+FFFD in `text`)."""
+        try:
+            self.output.decode("utf-8")
+        except UnicodeDecodeError:
+            # surrogateescape turns exactly one undecodable byte into one lone surrogate.
+            return sum(1 for c in self.output.decode("utf-8", "surrogateescape") if "\udc80" <= c <= "\udcff")
+        return 0
 
 
 def new_spawn_id() -> str:
@@ -94,18 +113,26 @@ def run_captured(
     redact: Iterable[str] = (),
     cancel: CancelToken | None = None,
     lifeline: bool = False,
+    overflow: Literal["stop", "discard"] = "stop",
+    on_output: Callable[[bytes], None] | None = None,
 ) -> ProcessOutcome:
     """Run `argv` with stdout and stderr merged, stdin from /dev/null, in a new session.
 
     `env` is used as given; the caller builds it. Values in `redact` are replaced by «redacted»
     before the output is cut to `cap`, so a secret straddling the cut cannot leak in part. When
     `cancel` is set while the child runs, its group is stopped as on a timeout and the outcome says
-    `cancelled`. With `lifeline`, stdin is instead the pipe that ends when this process does: `argv`
-    must be `sh -c` of a script wrapped by `with_lifeline`, which moves it off stdin.
+    `cancelled`. Output past `cap` stops the group (`overflow="stop"`), or is read and dropped while
+    the child runs to its end (`"discard"`: the output kept is its beginning and its last 64 KiB, at
+    most `cap` bytes in all, with a line where the middle was cut). `on_output` sees every chunk as
+    it arrives, unredacted and uncut (for a caller that parses a listing longer than it keeps).
+    With `lifeline`, stdin is instead the pipe that ends when this process does: `argv` must be
+    `sh -c` of a script wrapped by `with_lifeline`, which moves it off stdin.
     Raises FileNotFoundError / PermissionError when the program cannot be started.
     """
     secrets_b = sorted({s.encode("utf-8", "surrogateescape") for s in redact if s}, key=len, reverse=True)
-    keep = cap + (max((len(s) for s in secrets_b), default=1) - 1)
+    # A secret straddling a cut must be whole in what is kept, so it is redacted, not half-shown.
+    overlap = max((len(s) for s in secrets_b), default=1) - 1
+    keep = cap + overlap
     child_env = dict(env)
     spawn_id = child_env.setdefault(SPAWN_MARKER, new_spawn_id())
     started = time.monotonic()
@@ -139,9 +166,12 @@ def run_captured(
             if ends is not None:
                 os.close(ends[0])
         try:
-            # A SIGTERM or Ctrl-C that arrived while Popen ran is delivered here, where the group is known.
+            # A SIGTERM, SIGHUP or Ctrl-C that arrived while Popen ran is delivered here, where the group
+            # is known.
             held.release()
-            return _supervise(proc, spawn_id, secrets_b, keep, cap, started, deadline, cancel)
+            return _supervise(
+                proc, spawn_id, secrets_b, keep, cap, started, deadline, cancel, overflow, on_output, overlap
+            )
         except BaseException:
             # SIGTERM becomes SystemExit in the main thread: end the group whatever the supervision had
             # armed by then, never leave it running.
@@ -157,14 +187,15 @@ def run_captured(
 
 
 class _HeldSignals:
-    """Hold SIGTERM and SIGINT (main thread only) until `release`, which restores and re-delivers them.
+    """Hold SIGTERM, SIGINT and SIGHUP (main thread only) until `release`, which restores and re-delivers
+    them.
 
     The Python handlers for them raise (SystemExit, KeyboardInterrupt), and one raised inside Popen,
     after the child started, would leave it running with no handle on it: on a loaded machine the child
     can exec and start children of its own before Popen returns.
     """
 
-    _HELD = (signal.SIGTERM, signal.SIGINT)
+    _HELD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
     def __init__(self) -> None:
         self._previous: dict[int, Any] = {}
@@ -197,11 +228,18 @@ def _supervise(
     started: float,
     deadline: float,
     cancel: CancelToken | None,
+    overflow: Literal["stop", "discard"],
+    on_output: Callable[[bytes], None] | None,
+    overlap: int,
 ) -> ProcessOutcome:
-    """Collect the output of `proc` until it exits, times out, overflows or is cancelled; end its group."""
+    """Collect the output of `proc` until it exits, times out, overflows (`overflow="stop"`) or is
+    cancelled; end its group."""
     assert proc.stdout is not None
     leader = proc.pid
+    stop_at_cap = overflow == "stop"
     buf = bytearray()
+    tail_cap = 0 if stop_at_cap else min(DISCARD_TAIL_BYTES, cap // 4)
+    tail = bytearray()  # the last bytes past `buf`, when discarding
     total = 0
     timed_out = over_cap = cancelled = False
     out_fd = proc.stdout.fileno()
@@ -218,9 +256,16 @@ def _supervise(
     def take(chunk: bytes) -> None:
         nonlocal total
         total += len(chunk)
+        if on_output is not None:
+            on_output(chunk)
         room = keep - len(buf)
         if room > 0:
             buf.extend(chunk[:room])
+            chunk = chunk[room:]
+        if chunk and tail_cap:
+            tail.extend(chunk)
+            if len(tail) > tail_cap + overlap:
+                del tail[: len(tail) - tail_cap - overlap]
 
     try:
         out_open = True
@@ -252,7 +297,7 @@ def _supervise(
                     out_open = False
                     continue
                 take(chunk)
-            if total > cap:
+            if stop_at_cap and total > cap:
                 over_cap = True
                 break
         if timed_out or over_cap or cancelled:
@@ -272,7 +317,7 @@ def _supervise(
                 if not chunk:
                     break
                 take(chunk)
-                if total > cap:
+                if stop_at_cap and total > cap:
                     over_cap = True
                     break
     finally:
@@ -284,10 +329,20 @@ def _supervise(
         if proc.returncode is None:
             _kill_group(leader)
             proc.wait()
-    data = bytes(buf)
-    for s in secrets_b:
-        data = data.replace(s, REDACTED.encode())
-    truncated = over_cap
+    if tail and total == len(buf) + len(tail):
+        # Nothing was dropped: redact the output whole (a secret may straddle the two buffers).
+        data = _redact(bytes(buf) + bytes(tail), secrets_b)
+        last = _cut_utf8_front(data, tail_cap) if len(data) > cap else b""
+        truncated = False
+    else:
+        data = _redact(bytes(buf), secrets_b)
+        # The tail's first `overlap` bytes may hold the end of a secret cut in two: left out, with
+        # any secret that crosses into the rest.
+        last = _cut_utf8_front(_redact_from(bytes(tail), secrets_b, overlap), tail_cap) if tail else b""
+        truncated = over_cap or total > len(buf)  # stopped, or bytes past what was kept were dropped
+    if last:
+        data = _cut_utf8(data, max(0, cap - len(last) - len(_CUT_MARK))) + _CUT_MARK + last
+        truncated = True
     if truncated or len(data) > cap:
         # Also when only the redaction made it longer than the cap (the command itself ran to its
         # end, so its exit code stands): what is cut is said to be cut.
@@ -306,6 +361,7 @@ def _supervise(
         duration_ms=int((time.monotonic() - started) * 1000),
         total_bytes=total,
         cancelled=cancelled,
+        stopped_at_cap=over_cap,
     )
 
 
@@ -445,6 +501,34 @@ def _sweep(leader: int | None, spawn_id: str) -> None:
                 os.kill(pid, signal.SIGKILL)
             killed.add(pid)
         time.sleep(0.01)
+
+
+def _redact(data: bytes, secrets_b: list[bytes]) -> bytes:
+    for s in secrets_b:
+        data = data.replace(s, REDACTED.encode())
+    return data
+
+
+def _redact_from(data: bytes, secrets_b: list[bytes], start: int) -> bytes:
+    """`data[start:]` redacted, a secret that begins before `start` and ends after it included."""
+    if not secrets_b:
+        return data[start:]
+    out = bytearray()
+    pos = start
+    for m in re.finditer(b"|".join(re.escape(x) for x in secrets_b), data):
+        if m.end() > pos:
+            out += data[pos : max(pos, m.start())] + REDACTED.encode()
+            pos = m.end()
+    return bytes(out + data[pos:])
+
+
+def _cut_utf8_front(data: bytes, limit: int) -> bytes:
+    """The last `limit` bytes, starting at a character (no UTF-8 continuation byte first)."""
+    cut = data[-limit:] if len(data) > limit else data
+    skip = 0
+    while skip < 3 and skip < len(cut) and (cut[skip] & 0xC0) == 0x80:
+        skip += 1
+    return cut[skip:] if len(data) > limit else cut
 
 
 def _cut_utf8(data: bytes, limit: int) -> bytes:

@@ -15,10 +15,12 @@ class Redirect(Record, frozen=True):
 
 
 class HereDoc(Record, frozen=True):
-    """A here-document body; `expands` is true when its delimiter was unquoted."""
+    """A here-document body; `expands` is true when its delimiter was unquoted, and `expanded` is then
+    the body as one word after expansion (its substitutions and variables as parts)."""
 
     body: str
     expands: bool
+    expanded: Word | None = field(default=None, compare=False)
 
 
 class Command(Record, frozen=True):

@@ -143,7 +143,7 @@ TOOLS = specs(
             Example(
                 {"paths": ["src/app.py:120-160", "src/util.py:raw"]}, "a range of one file, another verbatim"
             ),
-            Example({"paths": ["skill://review"]}, "a skill's SKILL.md"),
+            Example({"paths": ["skill://repo_overview"]}, "a skill's SKILL.md"),
         ),
         failure_modes=(
             FailureMode("not_found", "File not found: PATH (or an unknown skill)"),

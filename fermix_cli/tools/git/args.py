@@ -59,6 +59,13 @@ BRANCH_MESSAGE = (
     "branch is listing-only in git_read: create/delete/rename/copy/force/retarget arguments and bare "
     "branch names are refused; pass flag values as --flag=value"
 )
+# Options that send git into submodules, whose own configs can run programs (the repository checks
+# cover those configs too; these keep git out in the first place). `--ignore-submodules` is fine
+# bare or `=all`; `--submodule` on diff, log and show is fine except `=diff`.
+RECURSE_SUBMODULES_LONG = "--recurse-submodules"
+IGNORE_SUBMODULES_LONG = "--ignore-submodules"
+NO_IGNORE_SUBMODULES_LONG = "--no-ignore-submodules"
+SUBMODULE_FORMAT_LONG = "--submodule"
 PULL_STRATEGIES = frozenset({"ort", "recursive", "resolve", "octopus", "ours", "subtree"})
 ALLOWED_SCHEMES = frozenset({"https", "ssh", "git", "git+ssh", "ssh+git"})
 
@@ -227,6 +234,9 @@ def check_args(tool: Literal["git_read", "git_write"], command: str, args: Seque
                     t.text, f'git arg "{t.text}" is rejected; it can escape sandbox containment', "denylist"
                 )
     for t in tokens:
+        if t.text.startswith("--") and t.text != "--" and command != "branch":  # branch: listing only
+            _check_submodule_option(command, t.text)
+    for t in tokens:
         if t.kind == "positional":
             _check_positional(t.text)
     if command in ("diff", "log", "show"):
@@ -251,6 +261,29 @@ def check_args(tool: Literal["git_read", "git_write"], command: str, args: Seque
         if command == "pull":
             _check_pull(tokens)
     return tokens
+
+
+def _check_submodule_option(command: str, arg: str) -> None:
+    """Refuse the spellings (git's abbreviations included) that make git look into submodules."""
+    name, eq, value = arg.partition("=")
+    if len(name) <= 2:
+        return
+    why = ""
+    if RECURSE_SUBMODULES_LONG.startswith(name):
+        why = "makes git recurse into submodules"
+    elif NO_IGNORE_SUBMODULES_LONG.startswith(name) and len(name) > len("--no-i"):
+        why = "makes git look into submodules"
+    elif IGNORE_SUBMODULES_LONG.startswith(name) and eq and value != "all":
+        why = "makes git look into submodules (only --ignore-submodules=all is accepted)"
+    elif command in ("diff", "log", "show") and SUBMODULE_FORMAT_LONG.startswith(name) and value == "diff":
+        why = "runs git diff inside each changed submodule"
+    if why:
+        raise denied(
+            arg,
+            f'git arg "{arg}" {why}; a submodule has a config of its own that can run programs, so git '
+            "tools keep out of submodules",
+            "submodules",
+        )
 
 
 def _check_positional(arg: str) -> None:

@@ -1,26 +1,27 @@
 """Running git for the git tools, hardened: known environment, fixed command line, repository checks.
 
 Before the requested subcommand runs, the repository must be a work tree whose top level and git
-directories lie inside the sandbox roots, and its config must set no key that makes git run a
-program. Every git process (including the inspection ones) gets the same scrubbed environment and
-the same fixed `-c` options.
+directories lie inside the sandbox roots, whose work tree holds no protected path, and neither its
+config nor any of its submodules' configs may set a key that makes git run a program. Every git
+process (including the inspection ones) gets the same scrubbed environment and the same fixed `-c`
+options.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
-import re
 import shutil
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...core.errors import ToolError
-from ...core.pathcanon import canonicalize
+from ...core.pathcanon import canonicalize, is_inside
 from ...core.records import Record
 from ...core.shell.childenv import base_env
 from ...core.shell.procgroup import ProcessOutcome, run_captured
-from .args import check_remote_url
+from .repoconfig import RUNS_PROGRAMS, config_refusal, parse_config_entries, parse_config_list
+from .submodules import GitlinkListing, checked_out_git_dir, common_dir, module_git_dirs
 
 if TYPE_CHECKING:
     from ...core.context import ToolContext
@@ -45,51 +46,26 @@ FIXED_OPTIONS = (
     "-c", "protocol.file.allow=never",
     "-c", "core.editor=:",
     "-c", "sequence.editor=:",
-    # Submodules have configs of their own (filters, fsmonitor ...) that are not checked: never
-    # looked into, so nothing of theirs runs.
+    # Keep out of submodules where a command allows it (their configs are checked as well, for the
+    # commands that go in anyway).
     "-c", "diff.ignoreSubmodules=all",
     "-c", "submodule.recurse=false",
+    "-c", "fetch.recurseSubmodules=false",
+    # Config that makes git read a file of the config's choosing into a commit or an ordering: the
+    # twins of the refused -t/--template and -O/--orderfile.
+    "-c", "commit.template=/dev/null",
+    "-c", "diff.orderFile=/dev/null",
 )  # fmt: skip
 HOOKS_OFF = ("-c", "core.hooksPath=/dev/null")
 NO_DRIVERS = ("--no-ext-diff", "--no-textconv")
 DRIVER_COMMANDS = frozenset({"diff", "log", "show"})
-
-# Config keys that make git run a program (lower-cased; `*` is any subsection, dots included).
-_CODE_KEYS = (
-    "core.fsmonitor", "core.hookspath", "core.sshcommand", "core.gitproxy", "core.pager", "core.editor",
-    "core.askpass", "core.alternaterefscommand", "core.worktree",
-    "sequence.editor", "diff.external", "diff.*.textconv", "*.textconv", "diff.*.command",
-    "filter.*", "merge.*.driver",
-    "credential.helper", "credential.*.helper", "gpg.program", "gpg.*.program", "gpg.ssh.defaultkeycommand",
-    "pager.*",
-    "interactive.difffilter", "uploadpack.packobjectshook", "remote.*.uploadpack", "remote.*.receivepack",
-    "remote.*.vcs", "trailer.*.command", "trailer.*.cmd", "mergetool.*.cmd", "difftool.*.cmd",
-    "include.*", "includeif.*",
-)  # fmt: skip
-_CODE_KEY_RES = tuple(re.compile("^" + re.escape(k).replace(r"\*", ".+") + "$") for k in _CODE_KEYS)
-_FALSE_VALUES = frozenset({"", "false", "no", "off", "0"})
-
-
-def code_running_key(key: str, value: str | None) -> bool:
-    """True when a repository config entry would make git run a program."""
-    k = key.lower()
-    if k == "core.fsmonitor":
-        return (value or "").strip().lower() not in _FALSE_VALUES
-    if k.startswith("submodule.") and k.endswith(".update"):
-        return (value or "").lstrip().startswith("!")
-    return any(r.match(k) for r in _CODE_KEY_RES)
-
-
-def parse_config_list(raw: bytes) -> list[tuple[str, str, str | None]]:
-    """(scope, key, value) from `git config --list --null --show-scope`; value None for a bare key."""
-    parts = raw.split(b"\0")
-    out: list[tuple[str, str, str | None]] = []
-    for i in range(0, len(parts) - 1, 2):
-        scope = parts[i].decode("utf-8", "replace")
-        entry = parts[i + 1].decode("utf-8", "replace")
-        key, nl, value = entry.partition("\n")
-        out.append((scope, key, value if nl else None))
-    return out
+# On the command line, so neither .gitmodules nor the repository config (`submodule.<name>.ignore`)
+# can lower it for status and diff.
+SUBMODULES_OFF = ("--ignore-submodules=all",)
+SUBMODULES_OFF_COMMANDS = frozenset({"status", "diff"})
+# More submodule git directories than this are not all checked: the repository is refused.
+MAX_SUBMODULE_GIT_DIRS = 256
+MAX_SUBMODULE_DEPTH = 8
 
 
 def _object_stores(common_dir: str, limit: int = 16) -> list[str] | None:
@@ -151,12 +127,14 @@ class GitRunner:
         out.append(command)
         if command in DRIVER_COMMANDS:
             out += NO_DRIVERS
+        if command in SUBMODULES_OFF_COMMANDS:
+            out += SUBMODULES_OFF
         return [*out, *args]
 
-    def _inspect_run(self, args: Sequence[str], cwd: str) -> ProcessOutcome:
+    def _inspect_run(self, args: Sequence[str], cwd: str, **kw: Any) -> ProcessOutcome:
         try:
             return run_captured(
-                self.argv(args[0], args[1:]), cwd=cwd, env=self.env, timeout_s=INSPECT_TIMEOUT_S
+                self.argv(args[0], args[1:]), cwd=cwd, env=self.env, timeout_s=INSPECT_TIMEOUT_S, **kw
             )
         except OSError as e:
             raise ToolError("executable_not_found", f"git executable not found ({e.strerror})", {}) from None
@@ -199,6 +177,7 @@ class GitRunner:
         repo = Repo(workdir, toplevel, git_dir, common_dir)
         self._check_locations(repo, raw)
         self._check_config(repo)
+        self._check_submodules(repo)
         return repo
 
     def _check_locations(self, repo: Repo, raw: str | None) -> None:
@@ -212,6 +191,18 @@ class GitRunner:
                 f"{raw or repo.workdir}). To allow it, run: fermix grant path {repo.toplevel}, "
                 "or call the request_directory_access tool",
                 {"path": repo.toplevel, "input": raw or repo.workdir},
+            )
+        inside = sandbox.denied_inside(repo.toplevel)
+        if inside is not None:
+            what = "protected path" if inside.code == "protected_path" else "blocked root"
+            raise ToolError(
+                inside.code or "protected_path",
+                f"the repository {repo.toplevel} holds the {what} {inside.path} in its work tree: git "
+                "could read it (show, diff) or overwrite it (checkout, pull), which file tools refuse, so "
+                "git tools refuse this repository. Use git from your own terminal for it, or keep the "
+                "path out of the repository's work tree (a dotfiles repository at your home holds ~/.ssh "
+                "and ~/.bashrc). Run: fermix sandbox explain",
+                {"path": inside.path, "toplevel": repo.toplevel},
             )
         stores = _object_stores(repo.common_dir)
         if stores is None:
@@ -243,27 +234,139 @@ class GitRunner:
                 f"cannot read the repository config of {repo.toplevel}; git tools refuse this repository",
                 {"path": repo.toplevel, "output": out.text()[-2000:]},
             )
-        for scope, key, value in parse_config_list(out.output):
-            if scope == "command":
+        entries = [(key, value) for scope, key, value in parse_config_list(out.output) if scope != "command"]
+        self._judge_config(repo, entries)
+
+    def _judge_config(
+        self, repo: Repo, entries: Sequence[tuple[str, str | None]], submodule_config: str | None = None
+    ) -> None:
+        """Refuse the repository when one of a config's entries makes git run a program."""
+        where = "repository config" if submodule_config is None else f"submodule config {submodule_config}"
+        for key, value in entries:
+            why = config_refusal(key, value)
+            if why is None:
                 continue
-            if code_running_key(key, value):
+            hint = (
+                f" (if you trust it, remove it: git config --file {submodule_config} --unset {key})"
+                if submodule_config is not None and why == RUNS_PROGRAMS
+                else ""
+            )
+            raise ToolError(
+                "invalid_repo",
+                f"{where} sets {key}{why}; git tools refuse this repository{hint}",
+                {
+                    "path": repo.toplevel,
+                    "key": key,
+                    **({"config": submodule_config} if submodule_config else {}),
+                },
+            )
+
+    def _check_submodules(self, repo: Repo) -> None:
+        """Give every submodule git directory the repository's checks: inside the roots, and no config
+        key that runs a program. git runs a child git inside a submodule for `add` of a directory,
+        for `checkout` and `commit` listing local changes, and wherever `.gitmodules` lowers
+        `ignore`; that child reads the submodule's own config."""
+        checked: set[str] = {repo.git_dir, repo.common_dir}
+        modules = module_git_dirs(sorted(checked), limit=MAX_SUBMODULE_GIT_DIRS)
+        if modules is None:
+            raise self._too_many_submodules(repo)
+        for git_dir in modules:
+            self._check_submodule_git_dir(repo, git_dir, checked)
+        # Checked-out submodules, found from the gitlinks of each index, nested ones too.
+        todo = [(repo.toplevel, 0)]
+        while todo:
+            worktree, depth = todo.pop()
+            if depth > MAX_SUBMODULE_DEPTH:
+                raise self._too_many_submodules(repo)
+            paths = self._gitlinks(repo, worktree, nested=depth > 0)
+            for path in paths:
+                sub_worktree = posixpath.join(worktree, path)
+                sub_git_dir = checked_out_git_dir(sub_worktree)
+                if sub_git_dir is None:
+                    continue  # not checked out: git does not go into it
+                if sub_git_dir not in checked:
+                    self._check_submodule_git_dir(repo, sub_git_dir, checked)
+                todo.append((sub_worktree, depth + 1))
+
+    def _too_many_submodules(self, repo: Repo) -> ToolError:
+        return ToolError(
+            "invalid_repo",
+            f"the repository {repo.toplevel} has more submodule git directories than git tools check "
+            f"({MAX_SUBMODULE_GIT_DIRS}, nested at most {MAX_SUBMODULE_DEPTH} deep); git tools refuse "
+            "this repository",
+            {"path": repo.toplevel},
+        )
+
+    def _gitlinks(self, repo: Repo, worktree: str, *, nested: bool) -> list[str]:
+        """The gitlink paths in the index of the repository whose work tree is `worktree`.
+
+        A submodule git cannot open (its `.git` names no repository) has none: a child git that
+        git starts there cannot open it either, so nothing of it runs.
+        """
+        listing = GitlinkListing()
+        out = self._inspect_run(
+            ["ls-files", "--stage", "-z"],
+            worktree,
+            cap=1 << 16,
+            overflow="discard",
+            on_output=listing.feed,
+        )
+        if nested and out.exit_code != 0 and not out.timed_out:
+            return []
+        if out.exit_code != 0 or out.timed_out:
+            raise ToolError(
+                "invalid_repo",
+                f"cannot list the submodules of {worktree} (git ls-files failed); git tools refuse this "
+                "repository",
+                {"path": repo.toplevel, "output": out.text()[-2000:]},
+            )
+        return list(listing.paths)
+
+    def _check_submodule_git_dir(self, repo: Repo, git_dir: str, checked: set[str]) -> None:
+        if len(checked) > MAX_SUBMODULE_GIT_DIRS + 2:
+            raise self._too_many_submodules(repo)
+        checked.add(git_dir)
+        common = common_dir(git_dir)
+        for label, path in (("submodule git dir", git_dir), ("submodule git common dir", common)):
+            d = self.ctx.sandbox.decide(canonicalize(path))
+            if not d.allowed:
+                raise ToolError(
+                    d.code or "outside_root",
+                    f"the repository's {label} {path} is outside the sandbox roots or protected "
+                    "(a .git file can point anywhere); git tools refuse this repository",
+                    {"path": path, "toplevel": repo.toplevel},
+                )
+        for config in dict.fromkeys(
+            (posixpath.join(common, "config"), posixpath.join(git_dir, "config.worktree"))
+        ):
+            if not os.path.lexists(config):
+                continue
+            out = self._inspect_run(
+                ["config", "--file", config, "--list", "--null", "--no-includes"], repo.workdir
+            )
+            if out.exit_code != 0 or out.truncated:
                 raise ToolError(
                     "invalid_repo",
-                    f"repository config sets {key}, which can run programs; git tools refuse this repository",
-                    {"path": repo.toplevel, "key": key},
+                    f"cannot read the submodule config {config}; git tools refuse this repository",
+                    {"path": repo.toplevel, "config": config, "output": out.text()[-2000:]},
                 )
-            low = key.lower()
-            url = None
-            if low.startswith("remote.") and low.endswith((".url", ".pushurl")):
-                url = value or ""
-            elif low.startswith("url.") and low.endswith((".insteadof", ".pushinsteadof")):
-                url = key[4 : key.rfind(".")]
-            if url is not None and _dash_host(url):
-                raise ToolError(
-                    "invalid_repo",
-                    f"repository config sets {key} to a host that starts with '-'; git tools refuse this repository",
-                    {"path": repo.toplevel, "key": key},
-                )
+            entries = parse_config_entries(out.output)
+            for key, value in entries:
+                if key.lower() == "core.worktree":
+                    self._check_submodule_worktree(repo, git_dir, config, value or "")
+            self._judge_config(repo, [e for e in entries if e[0].lower() != "core.worktree"], config)
+
+    def _check_submodule_worktree(self, repo: Repo, git_dir: str, config: str, value: str) -> None:
+        """An absorbed submodule's config names its work tree (`core.worktree`); it must lie in the
+        repository's own work tree, which the sandbox checks covered."""
+        where = posixpath.normpath(value if value.startswith("/") else posixpath.join(git_dir, value))
+        if not is_inside(canonicalize(where), repo.toplevel):
+            raise ToolError(
+                "invalid_repo",
+                f"submodule config {config} sets core.worktree to {value}, outside the repository's work "
+                f"tree {repo.toplevel}; git tools refuse this repository",
+                {"path": repo.toplevel, "key": "core.worktree", "config": config},
+            )
 
     # ----- running -----------------------------------------------------------------------------
 
@@ -301,6 +404,9 @@ class GitRunner:
         return found.get("user.name"), found.get("user.email")
 
     def run(self, repo: Repo, command: str, args: Sequence[str]) -> dict[str, Any]:
+        """Run the checked command. A write is never stopped for its output volume: what passes the cap
+        is read and dropped while git runs to its end. A read is stopped at the cap (nothing is left
+        half done) and stays a success that says so. A stopped git (timeout, cancel) is an error."""
         from ...core.shell.engine import child_env
 
         resolved = child_env(self.ctx, repo.workdir, tool=self.tool)
@@ -314,9 +420,17 @@ class GitRunner:
                 timeout_s=GIT_TIMEOUT_S,
                 redact=resolved.secrets,
                 cancel=self.ctx.cancel,
+                overflow="discard" if self.tool == "git_write" else "stop",
             )
         except OSError as e:
             raise ToolError("executable_not_found", f"git executable not found ({e.strerror})", {}) from None
+        notes: list[str] = []
+        if outcome.stopped_at_cap:
+            notes.append(
+                "output cut at 1 MiB: git was stopped there; narrow the command, e.g. with -n or a path"
+            )
+        elif outcome.truncated:
+            notes.append("output cut at 1 MiB: git ran to its end and the rest of its output was discarded")
         result: dict[str, Any] = {
             "command": command,
             "args": list(args),
@@ -326,15 +440,22 @@ class GitRunner:
             "truncated": outcome.truncated,
             "duration_ms": outcome.duration_ms,
             "env_missing": resolved.missing_names,
+            "notes": notes,
         }
+        so_far = f"; output so far:\n{result['output']}" if result["output"] else "; it printed nothing"
         if outcome.cancelled:
             why = self.ctx.cancel.reason if self.ctx.cancel is not None else "the call was cancelled"
-            raise ToolError("cancelled", f"git {command} stopped: {why}", result)
+            message = f"git {command} stopped: {why}"
+            raise ToolError("cancelled", message, result, model_message=message + so_far)
         if outcome.timed_out:
-            raise ToolError("timeout", f"git {command} timed out after {GIT_TIMEOUT_S}s", result)
-        if outcome.exit_code != 0 and not outcome.truncated:
+            message = f"git {command} timed out after {GIT_TIMEOUT_S}s"
+            raise ToolError("timeout", message, result, model_message=message + so_far)
+        if outcome.exit_code != 0 and not outcome.stopped_at_cap:
+            cut = " (output cut at 1 MiB)" if outcome.truncated else ""
             raise ToolError(
-                "git_failed", f"git {command} failed (exit {outcome.exit_code}):\n{result['output']}", result
+                "git_failed",
+                f"git {command} failed (exit {outcome.exit_code}){cut}:\n{result['output']}",
+                result,
             )
         return result
 
@@ -349,12 +470,3 @@ def hardened_env(env: dict[str, str], *, read: bool) -> dict[str, str]:
     if sock and "SSH_AUTH_SOCK" not in out:
         out["SSH_AUTH_SOCK"] = sock
     return out
-
-
-def _dash_host(url: str) -> bool:
-    """A configured URL whose host or user starts with `-` (other transports are git's to refuse)."""
-    try:
-        check_remote_url(url)
-    except ToolError as e:
-        return e.details.get("rule") == "dash_host"
-    return False

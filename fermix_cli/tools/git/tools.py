@@ -46,22 +46,37 @@ def git_write(p: GitParams, ctx: ToolContext) -> dict[str, Any]:
 
 
 def _render(r: dict[str, Any]) -> str:
-    text: str = r["output"]
-    if r.get("truncated"):
-        text += "\n[output truncated at 1 MiB; narrow the command, e.g. with -n or a path]"
-    return text or f"git {r['command']}: done (no output)"
+    text: str = r["output"] or f"git {r['command']}: done (no output)"
+    for note in r.get("notes", ()):
+        text += f"\n[{note}]"
+    return text
 
 
 _SHARED_FAILURES = (
     FailureMode(
-        "denied_arg", "an argument is refused by the shared denylist or a per-command rule; nothing ran"
+        "denied_arg",
+        "an argument is refused by the shared denylist or a per-command rule (--recurse-submodules, "
+        "--ignore-submodules other than =all ...); nothing ran",
     ),
     FailureMode("unknown_command", "the subcommand is not one this tool runs"),
-    FailureMode("invalid_repo", "not a git work tree, or its config sets a key that runs programs"),
-    FailureMode("outside_root", "the repository (or its git dir) is outside the sandbox roots"),
+    FailureMode(
+        "invalid_repo",
+        "not a git work tree, or its config or a submodule's sets a key that runs programs",
+    ),
+    FailureMode(
+        "outside_root", "the repository (or its git dir, or a submodule's) is outside the sandbox roots"
+    ),
+    FailureMode(
+        "protected_path",
+        "the repository's work tree holds a protected path (a dotfiles repository at the home holds "
+        "~/.ssh); git could read or overwrite it",
+    ),
     FailureMode("git_failed", "git exited non-zero; the output is in the message"),
-    FailureMode("timeout", "git ran longer than 120 s"),
-    FailureMode("cancelled", "the caller cancelled the call (an MCP client); git was stopped"),
+    FailureMode("timeout", "git ran longer than 120 s; a model also sees the output so far"),
+    FailureMode(
+        "cancelled",
+        "the caller cancelled the call (an MCP client); git was stopped; a model sees the output so far",
+    ),
 )
 
 TOOLS = specs(

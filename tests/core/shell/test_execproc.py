@@ -121,9 +121,72 @@ def test_output_cap_truncates_kills_and_reports_124() -> None:
     assert time.monotonic() - t0 < 10
 
 
+@pytest.mark.parametrize(
+    ("script", "undecodable"),
+    [
+        ("printf 'plain'", 0),
+        ("printf '\\357\\277\\275'", 0),  # U+FFFD itself, well encoded
+        ("printf 'a\\000b'", 0),  # NUL is UTF-8
+        ("printf '\\377\\376abc'", 2),
+        ("printf '\\342\\202'", 2),  # a sequence cut short
+        ("printf '\\300\\200'", 2),  # an overlong encoding
+    ],
+)
+def test_undecodable_bytes_are_counted(script: str, undecodable: int) -> None:
+    out = run(script)
+    assert out.undecodable_bytes() == undecodable
+    assert (out.text().count("\ufffd") > 0) == (undecodable > 0 or b"\xef\xbf\xbd" in out.output)
+
+
 def test_small_cap_is_exact() -> None:
     out = run("printf 'abcdefghij'", cap=4)
-    assert out.output == b"abcd" and out.truncated and out.exit_code == 124
+    assert out.output == b"abcd" and out.truncated and out.exit_code == 124 and out.stopped_at_cap
+
+
+def test_discard_lets_the_child_finish_past_the_cap(tmp_path) -> None:
+    """overflow="discard": the output past the cap is dropped, the child runs to its end (the file it
+    writes after printing exists) and its own exit code stands."""
+    done = tmp_path / "done"
+    seen: list[bytes] = []
+    out = run(
+        f"head -c 300000 /dev/zero | tr '\\0' x; printf END; touch '{done}'; exit 3",
+        cap=1000,
+        overflow="discard",
+        on_output=seen.append,
+    )
+    assert done.exists()
+    assert out.exit_code == 3 and out.truncated and not out.stopped_at_cap and not out.timed_out
+    # Its beginning and its end (where a failing command says why), a quarter of the cap for the end.
+    mark = b"\n[... output cut here ...]\n"
+    assert out.output == b"x" * (750 - len(mark)) + mark + b"x" * 247 + b"END"
+    assert out.total_bytes == 300003
+    assert b"".join(seen) == b"x" * 300000 + b"END"
+    small = run("printf abc", cap=1000, overflow="discard")
+    assert small.output == b"abc" and not small.truncated and small.exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [(b, 3000) for b in (0, 7, 600, 995, 1000, 1010, 1021, 1500)]
+    + [(3000, a) for a in (0, 5, 100, 240, 249, 250, 255, 265, 271, 272, 280)]
+    + [(990, 60), (1010, 50), (1015, 200), (1020, 260)],
+)
+def test_discard_never_shows_part_of_a_secret(before: int, after: int) -> None:
+    """Wherever a secret falls (in the beginning, across its end, across the cut, in the end kept, or
+    across the two when nothing was dropped), what is shown holds no piece of it."""
+    secret = "S3CRET-value-0123456789"
+    out = run(
+        f"head -c {before} /dev/zero | tr '\\0' a; printf '%s' '{secret}';"
+        f" head -c {after} /dev/zero | tr '\\0' b",
+        cap=1000,
+        overflow="discard",
+        redact=[secret],
+    )
+    assert out.truncated and len(out.output) <= 1000
+    shown = out.output.decode()
+    for n in range(6, len(secret) + 1):
+        for i in range(len(secret) - n + 1):
+            assert secret[i : i + n] not in shown, (before, secret[i : i + n])
 
 
 def test_redaction_happens_before_truncation() -> None:
@@ -272,14 +335,16 @@ def test_a_signal_inside_popen_after_the_child_started_still_ends_it(
 
 
 @linux_only
-def test_a_real_sigterm_inside_popen_is_held_and_delivered_once_the_group_is_known(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_real_stop_signal_inside_popen_is_held_and_delivered_once_the_group_is_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signame: str
 ) -> None:
-    """A real SIGTERM sent while Popen runs: the handler's SystemExit comes once Popen returned, and
-    the whole group (the grandchild too) is ended by the supervision's cleanup."""
+    """A real SIGTERM or SIGHUP sent while Popen runs: the handler's SystemExit comes once Popen returned,
+    and the whole group (the grandchild too) is ended by the supervision's cleanup."""
     import signal
     import subprocess
 
+    sig = getattr(signal, signame)
     pidfile = tmp_path / "grandchild"
     real = subprocess.Popen._execute_child
     raised: list[str] = []
@@ -291,22 +356,22 @@ def test_a_real_sigterm_inside_popen_is_held_and_delivered_once_the_group_is_kno
     def started_then_signalled(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         real(self, *args, **kwargs)
         _wait_for_pid_in(pidfile)
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), sig)
         time.sleep(0.05)  # a handler that was not held would have raised by now
         raised.append("popen returns")
 
-    previous = signal.signal(signal.SIGTERM, on_term)
+    previous = signal.signal(sig, on_term)
     try:
         monkeypatch.setattr(subprocess.Popen, "_execute_child", started_then_signalled)
         with pytest.raises(SystemExit) as exc:
             run(f"sleep 30 & echo $! > {pidfile}; sleep 30")
     finally:
-        assert signal.getsignal(signal.SIGTERM) is on_term, "the held handler was not restored"
-        signal.signal(signal.SIGTERM, previous)
-    assert exc.value.code == 143
+        assert signal.getsignal(sig) is on_term, "the held handler was not restored"
+        signal.signal(sig, previous)
+    assert exc.value.code == 128 + sig
     assert raised == ["popen returns", "handler"]
     grandchild = int(pidfile.read_text())
-    assert wait_gone(grandchild), f"grandchild {grandchild} survived a SIGTERM inside Popen"
+    assert wait_gone(grandchild), f"grandchild {grandchild} survived a {signame} inside Popen"
 
 
 # ----- the lifeline: a killed runner's command does not outlive it ------------------------------------

@@ -149,6 +149,14 @@ def test_a_group_piped_onward_is_one_stage() -> None:
     assert (first.stage, second.stage, shell.stage) == (0, 0, 1)
 
 
+@pytest.mark.parametrize("source", ["a | b | (sh)", "a | b | { sh; }", "a | b | ! (cd x && sh)"])
+def test_a_group_fed_by_a_pipe_is_that_stage(source: str) -> None:
+    script = parse_script(source)
+    a, b, *_, shell = script.commands
+    assert a.pipeline == b.pipeline == shell.pipeline
+    assert shell.stage == 2 and script.earlier_stages(shell) == (a, b)
+
+
 @pytest.mark.parametrize(
     "source",
     [":(){ :|:& };:", "bomb() { bomb | bomb & }; bomb", "function bomb { bomb|bomb & }; bomb"],
@@ -195,6 +203,20 @@ def test_text_after_a_here_document_is_a_new_command() -> None:
 def test_substitutions_in_an_unquoted_here_document_are_lexed() -> None:
     assert words_of(parse_script("cat <<EOF\n$(rm x)\nEOF")) == [["cat"], ["rm", "x"]]
     assert words_of(parse_script("cat <<'EOF'\n$(rm x)\nEOF")) == [["cat"]]
+
+
+def test_an_unquoted_here_document_carries_its_expanded_word() -> None:
+    (doc,) = parse_script('sh <<EOF\nrun \\$HOME $(fetch) "$X"\nEOF').commands[0].heredocs
+    assert doc.expanded is not None
+    assert [(p.kind, p.text) for p in doc.expanded.parts] == [
+        ("lit", "run $HOME "),
+        ("subst", "fetch"),
+        ("lit", ' "'),
+        ("unknown", "$X"),
+        ("lit", '"\n'),
+    ]
+    (quoted,) = parse_script("sh <<'EOF'\n$(fetch)\nEOF").commands[0].heredocs
+    assert quoted.expanded is None
 
 
 def test_known_variables_can_be_given() -> None:

@@ -9,124 +9,19 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.conftest import Env, Result
+from tests.conftest import Env, needs_git
+from tests.tools.git.gitworld import IDENTITY, ISOLATED, REAL_GIT, Git, payload, plain
 
-REAL_GIT = shutil.which("git") or "/usr/bin/git"
-ISOLATED = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_AUTHOR_NAME": "Setup",
-    "GIT_AUTHOR_EMAIL": "setup@example.com",
-    "GIT_COMMITTER_NAME": "Setup",
-    "GIT_COMMITTER_EMAIL": "setup@example.com",
-}
-WRAPPER = """#!/bin/sh
-{{ printf '%s\\t' "$@"; echo; }} >> "{log}"
-env | grep '^GIT_' | sort | tr '\\n' ' ' >> "{envlog}"
-echo >> "{envlog}"
-exec "{git}" "$@"
-"""
-IDENTITY = '[fermix_core.tools.git]\nuser_name = "Fermix Test"\nuser_email = "fermix@example.com"\n'
-
-
-def plain(cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
-    """git without fermix, isolated from the machine's config."""
-    full = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    full.update(ISOLATED)
-    full.update(env or {})
-    p = subprocess.run(
-        [REAL_GIT, *args], cwd=cwd, capture_output=True, text=True, env=full, check=False, timeout=60
-    )
-    if check and p.returncode != 0:
-        raise AssertionError(f"git {args} failed: {p.stderr}")
-    return p.stdout
-
-
-class Git:
-    """The world's CLI with the logging git wrapper on PATH."""
-
-    def __init__(self, world: Env) -> None:
-        self.world = world
-        wrap = world.root / "gitwrap"
-        wrap.mkdir()
-        self.log = world.root / "git-calls.log"
-        self.envlog = world.root / "git-env.log"
-        (wrap / "git").write_text(WRAPPER.format(log=self.log, envlog=self.envlog, git=REAL_GIT))
-        (wrap / "git").chmod(0o755)
-        self.env = {"PATH": f"{wrap}:{os.environ['PATH']}"}
-
-    def run(self, *args: str, env: dict[str, str] | None = None, input: str | None = None) -> Result:
-        full = {**self.world.env, **self.env, **(env or {})}
-        p = subprocess.run(
-            [sys.executable, "-m", "fermix_cli", *args],
-            capture_output=True,
-            text=True,
-            cwd=self.world.project,
-            env=full,
-            input=input,
-            timeout=120,
-        )
-        return Result(p.returncode, p.stdout, p.stderr)
-
-    def tool(self, name: str, args: dict[str, Any], env: dict[str, str] | None = None) -> Result:
-        return self.run("tool", name, "--json", json.dumps(args), env=env)
-
-    def subcommands(self) -> list[str]:
-        """The subcommand of every git process fermix started, in order."""
-        if not self.log.exists():
-            return []
-        out = []
-        for line in self.log.read_text().splitlines():
-            words = line.rstrip("\t").split("\t")
-            i = 0
-            while i < len(words) and words[i].startswith("-"):
-                i += 2 if words[i] == "-c" else 1
-            out.append(words[i] if i < len(words) else "")
-        return out
-
-    def reset_log(self) -> None:
-        self.log.unlink(missing_ok=True)
-        self.envlog.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def git(world: Env) -> Git:
-    return Git(world)
-
-
-@pytest.fixture
-def repo(world: Env) -> Path:
-    """The project as a repository with one commit on main, and a git identity in fermix config."""
-    p = world.project
-    plain(p, "init", "-q", "-b", "main")
-    (p / "app.py").write_text("print('v1')\n")
-    plain(p, "add", "app.py")
-    plain(p, "commit", "-q", "-m", "first")
-    world.fermix_home.mkdir(parents=True, exist_ok=True)
-    (world.fermix_home / "config.toml").write_text(IDENTITY)
-    return p
-
-
-def payload(world: Env, name: str = "payload.sh", *, then: str = "cat") -> tuple[Path, Path]:
-    """(an executable that creates a marker, then passes stdin through; the marker path)."""
-    marker = world.root / f"marker-{name}"
-    script = world.root / name
-    script.write_text(f"#!/bin/sh\ntouch '{marker}'\n{then}\n")
-    script.chmod(0o755)
-    return script, marker
-
+pytestmark = needs_git
 
 # ----- happy paths -----------------------------------------------------------------------------
 
@@ -403,6 +298,7 @@ HOSTILE = [
     ([("core.gitProxy", "@P")], "", "git_write", "pull", []),
     ([("include.path", "@I")], "", "git_read", "status", []),
     ([("includeIf.gitdir:/.path", "@I")], "", "git_read", "status", []),
+    ([("diff.submodule", "diff")], "", "git_read", "log", ["-p"]),
     ([("remote.evil.url", "ssh://-oProxyCommand=@P/x")], "", "git_read", "status", []),
     ([("url.ssh://-oProxyCommand=x/.insteadOf", "https://example.com/")], "", "git_read", "status", []),
 ]
@@ -642,31 +538,6 @@ def test_git_read_is_owner_only(world: Env, git: Git, repo: Path) -> None:
     r = git.run("--trust", "guest", "tool", "git_read", "--json", '{"command":"status"}')
     assert r.code == 3 and r.error()["code"] == "policy_denied"
     assert git.subcommands() == []
-
-
-def test_a_submodule_s_own_config_never_runs(world: Env, git: Git, repo: Path) -> None:
-    """A submodule's config (its clean filter here) is not checked like the repository's: git tools
-    never look into submodules, so nothing of theirs runs, status and diff included."""
-    script, marker = payload(world)
-    sub_src = world.root / "subsrc"
-    sub_src.mkdir()
-    plain(sub_src, "init", "-q", "-b", "main")
-    (sub_src / "a.txt").write_text("a\n")
-    (sub_src / ".gitattributes").write_text("*.txt filter=pwn\n")
-    plain(sub_src, "add", ".")
-    plain(sub_src, "commit", "-q", "-m", "sub")
-    plain(repo, "-c", "protocol.file.allow=always", "submodule", "-q", "add", str(sub_src), "sub")
-    plain(repo, "commit", "-q", "-m", "with sub")
-    plain(repo / "sub", "config", "filter.pwn.clean", str(script))
-    (repo / "sub" / "a.txt").touch()
-    plain(repo, "status", "--porcelain")  # plain git runs it: the check is real
-    assert marker.exists()
-    marker.unlink()
-    (repo / "sub" / "a.txt").touch()
-    for command in ("status", "diff"):
-        r = git.tool("git_read", {"command": command})
-        assert r.code == 0, r.stderr
-    assert not marker.exists()
 
 
 def test_objects_borrowed_from_outside_the_roots_are_refused(world: Env, git: Git, repo: Path) -> None:

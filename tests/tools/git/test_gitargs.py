@@ -87,6 +87,27 @@ REFUSED = [
     ("git_write", "pull", ["--strategy=evil"], "merge_strategy"),
     ("git_write", "pull", ["--strategy", "evil"], "merge_strategy"),
     ("git_write", "pull", ["--strat=evil"], "merge_strategy"),
+    # submodules: git keeps out of them
+    ("git_write", "checkout", ["--recurse-submodules", "main"], "submodules"),
+    ("git_write", "checkout", ["--recurse-submodules=yes"], "submodules"),
+    ("git_write", "checkout", ["--recurse-s", "main"], "submodules"),
+    ("git_write", "checkout", ["--recu"], "submodules"),
+    ("git_write", "pull", ["--recurse-submodules=on-demand"], "submodules"),
+    ("git_write", "pull", ["--recurse-submodules"], "submodules"),
+    ("git_read", "status", ["--ignore-submodules=none"], "submodules"),
+    ("git_read", "status", ["--ignore-submodules=untracked"], "submodules"),
+    ("git_read", "status", ["--ignore-submodules=dirty"], "submodules"),
+    ("git_read", "status", ["--ignore-submodules=ALL"], "submodules"),
+    ("git_read", "status", ["--ignore-sub=none"], "submodules"),
+    ("git_read", "status", ["--ignore-=none"], "submodules"),
+    ("git_read", "status", ["--no-ignore-submodules"], "submodules"),
+    ("git_read", "status", ["--no-ignore-s"], "submodules"),
+    ("git_read", "status", ["--no-ig"], "submodules"),
+    ("git_read", "diff", ["--ignore-submodules=none"], "submodules"),
+    ("git_read", "log", ["-p", "--ignore-submodules=untracked"], "submodules"),
+    ("git_read", "diff", ["--submodule=diff"], "submodules"),
+    ("git_read", "log", ["-p", "--submodule=diff"], "submodules"),
+    ("git_read", "show", ["--submod=diff"], "submodules"),
 ]
 
 BRANCH_REFUSED = [
@@ -194,6 +215,17 @@ ACCEPTED = [
     ("git_write", "pull", ["git@example.com:org/r.git"]),
     ("git_write", "pull", ["-s", "ours"]),
     ("git_write", "pull", ["--strategy=ort", "-X", "theirs"]),
+    ("git_read", "status", ["--ignore-submodules"]),
+    ("git_read", "status", ["--ignore-submodules=all"]),
+    ("git_read", "status", ["--ignored"]),
+    ("git_read", "status", ["--ignored=matching"]),
+    ("git_read", "diff", ["--ignore-submodules=all", "--ignore-space-change"]),
+    ("git_read", "diff", ["--ignore-matching-lines=^#"]),
+    ("git_read", "log", ["-p", "--submodule=log"]),
+    ("git_read", "diff", ["--submodule=short"]),
+    ("git_read", "diff", ["--submodule"]),
+    ("git_write", "checkout", ["--no-recurse-submodules", "main"]),
+    ("git_write", "pull", ["--no-recurse-submodules"]),
 ]
 
 

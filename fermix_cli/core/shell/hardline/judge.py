@@ -241,14 +241,34 @@ class _Checker:
         if has_c:
             if string is not None:
                 self.nested(self.rendered(string, depth), depth, state.cwd)
+                if self.may_run_stdin(string, depth):
+                    # `curl URL | bash -c "$(cat)"`: the string runs what arrives on stdin.
+                    self.check_stdin_script(command, script, depth, state)
             return
         self.check_substitutions(args, depth, state.cwd)
         self.check_stdin_script(command, script, depth, state)
+
+    def may_run_stdin(self, string: Word, depth: int) -> bool:
+        """Whether a `-c` string may run its stdin as code: through a substitution (`"$(cat)"`), or a
+        shell, `eval`, `source` or `at` inside it that reads stdin."""
+        if any(not is_fresh_temp(source) for source in string.substitutions):
+            return True
+        for command in self.parse(self.rendered(string, depth), depth + 1).commands:
+            if any(w.substitutions for w in command.words):
+                return True
+            inv = self.unwrap(command.words, depth + 1)
+            if inv.name in SHELLS or inv.name in _STDIN_RUNNERS or inv.name in ("eval", "source", "."):
+                return True
+        return False
 
     def check_stdin_script(self, command: Command, script: Script, depth: int, state: _State) -> None:
         """Check the shell code a command reads on stdin, as far as it can be seen."""
         for text in self.stdin_texts(command, depth):
             self.nested(text, depth, state.cwd)
+        # `bash < <(curl URL)`: stdin from a process substitution.
+        for redirect in command.redirects:
+            if redirect.op in ("<", "<>"):
+                self.check_substitutions([redirect.target], depth, state.cwd)
         earlier = script.earlier_stages(command)
         if earlier:
             for text in self.pipeline_output(earlier, depth) or ():
@@ -319,7 +339,7 @@ class _Checker:
                 inv = self.unwrap(c.words, depth)
                 args = self.texts(inv.args, depth)
                 _refuse_payload_source(inv.name, args)
-                out = literal_output(inv.name, args, self.stdin_texts(c, depth))
+                out = literal_output(inv.name, args, self.stdin_texts(c, depth) if inv.name == "cat" else ())
                 known = known or out is not None
                 texts.extend(out or ())
                 passthrough = passthrough or is_passthrough(inv.name, args)
@@ -349,7 +369,11 @@ class _Checker:
                     self.nested(text, depth, cwd)
 
     def stdin_texts(self, command: Command, depth: int) -> list[str]:
-        texts = [doc.body for doc in command.heredocs]
+        # An unquoted here-document reaches the command expanded: `$(curl URL)` in one is the download.
+        texts = [
+            doc.body if doc.expanded is None else self.rendered(doc.expanded, depth)
+            for doc in command.heredocs
+        ]
         texts += [self.rendered(r.target, depth) for r in command.redirects if r.op == "<<<"]
         return texts
 
