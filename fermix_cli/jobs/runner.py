@@ -386,7 +386,8 @@ class Dispatcher:
             if not _lost_to_state(e):
                 raise
             # This run's row stays `running` under this runner's claim: once the runner has exited, the
-            # next tick records it interrupted. The other runs go on.
+            # next tick closes it (reconcile: with the result its worker kept, else interrupted). The
+            # other runs go on.
             log.error(
                 "job run %s: its outcome (%s) could not be recorded: %s", a.claimed.run_id, outcome.status, e
             )
@@ -398,7 +399,7 @@ class Dispatcher:
                     "status": outcome.status,
                     "error_code": outcome.error_code,
                     "note": f"its outcome could not be recorded ({getattr(e, 'code', 'state_unavailable')}); "
-                    "a later tick records it interrupted",
+                    "a later tick closes it",
                 }
             )
         self._refill_or_wait()

@@ -103,7 +103,7 @@ def test_a_record_that_cannot_wait_longer_costs_only_its_own_run(jobs: Jobs, tmp
     assert runner.returncode == 0, err
     runs = {r["job_id"]: r for r in json.loads(out)["runs"]}
     assert runs["long"]["status"] == "ok"
-    assert "could not be recorded (state_busy)" in runs["quick"]["note"]
+    assert runs["quick"]["note"] == "its outcome could not be recorded (state_busy); a later tick closes it"
     assert "error" not in runs["quick"].get("status", "")
     assert (tmp_path / "long.txt").read_text() == "long finished\n"
     assert jobs.runs("long")[0]["status"] == "ok"
