@@ -160,41 +160,6 @@ def _temp_name(name: str) -> str:
     return prefix + suffix
 
 
-# A temp file of atomic_write older than this was left by a writer killed between its write and its
-# rename: a live writer renames its own within moments of writing it.
-STALE_TEMP_SECONDS = 15 * 60
-_HEX = frozenset("0123456789abcdef")
-
-
-def _is_temp_suffix(text: str) -> bool:
-    """Whether `text` is `.tmp-<12 hex>`, the suffix `_temp_name` adds."""
-    return len(text) == 17 and text.startswith(".tmp-") and set(text[5:]) <= _HEX
-
-
-def _sweep_stale_temps(dfd: int, name: str, keep: str) -> None:
-    """Remove `NAME.tmp-<12 hex>` siblings older than STALE_TEMP_SECONDS (a killed writer's), never `keep`."""
-    import time
-
-    prefix = _temp_name(name)[: -len(".tmp-") - 12]
-    cutoff = time.time() - STALE_TEMP_SECONDS
-    try:
-        with os.scandir(dfd) as entries:
-            stale = [
-                e.name
-                for e in entries
-                if e.name.startswith(prefix)
-                and e.name != keep
-                and _is_temp_suffix(e.name[len(prefix) :])
-                and e.is_file(follow_symlinks=False)
-                and e.stat(follow_symlinks=False).st_mtime < cutoff
-            ]
-    except OSError:
-        return
-    for leftover in stale:
-        with contextlib.suppress(OSError):
-            os.unlink(leftover, dir_fd=dfd)
-
-
 def _current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -325,7 +290,6 @@ def atomic_write(
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dfd)
             raise
-        _sweep_stale_temps(dfd, name, tmp)
         if fsync:
             try:
                 os.fsync(dfd)

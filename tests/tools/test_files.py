@@ -523,22 +523,3 @@ def test_reading_a_unix_socket_is_refused_like_a_fifo(world: Env, invoke) -> Non
             "not_regular_file",
             "s.sock is not a regular file; only text files can be read.",
         )
-
-
-def test_a_temp_file_a_killed_write_left_is_removed_by_the_next_write(world: Env, invoke) -> None:
-    """A SIGKILL between writing the temp file and the rename leaves `NAME.tmp-<hex>`; the next write of
-    NAME removes it once it is old enough to be no live writer's (reference 7: no temp file is left)."""
-    import time
-
-    left = world.project / "notes.txt.tmp-0123456789ab"  # killed an hour ago
-    fresh = world.project / "notes.txt.tmp-ba9876543210"  # a writer at work right now
-    other = world.project / "other.txt.tmp-0123456789ab"  # another file's
-    not_ours = world.project / "notes.txt.tmp-keep"  # not the pattern
-    for p in (left, fresh, other, not_ours):
-        p.write_text("half")
-    hour_ago = time.time() - 3600
-    for p in (left, other, not_ours):
-        os.utime(p, (hour_ago, hour_ago))
-    invoke("file_write", {"path": "notes.txt", "content": "whole\n"})
-    assert (world.project / "notes.txt").read_text() == "whole\n"
-    assert sorted(os.listdir(world.project)) == sorted(["notes.txt", fresh.name, other.name, not_ours.name])
