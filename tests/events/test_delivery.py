@@ -14,6 +14,8 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
+
 from fermix_cli.channels import Sent
 from fermix_cli.events.delivery import deliver_due
 from tests.channels.standins import TelegramStandIn
@@ -536,23 +538,28 @@ def _start_tick(ev: Events, at: datetime) -> subprocess.Popen[str]:
     )
 
 
-def test_sigterm_mid_send_leaves_the_unsent_reminders_pending(ev: Events, telegram: TelegramStandIn) -> None:
+@pytest.mark.parametrize(
+    ("signame", "code"), [("SIGTERM", 143), ("SIGHUP", 129)], ids=["sigterm", "sighup-terminal-closed"]
+)
+def test_sigterm_mid_send_leaves_the_unsent_reminders_pending(
+    ev: Events, telegram: TelegramStandIn, signame: str, code: int
+) -> None:
     ids = _due_together(ev, telegram, ["One", "Two", "Three"])
     held = HeldTelegram(telegram)
     tick = _start_tick(ev, utc("2026-09-02T10:00:05Z"))
     try:
         assert held.arrived.wait(60), tick.stderr.read() if tick.poll() is not None else "no request"
-        tick.send_signal(signal.SIGTERM)
+        tick.send_signal(getattr(signal, signame))
         out, err = tick.communicate(timeout=60)
     finally:
         held.release.set()
         if tick.poll() is None:
             tick.kill()
     # The stopped tick ends at once, says so, and only the reminder it was sending may have arrived.
-    assert tick.returncode == 143, err
+    assert tick.returncode == code, err
     parsed = json.loads(out)
     report = parsed["due_work"]["reminders"]
-    assert report["stopped"] == "SIGTERM"
+    assert report["stopped"] == signame
     # the sources after it (the coding runs, the scheduled jobs) wait for the next tick
     assert "runs" not in parsed and "coding_runs" not in parsed["due_work"]
     ((first, code),) = [(f["reminder_id"], f["code"]) for f in report["failed"]]
