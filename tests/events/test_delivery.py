@@ -263,6 +263,26 @@ def test_a_followup_check_in_runs_after_delivery_on_the_same_channel(ev: Events)
     assert [m["kind"] for m in ev.inbox()].count("reminder_followup") == 1
 
 
+def test_a_followup_past_its_iteration_cap_names_its_fixed_cap(ev: Events) -> None:
+    """The follow-up's cap is fixed (MAX_ITERATIONS calls): its error says so, never `--max-iterations`,
+    an option nobody gave."""
+    from fermix_cli.events.followup import MAX_ITERATIONS
+
+    script = ev.world.root / "followup.json"
+    call = {"tool_calls": [{"name": "event_list", "arguments": {}}]}
+    script.write_text(json.dumps([call] * (MAX_ITERATIONS + 1)))
+    ev.config(
+        text=(ev.world.fermix_home / "config.toml").read_text()
+        + f'[fermix_core.routing]\ncron_provider = "mock"\ncron_model = "{script}"\n'
+    )
+    ev.store("Sarah's birthday", "birthday", when={"type": "annual", "month": 9, "day": 14}, followup=True)
+    report = ev.tick(utc("2026-09-07T07:00:30Z"))
+    [followup] = report["followups"]
+    assert followup["status"].startswith("error: max_iterations"), followup
+    assert f"the follow-up check-in's fixed cap of {MAX_ITERATIONS} model calls" in followup["status"]
+    assert "--max-iterations" not in followup["status"]
+
+
 def test_a_followup_check_in_carries_the_cron_routes_reasoning_effort(ev: Events) -> None:
     from tests.agent.model_server import ModelServer, text
 
