@@ -56,7 +56,7 @@ class Delegated(Record):
 
     status: str
     output: str
-    session_id: str
+    session_id: str | None  # None for a run that never started (a fan-out cancelled before its turn)
     iterations: int = 0
     duration_ms: float = 0.0
     error: dict[str, Any] | None = None

@@ -57,7 +57,7 @@ class ToolCall(Record):
         """The arguments as JSON when they parse, else the raw text (for display and logs)."""
         try:
             return json.loads(self.arguments) if self.arguments.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
             return self.arguments
 
     def to_json(self) -> dict[str, Any]:

@@ -140,7 +140,7 @@ class BotApi:
             raise network_failure(e, f"Telegram {method}", [self._token]) from None
         try:
             answer = json.loads(response.content)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
             answer = None
         if isinstance(answer, dict) and answer.get("ok") is True and 200 <= response.status_code < 300:
             return answer.get("result")

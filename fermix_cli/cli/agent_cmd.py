@@ -258,6 +258,7 @@ def agent(
         extras={"confirm": make_confirm(console, observer, interactive)},
         turn_notices=RunOutcomeNotices(),
     )
+    observer.session = lambda: session_agent.session_id  # named where a whole tool result is kept
     session_agent.transcript.close_orphaned_runs()  # runs a killed fermix left `running` end `interrupted`
     loop = session_agent.open()
     history_path = _history_file(session_agent)

@@ -28,7 +28,8 @@ database before it runs. A second invocation while one is claiming exits 0 at on
   --quiet   print nothing
 
 Exit codes: 0 done (failed runs are recorded in the run history, not in the exit code), 1 fermix could
-not read its state or config, 130/143 stopped by SIGINT/SIGTERM (runs in flight are recorded as interrupted).
+not read its state or config, 130/143/129 stopped by SIGINT/SIGTERM/SIGHUP (a closed terminal; runs in
+flight are recorded as interrupted).
 """
 
 

@@ -36,7 +36,7 @@ def telegram_cmd(
 
     Needs [fermix_core.channels.telegram] bot_token (or bot_token_env) and owner_user_id. Messages from
     any other chat are refused and logged. Stop with SIGTERM or Ctrl-C (a second one interrupts the turns
-    in progress).
+    in progress); a closed terminal's SIGHUP stops it the same way.
     """
     from ..agent.assemble import AgentOptions
     from ..channels.http import http_client
@@ -88,7 +88,8 @@ def telegram_cmd(
         guest_chats=settings.guest_chat_ids,
     )
     typer.echo(
-        f"fermix: serving Telegram chat {settings.owner_user_id} (stop with Ctrl-C or SIGTERM)", err=True
+        f"fermix: serving Telegram chat {settings.owner_user_id} (stop with Ctrl-C, SIGTERM or SIGHUP)",
+        err=True,
     )
     try:
         server.serve()

@@ -26,7 +26,8 @@ while one update is handled is logged (with its traceback) and, in a chat this s
 short message; the server goes on to the next update.
 
 Failures to reach Telegram back off (1 s doubling to 60 s; a 429's `retry_after` exactly); a bad token,
-or a webhook that takes the bot's updates (409), stops the server. SIGTERM or SIGINT stop it: polling
+or a webhook that takes the bot's updates (409), stops the server. SIGTERM, SIGINT or SIGHUP (the
+terminal closed; unless ignored, as under `nohup`) stop it: polling
 at once, the turns in progress are left to end and their answers sent; a second signal interrupts them
 (each ends `interrupted`, a running tool stopped, as Ctrl-C does in `fermix agent`).
 
@@ -51,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 from ..channels.base import ChannelError
 from ..channels.telegram import BotApi
 from ..channels.telegram_chat import DOWNLOAD_MAX, TelegramReplyPort, download_file, get_updates
+from ..core.cancel import stop_signals
 from ..core.errors import ToolError
 from ..core.imagefmt import MIME_TYPES, SUFFIX, sniff
 from ..core.logs import logger
@@ -141,6 +143,15 @@ def ultra_command(text: str) -> str | None:
     return rest.strip().lower()
 
 
+def say(text: str) -> None:
+    """A line on stderr for the person who started the server; none when the terminal is gone (a SIGHUP
+    stops the server, and its stop must not fail on writing to the closed terminal)."""
+    try:
+        print(text, file=sys.stderr, flush=True)
+    except OSError as e:
+        log.info("telegram: not shown (stderr is gone: %s): %s", e, text)
+
+
 class StopServing(BaseException):
     """Raised by the signal handler while the server is only waiting for updates."""
 
@@ -200,7 +211,8 @@ class TelegramServer:
 
     def serve(self, *, max_polls: int | None = None) -> int:
         """Poll and answer until stopped (or `max_polls` polls, for tests); the messages answered."""
-        previous = {sig: signal.signal(sig, self.stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+        stops = stop_signals(signal.SIGTERM, signal.SIGINT)
+        previous = {sig: signal.signal(sig, self.stop) for sig in stops}
         self.lender = self.ctx.state  # opened in this thread: each turn borrows a connection from it
         self.turns = ConversationQueues(
             self._take_journaled, self.max_turns
@@ -237,11 +249,9 @@ class TelegramServer:
                 told = True
                 running = self.turns.running
                 log.info("telegram: stopping after the %d turn(s) in progress", running)
-                print(
+                say(
                     f"fermix: stopping after the {running} turn(s) in progress (send the signal again to "
-                    "interrupt them)",
-                    file=sys.stderr,
-                    flush=True,
+                    "interrupt them)"
                 )
             if self.interrupting and interrupted_at is None:
                 interrupted_at = time.monotonic()
@@ -287,7 +297,7 @@ class TelegramServer:
                     wait = min(BACKOFF_MAX, BACKOFF_START * 2 ** (failures - 1))
                 log.warning("telegram: polling failed (%s: %s); retrying in %g s", e.code, e, wait)
                 if e.code == "conflict":  # someone else takes the updates: say who every time
-                    print(f"fermix: {e} (retrying in {wait:g} s)", file=sys.stderr, flush=True)
+                    say(f"fermix: {e} (retrying in {wait:g} s)")
                 self._pause(wait)
                 continue
             failures = 0

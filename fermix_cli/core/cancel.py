@@ -87,6 +87,17 @@ def interrupt_requested() -> bool:
     return _interrupt["requested"]
 
 
+def stop_signals(*signals: int) -> list[int]:
+    """`signals` plus SIGHUP (the terminal closed, ssh dropped), unless SIGHUP is ignored (`nohup`): the
+    signals a long-running command treats as its stop signal (main thread, where handlers are set)."""
+    import signal
+
+    stops = list(signals)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
+        stops.append(signal.SIGHUP)
+    return stops
+
+
 def install_interrupt_flag() -> Callable[[], None]:
     """Make SIGINT, SIGTERM (a `kill`, a service stopping) and SIGHUP (the terminal closed, ssh dropped)
     raise the flag and then KeyboardInterrupt (main thread only), so the run ends `interrupted` and says
@@ -101,10 +112,7 @@ def install_interrupt_flag() -> Callable[[], None]:
         _interrupt["requested"] = True
         raise KeyboardInterrupt
 
-    stops = [signal.SIGINT, signal.SIGTERM]
-    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
-        stops.append(signal.SIGHUP)
-    previous = {sig: signal.signal(sig, on_int) for sig in stops}
+    previous = {sig: signal.signal(sig, on_int) for sig in stop_signals(signal.SIGINT, signal.SIGTERM)}
 
     def undo() -> None:
         for sig, handler in previous.items():

@@ -377,7 +377,7 @@ def deliver_due(
 ) -> tuple[int, DeliveryReport]:
     """One pass of the engine: (exit code, report). `channels` is the seam tests hand a fake channel to.
 
-    A SIGTERM or SIGINT ends the pass early (exit 143 or 130): see `stops`."""
+    A SIGTERM, SIGINT or SIGHUP ends the pass early (exit 143, 130 or 129): see `stops`."""
     t0 = time.perf_counter()
     report = DeliveryReport()
     now = ctx.now().astimezone(UTC)

@@ -49,6 +49,7 @@ def followup_turn(ctx: ToolContext, r: sqlite3.Row, reminder_text: str) -> tuple
             tools=list(FOLLOWUP_TOOLS),
             session=run_ctx.session_id,
             max_iterations=MAX_ITERATIONS,
+            cap_source=f"the follow-up check-in's fixed cap of {MAX_ITERATIONS} model calls",
         )
         agent = Agent(run_ctx, options)
         try:
@@ -58,7 +59,8 @@ def followup_turn(ctx: ToolContext, r: sqlite3.Row, reminder_text: str) -> tuple
     except ToolError as e:
         return f"error: {e.code}: {e.message}"[:500], None
     if result.status != "ok":
-        return f"error: {result.status}"[:500], None
+        said = f": {result.error.message}" if result.error is not None else ""
+        return f"error: {result.status}{said}"[:500], None
     text = (result.response or "").strip()
     if not text or text == SILENT:
         return "silent", None

@@ -1,4 +1,4 @@
-"""SIGTERM and SIGINT during a reminder pass: stop between sends, never between a claim and its record.
+"""SIGTERM, SIGINT and SIGHUP during a reminder pass: stop between sends, never between a claim and its record.
 
 `fermix jobs run` may be stopped (systemd, a shutdown, Ctrl-C) while it sends reminders. Outside a
 send a signal only marks the pass stopped: the claim or record under way finishes, and the loop ends
@@ -17,12 +17,14 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
-EXIT_CODES = {"SIGTERM": 143, "SIGINT": 130}
+from ..core.cancel import stop_signals
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)  # and SIGHUP (the terminal closed) unless it is ignored
+EXIT_CODES = {"SIGTERM": 143, "SIGINT": 130, "SIGHUP": 129}
 
 
 class Stopped(BaseException):
-    """SIGTERM or SIGINT arrived during a send (a BaseException: no `except Exception` in a channel
+    """A stop signal arrived during a send (a BaseException: no `except Exception` in a channel
     takes it for a failed send)."""
 
 
@@ -36,7 +38,7 @@ class StopGuard:
 
     def __enter__(self) -> StopGuard:
         if threading.current_thread() is threading.main_thread():
-            self._previous = {s: signal.signal(s, self._handler) for s in SIGNALS}
+            self._previous = {s: signal.signal(s, self._handler) for s in stop_signals(*SIGNALS)}
         return self
 
     def __exit__(self, *exc: object) -> None:

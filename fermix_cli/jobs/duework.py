@@ -42,7 +42,7 @@ class ScheduledJobs:
 
 
 DUE_WORK = (ScheduledJobs(),)
-STOPPED_CODES = (130, 143)  # a source's exit code when SIGINT or SIGTERM ended its tick
+STOPPED_CODES = (129, 130, 143)  # a source's exit code when SIGHUP, SIGINT or SIGTERM ended its tick
 
 
 class TickOutput:
@@ -84,6 +84,6 @@ def run_due_work(
             source_code, report = source.tick(ctx, use_lock=use_lock)
             code = max(code, source_code)
             reports.append((source.name, report))
-            if source_code in STOPPED_CODES:  # SIGTERM/SIGINT: the other sources wait for the next tick
+            if source_code in STOPPED_CODES:  # a stop signal: the other sources wait for the next tick
                 return code, TickOutput(reports)
     return code, TickOutput(reports)

@@ -90,6 +90,7 @@ def run_review(ctx: ToolContext, *, provider: str | None = None, model: str | No
             tools=[],
             session=session,
             max_iterations=1,
+            cap_source="the memory review's fixed cap of 1 model call, with no tools",
         )
         agent = Agent(child, options)
         try:

@@ -26,6 +26,7 @@ from functools import partial
 from types import FrameType
 from typing import Any, TypeVar
 
+from ..core.cancel import stop_signals
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.logs import logger
@@ -71,7 +72,7 @@ def _lost_to_state(exc: BaseException) -> bool:
 
 
 class Stopped(Exception):
-    """SIGTERM or SIGINT reached the runner."""
+    """SIGTERM, SIGINT or SIGHUP reached the runner."""
 
 
 class Active(Record):
@@ -615,15 +616,15 @@ def scheduler_tick(ctx: ToolContext, runner: Runner) -> TickReport:
     )
 
 
-# SIGTERM/SIGINT handling of this process's dispatcher (main thread only): `held` counts the open
+# SIGTERM/SIGINT/SIGHUP handling of this process's dispatcher (main thread only): `held` counts the open
 # `_held_stop` blocks, `pending` names a signal that arrived inside one.
 _STOP: dict[str, Any] = {"held": 0, "pending": None}
 
 
 @contextlib.contextmanager
 def _stoppable() -> Any:
-    """SIGTERM and SIGINT become `Stopped` while the block runs (main thread only), except inside a
-    `_held_stop` block, at whose end it is raised instead."""
+    """SIGTERM, SIGINT and SIGHUP (the terminal closed; unless ignored) become `Stopped` while the block
+    runs (main thread only), except inside a `_held_stop` block, at whose end it is raised instead."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
@@ -633,7 +634,7 @@ def _stoppable() -> Any:
         raise Stopped(name)
 
     _STOP["pending"] = None
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous = {s: signal.signal(s, handler) for s in stop_signals(signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
@@ -645,7 +646,7 @@ def _stoppable() -> Any:
 @contextlib.contextmanager
 def _held_stop() -> Iterator[None]:
     """A step that must not be cut in two (spawn a worker and supervise it; record and deliver a run):
-    a SIGTERM or SIGINT that arrives meanwhile is raised as `Stopped` once the step is done."""
+    a stop signal that arrives meanwhile is raised as `Stopped` once the step is done."""
     _STOP["held"] += 1
     try:
         yield
@@ -664,7 +665,7 @@ def _supervise(dispatcher: Dispatcher, claimed: list[ClaimedRun]) -> int:
         with _held_stop():
             dispatcher.abort(f"fermix jobs run was stopped ({e}) during the run; it is not re-run")
             _STOP["pending"] = None  # a second signal while stopping changes nothing
-        return 143 if str(e) == "SIGTERM" else 130
+        return 128 + signal.Signals[str(e)].value  # 143 SIGTERM, 130 SIGINT, 129 SIGHUP
     finally:
         dispatcher.close()  # run() and abort() leave no delivery under way: this only ends the thread
     return 0

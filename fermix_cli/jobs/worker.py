@@ -19,6 +19,7 @@ import time
 from types import FrameType
 from typing import IO, Any
 
+from ..core.cancel import stop_signals
 from ..core.context import ToolContext
 from ..core.errors import ToolError
 from ..core.logs import logger
@@ -35,7 +36,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 class StopSignal:
-    """SIGTERM (from the runner, or the kernel when the runner dies): unwind like Ctrl-C, so the agent
+    """SIGTERM (from the runner, or the kernel when the runner dies), or SIGHUP: unwind like Ctrl-C, so the agent
     loop stops cleanly and the exec engine kills the command's process group on its way out; if
     unwinding hangs, SIGALRM's default action ends the process. Once received, whatever the run
     returns is a stopped run's, never saved as its result."""
@@ -50,8 +51,12 @@ class StopSignal:
 
 
 def die_with_parent(parent_pid: int, stop: StopSignal) -> None:
-    """Ask the kernel for SIGTERM when the runner dies (Linux); exit at once if it is already gone."""
-    signal.signal(signal.SIGTERM, stop)
+    """Ask the kernel for SIGTERM when the runner dies (Linux); exit at once if it is already gone.
+
+    SIGHUP stops the run as SIGTERM does (unless ignored), never killing the worker outright: its run
+    would end without a result and its command's own process group would run on."""
+    for sig in stop_signals(signal.SIGTERM):
+        signal.signal(sig, stop)
     if sys.platform.startswith("linux"):
         try:
             import ctypes

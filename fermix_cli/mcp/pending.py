@@ -55,7 +55,7 @@ class OpenRequests:
         """Note a line passed to the SDK: a request opens, a cancellation settles its request."""
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # the SDK answers it with a parse error
             return
         if not isinstance(message, dict) or not isinstance(message.get("method"), str):
             return

@@ -86,6 +86,11 @@ def _deliver(sink: Sink, raw: str | bytes) -> None:
         assert isinstance(raw, bytes)  # only bytes can fail to decode
         _undecodable(sink, raw, e)
         return
+    except RecursionError:  # nested deeper than the parser follows: its id cannot be read
+        log.warning("MCP server sent a message nested too deeply to read: %.200r", raw)
+        error = McpError(PARSE_ERROR, "its answer is nested too deeply to read as JSON")
+        sink({"jsonrpc": "2.0", "id": None, "_failure": error})  # fails the only waiting request
+        return
     except ValueError:
         log.warning("MCP server sent a line that is not JSON: %.200r", raw)
         return
@@ -102,7 +107,7 @@ def _undecodable(sink: Sink, raw: bytes, e: UnicodeDecodeError) -> None:
     where = f"byte 0x{raw[e.start]:02x} at offset {e.start}"
     try:
         message = json.loads(raw.decode("utf-8", "surrogateescape"))
-    except ValueError:
+    except (ValueError, RecursionError):
         log.warning("MCP server sent a line that is neither UTF-8 (%s) nor JSON: %.200r", where, raw)
         return
     if not isinstance(message, dict) or "method" in message:

@@ -97,6 +97,18 @@ def test_a_non_json_gateway_page_is_transient(tmp_path: Path, telegram: Telegram
     assert (e.value.code, e.value.permanent) == ("platform_error", False)
 
 
+@pytest.mark.parametrize("status", [200, 502])
+def test_a_body_nested_too_deeply_is_a_malformed_answer(
+    tmp_path: Path, telegram: TelegramStandIn, status: int
+) -> None:
+    # 200,000 `[` makes Python's parser raise RecursionError, not ValueError: still not an answer.
+    telegram.script.append(Reply(status, b"[" * 200_000, {"Content-Type": "application/json"}))
+    with pytest.raises(ChannelError) as e:
+        channel(tmp_path, telegram).send_text("42", "x", {})
+    assert (e.value.code, e.value.permanent) == ("platform_error", False)
+    assert f"HTTP {status}" in str(e.value)
+
+
 def test_a_413_page_on_an_upload_is_permanent_and_says_what_to_do(
     tmp_path: Path, telegram: TelegramStandIn
 ) -> None:

@@ -24,7 +24,7 @@ from fermix_cli.cli.telegram_serve import TelegramServer
 from fermix_cli.core.net.guarded import guarded_client
 from tests.channels.botstandin import BOT_ID, BOT_USERNAME, OWNER, BotStandIn
 from tests.channels.standins import TOKEN
-from tests.conftest import Env
+from tests.conftest import Env, processes_with
 from tests.tools.media.images import png
 from tests.tools.webfakes import Hit, Reply, json_reply
 
@@ -1033,6 +1033,38 @@ def test_a_second_stop_signal_interrupts_the_turn_in_progress(world: Env, bot: B
     assert json.loads((world.fermix_home / "run" / "telegram.turns.json").read_text()) == []
     serve(world, bot, polls=1)  # nothing replayed, nobody told twice
     assert len(bot.payloads("sendMessage")) == 1
+
+
+def test_a_closed_terminal_stops_the_server_as_sigterm_does(world: Env, bot: BotStandIn) -> None:
+    """The terminal the server was started in closes (SIGHUP, and stderr gone): the turn in progress is
+    left to end and its answer sent, as after a first SIGTERM, and the server stops cleanly; it is not
+    killed with its command left running and its update journaled as cut off."""
+    marker = "sleep 3.4567"
+    configure(
+        world,
+        bot,
+        [
+            {"tool_calls": [{"name": "shell", "arguments": {"command": f"touch started && {marker}"}}]},
+            {"text": "Done."},
+        ],
+    )
+    bot.send("run the long thing")
+    proc = start_server(world)
+    try:
+        wait_for(world.project / "started", proc)
+        assert proc.stderr is not None
+        proc.stderr.close()  # the terminal is gone: what the server says now cannot be written
+        os.kill(proc.pid, signal.SIGHUP)
+        code = proc.wait(timeout=30)
+        left = processes_with(marker)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert code == 0 and left == []
+    assert bot.texts_shown() == ["Done."]
+    assert (world.fermix_home / "run" / "telegram.offset").read_text() == "2\n"
+    assert json.loads((world.fermix_home / "run" / "telegram.turns.json").read_text()) == []
 
 
 def test_a_job_scheduled_from_a_chat_with_origin_delivery_reports_to_that_chat(

@@ -14,6 +14,8 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
+
 from fermix_cli.channels import Sent
 from fermix_cli.events.delivery import deliver_due
 from tests.channels.standins import TelegramStandIn
@@ -259,6 +261,26 @@ def test_a_followup_check_in_runs_after_delivery_on_the_same_channel(ev: Events)
     report = ev.tick(utc("2026-09-14T07:00:30Z"))
     assert [f["status"] for f in report["followups"]] == ["silent"]
     assert [m["kind"] for m in ev.inbox()].count("reminder_followup") == 1
+
+
+def test_a_followup_past_its_iteration_cap_names_its_fixed_cap(ev: Events) -> None:
+    """The follow-up's cap is fixed (MAX_ITERATIONS calls): its error says so, never `--max-iterations`,
+    an option nobody gave."""
+    from fermix_cli.events.followup import MAX_ITERATIONS
+
+    script = ev.world.root / "followup.json"
+    call = {"tool_calls": [{"name": "event_list", "arguments": {}}]}
+    script.write_text(json.dumps([call] * (MAX_ITERATIONS + 1)))
+    ev.config(
+        text=(ev.world.fermix_home / "config.toml").read_text()
+        + f'[fermix_core.routing]\ncron_provider = "mock"\ncron_model = "{script}"\n'
+    )
+    ev.store("Sarah's birthday", "birthday", when={"type": "annual", "month": 9, "day": 14}, followup=True)
+    report = ev.tick(utc("2026-09-07T07:00:30Z"))
+    [followup] = report["followups"]
+    assert followup["status"].startswith("error: max_iterations"), followup
+    assert f"the follow-up check-in's fixed cap of {MAX_ITERATIONS} model calls" in followup["status"]
+    assert "--max-iterations" not in followup["status"]
 
 
 def test_a_followup_check_in_carries_the_cron_routes_reasoning_effort(ev: Events) -> None:
@@ -536,23 +558,28 @@ def _start_tick(ev: Events, at: datetime) -> subprocess.Popen[str]:
     )
 
 
-def test_sigterm_mid_send_leaves_the_unsent_reminders_pending(ev: Events, telegram: TelegramStandIn) -> None:
+@pytest.mark.parametrize(
+    ("signame", "code"), [("SIGTERM", 143), ("SIGHUP", 129)], ids=["sigterm", "sighup-terminal-closed"]
+)
+def test_sigterm_mid_send_leaves_the_unsent_reminders_pending(
+    ev: Events, telegram: TelegramStandIn, signame: str, code: int
+) -> None:
     ids = _due_together(ev, telegram, ["One", "Two", "Three"])
     held = HeldTelegram(telegram)
     tick = _start_tick(ev, utc("2026-09-02T10:00:05Z"))
     try:
         assert held.arrived.wait(60), tick.stderr.read() if tick.poll() is not None else "no request"
-        tick.send_signal(signal.SIGTERM)
+        tick.send_signal(getattr(signal, signame))
         out, err = tick.communicate(timeout=60)
     finally:
         held.release.set()
         if tick.poll() is None:
             tick.kill()
     # The stopped tick ends at once, says so, and only the reminder it was sending may have arrived.
-    assert tick.returncode == 143, err
+    assert tick.returncode == code, err
     parsed = json.loads(out)
     report = parsed["due_work"]["reminders"]
-    assert report["stopped"] == "SIGTERM"
+    assert report["stopped"] == signame
     # the sources after it (the coding runs, the scheduled jobs) wait for the next tick
     assert "runs" not in parsed and "coding_runs" not in parsed["due_work"]
     ((first, code),) = [(f["reminder_id"], f["code"]) for f in report["failed"]]

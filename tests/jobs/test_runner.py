@@ -659,6 +659,58 @@ def test_sigterm_stops_a_running_command_with_its_worker(jobs: Jobs) -> None:
     assert processes_with(marker) == []
 
 
+def test_sighup_stops_the_runner_as_sigterm_does(jobs: Jobs) -> None:
+    """The terminal `fermix jobs run` was started in closes (SIGHUP): the runner stops its worker and
+    the command's process group, and records the run interrupted (exit 129), instead of dying at once
+    with the run left claimed and the command running on."""
+    marker = "sleep 8.7655"
+    r = jobs.cli(
+        "jobs", "add", "Cmd", "-s", "every 1 minutes", "--command", f"{marker}; touch late.txt", "--json"
+    )
+    assert r.code == 0, r.stderr
+    runner = _start_runner(jobs, iso(DUE))
+    try:
+        wait_for(lambda: processes_with(marker), timeout=60)
+        runner.send_signal(signal.SIGHUP)
+        out, _ = runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 129
+    assert json.loads(out)["runs"][0]["error_code"] == "interrupted"
+    [run] = jobs.runs("cmd")
+    assert run["status"] == "error" and run["error_code"] == "interrupted"
+    assert "stopped (SIGHUP)" in run["error"]
+    time.sleep(0.3)
+    assert processes_with(marker) == []
+
+
+def test_sighup_to_a_worker_stops_its_run_and_command(jobs: Jobs) -> None:
+    """A worker that gets SIGHUP stops as on SIGTERM: its command's group ends and the runner records
+    the run interrupted; the worker is not killed with its run left without a result."""
+    marker = "sleep 8.7656"
+    r = jobs.cli(
+        "jobs", "add", "Cmd", "-s", "every 1 minutes", "--command", f"{marker}; touch late.txt", "--json"
+    )
+    assert r.code == 0, r.stderr
+    runner = _start_runner(jobs, iso(DUE))
+    try:
+        [run] = wait_for(lambda: [r for r in jobs.runs("cmd") if r["status"] == "running"], timeout=60)
+        wait_for(lambda: processes_with(marker), timeout=60)
+        [worker] = _worker_pids(run["id"])
+        os.kill(worker, signal.SIGHUP)
+        runner.communicate(timeout=60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+    assert runner.returncode == 0
+    [after] = jobs.runs("cmd")
+    assert (after["status"], after["error_code"]) == ("error", "interrupted"), after
+    time.sleep(0.3)
+    assert processes_with(marker) == []
+    assert not (jobs.world.fermix_home / "workspace" / "late.txt").exists()
+
+
 def test_a_stop_during_the_launches_records_every_claimed_run(jobs: Jobs) -> None:
     """SIGTERM while the first of three claimed runs is launched: the two not launched yet are
     recorded interrupted by this runner too, not left `queued` for the next tick to find."""

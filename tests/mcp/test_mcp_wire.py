@@ -74,6 +74,7 @@ def test_tools_are_listed_across_pages(session: tuple[Session, Path]) -> None:
         "hang",
         "latin1",
         "latin1_no_id",
+        "nested",
         "big",
         "a.b",
         "a_b",
@@ -123,6 +124,18 @@ def test_an_answer_that_is_not_utf8_fails_its_request_at_once(
     assert time.monotonic() - started < 10
     assert e.value.code == wire.PARSE_ERROR
     assert "not valid UTF-8 (byte 0xff at offset" in e.value.message
+    assert s.call_tool("add", {"a": 1, "b": 2}, 10)["structuredContent"] == {"sum": 3}  # still in order
+
+
+def test_an_answer_nested_too_deeply_fails_its_request_at_once(session: tuple[Session, Path]) -> None:
+    """A line nested deeper than the parser follows fails the waiting request as a parse error (its id
+    cannot be read), and the session reads on: the reader thread must not die of it."""
+    s, _ = session
+    started = time.monotonic()
+    with pytest.raises(McpError) as e:
+        s.call_tool("nested", {}, 30)
+    assert time.monotonic() - started < 10
+    assert e.value.code == wire.PARSE_ERROR and "nested too deeply" in e.value.message
     assert s.call_tool("add", {"a": 1, "b": 2}, 10)["structuredContent"] == {"sum": 3}  # still in order
 
 

@@ -24,6 +24,7 @@ PAGES = {
             {"name": "hang"},
             {"name": "latin1"},
             {"name": "latin1_no_id"},
+            {"name": "nested"},
             {"name": "big", "inputSchema": {"type": "object", "properties": {"chars": {"type": "integer"}}}},
             {"name": "a.b", "description": "Say a.b."},  # both become mcp_<server>_a_b
             {"name": "a_b", "description": "Say a_b."},
@@ -92,6 +93,10 @@ def answer(request: dict) -> None:
         head = b'{"jsonrpc":"2.0",' + (b"" if params["name"] == "latin1_no_id" else b'"id":%d,' % rid)
         sys.stdout.buffer.write(head + b'"result":{"content":[{"type":"text","text":"a\xff\xfeb"}]}}\n')
         sys.stdout.buffer.flush()
+    elif method == "tools/call" and params["name"] == "nested":
+        # An answer nested deeper than a JSON parser follows.
+        sys.stdout.write(f'{{"jsonrpc":"2.0","id":{rid},"result":' + "[" * 200_000 + "\n")
+        sys.stdout.flush()
     elif method == "tools/call" and params["name"] == "big":
         text = "\u20ac" * params["arguments"]["chars"]  # three UTF-8 bytes each
         result = {"content": [{"type": "text", "text": text}], "structuredContent": {"echo": text}}

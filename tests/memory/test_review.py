@@ -146,6 +146,19 @@ def test_a_bad_answer_changes_nothing_and_the_facts_wait(world: Env) -> None:
     assert current(world)["user"]["content"] == "- Lyon"
 
 
+def test_a_review_that_asks_for_a_tool_names_its_fixed_cap(world: Env) -> None:
+    """The review has one model call and no tools: a reply that calls a tool hits that fixed cap, and
+    the error says so instead of naming `--max-iterations`, an option nobody gave."""
+    path = configure(world, [])
+    path.write_text(json.dumps([{"tool_calls": [{"name": "memory_recall", "arguments": {}}]}]))
+    store(world, "home", "Lives in Lyon", "identity", session_id="s1")
+    out = review(world, T0 + timedelta(minutes=1))
+    assert out["status"] == "failed" and out["error"]["code"] == "max_iterations", out
+    assert "the memory review's fixed cap of 1 model call" in out["error"]["message"]
+    assert "--max-iterations" not in out["error"]["message"]
+    assert current(world) == {}
+
+
 def test_due_work_runs_once_per_interval(world: Env) -> None:
     path = configure(world, [])
     path.write_text(

@@ -575,18 +575,23 @@ def test_a_cancelled_caller_does_not_wait_for_a_worker_stuck_in_its_model_call(w
         and "the MCP client cancelled the call" in stuck["error"]["message"]
     )
     assert waiting["iterations"] == 0 and waiting["output"] == ""
+    # The waiting worker never started: no conversation was created for it, and none is named.
+    assert waiting["session_id"] is None
+    assert world.run("logs", "--json", "--session", stuck["session_id"]).json()[0]["status"] == "error"
     assert out["summary"] == {"requested": 2, "completed": 0, "failed": 0, "timed_out": 0, "canceled": 2}
     ctx = world.context()
     try:
         rows = ctx.state.query(
             "SELECT r.status, r.error_json, c.label FROM runs r JOIN conversations c ON c.id = r.conversation_id"
         )
+        labels = [r["label"] for r in ctx.state.query("SELECT label FROM conversations")]
     finally:
         ctx.close()
     # The stuck worker's run is ended now (not left `running`); the other never ran.
     assert [(r["label"], r["status"], json.loads(r["error_json"])["code"]) for r in rows] == [
         ("subagent:stuck", "error", "canceled")
     ]
+    assert "subagent:next" not in labels
 
 
 def command(marker: str) -> str:

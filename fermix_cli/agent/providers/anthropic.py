@@ -42,7 +42,7 @@ DEFAULT_MAX_TOKENS = 4096
 def _tool_input(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         return {}
     return value if isinstance(value, dict) else {}
 
@@ -153,7 +153,7 @@ def _is_error_event(data: str) -> bool:
     """The Messages API's own `error` event (`{"type": "error", "error": {...}}`)."""
     try:
         doc = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         return False
     return isinstance(doc, dict) and doc.get("type") == "error"
 

@@ -104,7 +104,7 @@ def server_message(body: bytes) -> str:
     text = body[:2000].decode("utf-8", "replace").strip()
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         return text
     return error_text(data) or text
 
@@ -249,7 +249,7 @@ def reported_error(provider: str, data: str) -> ToolError:
     """An error the server reported inside its stream (an `error` event or field), with its message."""
     try:
         doc = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         doc = None
     message = error_text(doc) or data.strip()[:2000] or "no message"
     return ToolError("provider_error", f"{provider} reported an error mid-stream: {message}", {})
@@ -269,7 +269,7 @@ def interrupted(provider: str, end_marker: str) -> ToolError:
 def decode_json(data: str, provider: str) -> Any:
     try:
         return json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         raise ToolError(
             "provider_error", f"{provider} sent a stream event that is not JSON: {data[:200]!r}", {}
         ) from None

@@ -82,7 +82,7 @@ def wire_arguments(raw: str) -> str:
     model's broken JSON); the transcript keeps the raw text, and the tool's answer said what was wrong."""
     try:
         value = json.loads(raw) if raw.strip() else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         return "{}"
     return raw if isinstance(value, dict) else "{}"
 

@@ -113,12 +113,15 @@ def _timeout_error(timeout: float) -> dict[str, Any]:
     return {"code": "timeout", "message": f"the worker did not finish within {timeout:g} s", "details": {}}
 
 
-def _stopped(slot: Slot, status: str, error: dict[str, Any], duration: float) -> Delegated:
-    """What a worker given up on reports: what it had produced by then."""
+def _stopped(
+    slot: Slot, status: str, error: dict[str, Any], duration: float, *, started: bool = True
+) -> Delegated:
+    """What a worker given up on reports: what it had produced by then. One that never started created
+    no conversation, so it names none (`session_id` null: `fermix logs --session` would find nothing)."""
     return Delegated(
         status=status,
         output=slot.stopwatch.so_far(),
-        session_id=slot.session_id,
+        session_id=slot.session_id if started else None,
         iterations=slot.stopwatch.iterations,
         duration_ms=round(duration * 1000, 1),
         error=error,
@@ -214,7 +217,7 @@ def _cancel_all(ctx: ToolContext, pending: deque[Slot], running: list[Slot]) -> 
             slot.final = _stopped(slot, "canceled", error, now - (slot.started or now))
             stopped.append(slot)
     for slot in pending:
-        slot.final = _stopped(slot, "canceled", error, 0.0)
+        slot.final = _stopped(slot, "canceled", error, 0.0, started=False)
     running.clear()
     pending.clear()
     _give_up(ctx, stopped, "error", error)

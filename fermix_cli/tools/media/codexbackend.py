@@ -111,7 +111,7 @@ def jwt_claims(token: str) -> dict[str, Any]:
     payload = parts[1] + "=" * (-len(parts[1]) % 4)
     try:
         data = json.loads(base64.urlsafe_b64decode(payload))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -184,7 +184,7 @@ def is_stale(login: CodexLogin, now: datetime) -> bool:
 def _refresh_error_code(raw: bytes) -> str:
     try:
         data = json.loads(raw[:4000])
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         return ""
     if not isinstance(data, dict):
         return ""
@@ -226,7 +226,7 @@ def refresh_login(ctx: ToolContext, cfg: GenerateImageConfig, login: CodexLogin)
         )
     try:
         fresh = json.loads(response.content)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         fresh = None
     if not isinstance(fresh, dict) or not isinstance(fresh.get("access_token"), str):
         raise ToolError(
@@ -268,7 +268,7 @@ def _event(payload: str) -> dict[str, Any] | None:
         return None
     try:
         event = json.loads(payload)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         return None
     return event if isinstance(event, dict) else None
 
@@ -328,7 +328,7 @@ def _failed(err: Mapping[str, Any]) -> ToolError:
 def _http_error(ctx: ToolContext, status: int, raw: bytes, headers: Mapping[str, str]) -> ToolError:
     try:
         data = json.loads(raw[:4000])
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         data = None
     err = data.get("error") if isinstance(data, dict) else None
     kind = str(err.get("type") or "") if isinstance(err, dict) else ""

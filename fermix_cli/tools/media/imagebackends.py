@@ -125,7 +125,7 @@ def _server_message(raw: bytes) -> tuple[str, str]:
     """(error code or type, message) from a JSON error body, as far as it has them."""
     try:
         data = json.loads(raw[:4000])
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         return "", raw[:200].decode("utf-8", "replace").strip()
     err = data.get("error") if isinstance(data, dict) else None
     if isinstance(err, dict):
@@ -191,9 +191,11 @@ def _post(ctx: ToolContext, cfg: GenerateImageConfig, backend: str, url: str, **
         raise http_failure(backend, response.status_code, response.content, response.headers)
     try:
         return json.loads(response.content)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         raise ToolError(
-            "provider_error", f"the {backend} image backend answered with something that is not JSON", {}
+            "provider_error",
+            f"the {backend} image backend answered with something that is not JSON",
+            {"backend": backend},
         ) from None
 
 

@@ -192,7 +192,7 @@ def answer_text(api: VisionApi, data: Any) -> str | None:
 def _server_message(raw: bytes) -> str:
     try:
         data = json.loads(raw[:ERROR_BODY_CAP])
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         return raw[:200].decode("utf-8", "replace").strip()
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict):
@@ -240,7 +240,7 @@ def ask_vision_model(ctx: ToolContext, target: VisionTarget, image: bytes, mime:
         raise http_error(target, response.status_code, raw, response.headers.get("retry-after"))
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser follows
         raise ToolError(
             "provider_error",
             f"the vision model's provider {target.provider} answered with something that is not JSON",

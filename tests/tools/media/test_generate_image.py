@@ -23,6 +23,7 @@ from tests.tools.webfakes import FakeWeb, Reply, json_reply
 
 OUT = png(3, 2, (0, 0, 255, 255))
 B64 = base64.b64encode(OUT).decode()
+NESTED = b"[" * 200_000
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 PATHS = {
     "openai_gen": "/oa/v1/images/generations",
@@ -298,6 +299,19 @@ GOOGLE_ROUTE = google_path("gemini-3.1-flash-image")
             sse([{"type": "response.completed", "response": "oops"}]),
         ),
         ("openai_codex", PATHS["codex"], sse([{"type": "response.failed", "response": [1]}])),
+        # Nested deeper than the JSON parser follows (RecursionError, not ValueError): still malformed.
+        ("openai", PATHS["openai_gen"], Reply(200, NESTED, {"Content-Type": "application/json"})),
+        ("openai", PATHS["openai_gen"], Reply(500, NESTED, {"Content-Type": "application/json"})),
+        ("openai_codex", PATHS["codex"], Reply(500, NESTED, {"Content-Type": "application/json"})),
+        (
+            "openai_codex",
+            PATHS["codex"],
+            Reply(
+                200,
+                b"event: response.completed\ndata: " + NESTED + b"\n\n",
+                {"Content-Type": "text/event-stream"},
+            ),
+        ),
         (
             "openai_codex",
             PATHS["codex"],

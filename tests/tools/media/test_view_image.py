@@ -326,6 +326,10 @@ def test_provider_refusals_are_typed(world: Env, server: FakeWeb) -> None:
     assert r.error()["code"] == "auth_failed" and KEY not in r.stderr
     server.routes[route] = json_reply({"id": "m", "content": []})
     assert view(world, {"path": str(image), "prompt": "p"}).error()["code"] == "provider_error"
+    # Bodies nested deeper than the JSON parser follows are malformed answers too, on success or failure.
+    for status in (200, 400):
+        server.routes[route] = Reply(status, b"[" * 200_000, {"Content-Type": "application/json"})
+        assert view(world, {"path": str(image), "prompt": "p"}).error()["code"] == "provider_error"
 
 
 @pytest.mark.parametrize(
