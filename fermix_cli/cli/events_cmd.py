@@ -21,9 +21,8 @@ def _line(e: dict[str, Any]) -> list[str]:
     when = e["when"]
     at = f" {when['time'][:5]}" if when.get("time") else ""
     yearly = "  (yearly)" if e["recurrence"] == "yearly" else ""
-    lines = [
-        f"{e['event_id']}  {e['next_occurrence']}{at:<6}  {e['kind']:<17} {e['title']}{yearly}  [{e['status']}]"
-    ]
+    day = e.get("occurrence_in_window", e["next_occurrence"])
+    lines = [f"{e['event_id']}  {day}{at:<6}  {e['kind']:<17} {e['title']}{yearly}  [{e['status']}]"]
     for r in e.get("reminders", []):
         if r["status"] == "failed":
             lines.append(

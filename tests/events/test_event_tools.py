@@ -430,3 +430,27 @@ def test_without_a_configured_target_the_owners_telegram_chat_is_derived(ev: Eve
     )
     out = ev.store("Dentist", "appointment", when={"type": "date", "date": "2026-10-01"})
     assert out["delivery"] == {"target": {"platform": "telegram", "address": "4242"}, "source": "derived"}
+
+
+def test_upcoming_keeps_a_yearly_date_whose_day_passed_before_a_tick_rolled_it(ev: Events) -> None:
+    ev.store("Sarah's birthday", "birthday", when={"type": "annual", "month": 9, "day": 5})
+    ev.store("Trip", "event", when={"type": "date", "date": "2026-12-01"})
+    # The day after the birthday: no `fermix jobs run` has rolled it to next year yet (a tick rolls a
+    # yearly date only once its day has passed in every zone).
+    after = ev.call("event_list", {}, at=NOW + timedelta(days=5))
+    assert [(e["title"], e.get("occurrence_in_window")) for e in after["events"]] == [
+        ("Trip", None),
+        ("Sarah's birthday", "2027-09-05"),
+    ]
+    listed = ev.cli("events", "list", at=NOW + timedelta(days=5))
+    assert listed.code == 0, listed.stderr
+    assert "2027-09-05" in next(line for line in listed.stdout.splitlines() if "Sarah" in line)
+
+
+def test_a_window_lists_29_february_on_its_policy_day_in_a_common_year(ev: Events) -> None:
+    ev.store("Leap", "birthday", when={"type": "annual", "month": 2, "day": 29}, leap_day_policy="mar_1")
+    ev.store("Early", "birthday", when={"type": "annual", "month": 2, "day": 29}, leap_day_policy="feb_28")
+    march = ev.call("event_list", {"from": "2031-03-01", "to": "2031-03-31"})
+    assert [(e["title"], e["occurrence_in_window"]) for e in march["events"]] == [("Leap", "2031-03-01")]
+    feb = ev.call("event_list", {"from": "2031-02-01", "to": "2031-02-28"})
+    assert [(e["title"], e["occurrence_in_window"]) for e in feb["events"]] == [("Early", "2031-02-28")]
