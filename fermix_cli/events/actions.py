@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import date, time
+from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
@@ -260,6 +260,7 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
             kept, dropped = _sort_snoozes(
                 db, row["id"], plan, moved="when" in previous or "timezone" in previous
             )
+            kept += _due_and_still_planned(db, row["id"], w, plan, zone_name, leap, now)
             db.execute(
                 "UPDATE reminder_occurrences SET status = 'cancelled', next_attempt_at = NULL WHERE event_id = ?"
                 f" AND status = 'pending' AND id NOT IN ({', '.join('?' * len(kept))})",
@@ -277,8 +278,8 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
             ) from None
         row = store.get_event(db, row["id"])
         if retime:
-            # A kept snooze stands in for its rule's reminder of that occurrence: the new revision does not
-            # plan that reminder a second time.
+            # A kept snooze stands in for its rule's reminder of that occurrence, and a kept due reminder is
+            # that reminder: the new revision does not plan it a second time.
             db.executemany(
                 "UPDATE reminder_occurrences SET revision = ? WHERE id = ?",
                 [(row["revision"], s["id"]) for s in kept],
@@ -330,6 +331,36 @@ def _sort_snoozes(
             }
         )
     return kept, dropped
+
+
+def _due_and_still_planned(
+    db: sqlite3.Connection,
+    event_id: str,
+    w: When,
+    plan: list[dict[str, Any]],
+    zone_name: str,
+    leap: str | None,
+    now: datetime,
+) -> list[sqlite3.Row]:
+    """The pending reminders already due (not yet sent: the tick has not come, or they are retrying) that the
+    new plan names at the same instant for the same occurrence. They stay as they are: a new plan only plans
+    future reminders, so cancelling them would lose a reminder the owner is still owed."""
+    due = db.execute(
+        "SELECT * FROM reminder_occurrences WHERE event_id = ? AND status = 'pending'"
+        " AND source_reminder_id IS NULL AND scheduled_for <= ?",
+        (event_id, store.ts(now)),
+    ).fetchall()
+    if not due:
+        return []
+    tz = zone(zone_name)
+    occs = plans.occurrences(
+        w, tz, store.local_today(now, zone_name), leap if w.recurrence == "yearly" else None
+    )
+    named = {
+        (p.occurrence_key, p.rule_id, store.ts(p.due), store.ts(p.boundary))
+        for p in plans.planned(plan, occs, tz, datetime.min.replace(tzinfo=UTC))
+    }
+    return [r for r in due if (r["occurrence_key"], r["rule_id"], r["scheduled_for"], r["boundary"]) in named]
 
 
 def _stored_form(row: sqlite3.Row, zone_name: str) -> dict[str, Any]:

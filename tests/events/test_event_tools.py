@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from fermix_cli.core.errors import ToolError
-from tests.events.world import NOW, Events
+from tests.events.world import NOW, Events, utc
 
 BIRTHDAY = {"type": "annual", "month": 9, "day": 14}
 
@@ -454,3 +454,39 @@ def test_a_window_lists_29_february_on_its_policy_day_in_a_common_year(ev: Event
     assert [(e["title"], e["occurrence_in_window"]) for e in march["events"]] == [("Leap", "2031-03-01")]
     feb = ev.call("event_list", {"from": "2031-02-01", "to": "2031-02-28"})
     assert [(e["title"], e["occurrence_in_window"]) for e in feb["events"]] == [("Early", "2031-02-28")]
+
+
+def test_a_new_plan_keeps_a_reminder_that_is_due_but_not_yet_sent(ev: Events) -> None:
+    stored = ev.store(
+        "Party",
+        "event",
+        when={"type": "date", "date": "2026-09-03"},
+        reminders=[{"type": "days_before", "days": 1}],
+    )
+    event_id = stored["event"]["event_id"]
+    # 10:30 in Berlin: the 09:00 day-before reminder is due, but no tick has sent it yet (the machine was off).
+    late = utc("2026-09-02T08:30:00Z")
+    updated = ev.call(
+        "event_update",
+        {
+            "event_id": event_id,
+            "reminders": [{"type": "days_before", "days": 1}, {"type": "days_before", "days": 0}],
+        },
+        at=late,
+    )
+    assert [(r["rule_id"], r["local_time"]) for r in updated["planned_reminders"]] == [
+        ("days_before_1", "2026-09-02T09:00+02:00"),  # still owed: the next tick sends it
+        ("days_before_0", "2026-09-03T09:00+02:00"),
+    ]
+    sent = ev.tick(late + timedelta(minutes=1))["sent"]
+    assert len(sent) == 1
+    assert "Party (event) on Thursday 3 September 2026, tomorrow." in ev.inbox()[-1]["text"]
+    # A plan that drops the rule drops its due reminder too.
+    again = ev.store(
+        "Fair",
+        "event",
+        when={"type": "date", "date": "2026-09-03"},
+        reminders=[{"type": "days_before", "days": 1}],
+    )
+    ev.call("event_update", {"event_id": again["event"]["event_id"], "no_reminders": True}, at=late)
+    assert ev.tick(late + timedelta(minutes=2)).get("sent", []) == []
