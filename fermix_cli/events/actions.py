@@ -222,9 +222,9 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
         when = p.when if p.when is not None else _stored_form(row, zone_name)
         if p.reminders is not None:
             reminders, no_rem = p.reminders, bool(p.no_reminders)
-        elif p.no_reminders is not None:
-            reminders, no_rem = None, bool(p.no_reminders)
-        else:
+        elif p.no_reminders is not None and bool(p.no_reminders) != bool(row["no_reminders"]):
+            reminders, no_rem = None, bool(p.no_reminders)  # off, or back on with the kind's defaults
+        else:  # unchanged (`no_reminders: false` on a date that has reminders keeps its plan)
             no_rem = bool(row["no_reminders"])
             reminders = None if no_rem else kept_plan(row)
         w, plan, occ = _resolve(ctx, when, zone_name, leap, kind, reminders, no_rem)

@@ -490,3 +490,23 @@ def test_a_new_plan_keeps_a_reminder_that_is_due_but_not_yet_sent(ev: Events) ->
     )
     ev.call("event_update", {"event_id": again["event"]["event_id"], "no_reminders": True}, at=late)
     assert ev.tick(late + timedelta(minutes=2)).get("sent", []) == []
+
+
+def test_no_reminders_false_keeps_an_explicit_plan(ev: Events) -> None:
+    stored = ev.store(
+        "Gym",
+        "event",
+        when={"type": "date", "date": "2026-10-10"},
+        reminders=[{"type": "days_before", "days": 2}],
+    )
+    event_id = stored["event"]["event_id"]
+    updated = ev.call("event_update", {"event_id": event_id, "no_reminders": False, "followup": True})
+    assert [r["id"] for r in updated["event"]["plan"]] == ["days_before_2"]
+    assert "plan" not in updated["previous"]
+    assert [r["rule_id"] for r in updated["planned_reminders"]] == ["days_before_2"]
+    off = ev.call("event_update", {"event_id": event_id, "no_reminders": True})
+    assert off["event"]["plan"] == [] and off["planned_reminders"] == []
+    on = ev.call(
+        "event_update", {"event_id": event_id, "no_reminders": False}
+    )  # back on: the kind's defaults
+    assert [r["id"] for r in on["event"]["plan"]] == ["week_before", "day_before", "day_of"]
