@@ -102,7 +102,9 @@ def _when(
             "amount": int(m[1]),
             "unit": "weeks" if m[2][0] == "w" else "days",
         }
-        return {**form, "time": time} if time else form
+        if not time:
+            return form
+        return {**form, "time": time, **({"utc_offset": utc_offset} if utc_offset else {})}
     if time:
         return {
             "type": "datetime",

@@ -50,3 +50,15 @@ def test_event_list_takes_from_as_a_flag_and_pages(ev: Events) -> None:
     assert [e["title"] for e in r.json()["events"]] == ["Thing 5"]
     r = ev.cli("tool", "event_list", "--json", '{"from": "2026-09-01", "to": "2028-09-03"}')
     assert r.code == 1 and r.error()["code"] == "date_window_too_wide"
+
+
+def test_add_in_days_at_a_repeated_hour_takes_utc_offset(ev: Events) -> None:
+    at = utc("2026-10-23T08:00:00Z")
+    r = ev.cli(
+        "events", "add", "Call", "--kind", "explicit_reminder", "--in", "2 days", "--at", "02:30", at=at
+    )
+    assert r.code == 1 and '"ambiguous_local_time"' in r.stderr
+    r = ev.cli("events", "add", "Call", "--kind", "explicit_reminder", "--in", "2 days", "--at", "02:30",
+               "--utc-offset", "+01:00", "--json", at=at)  # fmt: skip
+    assert r.code == 0, r.stderr
+    assert [p["scheduled_for"] for p in r.json()["planned_reminders"]] == ["2026-10-25T01:30:00.000000Z"]
