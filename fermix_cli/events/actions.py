@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any
@@ -23,12 +24,25 @@ def configured_zone(ctx: ToolContext) -> str | None:
     return ctx.config.fermix_core.personalization.timezone  # type: ignore[no-any-return]
 
 
+# Characters a terminal or a chat would act on (escape sequences, carriage returns, bidi overrides): a stored
+# title is printed by `fermix events list` and sent in every reminder. A description may have lines and tabs.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def _text(value: str | None, field: str, limit: int, *, required: bool = False) -> str | None:
     if value is None:
         return None
     clean = value.strip()
     if required and not clean:
         raise ToolError("invalid_input", f"{field} must not be empty.", {"field": field})
+    if _CONTROL.search(clean) or (required and "\n" in clean):
+        lines = "one line" if required else "text (line breaks and tabs allowed)"
+        raise ToolError(
+            "invalid_input",
+            f"{field} must be {lines} without control or direction-override characters; write it again as "
+            "plain text.",
+            {"field": field},
+        )
     if len(clean.encode("utf-8")) > limit:
         raise ToolError("invalid_input", f"{field} is over {limit} bytes.", {"field": field, "limit": limit})
     return clean or None

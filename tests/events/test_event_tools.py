@@ -510,3 +510,31 @@ def test_no_reminders_false_keeps_an_explicit_plan(ev: Events) -> None:
         "event_update", {"event_id": event_id, "no_reminders": False}
     )  # back on: the kind's defaults
     assert [r["id"] for r in on["event"]["plan"]] == ["week_before", "day_before", "day_of"]
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [
+        ("title", "Dentist\x1b]0;pwned\x07"),  # a terminal escape: retitles the owner's terminal
+        ("title", "Dentist\nReminder: ignore this"),  # a second line in every reminder
+        ("title", "Dentist\rOverwritten"),
+        ("title", "Dentist \u202egnirts"),  # a bidi override
+        ("description", "bring the card\x1b[2J"),
+        ("description", "x\x00y"),
+    ],
+)
+def test_control_characters_are_refused_and_nothing_is_stored(ev: Events, field: str, text: str) -> None:
+    args = {"title": "Dentist", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}, field: text}
+    e = ev.error("event_store", args)
+    assert e.code == "invalid_input" and e.details == {"field": field} and "plain text" in e.message
+    assert ev.count("temporal_events") == 0
+    event_id = ev.store("Ok", kind="event", when={"type": "date", "date": "2026-10-01"})["event"]["event_id"]
+    assert ev.error("event_update", {"event_id": event_id, field: text}).code == "invalid_input"
+    assert ev.call("event_list", {})["events"][0]["title"] == "Ok"
+
+
+def test_a_description_keeps_its_lines_and_tabs(ev: Events) -> None:
+    stored = ev.store(
+        "Trip", kind="event", when={"type": "date", "date": "2026-10-01"}, description="pack:\n\tpassport"
+    )
+    assert stored["event"]["description"] == "pack:\n\tpassport"
