@@ -538,3 +538,42 @@ def test_a_description_keeps_its_lines_and_tabs(ev: Events) -> None:
         "Trip", kind="event", when={"type": "date", "date": "2026-10-01"}, description="pack:\n\tpassport"
     )
     assert stored["event"]["description"] == "pack:\n\tpassport"
+
+
+def test_snoozing_a_reminder_of_a_date_that_moved_since_names_the_new_date(ev: Events) -> None:
+    out = ev.store()  # Dentist, Thursday 10 September 2026 09:30 Berlin
+    event_id, rid = out["event"]["event_id"], out["planned_reminders"][0]["reminder_id"]
+    assert ev.tick(utc("2026-09-09T07:30:05Z"))["sent"][0]["reminder_id"] == rid
+    assert "Thursday 10 September 2026 at 09:30" in ev.inbox()[-1]["text"]
+    moved = {"type": "datetime", "date": "2026-09-12", "time": "09:30:00"}
+    ev.call(
+        "event_update",
+        {"event_id": event_id, "when": moved, "owner_direction": "it moved to Saturday"},
+        at=utc("2026-09-09T07:35:00Z"),
+    )
+    # The old day's 09:30 is no boundary any more: a snooze to then needs no confirmation.
+    snooze = {"type": "datetime", "date": "2026-09-10", "time": "10:00:00"}
+    done = ev.call("reminder_snooze", {"reminder_id": rid, "snooze": snooze}, at=utc("2026-09-09T07:36:00Z"))
+    assert done["reminder"]["occurrence"] == "2026-09-12"
+    assert ev.tick(utc("2026-09-10T08:00:05Z"))["sent"][0]["event_id"] == event_id
+    assert "Saturday 12 September 2026 at 09:30" in ev.inbox()[-1]["text"]
+
+
+def test_snoozing_a_reminder_of_a_yearly_date_that_moved_names_this_years_new_day(ev: Events) -> None:
+    out = ev.store("Sarah's birthday", "birthday", when=BIRTHDAY)  # 14 September; a week before: 7 September
+    event_id, rid = out["event"]["event_id"], out["planned_reminders"][0]["reminder_id"]
+    assert ev.tick(utc("2026-09-07T07:00:05Z"))["sent"][0]["reminder_id"] == rid
+    moved = {"type": "annual", "month": 9, "day": 16}
+    ev.call(
+        "event_update",
+        {"event_id": event_id, "when": moved, "owner_direction": "her birthday is the 16th"},
+        at=utc("2026-09-07T07:05:00Z"),
+    )
+    done = ev.call(
+        "reminder_snooze",
+        {"reminder_id": rid, "snooze": {"type": "duration", "amount": 1, "unit": "days"}},
+        at=utc("2026-09-07T07:06:00Z"),
+    )
+    assert done["reminder"]["occurrence"] == "2026-09-16"
+    ev.tick(utc("2026-09-08T07:06:05Z"))
+    assert "Wednesday 16 September 2026" in ev.inbox()[-1]["text"]
