@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
 from . import plans, store
-from .timeforms import local_instant, parse_date, parse_time, yearly_date, zone
+from .timeforms import local_instant, parse_date, parse_time, wall_instant, yearly_date, zone
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -24,6 +24,13 @@ FORMS = (
 )
 
 
+def days_later(now: datetime, days: int, zone_name: str) -> datetime:
+    """The same wall-clock time `days` calendar days after `now` in the zone (a gap time lands after it)."""
+    tz = zone(zone_name)
+    local = now.astimezone(tz)
+    return wall_instant(local.date() + timedelta(days=days), local.time().replace(tzinfo=None), tz)
+
+
 def snooze_time(snooze: Any, now: datetime, zone_name: str) -> datetime:
     kind = snooze.get("type") if isinstance(snooze, dict) else None
     if kind == "duration" and set(snooze) <= {"type", "amount", "unit"}:
@@ -32,6 +39,8 @@ def snooze_time(snooze: Any, now: datetime, zone_name: str) -> datetime:
             raise ToolError("invalid_input", f"snooze is {FORMS}; amount is an integer >= 1.", {})
         if amount > 90 * 24 * 60:
             raise ToolError("snooze_too_far", "a snooze reaches at most 90 days ahead.", {})
+        if unit == "days":  # days on the owner's wall clock: "a day later" is the same time across DST
+            return days_later(now, amount, zone_name)
         return now + timedelta(minutes=amount * UNITS[unit])
     if kind == "datetime" and set(snooze) <= {"type", "date", "time", "utc_offset"}:
         day, at = parse_date(snooze.get("date")), parse_time(snooze.get("time"))
@@ -93,10 +102,12 @@ def snooze_reminder(ctx: ToolContext, p: Any) -> dict[str, Any]:
                 f"reminder {source['id']} is being sent right now; try again shortly.",
                 {},
             )
-        when = snooze_time(p.snooze, now, configured_zone(ctx) or event["timezone"])
+        owner_zone = configured_zone(ctx) or event["timezone"]
+        when = snooze_time(p.snooze, now, owner_zone)
         if when <= now:
             raise ToolError("snooze_in_past", "the snooze time has already passed; pick a later time.", {})
-        if when - now > MAX_AHEAD:
+        # 90 days on the owner's calendar (an autumn change in between adds an hour of elapsed time)
+        if when > max(now + MAX_AHEAD, days_later(now, MAX_AHEAD.days, owner_zone)):
             raise ToolError("snooze_too_far", "a snooze reaches at most 90 days ahead.", {})
         occurrence_key, boundary_stamp = _occurrence_now(event, source)
         boundary = store.parse_ts(boundary_stamp)

@@ -577,3 +577,35 @@ def test_snoozing_a_reminder_of_a_yearly_date_that_moved_names_this_years_new_da
     assert done["reminder"]["occurrence"] == "2026-09-16"
     ev.tick(utc("2026-09-08T07:06:05Z"))
     assert "Wednesday 16 September 2026" in ev.inbox()[-1]["text"]
+
+
+def test_a_snooze_of_days_keeps_the_wall_clock_time_across_a_dst_change(ev: Events) -> None:
+    out = ev.store(
+        "Tax",
+        "deadline",
+        when={"type": "date", "date": "2026-10-30"},
+        reminders=[{"type": "days_before", "days": 6}],
+    )
+    rid = out["planned_reminders"][0]["reminder_id"]  # Saturday 24 October, 09:00 summer time
+    ev.tick(utc("2026-10-24T07:00:05Z"))
+    done = ev.call(
+        "reminder_snooze",
+        {"reminder_id": rid, "snooze": {"type": "duration", "amount": 1, "unit": "days"}},
+        at=utc("2026-10-24T07:01:00Z"),
+    )
+    # Berlin falls back overnight: a day later is Sunday 09:01 winter time, 25 hours on.
+    assert done["reminder"]["local_time"] == "2026-10-25T09:01+01:00"
+    hours = ev.call(
+        "reminder_snooze",
+        {"reminder_id": rid, "snooze": {"type": "duration", "amount": 24, "unit": "hours"}},
+        at=utc("2026-10-24T07:01:00Z"),
+    )
+    assert hours["reminder"]["local_time"] == "2026-10-25T08:01+01:00"  # hours are elapsed time
+    # 90 days on the calendar is the limit, though the autumn change makes it 90 days and an hour
+    ninety = {"type": "duration", "amount": 90, "unit": "days"}
+    far = ev.call("reminder_snooze", {"reminder_id": rid, "snooze": ninety, "confirm_past_boundary": True},
+                  at=utc("2026-10-24T07:01:00Z"))  # fmt: skip
+    assert far["reminder"]["local_time"] == "2027-01-22T09:01+01:00"
+    late = {"type": "datetime", "date": "2027-01-22", "time": "09:02:00"}
+    assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": late, "confirm_past_boundary": True},
+                    at=utc("2026-10-24T07:01:00Z")).code == "snooze_too_far"  # fmt: skip
