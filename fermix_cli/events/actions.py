@@ -252,6 +252,8 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
             )
         if w != store.when_of(row) or occ.day.isoformat() != row["next_date"]:
             previous["when"] = store.when_of(row).as_dict()
+        if (leap if w.recurrence == "yearly" else None) != row["leap_day_policy"]:
+            previous["leap_day_policy"] = row["leap_day_policy"]  # 29 February falls on another day
         changes.update(_when_columns(w, occ, leap))
         if json.dumps(plan) != row["plan"]:
             previous["plan"] = json.loads(row["plan"])
@@ -266,13 +268,15 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
                 previous["delivery"] = json.loads(row["delivery_target"])
             changes.update(delivery_target=json.dumps(target), delivery_source=source)
         changes["dedupe_key"] = store.dedupe_key(kind, title or row["title"], w)
-        retime = any(k in previous for k in ("when", "plan", "timezone", "delivery")) or "kind" in previous
+        retime = any(
+            k in previous for k in ("when", "leap_day_policy", "plan", "timezone", "delivery", "kind")
+        )
         kept: list[sqlite3.Row] = []
         dropped: list[dict[str, Any]] = []
         if retime:
             changes["revision"] = row["revision"] + 1
             kept, dropped = _sort_snoozes(
-                db, row["id"], plan, moved="when" in previous or "timezone" in previous
+                db, row["id"], plan, moved=any(k in previous for k in ("when", "leap_day_policy", "timezone"))
             )
             kept += _due_and_still_planned(db, row["id"], w, plan, zone_name, leap, now)
             db.execute(

@@ -609,3 +609,18 @@ def test_a_snooze_of_days_keeps_the_wall_clock_time_across_a_dst_change(ev: Even
     late = {"type": "datetime", "date": "2027-01-22", "time": "09:02:00"}
     assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": late, "confirm_past_boundary": True},
                     at=utc("2026-10-24T07:01:00Z")).code == "snooze_too_far"  # fmt: skip
+
+
+def test_a_new_leap_day_policy_moves_the_planned_reminders_of_common_years(ev: Events) -> None:
+    at = utc("2027-06-01T08:00:00Z")  # next: 29 February 2028; the one after: 2029, a common year
+    leap = {"type": "annual", "month": 2, "day": 29}
+    stored = ev.call("event_store", {"title": "Leap", "kind": "birthday", "when": leap, "leap_day_policy": "feb_28"},
+                     at=at)  # fmt: skip
+    event_id = stored["event"]["event_id"]
+    updated = ev.call("event_update", {"event_id": event_id, "leap_day_policy": "mar_1"}, at=at)
+    assert updated["previous"] == {"leap_day_policy": "feb_28"}
+    assert sorted({r["occurrence"] for r in updated["planned_reminders"]}) == ["2028-02-29", "2029-03-01"]
+    # Once 2028's date has passed, a tick rolls on: 2029 has one day of reminders, not two.
+    ev.tick(utc("2028-03-05T08:00:00Z"))
+    pending = ev.sql("SELECT occurrence_key FROM reminder_occurrences WHERE status = 'pending' ORDER BY 1")
+    assert sorted({r[0] for r in pending}) == ["2029-03-01", "2030-03-01"]
