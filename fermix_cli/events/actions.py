@@ -291,8 +291,23 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
                 [*changes.values(), row["id"]],
             )
         except sqlite3.IntegrityError:
+            other = db.execute(
+                "SELECT * FROM temporal_events WHERE owner_id = ? AND dedupe_key = ? AND status = 'active'"
+                " AND id != ?",
+                (store.OWNER, changes["dedupe_key"], row["id"]),
+            ).fetchone()
+            if other is None:
+                raise
             raise ToolError(
-                "identity_conflict", "another active event already has this kind, title and date.", {}
+                "identity_conflict",
+                f"{other['title']} ({other['kind']}) is already stored for "
+                f"{stated_as(store.when_of(other), date.fromisoformat(other['next_date']), other['timezone'])} "
+                f"as {other['id']}; change that one, cancel it first, or pick another title.",
+                {
+                    "event_id": other["id"],
+                    "stored_when": store.when_of(other).as_dict(),
+                    "timezone": other["timezone"],
+                },
             ) from None
         row = store.get_event(db, row["id"])
         if retime:

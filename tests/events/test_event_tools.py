@@ -624,3 +624,13 @@ def test_a_new_leap_day_policy_moves_the_planned_reminders_of_common_years(ev: E
     ev.tick(utc("2028-03-05T08:00:00Z"))
     pending = ev.sql("SELECT occurrence_key FROM reminder_occurrences WHERE status = 'pending' ORDER BY 1")
     assert sorted({r[0] for r in pending}) == ["2029-03-01", "2030-03-01"]
+
+
+def test_an_update_onto_another_events_identity_names_it(ev: Events) -> None:
+    day = {"type": "date", "date": "2026-09-21"}
+    first = ev.store("Review", "event", when=day)["event"]["event_id"]
+    second = ev.store("Retro", "event", when=day)["event"]["event_id"]
+    e = ev.error("event_update", {"event_id": second, "title": "review"})
+    assert e.code == "identity_conflict" and e.details["event_id"] == first
+    assert "Monday 21 September 2026" in e.message and first in e.message
+    assert ev.call("event_list", {"text": "Retro"})["count"] == 1  # nothing changed
