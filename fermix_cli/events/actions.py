@@ -318,6 +318,8 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
                 [(row["revision"], s["id"]) for s in kept],
             )
             skip = frozenset((s["occurrence_key"], s["rule_id"]) for s in kept)
+            if not any(k in previous for k in ("when", "leap_day_policy", "timezone")):
+                skip |= _already_delivered(db, row["id"], plan)
             store.materialise(db, row, now, store.local_today(now, zone_name), skip=skip)
             row = store.get_event(db, row["id"])
         planned = _future(db, row["id"], row["revision"])
@@ -394,6 +396,37 @@ def _due_and_still_planned(
         for p in plans.planned(plan, occs, tz, datetime.min.replace(tzinfo=UTC))
     }
     return [r for r in due if (r["occurrence_key"], r["rule_id"], r["scheduled_for"], r["boundary"]) in named]
+
+
+def _lead(rule_id: str) -> tuple[str, int]:
+    """What a rule id reminds ahead by, whatever it is called (`week_before` and `days_before_7` alike)."""
+    named = {
+        "week_before": ("days_before", 7),
+        "day_before": ("days_before", 1),
+        "day_of": ("days_before", 0),
+    }
+    if rule_id in named:
+        return named[rule_id]
+    kind, _, amount = rule_id.rpartition("_")
+    return (kind, int(amount)) if amount.isdigit() else (rule_id, 0)
+
+
+def _already_delivered(
+    db: sqlite3.Connection, event_id: str, plan: list[dict[str, Any]]
+) -> frozenset[tuple[str, str]]:
+    """The (occurrence, rule) pairs of a new plan for a date that did not move whose reminder was already
+    delivered: a new time for the week-before note does not send it a second time for the same day."""
+    by_lead = {_lead(r["id"]): r["id"] for r in plan}
+    pairs = set()
+    for r in db.execute(
+        "SELECT occurrence_key, rule_id FROM reminder_occurrences WHERE event_id = ? AND status = 'delivered'"
+        " AND source_reminder_id IS NULL",
+        (event_id,),
+    ):
+        rule_id = by_lead.get(_lead(r["rule_id"]))
+        if rule_id is not None:
+            pairs.add((r["occurrence_key"], rule_id))
+    return frozenset(pairs)
 
 
 def _stored_form(row: sqlite3.Row, zone_name: str) -> dict[str, Any]:

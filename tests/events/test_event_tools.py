@@ -634,3 +634,23 @@ def test_an_update_onto_another_events_identity_names_it(ev: Events) -> None:
     assert e.code == "identity_conflict" and e.details["event_id"] == first
     assert "Monday 21 September 2026" in e.message and first in e.message
     assert ev.call("event_list", {"text": "Retro"})["count"] == 1  # nothing changed
+
+
+def test_a_new_time_for_a_delivered_reminder_does_not_send_it_again(ev: Events) -> None:
+    stored = ev.store("Sarah's birthday", "birthday", when=BIRTHDAY)  # the week-before note: 7 September
+    ev.tick(utc("2026-09-07T07:00:05Z"))
+    plan = [{"type": "days_before", "days": 7, "at": "20:00:00"}, {"type": "days_before", "days": 0}]
+    updated = ev.call(
+        "event_update",
+        {"event_id": stored["event"]["event_id"], "reminders": plan},
+        at=utc("2026-09-07T08:00:00Z"),
+    )
+    assert [(r["occurrence"], r["rule_id"]) for r in updated["planned_reminders"]] == [
+        ("2026-09-14", "days_before_0"),
+        ("2027-09-14", "days_before_7"),
+        ("2027-09-14", "days_before_0"),
+    ]
+    ev.tick(utc("2026-09-07T18:00:05Z"))
+    assert [m["text"] for m in ev.inbox()] == [
+        "Reminder: Sarah's birthday (birthday) on Monday 14 September 2026, in 7 days."
+    ]
