@@ -78,6 +78,13 @@ def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:
         start = today  # "what is coming up"; naming a status or a window drops the floor
     if start and end:
         if end < start:
+            if getattr(p, "from") is None:  # the floor is today's, not the caller's
+                raise ToolError(
+                    "invalid_date_window",
+                    f"to {end.isoformat()} is before today ({start.isoformat()}), where a listing without from "
+                    "or status starts; for past dates pass from, or a status such as any.",
+                    {"today": start.isoformat()},
+                )
             raise ToolError("invalid_date_window", "to is before from.", {})
         if end - start > timedelta(days=MAX_WINDOW_DAYS):
             raise ToolError("date_window_too_wide", "a window spans at most two years.", {})

@@ -654,3 +654,14 @@ def test_a_new_time_for_a_delivered_reminder_does_not_send_it_again(ev: Events) 
     assert [m["text"] for m in ev.inbox()] == [
         "Reminder: Sarah's birthday (birthday) on Monday 14 September 2026, in 7 days."
     ]
+
+
+def test_a_window_ending_before_today_says_where_the_listing_starts(ev: Events) -> None:
+    ev.store("Past", "deadline", when={"type": "date", "date": "2026-08-20"}, no_reminders=True)
+    e = ev.error("event_list", {"to": "2026-08-31"})
+    assert (
+        e.code == "invalid_date_window" and "before today (2026-09-01)" in e.message and "from" in e.message
+    )
+    assert [
+        x["title"] for x in ev.call("event_list", {"from": "2026-08-01", "to": "2026-08-31"})["events"]
+    ] == ["Past"]
