@@ -73,7 +73,7 @@ function __fermix_valopts
         case 'events list'
             echo --cursor --from --kind --limit --status --text --to
         case 'events snooze'
-            echo --for --until
+            echo --for --until --utc-offset
         case 'inbox'
             echo -n --last
         case 'jobs add'
@@ -411,6 +411,7 @@ complete -c fermix -n '__fermix_at \'events snooze\'' -l for -x -d 'How long: 30
 complete -c fermix -n '__fermix_at \'events snooze\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'events snooze\'' -l json -d 'JSON output (the tool\'s result).'
 complete -c fermix -n '__fermix_at \'events snooze\'' -l until -x -d 'A local time: \'YYYY-MM-DD HH:MM\'.'
+complete -c fermix -n '__fermix_at \'events snooze\'' -l utc-offset -x -d 'With --until: pick one of a repeated hour\'s offsets, e.g. +01:00.'
 complete -c fermix -n '__fermix_at \'grant\'' -a 'path' -d 'Allow a directory (persisted to [sandbox] allowed_roots).'
 complete -c fermix -n '__fermix_at \'grant\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'grant path\'' -s h -l help -d 'Show help and exit.'

@@ -210,6 +210,12 @@ def snooze_cmd(
     ] = None,
     for_: Annotated[str | None, typer.Option("--for", help="How long: 30m, 2h or 1d.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="A local time: 'YYYY-MM-DD HH:MM'.")] = None,
+    utc_offset: Annotated[
+        str | None,
+        typer.Option(
+            "--utc-offset", help="With --until: pick one of a repeated hour's offsets, e.g. +01:00."
+        ),
+    ] = None,
     confirm_past_boundary: Annotated[
         bool, typer.Option("--confirm-past-boundary", help="Allow a time at or after the event.")
     ] = False,
@@ -218,6 +224,8 @@ def snooze_cmd(
     """Defer one reminder (at most 90 days)."""
     if (for_ is None) == (until is None):
         raise typer.BadParameter("give exactly one of --for or --until")
+    if utc_offset and not until:
+        raise typer.BadParameter("--utc-offset goes with --until", param_hint="--utc-offset")
     if for_:
         m = _SPAN.match(for_.strip())
         if not m or m[2][0] == "w":
@@ -227,6 +235,8 @@ def snooze_cmd(
     else:
         day, _, clock = (until or "").partition(" ")
         snooze = {"type": "datetime", "date": day, "time": f"{clock}:00" if len(clock) == 5 else clock}
+        if utc_offset:
+            snooze["utc_offset"] = utc_offset
     args = {
         "reminder_id": reminder_id,
         "snooze": snooze,

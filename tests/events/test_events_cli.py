@@ -62,3 +62,15 @@ def test_add_in_days_at_a_repeated_hour_takes_utc_offset(ev: Events) -> None:
                "--utc-offset", "+01:00", "--json", at=at)  # fmt: skip
     assert r.code == 0, r.stderr
     assert [p["scheduled_for"] for p in r.json()["planned_reminders"]] == ["2026-10-25T01:30:00.000000Z"]
+
+
+def test_snooze_until_a_repeated_hour_takes_utc_offset(ev: Events) -> None:
+    ev.store("Tax", "deadline", when={"type": "date", "date": "2026-10-30"},
+             reminders=[{"type": "days_before", "days": 6}])  # fmt: skip
+    ev.tick(utc("2026-10-24T07:00:05Z"))  # delivered to the owner's inbox, Saturday 09:00
+    at = utc("2026-10-24T07:01:00Z")
+    r = ev.cli("events", "snooze", "--until", "2026-10-25 02:30", at=at)
+    assert r.code == 1 and '"ambiguous_local_time"' in r.stderr
+    r = ev.cli("events", "snooze", "--until", "2026-10-25 02:30", "--utc-offset", "+01:00", "--json", at=at)
+    assert r.code == 0, r.stderr
+    assert r.json()["reminder"]["scheduled_for"] == "2026-10-25T01:30:00.000000Z"  # the second 02:30
