@@ -78,7 +78,12 @@ def list_cmd(
         for line in _line(event):
             typer.echo(line)
     if result.get("next_cursor"):
-        typer.echo(f"more: fermix events list --cursor {result['next_cursor']}")
+        import shlex
+
+        given = (("--text", text), ("--kind", kind), ("--status", status), ("--from", from_), ("--to", to),
+                 ("--limit", limit))  # fmt: skip
+        same = "".join(f" {flag} {shlex.quote(str(value))}" for flag, value in given if value is not None)
+        typer.echo(f"more: fermix events list{same} --cursor {result['next_cursor']}")
 
 
 def _when(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from tests.events.world import Events, utc
 
 
@@ -74,3 +76,18 @@ def test_snooze_until_a_repeated_hour_takes_utc_offset(ev: Events) -> None:
     r = ev.cli("events", "snooze", "--until", "2026-10-25 02:30", "--utc-offset", "+01:00", "--json", at=at)
     assert r.code == 0, r.stderr
     assert r.json()["reminder"]["scheduled_for"] == "2026-10-25T01:30:00.000000Z"  # the second 02:30
+
+
+def test_the_next_page_hint_keeps_the_listings_filters(ev: Events) -> None:
+    for day in (3, 4, 5):
+        ev.store(f"Sarah's thing {day}", "deadline", when={"type": "date", "date": f"2026-09-0{day}"})
+    ev.store("Other", "deadline", when={"type": "date", "date": "2026-09-06"})
+    r = ev.cli("events", "list", "--text", "sarah's", "--limit", "2")
+    assert r.code == 0, r.stderr
+    hint = r.stdout.splitlines()[-1]
+    assert hint.startswith("more: fermix events list --text ")
+    args = shlex.split(hint.removeprefix("more: fermix "))
+    page = ev.cli(*args)
+    assert page.code == 0, page.stderr
+    assert "Sarah's thing 5" in page.stdout
+    assert "Other" not in page.stdout and "thing 3" not in page.stdout and "thing 4" not in page.stdout
