@@ -118,8 +118,8 @@ _fermix_node() {
             _fx_valopts='' ;;
         'events snooze')
             _fx_subs=''
-            _fx_opts='--confirm-past-boundary --for -h --help --json --until'
-            _fx_valopts='--for --until' ;;
+            _fx_opts='--confirm-past-boundary --for -h --help --json --until --utc-offset'
+            _fx_valopts='--for --until --utc-offset' ;;
         'grant')
             _fx_subs='path'
             _fx_opts='-h --help'

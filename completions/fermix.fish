@@ -73,7 +73,7 @@ function __fermix_valopts
         case 'events list'
             echo --cursor --from --kind --limit --status --text --to
         case 'events snooze'
-            echo --for --until
+            echo --for --until --utc-offset
         case 'inbox'
             echo -n --last
         case 'jobs add'
@@ -411,6 +411,7 @@ complete -c fermix -n '__fermix_at \'events snooze\'' -l for -x -d 'How long: 30
 complete -c fermix -n '__fermix_at \'events snooze\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'events snooze\'' -l json -d 'JSON output (the tool\'s result).'
 complete -c fermix -n '__fermix_at \'events snooze\'' -l until -x -d 'A local time: \'YYYY-MM-DD HH:MM\'.'
+complete -c fermix -n '__fermix_at \'events snooze\'' -l utc-offset -x -d 'With --until: pick one of a repeated hour\'s offsets, e.g. +01:00.'
 complete -c fermix -n '__fermix_at \'grant\'' -a 'path' -d 'Allow a directory (persisted to [sandbox] allowed_roots).'
 complete -c fermix -n '__fermix_at \'grant\'' -s h -l help -d 'Show help and exit.'
 complete -c fermix -n '__fermix_at \'grant path\'' -s h -l help -d 'Show help and exit.'
@@ -896,7 +897,7 @@ complete -c fermix -n '__fermix_at \'tool event_store\'' -l no-no-reminders -d '
 complete -c fermix -n '__fermix_at \'tool event_store\'' -l reminders -x -d 'Explicit plan replacing the defaults, at most 10 rules: {"type":"days_before","days":7,"at":"09:00:00"}, {"type":"duration_before","minutes":60} or {"type":"at_time"}'
 complete -c fermix -n '__fermix_at \'tool event_store\'' -l timezone -x -d 'IANA zone, only when the owner named one; otherwise the configured [fermix_core.personalization] timezone is used'
 complete -c fermix -n '__fermix_at \'tool event_store\'' -l title -x -d 'Short event title, for example `Sarah\'s birthday`'
-complete -c fermix -n '__fermix_at \'tool event_store\'' -l when -x -d 'One tagged time form: {"type":"date","date":"YYYY-MM-DD"}, {"type":"datetime","date":"YYYY-MM-DD","time":"HH:MM:SS"} with an optional "utc_offset" when the local time is ambiguous, {"type":"relative","amount":2,"unit":"days"} (also "weeks") with an optional "time", or {"type":"annual","month":9,"day":14}'
+complete -c fermix -n '__fermix_at \'tool event_store\'' -l when -x -d 'One tagged time form: {"type":"date","date":"YYYY-MM-DD"}, {"type":"datetime","date":"YYYY-MM-DD","time":"HH:MM:SS"} with an optional "utc_offset" when the local time is ambiguous, {"type":"relative","amount":2,"unit":"days"} (also "weeks") with an optional "time" (and "utc_offset"), or {"type":"annual","month":9,"day":14}'
 complete -c fermix -n '__fermix_at \'tool event_update\'' -l json -r -F -d 'Arguments as a JSON object: inline, - for stdin, or @FILE.'
 complete -c fermix -n '__fermix_at \'tool event_update\'' -l jsonl -d 'Read one JSON object per stdin line; write one envelope per line.'
 complete -c fermix -n '__fermix_at \'tool event_update\'' -l schema -d 'Print the input JSON schema and exit.'

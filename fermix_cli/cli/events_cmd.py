@@ -21,9 +21,8 @@ def _line(e: dict[str, Any]) -> list[str]:
     when = e["when"]
     at = f" {when['time'][:5]}" if when.get("time") else ""
     yearly = "  (yearly)" if e["recurrence"] == "yearly" else ""
-    lines = [
-        f"{e['event_id']}  {e['next_occurrence']}{at:<6}  {e['kind']:<17} {e['title']}{yearly}  [{e['status']}]"
-    ]
+    day = e.get("occurrence_in_window", e["next_occurrence"])
+    lines = [f"{e['event_id']}  {day}{at:<6}  {e['kind']:<17} {e['title']}{yearly}  [{e['status']}]"]
     for r in e.get("reminders", []):
         if r["status"] == "failed":
             lines.append(
@@ -79,7 +78,12 @@ def list_cmd(
         for line in _line(event):
             typer.echo(line)
     if result.get("next_cursor"):
-        typer.echo(f"more: fermix events list --cursor {result['next_cursor']}")
+        import shlex
+
+        given = (("--text", text), ("--kind", kind), ("--status", status), ("--from", from_), ("--to", to),
+                 ("--limit", limit))  # fmt: skip
+        same = "".join(f" {flag} {shlex.quote(str(value))}" for flag, value in given if value is not None)
+        typer.echo(f"more: fermix events list{same} --cursor {result['next_cursor']}")
 
 
 def _when(
@@ -103,7 +107,9 @@ def _when(
             "amount": int(m[1]),
             "unit": "weeks" if m[2][0] == "w" else "days",
         }
-        return {**form, "time": time} if time else form
+        if not time:
+            return form
+        return {**form, "time": time, **({"utc_offset": utc_offset} if utc_offset else {})}
     if time:
         return {
             "type": "datetime",
@@ -209,6 +215,12 @@ def snooze_cmd(
     ] = None,
     for_: Annotated[str | None, typer.Option("--for", help="How long: 30m, 2h or 1d.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="A local time: 'YYYY-MM-DD HH:MM'.")] = None,
+    utc_offset: Annotated[
+        str | None,
+        typer.Option(
+            "--utc-offset", help="With --until: pick one of a repeated hour's offsets, e.g. +01:00."
+        ),
+    ] = None,
     confirm_past_boundary: Annotated[
         bool, typer.Option("--confirm-past-boundary", help="Allow a time at or after the event.")
     ] = False,
@@ -217,6 +229,8 @@ def snooze_cmd(
     """Defer one reminder (at most 90 days)."""
     if (for_ is None) == (until is None):
         raise typer.BadParameter("give exactly one of --for or --until")
+    if utc_offset and not until:
+        raise typer.BadParameter("--utc-offset goes with --until", param_hint="--utc-offset")
     if for_:
         m = _SPAN.match(for_.strip())
         if not m or m[2][0] == "w":
@@ -226,6 +240,8 @@ def snooze_cmd(
     else:
         day, _, clock = (until or "").partition(" ")
         snooze = {"type": "datetime", "date": day, "time": f"{clock}:00" if len(clock) == 5 else clock}
+        if utc_offset:
+            snooze["utc_offset"] = utc_offset
     args = {
         "reminder_id": reminder_id,
         "snooze": snooze,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
-from datetime import date, time
+from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
@@ -23,12 +24,25 @@ def configured_zone(ctx: ToolContext) -> str | None:
     return ctx.config.fermix_core.personalization.timezone  # type: ignore[no-any-return]
 
 
+# Characters a terminal or a chat would act on (escape sequences, carriage returns, bidi overrides): a stored
+# title is printed by `fermix events list` and sent in every reminder. A description may have lines and tabs.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def _text(value: str | None, field: str, limit: int, *, required: bool = False) -> str | None:
     if value is None:
         return None
     clean = value.strip()
     if required and not clean:
         raise ToolError("invalid_input", f"{field} must not be empty.", {"field": field})
+    if _CONTROL.search(clean) or (required and "\n" in clean):
+        lines = "one line" if required else "text (line breaks and tabs allowed)"
+        raise ToolError(
+            "invalid_input",
+            f"{field} must be {lines} without control or direction-override characters; write it again as "
+            "plain text.",
+            {"field": field},
+        )
     if len(clean.encode("utf-8")) > limit:
         raise ToolError("invalid_input", f"{field} is over {limit} bytes.", {"field": field, "limit": limit})
     return clean or None
@@ -222,9 +236,9 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
         when = p.when if p.when is not None else _stored_form(row, zone_name)
         if p.reminders is not None:
             reminders, no_rem = p.reminders, bool(p.no_reminders)
-        elif p.no_reminders is not None:
-            reminders, no_rem = None, bool(p.no_reminders)
-        else:
+        elif p.no_reminders is not None and bool(p.no_reminders) != bool(row["no_reminders"]):
+            reminders, no_rem = None, bool(p.no_reminders)  # off, or back on with the kind's defaults
+        else:  # unchanged (`no_reminders: false` on a date that has reminders keeps its plan)
             no_rem = bool(row["no_reminders"])
             reminders = None if no_rem else kept_plan(row)
         w, plan, occ = _resolve(ctx, when, zone_name, leap, kind, reminders, no_rem)
@@ -238,6 +252,8 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
             )
         if w != store.when_of(row) or occ.day.isoformat() != row["next_date"]:
             previous["when"] = store.when_of(row).as_dict()
+        if (leap if w.recurrence == "yearly" else None) != row["leap_day_policy"]:
+            previous["leap_day_policy"] = row["leap_day_policy"]  # 29 February falls on another day
         changes.update(_when_columns(w, occ, leap))
         if json.dumps(plan) != row["plan"]:
             previous["plan"] = json.loads(row["plan"])
@@ -252,14 +268,17 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
                 previous["delivery"] = json.loads(row["delivery_target"])
             changes.update(delivery_target=json.dumps(target), delivery_source=source)
         changes["dedupe_key"] = store.dedupe_key(kind, title or row["title"], w)
-        retime = any(k in previous for k in ("when", "plan", "timezone", "delivery")) or "kind" in previous
+        retime = any(
+            k in previous for k in ("when", "leap_day_policy", "plan", "timezone", "delivery", "kind")
+        )
         kept: list[sqlite3.Row] = []
         dropped: list[dict[str, Any]] = []
         if retime:
             changes["revision"] = row["revision"] + 1
             kept, dropped = _sort_snoozes(
-                db, row["id"], plan, moved="when" in previous or "timezone" in previous
+                db, row["id"], plan, moved=any(k in previous for k in ("when", "leap_day_policy", "timezone"))
             )
+            kept += _due_and_still_planned(db, row["id"], w, plan, zone_name, leap, now)
             db.execute(
                 "UPDATE reminder_occurrences SET status = 'cancelled', next_attempt_at = NULL WHERE event_id = ?"
                 f" AND status = 'pending' AND id NOT IN ({', '.join('?' * len(kept))})",
@@ -272,18 +291,35 @@ def update_event(ctx: ToolContext, p: Any) -> dict[str, Any]:
                 [*changes.values(), row["id"]],
             )
         except sqlite3.IntegrityError:
+            other = db.execute(
+                "SELECT * FROM temporal_events WHERE owner_id = ? AND dedupe_key = ? AND status = 'active'"
+                " AND id != ?",
+                (store.OWNER, changes["dedupe_key"], row["id"]),
+            ).fetchone()
+            if other is None:
+                raise
             raise ToolError(
-                "identity_conflict", "another active event already has this kind, title and date.", {}
+                "identity_conflict",
+                f"{other['title']} ({other['kind']}) is already stored for "
+                f"{stated_as(store.when_of(other), date.fromisoformat(other['next_date']), other['timezone'])} "
+                f"as {other['id']}; change that one, cancel it first, or pick another title.",
+                {
+                    "event_id": other["id"],
+                    "stored_when": store.when_of(other).as_dict(),
+                    "timezone": other["timezone"],
+                },
             ) from None
         row = store.get_event(db, row["id"])
         if retime:
-            # A kept snooze stands in for its rule's reminder of that occurrence: the new revision does not
-            # plan that reminder a second time.
+            # A kept snooze stands in for its rule's reminder of that occurrence, and a kept due reminder is
+            # that reminder: the new revision does not plan it a second time.
             db.executemany(
                 "UPDATE reminder_occurrences SET revision = ? WHERE id = ?",
                 [(row["revision"], s["id"]) for s in kept],
             )
             skip = frozenset((s["occurrence_key"], s["rule_id"]) for s in kept)
+            if not any(k in previous for k in ("when", "leap_day_policy", "timezone")):
+                skip |= _already_delivered(db, row["id"], plan)
             store.materialise(db, row, now, store.local_today(now, zone_name), skip=skip)
             row = store.get_event(db, row["id"])
         planned = _future(db, row["id"], row["revision"])
@@ -330,6 +366,67 @@ def _sort_snoozes(
             }
         )
     return kept, dropped
+
+
+def _due_and_still_planned(
+    db: sqlite3.Connection,
+    event_id: str,
+    w: When,
+    plan: list[dict[str, Any]],
+    zone_name: str,
+    leap: str | None,
+    now: datetime,
+) -> list[sqlite3.Row]:
+    """The pending reminders already due (not yet sent: the tick has not come, or they are retrying) that the
+    new plan names at the same instant for the same occurrence. They stay as they are: a new plan only plans
+    future reminders, so cancelling them would lose a reminder the owner is still owed."""
+    due = db.execute(
+        "SELECT * FROM reminder_occurrences WHERE event_id = ? AND status = 'pending'"
+        " AND source_reminder_id IS NULL AND scheduled_for <= ?",
+        (event_id, store.ts(now)),
+    ).fetchall()
+    if not due:
+        return []
+    tz = zone(zone_name)
+    occs = plans.occurrences(
+        w, tz, store.local_today(now, zone_name), leap if w.recurrence == "yearly" else None
+    )
+    named = {
+        (p.occurrence_key, p.rule_id, store.ts(p.due), store.ts(p.boundary))
+        for p in plans.planned(plan, occs, tz, datetime.min.replace(tzinfo=UTC))
+    }
+    return [r for r in due if (r["occurrence_key"], r["rule_id"], r["scheduled_for"], r["boundary"]) in named]
+
+
+def _lead(rule_id: str) -> tuple[str, int]:
+    """What a rule id reminds ahead by, whatever it is called (`week_before` and `days_before_7` alike)."""
+    named = {
+        "week_before": ("days_before", 7),
+        "day_before": ("days_before", 1),
+        "day_of": ("days_before", 0),
+    }
+    if rule_id in named:
+        return named[rule_id]
+    kind, _, amount = rule_id.rpartition("_")
+    return (kind, int(amount)) if amount.isdigit() else (rule_id, 0)
+
+
+def _already_delivered(
+    db: sqlite3.Connection, event_id: str, plan: list[dict[str, Any]]
+) -> frozenset[tuple[str, str]]:
+    """The (occurrence, rule) pairs of a new plan for a date that did not move whose reminder was already
+    delivered: a new time for the week-before note does not send it a second time for the same day."""
+    by_lead = {_lead(r["id"]): r["id"] for r in plan}
+    pairs = set()
+    for r in db.execute(
+        "SELECT occurrence_key, rule_id FROM reminder_occurrences WHERE event_id = ? AND status = 'delivered'"
+        " AND source_reminder_id IS NULL",
+        (event_id,),
+    ):
+        rule_id = by_lead.get(_lead(r["rule_id"]))
+        if rule_id is not None:
+            pairs.add((r["occurrence_key"], rule_id))
+    return frozenset(pairs)
 
 
 def _stored_form(row: sqlite3.Row, zone_name: str) -> dict[str, Any]:

@@ -269,7 +269,7 @@ def send_one(
         **_thread_of(target),
     }
     try:
-        sent = channel.send_text(target["address"], reminder_text(r), meta)
+        sent = channel.send_text(target["address"], reminder_text(r, ctx.now()), meta)
     except ChannelError as e:
         return None, e
     except Exception as e:  # a channel bug must not lose the record of the attempt

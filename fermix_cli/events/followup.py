@@ -72,7 +72,7 @@ def run_followups(ctx: ToolContext, rows: list[Any], send: Any, record: Any) -> 
     from .messages import reminder_text
 
     for r in rows:
-        status, text = followup_turn(ctx, r, reminder_text(r))
+        status, text = followup_turn(ctx, r, reminder_text(r, ctx.now()))
         if text is not None:
             status = send(r, text)
         record(r, status)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import calendar
 import re
 from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
@@ -54,6 +55,18 @@ def _day(text: str, field: str) -> date:
         ) from None
 
 
+def _yearly_key(year: int) -> tuple[str, list[Any]]:
+    """SQL for a yearly row's date in `year` (YYYY-MM-DD), and its parameters: 29 February in a year
+    without one falls on 28 February or 1 March by the row's leap_day_policy."""
+    if calendar.isleap(year):
+        return "printf('%04d-%02d-%02d', ?, month, day)", [year]
+    return (
+        "CASE WHEN month = 2 AND day = 29 THEN (CASE WHEN leap_day_policy = 'feb_28' THEN ? ELSE ? END)"
+        " ELSE printf('%04d-%02d-%02d', ?, month, day) END",
+        [f"{year:04d}-02-28", f"{year:04d}-03-01", year],
+    )
+
+
 def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:
     from .actions import configured_zone
 
@@ -65,6 +78,13 @@ def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:
         start = today  # "what is coming up"; naming a status or a window drops the floor
     if start and end:
         if end < start:
+            if getattr(p, "from") is None:  # the floor is today's, not the caller's
+                raise ToolError(
+                    "invalid_date_window",
+                    f"to {end.isoformat()} is before today ({start.isoformat()}), where a listing without from "
+                    "or status starts; for past dates pass from, or a status such as any.",
+                    {"today": start.isoformat()},
+                )
             raise ToolError("invalid_date_window", "to is before from.", {})
         if end - start > timedelta(days=MAX_WINDOW_DAYS):
             raise ToolError("date_window_too_wide", "a window spans at most two years.", {})
@@ -80,19 +100,20 @@ def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:
         pattern = "%" + p.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         where.append("(title LIKE ? ESCAPE '\\' OR description LIKE ? ESCAPE '\\')")
         args += [pattern, pattern]
-    # The listing key is the next occurrence; with an explicit `from` past it, a yearly date is listed at
-    # its first occurrence on or after `from` (29 February reads as such; it sorts between 28 Feb and 1 Mar).
-    explicit = getattr(p, "from") is not None and start is not None
+    # The listing key is the next occurrence; from a floor past it (an explicit `from`, or today before a
+    # tick has rolled a yearly date whose day just passed), a yearly date is listed at its first occurrence
+    # on or after the floor, 29 February on the day its leap-day policy names in other years.
+    by_occurrence = start is not None
     key_sql, key_args = "next_date", []
-    if explicit:
+    if by_occurrence:
         assert start is not None
-        year, floor = start.year, start.isoformat()
-        this_year = "printf('%04d-%02d-%02d', ?, month, day)"
+        floor = start.isoformat()
+        this_year, next_year = _yearly_key(start.year), _yearly_key(start.year + 1)
         key_sql = (
-            f"CASE WHEN recurrence = 'yearly' AND next_date < ? THEN CASE WHEN {this_year} >= ? THEN {this_year}"
-            f" ELSE printf('%04d-%02d-%02d', ?, month, day) END ELSE next_date END"
+            f"CASE WHEN recurrence = 'yearly' AND next_date < ? THEN CASE WHEN {this_year[0]} >= ? THEN"
+            f" {this_year[0]} ELSE {next_year[0]} END ELSE next_date END"
         )
-        key_args = [floor, year, floor, year, year + 1]
+        key_args = [floor, *this_year[1], floor, *this_year[1], *next_year[1]]
     bounds: list[str] = []
     if start:
         bounds.append("list_key >= ?")
@@ -108,7 +129,7 @@ def list_events(ctx: ToolContext, p: Any) -> dict[str, Any]:
         args_after += [key, key, last]
     limit = p.limit or 25
     db = ctx.state.conn
-    if explicit:
+    if by_occurrence:
         sql = (
             f"SELECT * FROM (SELECT *, {key_sql} AS list_key FROM temporal_events WHERE {' AND '.join(where)})"
             f" {'WHERE ' + ' AND '.join(bounds) if bounds else ''} ORDER BY list_key, id LIMIT ?"

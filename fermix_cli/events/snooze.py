@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import timedelta
+from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
-from . import store
-from .timeforms import local_instant, parse_date, parse_time, zone
+from . import plans, store
+from .timeforms import local_instant, parse_date, parse_time, wall_instant, yearly_date, zone
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -24,6 +24,13 @@ FORMS = (
 )
 
 
+def days_later(now: datetime, days: int, zone_name: str) -> datetime:
+    """The same wall-clock time `days` calendar days after `now` in the zone (a gap time lands after it)."""
+    tz = zone(zone_name)
+    local = now.astimezone(tz)
+    return wall_instant(local.date() + timedelta(days=days), local.time().replace(tzinfo=None), tz)
+
+
 def snooze_time(snooze: Any, now: datetime, zone_name: str) -> datetime:
     kind = snooze.get("type") if isinstance(snooze, dict) else None
     if kind == "duration" and set(snooze) <= {"type", "amount", "unit"}:
@@ -32,6 +39,8 @@ def snooze_time(snooze: Any, now: datetime, zone_name: str) -> datetime:
             raise ToolError("invalid_input", f"snooze is {FORMS}; amount is an integer >= 1.", {})
         if amount > 90 * 24 * 60:
             raise ToolError("snooze_too_far", "a snooze reaches at most 90 days ahead.", {})
+        if unit == "days":  # days on the owner's wall clock: "a day later" is the same time across DST
+            return days_later(now, amount, zone_name)
         return now + timedelta(minutes=amount * UNITS[unit])
     if kind == "datetime" and set(snooze) <= {"type", "date", "time", "utc_offset"}:
         day, at = parse_date(snooze.get("date")), parse_time(snooze.get("time"))
@@ -51,6 +60,25 @@ def _source(db: sqlite3.Connection, ctx: ToolContext, reminder_id: str | None) -
             "SELECT * FROM reminder_occurrences WHERE id = ?", (row["source_reminder_id"],)
         ).fetchone()
     return row
+
+
+def _occurrence_now(event: sqlite3.Row, source: sqlite3.Row) -> tuple[str, str]:
+    """The occurrence (its day, its boundary stamp) a snooze of `source` reminds of.
+
+    A reminder delivered before an `event_update` names the event as it was; the snooze is about the event as
+    it is now: a one-time date where it now is, a yearly one in the same year. It must not announce, or
+    stop at, a date or time the owner has since moved."""
+    if source["revision"] == event["revision"]:
+        return source["occurrence_key"], source["boundary"]
+    w = store.when_of(event)
+    if w.recurrence == "yearly":
+        assert w.month is not None and w.day is not None
+        day = yearly_date(int(source["occurrence_key"][:4]), w.month, w.day, event["leap_day_policy"])
+    else:
+        assert w.date is not None
+        day = date.fromisoformat(w.date)
+    occ = plans.occurrence(w, day, zone(event["timezone"]))
+    return day.isoformat(), store.ts(occ.boundary)
 
 
 def snooze_reminder(ctx: ToolContext, p: Any) -> dict[str, Any]:
@@ -74,18 +102,21 @@ def snooze_reminder(ctx: ToolContext, p: Any) -> dict[str, Any]:
                 f"reminder {source['id']} is being sent right now; try again shortly.",
                 {},
             )
-        when = snooze_time(p.snooze, now, configured_zone(ctx) or event["timezone"])
+        owner_zone = configured_zone(ctx) or event["timezone"]
+        when = snooze_time(p.snooze, now, owner_zone)
         if when <= now:
             raise ToolError("snooze_in_past", "the snooze time has already passed; pick a later time.", {})
-        if when - now > MAX_AHEAD:
+        # 90 days on the owner's calendar (an autumn change in between adds an hour of elapsed time)
+        if when > max(now + MAX_AHEAD, days_later(now, MAX_AHEAD.days, owner_zone)):
             raise ToolError("snooze_too_far", "a snooze reaches at most 90 days ahead.", {})
-        boundary = store.parse_ts(source["boundary"])
+        occurrence_key, boundary_stamp = _occurrence_now(event, source)
+        boundary = store.parse_ts(boundary_stamp)
         if when >= boundary and not p.confirm_past_boundary:
             raise ToolError(
                 "snooze_past_boundary_unconfirmed",
-                f"that is at or after {event['title']} itself ({source['boundary']}); ask the owner, then pass "
+                f"that is at or after {event['title']} itself ({boundary_stamp}); ask the owner, then pass "
                 "confirm_past_boundary: true.",
-                {"boundary": source["boundary"]},
+                {"boundary": boundary_stamp},
             )
         active = db.execute(
             "SELECT * FROM reminder_occurrences WHERE source_reminder_id = ? AND status IN ('pending', 'delivering')",
@@ -128,12 +159,12 @@ def snooze_reminder(ctx: ToolContext, p: Any) -> dict[str, Any]:
             (
                 snooze_id,
                 source["event_id"],
-                source["revision"],
-                source["occurrence_key"],
+                event["revision"],
+                occurrence_key,
                 source["rule_id"],
                 stamp,
                 store.ts(valid),
-                source["boundary"],
+                boundary_stamp,
                 stamp,
                 source["id"],
                 store.ts(now),

@@ -17,7 +17,7 @@ from ..core.records import Record
 WHEN_FORMS = (
     '{"type":"date","date":"YYYY-MM-DD"}, '
     '{"type":"datetime","date":"YYYY-MM-DD","time":"HH:MM:SS","utc_offset"?:"+01:00"}, '
-    '{"type":"relative","amount":2,"unit":"days"|"weeks","time"?:"HH:MM:SS"} or '
+    '{"type":"relative","amount":2,"unit":"days"|"weeks","time"?:"HH:MM:SS","utc_offset"?:"+01:00"} or '
     '{"type":"annual","month":9,"day":14}'
 )
 LEAP_POLICIES = ("feb_28", "mar_1")
@@ -215,7 +215,7 @@ def parse_when(when: Any, tz: tzinfo, today: date, leap_policy: str | None) -> t
         instant, fold = local_instant(day, at, tz, w.get("utc_offset"))
         return When("none", "datetime", date=day.isoformat(), time=at.isoformat(), fold=fold), instant
     if kind == "relative":
-        w = _shape(when, {"type", "amount", "unit", "time"})
+        w = _shape(when, {"type", "amount", "unit", "time", "utc_offset"})
         if w.get("unit") not in ("days", "weeks"):
             raise ToolError("invalid_when", "relative unit must be days or weeks.", {"field": "unit"})
         days = _int(w.get("amount"), "amount", 1, MAX_RELATIVE_DAYS) * (7 if w["unit"] == "weeks" else 1)
@@ -223,9 +223,13 @@ def parse_when(when: Any, tz: tzinfo, today: date, leap_policy: str | None) -> t
             raise ToolError("invalid_when", f"relative dates reach at most {MAX_RELATIVE_DAYS} days.", {})
         day = today + timedelta(days=days)
         if w.get("time") is None:
+            if w.get("utc_offset") is not None:
+                raise ToolError(
+                    "invalid_when", "utc_offset goes with a time of day.", {"field": "utc_offset"}
+                )
             return When("none", "date", date=day.isoformat()), None
         at = parse_time(w["time"])
-        instant, fold = local_instant(day, at, tz)
+        instant, fold = local_instant(day, at, tz, w.get("utc_offset"))
         return When("none", "datetime", date=day.isoformat(), time=at.isoformat(), fold=fold), instant
     if kind == "annual":
         w = _shape(when, {"type", "month", "day"})

@@ -19,7 +19,7 @@ Obj = dict[Annotated[str, Field(max_length=32)], Any]
 WHEN_DOC = (
     'One tagged time form: {"type":"date","date":"YYYY-MM-DD"}, {"type":"datetime","date":"YYYY-MM-DD",'
     '"time":"HH:MM:SS"} with an optional "utc_offset" when the local time is ambiguous, {"type":"relative",'
-    '"amount":2,"unit":"days"} (also "weeks") with an optional "time", or {"type":"annual","month":9,"day":14}'
+    '"amount":2,"unit":"days"} (also "weeks") with an optional "time" (and "utc_offset"), or {"type":"annual","month":9,"day":14}'
 )
 RULES_DOC = (
     'Explicit plan replacing the defaults, at most 10 rules: {"type":"days_before","days":7,"at":"09:00:00"}, '

@@ -699,3 +699,33 @@ def test_a_stop_ends_the_pass_in_process_and_gives_the_signal_back(ev: Events) -
     assert statuses == Counter({"pending": 1, "delivered": 1, "failed": 1})
     assert signal.getsignal(signal.SIGTERM) == before  # the pass's handler is gone again
     assert len(_engine(ev, FlakyChannel(), at)["sent"]) == 1
+
+
+def test_a_reminder_sent_late_says_how_far_off_the_date_really_is(ev: Events) -> None:
+    ev.store("Party", "event", when={"type": "date", "date": "2026-09-03"},
+             reminders=[{"type": "days_before", "days": 1}])  # fmt: skip
+    ev.store("Dentist", "appointment", when={"type": "datetime", "date": "2026-09-03", "time": "14:00:00"},
+             reminders=[{"type": "duration_before", "minutes": 60}])  # fmt: skip
+    ev.store(
+        "Call mum", "explicit_reminder", when={"type": "datetime", "date": "2026-09-03", "time": "13:15:00"}
+    )
+    # The machine was off from the evening before: the day-before note comes on the day itself.
+    ev.tick(utc("2026-09-03T06:00:00Z"))  # 08:00 in Berlin
+    assert ev.inbox()[-1]["text"] == "Reminder: Party (event) on Thursday 3 September 2026, today."
+    # The 13:00 "1 hour before" and the 13:15 "at the time", sent at 14:30, after both began.
+    ev.tick(utc("2026-09-03T12:30:00Z"))
+    assert [m["text"] for m in ev.inbox()[-2:]] == [
+        "Reminder: Dentist (appointment) on Thursday 3 September 2026 at 14:00 Europe/Berlin time, "
+        "sent late: that time has passed.",
+        "Reminder: Call mum (explicit reminder) on Thursday 3 September 2026 at 13:15 Europe/Berlin time, "
+        "sent late: that time has passed.",
+    ]
+
+
+def test_a_reminder_sent_a_little_late_but_before_the_event_counts_down_from_now(ev: Events) -> None:
+    ev.store("Exam", "deadline", when={"type": "datetime", "date": "2026-09-03", "time": "14:00:00"},
+             reminders=[{"type": "duration_before", "minutes": 180}])  # fmt: skip
+    ev.tick(utc("2026-09-03T10:40:00Z"))  # due 11:00 Berlin, sent 12:40 Berlin
+    assert ev.inbox()[-1]["text"] == (
+        "Reminder: Exam (deadline) on Thursday 3 September 2026 at 14:00 Europe/Berlin time, in 80 minutes."
+    )

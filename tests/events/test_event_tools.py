@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from fermix_cli.core.errors import ToolError
-from tests.events.world import NOW, Events
+from tests.events.world import NOW, Events, utc
 
 BIRTHDAY = {"type": "annual", "month": 9, "day": 14}
 
@@ -430,3 +430,238 @@ def test_without_a_configured_target_the_owners_telegram_chat_is_derived(ev: Eve
     )
     out = ev.store("Dentist", "appointment", when={"type": "date", "date": "2026-10-01"})
     assert out["delivery"] == {"target": {"platform": "telegram", "address": "4242"}, "source": "derived"}
+
+
+def test_upcoming_keeps_a_yearly_date_whose_day_passed_before_a_tick_rolled_it(ev: Events) -> None:
+    ev.store("Sarah's birthday", "birthday", when={"type": "annual", "month": 9, "day": 5})
+    ev.store("Trip", "event", when={"type": "date", "date": "2026-12-01"})
+    # The day after the birthday: no `fermix jobs run` has rolled it to next year yet (a tick rolls a
+    # yearly date only once its day has passed in every zone).
+    after = ev.call("event_list", {}, at=NOW + timedelta(days=5))
+    assert [(e["title"], e.get("occurrence_in_window")) for e in after["events"]] == [
+        ("Trip", None),
+        ("Sarah's birthday", "2027-09-05"),
+    ]
+    listed = ev.cli("events", "list", at=NOW + timedelta(days=5))
+    assert listed.code == 0, listed.stderr
+    assert "2027-09-05" in next(line for line in listed.stdout.splitlines() if "Sarah" in line)
+
+
+def test_a_window_lists_29_february_on_its_policy_day_in_a_common_year(ev: Events) -> None:
+    ev.store("Leap", "birthday", when={"type": "annual", "month": 2, "day": 29}, leap_day_policy="mar_1")
+    ev.store("Early", "birthday", when={"type": "annual", "month": 2, "day": 29}, leap_day_policy="feb_28")
+    march = ev.call("event_list", {"from": "2031-03-01", "to": "2031-03-31"})
+    assert [(e["title"], e["occurrence_in_window"]) for e in march["events"]] == [("Leap", "2031-03-01")]
+    feb = ev.call("event_list", {"from": "2031-02-01", "to": "2031-02-28"})
+    assert [(e["title"], e["occurrence_in_window"]) for e in feb["events"]] == [("Early", "2031-02-28")]
+
+
+def test_a_new_plan_keeps_a_reminder_that_is_due_but_not_yet_sent(ev: Events) -> None:
+    stored = ev.store(
+        "Party",
+        "event",
+        when={"type": "date", "date": "2026-09-03"},
+        reminders=[{"type": "days_before", "days": 1}],
+    )
+    event_id = stored["event"]["event_id"]
+    # 10:30 in Berlin: the 09:00 day-before reminder is due, but no tick has sent it yet (the machine was off).
+    late = utc("2026-09-02T08:30:00Z")
+    updated = ev.call(
+        "event_update",
+        {
+            "event_id": event_id,
+            "reminders": [{"type": "days_before", "days": 1}, {"type": "days_before", "days": 0}],
+        },
+        at=late,
+    )
+    assert [(r["rule_id"], r["local_time"]) for r in updated["planned_reminders"]] == [
+        ("days_before_1", "2026-09-02T09:00+02:00"),  # still owed: the next tick sends it
+        ("days_before_0", "2026-09-03T09:00+02:00"),
+    ]
+    sent = ev.tick(late + timedelta(minutes=1))["sent"]
+    assert len(sent) == 1
+    assert "Party (event) on Thursday 3 September 2026, tomorrow." in ev.inbox()[-1]["text"]
+    # A plan that drops the rule drops its due reminder too.
+    again = ev.store(
+        "Fair",
+        "event",
+        when={"type": "date", "date": "2026-09-03"},
+        reminders=[{"type": "days_before", "days": 1}],
+    )
+    ev.call("event_update", {"event_id": again["event"]["event_id"], "no_reminders": True}, at=late)
+    assert ev.tick(late + timedelta(minutes=2)).get("sent", []) == []
+
+
+def test_no_reminders_false_keeps_an_explicit_plan(ev: Events) -> None:
+    stored = ev.store(
+        "Gym",
+        "event",
+        when={"type": "date", "date": "2026-10-10"},
+        reminders=[{"type": "days_before", "days": 2}],
+    )
+    event_id = stored["event"]["event_id"]
+    updated = ev.call("event_update", {"event_id": event_id, "no_reminders": False, "followup": True})
+    assert [r["id"] for r in updated["event"]["plan"]] == ["days_before_2"]
+    assert "plan" not in updated["previous"]
+    assert [r["rule_id"] for r in updated["planned_reminders"]] == ["days_before_2"]
+    off = ev.call("event_update", {"event_id": event_id, "no_reminders": True})
+    assert off["event"]["plan"] == [] and off["planned_reminders"] == []
+    on = ev.call(
+        "event_update", {"event_id": event_id, "no_reminders": False}
+    )  # back on: the kind's defaults
+    assert [r["id"] for r in on["event"]["plan"]] == ["week_before", "day_before", "day_of"]
+
+
+@pytest.mark.parametrize(
+    ("field", "text"),
+    [
+        ("title", "Dentist\x1b]0;pwned\x07"),  # a terminal escape: retitles the owner's terminal
+        ("title", "Dentist\nReminder: ignore this"),  # a second line in every reminder
+        ("title", "Dentist\rOverwritten"),
+        ("title", "Dentist \u202egnirts"),  # a bidi override
+        ("description", "bring the card\x1b[2J"),
+        ("description", "x\x00y"),
+    ],
+)
+def test_control_characters_are_refused_and_nothing_is_stored(ev: Events, field: str, text: str) -> None:
+    args = {"title": "Dentist", "kind": "event", "when": {"type": "date", "date": "2026-10-01"}, field: text}
+    e = ev.error("event_store", args)
+    assert e.code == "invalid_input" and e.details == {"field": field} and "plain text" in e.message
+    assert ev.count("temporal_events") == 0
+    event_id = ev.store("Ok", kind="event", when={"type": "date", "date": "2026-10-01"})["event"]["event_id"]
+    assert ev.error("event_update", {"event_id": event_id, field: text}).code == "invalid_input"
+    assert ev.call("event_list", {})["events"][0]["title"] == "Ok"
+
+
+def test_a_description_keeps_its_lines_and_tabs(ev: Events) -> None:
+    stored = ev.store(
+        "Trip", kind="event", when={"type": "date", "date": "2026-10-01"}, description="pack:\n\tpassport"
+    )
+    assert stored["event"]["description"] == "pack:\n\tpassport"
+
+
+def test_snoozing_a_reminder_of_a_date_that_moved_since_names_the_new_date(ev: Events) -> None:
+    out = ev.store()  # Dentist, Thursday 10 September 2026 09:30 Berlin
+    event_id, rid = out["event"]["event_id"], out["planned_reminders"][0]["reminder_id"]
+    assert ev.tick(utc("2026-09-09T07:30:05Z"))["sent"][0]["reminder_id"] == rid
+    assert "Thursday 10 September 2026 at 09:30" in ev.inbox()[-1]["text"]
+    moved = {"type": "datetime", "date": "2026-09-12", "time": "09:30:00"}
+    ev.call(
+        "event_update",
+        {"event_id": event_id, "when": moved, "owner_direction": "it moved to Saturday"},
+        at=utc("2026-09-09T07:35:00Z"),
+    )
+    # The old day's 09:30 is no boundary any more: a snooze to then needs no confirmation.
+    snooze = {"type": "datetime", "date": "2026-09-10", "time": "10:00:00"}
+    done = ev.call("reminder_snooze", {"reminder_id": rid, "snooze": snooze}, at=utc("2026-09-09T07:36:00Z"))
+    assert done["reminder"]["occurrence"] == "2026-09-12"
+    assert ev.tick(utc("2026-09-10T08:00:05Z"))["sent"][0]["event_id"] == event_id
+    assert "Saturday 12 September 2026 at 09:30" in ev.inbox()[-1]["text"]
+
+
+def test_snoozing_a_reminder_of_a_yearly_date_that_moved_names_this_years_new_day(ev: Events) -> None:
+    out = ev.store("Sarah's birthday", "birthday", when=BIRTHDAY)  # 14 September; a week before: 7 September
+    event_id, rid = out["event"]["event_id"], out["planned_reminders"][0]["reminder_id"]
+    assert ev.tick(utc("2026-09-07T07:00:05Z"))["sent"][0]["reminder_id"] == rid
+    moved = {"type": "annual", "month": 9, "day": 16}
+    ev.call(
+        "event_update",
+        {"event_id": event_id, "when": moved, "owner_direction": "her birthday is the 16th"},
+        at=utc("2026-09-07T07:05:00Z"),
+    )
+    done = ev.call(
+        "reminder_snooze",
+        {"reminder_id": rid, "snooze": {"type": "duration", "amount": 1, "unit": "days"}},
+        at=utc("2026-09-07T07:06:00Z"),
+    )
+    assert done["reminder"]["occurrence"] == "2026-09-16"
+    ev.tick(utc("2026-09-08T07:06:05Z"))
+    assert "Wednesday 16 September 2026" in ev.inbox()[-1]["text"]
+
+
+def test_a_snooze_of_days_keeps_the_wall_clock_time_across_a_dst_change(ev: Events) -> None:
+    out = ev.store(
+        "Tax",
+        "deadline",
+        when={"type": "date", "date": "2026-10-30"},
+        reminders=[{"type": "days_before", "days": 6}],
+    )
+    rid = out["planned_reminders"][0]["reminder_id"]  # Saturday 24 October, 09:00 summer time
+    ev.tick(utc("2026-10-24T07:00:05Z"))
+    done = ev.call(
+        "reminder_snooze",
+        {"reminder_id": rid, "snooze": {"type": "duration", "amount": 1, "unit": "days"}},
+        at=utc("2026-10-24T07:01:00Z"),
+    )
+    # Berlin falls back overnight: a day later is Sunday 09:01 winter time, 25 hours on.
+    assert done["reminder"]["local_time"] == "2026-10-25T09:01+01:00"
+    hours = ev.call(
+        "reminder_snooze",
+        {"reminder_id": rid, "snooze": {"type": "duration", "amount": 24, "unit": "hours"}},
+        at=utc("2026-10-24T07:01:00Z"),
+    )
+    assert hours["reminder"]["local_time"] == "2026-10-25T08:01+01:00"  # hours are elapsed time
+    # 90 days on the calendar is the limit, though the autumn change makes it 90 days and an hour
+    ninety = {"type": "duration", "amount": 90, "unit": "days"}
+    far = ev.call("reminder_snooze", {"reminder_id": rid, "snooze": ninety, "confirm_past_boundary": True},
+                  at=utc("2026-10-24T07:01:00Z"))  # fmt: skip
+    assert far["reminder"]["local_time"] == "2027-01-22T09:01+01:00"
+    late = {"type": "datetime", "date": "2027-01-22", "time": "09:02:00"}
+    assert ev.error("reminder_snooze", {"reminder_id": rid, "snooze": late, "confirm_past_boundary": True},
+                    at=utc("2026-10-24T07:01:00Z")).code == "snooze_too_far"  # fmt: skip
+
+
+def test_a_new_leap_day_policy_moves_the_planned_reminders_of_common_years(ev: Events) -> None:
+    at = utc("2027-06-01T08:00:00Z")  # next: 29 February 2028; the one after: 2029, a common year
+    leap = {"type": "annual", "month": 2, "day": 29}
+    stored = ev.call("event_store", {"title": "Leap", "kind": "birthday", "when": leap, "leap_day_policy": "feb_28"},
+                     at=at)  # fmt: skip
+    event_id = stored["event"]["event_id"]
+    updated = ev.call("event_update", {"event_id": event_id, "leap_day_policy": "mar_1"}, at=at)
+    assert updated["previous"] == {"leap_day_policy": "feb_28"}
+    assert sorted({r["occurrence"] for r in updated["planned_reminders"]}) == ["2028-02-29", "2029-03-01"]
+    # Once 2028's date has passed, a tick rolls on: 2029 has one day of reminders, not two.
+    ev.tick(utc("2028-03-05T08:00:00Z"))
+    pending = ev.sql("SELECT occurrence_key FROM reminder_occurrences WHERE status = 'pending' ORDER BY 1")
+    assert sorted({r[0] for r in pending}) == ["2029-03-01", "2030-03-01"]
+
+
+def test_an_update_onto_another_events_identity_names_it(ev: Events) -> None:
+    day = {"type": "date", "date": "2026-09-21"}
+    first = ev.store("Review", "event", when=day)["event"]["event_id"]
+    second = ev.store("Retro", "event", when=day)["event"]["event_id"]
+    e = ev.error("event_update", {"event_id": second, "title": "review"})
+    assert e.code == "identity_conflict" and e.details["event_id"] == first
+    assert "Monday 21 September 2026" in e.message and first in e.message
+    assert ev.call("event_list", {"text": "Retro"})["count"] == 1  # nothing changed
+
+
+def test_a_new_time_for_a_delivered_reminder_does_not_send_it_again(ev: Events) -> None:
+    stored = ev.store("Sarah's birthday", "birthday", when=BIRTHDAY)  # the week-before note: 7 September
+    ev.tick(utc("2026-09-07T07:00:05Z"))
+    plan = [{"type": "days_before", "days": 7, "at": "20:00:00"}, {"type": "days_before", "days": 0}]
+    updated = ev.call(
+        "event_update",
+        {"event_id": stored["event"]["event_id"], "reminders": plan},
+        at=utc("2026-09-07T08:00:00Z"),
+    )
+    assert [(r["occurrence"], r["rule_id"]) for r in updated["planned_reminders"]] == [
+        ("2026-09-14", "days_before_0"),
+        ("2027-09-14", "days_before_7"),
+        ("2027-09-14", "days_before_0"),
+    ]
+    ev.tick(utc("2026-09-07T18:00:05Z"))
+    assert [m["text"] for m in ev.inbox()] == [
+        "Reminder: Sarah's birthday (birthday) on Monday 14 September 2026, in 7 days."
+    ]
+
+
+def test_a_window_ending_before_today_says_where_the_listing_starts(ev: Events) -> None:
+    ev.store("Past", "deadline", when={"type": "date", "date": "2026-08-20"}, no_reminders=True)
+    e = ev.error("event_list", {"to": "2026-08-31"})
+    assert (
+        e.code == "invalid_date_window" and "before today (2026-09-01)" in e.message and "from" in e.message
+    )
+    assert [
+        x["title"] for x in ev.call("event_list", {"from": "2026-08-01", "to": "2026-08-31"})["events"]
+    ] == ["Past"]

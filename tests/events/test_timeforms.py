@@ -264,3 +264,17 @@ def test_minutes_before_are_elapsed_time_across_dst(day: str, at: str, expected:
         p.rule_id: p.due.isoformat() for p in plans.planned(plan, occ, tz, datetime(2026, 3, 1, tzinfo=UTC))
     }
     assert {k: v for k, v in due.items() if k in expected} == expected
+
+
+def test_a_relative_date_at_a_repeated_hour_takes_utc_offset() -> None:
+    # From 23 October, "in 2 days at 02:30" is 25 October 2026, when Berlin's 02:30 happens twice.
+    form = {"type": "relative", "amount": 2, "unit": "days", "time": "02:30:00"}
+    with pytest.raises(ToolError) as e:
+        when(form, today=date(2026, 10, 23))
+    assert e.value.code == "ambiguous_local_time" and "utc_offset" in e.value.message
+    w, instant = when({**form, "utc_offset": "+01:00"}, today=date(2026, 10, 23))
+    assert (w.date, w.fold) == ("2026-10-25", 1)
+    assert instant is not None and instant.astimezone(UTC).isoformat() == "2026-10-25T01:30:00+00:00"
+    with pytest.raises(ToolError) as e:
+        when({"type": "relative", "amount": 2, "unit": "days", "utc_offset": "+01:00"})
+    assert e.value.code == "invalid_when"
