@@ -141,6 +141,26 @@ class Env:
         return ToolContext(paths=resolve_paths(str(self.fermix_home)), os_home=str(self.home), **kw)
 
 
+@pytest.fixture(autouse=True)
+def _fermix_logging_restored() -> Iterator[None]:
+    """A test that runs a command in-process sets up fermix's log file (`core.logs.setup_logging`), which
+    stops "fermix" records from propagating: undone after each test, so a later test's `caplog` still
+    sees them whichever tests ran before it in the same worker."""
+    import logging
+
+    from fermix_cli.core import logs
+
+    root = logging.getLogger("fermix")
+    saved = (logs._log_file, list(root.handlers), root.propagate, root.level)
+    yield
+    logs._log_file = saved[0]
+    for handler in root.handlers:
+        if handler not in saved[1]:
+            root.removeHandler(handler)
+            handler.close()
+    root.propagate, root.level = saved[2], saved[3]
+
+
 @pytest.fixture
 def world(tmp_path: Path) -> Env:
     home = tmp_path / "home"
