@@ -5,7 +5,9 @@ submodule git directory the repository's checks, so a filter set there never run
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -62,13 +64,24 @@ def test_the_submodule_payload_runs_under_plain_git(world: Env, sub_repo: Path) 
     do not keep git out of the submodule; its filter runs."""
     marker = _hostile(world, sub_repo / ".git" / "modules" / "sub" / "config")
     old_fixed = ("-c", "diff.ignoreSubmodules=all", "-c", "submodule.recurse=false")
-    (sub_repo / "sub" / "a.txt").touch()
+    changed = sub_repo / "sub" / "a.txt"
+
+    def touched(step: int) -> None:
+        # A new mtime before a step: a command that refreshed the submodule's index (status does)
+        # would otherwise leave the file clean for the next one, unless both ran in the same second.
+        t = time.time() + 10 * step
+        os.utime(changed, (t, t))
+
+    touched(1)
     plain(sub_repo, *old_fixed, "status", "--ignore-submodules=none")
     assert marker.exists()
     marker.unlink()
+    touched(2)
     plain(sub_repo, *old_fixed, "add", ".")
     assert marker.exists()
     marker.unlink()
+    plain(sub_repo / "sub", "update-index", "-q", "--refresh")  # checkout needs it clean; cleaning runs it
+    marker.unlink(missing_ok=True)
     plain(sub_repo, *old_fixed, "checkout", "-q", "--recurse-submodules", "b2")
     assert marker.exists()
 
