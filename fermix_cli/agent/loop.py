@@ -41,7 +41,7 @@ from .providers.base import Provider
 from .toolbox import Toolbox
 from .transcripts import ToolOutcome, Transcript
 
-# The ctx.extras key a tool sets when its delivered result is the whole reply (tools/media/replyport.py).
+# The ctx.extras key a tool sets when its delivered result is the whole reply (core/replyport.py).
 ENDS_TURN = "ends_turn"
 log = logger("fermix.agent")
 

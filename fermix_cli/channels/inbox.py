@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ToolError
+from ..core.newfile import copy_new_file
 from ..core.paths import FermixPaths
-from ..tools.media.newfile import copy_new_file
 from .base import Capability, ChannelError, Sent
 
 TEXT_MAX = 256 * 1024

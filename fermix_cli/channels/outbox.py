@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ToolError
+from ..core.newfile import write_new_file
 from ..core.paths import FermixPaths
-from ..tools.media.newfile import write_new_file
 
 
 def outbox_dir(paths: FermixPaths) -> Path:

@@ -222,7 +222,7 @@ def agent(
     from ..agent.assemble import Agent, AgentOptions
     from ..channels.outbox import OutboxPort
     from ..core.logs import setup_logging
-    from ..tools.media.replyport import REPLY_PORT
+    from ..core.replyport import REPLY_PORT
     from .ask_cmd import parse_tool_list
     from .common import context
     from .render import RichObserver

@@ -156,7 +156,7 @@ def ask(
     from ..agent.assemble import Agent, AgentOptions
     from ..channels.outbox import OutboxPort
     from ..core.logs import setup_logging
-    from ..tools.media.replyport import REPLY_PORT
+    from ..core.replyport import REPLY_PORT
 
     if toolset is not None and tools is not None:
         raise ToolError("usage", "--toolset and --tools cannot be combined", {})

@@ -56,8 +56,8 @@ from ..core.cancel import stop_signals
 from ..core.errors import ToolError
 from ..core.imagefmt import MIME_TYPES, SUFFIX, sniff
 from ..core.logs import logger
-from ..tools.media.newfile import write_new_file
-from ..tools.media.replyport import INBOUND, REPLY_PORT, AttachmentKind, InboundFile
+from ..core.newfile import write_new_file
+from ..core.replyport import INBOUND, REPLY_PORT, AttachmentKind, InboundFile
 from .telegram_stream import MessageStream
 from .telegram_turns import ConversationQueues, TurnJournal
 

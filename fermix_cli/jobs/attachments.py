@@ -74,7 +74,7 @@ def run_attachments(db: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]
 
 def equip(ctx: ToolContext, job: Job, run_id: str) -> None:
     """Give a model job's run context its port to the delivery target, or the refusal that says why not."""
-    from ..tools.media.replyport import REPLY_PORT, SENDS_REFUSED
+    from ..core.replyport import REPLY_PORT, SENDS_REFUSED
     from .delivery import destination
 
     if job.delivery_mode in ("local", "none"):
@@ -235,7 +235,7 @@ class JobAttachmentPort:
 
     def _spool(self, seq: int, filename: str, data: bytes) -> Path:
         """The bytes as a file the channel can send, named as the recipient sees it."""
-        from ..tools.media.newfile import write_new_file
+        from ..core.newfile import write_new_file
 
         paths = self.ctx.paths
         folder = paths.ensure_dir(

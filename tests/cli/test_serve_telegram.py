@@ -245,7 +245,7 @@ def test_react_is_offered_with_telegrams_emoji_set(world: Env, bot: BotStandIn) 
     configure(world, bot, [{"text": "ok"}])
     from fermix_cli.agent.assemble import Agent
     from fermix_cli.channels.telegram_chat import TelegramReplyPort
-    from fermix_cli.tools.media.replyport import REPLY_PORT
+    from fermix_cli.core.replyport import REPLY_PORT
 
     ctx = world.context(origin="interactive", extras={REPLY_PORT: TelegramReplyPort(None, OWNER, 1)})  # type: ignore[arg-type]
     agent = Agent(ctx, AgentOptions())

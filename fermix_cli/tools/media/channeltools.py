@@ -16,7 +16,7 @@ from ...core.context import ToolContext
 from ...core.errors import ExitClass, ToolError
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from .replyport import (
+from ...core.replyport import (
     ENDS_TURN,
     claim_channel_step,
     refuse_sends,

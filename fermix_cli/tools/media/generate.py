@@ -82,9 +82,9 @@ def _unsupported(backend: str, what: str) -> ToolError:
 
 
 def _source_image(ctx: ToolContext, ref: str, *, what: str) -> Any:
+    from ...core.replyport import inbound_files
     from .imagebackends import ImageInput
     from .localimage import read_image, resolve_image_path
-    from .replyport import inbound_files
 
     match = INBOUND.match(ref)
     if match:
@@ -111,9 +111,9 @@ def _source_image(ctx: ToolContext, ref: str, *, what: str) -> Any:
 
 def generate_image(p: GenerateImageParams, ctx: ToolContext) -> dict[str, Any]:
     from ...core.imagefmt import MIME_TYPES, SUFFIX, sniff
+    from ...core.newfile import write_new_file
+    from ...core.replyport import reply_port
     from .imagebackends import CAPABILITIES, MODELS, RUNNERS, ImageRequest
-    from .newfile import write_new_file
-    from .replyport import reply_port
 
     cfg = ctx.config.fermix_core.tools.generate_image
     backend = cfg.backend

@@ -12,7 +12,7 @@ from fermix_cli.agent.assemble import Agent, AgentOptions
 from fermix_cli.channels.outbox import OutboxPort, outbox_dir
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.registry import default_registry
-from fermix_cli.tools.media.replyport import REPLY_PORT
+from fermix_cli.core.replyport import REPLY_PORT
 from tests.conftest import Env
 from tests.tools.media.images import png
 

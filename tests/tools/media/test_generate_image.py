@@ -14,7 +14,7 @@ import tomli_w
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.core.registry import default_registry
-from fermix_cli.tools.media.replyport import INBOUND, REPLY_PORT, InboundFile
+from fermix_cli.core.replyport import INBOUND, REPLY_PORT, InboundFile
 from tests.channels.standins import multipart
 from tests.conftest import Env
 from tests.tools.media.images import JPEG, png

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ...core.errors import ToolError
-from ...core.records import Record
-from ...core.registry import MODEL_STEP
+from .errors import ToolError
+from .records import Record
+from .registry import MODEL_STEP
 
 if TYPE_CHECKING:
-    from ...core.context import ToolContext
+    from .context import ToolContext
 
 REPLY_PORT = "reply_port"
 # Set instead of a port where a run has a destination of sorts that takes no files (a scheduled job whose

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from ...core.errors import ToolError
+from .errors import ToolError
 
 MAX_TRIES = 10_000
 NAME_MAX = 255  # bytes in one file name (Linux, macOS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fermix_cli.tools.media.newfile import NAME_MAX, copy_new_file, write_new_file
+from fermix_cli.core.newfile import NAME_MAX, copy_new_file, write_new_file
 
 
 def test_numbered_copies_of_a_name_at_the_limit_still_fit(tmp_path: Path) -> None:
