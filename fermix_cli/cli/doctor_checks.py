@@ -399,54 +399,56 @@ def check_job_runs(inp: DoctorInput) -> Check:
     )
 
 
-def check_agent_runs(inp: DoctorInput) -> Check:
-    blocked = _no_home(inp, "agent runs")
+def _left_by_dead_processes(
+    inp: DoctorInput, name: str, find: Callable[[Path], list[str]], key: str, ok: str, warn: str
+) -> Check:
+    """Records a fermix process that ended (killed or crashed) left open: `warn` takes their count and
+    an example as {n} and {first}."""
+    blocked = _no_home(inp, name)
     if blocked is not None:
         return blocked
     import sqlite3
 
+    try:
+        orphaned = find(inp.paths.state_db)
+    except sqlite3.Error as e:
+        return _state_unreadable(name, e)
+    if not orphaned:
+        return Check(name, "ok", ok, {"orphaned": 0})
+    return Check(
+        name,
+        "warn",
+        warn.format(n=len(orphaned), first=orphaned[0]),
+        {"orphaned": len(orphaned), key: orphaned[:5]},
+    )
+
+
+def check_agent_runs(inp: DoctorInput) -> Check:
     from ..agent.transcripts import orphaned_runs_readonly
 
-    try:
-        orphaned = orphaned_runs_readonly(inp.paths.state_db)
-    except sqlite3.Error as e:
-        return _state_unreadable("agent runs", e)
-    if not orphaned:
-        return Check(
-            "agent runs", "ok", "no run left running by a fermix process that ended", {"orphaned": 0}
-        )
-    return Check(
+    return _left_by_dead_processes(
+        inp,
         "agent runs",
-        "warn",
-        f"{len(orphaned)} run(s) left running by a fermix process that ended (killed or crashed), e.g. "
-        f"{orphaned[0]}; the next `fermix logs` or `fermix ask` marks them interrupted",
-        {"orphaned": len(orphaned), "runs": orphaned[:5]},
+        orphaned_runs_readonly,
+        "runs",
+        "no run left running by a fermix process that ended",
+        "{n} run(s) left running by a fermix process that ended (killed or crashed), e.g. {first}; the "
+        "next `fermix logs` or `fermix ask` marks them interrupted",
     )
 
 
 def check_tool_calls(inp: DoctorInput) -> Check:
-    blocked = _no_home(inp, "tool calls")
-    if blocked is not None:
-        return blocked
-    import sqlite3
-
     from ..core.callstarts import orphaned_calls_readonly
 
-    try:
-        orphaned = orphaned_calls_readonly(inp.paths.state_db)
-    except sqlite3.Error as e:
-        return _state_unreadable("tool calls", e)
-    if not orphaned:
-        return Check(
-            "tool calls", "ok", "no call left started by a fermix process that ended", {"orphaned": 0}
-        )
-    return Check(
+    return _left_by_dead_processes(
+        inp,
         "tool calls",
-        "warn",
-        f"{len(orphaned)} tool call(s) started by a fermix process that ended (killed or crashed) before "
-        f"their end was recorded, e.g. {orphaned[0]}; what they did stands. `fermix logs --calls` lists "
-        "them (and marks them interrupted)",
-        {"orphaned": len(orphaned), "calls": orphaned[:5]},
+        orphaned_calls_readonly,
+        "calls",
+        "no call left started by a fermix process that ended",
+        "{n} tool call(s) started by a fermix process that ended (killed or crashed) before their end "
+        "was recorded, e.g. {first}; what they did stands. `fermix logs --calls` lists them (and marks "
+        "them interrupted)",
     )
 
 
