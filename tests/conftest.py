@@ -7,8 +7,11 @@ import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -253,3 +256,22 @@ def unreadable(monkeypatch: pytest.MonkeyPatch, engine: str, tmp: Path, *paths: 
     finally:
         for p, mode in modes.items():
             p.chmod(mode)
+
+
+def hold_write_lock(path: Path, seconds: float) -> threading.Thread:
+    """Another writer: BEGIN IMMEDIATE on the SQLite file `path`, held for `seconds` from a thread of
+    the test (started once the lock is held; join it to wait for the release)."""
+    held = threading.Event()
+
+    def hold() -> None:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+        conn.execute("BEGIN IMMEDIATE")
+        held.set()
+        time.sleep(seconds)
+        conn.execute("COMMIT")
+        conn.close()
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(30)
+    return t

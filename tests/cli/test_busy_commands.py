@@ -4,16 +4,12 @@ typed `state_busy` line on stderr, the details in the log, never a Python traceb
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
-import threading
-import time
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import Env
+from tests.conftest import Env, hold_write_lock
 
 SCRIPT = (
     "import sys\n"
@@ -31,30 +27,13 @@ def _fermix(world: Env, *args: str, script: str = SCRIPT) -> subprocess.Complete
     )  # fmt: skip
 
 
-def _hold_write_lock(path: Path, seconds: float) -> threading.Thread:
-    held = threading.Event()
-
-    def hold() -> None:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-        conn.execute("BEGIN IMMEDIATE")
-        held.set()
-        time.sleep(seconds)
-        conn.execute("COMMIT")
-        conn.close()
-
-    t = threading.Thread(target=hold)
-    t.start()
-    held.wait(30)
-    return t
-
-
 @pytest.mark.parametrize("args", [("jobs", "pause", "digest"), ("memory", "forget", "1")])
 def test_a_busy_state_db_is_one_typed_line_not_a_traceback(world: Env, args: tuple[str, ...]) -> None:
     r = world.run("jobs", "add", "Digest", "-s", "every 5 minutes", "--command", "echo hi")
     assert r.code == 0, r.stderr
     r = world.run("tool", "memory_store", "--key", "a", "--value", "b", "--category", "preference")
     assert r.code == 0, r.stderr
-    holder = _hold_write_lock(world.fermix_home / "state.db", 3.0)
+    holder = hold_write_lock(world.fermix_home / "state.db", 3.0)
     try:
         done = _fermix(world, *args)
     finally:

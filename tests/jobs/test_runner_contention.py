@@ -4,13 +4,11 @@ the runner waits for it (within its patience), and a record it cannot write cost
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
+from tests.conftest import hold_write_lock
 from tests.jobs.jobs_world import NOW, Jobs, later, wait_for
 
 DUE = later(NOW, minutes=1, seconds=10)
@@ -34,24 +32,6 @@ def _runner(jobs: Jobs, patience: float) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def _hold_write_lock(path: Path, seconds: float) -> threading.Thread:
-    """Another writer: BEGIN IMMEDIATE on state.db, held for `seconds`, from a thread of the test."""
-    held = threading.Event()
-
-    def hold() -> None:
-        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
-        conn.execute("BEGIN IMMEDIATE")
-        held.set()
-        time.sleep(seconds)
-        conn.execute("COMMIT")
-        conn.close()
-
-    t = threading.Thread(target=hold)
-    t.start()
-    held.wait(30)
-    return t
-
-
 def _add_quick_and_long(jobs: Jobs, tmp: Path) -> None:
     for name, command in (
         ("Quick", "sleep 1; echo quick done"),
@@ -73,7 +53,7 @@ def test_a_busy_state_db_makes_the_runner_wait_not_die(jobs: Jobs, tmp_path: Pat
     try:
         wait_for(lambda: _both_running(jobs), timeout=60)
         # Held while the quick run ends: recording it waits past the busy timeout.
-        _hold_write_lock(jobs.world.fermix_home / "state.db", 3.0).join()
+        hold_write_lock(jobs.world.fermix_home / "state.db", 3.0).join()
         out, err = runner.communicate(timeout=60)
     finally:
         if runner.poll() is None:
@@ -95,7 +75,7 @@ def test_a_record_that_cannot_wait_longer_costs_only_its_own_run(jobs: Jobs, tmp
     runner = _runner(jobs, patience=0.5)
     try:
         wait_for(lambda: _both_running(jobs), timeout=60)
-        _hold_write_lock(jobs.world.fermix_home / "state.db", 3.0).join()
+        hold_write_lock(jobs.world.fermix_home / "state.db", 3.0).join()
         out, err = runner.communicate(timeout=60)
     finally:
         if runner.poll() is None:
@@ -125,7 +105,7 @@ def test_state_busy_says_it_is_contention_not_a_broken_file(jobs: Jobs) -> None:
         "from fermix_cli.__main__ import main\n"
         "sys.exit(main(['tool', 'memory_store', '--key', 'a', '--value', 'b', '--category', 'preference']))\n"
     )
-    holder = _hold_write_lock(jobs.world.fermix_home / "state.db", 3.0)
+    holder = hold_write_lock(jobs.world.fermix_home / "state.db", 3.0)
     done = subprocess.run(
         [sys.executable, "-c", script], env=jobs.env(), cwd=jobs.world.project,
         capture_output=True, text=True, timeout=60,
