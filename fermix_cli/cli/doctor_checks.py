@@ -424,12 +424,15 @@ def _left_by_dead_processes(
 
 
 def check_agent_runs(inp: DoctorInput) -> Check:
-    from ..agent.transcripts import orphaned_runs_readonly
+    def find(db: Path) -> list[str]:
+        from ..agent.transcripts import orphaned_runs_readonly  # imports sqlite3: only past _no_home
+
+        return orphaned_runs_readonly(db)
 
     return _left_by_dead_processes(
         inp,
         "agent runs",
-        orphaned_runs_readonly,
+        find,
         "runs",
         "no run left running by a fermix process that ended",
         "{n} run(s) left running by a fermix process that ended (killed or crashed), e.g. {first}; the "
@@ -438,12 +441,15 @@ def check_agent_runs(inp: DoctorInput) -> Check:
 
 
 def check_tool_calls(inp: DoctorInput) -> Check:
-    from ..core.callstarts import orphaned_calls_readonly
+    def find(db: Path) -> list[str]:
+        from ..core.callstarts import orphaned_calls_readonly  # imports sqlite3: only past _no_home
+
+        return orphaned_calls_readonly(db)
 
     return _left_by_dead_processes(
         inp,
         "tool calls",
-        orphaned_calls_readonly,
+        find,
         "calls",
         "no call left started by a fermix process that ended",
         "{n} tool call(s) started by a fermix process that ended (killed or crashed) before their end "
