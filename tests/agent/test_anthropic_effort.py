@@ -5,13 +5,19 @@ with tools, and its blocks going back: test_anthropic_thinking.py.)"""
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from fermix_cli.agent.assemble import Agent, AgentOptions
-from fermix_cli.agent.providers.anthropic_effort import effort_fields, warn_effort_ignored
+from fermix_cli.agent.providers.anthropic_effort import (
+    effort_fields,
+    forget_effort_warnings,
+    warn_effort_ignored,
+)
 from fermix_cli.core.registry import default_registry
 from tests.agent.model_server import ModelServer, text
 from tests.conftest import Env
@@ -26,13 +32,13 @@ def thinking(budget: int, max_tokens: int) -> dict[str, Any]:
 
 @pytest.fixture
 def server() -> Iterator[ModelServer]:
-    warn_effort_ignored.cache_clear()
+    forget_effort_warnings()
     s = ModelServer()
     try:
         yield s
     finally:
         s.close()
-        warn_effort_ignored.cache_clear()
+        forget_effort_warnings()
 
 
 def configure(world: Env, server: ModelServer, routing: str = "", max_tokens: int | None = None) -> None:
@@ -153,3 +159,37 @@ def test_a_run_without_tools_on_an_older_model_gets_a_thinking_budget(
     assert "tools" not in body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 4096}
     assert body["max_tokens"] > body["thinking"]["budget_tokens"]
+
+
+def test_workers_warning_side_by_side_warn_once() -> None:
+    """Subagent workers build their requests on threads: a warning still goes out once, not once per thread."""
+
+    class SlowHandler(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.WARNING)
+            self.messages: list[str] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            time.sleep(0.05)  # a slow sink keeps the first warner inside the call while the others arrive
+            self.messages.append(record.getMessage())
+
+    forget_effort_warnings()
+    handler = SlowHandler()
+    log = logging.getLogger("fermix.agent.anthropic")
+    log.addHandler(handler)
+    start = threading.Barrier(6)
+
+    def warn() -> None:
+        start.wait()
+        warn_effort_ignored("claude-3-5-haiku-latest", "side by side")
+
+    threads = [threading.Thread(target=warn) for _ in range(6)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        log.removeHandler(handler)
+        forget_effort_warnings()
+    assert len(handler.messages) == 1, handler.messages

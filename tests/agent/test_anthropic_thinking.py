@@ -20,7 +20,7 @@ from fermix_cli.agent.assemble import Agent, AgentOptions
 from fermix_cli.agent.loop import RunResult
 from fermix_cli.agent.messages import Message, TextDelta, ToolCall
 from fermix_cli.agent.providers.anthropic import parse_stream
-from fermix_cli.agent.providers.anthropic_effort import warn_effort_ignored
+from fermix_cli.agent.providers.anthropic_effort import forget_effort_warnings
 from fermix_cli.agent.providers.openai import wire_messages as openai_wire
 from fermix_cli.agent.providers.sse import iter_sse
 from fermix_cli.core.registry import default_registry
@@ -34,13 +34,13 @@ SECRET = "a redacted line of reasoning"
 
 @pytest.fixture
 def server() -> Iterator[ModelServer]:
-    warn_effort_ignored.cache_clear()
+    forget_effort_warnings()
     s = ModelServer()
     try:
         yield s
     finally:
         s.close()
-        warn_effort_ignored.cache_clear()
+        forget_effort_warnings()
 
 
 def configure(world: Env, server: ModelServer, *, routing: str = "", provider: str = "") -> None:

@@ -12,8 +12,8 @@ version. `none` sends nothing: without either field Claude does not think.
 
 from __future__ import annotations
 
-import functools
 import re
+import threading
 from typing import Any
 
 LEVELS = ("low", "medium", "high", "xhigh", "max")
@@ -68,11 +68,25 @@ def _at_most(level: str, available: tuple[str, ...]) -> str:
     return available[0]
 
 
-@functools.cache
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+
+
 def warn_effort_ignored(model: str, reason: str) -> None:
+    """Warn once per process for each model and reason, also when subagent workers ask side by side."""
+    with _warned_lock:
+        if (model, reason) in _warned:
+            return
+        _warned.add((model, reason))
     from ...core.logs import logger
 
     logger("fermix.agent.anthropic").warning("reasoning effort ignored for model %s: %s", model, reason)
+
+
+def forget_effort_warnings() -> None:
+    """Warn again for every model and reason (tests)."""
+    with _warned_lock:
+        _warned.clear()
 
 
 def effort_fields(
