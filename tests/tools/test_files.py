@@ -45,6 +45,24 @@ def test_read_single_line_over_cap(world: Env, invoke) -> None:
     assert e.value.message == "Line 2 alone exceeds the 100000-byte output cap"
 
 
+@pytest.mark.parametrize("skip_chunk", [1, 7, 64, 1 << 20])
+def test_lines_over_the_cap_are_read_past_at_any_chunk_boundary(
+    world: Env, invoke, monkeypatch: pytest.MonkeyPatch, skip_chunk: int
+) -> None:
+    """A line past the cap is skipped in reused chunks; the newline may fall anywhere in one."""
+    from fermix_cli.tools import files
+
+    monkeypatch.setattr(files, "_SKIP_CHUNK", skip_chunk)
+    wide = [100_001 + extra for extra in (0, 1, 5, 6, 7, 63, 64, 65, 200)]
+    text = "".join(f"{n}\n" + "w" * width + "\n" for n, width in enumerate(wide)) + "end"
+    (world.project / "wide.txt").write_text(text)
+    for n in range(len(wide)):
+        r = invoke("file_read", {"path": "wide.txt", "offset": 2 * n + 3, "limit": 1})
+        assert r["content"] == (str(n + 1) if n + 1 < len(wide) else "end"), (n, r)
+    r = invoke("file_read", {"path": "wide.txt", "offset": 2 * len(wide) + 1})
+    assert (r["content"], r["truncated"]) == ("end", False)
+
+
 @pytest.mark.parametrize(("field", "value"), [("offset", 0), ("offset", -3), ("limit", 0)])
 def test_read_range_must_be_positive(world: Env, invoke, field: str, value: int) -> None:
     (world.project / "a.txt").write_text("a\n")
