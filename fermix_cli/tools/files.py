@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import os
 import posixpath
 import stat
 from collections.abc import Iterator
-from typing import Annotated, Any, BinaryIO
+from typing import Annotated, Any
 
 from ..core.context import ToolContext
 from ..core.errors import ToolError, world_error
@@ -138,7 +139,7 @@ def file_read(p: FileReadParams, ctx: ToolContext) -> dict[str, Any]:
     }
 
 
-def _bounded_lines(f: BinaryIO, cap: int) -> Iterator[tuple[bytes, bool]]:
+def _bounded_lines(f: io.BufferedIOBase, cap: int) -> Iterator[tuple[bytes, bool]]:
     """Each line of `f` as (at most cap + 1 bytes of it, whether that is the whole line).
 
     A longer line is read past in chunks, never held whole: a 10 GiB file without a newline costs
@@ -156,7 +157,7 @@ def _bounded_lines(f: BinaryIO, cap: int) -> Iterator[tuple[bytes, bool]]:
             return
 
 
-def _skip_past_newline(f: BinaryIO) -> bool:
+def _skip_past_newline(f: io.BufferedIOBase) -> bool:
     """Move `f` (a regular file) just past the next newline; False at the end of the file.
 
     One reused buffer: reading a long line in fresh 1 MiB `readline` pieces cost a new allocation, and
