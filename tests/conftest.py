@@ -205,7 +205,6 @@ def processes_with(marker: str) -> list[int]:
 def survivors(pgid: int, marker: str, safety_net: float = 60) -> list[int]:
     """The live processes still in group `pgid` or whose command line holds `marker`, once they are all
     gone or `safety_net` seconds have passed (SIGKILLed processes take a moment to leave /proc)."""
-    import time
 
     def left() -> list[int]:
         found = set(processes_with(marker))
@@ -258,16 +257,17 @@ def unreadable(monkeypatch: pytest.MonkeyPatch, engine: str, tmp: Path, *paths: 
             p.chmod(mode)
 
 
-def hold_write_lock(path: Path, seconds: float) -> threading.Thread:
-    """Another writer: BEGIN IMMEDIATE on the SQLite file `path`, held for `seconds` from a thread of
-    the test (started once the lock is held; join it to wait for the release)."""
+def hold_write_lock(path: Path, seconds: float, release: threading.Event | None = None) -> threading.Thread:
+    """Another writer: BEGIN IMMEDIATE on the SQLite file `path`, held for `seconds` (or until `release`
+    is set, if sooner) from a thread of the test (started once the lock is held; join it to wait for
+    the release)."""
     held = threading.Event()
 
     def hold() -> None:
         conn = sqlite3.connect(path, isolation_level=None, timeout=30)
         conn.execute("BEGIN IMMEDIATE")
         held.set()
-        time.sleep(seconds)
+        (release or threading.Event()).wait(seconds)
         conn.execute("COMMIT")
         conn.close()
 

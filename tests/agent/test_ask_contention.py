@@ -17,7 +17,7 @@ SCRIPT = (
     "import sys\n"
     "import fermix_cli.core.state as state\n"
     "import fermix_cli.agent.loop as loop\n"
-    "state.BUSY_TIMEOUT_MS = 200\n"  # 10 s in fermix: a lock held for 3 s outlasts this one
+    "state.BUSY_TIMEOUT_MS = 200\n"  # 10 s in fermix: the test holds the lock past this one
     "loop.FINISH_PATIENCE_SECONDS = {patience}\n"
     "from fermix_cli.__main__ import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
@@ -47,13 +47,24 @@ def _ask_while_locked(
                 row = None
             run_id = row[0] if row else ""
     assert run_id, "the run never started"
-    # Another writer holds the lock from before the model answers until well after fermix gives up.
+    # Another writer holds the lock from before the model answers: until fermix has given up and
+    # ended, or, where it is patient, until it has met the lock and is trying again.
+    log = world.fermix_home / "logs" / "fermix.log"
     conn = sqlite3.connect(db, isolation_level=None, timeout=30)
     conn.execute("BEGIN IMMEDIATE")
-    time.sleep(3.0)
-    conn.execute("COMMIT")
-    conn.close()
-    out, err = proc.communicate(timeout=60)
+    try:
+        if patience < 10:
+            out, err = proc.communicate(timeout=60)
+        else:
+            deadline = time.monotonic() + 60
+            while "state.db is busy" not in (log.read_text() if log.exists() else ""):
+                assert time.monotonic() < deadline, "fermix never met the lock"
+                time.sleep(0.05)
+    finally:
+        conn.execute("COMMIT")
+        conn.close()
+    if patience >= 10:
+        out, err = proc.communicate(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), run_id
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -14,7 +15,7 @@ from tests.conftest import Env, hold_write_lock
 SCRIPT = (
     "import sys\n"
     "import fermix_cli.core.state as state\n"
-    "state.BUSY_TIMEOUT_MS = 200\n"  # 10 s in fermix: a lock held for 3 s outlasts this one
+    "state.BUSY_TIMEOUT_MS = 200\n"  # 10 s in fermix: the test holds the lock past this one
     "from fermix_cli.__main__ import main\n"
     "sys.exit(main(sys.argv[1:]))\n"
 )
@@ -33,10 +34,12 @@ def test_a_busy_state_db_is_one_typed_line_not_a_traceback(world: Env, args: tup
     assert r.code == 0, r.stderr
     r = world.run("tool", "memory_store", "--key", "a", "--value", "b", "--category", "preference")
     assert r.code == 0, r.stderr
-    holder = hold_write_lock(world.fermix_home / "state.db", 3.0)
+    release = threading.Event()
+    holder = hold_write_lock(world.fermix_home / "state.db", 60.0, release)  # held until the command ends
     try:
         done = _fermix(world, *args)
     finally:
+        release.set()
         holder.join()
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from tests.conftest import hold_write_lock
@@ -16,7 +17,7 @@ DUE = later(NOW, minutes=1, seconds=10)
 
 def _runner(jobs: Jobs, patience: float) -> subprocess.Popen[str]:
     """`fermix jobs run --json` with SQLite's busy timeout cut to 0.3 s (10 s in fermix), so a lock
-    held for 2 s outlasts it, as 14 s outlast the real one."""
+    held for 2.5 s outlasts it, as 14 s outlast the real one."""
     script = (
         "import sys\n"
         "import fermix_cli.core.state as state\n"
@@ -35,7 +36,7 @@ def _runner(jobs: Jobs, patience: float) -> subprocess.Popen[str]:
 def _add_quick_and_long(jobs: Jobs, tmp: Path) -> None:
     for name, command in (
         ("Quick", "sleep 1; echo quick done"),
-        ("Long", f"sleep 5; echo long finished > {tmp / 'long.txt'}; echo long done"),
+        ("Long", f"sleep 4; echo long finished > {tmp / 'long.txt'}; echo long done"),
     ):
         r = jobs.cli("jobs", "add", name, "-s", "every 1 minutes", "--command", command, "--json")
         assert r.code == 0, r.stderr
@@ -53,7 +54,7 @@ def test_a_busy_state_db_makes_the_runner_wait_not_die(jobs: Jobs, tmp_path: Pat
     try:
         wait_for(lambda: _both_running(jobs), timeout=60)
         # Held while the quick run ends: recording it waits past the busy timeout.
-        hold_write_lock(jobs.world.fermix_home / "state.db", 3.0).join()
+        hold_write_lock(jobs.world.fermix_home / "state.db", 2.5).join()
         out, err = runner.communicate(timeout=60)
     finally:
         if runner.poll() is None:
@@ -75,7 +76,7 @@ def test_a_record_that_cannot_wait_longer_costs_only_its_own_run(jobs: Jobs, tmp
     runner = _runner(jobs, patience=0.5)
     try:
         wait_for(lambda: _both_running(jobs), timeout=60)
-        hold_write_lock(jobs.world.fermix_home / "state.db", 3.0).join()
+        hold_write_lock(jobs.world.fermix_home / "state.db", 2.5).join()
         out, err = runner.communicate(timeout=60)
     finally:
         if runner.poll() is None:
@@ -105,12 +106,16 @@ def test_state_busy_says_it_is_contention_not_a_broken_file(jobs: Jobs) -> None:
         "from fermix_cli.__main__ import main\n"
         "sys.exit(main(['tool', 'memory_store', '--key', 'a', '--value', 'b', '--category', 'preference']))\n"
     )
-    holder = hold_write_lock(jobs.world.fermix_home / "state.db", 3.0)
-    done = subprocess.run(
-        [sys.executable, "-c", script], env=jobs.env(), cwd=jobs.world.project,
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    holder.join()
+    release = threading.Event()
+    holder = hold_write_lock(jobs.world.fermix_home / "state.db", 60.0, release)  # until the call ends
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=jobs.env(), cwd=jobs.world.project,
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        release.set()
+        holder.join()
     assert done.returncode == 1, done.stderr
     err = json.loads(done.stdout or done.stderr)["error"]
     assert err["code"] == "state_busy"
