@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from . import stamps
+
 if TYPE_CHECKING:
     import sqlite3
     from datetime import datetime
@@ -25,7 +27,7 @@ class IdleReport:
 
 def nothing_due(db: sqlite3.Connection, now: datetime) -> bool:
     """No pending reminder due, no send in flight, no active event whose day is surely past in every zone."""
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    stamp = stamps.ts(now)
     passed = (now - timedelta(days=1)).date().isoformat()  # UTC-12 is still at most one day behind
     return (
         db.execute(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
-
 
 def ts(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime(FORMAT)
+    utc = moment.astimezone(UTC)
+    # `2026-03-02T08:00:00.000000Z`; not strftime: its %Y does not zero-pad years before 1000.
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%fZ}"
 
 
 def parse_ts(text: str) -> datetime:
