@@ -28,7 +28,8 @@ def _job_block(job: dict[str, Any]) -> str:
     lines = [
         f"{job['id']}  [{job['state']}]  {job['name']}",
         f"  schedule   {job['schedule']} ({job['schedule_kind']}, {job['timezone']})",
-        f"  next run   {job['next_run_at'] or '-'}",
+        f"  next run   {job['next_run_at'] or '-'}"
+        + (" (paused; computed on resume)" if job["state"] == "paused" else ""),
         f"  {'command ' if job['kind'] == 'command' else 'task    '}   {what}",
         f"  delivery   {job['delivery']['mode']}"
         + (f" {json.dumps(job['delivery']['target'])}" if job["delivery"]["target"] else ""),

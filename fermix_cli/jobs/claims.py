@@ -1,8 +1,10 @@
 """Claim before dispatch: what one `fermix jobs run` tick decides, inside one BEGIN IMMEDIATE transaction.
 
 A tick, in order: runs whose claimant died are closed: with the result their worker saved if it saved
-one (`runresult`), else as `error: interrupted` (or `runner_lost` once their lease passes); jobs past `expires_at` become `expired`; then every due job is either skipped (a
-recurring slot later than the freshness window), left waiting (the concurrency cap is reached) or
+one (`runresult`), else as `error: interrupted` (or `runner_lost` once their lease passes); jobs past
+`expires_at` become `expired`; a recurring job whose next run lies further ahead than its schedule gives
+from now (the clock stepped back) is pulled back; then every due job is either skipped (a recurring slot
+later than the freshness window), left waiting (the concurrency cap is reached) or
 claimed: its run row is inserted `queued` with `claimed_by` and a lease, and a recurring job's
 `next_run_at` moves past now, all before the transaction commits. Nothing here runs a task; the runner
 does that after the commit, and records the outcome with `finish_run`.
@@ -17,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..core.errors import ToolError
+from ..core.logs import logger
 from ..core.paths import FermixPaths
 from ..core.records import Record, asdict, field
 from .attachments import close_unfinished
@@ -44,6 +47,7 @@ class TickReport(Record):
 
     reconciled: list[dict[str, Any]] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)
+    rescheduled: list[dict[str, Any]] = field(default_factory=list)
     disabled: list[str] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     claimed: list[ClaimedRun] = field(default_factory=list)
@@ -53,6 +57,7 @@ class TickReport(Record):
         return {
             "reconciled": self.reconciled,
             "expired": self.expired,
+            "rescheduled": self.rescheduled,
             "disabled": self.disabled,
             "skipped": self.skipped,
             "claimed": [asdict(c) for c in self.claimed],
@@ -61,7 +66,13 @@ class TickReport(Record):
 
     def is_empty(self) -> bool:
         return not (
-            self.reconciled or self.expired or self.disabled or self.skipped or self.claimed or self.waiting
+            self.reconciled
+            or self.expired
+            or self.rescheduled
+            or self.disabled
+            or self.skipped
+            or self.claimed
+            or self.waiting
         )
 
 
@@ -258,13 +269,15 @@ def _close_with_result(
 # ----- expiry ------------------------------------------------------------------------------------
 
 
-def expire(db: sqlite3.Connection, now: datetime) -> list[str]:
-    """Mark jobs past `expires_at` expired; a slot that fell due before expiry is recorded as skipped."""
+def expire(db: sqlite3.Connection, now: datetime, job_id: str | None = None) -> list[str]:
+    """Mark jobs past `expires_at` expired (only `job_id` when given); a slot that fell due before expiry
+    is recorded as skipped."""
     stamp = ts(now)
     rows = db.execute(
         "SELECT id, state, next_run_at, expires_at FROM scheduled_jobs"
-        " WHERE expires_at IS NOT NULL AND expires_at <= ? AND state IN ('scheduled', 'paused')",
-        (stamp,),
+        " WHERE expires_at IS NOT NULL AND expires_at <= ? AND state IN ('scheduled', 'paused')"
+        + (" AND id = ?" if job_id is not None else ""),
+        (stamp,) if job_id is None else (stamp, job_id),
     ).fetchall()
     for row in rows:
         if row["state"] == "scheduled" and row["next_run_at"] and row["next_run_at"] < row["expires_at"]:
@@ -373,6 +386,75 @@ def latest_fresh_slot(
     return found
 
 
+def _slot_already_used(db: sqlite3.Connection, job: Job, slot: str) -> str:
+    """The state of a one-off whose instant already has a run row (the claim insert was ignored).
+
+    Its instant is used up, so it must not stay `scheduled` with no next run, stuck: it is completed
+    (or `running` while that run is still active, which completes it when it ends).
+    """
+    row = db.execute(
+        "SELECT id, status FROM job_runs WHERE job_id = ? AND trigger = 'schedule' AND scheduled_for = ?",
+        (job.id, slot),
+    ).fetchone()
+    logger("fermix.jobs").warning(
+        "job %s: its one-off instant %s already has a run (%s, %s); the job is completed without another run",
+        job.id,
+        slot,
+        row["id"] if row else "?",
+        row["status"] if row else "?",
+    )
+    return "running" if row is not None and row["status"] in ("queued", "running") else "completed"
+
+
+def reschedule_after_clock_step(db: sqlite3.Connection, now: datetime) -> list[dict[str, Any]]:
+    """Pull back the next run of recurring jobs that lies further ahead than their schedule allows from now.
+
+    That happens only when the clock stepped backwards (a job's next run was computed at a later "now"):
+    left alone, the job would not run for the length of the step. An interval keeps its phase: its next
+    run becomes the first `next_run_at - k*N` after now; a cron's becomes its first matching minute after
+    now. Only jobs changed at a later time than now (`updated_at`) can be affected, so only they are read.
+    Nothing is recorded as skipped: no slot passed, and the abandoned one may still come due once the
+    clock is past it again. Each change is logged and listed in the tick's report (`rescheduled`).
+    """
+    stamp = ts(now)
+    rows = db.execute(
+        "SELECT * FROM scheduled_jobs WHERE state = 'scheduled' AND schedule_kind != 'once'"
+        " AND updated_at > ? AND next_run_at > ?",
+        (stamp, stamp),
+    ).fetchall()
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        job = Job.from_row(row)
+        assert job.next_run_at is not None
+        stored = parse_ts(job.next_run_at)
+        try:
+            schedule = parse_schedule(job.schedule, job.timezone)
+            if isinstance(schedule.parsed, timedelta):
+                step = schedule.parsed
+                earlier = stored - ((stored - now) // step) * step
+                nxt: datetime | None = earlier if earlier > now else earlier + step
+            else:
+                nxt = next_run(schedule, now)
+        except ToolError:
+            continue  # claim_due disables it when it falls due
+        if nxt is None or nxt >= stored:
+            continue
+        db.execute(
+            "UPDATE scheduled_jobs SET next_run_at = ?, updated_at = ? WHERE id = ? AND state = 'scheduled'",
+            (ts(nxt), stamp, job.id),
+        )
+        logger("fermix.jobs").warning(
+            "job %s: next run %s is past what its schedule gives from now (%s; the clock stepped back?);"
+            " moved to %s",
+            job.id,
+            job.next_run_at,
+            stamp,
+            ts(nxt),
+        )
+        out.append({"job_id": job.id, "was": job.next_run_at, "next_run_at": ts(nxt), "reason": "clock_step"})
+    return out
+
+
 def claim_due(
     db: sqlite3.Connection, now: datetime, runner: str, *, max_concurrent: int, window_seconds: int
 ) -> TickReport:
@@ -437,6 +519,9 @@ def claim_due(
             )
             continue
         run_id = _claim_insert(db, job, "schedule", claim, now, runner)
+        state = "running" if run_id else "scheduled"
+        if run_id is None and nxt is None:
+            state = _slot_already_used(db, job, claim)
         if first_missed is not None:
             skipped_id = _insert_skipped(
                 db, job.id, ts(first_missed), now, f"missed: {note}; the run of {claim} ran instead"
@@ -444,7 +529,7 @@ def claim_due(
             report.skipped.append({"run_id": skipped_id, "job_id": job.id, "scheduled_for": ts(first_missed)})
         db.execute(
             "UPDATE scheduled_jobs SET state = ?, next_run_at = ?, updated_at = ? WHERE id = ?",
-            ("running" if run_id else "scheduled", ts(nxt) if nxt else None, stamp, job.id),
+            (state, ts(nxt) if nxt else None, stamp, job.id),
         )
         if run_id:
             report.claimed.append(ClaimedRun(run_id, job.id, "schedule", claim))
@@ -478,10 +563,11 @@ def tick(
     with db_write(durable=True) as db:
         reconciled = reconcile(db, now, paths, runner.claimed_by)
         expired = expire(db, now)
+        rescheduled = reschedule_after_clock_step(db, now)
         report = claim_due(
             db, now, runner.claimed_by, max_concurrent=max_concurrent, window_seconds=window_seconds
         )
-    report.reconciled, report.expired = reconciled, expired
+    report.reconciled, report.expired, report.rescheduled = reconciled, expired, rescheduled
     return report
 
 

@@ -35,7 +35,9 @@ def ts(moment: datetime) -> str:
     """A stored timestamp: fixed-width UTC, so string order is time order."""
     if moment.tzinfo is None:
         raise ValueError(f"naive datetime {moment.isoformat()}")
-    return moment.astimezone(UTC).strftime(_TS_FORMAT)
+    utc = moment.astimezone(UTC)
+    # strftime's %Y does not zero-pad years before 1000 (glibc): "999-06-01" would sort after "2026-...".
+    return f"{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%fZ}"
 
 
 def parse_ts(text: str) -> datetime:
@@ -45,7 +47,8 @@ def parse_ts(text: str) -> datetime:
 
 def compact_ts(moment: datetime) -> str:
     """`20260329T060000123456Z`: for session ids and file names."""
-    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    utc = moment.astimezone(UTC)
+    return f"{utc.year:04d}{utc:%m%dT%H%M%S%fZ}"
 
 
 def slugify(name: str) -> str:
@@ -113,8 +116,24 @@ class Job(Record, frozen=True):
     def recurring(self) -> bool:
         return self.schedule_kind != "once"
 
-    def as_dict(self) -> dict[str, Any]:
-        """The job as tools and `fermix jobs` show it."""
+    def shown_state(self, now: datetime | None) -> str:
+        """The state as shown: a job past its `expires_at` is `expired` even before a tick records it."""
+        if (
+            now is not None
+            and self.state in ("scheduled", "paused")
+            and self.expires_at is not None
+            and self.expires_at <= ts(now)
+        ):
+            return "expired"
+        return self.state
+
+    def as_dict(self, now: datetime | None = None) -> dict[str, Any]:
+        """The job as tools and `fermix jobs` show it.
+
+        `next_run_at` is null for a paused job (resume_job computes it afresh from the time of resuming)
+        and, given `now`, for one past its `expires_at`, shown `expired`.
+        """
+        state = self.shown_state(now)
         return {
             "id": self.id,
             "name": self.name,
@@ -125,8 +144,8 @@ class Job(Record, frozen=True):
             "schedule": self.schedule,
             "schedule_kind": self.schedule_kind,
             "timezone": self.timezone,
-            "state": self.state,
-            "next_run_at": self.next_run_at,
+            "state": state,
+            "next_run_at": None if state in ("paused", "expired") else self.next_run_at,
             "expires_at": self.expires_at,
             "allowed_tools": None if self.allowed_tools is None else list(self.allowed_tools),
             "skill_name": self.skill_name,

@@ -33,7 +33,7 @@ from ..core.logs import logger
 from ..core.records import Record
 from ..core.state import is_busy, patiently
 from . import outcomes as records
-from .claims import ClaimedRun, TickReport, claim_manual, tick
+from .claims import ClaimedRun, TickReport, claim_manual, expire, tick
 from .delivery import DeliveryResult, deliver, message_text, settled, write_output
 from .execute import RunOutcome, command_spawn_id
 from .job import Job, active_run, fetch_job, job_state_error, run_summary
@@ -710,7 +710,21 @@ def run_scheduler(ctx: ToolContext, lock: SchedulerLock | None, t0: float) -> tu
 
 
 def enqueue_manual(ctx: ToolContext, job_id: str, runner: Runner) -> ClaimedRun:
-    """Claim a manual run of a job; refused for paused, disabled, expired, completed or busy jobs."""
+    """Claim a manual run of a job; refused for paused, disabled, expired, completed or busy jobs.
+
+    A job past its `expires_at` that no tick has marked yet is expired here, committed before the refusal.
+    """
+    now = ctx.now()
+    with ctx.state.write(durable=True) as db:
+        expired = expire(db, now, job_id)
+    if expired:
+        job = fetch_job(ctx.state.conn, job_id)
+        raise ToolError(
+            "job_state",
+            f"job {job.id} expired at {job.expires_at}; run_job_now refuses expired jobs. "
+            "Create a new job with schedule_job.",
+            {"job_id": job.id, "state": "expired"},
+        )
     with ctx.state.write(durable=True) as db:
         job = fetch_job(db, job_id)
         if job.state in ("paused", "disabled", "expired", "completed"):
@@ -723,7 +737,7 @@ def enqueue_manual(ctx: ToolContext, job_id: str, runner: Runner) -> ClaimedRun:
                 "run_job_now waits for it to end. Check it with list_job_runs.",
                 {"job_id": job.id, "run_id": active["id"] if active else None},
             )
-        return claim_manual(db, job, ctx.now(), runner.claimed_by)
+        return claim_manual(db, job, now, runner.claimed_by)
 
 
 def run_claimed_now(ctx: ToolContext, runner: Runner, claimed: ClaimedRun) -> tuple[int, Summary]:

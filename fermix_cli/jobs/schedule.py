@@ -300,9 +300,25 @@ def first_run(schedule: Schedule, now: datetime) -> datetime:
         when = f"; the next is {found.isoformat()}" if found else ""
         raise _refuse(
             schedule.expression,
-            f"`{schedule.expression}` is unsatisfiable: no run within one year of {now.isoformat()}{when}.",
+            f"`{schedule.expression}` is unsatisfiable: no run within one year of {now.isoformat()}{when}."
+            + _gap_hint(schedule, local_now, horizon),
         )
     return found
+
+
+def _gap_hint(schedule: Schedule, local_now: datetime, horizon: datetime) -> str:
+    """Why a cron with wall-clock matches within the year still never runs: they all fall in DST gaps."""
+    assert isinstance(schedule.parsed, CronFields)
+    for naive in _local_candidates(schedule.parsed, local_now, 2):
+        if naive > horizon:
+            return ""
+        if naive > local_now:
+            return (
+                f" Its wall-clock matches in that year (the first {naive.isoformat(timespec='minutes')}) all "
+                f"fall in a daylight-saving gap of {schedule.timezone}, a local time the clocks skip, so it "
+                "never runs there; choose a time outside the skipped hour."
+            )
+    return ""
 
 
 def is_stale(scheduled_for: datetime, now: datetime, window_seconds: int = 3600) -> bool:

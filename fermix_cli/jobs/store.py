@@ -313,16 +313,51 @@ def update_job(ctx: ToolContext, job_id: str, patch: JobPatch) -> tuple[Job, lis
             if job.state == "expired":
                 raise job_state_error(job, "a schedule change", "Create a new job with schedule_job.")
             schedule = parse_schedule(patch.schedule, job.timezone)
-            first = _first_due(schedule, now, parse_ts(job.expires_at) if job.expires_at else None)
-            sets.update(schedule=schedule.expression, schedule_kind=schedule.kind, next_run_at=ts(first))
-            if job.state in ("completed", "disabled"):
-                sets.update(state="scheduled", last_error=None)
+            # The same schedule sent again (a model re-sends it with a task edit) keeps the cadence:
+            # recomputing would re-anchor an interval on now and drop a cron slot that is due.
+            if not _same_schedule(job, schedule):
+                if schedule.kind == "once":
+                    _refuse_used_instant(db, job, schedule)
+                first = _first_due(schedule, now, parse_ts(job.expires_at) if job.expires_at else None)
+                sets.update(schedule=schedule.expression, schedule_kind=schedule.kind, next_run_at=ts(first))
+                if job.state in ("completed", "disabled"):
+                    sets.update(state="scheduled", last_error=None)
         changed = [k for k, val in sets.items() if _differs(job, k, val)]
         if sets:
             sets["updated_at"] = ts(now)
             columns = ", ".join(f"{k} = ?" for k in sets)
             db.execute(f"UPDATE scheduled_jobs SET {columns} WHERE id = ?", (*sets.values(), job.id))
         return fetch_job(db, job.id), changed
+
+
+def _same_schedule(job: Job, schedule: Schedule) -> bool:
+    """Whether a job that still runs already has this schedule (same kind, same times).
+
+    A completed or disabled job given a schedule is being set going again, so that is never "the same".
+    """
+    if job.state in ("completed", "disabled"):
+        return False
+    try:
+        current = parse_schedule(job.schedule, job.timezone)
+    except ToolError:
+        return False
+    return current.kind == schedule.kind and current.parsed == schedule.parsed
+
+
+def _refuse_used_instant(db: sqlite3.Connection, job: Job, schedule: Schedule) -> None:
+    """Refuse a one-off instant the job already has a scheduled run (or skip) for: it can never fire again."""
+    slot = ts(schedule.parsed)  # type: ignore[arg-type]
+    row = db.execute(
+        "SELECT id, status FROM job_runs WHERE job_id = ? AND trigger = 'schedule' AND scheduled_for = ?",
+        (job.id, slot),
+    ).fetchone()
+    if row is not None:
+        raise ToolError(
+            "invalid_schedule",
+            f"job {job.id} already has a run for {slot} ({row['id']}, {row['status']}); each instant of a job "
+            "fires at most once. Give a later instant, or use run_job_now to run it again now.",
+            {"job_id": job.id, "schedule": schedule.expression, "run_id": row["id"], "status": row["status"]},
+        )
 
 
 def _differs(job: Job, column: str, value: Any) -> bool:
@@ -410,8 +445,20 @@ def remove_job(ctx: ToolContext, job_id: str) -> Job:
     return job
 
 
-def list_jobs(db: sqlite3.Connection, *, state: str | None = None, limit: int = 100) -> tuple[list[Job], int]:
-    where, params = ("WHERE state = ?", (state,)) if state else ("", ())
+def list_jobs(
+    db: sqlite3.Connection, *, state: str | None = None, limit: int = 100, now: datetime | None = None
+) -> tuple[list[Job], int]:
+    """Jobs oldest first; with `now`, `state` filters by the state shown (`Job.shown_state`)."""
+    where: str = ""
+    params: tuple[Any, ...] = ()
+    if state and now is not None:
+        past = "(expires_at IS NOT NULL AND expires_at <= ? AND state IN ('scheduled', 'paused'))"
+        if state == "expired":
+            where, params = f"WHERE state = 'expired' OR {past}", (ts(now),)
+        else:
+            where, params = f"WHERE state = ? AND NOT {past}", (state, ts(now))
+    elif state:
+        where, params = "WHERE state = ?", (state,)
     total = int(db.execute(f"SELECT count(*) FROM scheduled_jobs {where}", params).fetchone()[0])
     rows = db.execute(
         f"SELECT * FROM scheduled_jobs {where} ORDER BY created_at, id LIMIT ?", (*params, limit)

@@ -39,7 +39,8 @@ class Summary(Record):
 
 
 def nothing_to_do(db: sqlite3.Connection, now: datetime) -> bool:
-    """The idle check a tick makes before taking any write lock: no active run, no due job, no expiry."""
+    """The idle check a tick makes before taking any write lock: no active run, no due job, no expiry, no
+    clock step to correct."""
     stamp = ts(now)
     return (
         db.execute("SELECT 1 FROM job_runs WHERE status IN ('queued', 'running') LIMIT 1").fetchone() is None
@@ -52,6 +53,14 @@ def nothing_to_do(db: sqlite3.Connection, now: datetime) -> bool:
             "SELECT 1 FROM scheduled_jobs WHERE expires_at IS NOT NULL AND expires_at <= ?"
             " AND state IN ('scheduled', 'paused') LIMIT 1",
             (stamp,),
+        ).fetchone()
+        is None
+        # A recurring job changed at a later "now" than this one: the clock stepped back, and its next
+        # run may need pulling back (claims.reschedule_after_clock_step).
+        and db.execute(
+            "SELECT 1 FROM scheduled_jobs WHERE state = 'scheduled' AND schedule_kind != 'once'"
+            " AND updated_at > ? AND next_run_at > ? LIMIT 1",
+            (stamp, stamp),
         ).fetchone()
         is None
     )

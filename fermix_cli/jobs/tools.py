@@ -50,6 +50,13 @@ def describe_delivery(job: Job) -> str:
     return job.delivery_mode
 
 
+def _next_shown(job: dict[str, Any]) -> str:
+    """A job's next run as text: `-` when there is none, and why for a paused job."""
+    if job["state"] == "paused":
+        return "- (paused; computed on resume)"
+    return str(job["next_run_at"] or "-")
+
+
 def _job_line(job: dict[str, Any]) -> str:
     last = job["last_run"]
     outcome = f"; last {last['status']} at {last['at']}" if last and last.get("status") else ""
@@ -58,7 +65,7 @@ def _job_line(job: dict[str, Any]) -> str:
     what = what if len(what) <= 120 else what[:117] + "..."
     return (
         f"- {job['id']} [{job['state']}] {job['name']}: {job['schedule']} ({job['timezone']}); "
-        f"next {job['next_run_at'] or '-'}; delivery {job['delivery']['mode']}{pin}{outcome}\n"
+        f"next {_next_shown(job)}; delivery {job['delivery']['mode']}{pin}{outcome}\n"
         f"  {job['kind']}: {what}"
     )
 
@@ -171,8 +178,9 @@ class ListJobsParams(Params):
 
 
 def list_jobs(p: ListJobsParams, ctx: ToolContext) -> dict[str, Any]:
-    jobs, total = store.list_jobs(ctx.state.conn, state=p.state, limit=p.limit)
-    return {"jobs": [j.as_dict() for j in jobs], "total": total, "more": total > len(jobs)}
+    now = ctx.now()
+    jobs, total = store.list_jobs(ctx.state.conn, state=p.state, limit=p.limit, now=now)
+    return {"jobs": [j.as_dict(now) for j in jobs], "total": total, "more": total > len(jobs)}
 
 
 def _render_list(result: dict[str, Any]) -> str:
@@ -233,8 +241,10 @@ def update_job(p: UpdateJobParams, ctx: ToolContext) -> dict[str, Any]:
         ),
     )
     what = ", ".join(changed) if changed else "nothing (the values were already set)"
-    message = f"Updated job {job.id}: {what}. Next run {job.next_run_at or '-'}; state {job.state}."
-    return {"job": job.as_dict(), "changed": changed, "message": message}
+    shown = job.as_dict(ctx.now())
+    nxt = "computed on resume" if shown["state"] == "paused" else shown["next_run_at"] or "-"
+    message = f"Updated job {job.id}: {what}. Next run {nxt}; state {shown['state']}."
+    return {"job": shown, "changed": changed, "message": message}
 
 
 # ----- pause / resume / remove -------------------------------------------------------------------

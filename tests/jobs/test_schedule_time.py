@@ -1,0 +1,217 @@
+"""Scheduled jobs and the clock: used one-off instants, backward clock steps, expiry before a tick, a
+schedule sent again unchanged, years before 1000, paused jobs' next run, crons lost in DST gaps."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from fermix_cli.events import stamps
+from tests.jobs.jobs_world import Jobs, utc
+from tests.jobs.test_claims import Sim
+from tests.jobs.test_command_jobs import add_command
+
+
+@pytest.fixture
+def sim(jobs: Jobs) -> Iterator[Sim]:
+    s = Sim(jobs)
+    yield s
+    s.close()
+
+
+# ----- a one-off moved back to an instant that already ran ----------------------------------------
+
+
+def test_a_one_off_cannot_be_moved_back_to_its_instant_that_already_ran(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Once", "2026-03-02T09:00:00Z")
+    sim.step(utc("2026-03-02T09:00:30Z"))
+    assert jobs.job("once")["state"] == "completed"
+    err = jobs.error(
+        "update_job", {"job_id": "once", "schedule": "2026-03-02T09:00:00Z"}, at=utc("2026-03-02T10:00:00Z")
+    )
+    assert err.code == "invalid_schedule"
+    assert (
+        "already has a run for 2026-03-02T09:00:00.000000Z" in err.message and "later instant" in err.message
+    )
+    row = jobs.job("once")
+    assert (row["state"], row["next_run_at"]) == ("completed", None)
+    # A later instant is fine, and runs.
+    jobs.call(
+        "update_job", {"job_id": "once", "schedule": "2026-03-02T11:00:00Z"}, at=utc("2026-03-02T10:00:00Z")
+    )
+    assert [c.scheduled_for for c in sim.step(utc("2026-03-02T11:00:05Z")).claimed] == [
+        "2026-03-02T11:00:00.000000Z"
+    ]
+
+
+def test_a_recurring_job_cannot_become_a_one_off_at_a_slot_it_already_ran(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Rec", "every 15 minutes", at=utc("2026-03-02T08:00:00Z"))
+    sim.step(utc("2026-03-02T08:15:05Z"))
+    err = jobs.error(
+        "update_job", {"job_id": "rec", "schedule": "2026-03-02T08:15:00Z"}, at=utc("2026-03-02T08:20:00Z")
+    )
+    assert err.code == "invalid_schedule"
+    row = jobs.job("rec")
+    assert (row["schedule"], row["state"], row["next_run_at"]) == (
+        "every 15 minutes",
+        "scheduled",
+        "2026-03-02T08:30:00.000000Z",
+    )
+
+
+def test_a_due_one_off_whose_instant_already_has_a_run_is_completed_not_stuck(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Once", "2026-03-02T09:00:00Z")
+    sim.step(utc("2026-03-02T09:00:30Z"))
+    # As an older fermix left it: scheduled again for the instant that already ran.
+    with jobs.db() as c:
+        c.execute(
+            "UPDATE scheduled_jobs SET state = 'scheduled', next_run_at = '2026-03-02T09:00:00.000000Z'"
+        )
+    report = sim.tick(utc("2026-03-02T10:01:00Z"))
+    assert report.claimed == []
+    row = jobs.job("once")
+    assert (row["state"], row["next_run_at"]) == ("completed", None)
+    assert len(jobs.runs("once")) == 1
+
+
+# ----- the clock steps backwards -------------------------------------------------------------------
+
+
+def test_recurring_jobs_keep_running_after_the_clock_steps_back_a_day(jobs: Jobs, sim: Sim) -> None:
+    created = utc("2026-03-03T08:00:00Z")
+    jobs.add("Q", "every 15 minutes", at=created)
+    jobs.add("C", "*/15 * * * *", at=created)
+    jobs.add("E", "every 15 minutes", at=created, expires_at="2026-03-03T12:00:00Z")
+    assert len(sim.step(utc("2026-03-03T08:15:10Z")).claimed) == 3
+    back = sim.step(utc("2026-03-02T08:30:05Z"))
+    assert {(r["job_id"], r["was"], r["next_run_at"]) for r in back.rescheduled} == {
+        (j, "2026-03-03T08:30:00.000000Z", "2026-03-02T08:45:00.000000Z") for j in ("q", "c", "e")
+    }
+    assert back.expired == [] and jobs.job("e")["state"] == "scheduled"
+    fired = sim.step(utc("2026-03-02T08:45:05Z"))
+    assert sorted(c.job_id for c in fired.claimed) == ["c", "e", "q"]
+    # The next day's slots follow as usual, nothing lost to the abandoned future slot.
+    before = len(sim.fired)
+    swept = sim.sweep(utc("2026-03-02T09:00:05Z"), utc("2026-03-02T10:00:05Z"), every=timedelta(minutes=15))
+    assert sorted(swept[before:]) == [
+        f"2026-03-02T{h}.000000Z"
+        for h in ("09:00:00", "09:15:00", "09:30:00", "09:45:00", "10:00:00")
+        for _ in range(3)
+    ]
+
+
+def test_an_interval_pulled_back_keeps_its_phase(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Daily", "every 1 day", at=utc("2026-03-03T08:00:00Z"))
+    report = sim.step(utc("2026-03-01T15:00:00Z"))
+    assert [r["next_run_at"] for r in report.rescheduled] == ["2026-03-02T08:00:00.000000Z"]
+    # A step back shorter than the interval moves nothing.
+    assert sim.step(utc("2026-03-01T16:00:00Z")).rescheduled == []
+
+
+def test_the_idle_check_does_not_hide_a_clock_step_from_the_cli_tick(jobs: Jobs) -> None:
+    jobs.now = utc("2026-03-03T08:00:00Z")
+    add_command(jobs, "Late", "echo late", schedule="every 15 minutes")
+    assert [r["status"] for r in jobs.tick(utc("2026-03-03T08:15:10Z"))["runs"]] == ["ok"]
+    out = jobs.tick(utc("2026-03-02T08:30:05Z"))
+    assert [r["job_id"] for r in out["rescheduled"]] == ["late"]
+    assert jobs.job("late")["next_run_at"] == "2026-03-02T08:45:00.000000Z"
+    assert [r["job_id"] for r in jobs.tick(utc("2026-03-02T08:45:05Z"))["runs"]] == ["late"]
+
+
+# ----- run_job_now past the end date ---------------------------------------------------------------
+
+
+def test_run_now_past_the_end_date_expires_the_job_and_refuses(jobs: Jobs) -> None:
+    add_command(jobs, "Ex", "echo ran", "--expires-at", "2026-03-02T09:00:00Z", schedule="every 30 minutes")
+    at = utc("2026-03-02T09:30:00Z")
+    listed = jobs.call("list_jobs", {}, at=at)["jobs"][0]
+    assert (listed["state"], listed["next_run_at"]) == ("expired", None)
+    assert jobs.call("list_jobs", {"state": "scheduled"}, at=at)["jobs"] == []
+    assert [j["id"] for j in jobs.call("list_jobs", {"state": "expired"}, at=at)["jobs"]] == ["ex"]
+    r = jobs.cli("jobs", "run-now", "ex", at=at)
+    assert r.code != 0 and "expired" in r.stderr and "ran" not in r.stdout
+    row = jobs.job("ex")
+    assert (row["state"], row["next_run_at"]) == ("expired", None)
+    # The slot due before the end date is recorded as skipped; nothing ran.
+    assert [(x["trigger"], x["status"]) for x in jobs.runs("ex")] == [("schedule", "skipped")]
+    err = jobs.error("run_job_now", {"job_id": "ex"}, at=at)
+    assert err.code == "job_state" and "expired" in err.message
+
+
+# ----- the same schedule sent again ---------------------------------------------------------------
+
+
+def test_the_same_interval_sent_again_keeps_the_cadence(jobs: Jobs) -> None:
+    jobs.add("Daily", "every 1 day", at=utc("2026-03-02T08:00:00Z"))
+    out = jobs.call(
+        "update_job",
+        {"job_id": "daily", "schedule": "Every 1 DAY", "task": "say hello"},
+        at=utc("2026-03-02T15:00:00Z"),
+    )
+    assert out["changed"] == ["task"]
+    assert out["job"]["next_run_at"] == "2026-03-03T08:00:00.000000Z"
+    assert "next_run_at" not in out["message"]
+
+
+def test_the_same_cron_sent_again_keeps_its_due_slot(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Nine", "0 9 * * *", at=utc("2026-03-02T08:00:00Z"))
+    at = utc("2026-03-02T09:00:20Z")  # due, not yet ticked
+    out = jobs.call("update_job", {"job_id": "nine", "schedule": "0  9 * * *"}, at=at)
+    assert out["changed"] == []
+    assert [c.scheduled_for for c in sim.step(utc("2026-03-02T09:00:30Z")).claimed] == [
+        "2026-03-02T09:00:00.000000Z"
+    ]
+
+
+# ----- years before 1000 ---------------------------------------------------------------------------
+
+
+def test_a_one_off_before_the_year_1000_is_stored_four_digits_and_fires(jobs: Jobs, sim: Sim) -> None:
+    job = jobs.add("Old", "0999-06-01T00:00:00Z")
+    assert job["next_run_at"] == "0999-06-01T00:00:00.000000Z"
+    assert [c.job_id for c in sim.step(utc("2026-03-02T08:00:00Z")).claimed] == ["old"]
+    assert jobs.runs("old")[0]["scheduled_for"] == "0999-06-01T00:00:00.000000Z"
+
+
+def test_event_stamps_are_four_digit_years_too() -> None:
+    moment = datetime(999, 6, 1, tzinfo=UTC)
+    assert stamps.ts(moment) == "0999-06-01T00:00:00.000000Z"
+    assert stamps.ts(moment) < stamps.ts(datetime(2026, 1, 1, tzinfo=UTC))
+    assert stamps.parse_ts(stamps.ts(moment)) == moment
+
+
+# ----- a paused job's next run ----------------------------------------------------------------------
+
+
+def test_a_paused_job_shows_no_stale_next_run(jobs: Jobs) -> None:
+    add_command(jobs, "Nap", "echo nap", schedule="every 1 hours")
+    jobs.call("pause_job", {"job_id": "nap"})
+    later = utc("2026-03-05T08:00:00Z")
+    listed = jobs.call("list_jobs", {}, at=later)["jobs"][0]
+    assert (listed["state"], listed["next_run_at"]) == ("paused", None)
+    shown = jobs.cli("jobs", "show", "nap", at=later)
+    assert shown.code == 0 and "next run   - (paused; computed on resume)" in shown.stdout
+    table = jobs.cli("jobs", "list", at=later)
+    assert "2026-03-02T08:59" not in table.stdout and "next -" in table.stdout
+    as_json = json.loads(jobs.cli("jobs", "list", "--json", at=later).stdout)
+    assert as_json["jobs"][0]["next_run_at"] is None
+    resumed = jobs.call("resume_job", {"job_id": "nap"}, at=later)["job"]
+    assert resumed["next_run_at"] == "2026-03-05T09:00:00.000000Z"
+
+
+# ----- a cron lost in DST gaps ---------------------------------------------------------------------
+
+
+def test_a_cron_whose_matches_all_fall_in_a_dst_gap_says_so(jobs: Jobs) -> None:
+    err = jobs.error(
+        "schedule_job",
+        {"name": "Gap", "schedule": "30 2 8-14 3 0", "task": "t", "timezone": "America/New_York"},
+    )
+    assert err.code == "invalid_schedule"
+    assert "daylight-saving gap of America/New_York" in err.message and "2026-03-08T02:30" in err.message
+    # An expression unsatisfiable for another reason gets no such hint.
+    other = jobs.error("schedule_job", {"name": "Leap", "schedule": "0 0 29 2 *", "task": "t"})
+    assert "unsatisfiable" in other.message and "daylight" not in other.message
