@@ -624,7 +624,8 @@ def test_sandbox_denials(world: Env) -> None:
         (f"[{outside}#1A2B]\nDEL 1", "outside_root"),
         ("[~/.bashrc#1A2B]\nDEL 1", "protected_path"),
         ("[.git/config#1A2B]\nDEL 1", "protected_path"),
-        ("[../outside.txt#1A2B]\nDEL 1", "outside_root"),
+        ("[../outside.txt#1A2B]\nDEL 1", "outside_cwd"),  # relative: going absolute is the fix, not a grant
+        ("[a.txt#9585]\nMV ../moved.txt", "outside_cwd"),
         ("[a.txt#9585]\nMV .git/hooks/post-commit", "protected_path"),
         (f"[a.txt#9585]\nMV {world.root / 'moved.txt'}", "outside_root"),
     ]

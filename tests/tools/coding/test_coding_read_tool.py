@@ -389,6 +389,17 @@ def test_relative_paths_cannot_leave_the_working_directory(world: Env, invoke) -
     assert read(invoke, "inner.txt", cwd=str(sub))["files"][0]["path"] == "inner.txt"
 
 
+def test_a_relative_path_leaving_cwd_and_the_roots_is_told_to_go_absolute(world: Env, invoke) -> None:
+    sub = world.project / "sub"
+    sub.mkdir()
+    (world.root / "outside.txt").write_text("o\n")
+    e = error(invoke, "../../outside.txt", cwd=str(sub))
+    assert e.code == "outside_cwd"  # not outside_root: a grant would not make a relative path legal
+    assert e.message.endswith(
+        "Relative paths cannot escape the working directory; pass the absolute path instead."
+    )
+
+
 def test_a_symlink_inside_cwd_is_shown_as_its_real_path(world: Env, invoke) -> None:
     (world.project / "real.txt").write_text("r\n")
     (world.project / "alias.txt").symlink_to("real.txt")
