@@ -396,6 +396,19 @@ def test_open_refuses_non_public_or_credentialed_urls(
     assert web.hits == []
 
 
+def test_credentials_in_the_url_are_sent_to_a_shell_command_not_to_headers(world: Env, web: FakeWeb) -> None:
+    r = world.tool("web", {"operation": "open", "url": "https://user:pw@docs.example.org/"})
+    assert r.code == 3
+    err = r.error()
+    assert (err["code"], err["details"]["reason"]) == ("blocked_url", "userinfo")
+    assert err["message"] == (
+        "the URL carries credentials (user:password@); web opens only public, unauthenticated pages — "
+        "remove them, or use a shell command (curl) for authenticated requests"
+    )
+    assert "headers" not in err["message"] and "pw" not in json.dumps(err["details"])
+    assert web.hits == []
+
+
 def test_open_of_a_private_address_needs_the_allowance(world: Env, invoke: Any, fake_web: FakeWeb) -> None:
     configure(world, fake_web, allow_local=False)
     fake_web.routes["/x"] = html_reply("<p>x</p>")

@@ -278,12 +278,13 @@ def _describe(section: SectionPlan, cwd: str) -> dict[str, Any]:
 def hash_edit(p: HashEditParams, ctx: ToolContext) -> dict[str, Any]:
     from fermix_cli.core.filelocks import mutation_locks
 
-    sections = parse_patch(p.input)  # parse errors come first, before any path is touched
+    cwd = ctx.sandbox.turn_cwd()
+    sections = parse_patch(p.input, cwd)  # parse errors come first, before any path is touched
     store = session_store(ctx)
     files = SandboxFiles(ctx, store)
     repairs = ctx.config.capabilities.tools.hash_edit.repairs
     with mutation_locks(lock_dir(ctx), files.prepare(sections)):
-        plan = plan_edit(p.input, files, store, repairs=repairs)
+        plan = plan_edit(p.input, files, store, repairs=repairs, cwd=cwd)
         if len(plan.sections) == 1 and plan.sections[0].effect is None:
             only = plan.sections[0]
             error = repeated_noop_error(only.path, store.noop_streak(only.canonical, only.payload))
@@ -294,7 +295,6 @@ def hash_edit(p: HashEditParams, ctx: ToolContext) -> dict[str, Any]:
             files.check_unchanged(plan)
             _commit(plan, store)
             store.clear_noops(s.canonical for s in plan.sections)
-    cwd = ctx.sandbox.turn_cwd()
     return {
         "content": plan.response,
         "changed": any(s.effect is not None for s in plan.sections),

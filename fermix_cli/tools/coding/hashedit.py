@@ -142,15 +142,18 @@ def plan_edit(
     *,
     repairs: bool = True,
     resolver: BlockResolver | None = resolve_block,
+    cwd: str | None = None,
 ) -> EditPlan:
     """Prepare a whole hash_edit call; any failure raises before the caller writes anything.
+
+    `cwd` lets section PATHs that name one file in different spellings merge (`parse_patch`).
 
     Failures may still record snapshots through `store`, as the reference requires: a tag mismatch
     records the live file, and a complete unseen-line listing marks those lines seen.
     """
     plans: list[SectionPlan] = []
     owners: dict[str, str] = {}
-    for section in parse_patch(text):
+    for section in parse_patch(text, cwd):
         if section.tag is None:
             raise ToolError(
                 "missing_tag",
@@ -208,7 +211,8 @@ def _guard_seen(
     recorded: bool,
 ) -> None:
     """Reject edits touching rows the tagged snapshot never showed; a full listing marks them seen."""
-    real = len(base_lines) - 1 if len(base_lines) > 1 and base_lines[-1] == "" else len(base_lines)
+    # The phantom element after a final newline, and the lone element of an empty file, are no rows.
+    real = len(base_lines) - 1 if base_lines[-1] == "" else len(base_lines)
     touched = {n for edit in edits for n in edit.anchors if n <= real}
     unseen = sorted(touched - seen)
     if not unseen:

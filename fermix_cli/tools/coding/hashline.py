@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from fermix_cli.core.errors import ToolError
+from fermix_cli.core.errors import ExitClass, ToolError
 
 from ...core.records import Record
 
@@ -234,10 +234,15 @@ def render_section(
             raise ToolError("output_cap", CAP_REACHED)
         return ReadSection(content, tag, lf_text, ())
     if selector.start > total:
+        # An empty file has no last line to point at (and :0 is no selector): only :1 reads it.
+        advice = (
+            f"Use :1 to read from the start, or :{total} to read the last line."
+            if total
+            else "The file is empty; use :1 (or no selector) to read it."
+        )
         raise ToolError(
             "invalid_range",
-            f"Line {selector.start} is beyond end of file ({total} lines total). "
-            f"Use :1 to read from the start, or :{total} to read the last line.",
+            f"Line {selector.start} is beyond end of file ({total} lines total). {advice}",
             {"line": selector.start, "total": total},
         )
     first, last, cut = _window(selector, total)
@@ -278,28 +283,33 @@ class ReadEntry(Record, frozen=True):
 
 
 class ReadOutput(Record, frozen=True):
-    """The whole read result; `sections[i]` is entry i's rendering (None when it failed)."""
+    """The whole read result; `sections[i]` is entry i's rendering, or None with `errors[i]` why not.
+
+    `errors[i]` is what the content's `ERROR:` line for entry i says: past the output cap that is
+    `output_cap`, whatever the entry would have hit on its own.
+    """
 
     content: str
     sections: tuple[ReadSection | None, ...]
+    errors: tuple[ToolError | None, ...]
 
 
 def assemble_read(entries: list[ReadEntry], cap: int = OUTPUT_CAP) -> ReadOutput:
     """Render a read call: one section, or `--- FILE: … ---` sections with `ERROR:` for failures.
 
-    A single failing entry raises its error. A multi-entry call raises only when every entry failed,
-    with the first error's code and the whole listing as message. Once the byte cap cuts a section,
-    every later entry becomes `ERROR: not read: output cap (1 MiB) reached`.
+    A single failing entry raises its error. A multi-entry call raises only when every entry failed
+    (`all_failed_error`), with the whole listing as message. Once the byte cap cuts a section, every
+    later entry becomes `ERROR: not read: output cap (1 MiB) reached`.
     """
     if len(entries) == 1:
         entry = entries[0]
         if entry.error is not None:
             raise entry.error
         only = render_section(entry.path, entry.text or "", entry.selector, cap)
-        return ReadOutput(only.content, (only,))
+        return ReadOutput(only.content, (only,), (None,))
     pieces: list[str] = []
     sections: list[ReadSection | None] = []
-    errors: list[ToolError] = []
+    errors: list[ToolError | None] = []
     used = 0
     capped = False
     for index, entry in enumerate(entries):
@@ -320,12 +330,27 @@ def assemble_read(entries: list[ReadEntry], cap: int = OUTPUT_CAP) -> ReadOutput
                 capped = exc.code == "output_cap"
                 error = exc
         body = section.content if section is not None else f"ERROR: {error.message if error else ''}"
-        if error is not None:
-            errors.append(error)
+        errors.append(error)
         pieces.append(lead + body)
         used += _utf8_len(pieces[-1])
         sections.append(section)
     content = "".join(pieces)
-    if errors and len(errors) == len(entries):
-        raise ToolError(errors[0].code, content)
-    return ReadOutput(content, tuple(sections))
+    failed = [(entry, error) for entry, error in zip(entries, errors, strict=True) if error is not None]
+    if len(failed) == len(entries):
+        raise all_failed_error(failed, content)
+    return ReadOutput(content, tuple(sections), tuple(errors))
+
+
+def all_failed_error(failed: list[tuple[ReadEntry, ToolError]], content: str) -> ToolError:
+    """The error of a multi-entry read whose every entry failed: the listing, under one code.
+
+    Entries that failed alike keep their code and exit class. Mixed codes become `read_entries_failed`,
+    with the exit class they share (all refusals: 3, all bad input: 2), else 1. `details.entries` always
+    gives each entry's own code.
+    """
+    codes = {error.code for _, error in failed}
+    classes = {error.exit_class for _, error in failed}
+    details = {"entries": [{"entry": entry.entry, "code": error.code} for entry, error in failed]}
+    exit_class = classes.pop() if len(classes) == 1 else ExitClass.TOOL_FAILED
+    code = codes.pop() if len(codes) == 1 else "read_entries_failed"
+    return ToolError(code, content, details, exit_class=exit_class)

@@ -361,8 +361,33 @@ def _is_op_header(rows: list[str], index: int) -> bool:
     return match is not None and match.group(1) in KEYWORDS
 
 
-def parse_patch(text: str) -> tuple[Section, ...]:
-    """Parse a hash_edit `input` into sections, merging same-PATH sections in order of first appearance."""
+def normalise_section_path(path: str, cwd: str | None) -> str:
+    """PATH as sections are merged on: `.` and empty components dropped, absolute inside `cwd` made relative.
+
+    Purely lexical; `..` is kept (and blocks making an absolute path relative), since only the
+    filesystem can say where it leads. Sections that still name one file twice are refused later.
+    """
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    slash = "/" if path.endswith("/") and parts else ""
+    if not path.startswith("/"):
+        return "/".join(parts) + slash if parts else "."
+    absolute = "/" + "/".join(parts)
+    base = cwd.rstrip("/") if cwd else None
+    if base is None or ".." in parts:
+        return absolute + slash
+    if absolute == (base or "/"):
+        return "."
+    if absolute.startswith(base + "/"):
+        return absolute[len(base) + 1 :] + slash
+    return absolute + slash
+
+
+def parse_patch(text: str, cwd: str | None = None) -> tuple[Section, ...]:
+    """Parse a hash_edit `input` into sections, merging same-PATH sections in order of first appearance.
+
+    With `cwd`, PATHs are normalised first (`normalise_section_path`), so `[a.txt]`, `[./a.txt]` and
+    `[CWD/a.txt]` are one section.
+    """
     size = len(text.encode("utf-8"))
     if size > MAX_INPUT_BYTES:
         raise ToolError("input_too_large", f"input is {size} bytes; hash_edit is limited to 1 MiB of input.")
@@ -378,13 +403,12 @@ def parse_patch(text: str) -> tuple[Section, ...]:
     for part in opened:
         if not part.hunks and part.fileop is None:
             continue
-        section = Section(
-            part.path, part.tag, tuple(part.hunks), part.fileop, part.line, "\n".join(part.rows)
-        )
-        previous = merged.get(part.path)
+        path = normalise_section_path(part.path, cwd)
+        section = Section(path, part.tag, tuple(part.hunks), part.fileop, part.line, "\n".join(part.rows))
+        previous = merged.get(path)
         if previous is not None:
             section = _merge(previous, section)
-        merged[part.path] = section
+        merged[path] = section
     if not merged:
         raise ToolError("no_sections", NO_SECTIONS_MESSAGE)
     return tuple(merged.values())

@@ -4,7 +4,9 @@
   nor through a symlink.
 - An absolute path outside the working directory is allowed only while
   `capabilities.tools.<tool>.absolute_paths` is true (the default).
-- The sandbox decides first, as for every tool: protected, blocked, outside the roots, `.git`.
+- The cwd rules are checked first, so a relative path that leaves cwd is told to pass the absolute path
+  (which then meets the sandbox) rather than to grant a root it could not use anyway.
+- Then the sandbox decides, as for every tool: protected, blocked, outside the roots, `.git`.
 - Paths are shown cwd-relative with `/` inside the working directory and absolute outside it.
 
 Mutating tools never follow the final component: `resolve_target` keys the path on its real parent
@@ -95,12 +97,12 @@ def _check_cwd(ctx: ToolContext, raw: str, anchored: str, canonical: str, tool: 
 
 
 def resolve_source(ctx: ToolContext, raw: str, *, tool: str) -> ToolPath:
-    """A path to read: symlinks followed, sandbox read check, then the cwd rules."""
+    """A path to read: symlinks followed, the cwd rules, then the sandbox read check."""
     sandbox = ctx.sandbox
     anchored = sandbox.anchor(raw)
-    canonical = sandbox.read_path(anchored, tool=tool)
     cwd = sandbox.turn_cwd()
-    _check_cwd(ctx, raw, anchored, canonical, tool, cwd)
+    _check_cwd(ctx, raw, anchored, canonicalize(anchored), tool, cwd)
+    canonical = sandbox.read_path(anchored, tool=tool)
     return ToolPath(canonical, display_path(canonical, cwd), cwd)
 
 
@@ -124,6 +126,8 @@ def resolve_target(ctx: ToolContext, raw: str, *, tool: str) -> Target:
         st = None
     except OSError as e:
         raise world_error("invalid_path", f"Cannot inspect {leaf}: {e.strerror}", {"path": leaf}) from None
+    cwd = sandbox.turn_cwd()
+    _check_cwd(ctx, raw, anchored, leaf, tool, cwd)
     if st is not None and stat.S_ISLNK(st.st_mode):
         decision = sandbox.decide(leaf)
         if not decision.allowed:
@@ -132,8 +136,6 @@ def resolve_target(ctx: ToolContext, raw: str, *, tool: str) -> Target:
             raise sandbox.denial(Decision(False, "protected_path", leaf), tool=tool, write=True, git_dir=True)
     else:
         leaf = sandbox.write_path(leaf, tool=tool)
-    cwd = sandbox.turn_cwd()
-    _check_cwd(ctx, raw, anchored, leaf, tool, cwd)
     display = display_path(leaf, cwd)
     if raw.endswith("/"):
         raise trailing_slash_error(display, st, dir_code="is_directory")

@@ -80,9 +80,9 @@ def _load(ctx: ToolContext, entry: str) -> tuple[ReadEntry, str | None]:
     return ReadEntry(entry, where.display, decode_text(raw, where.display), selector), where.path
 
 
-def _describe(entry: ReadEntry, section: ReadSection | None) -> dict[str, Any]:
+def _describe(entry: ReadEntry, section: ReadSection | None, error: ToolError | None) -> dict[str, Any]:
     if section is None:
-        error = entry.error or ToolError("output_cap", "not read: output cap (1 MiB) reached")
+        error = error or entry.error or ToolError("output_cap", "not read: output cap (1 MiB) reached")
         return {"entry": entry.entry, "path": entry.path or None, "error": error.to_dict()}
     return {
         "entry": entry.entry,
@@ -113,7 +113,10 @@ def read(p: ReadParams, ctx: ToolContext) -> dict[str, Any]:
             store.record(key, section.tag, section.text, section.shown)
     return {
         "content": output.content,
-        "files": [_describe(e, s) for e, s in zip(entries, output.sections, strict=True)],
+        "files": [
+            _describe(e, s, error)
+            for e, s, error in zip(entries, output.sections, output.errors, strict=True)
+        ],
     }
 
 
@@ -156,6 +159,11 @@ TOOLS = specs(
             FailureMode("outside_cwd", "a relative path leaves the working directory"),
             FailureMode("outside_root", "the path is outside the sandbox roots; ask for a grant"),
             FailureMode("protected_path", "the path holds credentials or fermix state"),
+            FailureMode(
+                "read_entries_failed",
+                "every entry failed, not all alike (entries failing alike keep their own code); "
+                "details.entries lists each entry's code",
+            ),
         ),
     ),
 )

@@ -27,7 +27,18 @@ def public_url(url: str, allowed_private_hosts: Iterable[str] = ()) -> CheckedUR
     Hosts in `allowed_private_hosts` skip the name and address rules, as they do in the network guard,
     which still judges the resolved addresses when the URL is fetched.
     """
-    checked = check_url(url)  # empty, whitespace, scheme, userinfo, 2048 bytes
+    try:
+        checked = check_url(url)  # empty, whitespace, scheme, userinfo, 2048 bytes
+    except ToolError as e:
+        if e.details.get("reason") != "userinfo":
+            raise
+        # The guard's generic advice (credentials in headers) does not fit web, which takes no headers.
+        raise blocked_url_error(
+            "userinfo",
+            "the URL carries credentials (user:password@); web opens only public, unauthenticated pages — "
+            "remove them, or use a shell command (curl) for authenticated requests",
+            url=url,
+        ) from None
     allowed = {normalise_allowed_host(h) for h in allowed_private_hosts}
     if checked.host in allowed:
         pass

@@ -64,6 +64,7 @@ class Workspace:
         return output.content
 
     def plan(self, text: str, **kwargs: object) -> EditPlan:
+        kwargs.setdefault("cwd", "/ws")  # the tool passes the turn's cwd, so absolute PATHs inside it merge
         return plan_edit(text, self, self.store, **kwargs)  # type: ignore[arg-type]
 
     def edit(self, text: str, **kwargs: object) -> str:

@@ -245,7 +245,8 @@ def test_explicit_file_bypasses_ignore_but_not_sandbox(world: Env, invoke) -> No
     (world.home / ".ssh").mkdir()
     (world.home / ".ssh" / "k.py").write_text("x = 1\n")
     assert err(invoke, {"pattern": "x = 1", "path": "~/.ssh/k.py"}).code == "protected_path"
-    assert err(invoke, {"pattern": "x = 1", "path": "../"}).code == "outside_root"
+    assert err(invoke, {"pattern": "x = 1", "path": "../"}).code == "outside_cwd"
+    assert err(invoke, {"pattern": "x = 1", "path": str(world.home)}).code == "outside_root"
     assert err(invoke, {"pattern": "x = 1", "path": "gone.py"}).code == "not_found"
 
 

@@ -409,15 +409,49 @@ def test_move_refusals(world: Env, invoke) -> None:
     assert (world.project / "a.txt").read_text() == "a\n" and not (world.project / "nowhere.txt").exists()
 
 
-def test_two_sections_naming_one_file(world: Env, invoke) -> None:
+def test_sections_naming_one_file_in_equivalent_spellings_merge(world: Env, invoke) -> None:
+    (world.project / "ms.txt").write_text("a\nb\nc\n")
+    assert read_header(invoke, "ms.txt") == "[ms.txt#D988]"
+    absolute = world.project / "ms.txt"
+    done = edit(
+        invoke, f"[ms.txt#D988]\nSWAP 1:\n+A\n[{absolute}#D988]\nSWAP 3:\n+C\n[./ms.txt#D988]\nINS.TAIL:\n+d"
+    )
+    after = "A\nb\nC\nd\n"
+    assert done["content"].split("\n")[0] == f"[ms.txt#{compute_tag(after)}]"
+    assert [f["path"] for f in done["files"]] == ["ms.txt"]
+    assert (world.project / "ms.txt").read_text() == after
+
+
+def test_equivalent_spellings_with_different_tags_conflict(world: Env, invoke) -> None:
+    (world.project / "ms.txt").write_text("a\nb\nc\n")
+    read_header(invoke, "ms.txt")
+    e = refused(invoke, f"[./ms.txt#D988]\nSWAP 1:\n+A\n[{world.project / 'ms.txt'}#D989]\nSWAP 3:\n+C")
+    assert (e.code, e.message) == (
+        "conflicting_tags",
+        "Conflicting hashline snapshot tags for ms.txt: #D988 and #D989. Re-read the file and retry with one "
+        "current header.",
+    )
+    assert (world.project / "ms.txt").read_text() == "a\nb\nc\n"
+
+
+def test_two_sections_reaching_one_file_through_a_symlinked_directory(world: Env, invoke) -> None:
     (world.project / "a.txt").write_text("a\n")
+    (world.project / "same").symlink_to(".")
     tag = read_header(invoke, "a.txt")
-    e = refused(invoke, f"{tag}\nSWAP 1.=1:\n+b\n[./a.txt#{tag[-5:-1]}]\nINS.TAIL:\n+c")
+    e = refused(invoke, f"{tag}\nSWAP 1.=1:\n+b\n[same/a.txt#{tag[-5:-1]}]\nINS.TAIL:\n+c")
     assert (e.code, e.message) == (
         "duplicate_target",
-        "Multiple hashline sections resolve to the same file (a.txt, ./a.txt).",
+        "Multiple hashline sections resolve to the same file (a.txt, same/a.txt).",
     )
     assert (world.project / "a.txt").read_text() == "a\n"
+
+
+def test_swap_1_on_an_empty_file_needs_no_extra_round(world: Env, invoke) -> None:
+    (world.project / "em.txt").write_text("")
+    assert read_header(invoke, "em.txt") == "[em.txt#5D05]"
+    done = edit(invoke, "[em.txt#5D05]\nSWAP 1:\n+x")
+    assert done["content"] == f"[em.txt#{compute_tag('x')}]\n1:x"
+    assert (world.project / "em.txt").read_text() == "x"
 
 
 def test_lone_noop_then_stop_after_three_in_a_row_per_session(world: Env) -> None:
@@ -590,7 +624,8 @@ def test_sandbox_denials(world: Env) -> None:
         (f"[{outside}#1A2B]\nDEL 1", "outside_root"),
         ("[~/.bashrc#1A2B]\nDEL 1", "protected_path"),
         ("[.git/config#1A2B]\nDEL 1", "protected_path"),
-        ("[../outside.txt#1A2B]\nDEL 1", "outside_root"),
+        ("[../outside.txt#1A2B]\nDEL 1", "outside_cwd"),  # relative: going absolute is the fix, not a grant
+        ("[a.txt#9585]\nMV ../moved.txt", "outside_cwd"),
         ("[a.txt#9585]\nMV .git/hooks/post-commit", "protected_path"),
         (f"[a.txt#9585]\nMV {world.root / 'moved.txt'}", "outside_root"),
     ]

@@ -160,6 +160,35 @@ def test_every_entry_failing_fails_the_call_with_the_listing(world: Env) -> None
     )
 
 
+def test_every_entry_failing_differently_fails_under_a_code_that_covers_them(world: Env) -> None:
+    (world.project / "big.txt").write_text("1\n2\n")
+    out = world.tool("read", {"paths": ["nope1", "big.txt:7-3"]})
+    assert out.code == 1 and out.stdout == ""
+    err = out.error()
+    assert err["code"] == "read_entries_failed"
+    assert err["message"].startswith(
+        "--- FILE: nope1 ---\nERROR: File not found: nope1\n\n--- FILE: big.txt:7-3 ---"
+    )
+    assert err["details"]["entries"] == [
+        {"entry": "nope1", "code": "not_found"},
+        {"entry": "big.txt:7-3", "code": "invalid_selector"},
+    ]
+    bad = world.tool("read", {"paths": ["big.txt:0", "big.txt:9"]})  # both bad input, codes differ: exit 2
+    assert (bad.code, bad.error()["code"]) == (2, "read_entries_failed")
+    alike = world.tool("read", {"paths": ["big.txt:0", "big.txt:7-3"]})
+    assert (alike.code, alike.error()["code"]) == (2, "invalid_selector")
+
+
+def test_reading_past_an_empty_file_advises_only_what_works(world: Env, invoke) -> None:
+    (world.project / "e.txt").write_text("")
+    e = error(invoke, "e.txt:2")
+    assert (e.code, e.message) == (
+        "invalid_range",
+        "Line 2 is beyond end of file (0 lines total). The file is empty; use :1 (or no selector) to read it.",
+    )
+    assert read(invoke, "e.txt:1")["content"] == "[e.txt#5D05]\n[The file is empty.]"  # the advice works
+
+
 def test_single_entry_errors(world: Env, invoke) -> None:
     (world.project / "dir").mkdir()
     (world.project / "bad.txt").write_bytes(b"ok\n\xff\xfe")
@@ -232,6 +261,22 @@ def test_output_cap_cuts_a_section_and_skips_later_entries(world: Env, invoke) -
     cut = result["files"][3]
     assert cut["next_line"] == cut["shown"][1] + 1 < 400
     assert result["files"][4]["error"]["code"] == "output_cap"
+
+
+def test_entries_past_the_output_cap_report_the_cap_in_json_as_in_text(world: Env, invoke) -> None:
+    row = "é" * 700  # 1,400 bytes a row: three files of 740 rows overrun the cap within two
+    for name in ("m1.txt", "m2.txt", "m3.txt"):
+        (world.project / name).write_text(f"{row}\n" * 740)
+    result = read(invoke, "m1.txt:1-3000", "m2.txt:1-3000", "m3.txt", "nope.txt", "m1.txt:9-3")
+    sections = result["content"].split("\n\n--- FILE: ")
+    capped = "ERROR: not read: output cap (1 MiB) reached"
+    assert sections[2:] == [f"m3.txt ---\n{capped}", f"nope.txt ---\n{capped}", f"m1.txt:9-3 ---\n{capped}"]
+    for described in result["files"][2:]:
+        assert described["error"] == {
+            "code": "output_cap",
+            "message": "not read: output cap (1 MiB) reached",
+            "details": {},
+        }, described["entry"]
 
 
 # ----- schema -------------------------------------------------------------------------------------
@@ -342,6 +387,17 @@ def test_relative_paths_cannot_leave_the_working_directory(world: Env, invoke) -
         )
     assert read(invoke, str(world.project / "top.txt"), cwd=str(sub))["files"][0]["path"] == top
     assert read(invoke, "inner.txt", cwd=str(sub))["files"][0]["path"] == "inner.txt"
+
+
+def test_a_relative_path_leaving_cwd_and_the_roots_is_told_to_go_absolute(world: Env, invoke) -> None:
+    sub = world.project / "sub"
+    sub.mkdir()
+    (world.root / "outside.txt").write_text("o\n")
+    e = error(invoke, "../../outside.txt", cwd=str(sub))
+    assert e.code == "outside_cwd"  # not outside_root: a grant would not make a relative path legal
+    assert e.message.endswith(
+        "Relative paths cannot escape the working directory; pass the absolute path instead."
+    )
 
 
 def test_a_symlink_inside_cwd_is_shown_as_its_real_path(world: Env, invoke) -> None:

@@ -146,6 +146,10 @@ def test_relative_paths_stay_in_cwd_and_absolute_follow_the_capability(world: En
     sub.mkdir()
     e = refused(invoke, "../escape.txt", cwd=str(sub))
     assert e.code == "outside_cwd" and not (world.project / "escape.txt").exists()
+    # Leaving the roots too: still outside_cwd, whose advice (go absolute) is the one that can work.
+    e = refused(invoke, "../../outside.txt", cwd=str(sub))
+    assert e.code == "outside_cwd" and "pass the absolute path instead" in e.message
+    assert not (world.home / "outside.txt").exists()
     write(invoke, str(world.project / "abs.txt"), "a\n", cwd=str(sub))  # absolute, default allow
     config(world, "[capabilities.tools.write]\nabsolute_paths = false\n")
     e = refused(invoke, str(world.project / "abs2.txt"), cwd=str(sub))

@@ -105,6 +105,9 @@ def test_path_must_be_an_existing_directory(proj: Path, invoke) -> None:
     assert e.value.code == "not_found"
     with pytest.raises(ToolError) as e:
         invoke("find", {"query": "x", "path": "../"})
+    assert e.value.code == "outside_cwd"  # checked before the roots: going absolute is the advice that works
+    with pytest.raises(ToolError) as e:
+        invoke("find", {"query": "x", "path": str(proj.parent)})
     assert e.value.code == "outside_root"
     r = invoke("find", {"query": "run", "path": "src"})
     assert r["output"] == "src/run.rs\nsrc/lib/runner.py"  # still shown relative to cwd

@@ -75,8 +75,8 @@ def test_missing_path_is_not_found(world: Env, invoke) -> None:
 
 def test_relative_paths_cannot_leave_the_working_directory(world: Env, invoke) -> None:
     (world.project / "sub").mkdir()
-    # Outside every root: the sandbox refuses first.
-    assert err(invoke, {"patterns": ["x"], "path": "sub/../../"}).code == "outside_root"
+    # Outside every root too: the cwd rule answers first, since no grant would make a relative path legal.
+    assert err(invoke, {"patterns": ["x"], "path": "sub/../../"}).code == "outside_cwd"
     # Inside a granted root but outside the working directory: relative paths still cannot go there.
     make_tree(world.home, {"granted/a.txt": "x\n"})
     world.fermix_home.mkdir(exist_ok=True)

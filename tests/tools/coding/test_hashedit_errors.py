@@ -202,8 +202,8 @@ ROWS = [
     ),
     (
         "same file twice",
-        "[f.txt#{T}]\nDEL 1\n[./f.txt#{T}]\nDEL 2",
-        "Multiple hashline sections resolve to the same file (f.txt, ./f.txt).",
+        "[f.txt#{T}]\nDEL 1\n[a/../f.txt#{T}]\nDEL 2",  # `./f.txt` merges; `..` is not resolved lexically
+        "Multiple hashline sections resolve to the same file (f.txt, a/../f.txt).",
     ),
     (
         "tag not from this session",

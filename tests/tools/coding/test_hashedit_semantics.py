@@ -8,6 +8,7 @@ from hashline_workspace import Workspace
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.hashedit import MoveFile, RemoveFile, WriteFile
 from fermix_cli.tools.coding.hashline import compute_tag
+from fermix_cli.tools.coding.patchparse import normalise_section_path
 
 
 def setup(ws: Workspace, path: str, text: str | bytes) -> str:
@@ -166,6 +167,47 @@ def test_same_path_sections_merge_in_order(ws: Workspace) -> None:
     tag = setup(ws, "f.txt", ABC)
     ws.edit(f"[f.txt#{tag}]\nINS.TAIL:\n+1\n[b.txt#ABCD]\n\n[f.txt#{tag}]\nINS.TAIL:\n+2\nDEL 1")
     assert ws.text("f.txt") == "b\nc\n1\n2\n"
+
+
+@pytest.mark.parametrize(
+    ("written", "cwd", "key"),
+    [
+        ("f.txt", "/ws", "f.txt"),
+        ("./f.txt", "/ws", "f.txt"),
+        ("a/./b//f.txt", "/ws", "a/b/f.txt"),
+        ("/ws/f.txt", "/ws", "f.txt"),
+        ("/ws//a/./f.txt", "/ws", "a/f.txt"),
+        ("/ws/f.txt", "/ws/", "f.txt"),
+        ("/ws", "/ws", "."),
+        ("./", "/ws", "."),
+        ("/wsx/f.txt", "/ws", "/wsx/f.txt"),  # a sibling sharing the prefix is outside
+        ("/other/f.txt", "/ws", "/other/f.txt"),
+        ("/ws/../ws/f.txt", "/ws", "/ws/../ws/f.txt"),  # `..` is the filesystem's to resolve
+        ("../f.txt", "/ws", "../f.txt"),
+        ("/ws/f.txt", None, "/ws/f.txt"),
+        ("/etc/x", "/", "etc/x"),
+        ("sub/", "/ws", "sub/"),
+        ("~/f.txt", "/ws", "~/f.txt"),
+    ],
+)
+def test_section_paths_are_normalised_before_merging(written: str, cwd: str | None, key: str) -> None:
+    assert normalise_section_path(written, cwd) == key
+
+
+def test_equivalent_spellings_of_one_path_merge(ws: Workspace) -> None:
+    tag = setup(ws, "f.txt", ABC)
+    ws.edit(f"[f.txt#{tag}]\nSWAP 1:\n+A\n[/ws/f.txt#{tag}]\nSWAP 3:\n+C\n[./f.txt#{tag}]\nINS.TAIL:\n+d")
+    assert ws.text("f.txt") == "A\nb\nC\nd\n"
+    with pytest.raises(ToolError) as caught:
+        ws.edit("[./f.txt#ABCD]\nDEL 1\n[/ws/f.txt#DCBA]\nDEL 2")
+    assert caught.value.code == "conflicting_tags"
+    assert caught.value.message.startswith("Conflicting hashline snapshot tags for f.txt: #ABCD and #DCBA.")
+
+
+def test_swap_1_on_an_empty_file_is_not_an_unseen_line(ws: Workspace) -> None:
+    tag = setup(ws, "e.txt", "")
+    assert ws.edit(f"[e.txt#{tag}]\nSWAP 1:\n+x") == f"[e.txt#{compute_tag('x')}]\n1:x"
+    assert ws.text("e.txt") == "x"
 
 
 def test_rem_is_an_effect_and_answers_deleted(ws: Workspace) -> None:

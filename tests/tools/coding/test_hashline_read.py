@@ -250,7 +250,10 @@ def test_multi_entry_fails_only_when_every_entry_fails() -> None:
     ]
     with pytest.raises(ToolError) as caught:
         assemble_read(entries)
-    assert caught.value.code == "not_found"
+    assert caught.value.code == "read_entries_failed"  # not_found and invalid_range: no one code covers both
+    assert caught.value.details == {
+        "entries": [{"entry": "x", "code": "not_found"}, {"entry": "y", "code": "invalid_range"}]
+    }
     assert "--- FILE: x ---\nERROR: File not found: x" in caught.value.message
     assert "--- FILE: y ---\nERROR: Line 5 is beyond end of file" in caught.value.message
 

@@ -78,7 +78,7 @@ def test_errors(world: Env, invoke) -> None:
     for args, code in (
         ({"path": "f.txt"}, "invalid_path"),
         ({"path": "missing"}, "not_found"),
-        ({"path": "../outside"}, "outside_root"),
+        ({"path": "../outside"}, "outside_cwd"),
         ({"path": str(world.home / "outside")}, "outside_root"),
         ({"path": "~/.ssh"}, "protected_path"),
         ({"limit": 0}, "invalid_input"),
