@@ -104,7 +104,12 @@ class SandboxFiles:
         return self._sources[section.path]
 
     def _resolve(self, section: Section) -> _Resolved | ToolError:
-        target = resolve_target(self._ctx, section.path, tool="hash_edit")
+        # Resolved as written, not from the merge key: `/cwd/link/x` may reach through a symlink where
+        # `link/x` may not. Merged spellings name one file; each still meets the path rules as it would alone.
+        first, *others = section.written
+        target = resolve_target(self._ctx, first, tool="hash_edit")
+        for other in others:
+            resolve_target(self._ctx, other, tool="hash_edit")
         display = target.where.display
         rem = section.fileop is not None and section.fileop.kind == "REM"
         if target.lstat is None:

@@ -62,7 +62,7 @@ class EditFiles(Protocol):
     """The caller's file access; both methods raise `ToolError` for the path refusals they own."""
 
     def load(self, section: Section) -> LoadedFile:
-        """Resolve and read `section.path` (symlink, missing, not regular, protected, path recovery)."""
+        """Resolve `section.written` and read the file (symlink, missing, not regular, protected, recovery)."""
         ...
 
     def destination(self, dest: str, source: LoadedFile) -> Destination:

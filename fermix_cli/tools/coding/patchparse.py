@@ -65,7 +65,12 @@ class FileOp(Record, frozen=True):
 
 
 class Section(Record, frozen=True):
-    """The edits for one file: PATH as written (unquoted), its tag, hunks, an optional file op."""
+    """The edits for one file: its PATH, tag, hunks and an optional file op.
+
+    `path` is the spelling sections merge on and messages show (`normalise_section_path`); `written`
+    holds each distinct PATH as written (unquoted), first first. Those are what gets resolved, so an
+    absolute PATH stays absolute for the path rules.
+    """
 
     path: str
     tag: str | None
@@ -73,6 +78,7 @@ class Section(Record, frozen=True):
     fileop: FileOp | None
     line: int
     source: str
+    written: tuple[str, ...]
 
 
 def _quote(text: str, limit: int = 200) -> str:
@@ -364,7 +370,8 @@ def _is_op_header(rows: list[str], index: int) -> bool:
 def normalise_section_path(path: str, cwd: str | None) -> str:
     """PATH as sections are merged on: `.` and empty components dropped, absolute inside `cwd` made relative.
 
-    Purely lexical; `..` is kept (and blocks making an absolute path relative), since only the
+    Only a key and a display spelling: a path is resolved as written (an absolute path that reaches
+    outside `cwd` through a symlink is allowed where its relative spelling is not). Purely lexical; `..` is kept (and blocks making an absolute path relative), since only the
     filesystem can say where it leads. Sections that still name one file twice are refused later.
     """
     parts = [part for part in path.split("/") if part not in ("", ".")]
@@ -386,7 +393,7 @@ def parse_patch(text: str, cwd: str | None = None) -> tuple[Section, ...]:
     """Parse a hash_edit `input` into sections, merging same-PATH sections in order of first appearance.
 
     With `cwd`, PATHs are normalised first (`normalise_section_path`), so `[a.txt]`, `[./a.txt]` and
-    `[CWD/a.txt]` are one section.
+    `[CWD/a.txt]` are one section; `Section.written` keeps each spelling for resolution.
     """
     size = len(text.encode("utf-8"))
     if size > MAX_INPUT_BYTES:
@@ -404,7 +411,8 @@ def parse_patch(text: str, cwd: str | None = None) -> tuple[Section, ...]:
         if not part.hunks and part.fileop is None:
             continue
         path = normalise_section_path(part.path, cwd)
-        section = Section(path, part.tag, tuple(part.hunks), part.fileop, part.line, "\n".join(part.rows))
+        rows = "\n".join(part.rows)
+        section = Section(path, part.tag, tuple(part.hunks), part.fileop, part.line, rows, (part.path,))
         previous = merged.get(path)
         if previous is not None:
             section = _merge(previous, section)
@@ -432,4 +440,5 @@ def _merge(first: Section, second: Section) -> Section:
         hunks=first.hunks + second.hunks,
         fileop=fileop,
         source=first.source + "\n" + second.source,
+        written=first.written + tuple(p for p in second.written if p not in first.written),
     )

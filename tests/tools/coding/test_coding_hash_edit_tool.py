@@ -14,7 +14,7 @@ from coding_world import cli, config, header, leftovers, snapshots
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.hashline import compute_tag
-from tests.conftest import Env
+from tests.conftest import Env, Result
 
 TODO = "alpha\nbeta\ngamma\ndelta\nepsilon\n"
 STALE_KNOWN = (
@@ -637,6 +637,57 @@ def test_sandbox_denials(world: Env) -> None:
         "Path is inside a .git directory, which file-writing tools never touch"
     )
     assert outside.read_text() == "o\n" and (world.project / "a.txt").exists()
+
+
+def test_absolute_section_path_through_a_symlink_is_resolved_as_written(world: Env) -> None:
+    """`[/cwd/link/x]` is an absolute path: it may reach outside cwd through a symlink, `[link/x]` may not.
+
+    The absolute spelling is shown cwd-relative only for merging; the edit resolves what was written.
+    """
+    workspace = world.fermix_home / "workspace"  # a mode root: cwd and the link's target are both inside
+    proj, outside = workspace / "proj", workspace / "outside"
+    proj.mkdir(parents=True)
+    outside.mkdir()
+    before = "a\nb\n"
+    (outside / "x.txt").write_text(before)
+    (proj / "link").symlink_to(outside)
+    through = proj / "link" / "x.txt"
+
+    def run(name: str, args: dict) -> Result:
+        return cli(world, name, args, session="s1", cwd=proj)
+
+    read = run("read", {"paths": [str(through)]})
+    tag = compute_tag(before)
+    assert header(read) == f"[{outside / 'x.txt'}#{tag}]"  # outside cwd: shown absolute
+
+    out = run("hash_edit", {"input": f"[{through}#{tag}]\nSWAP 1:\n+bye"})
+    assert out.code == 0, out.stderr
+    after = "bye\nb\n"
+    assert out.json()["files"] == [
+        {"path": str(outside / "x.txt"), "tag": compute_tag(after), "action": "edited", "warnings": []}
+    ]
+    assert (outside / "x.txt").read_text() == after
+    tag = compute_tag(after)
+
+    # The relative spelling is still refused, alone or merged with the absolute one; nothing is written.
+    for patch in (
+        f"[link/x.txt#{tag}]\nSWAP 1:\n+no",
+        f"[{through}#{tag}]\nSWAP 1:\n+no\n[link/x.txt#{tag}]\nSWAP 2:\n+no",
+    ):
+        out = run("hash_edit", {"input": patch})
+        assert (out.code, out.error()["code"]) == (3, "outside_cwd"), patch
+        assert out.error()["message"].startswith("Relative path link/x.txt leaves the working directory")
+    assert (outside / "x.txt").read_text() == after
+
+    # MV: an absolute source and destination through the symlink move the file; a relative destination does not.
+    out = run("hash_edit", {"input": f"[{through}#{tag}]\nMV link/y.txt"})
+    assert (out.code, out.error()["code"]) == (3, "outside_cwd")
+    moved = proj / "link" / "y.txt"
+    out = run("hash_edit", {"input": f"[{through}#{tag}]\nMV {moved}"})
+    assert out.code == 0, out.stderr
+    assert out.json()["content"] == f"[{outside / 'y.txt'}#{tag}]\nMoved to {outside / 'y.txt'}"
+    assert sorted(p.name for p in outside.iterdir()) == ["y.txt"]
+    assert (outside / "y.txt").read_text() == after
 
 
 def test_relative_paths_stay_in_cwd_and_absolute_follow_the_capability(world: Env, invoke) -> None:

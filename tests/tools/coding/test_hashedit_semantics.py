@@ -8,7 +8,7 @@ from hashline_workspace import Workspace
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.hashedit import MoveFile, RemoveFile, WriteFile
 from fermix_cli.tools.coding.hashline import compute_tag
-from fermix_cli.tools.coding.patchparse import normalise_section_path
+from fermix_cli.tools.coding.patchparse import normalise_section_path, parse_patch
 
 
 def setup(ws: Workspace, path: str, text: str | bytes) -> str:
@@ -202,6 +202,18 @@ def test_equivalent_spellings_of_one_path_merge(ws: Workspace) -> None:
         ws.edit("[./f.txt#ABCD]\nDEL 1\n[/ws/f.txt#DCBA]\nDEL 2")
     assert caught.value.code == "conflicting_tags"
     assert caught.value.message.startswith("Conflicting hashline snapshot tags for f.txt: #ABCD and #DCBA.")
+
+
+def test_merged_sections_keep_every_spelling_as_written_for_resolution() -> None:
+    sections = parse_patch(
+        "[/ws/f.txt#ABCD]\nDEL 1\n[f.txt]\nDEL 2\n[./f.txt#abcd]\nDEL 3\n[/ws//f.txt]\nDEL 4", "/ws"
+    )
+    assert [(s.path, s.tag, s.written) for s in sections] == [
+        ("f.txt", "ABCD", ("/ws/f.txt", "f.txt", "./f.txt", "/ws//f.txt"))
+    ]
+    assert [
+        (s.path, s.written) for s in parse_patch("[/ws/f.txt#ABCD]\nDEL 1\n[/ws/f.txt]\nDEL 2", "/ws")
+    ] == [("f.txt", ("/ws/f.txt",))]
 
 
 def test_swap_1_on_an_empty_file_is_not_an_unseen_line(ws: Workspace) -> None:

@@ -82,6 +82,7 @@ def test_parsed_request_shape() -> None:
             fileop=FileOp("MV", "lib/a b.py", 7),
             line=1,
             source='[src/a b.py#c918]\nSWAP 2.=3:\n+x\nINS.HEAD:\n+h\nDEL 5\nMV "lib/a b.py"',
+            written=("src/a b.py",),
         ),
     )
 
