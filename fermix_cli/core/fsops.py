@@ -360,6 +360,43 @@ def atomic_write(
         return existed
 
 
+def move_with_content(source: str, dest: str, data: bytes) -> None:
+    """Move the regular file `source` to `dest` (which must not exist), giving it `data` as content.
+
+    The destination appears whole in one step, as a hard link to a complete and synced file, which never
+    replaces anything (`FileExistsError` if `dest` exists), and the source is unlinked right after: a kill
+    leaves the file at one of the two paths, never at both for longer than between two system calls.
+    Parents of `dest` are made; the file keeps the source's mode.
+    """
+    sparent, sname = os.path.split(source)
+    dparent, dname = os.path.split(dest)
+    with dir_fd(sparent) as sdfd, dir_fd(dparent, create=True) as ddfd:
+        st = os.stat(sname, dir_fd=sdfd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError("not_regular_file", f"Not a regular file: {source}", {"path": source})
+        try:
+            os.stat(dname, dir_fd=ddfd, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+        else:
+            raise FileExistsError(errno.EEXIST, "File exists", dest)
+        tmp = _write_temp(ddfd, dname, data, stat.S_IMODE(st.st_mode), None, True)
+        try:
+            os.link(tmp, dname, src_dir_fd=ddfd, dst_dir_fd=ddfd, follow_symlinks=False)  # no replace
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=ddfd)
+        try:
+            os.unlink(sname, dir_fd=sdfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(dname, dir_fd=ddfd)  # nothing moved after all
+            raise
+        for fd in (ddfd, sdfd):
+            with contextlib.suppress(OSError):
+                os.fsync(fd)
+
+
 def remove_regular_file(path: str) -> None:
     """Unlink a canonical regular file; anything else (symlink, directory, device) is refused."""
     parent, name = os.path.split(path)

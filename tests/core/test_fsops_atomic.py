@@ -132,3 +132,30 @@ def test_without_proc_later_writes_go_the_named_way_at_once(
     monkeypatch.setattr(os, "link", lambda src, dst, **kw: tried.append(src))
     fsops.atomic_write(str(tmp_path / "b"), b"b")
     assert tried == [] and (tmp_path / "b").read_bytes() == b"b"
+
+
+def test_a_move_that_cannot_finish_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fermix_cli.core.fsops import move_with_content
+
+    source, dest = tmp_path / "a.txt", tmp_path / "sub" / "b.txt"
+    source.write_text("a\n")
+    source.chmod(0o750)
+    (tmp_path / "taken.txt").write_text("taken\n")
+    with pytest.raises(FileExistsError):
+        move_with_content(str(source), str(tmp_path / "taken.txt"), b"A\n")
+    real_unlink = os.unlink
+
+    def unlink(path: str, **kw: object) -> None:
+        if path == "a.txt":
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        real_unlink(path, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    with pytest.raises(PermissionError):
+        move_with_content(str(source), str(dest), b"A\n")
+    assert (tmp_path / "taken.txt").read_text() == "taken\n" and source.read_text() == "a\n"
+    assert os.listdir(tmp_path / "sub") == []  # the destination it had linked is gone again
+    monkeypatch.setattr(os, "unlink", real_unlink)
+    move_with_content(str(source), str(dest), b"A\n")
+    assert not source.exists() and dest.read_text() == "A\n" and stat.S_IMODE(dest.stat().st_mode) == 0o750
+    assert sorted(os.listdir(tmp_path)) == ["sub", "taken.txt"] and os.listdir(tmp_path / "sub") == ["b.txt"]
