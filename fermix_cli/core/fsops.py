@@ -301,6 +301,22 @@ def _write_temp(
     return tmp
 
 
+def replace_at(
+    dfd: int, name: str, data: bytes, *, mode: int, owner: os.stat_result | None = None, fsync: bool = True
+) -> None:
+    """Replace (or create) `name` in the directory open as `dfd`: a complete temp file renamed over it.
+
+    No checks of what `name` is now (see `atomic_write`), no sync of the directory.
+    """
+    tmp = _write_temp(dfd, name, data, mode, owner, fsync)
+    try:
+        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+
+
 class DirSyncError(OSError):
     """The file was renamed into place, but syncing its directory failed (committed, not durable)."""
 
@@ -344,13 +360,7 @@ def atomic_write(
             mode = stat.S_IMODE(st.st_mode)
             existed = True
             owner = st
-        tmp = _write_temp(dfd, name, data, mode, owner, fsync)
-        try:
-            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dfd)
-            raise
+        replace_at(dfd, name, data, mode=mode, owner=owner, fsync=fsync)
         if fsync:
             try:
                 os.fsync(dfd)
