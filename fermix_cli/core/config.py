@@ -365,17 +365,20 @@ def _store_parsed(cache_dir: Path, key: str, doc: dict[str, Any]) -> None:
     """Best effort, atomically and 0600: a cache that cannot be written only costs the next call a parse."""
     import json
 
+    from .fsops import replace_at
     from .paths import make_private_dirs
 
-    tmp = cache_dir / f".{PARSED_CACHE}.{os.getpid()}.tmp"
+    data = json.dumps({"sha256": key, "document": doc}, separators=(",", ":")).encode()
     try:
         make_private_dirs(cache_dir)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"sha256": key, "document": doc}, f, separators=(",", ":"))
-        os.replace(tmp, cache_dir / PARSED_CACHE)
+        dfd = os.open(cache_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            # Written unnamed where O_TMPFILE allows: a kill midway leaves no temp file in run/.
+            replace_at(dfd, PARSED_CACHE, data, mode=0o600, fsync=False)
+        finally:
+            os.close(dfd)
     except OSError:
-        tmp.unlink(missing_ok=True)
+        return  # the next call parses again (and tries to store the result again)
 
 
 def load_config(path: Path, catalog: Catalog | None = None, cache_dir: Path | None = None) -> Any:

@@ -3,7 +3,8 @@
 Every directory on the way is opened with O_NOFOLLOW relative to its parent's descriptor, so a
 component replaced by a symlink after the sandbox check makes the operation fail instead of
 following it. New files are created O_EXCL|O_NOFOLLOW; replacements go through a temp file in the
-target directory and an atomic rename.
+target directory and an atomic rename (written without a name where O_TMPFILE allows, so a kill
+mid-write leaves nothing behind).
 """
 
 from __future__ import annotations
@@ -229,6 +230,93 @@ def _keep_owner(fd: int, st: os.stat_result) -> None:
                 os.fchown(fd, -1, st.st_gid)
 
 
+# O_TMPFILE (Linux 3.11+): the data is written into a file with no name, which a kill simply drops;
+# it gets its temp name only once complete, just before the rename, so a killed write leaves nothing.
+_O_TMPFILE = getattr(os, "O_TMPFILE", 0)
+# Whether /proc/self/fd can name an O_TMPFILE file; cleared once it is found missing.
+_proc_fd_links = bool(_O_TMPFILE)
+
+
+def _fill(fd: int, data: bytes, mode: int, owner: os.stat_result | None, fsync: bool) -> None:
+    """Write all of `data` to the new file `fd`, give it `mode` (and `owner`'s ids), and sync it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    if owner is not None:
+        _keep_owner(fd, owner)  # before the chmod: a chown clears set-id bits
+    os.fchmod(fd, mode)
+    if fsync:
+        os.fsync(fd)
+
+
+def _write_anonymous(
+    dfd: int, name: str, data: bytes, mode: int, owner: os.stat_result | None, fsync: bool
+) -> str | None:
+    """Write the file with O_TMPFILE and link it in under a temp name; None where that cannot be done."""
+    global _proc_fd_links
+    if not _proc_fd_links:
+        return None
+    try:
+        fd = os.open(".", _O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+    except OSError as e:
+        # EOPNOTSUPP: this file system has none; EISDIR or EINVAL: a kernel that predates it.
+        if e.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            return None
+        raise
+    try:
+        _fill(fd, data, mode, owner, fsync)
+        tmp = _temp_name(name)
+        try:
+            # linkat(AT_SYMLINK_FOLLOW) through /proc names the open file; AT_EMPTY_PATH would need
+            # CAP_DAC_READ_SEARCH.
+            os.link(f"/proc/self/fd/{fd}", tmp, dst_dir_fd=dfd, follow_symlinks=True)
+        except (FileNotFoundError, NotADirectoryError):
+            if os.path.isdir("/proc/self/fd"):
+                raise  # the directory itself went away: the named way would fail the same
+            _proc_fd_links = False  # no /proc here: every later write takes the named way at once
+            return None
+        return tmp
+    finally:
+        os.close(fd)
+
+
+def _write_temp(
+    dfd: int, name: str, data: bytes, mode: int, owner: os.stat_result | None, fsync: bool
+) -> str:
+    """A complete, synced copy of the new file under a temp name beside `name`; returns that name."""
+    tmp = _write_anonymous(dfd, name, data, mode, owner, fsync)
+    if tmp is not None:
+        return tmp
+    tmp = _temp_name(name)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd)
+    try:
+        try:
+            _fill(fd, data, mode, owner, fsync)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+    return tmp
+
+
+def replace_at(
+    dfd: int, name: str, data: bytes, *, mode: int, owner: os.stat_result | None = None, fsync: bool = True
+) -> None:
+    """Replace (or create) `name` in the directory open as `dfd`: a complete temp file renamed over it.
+
+    No checks of what `name` is now (see `atomic_write`), no sync of the directory.
+    """
+    tmp = _write_temp(dfd, name, data, mode, owner, fsync)
+    try:
+        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+
+
 class DirSyncError(OSError):
     """The file was renamed into place, but syncing its directory failed (committed, not durable)."""
 
@@ -272,24 +360,7 @@ def atomic_write(
             mode = stat.S_IMODE(st.st_mode)
             existed = True
             owner = st
-        tmp = _temp_name(name)
-        fd = os.open(
-            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dfd
-        )
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                if owner is not None:
-                    _keep_owner(f.fileno(), owner)  # before the chmod: a chown clears set-id bits
-                os.fchmod(f.fileno(), mode)
-                if fsync:
-                    os.fsync(f.fileno())
-            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dfd)
-            raise
+        replace_at(dfd, name, data, mode=mode, owner=owner, fsync=fsync)
         if fsync:
             try:
                 os.fsync(dfd)
@@ -297,6 +368,43 @@ def atomic_write(
                 if strict_dir_sync:
                     raise DirSyncError(e.errno, e.strerror, parent) from None
         return existed
+
+
+def move_with_content(source: str, dest: str, data: bytes) -> None:
+    """Move the regular file `source` to `dest` (which must not exist), giving it `data` as content.
+
+    The destination appears whole in one step, as a hard link to a complete and synced file, which never
+    replaces anything (`FileExistsError` if `dest` exists), and the source is unlinked right after: a kill
+    leaves the file at one of the two paths, never at both for longer than between two system calls.
+    Parents of `dest` are made; the file keeps the source's mode.
+    """
+    sparent, sname = os.path.split(source)
+    dparent, dname = os.path.split(dest)
+    with dir_fd(sparent) as sdfd, dir_fd(dparent, create=True) as ddfd:
+        st = os.stat(sname, dir_fd=sdfd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError("not_regular_file", f"Not a regular file: {source}", {"path": source})
+        try:
+            os.stat(dname, dir_fd=ddfd, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+        else:
+            raise FileExistsError(errno.EEXIST, "File exists", dest)
+        tmp = _write_temp(ddfd, dname, data, stat.S_IMODE(st.st_mode), None, True)
+        try:
+            os.link(tmp, dname, src_dir_fd=ddfd, dst_dir_fd=ddfd, follow_symlinks=False)  # no replace
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=ddfd)
+        try:
+            os.unlink(sname, dir_fd=sdfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(dname, dir_fd=ddfd)  # nothing moved after all
+            raise
+        for fd in (ddfd, sdfd):
+            with contextlib.suppress(OSError):
+                os.fsync(fd)
 
 
 def remove_regular_file(path: str) -> None:

@@ -8,7 +8,6 @@ write it guards never straddle another process's claim. Claims, runs and their r
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from datetime import datetime
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import ToolError
 from ..core.records import Record
 from ..memory import store as memories
+from . import trash
 from . import validate as v
 from .attachments import run_attachments
 from .job import (
@@ -90,10 +90,6 @@ class JobPatch(Record):
         )
 
 
-def job_output_dir(ctx_data_dir: Path, job_id: str) -> Path:
-    return ctx_data_dir / "jobs" / job_id
-
-
 def _first_due(schedule: Schedule, now: datetime, expires_at: datetime | None) -> datetime:
     first = first_run(schedule, now)
     if expires_at is not None and first >= expires_at:
@@ -162,6 +158,7 @@ def create_job(ctx: ToolContext, new: NewJob) -> Job:
     ceiling = sorted(effective_classes(ctx))
     stamp = ts(now)
     with ctx.state.write() as db:
+        doomed = trash.sweep(db, ctx.paths.data_dir)  # before the insert: no old output under the new id
         job_id = _unique_id(db, name)
         db.execute(
             "INSERT INTO scheduled_jobs (id, name, kind, task, description, schedule, schedule_kind, timezone,"
@@ -198,7 +195,9 @@ def create_job(ctx: ToolContext, new: NewJob) -> Job:
             ),
         )
         memories.register_job_source(db, job_id, stamp, label=name)
-        return fetch_job(db, job_id)
+        job = fetch_job(db, job_id)
+    trash.delete(doomed)
+    return job
 
 
 def _resolve_patch_delivery(job: Job, patch: JobPatch, ctx: ToolContext) -> v.Delivery | None:
@@ -429,19 +428,29 @@ def resume_job(ctx: ToolContext, job_id: str) -> tuple[Job, bool]:
 
 def remove_job(ctx: ToolContext, job_id: str) -> Job:
     """Delete a job and its runs and tombstone its memory source; refused while a run is active."""
-    with ctx.state.write() as db:
-        job = fetch_job(db, job_id)
-        active = active_run(db, job.id)
-        if active is not None:
-            raise ToolError(
-                "job_busy",
-                f"job {job.id} has a {active['status']} run ({active['id']}); remove_job waits until it ends. "
-                "Pause the job now and remove it afterwards.",
-                {"job_id": job.id, "run_id": active["id"]},
-            )
-        db.execute("DELETE FROM scheduled_jobs WHERE id = ?", (job.id,))
-        memories.tombstone_job_source(db, job.id, ts(ctx.now()))
-    shutil.rmtree(job_output_dir(ctx.paths.data_dir, job.id), ignore_errors=True)
+    set_aside: Path | None = None
+    try:
+        with ctx.state.write() as db:
+            job = fetch_job(db, job_id)
+            active = active_run(db, job.id)
+            if active is not None:
+                raise ToolError(
+                    "job_busy",
+                    f"job {job.id} has a {active['status']} run ({active['id']}); remove_job waits until it "
+                    "ends. Pause the job now and remove it afterwards.",
+                    {"job_id": job.id, "run_id": active["id"]},
+                )
+            doomed = trash.sweep(db, ctx.paths.data_dir)  # while the job's row is there: its output stays
+            db.execute("DELETE FROM scheduled_jobs WHERE id = ?", (job.id,))
+            memories.tombstone_job_source(db, job.id, ts(ctx.now()))
+            # Set aside before the commit: a kill after it leaves trash, never a jobs/<id>/ that a job
+            # added later under the same id would take for its own.
+            set_aside = trash.set_aside(ctx.paths.data_dir, job.id)
+    except BaseException:
+        if set_aside is not None:
+            trash.put_back(ctx.paths.data_dir, job.id, set_aside)
+        raise
+    trash.delete([*doomed, *([set_aside] if set_aside else [])])
     return job
 
 

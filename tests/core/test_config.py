@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,6 +144,45 @@ def test_parsed_document_is_cached_by_the_files_bytes(tmp_path: Path) -> None:
     with pytest.raises(ToolError) as e:
         read_raw(cfg, run)
     assert e.value.code == "invalid_config"
+
+
+def test_the_parsed_cache_has_no_name_until_it_is_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process killed while it wrote run/.config-parsed.json.<pid>.tmp left it there for good: the data
+    now goes into an unnamed (O_TMPFILE) file, so while it is written run/ shows no temp file."""
+    from fermix_cli.core.config import PARSED_CACHE, read_raw
+
+    cfg, run = tmp_path / "config.toml", tmp_path / "run"
+    cfg.write_text('[sandbox]\nmode = "strict"\n')
+    import json
+
+    real_write, real_dump, real_dumps = os.write, json.dump, json.dumps
+    seen: list[tuple[str, list[str]]] = []  # what run/ holds while the cache's data is made and written
+
+    def write(fd: int, data: bytes) -> int:
+        if b'"sha256"' in bytes(data):
+            seen.append(("write", sorted(os.listdir(run))))
+        return real_write(fd, data)
+
+    def dump(*a: Any, **kw: Any) -> Any:
+        seen.append(("json", sorted(os.listdir(run)) if run.exists() else []))
+        return real_dump(*a, **kw)
+
+    def dumps(*a: Any, **kw: Any) -> Any:
+        seen.append(("json", sorted(os.listdir(run)) if run.exists() else []))
+        return real_dumps(*a, **kw)
+
+    monkeypatch.setattr(os, "write", write)
+    monkeypatch.setattr(json, "dump", dump)
+    monkeypatch.setattr(json, "dumps", dumps)
+    assert read_raw(cfg, run) == {"sandbox": {"mode": "strict"}}
+    cfg.write_text('[sandbox]\nmode = "open"\n')
+    assert read_raw(cfg, run) == {"sandbox": {"mode": "open"}}
+    monkeypatch.undo()
+    assert [listing for _, listing in seen if set(listing) - {PARSED_CACHE}] == []
+    assert ("write", [PARSED_CACHE]) in seen  # it was watched while the data went in
+    assert os.listdir(run) == [PARSED_CACHE] and (run / PARSED_CACHE).stat().st_mode & 0o777 == 0o600
 
 
 def test_a_tool_call_with_an_unchanged_config_imports_no_tomllib(tmp_path: Path) -> None:

@@ -241,3 +241,83 @@ def test_systemd_unit_quotes_a_home_with_spaces_and_percent_signs(jobs: Jobs, tm
     assert f'Environment="FERMIX_HOME={quoted}"' in lines
     [start] = [line for line in lines if line.startswith("ExecStart=")]
     assert start.startswith('ExecStart="') and start.endswith(" jobs run --quiet")
+
+
+# ----- removal and the job's output directory ------------------------------------------------------
+
+# `fermix ARGV` in-process, SIGKILLed (as a timeout or the OOM killer would) when it starts deleting a
+# directory tree: for `jobs rm`, once its delete has committed.
+_KILLED_AT_RMTREE = """
+import os, shutil, signal, sys
+shutil.rmtree = lambda *a, **kw: os.kill(os.getpid(), signal.SIGKILL)
+from fermix_cli.__main__ import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _past_run(jobs: Jobs, job_id: str, where: str | None = None) -> Path:
+    """Output as a finished run leaves it (`jobs/<id>/<run>/output.md`)."""
+    run = jobs.world.fermix_home / "jobs" / (where or job_id) / "run_old"
+    run.mkdir(parents=True)
+    (run / "output.md").write_text("old output\n")
+    return run
+
+
+def test_a_removal_killed_after_its_commit_leaves_nothing_for_a_job_added_later(jobs: Jobs) -> None:
+    """`jobs rm` killed after its commit left `jobs/<id>/run_*` on disk forever."""
+    import subprocess
+    import sys
+
+    assert jobs.cli("jobs", "add", "Digest", "-s", "every 5 minutes", "--task", "t").code == 0
+    _past_run(jobs, "digest")
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_AT_RMTREE, "jobs", "rm", "digest"],
+        capture_output=True,
+        text=True,
+        cwd=jobs.world.project,
+        env=jobs.env(),
+        timeout=120,
+    )
+    assert proc.returncode == -9, proc.stderr
+    assert jobs.job("digest") is None
+    assert not (jobs.world.fermix_home / "jobs" / "digest").exists()  # set aside before the commit
+    assert os.listdir(jobs.world.fermix_home / "jobs") != []  # the trash, until the next add or remove
+    assert jobs.cli("jobs", "add", "Digest", "-s", "every 5 minutes", "--task", "t").code == 0
+    assert os.listdir(jobs.world.fermix_home / "jobs") == []
+
+
+def test_a_removal_that_does_not_commit_keeps_the_output(jobs: Jobs, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fermix_cli.core.errors import ToolError
+    from fermix_cli.core.state import StateDB
+
+    jobs.add("Digest")
+    run = _past_run(jobs, "digest")
+
+    def vanished(self: StateDB) -> None:
+        raise ToolError("home_vanished", "the home went away", {})
+
+    monkeypatch.setattr(StateDB, "check_home", vanished)
+    assert jobs.error("remove_job", {"job_id": "digest"}).code == "home_vanished"
+    monkeypatch.undo()
+    assert jobs.job("digest") is not None and (run / "output.md").read_text() == "old output\n"
+    assert os.listdir(jobs.world.fermix_home / "jobs") == ["digest"]
+
+
+def test_an_add_or_remove_settles_what_killed_removals_left(jobs: Jobs) -> None:
+    """Trash of a job still in state.db (its removal killed before the commit) goes back; other trash, and
+    the output of a job no longer there (an older fermix's removal, killed after its commit), is deleted."""
+    jobs.add("Digest")
+    jobs.add("Other")
+    kept = _past_run(jobs, "digest", ".trash-digest-0123456789ab")
+    _past_run(jobs, "gone", ".trash-gone-x-0123456789ab")
+    _past_run(jobs, "orphan")
+    _past_run(jobs, "other")
+    (jobs.world.fermix_home / "jobs" / ".unrelated").mkdir()
+    assert jobs.cli("jobs", "rm", "other").code == 0
+    assert sorted(os.listdir(jobs.world.fermix_home / "jobs")) == [".unrelated", "digest"]
+    assert (
+        jobs.world.fermix_home / "jobs" / "digest" / kept.name / "output.md"
+    ).read_text() == "old output\n"
+    _past_run(jobs, "orphan")
+    assert jobs.add("Orphan")["id"] == "orphan"  # a job added under that id never sees the old output
+    assert sorted(os.listdir(jobs.world.fermix_home / "jobs")) == [".unrelated", "digest"]

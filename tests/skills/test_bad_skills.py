@@ -193,3 +193,35 @@ def test_a_skill_directory_without_its_skill_md_is_reported_not_hidden(world: En
     viewed = world.tool("skill_view", {"name": "weekly"})
     assert viewed.code == 1
     assert json.loads(viewed.stderr or viewed.stdout)["error"]["code"] == "incomplete_skill"
+
+
+def test_skill_create_sweeps_the_build_directories_killed_creates_left(world: Env) -> None:
+    """A killed skill_create left skills/.NAME.tmp-<hex>/ forever; the next create removes old ones, and
+    only those: a fresh one may be another process's build under way, and other names are not its own."""
+    import time
+
+    skills = world.fermix_home / "skills"
+    hour_ago = time.time() - 3600
+    for name, old in [
+        (".weekly.tmp-0123456789ab", True),  # a killed create's
+        (".daily.tmp-abcdef012345", False),  # another create's, under way
+        (".weekly.tmp-0123456789", True),  # not the pattern (11 hex)
+        (".weekly.tmp-0123456789AB", True),  # not the pattern (upper case)
+        (".notes", True),
+    ]:
+        (skills / name / "evals").mkdir(parents=True)
+        (skills / name / "evals" / "evals.json").write_text("{}\n")
+        if old:
+            os.utime(skills / name, (hour_ago, hour_ago))
+    (skills / ".monthly.tmp-0123456789ab").write_text("a file, not a build directory\n")
+    os.utime(skills / ".monthly.tmp-0123456789ab", (hour_ago, hour_ago))
+    made = world.tool("skill_create", {"name": "fresh", "description": "d"})
+    assert made.code == 0, made.stderr
+    assert sorted(p.name for p in skills.iterdir()) == [
+        ".daily.tmp-abcdef012345",
+        ".monthly.tmp-0123456789ab",
+        ".notes",
+        ".weekly.tmp-0123456789",
+        ".weekly.tmp-0123456789AB",
+        "fresh",
+    ]

@@ -20,6 +20,10 @@ from ...core.toolsets import TOOLS_CHANGED
 from .run import find_skill, run_skill
 
 REFERENCE_NAME = re.compile(r"^[a-z0-9_]{1,64}$")
+# skill_create's build directory, `.NAME.tmp-<12 hex>`, as a killed skill_create leaves it.
+BUILDING_NAME = re.compile(r"^\.[A-Za-z0-9_-]{1,64}\.tmp-[0-9a-f]{12}$")
+# A build directory untouched this long is a killed skill_create's (a live one takes milliseconds).
+STALE_BUILD_SECONDS = 600
 SkillName = Annotated[
     str, Field(min_length=1, max_length=64, description="Skill name, as skill_list shows it")
 ]
@@ -224,6 +228,26 @@ def yaml_string(text: str) -> str:
     return _YAML_RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
 
 
+def _sweep_stale_builds(root: str) -> None:
+    """Remove the build directories killed skill_creates left in `root` (old ones only: another
+    process may be building one now)."""
+    import time
+
+    try:
+        names = [n for n in os.listdir(root) if BUILDING_NAME.fullmatch(n)]
+    except OSError:
+        return  # nothing to sweep, or not readable: the create itself reports what is wrong
+    cutoff = time.time() - STALE_BUILD_SECONDS
+    for name in names:
+        path = os.path.join(root, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue  # gone meanwhile
+        if stat.S_ISDIR(st.st_mode) and st.st_mtime < cutoff:
+            shutil.rmtree(path, ignore_errors=True)  # what stays is tried again by the next create
+
+
 def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
     from ...core.fsops import atomic_write
 
@@ -265,6 +289,7 @@ def skill_create(p: CreateParams, ctx: ToolContext) -> dict[str, Any]:
             }
         ],
     }
+    _sweep_stale_builds(os.fspath(root))
     # Built whole in a hidden directory beside it, then renamed into place: a full disk or a kill
     # midway leaves no half-made skill under the name (discovery skips names starting with a dot).
     building = os.path.join(root, f".{p.name}.tmp-{os.urandom(6).hex()}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import stat
 from typing import Annotated, Any
 
 from fermix_cli.core.context import ToolContext
@@ -220,21 +219,18 @@ def _effect_key(section: SectionPlan) -> str:
 
 
 def _apply(effect: WriteFile | MoveFile | RemoveFile, store: SqliteSnapshotStore) -> None:
-    from fermix_cli.core.fsops import atomic_write, remove_regular_file
+    from fermix_cli.core.fsops import atomic_write, move_with_content, remove_regular_file
 
     if isinstance(effect, WriteFile):
         atomic_write(effect.path, effect.data)
     elif isinstance(effect, MoveFile):
-        if os.path.lexists(effect.dest):
+        # One step for a user to see: the file is at the source, or whole (edited) at the destination.
+        try:
+            move_with_content(effect.source, effect.dest, effect.data)
+        except FileExistsError:
             raise ToolError(
                 "destination_exists", f"{effect.dest} appeared before the move; nothing was moved."
-            )
-        try:
-            mode: int | None = stat.S_IMODE(os.stat(effect.source, follow_symlinks=False).st_mode)
-        except OSError:
-            mode = None
-        atomic_write(effect.dest, effect.data, create_parents=True, new_mode=mode)  # the mode moves too
-        remove_regular_file(effect.source)
+            ) from None
         store.move(effect.source, effect.dest)
     else:
         remove_regular_file(effect.path)

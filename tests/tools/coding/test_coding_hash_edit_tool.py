@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -814,3 +815,51 @@ def test_concurrent_edits_in_separate_processes_lose_no_update(world: Env) -> No
     assert [p.wait(timeout=60) for p in procs] == [0, 0, 0, 0]
     lines = path.read_text().splitlines()
     assert lines[0] == "start" and sorted(lines[1:]) == [f"writer {n}" for n in range(4)]
+
+
+# Runs `fermix ARGV` in-process and SIGKILLs it (as the OOM killer or a timeout would) at its Nth fsync of
+# a file or directory in the project: 1 is the new content's, once written; 2 the first directory's after it.
+_KILLED_AT_FSYNC = """
+import os, signal, sys
+real_fsync = os.fsync
+project, kill_at = sys.argv[1] + "/", int(sys.argv[2])
+seen = 0
+def fsync(fd):
+    global seen
+    real_fsync(fd)
+    if (os.readlink(f"/proc/self/fd/{fd}") + "/").startswith(project):
+        seen += 1
+        if seen == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+os.fsync = fsync
+from fermix_cli.__main__ import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+@pytest.mark.parametrize("kill_at", [1, 2])
+def test_a_move_killed_mid_way_leaves_the_file_at_one_path(world: Env, kill_at: int) -> None:
+    """A killed MV left the file at both paths, and the retry was refused `destination_exists`."""
+    (world.project / "a.txt").write_text("a\n")
+    tag = header(cli(world, "read", {"paths": ["a.txt"]}, session="s1"))
+    args = {"input": f"{tag}\nSWAP 1.=1:\n+A\nMV sub/b.txt"}
+    argv = ["--session", "s1", "tool", "hash_edit", "--json", json.dumps(args)]
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLED_AT_FSYNC, str(world.project), str(kill_at), *argv],
+        capture_output=True,
+        text=True,
+        cwd=world.project,
+        env=world.env,
+        timeout=60,
+    )
+    assert proc.returncode == -9, proc.stderr
+    files = sorted(str(p.relative_to(world.project)) for p in world.project.rglob("*") if not p.is_dir())
+    if files == ["a.txt"]:  # killed before the move: nothing changed, and the same call now goes through
+        assert (world.project / "a.txt").read_text() == "a\n"
+        assert cli(world, "hash_edit", args, session="s1").code == 0
+    else:
+        assert files == ["sub/b.txt"]
+    assert [str(p.relative_to(world.project)) for p in world.project.rglob("*") if not p.is_dir()] == [
+        "sub/b.txt"
+    ]
+    assert (world.project / "sub" / "b.txt").read_text() == "A\n"
