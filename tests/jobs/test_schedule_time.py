@@ -245,6 +245,20 @@ def test_run_now_past_the_end_date_expires_the_job_and_refuses(jobs: Jobs) -> No
     assert err.code == "job_state" and "expired" in err.message
 
 
+def test_status_counts_a_job_past_its_end_date_as_expired_like_list(jobs: Jobs) -> None:
+    add_command(jobs, "Ex", "echo ran", "--expires-at", "2026-03-02T09:00:00Z", schedule="every 30 minutes")
+    add_command(jobs, "Keep", "echo ran", schedule="every 30 minutes")
+    assert jobs.cli("jobs", "pause", "ex").code == 0
+    at = utc("2026-03-02T09:30:00Z")
+    status = json.loads(jobs.cli("jobs", "status", "--json", at=at).stdout)
+    assert status["jobs"] == {"expired": 1, "scheduled": 1}
+    assert "1 expired, 1 scheduled" in jobs.cli("jobs", "status", at=at).stdout
+    listed = {
+        j["id"]: j["state"] for j in json.loads(jobs.cli("jobs", "list", "--json", at=at).stdout)["jobs"]
+    }
+    assert listed == {"ex": "expired", "keep": "scheduled"}
+
+
 # ----- the same schedule sent again ---------------------------------------------------------------
 
 
