@@ -144,6 +144,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "jobs_001_scheduled_jobs",
     "jobs_002_pending_deliveries",
     "jobs_003_run_attachments",
+    "jobs_004_clock_mark",
     "memory_001_memories",
     "memory_002_profiles",
     "memory_003_review_owners",

@@ -105,12 +105,12 @@ def _interrupted_note() -> None:
 def status_cmd(as_json: JsonOpt = False) -> None:
     """Jobs by state, runs in flight, interrupted runs and reminders (failed deliveries named) in one look."""
     from ..events.health import reminder_counts
-    from ..jobs.health import describe, interrupted_runs
+    from ..jobs.health import describe, interrupted_runs, job_state_counts
 
     ctx = context()
     try:
         db = ctx.state.conn
-        jobs = dict(db.execute("SELECT state, count(*) FROM scheduled_jobs GROUP BY state").fetchall())
+        jobs = job_state_counts(db, ctx.now())
         active = db.execute("SELECT count(*) FROM job_runs WHERE status IN ('queued', 'running')").fetchone()[
             0
         ]

@@ -2,8 +2,9 @@
 
 A tick, in order: runs whose claimant died are closed: with the result their worker saved if it saved
 one (`runresult`), else as `error: interrupted` (or `runner_lost` once their lease passes); jobs past
-`expires_at` become `expired`; a recurring job whose next run lies further ahead than its schedule gives
-from now (the clock stepped back) is pulled back; then every due job is either skipped (a recurring slot
+`expires_at` become `expired`; when now lies well behind the clock mark (the clock stepped back), a
+recurring job whose next run lies further ahead than its schedule gives from now is pulled back, and the
+mark is set to now (otherwise raised to now); then every due job is either skipped (a recurring slot
 later than the freshness window), left waiting (the concurrency cap is reached) or
 claimed: its run row is inserted `queued` with `claimed_by` and a lease, and a recurring job's
 `next_run_at` moves past now, all before the transaction commits. Nothing here runs a task; the runner
@@ -28,6 +29,7 @@ from .job import Job, parse_ts, ts
 from .liveness import Runner, liveness, split_claimant
 from .runresult import load_result
 from .schedule import Schedule, is_stale, next_run, parse_schedule
+from .tick import CLOCK_STEP_MARGIN, clock_stepped_back, raise_clock_mark
 
 # A claim's lease: the job's timeout plus this grace, after which any host may call the run lost.
 LEASE_GRACE_SECONDS = 300
@@ -409,19 +411,22 @@ def _slot_already_used(db: sqlite3.Connection, job: Job, slot: str) -> str:
 def reschedule_after_clock_step(db: sqlite3.Connection, now: datetime) -> list[dict[str, Any]]:
     """Pull back the next run of recurring jobs that lies further ahead than their schedule allows from now.
 
-    That happens only when the clock stepped backwards (a job's next run was computed at a later "now"):
-    left alone, the job would not run for the length of the step. An interval keeps its phase: its next
-    run becomes the first `next_run_at - k*N` after now; a cron's becomes its first matching minute after
-    now. Only jobs changed at a later time than now (`updated_at`) can be affected, so only they are read.
-    Nothing is recorded as skipped: no slot passed, and the abandoned one may still come due once the
-    clock is past it again. Each change is logged and listed in the tick's report (`rescheduled`).
+    Called only when the clock stepped back (`tick.clock_stepped_back`: now lies more than the margin M
+    before the clock mark); left alone, such a job would not run for the length of the step. A next run
+    computed at a time no later than now + M (a tick that waited for the lock, an overlapping runner) is at
+    most N after it for an interval N, at most the first match after now + M for a cron: only a next run
+    beyond that is pulled back. An interval keeps its phase: its next run becomes the first
+    `next_run_at - k*N` after now; a cron's becomes its first matching minute after now. Nothing is
+    recorded as skipped: no slot passed, and a slot that already ran never runs again (one run row per job
+    and slot). Each change is logged and listed in the tick's report (`rescheduled`).
     """
     stamp = ts(now)
     rows = db.execute(
-        "SELECT * FROM scheduled_jobs WHERE state = 'scheduled' AND schedule_kind != 'once'"
-        " AND updated_at > ? AND next_run_at > ?",
-        (stamp, stamp),
+        "SELECT * FROM scheduled_jobs WHERE state IN ('scheduled', 'running') AND schedule_kind != 'once'"
+        " AND next_run_at > ?",
+        (stamp,),
     ).fetchall()
+    horizon = now + CLOCK_STEP_MARGIN
     out: list[dict[str, Any]] = []
     for row in rows:
         job = Job.from_row(row)
@@ -431,20 +436,24 @@ def reschedule_after_clock_step(db: sqlite3.Connection, now: datetime) -> list[d
             schedule = parse_schedule(job.schedule, job.timezone)
             if isinstance(schedule.parsed, timedelta):
                 step = schedule.parsed
+                if stored <= horizon + step:
+                    continue
                 earlier = stored - ((stored - now) // step) * step
                 nxt: datetime | None = earlier if earlier > now else earlier + step
             else:
+                allowed = next_run(schedule, horizon)
+                if allowed is None or stored <= allowed:
+                    continue
                 nxt = next_run(schedule, now)
         except ToolError:
             continue  # claim_due disables it when it falls due
         if nxt is None or nxt >= stored:
             continue
         db.execute(
-            "UPDATE scheduled_jobs SET next_run_at = ?, updated_at = ? WHERE id = ? AND state = 'scheduled'",
-            (ts(nxt), stamp, job.id),
+            "UPDATE scheduled_jobs SET next_run_at = ?, updated_at = ? WHERE id = ?", (ts(nxt), stamp, job.id)
         )
         logger("fermix.jobs").warning(
-            "job %s: next run %s is past what its schedule gives from now (%s; the clock stepped back?);"
+            "job %s: next run %s is past what its schedule gives from now (%s; the clock stepped back);"
             " moved to %s",
             job.id,
             job.next_run_at,
@@ -559,11 +568,20 @@ def tick(
     max_concurrent: int,
     window_seconds: int,
 ) -> TickReport:
-    """Reconcile, expire and claim in one durable (synchronous=FULL) BEGIN IMMEDIATE transaction."""
+    """Reconcile, expire and claim in one durable (synchronous=FULL) BEGIN IMMEDIATE transaction.
+
+    The clock mark is checked and moved in the same transaction: after a backward step it is set to now
+    (the step is handled once), otherwise raised to now.
+    """
     with db_write(durable=True) as db:
         reconciled = reconcile(db, now, paths, runner.claimed_by)
         expired = expire(db, now)
-        rescheduled = reschedule_after_clock_step(db, now)
+        rescheduled: list[dict[str, Any]] = []
+        if clock_stepped_back(db, now):
+            rescheduled = reschedule_after_clock_step(db, now)
+            db.execute("UPDATE jobs_clock_mark SET high_water = ? WHERE id = 1", (ts(now),))
+        else:
+            raise_clock_mark(db, now)
         report = claim_due(
             db, now, runner.claimed_by, max_concurrent=max_concurrent, window_seconds=window_seconds
         )

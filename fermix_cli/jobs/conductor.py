@@ -1,6 +1,6 @@
 """The front of `fermix jobs run`: the scheduler lock and the idle check, before anything heavy is imported.
 
-Most minutes nothing is due. Then a tick is: start Python, take the lock, four indexed reads, exit;
+Most minutes nothing is due. Then a tick is: start Python, take the lock, five indexed reads, exit;
 the claim machinery, the config validators and subprocess handling (`runner`) are imported only when
 there is something to do. This module drives a tick and its runs; `tick` and `runner` sit below it.
 """

@@ -1,4 +1,5 @@
-"""Runs that ended without a result (interrupted, runner lost): counted for `fermix jobs` and `doctor`.
+"""Runs that ended without a result (interrupted, runner lost): counted for `fermix jobs` and `doctor`;
+and jobs by the state shown, for `fermix jobs status`.
 
 Such a run is never re-run (at most once); whoever reads these needs to know it happened, which run it
 was, and what to check.
@@ -7,10 +8,12 @@ was, and what to check.
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..core.state import schema_missing
+from .job import ts
 
 LOST_CODES = ("interrupted", "runner_lost")
 ADVICE = (
@@ -18,6 +21,17 @@ ADVICE = (
     "`fermix jobs runs JOB_ID --status error`; the job runs again at its next slot, or now with "
     "`fermix jobs run-now JOB_ID`"
 )
+
+
+def job_state_counts(conn: sqlite3.Connection, now: datetime) -> dict[str, int]:
+    """Jobs by the state shown (`Job.shown_state`): one past its `expires_at` counts as `expired` even
+    before a tick records it, as `fermix jobs list` shows it."""
+    rows = conn.execute(
+        "SELECT CASE WHEN state IN ('scheduled', 'paused') AND expires_at IS NOT NULL AND expires_at <= ?"
+        " THEN 'expired' ELSE state END AS shown, count(*) FROM scheduled_jobs GROUP BY shown",
+        (ts(now),),
+    ).fetchall()
+    return {str(state): int(n) for state, n in rows}
 
 
 def interrupted_runs(conn: sqlite3.Connection, limit: int = 5) -> dict[str, Any]:

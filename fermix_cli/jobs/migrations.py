@@ -143,8 +143,17 @@ def run_attachments(db: sqlite3.Connection) -> None:
     )
 
 
+def clock_mark(db: sqlite3.Connection) -> None:
+    """The scheduler's clock high-water mark (jobs/tick.py): one row, the latest "now" at which a tick or
+    a job write computed a next run. A tick whose now lies well before it knows the clock stepped back."""
+    db.execute(
+        "CREATE TABLE jobs_clock_mark (id INTEGER PRIMARY KEY CHECK (id = 1), high_water TEXT NOT NULL)"
+    )
+
+
 MIGRATIONS = (
     Migration("jobs_001_scheduled_jobs", scheduled_jobs),
     Migration("jobs_002_pending_deliveries", pending_deliveries),
     Migration("jobs_003_run_attachments", run_attachments),
+    Migration("jobs_004_clock_mark", clock_mark),
 )

@@ -32,6 +32,7 @@ from .job import (
     ts,
 )
 from .schedule import Schedule, first_run, parse_schedule
+from .tick import raise_clock_mark
 
 if TYPE_CHECKING:
     from ..core.context import ToolContext
@@ -195,6 +196,7 @@ def create_job(ctx: ToolContext, new: NewJob) -> Job:
             ),
         )
         memories.register_job_source(db, job_id, stamp, label=name)
+        raise_clock_mark(db, now)
         job = fetch_job(db, job_id)
     trash.delete(doomed)
     return job
@@ -319,6 +321,7 @@ def update_job(ctx: ToolContext, job_id: str, patch: JobPatch) -> tuple[Job, lis
                     _refuse_used_instant(db, job, schedule)
                 first = _first_due(schedule, now, parse_ts(job.expires_at) if job.expires_at else None)
                 sets.update(schedule=schedule.expression, schedule_kind=schedule.kind, next_run_at=ts(first))
+                raise_clock_mark(db, now)
                 if job.state in ("completed", "disabled"):
                     sets.update(state="scheduled", last_error=None)
         changed = [k for k, val in sets.items() if _differs(job, k, val)]
@@ -423,6 +426,7 @@ def resume_job(ctx: ToolContext, job_id: str) -> tuple[Job, bool]:
             "UPDATE scheduled_jobs SET state = ?, next_run_at = ?, paused_at = NULL, updated_at = ? WHERE id = ?",
             (state, ts(first), stamp, job.id),
         )
+        raise_clock_mark(db, now)
         return fetch_job(db, job.id), True
 
 

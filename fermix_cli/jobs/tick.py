@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ToolError
@@ -38,9 +38,37 @@ class Summary(Record):
         return self.status in ("idle", "busy") or not (self.runs or any(self.tick.values()))
 
 
+# How far a tick's "now" may lie behind the clock mark without being taken for a backward clock step: it
+# covers a tick that took its "now" and then waited for the write lock while a job was scheduled or
+# another runner's tick claimed (overlapping runners), and small clock corrections.
+CLOCK_STEP_MARGIN = timedelta(minutes=5)
+
+
+def raise_clock_mark(db: sqlite3.Connection, now: datetime) -> None:
+    """Raise the clock mark (`jobs_clock_mark`, one row) to `now` if that is later; inside a write that
+    computes next runs anyway (a writing tick, schedule_job, update_job, resume_job)."""
+    db.execute(
+        "INSERT INTO jobs_clock_mark (id, high_water) VALUES (1, ?)"
+        " ON CONFLICT(id) DO UPDATE SET high_water = max(high_water, excluded.high_water)",
+        (ts(now),),
+    )
+
+
+def clock_stepped_back(db: sqlite3.Connection, now: datetime) -> bool:
+    """Whether `now` lies more than CLOCK_STEP_MARGIN before the clock mark: some next run may have been
+    computed at a later "now" than this one's clock will reach for a while. One primary-key read."""
+    return (
+        db.execute(
+            "SELECT 1 FROM jobs_clock_mark WHERE id = 1 AND high_water > ?", (ts(now + CLOCK_STEP_MARGIN),)
+        ).fetchone()
+        is not None
+    )
+
+
 def nothing_to_do(db: sqlite3.Connection, now: datetime) -> bool:
     """The idle check a tick makes before taking any write lock: no active run, no due job, no expiry, no
-    clock step to correct."""
+    backward clock step to correct. It only reads: an idle tick writes nothing, not even the clock mark
+    (which only writes that compute next runs raise, so it still bounds every stored next run)."""
     stamp = ts(now)
     return (
         db.execute("SELECT 1 FROM job_runs WHERE status IN ('queued', 'running') LIMIT 1").fetchone() is None
@@ -55,14 +83,8 @@ def nothing_to_do(db: sqlite3.Connection, now: datetime) -> bool:
             (stamp,),
         ).fetchone()
         is None
-        # A recurring job changed at a later "now" than this one: the clock stepped back, and its next
-        # run may need pulling back (claims.reschedule_after_clock_step).
-        and db.execute(
-            "SELECT 1 FROM scheduled_jobs WHERE state = 'scheduled' AND schedule_kind != 'once'"
-            " AND updated_at > ? AND next_run_at > ? LIMIT 1",
-            (stamp, stamp),
-        ).fetchone()
-        is None
+        # The clock stepped back: next runs may need pulling back (claims.reschedule_after_clock_step).
+        and not clock_stepped_back(db, now)
     )
 
 

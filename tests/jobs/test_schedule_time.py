@@ -121,6 +121,110 @@ def test_the_idle_check_does_not_hide_a_clock_step_from_the_cli_tick(jobs: Jobs)
     assert [r["job_id"] for r in jobs.tick(utc("2026-03-02T08:45:05Z"))["runs"]] == ["late"]
 
 
+def mark(jobs: Jobs) -> str | None:
+    rows = jobs.sql("SELECT high_water FROM jobs_clock_mark")
+    return rows[0][0] if rows else None
+
+
+def test_a_job_scheduled_while_a_tick_waited_for_the_lock_is_not_pulled_back(jobs: Jobs) -> None:
+    # The tick took its "now" (10:00:00), then waited for the lock while the job was added at 10:00:01.
+    jobs.now = utc("2026-12-03T10:00:01Z")
+    add_command(jobs, "Hourly", "echo hi", schedule="every 1 hour")
+    out = jobs.tick(utc("2026-12-03T10:00:00Z"))
+    assert out.get("rescheduled", []) == [] and out["runs"] == []
+    assert jobs.job("hourly")["next_run_at"] == "2026-12-03T11:00:01.000000Z"
+    out = jobs.tick(utc("2026-12-03T10:00:02Z"))
+    assert (out["status"], out["runs"]) == ("idle", [])
+    assert jobs.runs("hourly") == []
+
+
+def test_a_run_now_after_the_step_does_not_cancel_the_pull_back(jobs: Jobs) -> None:
+    jobs.now = utc("2026-12-10T10:00:00Z")
+    add_command(jobs, "Daily", "echo hi", schedule="every 1 day")
+    r = jobs.cli("jobs", "run-now", "daily", at=utc("2026-12-03T10:00:00Z"))
+    assert r.code == 0, r.stderr
+    out = jobs.tick(utc("2026-12-03T10:01:00Z"))
+    assert [(x["job_id"], x["was"], x["next_run_at"]) for x in out["rescheduled"]] == [
+        ("daily", "2026-12-11T10:00:00.000000Z", "2026-12-04T10:00:00.000000Z")
+    ]
+    assert jobs.job("daily")["next_run_at"] == "2026-12-04T10:00:00.000000Z"
+
+
+def test_an_update_after_the_step_does_not_cancel_the_pull_back(jobs: Jobs) -> None:
+    jobs.add("Daily", "every 1 day", at=utc("2026-12-10T10:00:00Z"))
+    jobs.call("update_job", {"job_id": "daily", "task": "say bye"}, at=utc("2026-12-03T10:00:00Z"))
+    out = jobs.tick(utc("2026-12-03T10:01:00Z"))
+    assert [x["next_run_at"] for x in out["rescheduled"]] == ["2026-12-04T10:00:00.000000Z"]
+
+
+def test_after_a_step_is_handled_the_next_ticks_are_idle_and_write_nothing(jobs: Jobs) -> None:
+    # A cron whose next run is still right after the step: nothing to pull back, but the step is seen.
+    jobs.now = utc("2026-12-03T10:00:00Z")
+    add_command(jobs, "Noon", "echo noon", schedule="0 12 * * *")
+    out = jobs.tick(utc("2026-12-03T09:00:00Z"))
+    assert out["status"] != "idle" and out["rescheduled"] == []
+    assert jobs.job("noon")["next_run_at"] == "2026-12-03T12:00:00.000000Z"
+    for minute in ("09:01", "09:02", "09:30"):
+        assert jobs.tick(utc(f"2026-12-03T{minute}:00Z"))["status"] == "idle"
+    assert mark(jobs) == "2026-12-03T09:00:00.000000Z"  # set by the 09:00 tick; idle ticks wrote nothing
+
+
+def test_a_forward_step_then_back_pulls_the_jobs_back(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Hourly", "every 1 hour", at=utc("2026-12-03T10:00:00Z"))
+    assert [c.scheduled_for for c in sim.step(utc("2026-12-03T11:00:05Z")).claimed] == [
+        "2026-12-03T11:00:00.000000Z"
+    ]
+    ahead = sim.step(utc("2027-01-01T00:00:30Z"))
+    assert [c.scheduled_for for c in ahead.claimed] == ["2027-01-01T00:00:00.000000Z"]
+    back = sim.step(utc("2026-12-03T11:30:00Z"))
+    assert [(r["was"], r["next_run_at"]) for r in back.rescheduled] == [
+        ("2027-01-01T01:00:00.000000Z", "2026-12-03T12:00:00.000000Z")
+    ]
+    # 12:00 was recorded as missed by the tick in 2027 (a slot is used once, run or skipped); 13:00 runs.
+    assert sim.step(utc("2026-12-03T12:00:05Z")).claimed == []
+    assert [c.scheduled_for for c in sim.step(utc("2026-12-03T13:00:05Z")).claimed] == [
+        "2026-12-03T13:00:00.000000Z"
+    ]
+
+
+def test_overlapping_ticks_out_of_order_by_less_than_the_margin_pull_nothing(jobs: Jobs, sim: Sim) -> None:
+    from fermix_cli.jobs.liveness import Runner
+
+    jobs.add("Minutely", "every 1 minute", at=utc("2026-12-03T10:00:00Z"))
+    jobs.add("Cron", "* * * * *", at=utc("2026-12-03T10:00:00Z"))
+    first = sim.step(utc("2026-12-03T10:03:00Z"))
+    assert [c.scheduled_for for c in first.claimed] == ["2026-12-03T10:01:00.000000Z"] * 2
+    other = Runner.start(sim.ctx.paths)
+    try:
+        late = sim.tick(utc("2026-12-03T10:00:30Z"), runner=other)  # took its now 2.5 min earlier
+    finally:
+        other.release()
+    assert late.rescheduled == [] and late.claimed == []
+    assert {r["next_run_at"] for r in jobs.sql("SELECT next_run_at FROM scheduled_jobs")} == {
+        "2026-12-03T10:04:00.000000Z"
+    }
+    assert sim.step(utc("2026-12-03T10:03:30Z")).claimed == []
+    assert len(sim.step(utc("2026-12-03T10:04:05Z")).claimed) == 2
+    for job_id in ("minutely", "cron"):
+        slots = [r["scheduled_for"] for r in jobs.runs(job_id)]
+        assert len(slots) == len(set(slots))
+
+
+def test_a_slot_that_ran_before_the_step_back_never_runs_again(jobs: Jobs, sim: Sim) -> None:
+    jobs.add("Daily", "every 1 day", at=utc("2026-03-01T08:00:00Z"))
+    sim.step(utc("2026-03-02T08:00:05Z"))
+    sim.step(utc("2026-03-03T08:00:05Z"))
+    back = sim.step(utc("2026-03-02T12:00:00Z"))
+    assert [r["next_run_at"] for r in back.rescheduled] == ["2026-03-03T08:00:00.000000Z"]
+    assert sim.step(utc("2026-03-03T08:00:05Z")).claimed == []
+    assert jobs.job("daily")["next_run_at"] == "2026-03-04T08:00:00.000000Z"
+    assert [c.scheduled_for for c in sim.step(utc("2026-03-04T08:00:05Z")).claimed] == [
+        "2026-03-04T08:00:00.000000Z"
+    ]
+    slots = [r["scheduled_for"] for r in jobs.runs("daily")]
+    assert len(slots) == len(set(slots)) == 3
+
+
 # ----- run_job_now past the end date ---------------------------------------------------------------
 
 
@@ -139,6 +243,20 @@ def test_run_now_past_the_end_date_expires_the_job_and_refuses(jobs: Jobs) -> No
     assert [(x["trigger"], x["status"]) for x in jobs.runs("ex")] == [("schedule", "skipped")]
     err = jobs.error("run_job_now", {"job_id": "ex"}, at=at)
     assert err.code == "job_state" and "expired" in err.message
+
+
+def test_status_counts_a_job_past_its_end_date_as_expired_like_list(jobs: Jobs) -> None:
+    add_command(jobs, "Ex", "echo ran", "--expires-at", "2026-03-02T09:00:00Z", schedule="every 30 minutes")
+    add_command(jobs, "Keep", "echo ran", schedule="every 30 minutes")
+    assert jobs.cli("jobs", "pause", "ex").code == 0
+    at = utc("2026-03-02T09:30:00Z")
+    status = json.loads(jobs.cli("jobs", "status", "--json", at=at).stdout)
+    assert status["jobs"] == {"expired": 1, "scheduled": 1}
+    assert "1 expired, 1 scheduled" in jobs.cli("jobs", "status", at=at).stdout
+    listed = {
+        j["id"]: j["state"] for j in json.loads(jobs.cli("jobs", "list", "--json", at=at).stdout)["jobs"]
+    }
+    assert listed == {"ex": "expired", "keep": "scheduled"}
 
 
 # ----- the same schedule sent again ---------------------------------------------------------------
