@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -375,11 +377,16 @@ def test_workers_are_not_offered_request_directory_access(
     assert "glob_search" in worker and "request_directory_access" not in worker
 
 
-def test_ctrl_c_in_the_caller_stops_its_workers(world: Env) -> None:
+def _swallow(handler: Any) -> None:
+    with contextlib.suppress(KeyboardInterrupt):
+        handler(signal.SIGINT, None)
+
+
+@pytest.mark.parametrize("swallowed", [False, True], ids=["delivered", "swallowed"])
+def test_ctrl_c_in_the_caller_stops_its_workers(world: Env, swallowed: bool) -> None:
     """Ctrl-C while a fan-out waits: the workers are cancelled with it (a worker whose model answers
     later with a shell call does not run it) and their runs end `interrupted`, not `ok` or `running`."""
     import os
-    import signal
     import threading
 
     script(
@@ -397,18 +404,27 @@ def test_ctrl_c_in_the_caller_stops_its_workers(world: Env) -> None:
             }
         ],
     )
+    from fermix_cli.core.cancel import install_interrupt_flag
+
     ctx = world.context(cwd=str(world.project))
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    undo = install_interrupt_flag()  # as the commands that run models install it
+    if swallowed:  # the KeyboardInterrupt lost, as in a finalizer the garbage collector ran at that moment
+        timer = threading.Timer(0.3, _swallow, (signal.getsignal(signal.SIGINT),))
+    else:
+        timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
     try:
         task = Delegation(origin="subagent", label="subagent:late", prompt="task late")
         timer.start()
+        started = time.monotonic()
         with pytest.raises(KeyboardInterrupt):
             fan_out(ctx, [("late", task)], max_concurrency=1, timeout=30)
+        assert time.monotonic() - started < 0.9  # before the model's reply at 1 s
         (row,) = ctx.state.query("SELECT status FROM runs WHERE conversation_id LIKE '%subagent-late%'")
         assert row["status"] == "interrupted"
         time.sleep(1.5)  # past the model's reply: the worker stops at its next step
     finally:
         timer.cancel()
+        undo()
         ctx.close()
     assert not (world.project / "ran.txt").exists()
     ctx = world.context()

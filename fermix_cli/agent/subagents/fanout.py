@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ...core.cancel import interrupt_requested
 from ...core.context import ToolContext
 from ...core.errors import ToolError
 from ...core.logs import logger
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 log = logger("fermix.subagents")
 # How long a worker given up on has to stop the tool call it runs (a shell command's process group).
 TOOL_STOP_GRACE = 2.0
+# How often the caller looks at the Ctrl-C flag while it waits for its workers.
+INTERRUPT_CHECK_S = 0.1
 
 
 class Slot(Record):
@@ -247,8 +250,12 @@ def _supervise(
             ).start()
             running.append(slot)
         soonest = min(s.deadline or 0.0 for s in running)
-        changed.wait(max(0.0, soonest - time.monotonic()))
+        # In slices: a Ctrl-C whose KeyboardInterrupt a finalizer swallowed (the garbage collector drops
+        # exceptions raised in __del__) still stops the caller, through the flag it raised.
+        changed.wait(max(0.0, min(soonest - time.monotonic(), INTERRUPT_CHECK_S)))
         changed.clear()
+        if interrupt_requested():
+            raise KeyboardInterrupt
         now = time.monotonic()
         for slot in list(running):
             if slot.done.is_set():
