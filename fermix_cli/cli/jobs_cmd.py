@@ -168,10 +168,19 @@ def show_cmd(
         if run["final_response"]:
             typer.echo("\n" + run["final_response"])
         return
-    jobs = invoke_tool("list_jobs", {"limit": 1000})
-    job = next((j for j in jobs["jobs"] if j["id"] == ident), None)
-    if job is None:
-        raise ToolError("not_found", f"No job with id {ident!r}. Run: fermix jobs list", {"job_id": ident})
+    from ..jobs.job import fetch_job
+
+    ctx = context()
+    try:
+        job = fetch_job(ctx.state.conn, ident).as_dict(ctx.now())  # by id: not among the first N listed
+    except ToolError as e:
+        if e.code != "not_found":
+            raise
+        raise ToolError(
+            "not_found", f"No job with id {ident!r}. Run: fermix jobs list", {"job_id": ident}
+        ) from None
+    finally:
+        ctx.close()
     runs = invoke_tool("list_job_runs", {"job_id": ident, "limit": 5})
     if as_json:
         emit_json({"job": job, "runs": runs["runs"]})

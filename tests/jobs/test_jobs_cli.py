@@ -321,3 +321,28 @@ def test_an_add_or_remove_settles_what_killed_removals_left(jobs: Jobs) -> None:
     _past_run(jobs, "orphan")
     assert jobs.add("Orphan")["id"] == "orphan"  # a job added under that id never sees the old output
     assert sorted(os.listdir(jobs.world.fermix_home / "jobs")) == [".unrelated", "digest"]
+
+
+def test_show_finds_a_job_past_the_first_thousand(jobs: Jobs) -> None:
+    """`jobs show` looks the job up by id; it listed the first 1000 jobs and said not_found past them."""
+    import sqlite3
+
+    jobs.add("Zeta", "every 1 hours")
+    jobs.add("Filler", "every 1 hours")
+    with sqlite3.connect(jobs.world.fermix_home / "state.db") as db:
+        columns = [r[1] for r in db.execute("PRAGMA table_info(scheduled_jobs)")]
+        picked = ", ".join(
+            "? || id" if c == "id" else "'2000-01-01T00:00:00.000000Z'" if c == "created_at" else c
+            for c in columns
+        )
+        for n in range(1000):  # older than Zeta: they come first in a listing
+            db.execute(
+                f"INSERT INTO scheduled_jobs ({', '.join(columns)}) SELECT {picked} FROM scheduled_jobs"
+                " WHERE id = 'filler'",
+                (f"c{n}-",),
+            )
+    r = jobs.cli("jobs", "show", "zeta", "--json")
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["job"]["id"] == "zeta"
+    r = jobs.cli("jobs", "show", "nope", "--json")
+    assert r.code == 1 and json.loads(r.stderr)["error"]["code"] == "not_found"
