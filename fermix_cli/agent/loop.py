@@ -211,6 +211,8 @@ class AgentLoop:
     # ----- one run -------------------------------------------------------------------------------
 
     def run(self, prompt: str) -> RunResult:
+        guard = RepeatGuard(self.repeat_limit)
+        state = _TurnState()
         run_id = self.transcript.start_run(
             self.session_id,
             prompt=prompt,
@@ -221,13 +223,13 @@ class AgentLoop:
             trust=self.ctx.trust,
             parent=self.parent,
         )
-        self.run_id = run_id
-        self._schemas = self.toolbox.schemas(self.ctx)  # what a tool shows can follow live state
-        self.history.append(Message("user", prompt))
         result = RunResult(run_id, self.session_id, OK, "", 0, Usage())
-        guard = RepeatGuard(self.repeat_limit)
-        state = _TurnState()
+        # Everything after the run's row is stored goes inside the try: a Ctrl-C or SIGTERM while the
+        # tool schemas are built (milliseconds) must still end the run `interrupted`, not leave it running.
         try:
+            self.run_id = run_id
+            self._schemas = self.toolbox.schemas(self.ctx)  # what a tool shows can follow live state
+            self.history.append(Message("user", prompt))
             self._run(result, guard, state)
         except KeyboardInterrupt:
             result.status = "interrupted"
