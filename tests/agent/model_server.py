@@ -423,3 +423,17 @@ class ModelServer:
             "message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage={"output_tokens": 5}
         )
         yield event("message_stop")
+
+
+def fresh_warnings_server() -> Iterator[ModelServer]:
+    """A ModelServer for one test, with fermix's once-per-process effort warnings forgotten before and
+    after it, so each test sees its own."""
+    from fermix_cli.agent.providers.anthropic_effort import forget_effort_warnings
+
+    forget_effort_warnings()
+    s = ModelServer()
+    try:
+        yield s
+    finally:
+        s.close()
+        forget_effort_warnings()

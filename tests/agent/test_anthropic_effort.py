@@ -19,7 +19,7 @@ from fermix_cli.agent.providers.anthropic_effort import (
     warn_effort_ignored,
 )
 from fermix_cli.core.registry import default_registry
-from tests.agent.model_server import ModelServer, text
+from tests.agent.model_server import ModelServer, fresh_warnings_server, text
 from tests.conftest import Env
 
 EFFORT = {"output_config": {"effort": "high"}}
@@ -32,13 +32,7 @@ def thinking(budget: int, max_tokens: int) -> dict[str, Any]:
 
 @pytest.fixture
 def server() -> Iterator[ModelServer]:
-    forget_effort_warnings()
-    s = ModelServer()
-    try:
-        yield s
-    finally:
-        s.close()
-        forget_effort_warnings()
+    yield from fresh_warnings_server()
 
 
 def configure(world: Env, server: ModelServer, routing: str = "", max_tokens: int | None = None) -> None:

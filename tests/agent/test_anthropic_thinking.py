@@ -20,11 +20,10 @@ from fermix_cli.agent.assemble import Agent, AgentOptions
 from fermix_cli.agent.loop import RunResult
 from fermix_cli.agent.messages import Message, TextDelta, ToolCall
 from fermix_cli.agent.providers.anthropic import parse_stream
-from fermix_cli.agent.providers.anthropic_effort import forget_effort_warnings
 from fermix_cli.agent.providers.openai import wire_messages as openai_wire
 from fermix_cli.agent.providers.sse import iter_sse
 from fermix_cli.core.registry import default_registry
-from tests.agent.model_server import ModelServer, redacted, text, thought, tools
+from tests.agent.model_server import ModelServer, fresh_warnings_server, redacted, text, thought, tools
 from tests.conftest import Env
 
 MODEL = "claude-sonnet-4-5"  # takes effort only as extended thinking with a token budget
@@ -34,13 +33,7 @@ SECRET = "a redacted line of reasoning"
 
 @pytest.fixture
 def server() -> Iterator[ModelServer]:
-    forget_effort_warnings()
-    s = ModelServer()
-    try:
-        yield s
-    finally:
-        s.close()
-        forget_effort_warnings()
+    yield from fresh_warnings_server()
 
 
 def configure(world: Env, server: ModelServer, *, routing: str = "", provider: str = "") -> None:

@@ -48,18 +48,26 @@ def _both_running(jobs: Jobs) -> bool:
     )
 
 
-def test_a_busy_state_db_makes_the_runner_wait_not_die(jobs: Jobs, tmp_path: Path) -> None:
+def _tick_while_the_quick_run_ends_locked(
+    jobs: Jobs, tmp_path: Path, patience: float
+) -> tuple[int, str, str]:
+    """Quick (1 s) and Long (4 s) run under one `jobs run`; another process holds the write lock for
+    2.5 s from when both run, so recording Quick's end waits past the busy timeout. (code, out, err)."""
     _add_quick_and_long(jobs, tmp_path)
-    runner = _runner(jobs, patience=60)
+    runner = _runner(jobs, patience=patience)
     try:
         wait_for(lambda: _both_running(jobs), timeout=60)
-        # Held while the quick run ends: recording it waits past the busy timeout.
         hold_write_lock(jobs.world.fermix_home / "state.db", 2.5).join()
         out, err = runner.communicate(timeout=60)
     finally:
         if runner.poll() is None:
             runner.kill()
-    assert runner.returncode == 0, err
+    return runner.returncode, out, err
+
+
+def test_a_busy_state_db_makes_the_runner_wait_not_die(jobs: Jobs, tmp_path: Path) -> None:
+    code, out, err = _tick_while_the_quick_run_ends_locked(jobs, tmp_path, patience=60)
+    assert code == 0, err
     assert "state_" not in err and "Traceback" not in err
     summary = json.loads(out)
     assert sorted((r["job_id"], r["status"]) for r in summary["runs"]) == [("long", "ok"), ("quick", "ok")]
@@ -72,16 +80,8 @@ def test_a_busy_state_db_makes_the_runner_wait_not_die(jobs: Jobs, tmp_path: Pat
 def test_a_record_that_cannot_wait_longer_costs_only_its_own_run(jobs: Jobs, tmp_path: Path) -> None:
     """Patience runs out for the quick run's record: that run alone waits (a later tick closes it
     closed); the long run in flight goes on and is recorded."""
-    _add_quick_and_long(jobs, tmp_path)
-    runner = _runner(jobs, patience=0.5)
-    try:
-        wait_for(lambda: _both_running(jobs), timeout=60)
-        hold_write_lock(jobs.world.fermix_home / "state.db", 2.5).join()
-        out, err = runner.communicate(timeout=60)
-    finally:
-        if runner.poll() is None:
-            runner.kill()
-    assert runner.returncode == 0, err
+    code, out, err = _tick_while_the_quick_run_ends_locked(jobs, tmp_path, patience=0.5)
+    assert code == 0, err
     runs = {r["job_id"]: r for r in json.loads(out)["runs"]}
     assert runs["long"]["status"] == "ok"
     assert runs["quick"]["note"] == "its outcome could not be recorded (state_busy); a later tick closes it"
