@@ -203,7 +203,10 @@ def check_url(url: str) -> CheckedURL:
     netloc = parts.netloc
     if "@" in netloc:
         raise blocked_url_error(
-            "userinfo", "URLs with user:password@ are refused; send credentials in headers", url=url
+            "userinfo",
+            "URLs with user:password@ are refused (credentials in a URL end up in logs and histories);"
+            " remove them from the URL",
+            url=url,
         )
     raw_host, port = _split_host_port(netloc, url)
     if not raw_host:

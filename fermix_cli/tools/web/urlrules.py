@@ -32,7 +32,7 @@ def public_url(url: str, allowed_private_hosts: Iterable[str] = ()) -> CheckedUR
     except ToolError as e:
         if e.details.get("reason") != "userinfo":
             raise
-        # The guard's generic advice (credentials in headers) does not fit web, which takes no headers.
+        # web's own advice on top of the guard's: the seed routes authenticated work to a shell command.
         raise blocked_url_error(
             "userinfo",
             "the URL carries credentials (user:password@); web opens only public, unauthenticated pages — "

@@ -441,3 +441,13 @@ def test_ipv6_outside_global_unicast_is_blocked(value: int) -> None:
 def test_non_addresses_fail_closed() -> None:
     assert is_blocked_address("not-an-address")
     assert is_blocked_address("0177.0.0.1")
+
+
+def test_a_url_with_credentials_is_told_to_drop_them_not_to_use_headers_no_caller_has() -> None:
+    """The guard's advice is for every caller: the browser and `web` take no headers."""
+    from fermix_cli.core.net.guard import check_url
+
+    with pytest.raises(ToolError) as e:
+        check_url("https://user:secret@example.com/")
+    assert e.value.details["reason"] == "userinfo"
+    assert "remove them" in e.value.message and "header" not in e.value.message
