@@ -11,7 +11,6 @@ delivery is tried once. A final answer of exactly `[SILENT]` delivers nothing an
 
 from __future__ import annotations
 
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,20 +35,14 @@ def output_path(paths: FermixPaths, job_id: str, run_id: str) -> Path:
 
 
 def write_output(paths: FermixPaths, job: Job, run_id: str, text: str) -> Path:
-    """output.md for a run, written atomically (temp file, fsync, rename)."""
+    """output.md for a run, written atomically (a complete synced file renamed into place; a kill leaves
+    no temp file behind)."""
+    from ..core.fsops import atomic_write
+
     target = output_path(paths, job.id, run_id)
     paths.ensure_dir(target.parent)
-    tmp = target.with_name(f".output.md.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text if text.endswith("\n") else text + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    data = (text if text.endswith("\n") else text + "\n").encode("utf-8")
+    atomic_write(str(target), data, new_mode=0o600)
     return target
 
 
