@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+import re
 from typing import TYPE_CHECKING, Literal
 
 from .errors import ToolError
@@ -65,6 +66,8 @@ FERMIX_HOME_PROTECTED = (
 
 # Never grantable even though they are not on the protected list themselves.
 UNSAFE_EXTRA = ("/proc", "/sys", "/dev")
+# Where a protected entry may end inside a longer path: `~/.ssh/…`, `.env.local`, `state.db-wal`.
+_ENTRY_END = re.compile(r"[/.\-]")
 
 
 RootSource = Literal["mode", "cwd", "granted"]
@@ -97,6 +100,7 @@ class Sandbox(Record):
     _blocked: list[str] | None = field(default=None, repr=False)
     _protected: list[str] | None = field(default=None, repr=False)
     _protected_low: tuple[str, ...] | None = field(default=None, repr=False)
+    _protected_set: frozenset[str] | None = field(default=None, repr=False)
     _link_ids: frozenset[tuple[int, int]] | None = field(default=None, repr=False)
     _link_ids_known: bool = field(default=False, repr=False)
 
@@ -219,8 +223,18 @@ class Sandbox(Record):
     # ----- decisions -------------------------------------------------------------------------
 
     def is_protected(self, canonical: str) -> bool:
+        """Whether the path is a protected entry or lies under one: the entry followed by `/`, `.` or
+        `-` (`~/.ssh/id_rsa`, `.env.local`, `state.db-wal`), compared case-insensitively.
+
+        Looks up each such prefix of the path in a set, so the cost follows the path's length, not
+        the number of entries (some 140): every search result and file call passes through here."""
         low = canonical.lower()
-        return any(low == e or (low.startswith(e) and low[len(e)] in "/.-") for e in self.protected_lower)
+        entries = self._protected_set
+        if entries is None:
+            entries = self._protected_set = frozenset(self.protected_lower)
+        if low in entries:
+            return True
+        return any(low[: m.start()] in entries for m in _ENTRY_END.finditer(low))
 
     def decide(self, canonical: str) -> Decision:
         """First match wins: protected, blocked, inside a root, otherwise outside."""
