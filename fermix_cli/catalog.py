@@ -137,6 +137,7 @@ MIGRATION_NAMES: tuple[str, ...] = (
     "agent_003_fts_in_batches",
     "agent_004_run_owners",
     "agent_005_opaque_blocks",
+    "agent_006_no_call_index",
     "skills_001_skill_index",
     "computer_001_views_and_pause",
     "events_001_temporal_events",

@@ -141,10 +141,18 @@ def opaque_blocks(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN opaque_json TEXT")
 
 
+def no_call_index(db: sqlite3.Connection) -> None:
+    """Messages are no longer indexed by `call_id` alone: every lookup by call id names its run too and
+    goes through `messages_run`, and the index cost each model turn's commit two of its ten pages (a
+    tool result's random call id lands on its own page)."""
+    db.execute("DROP INDEX IF EXISTS messages_call")
+
+
 MIGRATIONS = (
     Migration("agent_001_transcripts", transcripts),
     Migration("agent_002_session_parents", session_parents),
     Migration("agent_003_fts_in_batches", fts_in_batches),
     Migration("agent_004_run_owners", run_owners),
     Migration("agent_005_opaque_blocks", opaque_blocks),
+    Migration("agent_006_no_call_index", no_call_index),
 )
