@@ -24,6 +24,7 @@ from .toolsets import MCP_PREFIX
 if TYPE_CHECKING:
     from .context import ToolContext
     from .paths import FermixPaths
+    from .sandbox import Sandbox
 
 __all__ = [
     "SKILL_FILE",
@@ -33,6 +34,8 @@ __all__ = [
     "SkillRoot",
     "discover",
     "discover_skills",
+    "protected_skill_file",
+    "refuse_protected_skill_file",
     "reserved_name",
     "root_problem",
     "roots_of",
@@ -151,6 +154,27 @@ def root_problem(root: SkillRoot) -> str | None:
         return _unreadable(root, e)
 
 
+def protected_skill_file(sandbox: Sandbox, canonical: str, directory: str) -> bool:
+    """Whether the skill file `canonical` is a protected file, or a hard link to one (a second name the
+    symlink checks cannot see), as the sandbox judges it for `file_read`.
+
+    A skill directory that itself lies under a protected entry (the bundled skills of a system install
+    under /usr, a root beside config.toml) is where the owner installed skills, so only a file protected
+    on its own, or a hard link to a protected file, is refused there.
+    """
+    if sandbox.is_link_to_protected(canonical):
+        return True
+    return sandbox.is_protected(canonical) and not sandbox.is_protected(directory)
+
+
+def refuse_protected_skill_file(ctx: ToolContext, canonical: str, directory: str, *, tool: str) -> None:
+    """Raise `protected_path` (as `file_read` does) for a skill file `protected_skill_file` refuses."""
+    if protected_skill_file(ctx.sandbox, canonical, directory):
+        from .sandbox import Decision
+
+        raise ctx.sandbox.denial(Decision(False, "protected_path", canonical), tool=tool, write=False)
+
+
 def _load_failure(skill_md: str, error: Exception) -> str:
     """The report of a skill that failed to load in a way the parser did not foresee; the traceback is logged."""
     from .logs import logger
@@ -162,8 +186,12 @@ def _load_failure(skill_md: str, error: Exception) -> str:
     )
 
 
-def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
-    """Load every `<root>/*/SKILL.md`; a bad skill is recorded in `errors` and skipped, never fatal."""
+def discover_in(roots: Sequence[SkillRoot], sandbox: Sandbox | None = None) -> Discovery:
+    """Load every `<root>/*/SKILL.md`; a bad skill is recorded in `errors` and skipped, never fatal.
+
+    With `sandbox`, a SKILL.md that is a protected file or a hard link to one is skipped unread
+    (`protected_path`): its text would reach a model as the skill's instructions.
+    """
     found = Discovery()
     for root in roots:
         try:
@@ -209,6 +237,14 @@ def discover_in(roots: Sequence[SkillRoot]) -> Discovery:
             try:
                 if os.path.islink(skill_md):
                     raise skill_error("symlink_refused", skill_md, 1, "SKILL.md cannot be a symbolic link")
+                if sandbox is not None and protected_skill_file(sandbox, skill_md, directory):
+                    raise skill_error(
+                        "protected_path",
+                        skill_md,
+                        1,
+                        "SKILL.md is a protected file or a hard link to one, so it is not read; "
+                        "replace it with a file of its own. Run: fermix sandbox explain",
+                    )
                 skill = load_skill(skill_md, directory)
             except ToolError as e:
                 found.errors[skill_md] = {"code": e.code, "message": e.message, "root": root.origin}
@@ -242,7 +278,7 @@ def discover_skills(ctx: ToolContext) -> Discovery:
     """
     from .registry import registry_of
 
-    found = discover_in(skill_roots(ctx))
+    found = discover_in(skill_roots(ctx), ctx.sandbox)
     registry = registry_of(ctx)
     for name in list(found.skills):
         reserved = reserved_name(name)
@@ -282,7 +318,10 @@ def resolve_skill_target(ctx: ToolContext, target: str) -> SkillFile:
         )
     directory = skills[name]
     if not reference:
-        return SkillFile(target, posixpath.join(directory, SKILL_FILE))
+        # Checked again here, not only at discovery: the file may have been swapped since.
+        skill_md = posixpath.join(directory, SKILL_FILE)
+        refuse_protected_skill_file(ctx, skill_md, directory, tool="read")
+        return SkillFile(target, skill_md)
     parts = reference.split("/")
     if reference.startswith("/") or ".." in parts or "" in parts or "\x00" in reference:
         raise ToolError(
@@ -308,4 +347,5 @@ def resolve_skill_target(ctx: ToolContext, target: str) -> SkillFile:
             f"Skill reference {reference} resolves outside the skill directory {directory}.",
             {"path": canonical},
         )
+    refuse_protected_skill_file(ctx, canonical, directory, tool="read")
     return SkillFile(target, canonical)

@@ -15,7 +15,7 @@ from ...core.errors import ToolError
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, NoParams, Params, ToolSpec, registry_of, specs
 from ...core.skillfile import MAX_SKILL_BYTES, SKILL_FILE, SKILL_NAME, SkillDef
-from ...core.skillrefs import Discovery, discover_skills, reserved_name
+from ...core.skillrefs import Discovery, discover_skills, refuse_protected_skill_file, reserved_name
 from ...core.toolsets import TOOLS_CHANGED
 from .run import find_skill, run_skill
 
@@ -100,8 +100,9 @@ def _references(skill: SkillDef) -> list[str]:
     return sorted(n[:-3] for n in names if n.endswith(".md") and REFERENCE_NAME.fullmatch(n[:-3]))
 
 
-def read_reference(skill: SkillDef, file: str) -> tuple[str, str]:
-    """(path, text) of `references/<file>.md`: no traversal, no symlinks, at most 64 KiB."""
+def read_reference(ctx: ToolContext, skill: SkillDef, file: str) -> tuple[str, str]:
+    """(path, text) of `references/<file>.md`: no traversal, no symlinks, no protected file or hard link
+    to one, at most 64 KiB."""
     from ...core.fsops import read_bytes
 
     if not REFERENCE_NAME.fullmatch(file):
@@ -130,6 +131,7 @@ def read_reference(skill: SkillDef, file: str) -> tuple[str, str]:
             )
     if not stat.S_ISREG(os.lstat(path).st_mode):
         raise ToolError("reference_not_found", f"references/{file}.md is not a regular file", {"path": path})
+    refuse_protected_skill_file(ctx, path, skill.directory, tool="skill_view")
     data = read_bytes(path, MAX_SKILL_BYTES)
     if len(data) > MAX_SKILL_BYTES:
         raise ToolError(
@@ -148,7 +150,7 @@ def read_reference(skill: SkillDef, file: str) -> tuple[str, str]:
 def skill_view(p: ViewParams, ctx: ToolContext) -> dict[str, Any]:
     skill = find_skill(ctx, p.name)
     if p.file is not None:
-        path, text = read_reference(skill, p.file)
+        path, text = read_reference(ctx, skill, p.file)
         return {"name": skill.name, "file": p.file, "path": path, "content": text}
     return {
         "name": skill.name,
@@ -412,6 +414,7 @@ TOOLS = specs(
             FailureMode("invalid_reference_name", "file is not [a-z0-9_]{1,64}"),
             FailureMode("reference_not_found", "the skill has no such reference"),
             FailureMode("symlink_refused", "references/ or the file is a symbolic link"),
+            FailureMode("protected_path", "the file is a protected file or a hard link to one"),
             FailureMode("too_large", "the file is over 64 KiB"),
         ),
     ),
