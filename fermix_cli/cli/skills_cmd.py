@@ -107,6 +107,16 @@ def _find(name: str) -> Any:
         ctx.close()
 
 
+def _check_may_run(ctx: Any) -> None:
+    """Refuse as `fermix tool skill_run` does (`policy_denied`, exit 3) when this caller may not run a
+    skill: policy is checked at every call, whoever makes it (the CLI runs skills without `invoke`, for
+    its --provider and --model)."""
+    from ..core import policy
+    from ..core.registry import default_registry
+
+    policy.check(default_registry().resolve("skill_run", ctx), ctx)
+
+
 def _run(
     name: str, task: str, context_text: str | None, provider: str | None, model: str | None
 ) -> dict[str, Any]:
@@ -115,6 +125,7 @@ def _run(
 
     ctx = context()
     try:
+        _check_may_run(ctx)
         skill = find_skill(ctx, name)
         if provider is not None or model is not None:
             skill = skill.replace(provider=provider or skill.provider, model=model or skill.model)
@@ -240,6 +251,12 @@ def check_cmd(
     A case passes when the run completes and every expectation appears in its output (case-insensitive;
     `regex:PATTERN` for a regular expression).
     """
+    if not no_evals:  # the evals are skill runs: refused up front, as each run would be
+        ctx = context()
+        try:
+            _check_may_run(ctx)
+        finally:
+            ctx.close()
     out = invoke_tool("skill_list", {})
     skills = [s for s in out["skills"] if name is None or s["name"] == name]
     errors = out["errors"] if name is None else _own_errors(out["errors"], name, skills)
