@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from typing import Annotated, Any
 
 import typer
@@ -21,6 +22,8 @@ ProviderOpt = Annotated[
     str | None,
     typer.Option("--provider", help="Provider for the run (default: the skill's, else the agent's)."),
 ]
+# A skill's evals/evals.json larger than this is refused (reported as invalid_evals), never read whole.
+EVALS_MAX_BYTES = 1024 * 1024
 ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Model for the run.")]
 
 
@@ -202,15 +205,42 @@ def _case(case: Any, where: str) -> dict[str, Any]:
     return {**case, "expectations": _expectations(case, where)}
 
 
+def _read_evals(path: str) -> bytes | None:
+    """The bytes of a skill's `evals/evals.json` (None without one): a real file, not a symlink, FIFO or
+    device, at most `EVALS_MAX_BYTES`; ValueError saying what is wrong otherwise."""
+    from ..core.fsops import read_bytes
+
+    for where in (os.path.dirname(path), path):
+        try:
+            st = os.lstat(where)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise ValueError(f"{where}: cannot read it ({e.strerror or e})") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise ValueError(f"{where} is a symbolic link; a skill's evals must be a real file and directory")
+    try:
+        data = read_bytes(path, EVALS_MAX_BYTES)
+    except FileNotFoundError:
+        return None
+    except ToolError as e:  # not a regular file (a FIFO, a device, a socket), or swapped for a symlink
+        raise ValueError(f"{e.message}; a skill's evals/evals.json must be a regular JSON file") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if len(data) > EVALS_MAX_BYTES:
+        raise ValueError(f"{path}: over {EVALS_MAX_BYTES} bytes; it is refused, not truncated")
+    return data
+
+
 def _evals(directory: str) -> list[dict[str, Any]]:
     """The cases of `evals/evals.json` (none without one); ValueError naming the file and every bad case."""
     path = os.path.join(directory, "evals", "evals.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except FileNotFoundError:
+    raw = _read_evals(path)
+    if raw is None:
         return []
-    except (OSError, ValueError) as e:  # unreadable, not UTF-8, not JSON
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, nested too deep
         raise ValueError(f"{path}: cannot read it as JSON: {e}") from None
     cases = data.get("cases") if isinstance(data, dict) else None
     if not isinstance(cases, list):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from tests.conftest import Env
 from tests.skills.test_skills import mock_config, write_skill
@@ -35,3 +36,33 @@ def test_a_guest_cannot_run_a_skill_from_the_skills_commands_either(world: Env) 
     assert r.json()["evals"] == [] and r.json()["skills"] == 2
     r = world.run("skills", "run", "greet", "say hi")  # the owner still runs it
     assert r.code == 0 and r.stdout.strip() == "ok"
+
+
+def test_bad_evals_files_are_reported_per_skill_while_the_others_run(world: Env) -> None:
+    skills = world.fermix_home / "skills"
+    for name in ("fine", "fifo", "linked", "huge", "deep"):
+        d = write_skill(skills, name, f"name: {name}\ndescription: {name}\nallowed_tools: []")
+        (d / "evals").mkdir()
+    (skills / "fine" / "evals" / "evals.json").write_text(json.dumps(EVALS))
+    os.mkfifo(skills / "fifo" / "evals" / "evals.json")  # plain open() waits forever for a writer
+    outside = world.root / "elsewhere.json"
+    outside.write_text(json.dumps(EVALS))
+    os.symlink(outside, skills / "linked" / "evals" / "evals.json")
+    big = {"skill": "huge", "cases": [{"name": f"c{n}", "prompt": "p" * 100} for n in range(12_000)]}
+    (skills / "huge" / "evals" / "evals.json").write_text(json.dumps(big))  # about 1.4 MB
+    (skills / "deep" / "evals" / "evals.json").write_text("[" * 200_000)
+    mock_config(world, {"responses": [{"text": "ok"}], "repeat_last": True})
+
+    r = world.run("skills", "check", "--json", timeout=30)
+    assert r.code == 1 and "Traceback" not in r.stderr, r.stderr
+    report = r.json()
+    assert [(e["code"], e["path"]) for e in report["errors"]] == [
+        ("invalid_evals", str(skills / name)) for name in ("deep", "fifo", "huge", "linked")
+    ]
+    messages = {os.path.basename(e["path"]): e["message"] for e in report["errors"]}
+    assert "not a regular file" in messages["fifo"].lower()
+    assert "symbolic link" in messages["linked"]
+    assert "refused, not truncated" in messages["huge"]
+    assert "as JSON" in messages["deep"]
+    ours = [(e["skill"], e["passed"]) for e in report["evals"] if e["skill"] != "repo_overview"]  # bundled
+    assert ours == [("fine", True)]
