@@ -681,7 +681,7 @@ complete -c fermix -n '__fermix_at \'tool\'' -a 'schedule_job' -d 'Create a dura
 complete -c fermix -n '__fermix_at \'tool\'' -a 'send_attachment' -d 'Send a local file through the active channel: a photo or document in Telegram, a copy in the outbox (with its path printed) in the terminal, and in a scheduled job that delivers to a chat or channel, to the job\'s delivery target (at most 16 per run).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'shell' -d 'Run a shell command (sh -c) in the sandbox working directory.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_create' -d 'Scaffold a new local skill at <home>/skills/<name>/ (SKILL.md with an empty allowed-tool list, and a starter evals/evals.json).'
-complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_list' -d 'List installed skills (name, description, where it lives) that skill_run can run.'
+complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_list' -d 'List installed skills that skill_run can run: name and description, and for the owner where each lives and the skills that failed to load.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_reload' -d 'Re-scan the skill directories and refresh the running agent\'s skills (a new or changed skill can be called from the next step): returns the added, removed and changed skill names since the last reload, and every skill that failed to load (with file and line).'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_run' -d 'Run an installed skill on a task.'
 complete -c fermix -n '__fermix_at \'tool\'' -a 'skill_view' -d 'Show a skill\'s system prompt, allowed tools and metadata, or with `file` one of its references/<file>.md.'

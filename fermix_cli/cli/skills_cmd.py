@@ -35,11 +35,11 @@ def list_cmd(as_json: JsonOpt = False) -> None:
     if as_json:
         emit_json(out)
         return
-    for s in out["skills"]:
-        typer.echo(f"{s['name']:<24} {s['origin']:<8} {s['description']}")
+    for s in out["skills"]:  # a guest's list has no origin or errors
+        typer.echo(f"{s['name']:<24} {s.get('origin', '-'):<8} {s['description']}")
     if not out["skills"]:
         typer.echo("No skills installed. Scaffold one: fermix skills new NAME --description TEXT")
-    for e in out["errors"]:
+    for e in out.get("errors", []):
         typer.echo(f"not loaded: {e['message']}", err=True)
 
 
@@ -106,6 +106,17 @@ def _find(name: str) -> Any:
     ctx = context()
     try:
         return find_skill(ctx, name)
+    finally:
+        ctx.close()
+
+
+def _directories() -> dict[str, str]:
+    """Skill name -> directory, for a caller whose skill_list does not say where skills live."""
+    from ..core.skillrefs import discover
+
+    ctx = context()
+    try:
+        return discover(ctx)
     finally:
         ctx.close()
 
@@ -289,15 +300,18 @@ def check_cmd(
             ctx.close()
     out = invoke_tool("skill_list", {})
     skills = [s for s in out["skills"] if name is None or s["name"] == name]
-    errors = out["errors"] if name is None else _own_errors(out["errors"], name, skills)
+    listed = out.get("errors", [])  # a guest's list has no paths or errors
+    errors = listed if name is None else _own_errors(listed, name, skills)
+    directories = None if all("path" in s for s in skills) else _directories()
     if name is not None and not skills and not errors:
         _find(name)  # raises unknown_skill (or why a built-in tool shadows it), as `skills run|view` do
     results: list[dict[str, Any]] = []
     for s in skills:
+        directory = s["path"] if directories is None else directories[s["name"]]
         try:
-            cases = _evals(s["path"])
+            cases = _evals(directory)
         except ValueError as e:
-            errors.append({"path": s["path"], "code": "invalid_evals", "message": str(e)})
+            errors.append({"path": directory, "code": "invalid_evals", "message": str(e)})
             continue
         for case in [] if no_evals else cases:
             try:

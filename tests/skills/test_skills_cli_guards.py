@@ -66,3 +66,28 @@ def test_bad_evals_files_are_reported_per_skill_while_the_others_run(world: Env)
     assert "as JSON" in messages["deep"]
     ours = [(e["skill"], e["passed"]) for e in report["evals"] if e["skill"] != "repo_overview"]  # bundled
     assert ours == [("fine", True)]
+
+
+def test_a_guest_lists_names_and_descriptions_only(world: Env) -> None:
+    skills = world.fermix_home / "skills"
+    write_skill(skills, "fine", "name: fine\ndescription: does fine things")
+    write_skill(skills, "bad", "name: bad\ndescription: [x")
+    r = world.run("--trust", "guest", "tool", "skill_list")
+    assert r.code == 0, r.stderr
+    assert str(world.fermix_home) not in r.stdout and "site-packages" not in r.stdout
+    bundled = next(s for s in r.json()["skills"] if s["name"] == "repo_overview")
+    assert r.json() == {
+        "skills": [{"name": "fine", "description": "does fine things"}, bundled],
+    }
+    assert set(bundled) == {"name", "description"}
+    owner = world.tool("skill_list").json()  # the owner still sees where each lives, and the load errors
+    assert owner["skills"][0] == {
+        "name": "fine",
+        "description": "does fine things",
+        "path": str(skills / "fine"),
+        "origin": "home",
+    }
+    assert [e["path"] for e in owner["errors"]] == [str(skills / "bad" / "SKILL.md")]
+    r = world.run("--trust", "guest", "skills", "list")
+    assert r.code == 0 and str(world.fermix_home) not in r.stdout + r.stderr
+    assert r.stdout.split()[:3] == ["fine", "-", "does"]

@@ -48,6 +48,10 @@ def _origin(skill: SkillDef) -> str:
 
 def skill_list(p: NoParams, ctx: ToolContext) -> dict[str, Any]:
     skills, errors = usable_skills(ctx)
+    if ctx.trust != "operator":
+        # Names and descriptions only: where skills live on disk and why others failed to load (full
+        # paths, file and line) are the owner's business.
+        return {"skills": [{"name": s.name, "description": s.description} for s in skills.values()]}
     return {
         "skills": [{**s.summary(), "origin": _origin(s)} for s in skills.values()],
         "errors": errors,
@@ -372,7 +376,10 @@ TOOLS = specs(
         name="skill_list",
         category="skills",
         policy_class="read_only",
-        description="List installed skills (name, description, where it lives) that skill_run can run.",
+        description=(
+            "List installed skills that skill_run can run: name and description, and for the owner where "
+            "each lives and the skills that failed to load."
+        ),
         params=NoParams,
         handler=skill_list,
         hints=Hints(read_only=True, idempotent=True),
