@@ -226,10 +226,12 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
         raise skill_error(
             "too_large", path, 1, f"SKILL.md is over {MAX_SKILL_BYTES} bytes; move detail into references/"
         )
+    # A leading byte-order mark (Windows editors write one) is not text: the file starts after it.
+    raw = data.removeprefix(b"\xef\xbb\xbf")
     try:
-        text = data.decode("utf-8").replace("\r\n", "\n")
+        text = raw.decode("utf-8").replace("\r\n", "\n")
     except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
+        line = raw[: e.start].count(b"\n") + 1
         raise skill_error("invalid_frontmatter", path, line, "SKILL.md is not UTF-8 text") from None
     entries, body, body_line = _frontmatter(text, path)
     values: dict[str, Any] = {}

@@ -71,6 +71,22 @@ def test_malformed_frontmatter_names_file_and_line(text: str, code: str, line: i
     assert e.value.message.startswith(f"/s/a/SKILL.md:{e.value.details['line']}: "), e.value.message
 
 
+def test_a_skill_md_saved_with_a_byte_order_mark_loads(world: Env) -> None:
+    d = world.fermix_home / "skills" / "win"
+    d.mkdir(parents=True)
+    (d / "SKILL.md").write_bytes(
+        b"\xef\xbb\xbf---\r\nname: win\r\ndescription: From Notepad\r\n---\r\nDo it.\r\n"
+    )
+    listed = world.tool("skill_list").json()
+    assert listed["errors"] == [] and {"win", "repo_overview"} == {s["name"] for s in listed["skills"]}
+    view = world.tool("skill_view", {"name": "win"}).json()
+    assert (view["description"], view["system_prompt"]) == ("From Notepad", "Do it.")
+    # a BOM anywhere else is no exception to the rules: the file must still start with ---
+    with pytest.raises(ToolError) as e:
+        parse_skill(b"\n\xef\xbb\xbf---\nname: a\ndescription: d\n---\nbody\n", "/s/a/SKILL.md", "/s/a")
+    assert e.value.code == "invalid_frontmatter"
+
+
 def test_oversized_skill_is_refused() -> None:
     body = "x" * 70_000
     with pytest.raises(ToolError) as e:
