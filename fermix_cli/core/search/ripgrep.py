@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -32,6 +33,7 @@ from ..errors import ToolError
 from ..records import Record, field
 from . import engines
 from .p4ignore import MAX_RULE_BYTES, P4Rules, read_bounded, translate_rules
+from .report import BadIgnoreRule
 
 if TYPE_CHECKING:
     from ..sandbox import Sandbox
@@ -66,6 +68,8 @@ class RunStats(Record):
     timed_out: bool = False
     stopped_early: bool = False  # the caller had enough and ended the run
     errors: list[str] = field(default_factory=list)  # per-path errors rg reported (unreadable, …)
+    # Ignore-file lines rg could not parse: it warned and went on without them (nothing left out).
+    bad_rules: list[BadIgnoreRule] = field(default_factory=list)
     p4_files: int = 0
     # With `--debug` (searches): the files rg met binary data in (a NUL byte), relative to the root,
     # whether it stopped before its first match (not searched at all) or after; and the Perforce rule
@@ -358,11 +362,13 @@ class Run:
             with contextlib.suppress(OSError):
                 os.unlink(self._ignore_file)
         err = self._read_debug(err)
+        bad, rest = ignore_file_warnings(messages(err), self.scope.root)
+        self.stats.bad_rules = bad
         if self.stats.timed_out or self.stats.stopped_early:
             return
         if proc.returncode == 2:
-            _raise_for(err, self.target)
-        self.stats.errors = [r for r in messages(err) if r.startswith("rg: ")]
+            _raise_for("\n".join(rest), self.target)
+        self.stats.errors = [r for r in rest if r.startswith("rg: ")]
 
     def _read_debug(self, err: str) -> str:
         """Take rg's `--debug` lines out of its stderr: binary files and Perforce rule files are noted
@@ -511,10 +517,45 @@ def messages(err: str) -> list[str]:
     return [m.removesuffix("\n") for m in out if m.strip()]
 
 
+# rg's warning for a line of an ignore file it cannot parse: `PATH: line N: error parsing glob '…': …`.
+_BAD_RULE = re.compile(r"(?P<path>.*): line (?P<line>[0-9]+): (?P<error>error parsing glob .*)")
+
+
+def ignore_file_warnings(msgs: list[str], root: str) -> tuple[list[BadIgnoreRule], list[str]]:
+    """rg's messages split into the ignore-file lines it could not parse (a warning: rg goes on without
+    that rule, and exits 2 only when the file is in a parent of the root) and the other messages.
+
+    rg writes the bad lines of one directory's ignore files as one message, a line each (only the first
+    starts with `rg: `); a line that does not end like that is part of the next one's path (a name with
+    a line break). Paths are made absolute against `root` (rg's working directory); each rule once."""
+    bad: list[BadIgnoreRule] = []
+    rest: list[str] = []
+    for msg in msgs:
+        if "error parsing glob" not in msg or ": line " not in msg:
+            rest.append(msg)
+            continue
+        pending: list[str] = []
+        for ln in msg.removeprefix("rg: ").split("\n"):
+            hit = _BAD_RULE.fullmatch(ln)
+            if hit is None:
+                pending.append(ln)
+                continue
+            path = _strip_dot("\n".join([*pending, hit["path"]]))
+            rule = BadIgnoreRule(os.path.join(root, path), int(hit["line"]), hit["error"])
+            if rule not in bad:
+                bad.append(rule)
+            pending = []
+        if pending:  # not (only) bad rules: kept as rg's message
+            rest.append(msg if len(pending) == msg.count("\n") + 1 else "rg: " + "\n".join(pending))
+    return bad, rest
+
+
 def _raise_for(err: str, target: str = ".") -> None:
-    """rg exits 2 for per-file errors too (an unreadable file, `rg: ./path: …`): only a fatal error raises."""
+    """rg exits 2 for per-file errors too (an unreadable file, `rg: ./path: …`) and for a bad line in an
+    ignore file of a parent directory (a warning: rg searched without that rule): only a fatal error raises."""
     per_file = ("rg: ./", f"rg: {target}:")
-    fatal = "\n".join(m for m in messages(err) if not m.startswith(per_file))
+    _, msgs = ignore_file_warnings(messages(err), ".")
+    fatal = "\n".join(m for m in msgs if not m.startswith(per_file))
     if not fatal:
         return
     if (

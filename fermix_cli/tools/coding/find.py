@@ -20,7 +20,15 @@ from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.search.names import escaped, invalid_name_omission, is_utf8
 from ...core.search.p4ignore import resolve_p4
-from ...core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
+from ...core.search.report import (
+    Omission,
+    completeness,
+    ignore_warnings,
+    notes,
+    timeout_omission,
+    unreadable_omission,
+    warning_notes,
+)
 from ...core.search.ripgrep import RunStats, Scope, allowed_below
 from ...core.search.ripgrep import list_files as rg_list_files
 from ...core.search.walklog import lossy
@@ -168,10 +176,12 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         for o, n in zip(omissions, notes(omissions), strict=True)
         if o.reason in ("unreadable", "no_listed_files", "invalid_utf8_name")
     ]
+    warnings = ignore_warnings(run.bad_rules, lambda path: display_path(path, target.cwd))
+    footer += warning_notes(warnings)
     output = "\n".join(lines)
     if footer:
         output = f"{output}\n\n" + "\n".join(footer) if output else "\n".join(footer)
-    return {
+    result: dict[str, Any] = {
         "output": output,
         "results": [
             {"path": shown, "kind": "directory" if is_dir else "file", "score": score}
@@ -199,6 +209,9 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         **completeness(omissions),
         "engine": "rg",
     }
+    if warnings:
+        result["warnings"] = warnings
+    return result
 
 
 def _fileless_omission(

@@ -25,8 +25,10 @@ from ....core.search.report import (
     Omission,
     binary_omission,
     completeness,
+    ignore_warnings,
     timeout_omission,
     unreadable_omission,
+    warning_notes,
 )
 from ....core.search.ripgrep import (
     FileMatches,
@@ -464,10 +466,13 @@ def _result(
         reasons.append("deadline")
     omissions = _omissions(mode, scan, page, more, next_offset, omitted_total, tally, search, n_ctx)
     text = page.text
-    footer = _footer(mode, scan, returned, offset, omissions)
+    warnings = ignore_warnings(run.bad_rules, lambda path: _shown(path, tally.cwd))
+    footer = "\n".join(
+        filter(None, [_footer(mode, scan, returned, offset, omissions), *warning_notes(warnings)])
+    )
     if footer:
         text = f"{text}\n\n{footer}" if text else footer
-    return {
+    result: dict[str, Any] = {
         "output": text,
         "format": "grouped_v1" if mode == "ranked" else "raw",
         "mode": mode,
@@ -508,6 +513,9 @@ def _result(
         },
         "hits": [_hit_json(b.path, h) for b, _ in scan.blocks for h in b.hits],
     }
+    if warnings:
+        result["warnings"] = warnings
+    return result
 
 
 def _hit_json(path: str, h: Hit) -> dict[str, Any]:

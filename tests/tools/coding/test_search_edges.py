@@ -1,0 +1,111 @@
+"""The search tools (grep, content_search, glob_search, find, list_files, ast_grep) at the edges the
+audit of the search contract found: bad ignore rules, catch-all globs, FIFOs, unreadable roots and
+file names with control characters."""
+
+from __future__ import annotations
+
+from search_fixture import make_tree
+
+from tests.conftest import Env
+
+# ----- a line of an ignore file that rg cannot parse ---------------------------------------------
+
+
+def test_a_bad_ignore_rule_is_a_warning_in_every_search_tool(world: Env, invoke) -> None:
+    """rg warns about a line it cannot parse and searches without that rule (as `rg` itself does): the
+    answer is whole and says which line to fix, whether the file is in a parent of the root (where rg
+    exits 2) or inside it, and the other rules of that file still apply."""
+    (world.home / ".gitignore").write_text("a[\n")  # a parent of the search root
+    make_tree(
+        world.project,
+        {
+            ".ignore": "b{\nskipped.txt\n",
+            "f.txt": "needle\n",
+            "skipped.txt": "needle\n",
+            "sub/g.py": "needle()\n",
+        },
+    )
+    results = {
+        "grep": invoke("grep", {"patterns": ["needle"], "mode": "raw"}),
+        "content_search": invoke("content_search", {"pattern": "needle"}),
+        "glob_search": invoke("glob_search", {"pattern": "**/*"}),
+        "find": invoke("find", {"query": "g"}),
+    }
+    assert results["grep"]["output"].split("\n\n")[0] == "f.txt:1:needle\nsub/g.py:1:needle()"
+    assert [m["path"] for m in results["content_search"]["matches"]] == [
+        str(world.project / "f.txt"),
+        str(world.project / "sub/g.py"),
+    ]
+    assert results["glob_search"]["paths"] == [
+        str(world.project / ".ignore"),
+        str(world.project / "f.txt"),
+        str(world.project / "sub/g.py"),
+    ]
+    assert [r["path"] for r in results["find"]["results"]] == ["sub/g.py"]
+    for tool, r in results.items():
+        assert r["complete"] is True and r["omitted"] == [], tool
+        warnings = r["warnings"]
+        assert [(w["reason"], w["line"]) for w in warnings] == [("bad_ignore_rule", 1)] * 2, tool
+        assert warnings[0]["path"] == str(world.home / ".gitignore"), tool
+        assert warnings[1]["path"].endswith(".ignore"), tool
+        assert (
+            "error parsing glob 'a['" in warnings[0]["message"] and "fix the line" in warnings[0]["message"]
+        )
+    for tool in ("grep", "find"):
+        out = results[tool]["output"]
+        assert (
+            f"[warning: line 1 of {world.home / '.gitignore'} does not parse (error parsing glob 'a['" in out
+        )
+        assert "[warning: line 1 of .ignore does not parse (error parsing glob 'b{'" in out, tool
+    r = invoke("ast_grep", {"pattern": "needle()", "language": "python"})
+    assert [m["path"] for m in r["matches"]] == ["sub/g.py"]
+
+
+def test_bad_ignore_rules_in_the_text_of_glob_and_content_search(world: Env) -> None:
+    (world.home / ".gitignore").write_text("a[\n")
+    make_tree(world.project, {"f.txt": "needle\n"})
+    for tool, args in (("content_search", {"pattern": "needle"}), ("glob_search", {"pattern": "*.txt"})):
+        done = world.tool(tool, args, "--text")
+        assert done.code == 0, done.stderr
+        assert done.stdout.splitlines()[1].startswith(
+            f"[warning: line 1 of {world.home / '.gitignore'} does not parse (error parsing glob 'a['"
+        ), tool
+
+
+def test_rg_messages_about_ignore_files_are_read_as_warnings() -> None:
+    from fermix_cli.core.search.ripgrep import ignore_file_warnings
+
+    # rg writes the bad lines of one directory's ignore files as one message, a line each; a name with
+    # a line break spans two lines; anything else stays rg's message.
+    msgs = [
+        "rg: ./.ignore: line 1: error parsing glob 'b{': unclosed alternate group; missing '}'\n"
+        "./.ignore: line 2: error parsing glob '\\': dangling '\\'\n"
+        "./.gitignore: line 1: error parsing glob 'a[': unclosed character class; missing ']'",
+        "rg: ./we\nird/.gitignore: line 3: error parsing glob '[z': unclosed character class; missing ']'",
+        "rg: /up/.gitignore: line 1: error parsing glob 'a[': unclosed character class; missing ']'",
+        "rg: ./locked: Permission denied (os error 13)",
+    ]
+    bad, rest = ignore_file_warnings(msgs, "/root")
+    assert [(b.path, b.line) for b in bad] == [
+        ("/root/.ignore", 1),
+        ("/root/.ignore", 2),
+        ("/root/.gitignore", 1),
+        ("/root/we\nird/.gitignore", 3),
+        ("/up/.gitignore", 1),
+    ]
+    assert bad[0].error == "error parsing glob 'b{': unclosed alternate group; missing '}'"
+    assert rest == ["rg: ./locked: Permission denied (os error 13)"]
+    # The same rule named twice (rg reads a directory's rules for each path it is given) is one warning.
+    assert len(ignore_file_warnings([msgs[2], msgs[2]], "/root")[0]) == 1
+
+
+def test_many_bad_ignore_rules_are_listed_up_to_a_cap(world: Env, invoke) -> None:
+    make_tree(world.project, {".gitignore": "".join(f"x{i}[\n" for i in range(25)), "f.txt": "needle\n"})
+    r = invoke("grep", {"patterns": ["needle"]})
+    assert r["complete"] is True and len(r["warnings"]) == 20
+    assert r["warnings"][-1]["message"].endswith("(5 more bad lines of ignore files are not listed)")
+    assert r["warnings"][-1]["more"] == 5 and [w["line"] for w in r["warnings"]] == list(range(1, 21))
+    notes = [ln for ln in r["output"].splitlines() if ln.startswith("[warning: ")]
+    assert len(notes) == 3 and notes[2].startswith(
+        "[warning: 23 more lines of ignore files do not parse (e.g. .gitignore line 3, .gitignore line 4"
+    )
