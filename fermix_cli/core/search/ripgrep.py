@@ -147,19 +147,33 @@ def _scope_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
         args.append("--no-ignore")
     if scope.max_depth is not None:
         args += ["--max-depth", str(scope.max_depth)]
+    # rg's override globs (`-g`) win over its hidden and ignore filters, and the last glob that matches
+    # a path decides. So the caller's globs come first: one that matches everything (`*`, `**`) brings
+    # ignored files in, as in rg, but the exclusions after it keep `.git` and the scope's other names
+    # out, and hidden files too unless the scope includes them or a glob names one (`.env`, `**/.*rc`).
+    for g in scope.globs:
+        args += ["-g", g]
+    if not scope.hidden and any(not g.startswith("!") for g in scope.globs):
+        args += ["-g", "!.*"]
+        for g in scope.globs:  # again, in order: those naming hidden paths, and every exclusion
+            if g.startswith("!") or _names_hidden(g):
+                args += ["-g", g]
     for name in scope.exclude_names:  # "NAME/": directories only
         args += ["-g", f"!{_glob_escape(name.rstrip('/'))}{'/' if name.endswith('/') else ''}"]
     if scope.p4 is not None:
         for name in sorted(scope.p4.excluded_names):
             args += ["-g", f"!{_glob_escape(name)}"]
-    for g in scope.globs:
-        args += ["-g", g]
     for d in scope.type_defs:
         args += ["--type-add", d]
     for t in scope.types:
         args += ["-t", t]
     args += sandbox_globs(scope.root, sandbox)
     return args
+
+
+def _names_hidden(glob: str) -> bool:
+    """Whether an rg glob names a hidden path itself: a component that starts with a literal dot."""
+    return any(part.startswith(".") and part not in (".", "..") for part in glob.split("/"))
 
 
 def _p4_prepass_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:

@@ -4,6 +4,7 @@ file names with control characters."""
 
 from __future__ import annotations
 
+import pytest
 from search_fixture import make_tree
 
 from tests.conftest import Env
@@ -109,3 +110,52 @@ def test_many_bad_ignore_rules_are_listed_up_to_a_cap(world: Env, invoke) -> Non
     assert len(notes) == 3 and notes[2].startswith(
         "[warning: 23 more lines of ignore files do not parse (e.g. .gitignore line 3, .gitignore line 4"
     )
+
+
+# ----- globs that match everything ---------------------------------------------------------------
+
+SKIPPED_TREE = {
+    ".git/config": "[core]\n\tnote = needle\n",
+    "target/out.txt": "needle\n",
+    ".hidden/h.txt": "needle\n",
+    ".env": "needle\n",
+    "src/s.txt": "needle\n",
+    "src/t.log": "needle\n",
+    ".gitignore": "*.log\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("globs", "expected"),
+    [
+        (["*"], ["src/s.txt", "src/t.log"]),  # a glob naming an ignored file includes it, as in rg
+        (["**"], ["src/s.txt", "src/t.log"]),
+        (["**/*"], ["src/s.txt", "src/t.log"]),
+        (["*.txt"], ["src/s.txt"]),
+        (["*", "!*.log"], ["src/s.txt"]),
+        ([".env"], [".env"]),  # a glob that names a hidden file still finds it
+        (["**/.*"], [".env"]),
+        ([".env", "!.env"], []),
+        (["**/.git/**", "target/**", ".git/*"], []),  # .git and target/ are never searched
+    ],
+)
+def test_globs_never_bring_in_git_target_or_hidden_files(
+    world: Env, invoke, globs: list[str], expected: list[str]
+) -> None:
+    """rg's override globs win over its hidden filter and the last matching one decides: grep's
+    exclusions (`.git`, `target/`, hidden files) come after the caller's globs, so `*` cannot undo them."""
+    make_tree(world.project, SKIPPED_TREE)
+    r = invoke("grep", {"patterns": ["needle"], "mode": "raw", "glob": globs})
+    assert sorted({h["path"] for h in r["hits"]}) == expected
+    assert r["complete"] is True
+
+
+def test_the_other_search_tools_never_list_git(world: Env, invoke) -> None:
+    make_tree(world.project, SKIPPED_TREE)
+    r = invoke("content_search", {"pattern": "needle"})
+    assert sorted(m["path"] for m in r["matches"]) == [
+        str(world.project / p) for p in (".env", ".hidden/h.txt", "src/s.txt", "target/out.txt")
+    ]
+    r = invoke("glob_search", {"pattern": "**"})
+    assert not any("/.git/" in p for p in r["paths"]) and str(world.project / ".env") in r["paths"]
+    assert invoke("find", {"query": "config"})["results"] == []
