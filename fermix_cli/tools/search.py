@@ -30,6 +30,7 @@ from ..core.search.report import (
     warning_notes,
 )
 from ..core.search.ripgrep import PatternError, RunStats, Scope, Search, allowed_below, list_files
+from ..core.search.special import special_kind, special_omission
 from ..core.search.walklog import skipped_children
 
 GLOB_DEADLINE_S = 30.0
@@ -240,6 +241,9 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     if os.path.isdir(root):
         scope, target = Scope(root=root, hidden=True), "."
     else:
+        kind = special_kind(root)
+        if kind is not None:  # rg would block on a FIFO until the deadline: skipped at once
+            return _skipped_special(root, kind)
         scope, target = Scope(root=os.path.dirname(root)), os.path.basename(root)
     search = Search(
         scope,
@@ -338,6 +342,12 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     if output_capped:
         result["output_capped_at"] = CONTENT_OUTPUT_CAP
     return _with_warnings(result, search.stats)
+
+
+def _skipped_special(path: str, kind: str) -> dict[str, Any]:
+    """content_search's answer for a `path` that is a FIFO, socket or device: nothing read, and why."""
+    omission = special_omission(shown_path(path), kind, "content_search")
+    return {"matches": [], "truncated": False, "total_matches": 0, **completeness([omission])}
 
 
 def _render_content(r: dict[str, Any]) -> str:

@@ -4,6 +4,9 @@ file names with control characters."""
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 from search_fixture import make_tree
 
@@ -159,3 +162,24 @@ def test_the_other_search_tools_never_list_git(world: Env, invoke) -> None:
     r = invoke("glob_search", {"pattern": "**"})
     assert not any("/.git/" in p for p in r["paths"]) and str(world.project / ".env") in r["paths"]
     assert invoke("find", {"query": "config"})["results"] == []
+
+
+# ----- a FIFO named as path ----------------------------------------------------------------------
+
+
+def test_content_search_skips_a_fifo_named_as_path_at_once(world: Env, invoke) -> None:
+    """As grep does: rg would block on the FIFO until the deadline; the answer says what it is instead."""
+    os.mkfifo(world.project / "q.txt")
+    start = time.monotonic()
+    r = invoke("content_search", {"pattern": "x", "path": "q.txt", "timeout_ms": 5000})
+    assert time.monotonic() - start < 2.5  # not the deadline
+    assert r["matches"] == [] and r["total_matches"] == 0 and r["complete"] is False
+    assert r["omitted"] == [
+        {
+            "reason": "special",
+            "count": 1,
+            "unit": "file",
+            "how": f"{world.project / 'q.txt'} is a FIFO, not a regular file, so it was not read (content_search "
+            "reads regular files only: a FIFO or device can block or never end)",
+        }
+    ]

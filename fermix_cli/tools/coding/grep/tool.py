@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import stat
 import time
 from typing import Annotated, Any, Literal
 
@@ -39,6 +38,7 @@ from ....core.search.ripgrep import (
     allowed_below,
     literal_glob,
 )
+from ....core.search.special import special_kind, special_omission
 from ..pathrules import display_path, resolve_source
 from .printer import Block, Hit, Page, render_ranked, render_raw
 from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
@@ -158,14 +158,6 @@ class Tally(Record):
     cwd: str = ""  # paths in notes are shown relative to it
 
 
-_SPECIAL_KINDS = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
 def _shown(path: str, cwd: str) -> str:
     """`path` as a note names it: as `display_path` shows it, each byte that is not UTF-8 as `\\xNN`,
     and marked when rg's log had already lost those bytes (see `core/search/names.py`)."""
@@ -174,16 +166,6 @@ def _shown(path: str, cwd: str) -> str:
     if marked != escaped(path):  # rg's log named it lossily: keep the mark
         return shown + marked[len(path) :]
     return escaped(shown)
-
-
-def _special_kind(path: str) -> str | None:
-    """What `path` (canonical) is when it is neither a directory nor a regular file: rg would block
-    on a FIFO until the deadline, and read a device without end."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None  # rg reports it as it finds it
-    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), None)
 
 
 def _scope(ctx: ToolContext, p: GrepParams, path: str) -> tuple[Scope, str]:
@@ -221,7 +203,7 @@ def _collect(
     scope, target = _scope(ctx, p, path)
     search = _search(ctx, p, plans, deadline, scope, target, keep)
     tally = Tally()
-    if target != "." and (kind := _special_kind(path)) is not None:
+    if target != "." and (kind := special_kind(path)) is not None:
         tally.special, tally.special_path = kind, path  # skipped, as rg's walk skips them: not run
         return [], search, tally
     base = scope.root.rstrip("/") + "/"  # canonical; rg follows no symlink, so base + rel is too
@@ -591,15 +573,7 @@ def _omissions(
     if unnamed:
         out.append(unnamed)
     if tally.special:
-        out.append(
-            Omission(
-                "special",
-                1,
-                "file",
-                f"{_shown(tally.special_path, tally.cwd)} is {tally.special}, not a regular file, so it was not read (grep "
-                "reads regular files only: a FIFO or device can block or never end)",
-            )
-        )
+        out.append(special_omission(_shown(tally.special_path, tally.cwd), tally.special, "grep"))
     bad = unreadable_omission(search.stats.errors)
     if bad:
         out.append(bad)
