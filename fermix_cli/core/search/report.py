@@ -101,7 +101,12 @@ def unreadable_omission(errors: list[str]) -> Omission | None:
     if not errors:
         return None
     sample = "; ".join(e.removeprefix("rg: ") for e in errors[:3])
-    return Omission("unreadable", len(errors), "path", f"they could not be read ({sample})")
+    return Omission(
+        "unreadable",
+        len(errors),
+        "path",
+        f"they could not be read ({sample}); fix their permissions to search them",
+    )
 
 
 def binary_omission(

@@ -224,6 +224,20 @@ def _rebase(line: str, base: str) -> str:
     return ("!" if neg else "") + rebased
 
 
+def unreadable_root(root: str, err: PermissionError) -> Exception:
+    """What to raise when a search engine could not be started in the directory `root` (`cwd=`):
+    `unreadable`, naming it, when the directory refused (the child's `chdir` sets the error's
+    filename to it); anything else (an engine that cannot be run) is raised as it is."""
+    if err.filename != root:
+        return err
+    return ToolError(
+        "unreadable",
+        f"Cannot search {root}: permission denied (the directory must be readable and searchable); fix its "
+        f"permissions (chmod u+rx {root}) or search another path",
+        {"path": root},
+    )
+
+
 class Run:
     """One rg process over a scope, killed at the deadline. Read it once (`chunks()` or `records()`)."""
 
@@ -268,6 +282,9 @@ class Run:
                 stderr=log.write_fd,
                 start_new_session=True,
             )
+        except PermissionError as e:
+            log.close()
+            raise unreadable_root(self.scope.root, e) from None
         except BaseException:
             log.close()
             raise

@@ -4,13 +4,17 @@ file names with control characters."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
+import sys
 import time
 
 import pytest
 from search_fixture import make_tree
 
-from tests.conftest import Env
+from tests.conftest import Env, Result
 
 # ----- a line of an ignore file that rg cannot parse ---------------------------------------------
 
@@ -183,3 +187,56 @@ def test_content_search_skips_a_fifo_named_as_path_at_once(world: Env, invoke) -
             "reads regular files only: a FIFO or device can block or never end)",
         }
     ]
+
+
+# ----- an unreadable directory named as path -----------------------------------------------------
+
+
+def _without_read_override(world: Env, tool: str, args: dict) -> Result:
+    """`fermix tool TOOL` as a process that permissions bind: as root, with its read override dropped
+    (`setpriv`, util-linux), since the directory refuses the search's own `chdir`, not only rg."""
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("setpriv (util-linux) is needed to drop root's read override")
+        prefix = [setpriv, "--bounding-set=-dac_override,-dac_read_search"]
+    done = subprocess.run(
+        [*prefix, sys.executable, "-m", "fermix_cli", "tool", tool, "--json", json.dumps(args)],
+        capture_output=True,
+        text=True,
+        cwd=world.project,
+        env=world.env,
+        timeout=60,
+    )
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("grep", {"patterns": ["x"], "path": "locked"}),
+        ("content_search", {"pattern": "x", "path": "locked"}),
+        ("glob_search", {"pattern": "*", "path": "locked"}),
+        ("find", {"query": "a", "path": "locked"}),
+        ("ast_grep", {"pattern": "x", "path": "locked"}),
+        ("ast_grep", {"operation": "outline", "path": "locked"}),
+    ],
+)
+def test_an_unreadable_directory_as_path_is_unreadable_not_a_disk_failure(
+    world: Env, tool: str, args: dict
+) -> None:
+    make_tree(world.project, {"locked/a.py": "x = 1\n"})
+    locked = world.project / "locked"
+    locked.chmod(0)
+    try:
+        done = _without_read_override(world, tool, args)
+    finally:
+        locked.chmod(0o755)
+    assert done.code == 1 and done.stdout == "", done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "unreadable" and error["details"] == {"path": str(locked)}
+    assert error["message"] == (
+        f"Cannot search {locked}: permission denied (the directory must be readable and searchable); fix its "
+        f"permissions (chmod u+rx {locked}) or search another path"
+    )
