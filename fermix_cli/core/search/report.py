@@ -70,10 +70,12 @@ MAX_WARNINGS = 20  # bad ignore-file lines listed in `warnings`
 def ignore_warnings(rules: list[BadIgnoreRule], show: Callable[[str], str] = str) -> list[dict[str, Any]]:
     """The `warnings` entries for ignore-file lines rg could not parse, each file named as `show`
     shows it: at most MAX_WARNINGS, the last of which then says how many more there are (`more`)."""
+    from .names import printable  # names imports this module
+
     out: list[dict[str, Any]] = []
     for r in rules[:MAX_WARNINGS]:
         message = (
-            f"line {r.line} of {show(r.path)} does not parse ({r.error}); rg ignored that rule, so the files "
+            f"line {r.line} of {printable(show(r.path))} does not parse ({r.error}); rg ignored that rule, so the files "
             "it was meant to leave out were searched; fix the line"
         )
         out.append({"reason": "bad_ignore_rule", "path": show(r.path), "line": r.line, "message": message})
@@ -100,7 +102,9 @@ def warning_notes(warnings: list[dict[str, Any]]) -> list[str]:
 def unreadable_omission(errors: list[str]) -> Omission | None:
     if not errors:
         return None
-    sample = "; ".join(e.removeprefix("rg: ") for e in errors[:3])
+    from .names import printable  # names imports this module
+
+    sample = "; ".join(printable(e.removeprefix("rg: ")) for e in errors[:3])
     return Omission(
         "unreadable",
         len(errors),

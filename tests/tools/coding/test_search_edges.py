@@ -240,3 +240,52 @@ def test_an_unreadable_directory_as_path_is_unreadable_not_a_disk_failure(
         f"Cannot search {locked}: permission denied (the directory must be readable and searchable); fix its "
         f"permissions (chmod u+rx {locked}) or search another path"
     )
+
+
+# ----- names with control characters -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("plain.py", "plain.py"),
+        ("café ü.py", "café ü.py"),
+        ("back\\slash.py", "back\\slash.py"),  # nothing to escape: shown as it is
+        ("real\nnl.py", "real\\x0anl.py"),
+        ("tab\tx\r.py", "tab\\x09x\\x0d.py"),
+        ("del\x7f\x1b.py", "del\\x7f\\x1b.py"),
+        ("nel\x85 ls\u2028 ps\u2029.py", "nel\\u0085 ls\\u2028 ps\\u2029.py"),
+        ("both\\n\n.py", "both\\\\n\\x0a.py"),  # once escaped, a backslash is doubled: $'…' reads it back
+        (os.fsdecode(b"bad\xff\n.py"), "bad\\xff\\x0a.py"),
+    ],
+)
+def test_printable_names(name: str, shown: str) -> None:
+    from fermix_cli.core.search.names import printable
+
+    assert printable(name) == shown
+    assert printable(shown) == shown  # what it shows needs nothing more
+
+
+def test_a_name_with_a_line_break_is_one_line_in_every_text(world: Env, invoke) -> None:
+    """The text a model reads shows such a name escaped, so one path never reads as two; JSON carries
+    the name as it is."""
+    make_tree(world.project, {"real\nnl.py": "print(3)\n", "tab\tx.py": "print(3)\n"})
+    r = invoke("grep", {"patterns": ["print\\(3"]})
+    assert (
+        r["output"]
+        == "grouped_v1\n## real\\x0anl.py\n1:[match] print(3)\n\n## tab\\x09x.py\n1:[match] print(3)"
+    )
+    assert [h["path"] for h in r["hits"]] == ["real\nnl.py", "tab\tx.py"]
+    r = invoke("grep", {"patterns": ["print\\(3"], "mode": "raw", "context": 1})
+    assert r["output"] == "real\\x0anl.py:1:print(3)\n--\ntab\\x09x.py:1:print(3)"
+    r = invoke("find", {"query": "py"})
+    assert sorted(r["output"].split("\n")) == ["real\\x0anl.py", "tab\\x09x.py"]
+    assert sorted(x["path"] for x in r["results"]) == ["real\nnl.py", "tab\tx.py"]
+    r = invoke("list_files", {})
+    assert r["output"] == "real\\x0anl.py\ntab\\x09x.py"
+    assert [e["name"] for e in r["entries"]] == ["real\nnl.py", "tab\tx.py"]
+    r = invoke("ast_grep", {"pattern": "print($A)", "language": "python"})
+    assert r["output"].split("\n\n")[0] == "real\\x0anl.py:1:print(3)\ntab\\x09x.py:1:print(3)"
+    assert [m["path"] for m in r["matches"]] == ["real\nnl.py", "tab\tx.py"]
+    r = invoke("ast_grep", {"pattern": "print($A)", "rewrite": "p($A)", "path": "real\nnl.py"})
+    assert r["output"].startswith("@@ real\\x0anl.py:1 bytes[0:8] @@\n-print(3)\n+p(3)")

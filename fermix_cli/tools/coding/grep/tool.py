@@ -18,7 +18,7 @@ from ....core.errors import ToolError
 from ....core.params import Field
 from ....core.records import Record, field
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ....core.search.names import escaped, invalid_name_omission, is_utf8, shown_path
+from ....core.search.names import invalid_name_omission, is_utf8, printable, shown_path
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.report import (
     Omission,
@@ -163,9 +163,10 @@ def _shown(path: str, cwd: str) -> str:
     and marked when rg's log had already lost those bytes (see `core/search/names.py`)."""
     shown = display_path(path, cwd)
     marked = shown_path(path)
-    if marked != escaped(path):  # rg's log named it lossily: keep the mark
-        return shown + marked[len(path) :]
-    return escaped(shown)
+    plain = printable(path)
+    if marked != plain:  # rg's log named it lossily: keep the mark
+        return printable(shown) + marked[len(plain) :]
+    return printable(shown)
 
 
 def _scope(ctx: ToolContext, p: GrepParams, path: str) -> tuple[Scope, str]:
@@ -534,7 +535,7 @@ def _omissions(
                 "context_cut",
                 c.dropped,
                 "line",
-                f"the hit at {c.path}:{c.line} with its context passes the 64 KiB output cap, so {c.kept} "
+                f"the hit at {printable(c.path)}:{c.line} with its context passes the 64 KiB output cap, so {c.kept} "
                 f"of the {n_ctx} lines asked for on each side are shown; read the file around that line, "
                 "or ask for less context",
             )
