@@ -23,11 +23,14 @@ from ..core.search.report import (
     Omission,
     binary_omission,
     completeness,
+    ignore_warnings,
     notes,
     timeout_omission,
     unreadable_omission,
+    warning_notes,
 )
 from ..core.search.ripgrep import PatternError, RunStats, Scope, Search, allowed_below, list_files
+from ..core.search.special import special_kind, special_omission
 from ..core.search.walklog import skipped_children
 
 GLOB_DEADLINE_S = 30.0
@@ -123,13 +126,26 @@ def glob_search(p: GlobParams, ctx: ToolContext) -> dict[str, Any]:
         omissions.append(bad)
     if run.timed_out:
         omissions.append(timeout_omission(GLOB_DEADLINE_S, "path"))
-    return {
+    result: dict[str, Any] = {
         "paths": hits[:limit],
         "truncated": len(hits) > limit or run.timed_out,
         "scan_complete": not run.timed_out,
         "total_matched": len(hits),
         **completeness(omissions),
     }
+    return _with_warnings(result, run)
+
+
+def _with_warnings(result: dict[str, Any], run: RunStats) -> dict[str, Any]:
+    """`result` with `warnings` when rg warned of something that left nothing out (a bad ignore rule)."""
+    warnings = ignore_warnings(run.bad_rules)
+    if warnings:
+        result["warnings"] = warnings
+    return result
+
+
+def _notes(r: dict[str, Any]) -> list[str]:
+    return notes([Omission(**o) for o in r["omitted"]]) + warning_notes(r.get("warnings", []))
 
 
 _IGNORE_FILES = (".gitignore", ".ignore", ".rgignore", os.path.join(".git", "info", "exclude"))
@@ -184,8 +200,7 @@ def _prefix_dir(ctx: ToolContext, root: str, prefix: str, deadline: float) -> tu
 
 def _render_glob(r: dict[str, Any]) -> str:
     text = json.dumps(r["paths"], ensure_ascii=False)
-    lines = notes([Omission(**o) for o in r["omitted"]])
-    return "\n".join([text, *lines])
+    return "\n".join([text, *_notes(r)])
 
 
 # ----- content_search --------------------------------------------------------------------------
@@ -226,6 +241,9 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     if os.path.isdir(root):
         scope, target = Scope(root=root, hidden=True), "."
     else:
+        kind = special_kind(root)
+        if kind is not None:  # rg would block on a FIFO until the deadline: skipped at once
+            return _skipped_special(root, kind)
         scope, target = Scope(root=os.path.dirname(root)), os.path.basename(root)
     search = Search(
         scope,
@@ -323,12 +341,18 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     }
     if output_capped:
         result["output_capped_at"] = CONTENT_OUTPUT_CAP
-    return result
+    return _with_warnings(result, search.stats)
+
+
+def _skipped_special(path: str, kind: str) -> dict[str, Any]:
+    """content_search's answer for a `path` that is a FIFO, socket or device: nothing read, and why."""
+    omission = special_omission(shown_path(path), kind, "content_search")
+    return {"matches": [], "truncated": False, "total_matches": 0, **completeness([omission])}
 
 
 def _render_content(r: dict[str, Any]) -> str:
     text = json.dumps(r["matches"], ensure_ascii=False)
-    return "\n".join([text, *notes([Omission(**o) for o in r["omitted"]])])
+    return "\n".join([text, *_notes(r)])
 
 
 def _match(path: str, line: int, text: str) -> dict[str, Any]:

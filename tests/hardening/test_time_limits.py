@@ -68,15 +68,20 @@ def test_grep_stops_at_its_deadline(
     assert out["scan_complete"] is False and "deadline" in out["truncation_reasons"]
 
 
-def test_content_search_stops_at_timeout_ms(world: Env, invoke: Any) -> None:
-    import os
+def test_content_search_stops_at_timeout_ms(
+    world: Env, invoke: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from fermix_cli.core.search import engines
 
-    os.mkfifo(world.project / "pipe")
     (world.project / "f.txt").write_text("zq\n")
     overhead = _timed(lambda: invoke("content_search", {"pattern": "zq+x", "path": "f.txt", "regex": True}))
+    wrapper = tmp_path / "rg-slow"  # the real rg, after a stall only the deadline's kill ends
+    wrapper.write_text(f'#!/bin/sh\nsleep 30\nexec "{engines.rg()}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
     started = time.monotonic()
     with pytest.raises(ToolError) as e:
-        invoke("content_search", {"pattern": "x", "path": "pipe", "timeout_ms": 1000})
+        invoke("content_search", {"pattern": "x", "path": "f.txt", "timeout_ms": 1000})
     elapsed = time.monotonic() - started
     assert e.value.code == "timeout"
     assert 1.0 <= elapsed < 1.1 + overhead + 0.5, (elapsed, overhead)

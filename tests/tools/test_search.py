@@ -128,12 +128,18 @@ def test_content_search_truncates_at_max_results(world: Env, invoke) -> None:
     assert [m["line"] for m in r["matches"]] == list(range(1, 8))
 
 
-def test_content_search_deadline_is_an_error(world: Env, invoke) -> None:
-    # rg's regexes are linear-time, so a FIFO named explicitly (rg blocks reading it) stands in for
-    # a search that runs past its deadline.
-    os.mkfifo(world.project / "pipe")
+def test_content_search_deadline_is_an_error(world: Env, invoke, monkeypatch, tmp_path: Path) -> None:
+    # rg's regexes are linear-time, so an engine that never answers stands in for a search that runs
+    # past its deadline (a FIFO named as path is skipped at once, as grep skips it).
+    from fermix_cli.core.search import engines
+
+    stuck = tmp_path / "rg-that-never-answers"
+    stuck.write_text("#!/bin/sh\nexec sleep 30\n")
+    stuck.chmod(0o755)
+    monkeypatch.setattr(engines, "rg", lambda: str(stuck))
+    tree(world.project, {"a.txt": "x\n"})
     with pytest.raises(ToolError) as e:
-        invoke("content_search", {"pattern": "x", "path": "pipe", "timeout_ms": 200})
+        invoke("content_search", {"pattern": "x", "timeout_ms": 200})
     assert e.value.code == "timeout"
 
 

@@ -11,6 +11,7 @@ names the first three with `\\xNN` escapes, which a shell's `$'…'` quoting rea
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 
 from .report import Omission
@@ -32,16 +33,42 @@ def escaped(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+# What a shown name escapes: control characters (C0, DEL, C1), line and paragraph separators, and
+# bytes that are not UTF-8 (held as surrogate escapes); and, once any of those is, backslashes.
+_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\udc80-\udcff]")
+_ESCAPED = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\udc80-\udcff\\\\]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group()
+    code = ord(c)
+    if c == "\\":
+        return "\\\\"
+    if code >= 0xDC80:  # a byte that is not UTF-8 (surrogate escape)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+
+
+def printable(name: str) -> str:
+    """`name` as the text a model or a person reads shows it, on one line whatever it holds: each
+    control character as `\\xNN` (a line break is `\\x0a`), C1 controls and U+2028/U+2029 as `\\uNNNN`,
+    each byte that is not UTF-8 as `\\xNN`, and then backslashes doubled, so a shell's `$'…'` quoting
+    reads the name back. A name with none of those is shown as it is. (JSON carries names as they are.)"""
+    if (name.isascii() and name.isprintable()) or _UNSHOWABLE.search(name) is None:
+        return name
+    return _ESCAPED.sub(_escape, name)
+
+
 def shown_path(path: str) -> str:
-    """`path` escaped; one that holds U+FFFD and does not exist came from rg's log, which shows names
-    that are not UTF-8 lossily (its bytes are lost), and is marked so."""
+    """`path` as `printable` shows it; one that holds U+FFFD and does not exist came from rg's log,
+    which shows names that are not UTF-8 lossily (its bytes are lost), and is marked so."""
     if "\ufffd" in path and not os.path.lexists(path):
-        return f"{path} (its name is not UTF-8; U+FFFD stands for bytes rg's log did not keep)"
-    return escaped(path)
+        return f"{printable(path)} (its name is not UTF-8; U+FFFD stands for bytes rg's log did not keep)"
+    return printable(path)
 
 
 def invalid_name_omission(
-    paths: list[str], count: int, unit: str, show: Callable[[str], str] = escaped
+    paths: list[str], count: int, unit: str, show: Callable[[str], str] = printable
 ) -> Omission | None:
     """The `invalid_utf8_name` entry for `paths` (what they hold: `count` of `unit`), or None."""
     if not paths:

@@ -53,11 +53,64 @@ def timeout_omission(seconds: float, what: str) -> Omission:  # what: singular
     )
 
 
+class BadIgnoreRule(Record, frozen=True):
+    """A line of an ignore file (`.gitignore`, `.ignore`, ...) that rg could not parse. rg warns and
+    goes on without that rule, as Git does with a pattern it cannot read: nothing is left out of the
+    search because of it (what the rule meant to exclude is searched), so it is a warning, not an
+    omission."""
+
+    path: str  # the ignore file, absolute
+    line: int  # 1-based
+    error: str  # rg's words, e.g. "error parsing glob 'a[': unclosed character class; missing ']'"
+
+
+MAX_WARNINGS = 20  # bad ignore-file lines listed in `warnings`
+
+
+def ignore_warnings(rules: list[BadIgnoreRule], show: Callable[[str], str] = str) -> list[dict[str, Any]]:
+    """The `warnings` entries for ignore-file lines rg could not parse, each file named as `show`
+    shows it: at most MAX_WARNINGS, the last of which then says how many more there are (`more`)."""
+    from .names import printable  # names imports this module
+
+    out: list[dict[str, Any]] = []
+    for r in rules[:MAX_WARNINGS]:
+        message = (
+            f"line {r.line} of {printable(show(r.path))} does not parse ({r.error}); rg ignored that rule, so the files "
+            "it was meant to leave out were searched; fix the line"
+        )
+        out.append({"reason": "bad_ignore_rule", "path": show(r.path), "line": r.line, "message": message})
+    more = len(rules) - len(out)
+    if more:
+        out[-1]["more"] = more
+        out[-1]["message"] += f" ({more:,} more bad lines of ignore files are not listed)"
+    return out
+
+
+def warning_notes(warnings: list[dict[str, Any]]) -> list[str]:
+    """The `[warning: …]` lines of the text a model sees: up to three in full, then one for the rest."""
+    if len(warnings) <= 3:
+        return [f"[warning: {w['message']}]" for w in warnings]
+    rest = warnings[2:]
+    n = len(rest) + sum(w.get("more", 0) for w in rest)
+    sample = ", ".join(f"{w['path']} line {w['line']}" for w in rest[:3])
+    return [f"[warning: {w['message']}]" for w in warnings[:2]] + [
+        f"[warning: {n:,} more lines of ignore files do not parse (e.g. {sample}); rg ignored those rules "
+        "too, so the files they were meant to leave out were searched; fix them]"
+    ]
+
+
 def unreadable_omission(errors: list[str]) -> Omission | None:
     if not errors:
         return None
-    sample = "; ".join(e.removeprefix("rg: ") for e in errors[:3])
-    return Omission("unreadable", len(errors), "path", f"they could not be read ({sample})")
+    from .names import printable  # names imports this module
+
+    sample = "; ".join(printable(e.removeprefix("rg: ")) for e in errors[:3])
+    return Omission(
+        "unreadable",
+        len(errors),
+        "path",
+        f"they could not be read ({sample}); fix their permissions to search them",
+    )
 
 
 def binary_omission(

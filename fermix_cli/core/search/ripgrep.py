@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -32,6 +33,7 @@ from ..errors import ToolError
 from ..records import Record, field
 from . import engines
 from .p4ignore import MAX_RULE_BYTES, P4Rules, read_bounded, translate_rules
+from .report import BadIgnoreRule
 
 if TYPE_CHECKING:
     from ..sandbox import Sandbox
@@ -66,6 +68,8 @@ class RunStats(Record):
     timed_out: bool = False
     stopped_early: bool = False  # the caller had enough and ended the run
     errors: list[str] = field(default_factory=list)  # per-path errors rg reported (unreadable, …)
+    # Ignore-file lines rg could not parse: it warned and went on without them (nothing left out).
+    bad_rules: list[BadIgnoreRule] = field(default_factory=list)
     p4_files: int = 0
     # With `--debug` (searches): the files rg met binary data in (a NUL byte), relative to the root,
     # whether it stopped before its first match (not searched at all) or after; and the Perforce rule
@@ -143,19 +147,33 @@ def _scope_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
         args.append("--no-ignore")
     if scope.max_depth is not None:
         args += ["--max-depth", str(scope.max_depth)]
+    # rg's override globs (`-g`) win over its hidden and ignore filters, and the last glob that matches
+    # a path decides. So the caller's globs come first: one that matches everything (`*`, `**`) brings
+    # ignored files in, as in rg, but the exclusions after it keep `.git` and the scope's other names
+    # out, and hidden files too unless the scope includes them or a glob names one (`.env`, `**/.*rc`).
+    for g in scope.globs:
+        args += ["-g", g]
+    if not scope.hidden and any(not g.startswith("!") for g in scope.globs):
+        args += ["-g", "!.*"]
+        for g in scope.globs:  # again, in order: those naming hidden paths, and every exclusion
+            if g.startswith("!") or _names_hidden(g):
+                args += ["-g", g]
     for name in scope.exclude_names:  # "NAME/": directories only
         args += ["-g", f"!{_glob_escape(name.rstrip('/'))}{'/' if name.endswith('/') else ''}"]
     if scope.p4 is not None:
         for name in sorted(scope.p4.excluded_names):
             args += ["-g", f"!{_glob_escape(name)}"]
-    for g in scope.globs:
-        args += ["-g", g]
     for d in scope.type_defs:
         args += ["--type-add", d]
     for t in scope.types:
         args += ["-t", t]
     args += sandbox_globs(scope.root, sandbox)
     return args
+
+
+def _names_hidden(glob: str) -> bool:
+    """Whether an rg glob names a hidden path itself: a component that starts with a literal dot."""
+    return any(part.startswith(".") and part not in (".", "..") for part in glob.split("/"))
 
 
 def _p4_prepass_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
@@ -206,6 +224,20 @@ def _rebase(line: str, base: str) -> str:
     return ("!" if neg else "") + rebased
 
 
+def unreadable_root(root: str, err: PermissionError) -> Exception:
+    """What to raise when a search engine could not be started in the directory `root` (`cwd=`):
+    `unreadable`, naming it, when the directory refused (the child's `chdir` sets the error's
+    filename to it); anything else (an engine that cannot be run) is raised as it is."""
+    if err.filename != root:
+        return err
+    return ToolError(
+        "unreadable",
+        f"Cannot search {root}: permission denied (the directory must be readable and searchable); fix its "
+        f"permissions (chmod u+rx {root}) or search another path",
+        {"path": root},
+    )
+
+
 class Run:
     """One rg process over a scope, killed at the deadline. Read it once (`chunks()` or `records()`)."""
 
@@ -250,6 +282,9 @@ class Run:
                 stderr=log.write_fd,
                 start_new_session=True,
             )
+        except PermissionError as e:
+            log.close()
+            raise unreadable_root(self.scope.root, e) from None
         except BaseException:
             log.close()
             raise
@@ -358,11 +393,13 @@ class Run:
             with contextlib.suppress(OSError):
                 os.unlink(self._ignore_file)
         err = self._read_debug(err)
+        bad, rest = ignore_file_warnings(messages(err), self.scope.root)
+        self.stats.bad_rules = bad
         if self.stats.timed_out or self.stats.stopped_early:
             return
         if proc.returncode == 2:
-            _raise_for(err, self.target)
-        self.stats.errors = [r for r in messages(err) if r.startswith("rg: ")]
+            _raise_for("\n".join(rest), self.target)
+        self.stats.errors = [r for r in rest if r.startswith("rg: ")]
 
     def _read_debug(self, err: str) -> str:
         """Take rg's `--debug` lines out of its stderr: binary files and Perforce rule files are noted
@@ -511,10 +548,45 @@ def messages(err: str) -> list[str]:
     return [m.removesuffix("\n") for m in out if m.strip()]
 
 
+# rg's warning for a line of an ignore file it cannot parse: `PATH: line N: error parsing glob '…': …`.
+_BAD_RULE = re.compile(r"(?P<path>.*): line (?P<line>[0-9]+): (?P<error>error parsing glob .*)")
+
+
+def ignore_file_warnings(msgs: list[str], root: str) -> tuple[list[BadIgnoreRule], list[str]]:
+    """rg's messages split into the ignore-file lines it could not parse (a warning: rg goes on without
+    that rule, and exits 2 only when the file is in a parent of the root) and the other messages.
+
+    rg writes the bad lines of one directory's ignore files as one message, a line each (only the first
+    starts with `rg: `); a line that does not end like that is part of the next one's path (a name with
+    a line break). Paths are made absolute against `root` (rg's working directory); each rule once."""
+    bad: list[BadIgnoreRule] = []
+    rest: list[str] = []
+    for msg in msgs:
+        if "error parsing glob" not in msg or ": line " not in msg:
+            rest.append(msg)
+            continue
+        pending: list[str] = []
+        for ln in msg.removeprefix("rg: ").split("\n"):
+            hit = _BAD_RULE.fullmatch(ln)
+            if hit is None:
+                pending.append(ln)
+                continue
+            path = _strip_dot("\n".join([*pending, hit["path"]]))
+            rule = BadIgnoreRule(os.path.join(root, path), int(hit["line"]), hit["error"])
+            if rule not in bad:
+                bad.append(rule)
+            pending = []
+        if pending:  # not (only) bad rules: kept as rg's message
+            rest.append(msg if len(pending) == msg.count("\n") + 1 else "rg: " + "\n".join(pending))
+    return bad, rest
+
+
 def _raise_for(err: str, target: str = ".") -> None:
-    """rg exits 2 for per-file errors too (an unreadable file, `rg: ./path: …`): only a fatal error raises."""
+    """rg exits 2 for per-file errors too (an unreadable file, `rg: ./path: …`) and for a bad line in an
+    ignore file of a parent directory (a warning: rg searched without that rule): only a fatal error raises."""
     per_file = ("rg: ./", f"rg: {target}:")
-    fatal = "\n".join(m for m in messages(err) if not m.startswith(per_file))
+    _, msgs = ignore_file_warnings(messages(err), ".")
+    fatal = "\n".join(m for m in msgs if not m.startswith(per_file))
     if not fatal:
         return
     if (

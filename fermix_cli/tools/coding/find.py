@@ -18,9 +18,17 @@ from ...core.context import ToolContext
 from ...core.errors import ToolError, world_error
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ...core.search.names import escaped, invalid_name_omission, is_utf8
+from ...core.search.names import invalid_name_omission, is_utf8, printable
 from ...core.search.p4ignore import resolve_p4
-from ...core.search.report import Omission, completeness, notes, timeout_omission, unreadable_omission
+from ...core.search.report import (
+    Omission,
+    completeness,
+    ignore_warnings,
+    notes,
+    timeout_omission,
+    unreadable_omission,
+    warning_notes,
+)
 from ...core.search.ripgrep import RunStats, Scope, allowed_below
 from ...core.search.ripgrep import list_files as rg_list_files
 from ...core.search.walklog import lossy
@@ -135,7 +143,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     page = scored[offset : offset + limit]
     more = offset + len(page) < len(scored)
     has_more: bool | None = more if complete else None
-    lines = [shown for _, shown, _, _ in page]
+    lines = [printable(shown) for _, shown, _, _ in page]  # one line each, whatever the name holds
     omissions: list[Omission] = []
     if more and complete:
         nxt = offset + len(page)
@@ -168,10 +176,12 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         for o, n in zip(omissions, notes(omissions), strict=True)
         if o.reason in ("unreadable", "no_listed_files", "invalid_utf8_name")
     ]
+    warnings = ignore_warnings(run.bad_rules, lambda path: printable(display_path(path, target.cwd)))
+    footer += warning_notes(warnings)
     output = "\n".join(lines)
     if footer:
         output = f"{output}\n\n" + "\n".join(footer) if output else "\n".join(footer)
-    return {
+    result: dict[str, Any] = {
         "output": output,
         "results": [
             {"path": shown, "kind": "directory" if is_dir else "file", "score": score}
@@ -199,6 +209,9 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         **completeness(omissions),
         "engine": "rg",
     }
+    if warnings:
+        result["warnings"] = warnings
+    return result
 
 
 def _fileless_omission(
@@ -223,7 +236,7 @@ def _fileless_omission(
     fileless, whole = _fileless_dirs(root, known, skipped, query, sandbox, deadline)
     if not fileless and whole:
         return None
-    sample = ", ".join(escaped(prefix + d + "/") for d in fileless[:3])
+    sample = ", ".join(printable(prefix + d + "/") for d in fileless[:3])
     how = (
         "these match but hold no file ripgrep lists (empty, hidden or ignored files only), so they "
         "are not ranked"
@@ -334,7 +347,7 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
     for _, _, kind in rows:
         kinds[kind] += 1
     more = offset + len(page) < len(rows)
-    lines = [name for _, name, _ in page]
+    lines = [printable(name) for _, name, _ in page]  # one line each, whatever the name holds
     output = "\n".join(lines)
     if not rows:
         output = "[empty directory]" if not (denied or unnamed) else "[nothing to list]"

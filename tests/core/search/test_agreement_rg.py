@@ -446,7 +446,7 @@ def test_names_with_line_breaks_do_not_confuse_the_reading_of_rg_s_log(world: En
     got, last = all_raw_hits(invoke, {"patterns": ["hit"]})
     assert {p for p, _ in got} == {"rg: fake", "new\nline.txt", "sep\u2028arated\rname.txt"}
     assert [(o["reason"], o["count"]) for o in last["omitted"]] == [("binary", 1)]
-    assert "bin\nary.dat" in last["omitted"][0]["how"]
+    assert "bin\\x0aary.dat" in last["omitted"][0]["how"]  # a note is one line: the name is escaped
     found = invoke("content_search", {"pattern": "hit"})
     shown = {os.path.relpath(m["path"], world.project) for m in found["matches"]}
     assert shown == {".h\nidden", "rg: fake", "new\nline.txt", "sep\u2028arated\rname.txt"}
@@ -461,7 +461,7 @@ def test_an_unreadable_directory_with_a_line_break_in_its_name(
         results = [invoke("grep", {"patterns": ["hit"]}), invoke("find", {"query": "txt"})]
     for r in results:
         (o,) = r["omitted"]
-        assert (o["reason"], o["count"]) == ("unreadable", 1) and "lock\ned: Permission denied" in o["how"]
+        assert (o["reason"], o["count"]) == ("unreadable", 1) and "lock\\x0aed: Permission denied" in o["how"]
 
 
 @pytest.mark.parametrize("pattern", ["a\x00b", "two\nlines"])

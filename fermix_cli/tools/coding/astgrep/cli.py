@@ -32,7 +32,7 @@ from ....core.records import Record, field
 from ....core.search import engines
 from ....core.search.names import escaped, is_utf8
 from ....core.search.p4ignore import resolve_p4
-from ....core.search.ripgrep import Scope, list_files, scratch_file
+from ....core.search.ripgrep import Scope, list_files, scratch_file, unreadable_root
 from ....core.search.walklog import lossy
 from . import languages
 
@@ -256,14 +256,17 @@ def run_scan(
         lister.start()
     err = scratch_file()  # closed in the finally below
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=root,
-            stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            start_new_session=True,
-        )
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=root,
+                stdin=subprocess.DEVNULL if stdin_data is None else subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                start_new_session=True,
+            )
+        except PermissionError as e:
+            raise unreadable_root(root, e) from None
 
         def _kill() -> None:
             if proc.poll() is None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ....core.context import ToolContext
 from ....core.errors import ToolError
+from ....core.search.names import printable
 from ..pathrules import display_path
 from . import languages
 from .cli import language_name, run_scan
@@ -96,7 +97,7 @@ def search(
             "text": lines[0] if lines else "",
         }  # fmt: skip
         if p.rewrite is None:
-            rows = [f"{shown}:{record['line']}:{record['text']}"]
+            rows = [f"{printable(shown)}:{record['line']}:{record['text']}"]
         else:
             replacement = str(m.get("replacement", ""))
             # The reference's estimate: the template plus four bytes per character filled in.
@@ -153,7 +154,7 @@ def _preview(
     tail = lines[span][end["column"] :] if span < len(lines) and len(old) == span + 1 else ""
     new = (head + replacement + tail).split("\n")
     return [
-        f"@@ {shown}:{record['line']} bytes[{record['byte_start']}:{record['byte_end']}] @@",
+        f"@@ {printable(shown)}:{record['line']} bytes[{record['byte_start']}:{record['byte_end']}] @@",
         *("-" + s for s in old),
         *("+" + _strip_cr(s) for s in new),
     ]

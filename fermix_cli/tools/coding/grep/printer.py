@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 
 from ....core.records import Record, field
+from ....core.search.names import printable
 
 MAX_LINE_CHARS = 1000
 GROUPED_HEADER = "grouped_v1"
@@ -48,6 +49,7 @@ class Block(Record):
 
 
 def _row(path: str | None, line: int, text: str, label: str | None, primary: bool) -> str:
+    """One row; `path` (raw rows) as `printable` shows it, so a name with a line break stays one row."""
     text = clip(text)
     if path is None:
         return f"{line}:[{label}] {text}" if primary else f"{line}-{text}"
@@ -61,7 +63,7 @@ def render_rows(block: Block, rows: dict[int, str], raw: bool) -> list[str]:
         if prev is not None and n > prev + 1:
             out.append("--")
         primary = n in block.hit_labels
-        out.append(_row(block.path if raw else None, n, rows[n], block.hit_labels.get(n), primary))
+        out.append(_row(printable(block.path) if raw else None, n, rows[n], block.hit_labels.get(n), primary))
         prev = n
     return out
 
@@ -104,7 +106,7 @@ def _fit_first(hit: Hit, size_of: Callable[[Hit], int], room: int, path: str) ->
 def _ranked_record(block: Block, hit: Hit) -> tuple[dict[int, str], list[str]]:
     """The block's rows with `hit` added, and its text with the `## path` header."""
     rows = block.with_hit(hit)
-    return rows, [f"## {block.path}", *render_rows(block, rows, raw=False)]
+    return rows, [f"## {printable(block.path)}", *render_rows(block, rows, raw=False)]
 
 
 def _ranked_size(block: Block, hit: Hit) -> int:
@@ -155,10 +157,11 @@ def _raw_record(
     rows = block.with_hit(hit)
     cur = last
     new: list[str] = []
+    shown = printable(block.path)
     for n in sorted(k for k in rows if cur is None or k > cur):
         if context and ((cur is None and after_others) or (cur is not None and n > cur + 1)):
             new.append("--")
-        new.append(_row(block.path, n, rows[n], None, n in block.hit_labels))
+        new.append(_row(shown, n, rows[n], None, n in block.hit_labels))
         cur = n
     return rows, new, cur
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import stat
 import time
 from typing import Annotated, Any, Literal
 
@@ -19,14 +18,16 @@ from ....core.errors import ToolError
 from ....core.params import Field
 from ....core.records import Record, field
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ....core.search.names import escaped, invalid_name_omission, is_utf8, shown_path
+from ....core.search.names import invalid_name_omission, is_utf8, printable, shown_path
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.report import (
     Omission,
     binary_omission,
     completeness,
+    ignore_warnings,
     timeout_omission,
     unreadable_omission,
+    warning_notes,
 )
 from ....core.search.ripgrep import (
     FileMatches,
@@ -37,6 +38,7 @@ from ....core.search.ripgrep import (
     allowed_below,
     literal_glob,
 )
+from ....core.search.special import special_kind, special_omission
 from ..pathrules import display_path, resolve_source
 from .printer import Block, Hit, Page, render_ranked, render_raw
 from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
@@ -156,32 +158,15 @@ class Tally(Record):
     cwd: str = ""  # paths in notes are shown relative to it
 
 
-_SPECIAL_KINDS = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
 def _shown(path: str, cwd: str) -> str:
     """`path` as a note names it: as `display_path` shows it, each byte that is not UTF-8 as `\\xNN`,
     and marked when rg's log had already lost those bytes (see `core/search/names.py`)."""
     shown = display_path(path, cwd)
     marked = shown_path(path)
-    if marked != escaped(path):  # rg's log named it lossily: keep the mark
-        return shown + marked[len(path) :]
-    return escaped(shown)
-
-
-def _special_kind(path: str) -> str | None:
-    """What `path` (canonical) is when it is neither a directory nor a regular file: rg would block
-    on a FIFO until the deadline, and read a device without end."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None  # rg reports it as it finds it
-    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), None)
+    plain = printable(path)
+    if marked != plain:  # rg's log named it lossily: keep the mark
+        return printable(shown) + marked[len(plain) :]
+    return printable(shown)
 
 
 def _scope(ctx: ToolContext, p: GrepParams, path: str) -> tuple[Scope, str]:
@@ -219,7 +204,7 @@ def _collect(
     scope, target = _scope(ctx, p, path)
     search = _search(ctx, p, plans, deadline, scope, target, keep)
     tally = Tally()
-    if target != "." and (kind := _special_kind(path)) is not None:
+    if target != "." and (kind := special_kind(path)) is not None:
         tally.special, tally.special_path = kind, path  # skipped, as rg's walk skips them: not run
         return [], search, tally
     base = scope.root.rstrip("/") + "/"  # canonical; rg follows no symlink, so base + rel is too
@@ -464,10 +449,13 @@ def _result(
         reasons.append("deadline")
     omissions = _omissions(mode, scan, page, more, next_offset, omitted_total, tally, search, n_ctx)
     text = page.text
-    footer = _footer(mode, scan, returned, offset, omissions)
+    warnings = ignore_warnings(run.bad_rules, lambda path: _shown(path, tally.cwd))
+    footer = "\n".join(
+        filter(None, [_footer(mode, scan, returned, offset, omissions), *warning_notes(warnings)])
+    )
     if footer:
         text = f"{text}\n\n{footer}" if text else footer
-    return {
+    result: dict[str, Any] = {
         "output": text,
         "format": "grouped_v1" if mode == "ranked" else "raw",
         "mode": mode,
@@ -508,6 +496,9 @@ def _result(
         },
         "hits": [_hit_json(b.path, h) for b, _ in scan.blocks for h in b.hits],
     }
+    if warnings:
+        result["warnings"] = warnings
+    return result
 
 
 def _hit_json(path: str, h: Hit) -> dict[str, Any]:
@@ -544,7 +535,7 @@ def _omissions(
                 "context_cut",
                 c.dropped,
                 "line",
-                f"the hit at {c.path}:{c.line} with its context passes the 64 KiB output cap, so {c.kept} "
+                f"the hit at {printable(c.path)}:{c.line} with its context passes the 64 KiB output cap, so {c.kept} "
                 f"of the {n_ctx} lines asked for on each side are shown; read the file around that line, "
                 "or ask for less context",
             )
@@ -583,15 +574,7 @@ def _omissions(
     if unnamed:
         out.append(unnamed)
     if tally.special:
-        out.append(
-            Omission(
-                "special",
-                1,
-                "file",
-                f"{_shown(tally.special_path, tally.cwd)} is {tally.special}, not a regular file, so it was not read (grep "
-                "reads regular files only: a FIFO or device can block or never end)",
-            )
-        )
+        out.append(special_omission(_shown(tally.special_path, tally.cwd), tally.special, "grep"))
     bad = unreadable_omission(search.stats.errors)
     if bad:
         out.append(bad)
