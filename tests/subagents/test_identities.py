@@ -313,6 +313,7 @@ def test_an_unknown_identity_fails_the_call_before_any_worker(world: Env) -> Non
     mock_script(world, [{"contains": "t", "responses": [{"text": "x"}]}])
     for args in (
         {"tasks": [{"id": "a", "task": "t"}], "identity": "nobody"},
+        {"tasks": [{"id": "a", "task": "t", "identity": "reviewer"}], "identity": "nobody"},
         {"tasks": [{"id": "a", "task": "t"}, {"id": "b", "task": "t", "identity": "broken"}]},
     ):
         with pytest.raises(ToolError) as e:

@@ -240,10 +240,13 @@ def chosen_identities(p: SubagentsParams, ctx: ToolContext) -> dict[str, Identit
     from .identities import discover_identities, unknown_identity
 
     names = {t.id: t.identity or p.identity for t in p.tasks}
-    if not any(names.values()):
+    asked = [
+        n for n in (p.identity, *names.values()) if n
+    ]  # the call's too, even where every task overrides it
+    if not asked:
         return dict.fromkeys(names)
     found = discover_identities(ctx)
-    for name in dict.fromkeys(n for n in names.values() if n):
+    for name in dict.fromkeys(asked):
         if name not in found.identities:
             raise unknown_identity(name, found)
     return {task_id: found.identities[n] if n else None for task_id, n in names.items()}
