@@ -82,6 +82,7 @@ TOOLSET_MODULES: tuple[str, ...] = (
 CONFIG_MODULES: tuple[str, ...] = (
     "fermix_cli.agent.config",
     "fermix_cli.agent.skills.config",
+    "fermix_cli.agent.subagents.config",
     "fermix_cli.browser.config",
     "fermix_cli.channels.config",
     "fermix_cli.computer.config",
@@ -100,6 +101,7 @@ CONFIG_MODULES: tuple[str, ...] = (
 CONFIG_TABLES: dict[str, list[str]] = {
     "fermix_cli.agent.config": ["fermix_core.providers", "fermix_core.agent", "fermix_core.routing"],
     "fermix_cli.agent.skills.config": ["fermix_core.skills"],
+    "fermix_cli.agent.subagents.config": ["fermix_core.subagents"],
     "fermix_cli.browser.config": ["fermix_core.browser"],
     "fermix_cli.channels.config": ["fermix_core.channels.telegram", "fermix_core.channels.webhooks", "fermix_core.channels.apprise"],
     "fermix_cli.computer.config": ["fermix_core.computer_use"],

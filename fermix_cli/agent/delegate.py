@@ -9,6 +9,7 @@ caller's session (`conversations.parent_id`), so `fermix logs` shows the tree.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Literal
@@ -41,6 +42,11 @@ class Delegation(Record):
     prompt: str
     system: str | None = None
     tools: tuple[str, ...] | None = None  # an exact allowlist; None keeps the caller's
+    # `tools` only narrows the surface the run would have had without it (its toolset within the
+    # caller's tools): a subagent identity's list. Otherwise `tools` is exact (a skill's).
+    tools_within_surface: bool = False
+    # Sections added to the system prompt after fermix's own instructions (a subagent identity's role).
+    system_sections: tuple[str, ...] = ()
     policy_ceiling: frozenset[str] | None = None
     provider: str | None = None
     model: str | None = None
@@ -254,7 +260,12 @@ def prepare(ctx: ToolContext, d: Delegation, registry: Registry | None = None) -
     tools: list[str] = []
     withheld: list[str] = []
     if d.tools is not None:
-        tools, withheld = granted_tools(d.tools, ctx, child, registry)
+        names: tuple[str, ...] = d.tools
+        outside: tuple[str, ...] = ()
+        if d.tools_within_surface:
+            names, outside = _within_surface(registry, child, d)
+        tools, withheld = granted_tools(names, ctx, child, registry)
+        withheld = [*outside, *withheld]
         child = child.derive(allowed_tools=frozenset(tools))
     if ctx._sandbox is not None:
         # The caller's protected paths and blocked roots, as its sandbox found them; the child's roots
@@ -269,6 +280,7 @@ def prepare(ctx: ToolContext, d: Delegation, registry: Registry | None = None) -
         max_iterations=d.max_iterations,
         cap_source=d.cap_source,
         reasoning_effort=d.reasoning_effort,
+        context_sections=d.system_sections,
     )
     try:
         groundwork = lay_groundwork(registry, child, options)
@@ -279,11 +291,39 @@ def prepare(ctx: ToolContext, d: Delegation, registry: Registry | None = None) -
     return Prepared(child=child, tools=tools, withheld=withheld, options=options, groundwork=groundwork)
 
 
+def _within_surface(
+    registry: Registry, child: ToolContext, d: Delegation
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(`d.tools` that the run would dispatch were it given no `tools`, the others): the surface is its
+    toolset's tools within the child's, and a name is read as the toolset reads it (coding's `shell`
+    is its `bash`)."""
+    from .assemble import AgentOptions, dispatchable_in, run_toolbox
+
+    options = AgentOptions(toolset=d.toolset)
+    try:
+        surface = dispatchable_in(child, run_toolbox(registry, child, options))
+        source = registry.toolset(d.toolset or child.config.fermix_core.agent.toolset)
+        inside: list[str] = []
+        outside: list[str] = []
+        for name in dict.fromkeys(d.tools or ()):
+            real = name
+            if name not in surface:
+                with contextlib.suppress(ToolError):  # no tool of that name here: it stays outside
+                    spec = source.get(name, child)
+                    real = spec.name if spec is not None else name
+            (inside if real in surface else outside).append(real if real in surface else name)
+        return tuple(dict.fromkeys(inside)), tuple(outside)
+    finally:
+        child.close()  # as after lay_groundwork: a connection an availability check opened is not shared
+
+
 def narrowing(d: Delegation) -> tuple[Any, ...]:
     """The fields of `d` that `prepare` reads: delegations equal in these share one `Prepared`."""
     return (
         d.origin,
         d.tools,
+        d.tools_within_surface,
+        d.system_sections,
         d.policy_ceiling,
         d.provider,
         d.model,

@@ -119,6 +119,7 @@ _COMMANDS: dict[str, tuple[str, str, bool]] = {
     "serve": ("serve_cmd", "app", False),
     "browser": ("browser_cmd", "app", False),
     "skills": ("skills_cmd", "app", False),
+    "subagents": ("subagents_cmd", "app", False),
 }
 # Other names of a command: they work but are left out of help and completions, which list it once.
 ALIASES = frozenset({"chat"})

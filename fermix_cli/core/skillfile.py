@@ -335,3 +335,12 @@ def _read_skill(path: str, directory: str) -> SkillDef:
     except ToolError as e:
         raise skill_error(e.code, path, 1, e.message) from None
     return parse_skill(data, path, directory)
+
+
+def parse_frontmatter(text: str, path: str) -> tuple[list[tuple[str, Any, int]], str, int]:
+    """A Markdown file's YAML frontmatter as (key, value, line) entries, its body, and the body's first line.
+
+    SKILL.md's parser and limits (real YAML, aliases refused, every error naming `path` and a line), for
+    other files in the same format (a subagent identity). `text` must open with a `---` line.
+    """
+    return _frontmatter(text, path)

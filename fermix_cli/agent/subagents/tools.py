@@ -2,9 +2,12 @@
 
 Workers run at the caller's trust with `read_write` and `gui_control` removed from the caller's policy
 classes, within the caller's allowed tools, one level deeper; they cannot start workers of their own.
-Their model is the call's `model`/`provider`/`reasoning_effort`, else `[fermix_core.routing]
-subagent_*`, else the main agent's. Results come back in input order, each cut to its share of the
-result budget at a UTF-8 boundary.
+Their model is the call's `model`/`provider`/`reasoning_effort`, else their identity's `model`, else
+`[fermix_core.routing] subagent_*`, else the main agent's. Results come back in input order, each cut to
+its share of the result budget at a UTF-8 boundary.
+
+An `identity` (the call's, or a task's own) names a discovered agent file (`identities.py`): its
+instructions join the worker's system prompt as its role, its tools narrow the worker's (never widen).
 
 Two modes set the limits (reference "Subagents"): regular, and `/ultra`, which an interactive session
 turns on (`fermix agent`'s or a Telegram chat's `/ultra`) by setting `ctx.extras[ULTRA_MODE]`. A call is
@@ -14,7 +17,7 @@ inherit the mode (their context keeps none of the caller's extras).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from ...core import policy
 from ...core.context import ToolContext
@@ -22,6 +25,9 @@ from ...core.errors import ToolError
 from ...core.params import Field, model_validator
 from ...core.records import Record
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+
+if TYPE_CHECKING:
+    from .identities import Identities, Identity
 
 # The ctx.extras key of ultra mode: True while the session that owns the context is in /ultra.
 ULTRA_MODE = "subagents_ultra"
@@ -81,10 +87,18 @@ FORMAT_HINTS = {
 }
 
 
+IDENTITY_HELP = (
+    "A subagent identity for every worker (a discovered agent file): its instructions become the workers' "
+    "role, its tools narrow theirs, its model is used unless `model`/`provider` is given"
+)
+TASK_IDENTITY_HELP = "A subagent identity for this task's worker (overrides the call's `identity`)"
+
+
 class TaskSpec(Params):
     id: Annotated[str, Field(min_length=1, max_length=64, description="The task's id (unique in this call)")]
     task: Annotated[str, Field(min_length=1, max_length=100_000, description="The task's goal")]
     context: Annotated[str | None, Field(max_length=100_000, description="Context for this task only")] = None
+    identity: Annotated[str | None, Field(min_length=1, max_length=64, description=TASK_IDENTITY_HELP)] = None
 
 
 class SubagentsParams(Params):
@@ -94,7 +108,9 @@ class SubagentsParams(Params):
 
     tasks: Annotated[
         list[TaskSpec],
-        Field(min_length=1, max_length=10, description="Tasks, each {id, task, context?}; at most 10"),
+        Field(
+            min_length=1, max_length=10, description="Tasks, each {id, task, context?, identity?}; at most 10"
+        ),
     ]
     shared_context: Annotated[str | None, Field(max_length=100_000, description="Context for every task")] = (
         None
@@ -119,6 +135,7 @@ class SubagentsParams(Params):
         Literal["none", "low", "medium", "high", "xhigh", "max"] | None,
         Field(description="Thinking level for the workers"),
     ] = None
+    identity: Annotated[str | None, Field(min_length=1, max_length=64, description=IDENTITY_HELP)] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -161,7 +178,7 @@ class UltraSubagentsParams(SubagentsParams):
         Field(
             min_length=1,
             max_length=50,
-            description="Tasks, each {id, task, context?}; at most 50 (/ultra mode)",
+            description="Tasks, each {id, task, context?, identity?}; at most 50 (/ultra mode)",
         ),
     ]
     max_concurrency: Annotated[
@@ -174,13 +191,21 @@ def params_for(ctx: ToolContext) -> type[SubagentsParams]:
     return UltraSubagentsParams if caps_for(ctx) is ULTRA else SubagentsParams
 
 
-def worker_model(p: SubagentsParams, ctx: ToolContext) -> tuple[str | None, str | None, str | None]:
-    """(provider, model, effort) for the workers, checked before any worker starts."""
+def worker_model(
+    p: SubagentsParams, ctx: ToolContext, identity: Identity | None = None
+) -> tuple[str | None, str | None, str | None]:
+    """(provider, model, effort) for the workers, checked before any worker starts.
+
+    The call's `model`/`provider` win; else the identity's `model`; else routing's `subagent_*`.
+    """
     from ..providers import choose_provider, worker_route
 
     routing = ctx.config.fermix_core.routing
+    model = p.model
+    if model is None and p.provider is None and identity is not None:
+        model = identity.model
     provider, model = worker_route(
-        routing.subagent_provider, routing.subagent_model, provider=p.provider, model=p.model
+        routing.subagent_provider, routing.subagent_model, provider=p.provider, model=model
     )
     effort = p.reasoning_effort or routing.subagent_reasoning_effort
     if effort is not None and effort not in EFFORTS:
@@ -209,38 +234,73 @@ def refuse_nesting(ctx: ToolContext) -> None:
         )
 
 
+def chosen_identities(p: SubagentsParams, ctx: ToolContext) -> dict[str, Identity | None]:
+    """Each task's identity (its own, else the call's, else none); `unknown_identity` for a name that is
+    not installed, before any worker starts."""
+    from .identities import discover_identities, unknown_identity
+
+    names = {t.id: t.identity or p.identity for t in p.tasks}
+    asked = [
+        n for n in (p.identity, *names.values()) if n
+    ]  # the call's too, even where every task overrides it
+    if not asked:
+        return dict.fromkeys(names)
+    found = discover_identities(ctx)
+    for name in dict.fromkeys(asked):
+        if name not in found.identities:
+            raise unknown_identity(name, found)
+    return {task_id: found.identities[n] if n else None for task_id, n in names.items()}
+
+
 def subagents(p: SubagentsParams, ctx: ToolContext) -> dict[str, Any]:
     from ..delegate import Delegation
     from .fanout import fan_out, result_entry
+    from .identities import role_section
 
     refuse_nesting(ctx)
     caps = type(p).CAPS  # the mode the call was validated in (registry.invoke: `params_for`)
     ids = [t.id for t in p.tasks]
     if len(set(ids)) != len(ids):
         raise ToolError("invalid_input", "task ids must be unique.", {"ids": ids})
-    provider, model, effort = worker_model(p, ctx)
+    identities = chosen_identities(p, ctx)
+    routes = {
+        name: worker_model(p, ctx, identity)
+        for name, identity in {(i.name if i else None): i for i in identities.values()}.items()
+    }
     ceiling = policy.effective_classes(ctx) - WITHHELD_CLASSES
-    tasks = [
-        (
-            t.id,
-            Delegation(
-                origin="subagent",
-                label=f"subagent:{t.id}",
-                prompt=worker_prompt(p, t),
-                policy_ceiling=ceiling,
-                provider=provider,
-                model=model,
-                reasoning_effort=effort,
-                max_iterations=caps.worker_iterations,
-                cap_source=worker_cap_source(caps),
-                toolset=ctx.toolset,
-            ),
+    tasks = []
+    for t in p.tasks:
+        identity = identities[t.id]
+        provider, model, effort = routes[identity.name if identity else None]
+        tasks.append(
+            (
+                t.id,
+                Delegation(
+                    origin="subagent",
+                    label=f"subagent:{t.id}",
+                    prompt=worker_prompt(p, t),
+                    tools=identity.tools if identity else None,
+                    tools_within_surface=True,
+                    system_sections=(role_section(identity),) if identity else (),
+                    policy_ceiling=ceiling,
+                    provider=provider,
+                    model=model,
+                    reasoning_effort=effort,
+                    max_iterations=caps.worker_iterations,
+                    cap_source=worker_cap_source(caps),
+                    toolset=ctx.toolset,
+                ),
+            )
         )
-        for t in p.tasks
-    ]
     runs = fan_out(ctx, tasks, max_concurrency=p.max_concurrency, timeout=float(p.timeout_seconds))
     share = caps.result_budget // len(tasks)
-    results = [result_entry(task_id, run, share) for (task_id, _), run in zip(tasks, runs, strict=True)]
+    results = []
+    for (task_id, _), run in zip(tasks, runs, strict=True):
+        entry = result_entry(task_id, run, share)
+        identity = identities[task_id]
+        if identity is not None:
+            entry["identity"] = identity.name
+        results.append(entry)
     statuses = [r["status"] for r in results]
     return {
         "status": "completed",
@@ -259,6 +319,29 @@ def _depth_zero(ctx: ToolContext) -> bool:
     return ctx.depth == 0 and ctx.origin != "subagent"
 
 
+def live_schema(ctx: ToolContext, schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with the identities installed here listed in the `identity` descriptions."""
+    from .identities import discover_identities, listing
+
+    try:
+        found: Identities = discover_identities(ctx)
+    except ToolError:  # (a config that does not load): the call itself reports it
+        return schema
+    if found.identities:
+        known = f". Installed: {listing(found)}"
+    else:
+        known = ". None is installed (<home>/agents/NAME.md, or [fermix_core.subagents] roots)"
+    props = schema.get("properties", {})
+    task_props = props.get("tasks", {}).get("items", {}).get("properties", {})
+    for prop, text in (
+        (props.get("identity"), IDENTITY_HELP),
+        (task_props.get("identity"), TASK_IDENTITY_HELP),
+    ):
+        if isinstance(prop, dict):
+            prop["description"] = text + known
+    return schema
+
+
 TOOLS = specs(
     ToolSpec(
         name="subagents",
@@ -268,10 +351,13 @@ TOOLS = specs(
             "Fan out independent tasks to temporary subagents running concurrently (at most 10 tasks; 4 at a "
             "time by default, at most 8; 50 tasks, 12 at a time in /ultra mode; 300 s each by default, at "
             "most 900). Workers can read, search, browse and run skills but cannot change local state or "
-            "drive the desktop. Results come back in task order with summary counts; you synthesize them."
+            "drive the desktop. An `identity` (per call or per task) gives workers a discovered subagent's role, "
+            "tools (never more than theirs) and model. Results come back in task order with summary counts; "
+            "you synthesize them."
         ),
         params=SubagentsParams,
         live_params=params_for,
+        live_schema=live_schema,
         handler=subagents,
         available=_depth_zero,
         toolsets=frozenset({"fermix", "coding"}),  # seed 002 lists it in the coding set too
@@ -298,6 +384,10 @@ TOOLS = specs(
                 "no tasks, more than 10 (50 in /ultra), duplicate ids, or limits out of range",
             ),
             FailureMode("invalid_provider", "the model/provider override names an unknown provider"),
+            FailureMode(
+                "unknown_identity",
+                "an `identity` that is not installed (the error lists those that are, and how to add one)",
+            ),
         ),
     ),
 )
