@@ -35,6 +35,7 @@ from ....core.search.ripgrep import Scope, list_files, scratch_file
 from ....core.search.walklog import lossy
 from . import languages
 from .stream import FileTally, MatchStream
+from .workset import is_directory
 
 # ast-grep's names for the languages it reports, lower-cased, to fermix's names.
 CLI_LANGUAGE = {"tsx": "tsx", "typescript": "typescript", "javascript": "javascript", "c#": "csharp"}
@@ -51,6 +52,7 @@ class Scan(Record):
     languages: set[str] = field(default_factory=set)  # fermix names of the languages scanned
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_files: list[dict[str, Any]] = field(default_factory=list)
+    skipped_dirs: int = 0  # of the `unreadable` paths, the directories
     files_scanned: int = 0
     timed_out: bool = False
     errors: list[str] = field(default_factory=list)  # what else the CLI wrote to stderr
@@ -353,11 +355,15 @@ def run_scan(
         err.close()
         shutil.rmtree(conf_dir, ignore_errors=True)
     for rel, why in scan.unreadable:
-        if check and not sandbox.allows(os.path.join(root, rel)):
+        full = os.path.join(root, rel)
+        if check and not sandbox.allows(full):
             continue  # excluded before the walk; not named
         scan.skipped["unreadable"] += 1
+        directory = is_directory(full)  # a directory the walk could not enter: not a file
+        scan.skipped_dirs += directory
         if len(scan.skipped_files) < skipped_cap:
-            scan.skipped_files.append({"path": rel, "reason": "unreadable", "error": why})
+            entry = {"path": rel, "reason": "unreadable", "error": why}
+            scan.skipped_files.append({**entry, "kind": "directory"} if directory else entry)
     if stdin_data is not None:
         scan.files_scanned = 1  # the CLI's log says nothing of its standard input
         if language is not None and scan.returncode in (0, 1):

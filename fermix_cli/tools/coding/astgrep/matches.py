@@ -6,10 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from ....core.context import ToolContext
 from ....core.errors import ToolError
+from ....core.search.report import completeness
 from ..pathrules import display_path
 from . import languages
 from .cli import run_scan
-from .workset import SKIPPED_LISTED, Output, Work, common_result, notes, with_notes
+from .omitted import notes, omissions
+from .workset import SKIPPED_LISTED, Output, Work, common_result, with_notes
 
 if TYPE_CHECKING:
     from .tool import AstGrepParams
@@ -30,6 +32,7 @@ def search(
     cwd: str,
     limit: int,
     strict: str | None,
+    deadline_s: float,
 ) -> dict[str, Any]:
     """Run the ast-grep CLI over `target` (a file name, or "." for the directory `root`)."""
     pattern = p.pattern or ""
@@ -44,6 +47,7 @@ def search(
     for reason, n in scan.skipped.items():
         work.skipped[reason] += n
     work.skipped_files += scan.skipped_files
+    work.skipped_dirs += scan.skipped_dirs
     work.invalid_names += scan.invalid_names
     if scan.timed_out:
         work.stop = "deadline"
@@ -109,7 +113,8 @@ def search(
             out.truncated = True
     if len(matches) < total - skipped_replacements:
         out.truncated = True  # more than the limit or the output holds: only the first were kept
-    result = common_result(work, out, "search")
+        out.cut = out.cut or "limit"
+    result = common_result(work, out, "search", bytes_known=target != ".")
     partial = result["partial"] or bool(pattern_errors) or skipped_replacements > 0
     result.update(
         matches=matches,
@@ -126,8 +131,13 @@ def search(
             "count": left,
             "how": "raise limit (at most 500) or narrow path; output holds at most 64 KiB",
         }
+    found_out = omissions(
+        work, out, "search", deadline_s, more=max(left, 0),
+        pattern_errors=pattern_errors, replacements_skipped=skipped_replacements,
+    )  # fmt: skip
+    result.update(completeness(found_out))
     body = "\n".join(out.lines) if out.lines else "[no matches]"
-    result["output"] = with_notes(body, notes(result, work.invalid_names))
+    result["output"] = with_notes(body, notes(found_out, pattern_errors))
     return result
 
 
