@@ -593,10 +593,10 @@ class LineSelection(Protocol):
     """Which of one file's matching lines (the first `keep`, in order) are worth decoding; the rest are
     counted. `wants(message, start, end)` sees one line's message, `message[start:end]` the line's text
     as rg's JSON has it (escaped); `wants_any` the texts of many lines at once, a line each (False:
-    none of them is wanted); `took` is told of each line decoded, in order. The first `always` lines
-    are decoded without asking. Lines are decoded a chunk of rg's output at a time, so `wants` may be asked about later
-    lines before `took` hears of earlier ones: a selection must only ever skip lines that cannot
-    matter given what it has been told. A line that is not UTF-8 is decoded without asking.
+    none of them is wanted); `took` is told of each line decoded, in order. The first `always` lines,
+    and every line that is not UTF-8, are decoded without asking. Lines are decoded in batches, so
+    `wants` may be asked about later lines before `took` hears of earlier ones: a selection must only
+    ever skip lines that cannot matter given what it has been told.
 
     With `around` (Search's `selection_around`), the `around` matching lines before and after each line
     it wants are decoded too (a line's context rows may be matching lines of their own)."""
