@@ -167,8 +167,8 @@ class RankedSelection:
         phase = self.phase
         if phase == 0:
             if (
-                DEF_HINT.search(message, start, end) is None
-                and IMPORT_HINT.search(message, start, end) is None
+                IMPORT_HINT.search(message, start, end) is None  # the shorter scan first
+                and DEF_HINT.search(message, start, end) is None
             ):
                 self.plain += 1
                 if self.plain >= PER_FILE_CAP:
@@ -184,11 +184,11 @@ class RankedSelection:
             return  # left out of the ranking (counted as invalid_utf8), so it fills no place
         hits = self.hits
         hits.take(line)
-        if self.phase < 2:
-            if hits.settled():
-                self.phase = 2
-            elif self.phase == 0 and hits.only_definitions_matter():
-                self.phase = 1
+        phase = self.phase
+        if phase == 0 and hits.only_definitions_matter():
+            phase = self.phase = 1
+        if phase == 1 and hits.settled():
+            self.phase = 2
 
 
 def file_order_key(best_rank: int, hits: int, path: str) -> tuple[int, int, str]:
