@@ -4,12 +4,13 @@ End to end (`python -m fermix_cli tool NAME --json ...`, start-up included) and 
 (`registry.invoke` with one context for the row's calls, as the agent loop holds one per run; no
 start-up) against `rg` and `fd` on a ~12k-file tree (a
 copy of a virtualenv's site-packages), a ~33k-file tree (two such copies and three of the stdlib)
-and one 200 MB file; `ast_grep` against the `ast-grep` CLI on the 12k tree. Every row checks that
+and one 200 MB file; `ast_grep` against the `ast-grep` CLI on the 12k tree and on ten files of
+100,000 matches in all (of which it shows five). Every row checks that
 fermix and the reference return the same number of results before it is timed (a row whose counts
 differ is marked MISMATCH). Each round times the reference, the CLI and the in-process call back to
 back; prints the medians over the rounds and the ratios.
 
-Usage: python bench/search_engines.py [--runs N] [--only 10k,33k,src,200mb,ast]
+Usage: python bench/search_engines.py [--runs N] [--only 10k,33k,src,200mb,ast,astmany]
 (`src`, not run by default: three stdlib copies, a source tree with few binary files.)
 Needs: the rg and ast-grep fermix runs (installed with it), fd (`apt-get install fd-find`).
 """
@@ -36,6 +37,7 @@ sys.path.insert(0, str(REPO))
 LIT = "frozenset("
 RX = r"class \w+Error\("
 AST = "isinstance($A, $B)"
+AST_MANY_LINES = 10_000  # per file, ten files: 100,000 matches, of which ast_grep shows 5
 
 
 def interleaved(fns: list[Callable[[], Any]], runs: int) -> list[float]:
@@ -68,6 +70,7 @@ def build_trees(work: Path, only: list[str]) -> dict[str, Path]:
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     home = work / "home"
     trees = {"10k": home / "t10k", "33k": home / "t33k", "src": home / "tsrc", "200mb": home / "big"}
+    trees["astmany"] = home / "astmany"
     if "10k" in only or "ast" in only:
         copy_tree(site, trees["10k"] / "site")
     if "33k" in only:
@@ -88,6 +91,10 @@ def build_trees(work: Path, only: list[str]) -> dict[str, Path]:
                 symlinks=True,
                 ignore=shutil.ignore_patterns("__pycache__", "site-packages", "lib-dynload", "config-*"),
             )
+    if "astmany" in only:  # many matches in few files: what the answer keeps is bounded by its limit
+        trees["astmany"].mkdir(parents=True)
+        for i in range(10):
+            (trees["astmany"] / f"f{i}.py").write_text("print(x)\n" * AST_MANY_LINES)
     big = trees["200mb"]
     big.mkdir(parents=True)
     block = b"".join(b"filler line %06d of the big file, nothing to see here\n" % i for i in range(19_000))
@@ -243,11 +250,17 @@ class Bench:
         self.row("ast_grep python tree", "ast_grep", {"pattern": AST, "language": "python", "limit": 10},
                  lambda r: int(r["matches_total"]), ref, count, root, in_process=True)  # fmt: skip
 
+    def ast_many(self, root: Path) -> None:
+        print(f"\n== ast_grep, many matches: {root}", flush=True)
+        ref = [self.sg, "run", "-p", "print($A)", "-l", "python", "--json=stream", "."]
+        self.row("ast_grep 100k matches, limit 5", "ast_grep", {"pattern": "print($A)", "limit": 5},
+                 lambda r: int(r["matches_total"]), ref, lambda out: out.count("\n"), root)  # fmt: skip
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", default="10k,33k,200mb,ast")
+    ap.add_argument("--only", default="10k,33k,200mb,ast,astmany")
     opts = ap.parse_args()
     # The tree's absolute path must hold no "u" (see find), so the work dir is named by hand.
     work = Path(tempfile.gettempdir()) / f"fxbench{os.getpid()}"
@@ -265,6 +278,8 @@ def main() -> None:
                 bench.tree(name, trees[name])
         if "ast" in only:
             bench.ast(trees["10k"])
+        if "astmany" in only:
+            bench.ast_many(trees["astmany"])
         for ctx in bench.contexts:
             ctx.close()
     finally:

@@ -44,12 +44,14 @@ def notes(omissions: list[Omission]) -> list[str]:
     return [o.note() for o in omissions]
 
 
-def timeout_omission(seconds: float, what: str) -> Omission:  # what: singular
+def timeout_omission(seconds: float, what: str, narrow: str = "the path or pattern") -> Omission:
+    """`what` (singular) the search may have left out; `narrow`: what the caller can narrow. The
+    tools that use it have a fixed deadline, so there is no limit to raise."""
     return Omission(
         "timeout",
         None,
         what,
-        f"the search stopped at its {seconds:g} s limit; narrow the path (or pattern), or raise the limit",
+        f"the search stopped at its {seconds:g} s limit, which is fixed; narrow {narrow}",
     )
 
 

@@ -26,8 +26,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ToolError
 from ..records import Record, field
@@ -659,10 +660,35 @@ class LineMatch(Record, frozen=True):
     utf8: bool  # False: the line is not valid UTF-8 (`text` holds its raw bytes)
 
 
+class LineSelection(Protocol):
+    """Which of one file's matching lines (the first `keep`, in order) are worth decoding; the rest are
+    counted. `wants(message, start, end)` sees one line's message, `message[start:end]` the line's text
+    as rg's JSON has it (escaped); `wants_any` the texts of many lines at once, a line each (False:
+    none of them is wanted); `took` is told of each line decoded, in order. The first `always` lines,
+    and every line that is not UTF-8, are decoded without asking. Lines are decoded in batches, so
+    `wants` may be asked about later lines before `took` hears of earlier ones: a selection must only
+    ever skip lines that cannot matter given what it has been told.
+
+    With `around` (Search's `selection_around`), the `around` matching lines before and after each line
+    it wants are decoded too (a line's context rows may be matching lines of their own)."""
+
+    always: int
+
+    def wants(self, message: bytes, start: int, end: int) -> bool: ...
+
+    def wants_any(self, texts: bytes) -> bool: ...
+
+    def took(self, line: LineMatch) -> None: ...
+
+
 class FileMatches(Record):
     path: str  # relative to the root, "/"-separated
-    lines: list[LineMatch] = field(default_factory=list)  # the first `keep` matching lines
+    # The matching lines decoded, in order: the first `keep`, or those of them a selection wanted
+    # (every line among them that is not UTF-8 is decoded whatever the selection says).
+    lines: list[LineMatch] = field(default_factory=list)
     matched_lines: int = 0  # every matching line rg counted
+    examined: int = 0  # matching lines looked at: the first `keep` (all, without `keep`)
+    selection: LineSelection | None = None  # the one that chose `lines`, told of each in order
     binary: bool = False  # rg met a NUL after the first matches and stopped reading the file there
     bytes_searched: int = 0
 
@@ -688,6 +714,67 @@ def _strip_eol(b: bytes) -> bytes:
     return b
 
 
+_LINE_TEXT = b'"lines":{"text":"'
+_LINE_END = b'"},"line_number":'
+_MATCH_TAG = b'{"type":"match",'
+_LINE_TAIL = re.compile(rb'"\},"line_number":[^\n]*')  # what follows a match message's text
+
+
+SELECTED_BATCH = 16  # lines a selection wanted, decoded together (see Search._parse)
+
+
+class _Messages:
+    """rg's JSON messages decoded into FileMatches, a batch of whole lines at a time."""
+
+    def __init__(self, keep: int | None) -> None:
+        self.keep = keep
+        self.out: list[FileMatches] = []
+        self.current: FileMatches | None = None
+        self.selections: deque[LineSelection] = deque()  # of the files begun, not yet decoded
+        self.taking: LineSelection | None = None  # the current file's
+        self.bytes_searched = self.files_searched = 0
+
+    def feed(self, batch: list[bytes]) -> None:
+        current, taking = self.current, self.taking
+        for msg in json.loads(b"[" + b",".join(batch) + b"]"):
+            kind, d = msg["type"], msg["data"]
+            if kind == "match":
+                if current is None:
+                    continue
+                text, ok = _decode(d["lines"])
+                subs = d["submatches"]
+                spans = (
+                    ((subs[0]["start"], subs[0]["end"]),)
+                    if len(subs) == 1
+                    else tuple([(m["start"], m["end"]) for m in subs])
+                )
+                line = LineMatch(d["line_number"], d["absolute_offset"], _strip_eol(text), spans, ok)
+                current.lines.append(line)
+                if taking is not None:
+                    taking.took(line)
+            elif kind == "begin":
+                taking = self.selections.popleft() if self.selections else None
+                current = FileMatches(_path(d["path"]), selection=taking)
+            elif kind == "end":
+                if current is None:
+                    continue
+                st = d.get("stats") or {}
+                current.matched_lines = int(st.get("matched_lines", len(current.lines)))
+                keep = self.keep
+                current.examined = current.matched_lines if keep is None else min(keep, current.matched_lines)
+                current.bytes_searched = int(st.get("bytes_searched", 0))
+                self.bytes_searched += current.bytes_searched
+                if d.get("binary_offset") is not None:
+                    current.binary = True
+                self.out.append(current)
+                current = None
+            elif kind == "summary":
+                st = d.get("stats") or {}
+                self.bytes_searched = int(st.get("bytes_searched", self.bytes_searched))
+                self.files_searched = int(st.get("searches", 0))
+        self.current, self.taking = current, taking
+
+
 class Search:
     """`rg --json` over a scope: one FileMatches per file with a match.
 
@@ -710,6 +797,8 @@ class Search:
         ignore_case: bool = False,
         smart_case: bool = False,
         keep: int | None = None,
+        selection: Callable[[], LineSelection] | None = None,
+        selection_around: int = 0,
         target: str = ".",
     ) -> None:
         # rg's own binary handling: a file with a NUL in the first block it reads is skipped (as
@@ -736,6 +825,8 @@ class Search:
         self.sandbox = sandbox
         self.target = target
         self.keep = keep
+        self.selection = selection  # a new one for each file: which of its first `keep` lines to decode
+        self.selection_around = selection_around
         self.run = self._run(None)
         self.bytes_searched = 0
         self.files_searched = 0
@@ -771,69 +862,94 @@ class Search:
         return listing.records()
 
     def _parse(self) -> list[FileMatches]:
-        """rg's JSON messages, decoded a chunk at a time: the lines worth reading (a file's begin and
-        end, its first `keep` matches, the summary) are joined into one JSON array per chunk, which
-        costs one call into the decoder instead of one per line."""
-        out: list[FileMatches] = []
-        current: FileMatches | None = None
+        """rg's JSON messages, decoded a batch at a time: the lines worth reading (a file's begin and
+        end, its first `keep` matches or those of them the selection wants, the summary) are joined
+        into one JSON array per chunk read, which costs one call into the decoder instead of one per
+        line. With a selection, a batch is decoded as soon as it holds `SELECTED_BATCH` lines it
+        wanted, so that what `took` learns from them shapes its answers about the lines after.
+
+        A chunk of nothing but one file's matches, none of which can be decoded (past `keep`, or none
+        the selection could want), is counted without looking at its lines one by one."""
         keep = self.keep
-        loads = json.loads
-        self.bytes_searched = self.files_searched = 0
-        kept = 0  # matches of the current file taken so far (the selection's own count)
-        for batch in self._batches():
+        new_selection = self.selection
+        messages = _Messages(keep)
+        kept = 0  # matches of the current file looked at so far
+        chosen: LineSelection | None = None  # the current file's, as the lines are looked at
+        around = self.selection_around
+        skipped: deque[bytes] = deque(maxlen=around)  # the last lines skipped, since the last decoded
+        ahead = 0  # lines still to decode after the last one wanted
+        prefix = b""  # what every match message of the current file holds before its line's text
+        always = 0  # the selection's: how many of a file's first lines it wants without being asked
+        for whole in self._chunks_of_lines():
+            n = 0 if ahead else whole.count(b"\n") + 1
+            if n and whole.count(_MATCH_TAG) == n:  # only matches (no begin, end, summary): this file's
+                if keep is not None and kept >= keep:
+                    kept += n
+                    continue
+                if chosen is not None:
+                    # Each line's text, when every one is UTF-8 (else `_MATCH_TAG` is left in).
+                    texts = _LINE_TAIL.sub(b"", whole.replace(prefix, b""))
+                    if _MATCH_TAG not in texts and not chosen.wants_any(texts):
+                        kept += n
+                        if around:
+                            skipped.extend(whole.rsplit(b"\n", around)[-around:])
+                        continue
             wanted: list[bytes] = []
-            for raw in batch:
+            asked = 0  # lines the selection wanted in `wanted`
+            for raw in whole.split(b"\n"):
                 # rg prints `{"type":"begin"|"match"|"end",…}`, and the summary as `{"data":…,"type":"summary"}`.
                 tag = raw[9:12]
                 if tag == b"mat":
                     if keep is not None and kept >= keep:
                         continue
                     kept += 1
+                    if chosen is not None and kept > always:
+                        # The line's text as rg's JSON has it; a line that is not UTF-8 comes as
+                        # `"lines":{"bytes":…}` and is always decoded (it is counted apart).
+                        start = raw.find(_LINE_TEXT)
+                        if start >= 0:
+                            start += len(_LINE_TEXT)
+                            end = raw.find(_LINE_END, start)
+                            wants = chosen.wants(raw, start, end if end >= 0 else len(raw))
+                        else:
+                            wants = True
+                        if not wants and not ahead:
+                            if around:
+                                skipped.append(raw)
+                            continue
+                        ahead = around if wants else ahead - 1
+                        if skipped:  # decoded in order, before this line
+                            wanted += skipped
+                            skipped.clear()
+                        asked += 1
+                        if asked >= SELECTED_BATCH:
+                            wanted.append(raw)
+                            messages.feed(wanted)
+                            wanted, asked = [], 0
+                            continue
                 elif tag == b"beg":
-                    kept = 0
+                    kept = ahead = 0
+                    skipped.clear()
+                    if new_selection is not None:
+                        chosen = new_selection()
+                        always = chosen.always
+                        messages.selections.append(chosen)
+                        # `{"type":"begin","data":{"path":P}}` -> `{"type":"match","data":{"path":P,"lines":{"text":"`
+                        path = raw[raw.find(b'"path":') : -2]
+                        prefix = b'{"type":"match","data":{' + path + b"," + _LINE_TEXT
                 elif tag != b"end" and not raw.endswith(b'"type":"summary"}'):
                     continue  # context lines are not asked for; nothing else is worth a decode
                 wanted.append(raw)
-            if not wanted:
-                continue
-            for msg in loads(b"[" + b",".join(wanted) + b"]"):
-                kind, d = msg["type"], msg["data"]
-                if kind == "match":
-                    if current is None:
-                        continue
-                    text, ok = _decode(d["lines"])
-                    subs = d["submatches"]
-                    spans = (
-                        ((subs[0]["start"], subs[0]["end"]),)
-                        if len(subs) == 1
-                        else tuple([(m["start"], m["end"]) for m in subs])
-                    )
-                    current.lines.append(
-                        LineMatch(d["line_number"], d["absolute_offset"], _strip_eol(text), spans, ok)
-                    )
-                elif kind == "begin":
-                    current = FileMatches(_path(d["path"]))
-                elif kind == "end":
-                    if current is None:
-                        continue
-                    st = d.get("stats") or {}
-                    current.matched_lines = int(st.get("matched_lines", len(current.lines)))
-                    current.bytes_searched = int(st.get("bytes_searched", 0))
-                    self.bytes_searched += current.bytes_searched
-                    if d.get("binary_offset") is not None:
-                        current.binary = True
-                    out.append(current)
-                    current = None
-                elif kind == "summary":
-                    st = d.get("stats") or {}
-                    self.bytes_searched = int(st.get("bytes_searched", self.bytes_searched))
-                    self.files_searched = int(st.get("searches", 0))
-        return out
+            if wanted:
+                messages.feed(wanted)
+        self.bytes_searched = messages.bytes_searched
+        self.files_searched = messages.files_searched
+        return messages.out
 
-    def _batches(self) -> Iterator[list[bytes]]:
-        """rg's stdout as lists of whole lines, one list per chunk read. rg ends every JSON message with
-        a newline, so a last line without one was cut off by a kill (the deadline, or `stop`), and the
-        run says so: it is dropped, not decoded."""
+    def _chunks_of_lines(self) -> Iterator[bytes]:
+        """rg's stdout as runs of whole lines (joined by line breaks, the last one's left off), one run
+        per chunk read. rg ends every JSON message with a newline, so a last line without one was cut
+        off by a kill (the deadline, or `stop`), and the run says so: it is dropped, not decoded."""
         partial: list[bytes] = []  # the pieces of a line not yet ended (a long line spans many reads)
         for chunk in self.run.chunks():
             end = chunk.rfind(b"\n")
@@ -847,7 +963,7 @@ class Search:
                 partial = []
             if end + 1 < len(chunk):
                 partial.append(chunk[end + 1 :])
-            yield whole.split(b"\n")
+            yield whole
 
 
 def argument_problem(text: str) -> str | None:

@@ -443,8 +443,13 @@ def test_outline_reports_a_directory_it_could_not_list(world: Env, invoke, monke
         r = invoke("ast_grep", {"operation": "outline", "language": "python"})
     assert '"name":"f"' in r["output"] and '"name":"g"' not in r["output"]
     assert r["partial"] is True and r["skip_reasons"] == {"unreadable": 1}
-    assert r["skipped_files"] == [{"path": "locked", "reason": "unreadable"}]
-    assert "[1 files skipped (unreadable: 1)]" in r["output"]
+    assert r["skipped_files"] == [{"path": "locked", "reason": "unreadable", "kind": "directory"}]
+    assert r["files_skipped"] == 0 and r["directories_skipped"] == 1 and r["complete"] is False
+    assert (
+        "[incomplete: 1 path left out (unreadable); they could not be read; fix their permissions "
+        in r["output"]
+    )
+    assert "(e.g. locked/)]" in r["output"]
 
 
 def test_names_that_are_not_utf8_are_skipped_and_counted(world: Env, invoke) -> None:

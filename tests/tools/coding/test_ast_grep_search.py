@@ -105,7 +105,18 @@ def test_limit_counts_lines_and_cuts_previews(world: Env, invoke) -> None:
     make_tree(world.project, {"m.py": "".join(f"print({i})\n" for i in range(200))})
     r = invoke("ast_grep", {"pattern": "print($A)"})
     assert r["returned"] == 100 and r["limit"] == 100 and r["truncated"] is True
-    assert "[truncated at 100 lines or 64 KiB" in r["output"]
+    assert r["output"].endswith(
+        "\n\n[incomplete: 100 matches left out (limit); stopped at limit=100; raise limit (at most 500) or "
+        "narrow path]"
+    )
+    assert r["complete"] is False and r["omitted"] == [
+        {
+            "reason": "limit",
+            "count": 100,
+            "unit": "match",
+            "how": "stopped at limit=100; raise limit (at most 500) or narrow path",
+        }
+    ]
     r = invoke("ast_grep", {"pattern": "print($A)", "limit": 500})
     assert r["limit"] == 500 and r["returned"] == 200 and r["truncated"] is False
     r = invoke("ast_grep", {"pattern": "print($A)", "rewrite": "p($A)", "limit": 4})
@@ -123,6 +134,9 @@ def test_output_cap_64_kib(world: Env, invoke) -> None:
     r = invoke("ast_grep", {"pattern": "print($$$A)", "limit": 500})
     assert r["truncated"] is True and len(r["output"].encode()) <= 65_536
     assert 100 < r["returned"] < 300
+    (o,) = r["omitted"]
+    assert (o["reason"], o["count"]) == ("output_cap", 300 - r["returned"])
+    assert "64 KiB output cap" in o["how"] and "[incomplete:" in r["output"]
 
 
 def test_mode_specific_fields(world: Env, invoke) -> None:
@@ -179,7 +193,9 @@ def test_mixed_language_pattern_failure_is_partial(world: Env, invoke) -> None:
     assert r["output"].startswith("a.py:1:def f(): pass")
     assert r["partial"] is True and set(r["pattern_errors"]) == {"javascript"}
     assert r["pattern_errors"]["javascript"].startswith("Multiple AST nodes are detected")
-    assert "\n\n[pattern does not compile for javascript: Multiple AST nodes" in r["output"]
+    assert "\n\n[incomplete: pattern does not compile for javascript: Multiple AST nodes" in r["output"]
+    assert r["complete"] is False and [o["reason"] for o in r["omitted"]] == ["pattern_error"]
+    assert r["omitted"][0]["count"] == 1 and r["omitted"][0]["unit"] == "language"
 
 
 def test_skipped_files_are_reported(world: Env, invoke) -> None:
@@ -199,8 +215,11 @@ def test_skipped_files_are_reported(world: Env, invoke) -> None:
     assert r["files_skipped"] == 1 and r["partial"] is True
     assert r["skip_reasons"] == {"invalid_utf8": 1}
     assert r["skipped_files"] == [{"path": "bad.py", "reason": "invalid_utf8"}]
-    assert "[1 files skipped (invalid_utf8: 1)]" in r["output"]
+    assert "[incomplete: 1 file left out (invalid_utf8); their text is not UTF-8" in r["output"]
+    assert "search them with grep (e.g. bad.py)]" in r["output"]
     assert r["more"]["count"] == 50_002 - 500
+    assert "[incomplete: 49,502 matches left out (limit)" in r["output"]
+    assert [(o["reason"], o["count"]) for o in r["omitted"]] == [("limit", 49_502), ("invalid_utf8", 1)]
 
 
 def test_no_node_count_gate(world: Env, invoke) -> None:
@@ -229,7 +248,8 @@ def test_deadline_returns_partial(world: Env, invoke, monkeypatch) -> None:
     make_tree(world.project, {"m.py": "x = 1\n"})
     r = invoke("ast_grep", {"pattern": "x = 1"})
     assert r["timed_out"] is True and r["partial"] is True
-    assert "[stopped at the 30 s deadline" in r["output"]
+    assert "[incomplete: an unknown number of files left out (timeout)" in r["output"]
+    assert "raise" not in r["output"] and r["complete"] is False
 
 
 def test_empty_worksets_succeed(world: Env, invoke) -> None:
@@ -281,11 +301,17 @@ def test_unreadable_files_and_directories_are_reported(
     assert r["output"].splitlines()[0] == "a.py:1:x = 1"
     assert r["matches_total"] == 1 and r["partial"] is True
     assert r["skip_reasons"] == {"unreadable": 2}
+    # A directory the walk could not enter is not an unreadable file.
+    assert r["files_skipped"] == 1 and r["directories_skipped"] == 1
+    error = "Permission denied (os error 13)"
     assert sorted(r["skipped_files"], key=lambda f: f["path"]) == [
-        {"path": "locked", "reason": "unreadable", "error": "Permission denied (os error 13)"},
+        {"path": "locked", "reason": "unreadable", "error": error, "kind": "directory"},
         {"path": "secret.py", "reason": "unreadable"},
     ]
-    assert "[2 files skipped (unreadable: 2)]" in r["output"]
+    (o,) = r["omitted"]
+    assert (o["reason"], o["count"], o["unit"]) == ("unreadable", 2, "path")
+    assert "fix their permissions" in o["how"] and f"locked/: {error}" in o["how"] and "secret.py" in o["how"]
+    assert "[incomplete: 2 paths left out (unreadable); they could not be read" in r["output"]
 
 
 def test_the_engine_log_is_read_to_its_end() -> None:
@@ -558,5 +584,33 @@ def test_a_pattern_over_256_nodes_is_refused_not_matched(world: Env, invoke) -> 
     assert r["matches_total"] == 0 and r["partial"] is True
     assert r["output"].startswith("[no matches]\n\n")
     assert (
-        "[pattern does not compile for python: pattern has more than 256 syntax nodes (1 match" in r["output"]
+        "[incomplete: pattern does not compile for python: pattern has more than 256 syntax nodes (1 match"
+        in r["output"]
     )
+
+
+def test_every_answer_says_whether_it_is_complete(world: Env, invoke) -> None:
+    """`complete` and `omitted`, as every search tool's answer has them; `bytes_read` is what fermix
+    read (one file fed to the CLI), and null for a tree, which the CLI reads itself."""
+    make_tree(world.project, {"a.py": "foo(1)\nfoo(2)\n", "b.py": "foo(3)\n"})
+    r = invoke("ast_grep", {"pattern": "foo($A)"})
+    assert r["complete"] is True and r["omitted"] == [] and "[incomplete" not in r["output"]
+    assert r["bytes_read"] is None and r["files_scanned"] == 2
+    r = invoke("ast_grep", {"pattern": "foo($A)", "path": "a.py"})
+    assert r["complete"] is True and r["bytes_read"] == len("foo(1)\nfoo(2)\n")
+    r = invoke("ast_grep", {"pattern": "foo($A)", "limit": 2})
+    assert r["complete"] is False and r["more"]["count"] == 1
+    assert r["omitted"] == [
+        {
+            "reason": "limit",
+            "count": 1,
+            "unit": "match",
+            "how": "stopped at limit=2; raise limit (at most 500) or narrow path",
+        }
+    ]
+    assert r["output"] == (
+        "a.py:1:foo(1)\na.py:2:foo(2)\n\n[incomplete: 1 match left out (limit); stopped at limit=2; raise "
+        "limit (at most 500) or narrow path]"
+    )
+    r = invoke("ast_grep", {"operation": "outline", "language": "python"})
+    assert r["complete"] is True and r["omitted"] == []

@@ -14,7 +14,6 @@ fermix adds what is its own around the engine:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -35,16 +34,25 @@ from ....core.search.p4ignore import resolve_p4
 from ....core.search.ripgrep import Scope, list_files, scratch_file, unreadable_root
 from ....core.search.walklog import lossy
 from . import languages
+from .stream import FileTally, MatchStream
+from .workset import is_directory
 
 # ast-grep's names for the languages it reports, lower-cased, to fermix's names.
 CLI_LANGUAGE = {"tsx": "tsx", "typescript": "typescript", "javascript": "javascript", "c#": "csharp"}
 
 
 class Scan(Record):
-    matches: list[dict[str, Any]] = field(default_factory=list)
+    # By language (fermix's name): the first `keep` matches (by path and offset; "file" made whole),
+    # every match counted, the files they are in, and those whose replacement is over the cap.
+    matches: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    totals: Counter[str] = field(default_factory=Counter)
+    files_matched: Counter[str] = field(default_factory=Counter)
+    oversized: Counter[str] = field(default_factory=Counter)
+    bytes_read: int = 0  # by fermix: the file fed on stdin (the CLI reads a tree itself)
     languages: set[str] = field(default_factory=set)  # fermix names of the languages scanned
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_files: list[dict[str, Any]] = field(default_factory=list)
+    skipped_dirs: int = 0  # of the `unreadable` paths, the directories
     files_scanned: int = 0
     timed_out: bool = False
     errors: list[str] = field(default_factory=list)  # what else the CLI wrote to stderr
@@ -203,8 +211,12 @@ def run_scan(
     language: str | None,
     deadline: float,
     skipped_cap: int,
+    *,
+    keep: int,
+    replacement_cap: int,
 ) -> Scan:
-    """Matches of `pattern` in `target` (a file name or "." below the directory `root`).
+    """Matches of `pattern` in `target` (a file name or "." below the directory `root`): every one
+    counted, the first `keep` of each language (by path and byte offset) kept.
 
     One named file is read by fermix (no symlink followed) and fed to the CLI on stdin with its
     language, so its extension need not be one the CLI knows.
@@ -227,6 +239,7 @@ def run_scan(
             scan.skipped["invalid_utf8"] += 1
             scan.skipped_files.append({"path": target, "reason": "invalid_utf8"})
             return scan
+        scan.bytes_read = len(stdin_data)
     conf_dir = languages.private_config()
     # `--name=value`: a pattern or rewrite starting with `-` is never taken for an option.
     argv = [binary, "run", "-c", os.path.join(conf_dir, "sgconfig.yml"), f"--pattern={pattern}"]
@@ -254,7 +267,51 @@ def run_scan(
 
         lister = threading.Thread(target=_list, daemon=True)
         lister.start()
+    sandbox = ctx.sandbox
+    check = sandbox.needs_checks_below(root)
+    named: list[Names | None] = []  # the listing as Names, once it is in (None: one file on stdin)
+    links: list[bool] = []
+
+    def listed_names() -> Names | None:
+        """The listing, waited for the first time a match needs it (the CLI scans meanwhile)."""
+        if not named:
+            names: Names | None = None
+            if lister is not None:
+                lister.join(max(deadline - time.monotonic(), 0.0) + 1)
+                if "files" in listing:
+                    names = Names(set(listing["files"]))
+                    if listing["stats"].timed_out:
+                        scan.timed_out = True
+                else:  # failed (raised after the CLI is done) or still running at the deadline
+                    scan.timed_out = scan.timed_out or "error" not in listing
+                    names = Names(set())
+            named.append(names)
+        return named[0]
+
+    def judge(cli_name: str, match: dict[str, Any]) -> FileTally:
+        """What becomes of one file's matches, decided at its first."""
+        rel = target if stdin_data is not None else cli_name.removeprefix("./")
+        lang = language_name(str(match.get("language", "")))
+        names = listed_names()
+        if names is not None:
+            found = names.resolve(rel)
+            if found is not None and not is_utf8(found):
+                return FileTally(found, "unnamed", lang)
+        if not links:
+            links.append(sandbox.may_have_protected_links())
+        full = os.path.join(root, rel)
+        # Matches in files the ignore rules leave out (the CLI does not know Perforce's, or
+        # .rgignore) or the sandbox refuses are dropped by design, and not named.
+        if (names is not None and rel not in names.listed) or (
+            (check and not sandbox.allows(full)) or (links[0] and sandbox.is_link_to_protected(full))
+        ):
+            return FileTally(rel, "refused", lang)
+        return FileTally(rel, "ok", lang)
+
+    stream = MatchStream(keep, judge, rewrite, replacement_cap)
+    names: Names | None = None
     err = scratch_file()  # closed in the finally below
+    proc: subprocess.Popen[bytes] | None = None
     try:
         try:
             proc = subprocess.Popen(
@@ -267,17 +324,17 @@ def run_scan(
             )
         except PermissionError as e:
             raise unreadable_root(root, e) from None
+        running = proc
 
         def _kill() -> None:
-            if proc.poll() is None:
+            if running.poll() is None:
                 scan.timed_out = True
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, signal.SIGKILL)
+                    os.killpg(running.pid, signal.SIGKILL)
 
         timer = threading.Timer(max(deadline - time.monotonic(), 0.0), _kill)
         timer.daemon = True
         timer.start()
-        raw: list[dict[str, Any]] = []
         assert proc.stdout is not None
         if stdin_data is not None:
             feeder = threading.Thread(target=_feed, args=(proc, stdin_data), daemon=True)
@@ -286,72 +343,58 @@ def run_scan(
             if not line.endswith(b"\n"):
                 break  # the CLI prints whole lines: this one was cut off by a kill at the deadline
             if line.strip():
-                raw.append(json.loads(line))
+                stream.add(line)
         scan.returncode = proc.wait()
         timer.cancel()
-        if lister is not None:
-            lister.join(max(deadline - time.monotonic(), 0.0) + 1)
-        names: Names | None = None
+        names = listed_names()
         if "error" in listing:
             raise listing["error"]
-        if lister is not None:
-            if "files" in listing:
-                names = Names(set(listing["files"]))
-                if listing["stats"].timed_out:
-                    scan.timed_out = True
-            else:
-                scan.timed_out = True
-                names = Names(set())
         read_inspect(err, scan, names, skipped_cap)
     finally:
+        if proc is not None and proc.poll() is None:  # an error while it ran: not left behind
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
         err.close()
         shutil.rmtree(conf_dir, ignore_errors=True)
-    sandbox = ctx.sandbox
-    check = sandbox.needs_checks_below(root)
     for rel, why in scan.unreadable:
-        if check and not sandbox.allows(os.path.join(root, rel)):
+        full = os.path.join(root, rel)
+        if check and not sandbox.allows(full):
             continue  # excluded before the walk; not named
         scan.skipped["unreadable"] += 1
+        directory = is_directory(full)  # a directory the walk could not enter: not a file
+        scan.skipped_dirs += directory
         if len(scan.skipped_files) < skipped_cap:
-            scan.skipped_files.append({"path": rel, "reason": "unreadable", "error": why})
+            entry = {"path": rel, "reason": "unreadable", "error": why}
+            scan.skipped_files.append({**entry, "kind": "directory"} if directory else entry)
     if stdin_data is not None:
         scan.files_scanned = 1  # the CLI's log says nothing of its standard input
         if language is not None and scan.returncode in (0, 1):
             scan.languages.add(language)
     if names is not None:
         _check_coverage(scan, names, language, skipped_cap)
-    verdicts: dict[str, bool] = {}
-    unnamed: Counter[str] = Counter()  # matches in files whose names are not UTF-8, by name
-    links = bool(raw) and sandbox.may_have_protected_links()
-    for m in raw:
-        rel = target if stdin_data is not None else str(m.get("file", "")).removeprefix("./")
-        if names is not None:
-            found = names.resolve(rel)
-            if found is not None and not is_utf8(found):
-                unnamed[found] += 1
-                continue
-        ok = verdicts.get(rel)
-        if ok is None:
-            full = os.path.join(root, rel)
-            # Matches in files the ignore rules leave out (the CLI does not know Perforce's, or
-            # .rgignore) or the sandbox refuses are dropped by design, and not named.
-            ok = (names is None or rel in names.listed) and not (
-                (check and not sandbox.allows(full)) or (links and sandbox.is_link_to_protected(full))
-            )
-            verdicts[rel] = ok
-        if not ok:
-            scan.refused += 1
-            continue
-        m["file"] = os.path.join(root, rel)
-        scan.matches.append(m)
-    for rel, n in sorted(unnamed.items()):
-        scan.invalid_names.append(rel)
+    unnamed: list[FileTally] = []  # matches in files whose names are not UTF-8, by name
+    for tally in stream.files.values():
+        if tally.fate == "ok":
+            scan.totals[tally.language] += tally.count
+            scan.files_matched[tally.language] += 1
+            scan.oversized[tally.language] += tally.oversized
+        elif tally.fate == "refused":
+            scan.refused += tally.count
+        else:
+            unnamed.append(tally)
+    for tally in sorted(unnamed, key=lambda t: t.rel):
+        scan.invalid_names.append(tally.rel)
         scan.skipped["invalid_utf8_name"] += 1
         if len(scan.skipped_files) < skipped_cap:
-            scan.skipped_files.append({"path": escaped(rel), "reason": "invalid_utf8_name", "matches": n})
-    scan.matches.sort(
-        key=lambda m: (m["file"], m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"])
-    )
+            scan.skipped_files.append(
+                {"path": escaped(tally.rel), "reason": "invalid_utf8_name", "matches": tally.count}
+            )
+    for lang in scan.totals:
+        kept = scan.matches[lang] = []
+        for key, m in stream.kept(lang):
+            m["file"] = os.path.join(root, key[0])
+            kept.append(m)
     return scan
 
 

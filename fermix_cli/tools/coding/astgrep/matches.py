@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ....core.context import ToolContext
 from ....core.errors import ToolError
 from ....core.search.names import printable
+from ....core.search.report import completeness
 from ..pathrules import display_path
 from . import languages
-from .cli import language_name, run_scan
-from .workset import SKIPPED_LISTED, Output, Work, common_result, notes, with_notes
+from .cli import run_scan
+from .omitted import notes, omissions
+from .workset import SKIPPED_LISTED, Output, Work, common_result, with_notes
 
 if TYPE_CHECKING:
     from .tool import AstGrepParams
@@ -32,15 +33,22 @@ def search(
     cwd: str,
     limit: int,
     strict: str | None,
+    deadline_s: float,
 ) -> dict[str, Any]:
     """Run the ast-grep CLI over `target` (a file name, or "." for the directory `root`)."""
     pattern = p.pattern or ""
-    scan = run_scan(ctx, root, target, pattern, p.rewrite, strict, work.deadline, SKIPPED_LISTED)
+    # Every match counted, the first `limit` of each language kept (each shows as a line at least).
+    scan = run_scan(
+        ctx, root, target, pattern, p.rewrite, strict, work.deadline, SKIPPED_LISTED,
+        keep=limit, replacement_cap=REPLACEMENT_CAP,
+    )  # fmt: skip
     work.files_scanned = scan.files_scanned
+    work.bytes_read = scan.bytes_read
     work.unsupported = scan.unsupported
     for reason, n in scan.skipped.items():
         work.skipped[reason] += n
     work.skipped_files += scan.skipped_files
+    work.skipped_dirs += scan.skipped_dirs
     work.invalid_names += scan.invalid_names
     if scan.timed_out:
         work.stop = "deadline"
@@ -65,28 +73,25 @@ def search(
             {"returncode": scan.returncode, "stderr": scan.errors[:20]},
         )
     work.languages |= {lang for lang in scan.languages if lang not in pattern_errors}
-    found = scan.matches
-    if pattern_errors:
-        # One or the other: a language the pattern is refused for has no matches in the answer (the
-        # CLI may have matched what it could of a pattern over the node limit or with an ERROR node).
-        found, dropped = [], Counter[str]()
-        for m in scan.matches:
-            lang = language_name(str(m.get("language", "")))
-            if lang in pattern_errors:
-                dropped[lang] += 1
-            else:
-                found.append(m)
-        for lang, n in dropped.items():
+    # One or the other: a language the pattern is refused for has no matches in the answer (the CLI
+    # may have matched what it could of a pattern over the node limit or with an ERROR node).
+    found: list[dict[str, Any]] = []
+    total = skipped_replacements = files_matched = 0
+    for lang, n in scan.totals.items():
+        if lang in pattern_errors:
             pattern_errors[lang] += f" ({n} {'match' if n == 1 else 'matches'} in its files not shown)"
+            continue
+        found += scan.matches[lang]
+        total += n
+        files_matched += scan.files_matched[lang]
+        skipped_replacements += scan.oversized[lang]
+    found.sort(key=lambda m: (m["file"], m["range"]["byteOffset"]["start"], m["range"]["byteOffset"]["end"]))
     out = Output(limit)
     matches: list[dict[str, Any]] = []
-    files_matched: set[str] = set()
-    skipped_replacements = 0
-    for m in found:
-        shown = display_path(m["file"], cwd)
-        files_matched.add(shown)
+    for m in found[:limit]:
         if out.truncated:
-            continue
+            break
+        shown = display_path(m["file"], cwd)
         r = m["range"]
         start, end = r["start"], r["end"]
         lines = [_strip_cr(s) for s in str(m.get("lines", "")).split("\n")]
@@ -99,38 +104,41 @@ def search(
         if p.rewrite is None:
             rows = [f"{printable(shown)}:{record['line']}:{record['text']}"]
         else:
-            replacement = str(m.get("replacement", ""))
-            # The reference's estimate: the template plus four bytes per character filled in.
-            if len((p.rewrite or "").encode("utf-8")) + 4 * len(replacement) > REPLACEMENT_CAP:
-                skipped_replacements += 1
-                continue
-            record["replacement"] = replacement
-            rows = _preview(shown, lines, start, end, replacement, record)
+            record["replacement"] = str(m.get("replacement", ""))
+            rows = _preview(shown, lines, start, end, record["replacement"], record)
         before = len(out.lines)
         whole = len(out.lines) < out.limit and out.add(rows)
         if len(out.lines) > before:
             matches.append(record if whole else {**record, "preview_cut": True})
         if not whole:
             out.truncated = True
-    result = common_result(work, out, "search")
+    if len(matches) < total - skipped_replacements:
+        out.truncated = True  # more than the limit or the output holds: only the first were kept
+        out.cut = out.cut or "limit"
+    result = common_result(work, out, "search", bytes_known=target != ".")
     partial = result["partial"] or bool(pattern_errors) or skipped_replacements > 0
     result.update(
         matches=matches,
-        matches_total=len(found),
-        files_matched=len(files_matched),
+        matches_total=total,
+        files_matched=files_matched,
         pattern_errors=pattern_errors,
         replacements_skipped=skipped_replacements,
         partial=partial,
         engine="ast-grep",
     )
-    left = len(found) - len(matches) - skipped_replacements
+    left = total - len(matches) - skipped_replacements
     if left > 0:
         result["more"] = {
             "count": left,
             "how": "raise limit (at most 500) or narrow path; output holds at most 64 KiB",
         }
+    found_out = omissions(
+        work, out, "search", deadline_s, more=max(left, 0),
+        pattern_errors=pattern_errors, replacements_skipped=skipped_replacements,
+    )  # fmt: skip
+    result.update(completeness(found_out))
     body = "\n".join(out.lines) if out.lines else "[no matches]"
-    result["output"] = with_notes(body, notes(result, work.invalid_names))
+    result["output"] = with_notes(body, notes(found_out, pattern_errors))
     return result
 
 

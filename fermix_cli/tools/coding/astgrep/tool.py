@@ -18,11 +18,13 @@ from ....core.errors import ToolError
 from ....core.fsops import FileReader
 from ....core.params import Field, model_validator
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from ....core.search.report import completeness
 from ....core.search.ripgrep import argument_problem
 from ..pathrules import resolve_source
 from . import languages
 from .languages import DeadlinePassed
 from .matches import search
+from .omitted import notes, omissions
 from .outline import (
     OutlineOptions,
     check_filter_size,
@@ -40,7 +42,6 @@ from .workset import (
     check_file_language,
     common_result,
     load_tree,
-    notes,
     with_notes,
     work_files,
 )
@@ -227,8 +228,10 @@ def _outline(
         reader.close()
     result = common_result(work, out, "outline")
     result.update(symbols=entries, symbols_returned=len(entries), items=opts.items, view=opts.view)
+    found = omissions(work, out, "outline", DEADLINE_S)
+    result.update(completeness(found))
     body = "\n".join(out.lines) if out.lines else "[no symbols]"
-    result["output"] = with_notes(body, notes(result, work.invalid_names))
+    result["output"] = with_notes(body, notes(found))
     return result
 
 
@@ -261,7 +264,7 @@ def ast_grep(p: AstGrepParams, ctx: ToolContext) -> dict[str, Any]:
                     f"pattern does not compile for {language}: {err}",
                     {"language": language, "error": err},
                 )
-        return search(p, ctx, work, root, name, target.cwd, limit, language)
+        return search(p, ctx, work, root, name, target.cwd, limit, language, DEADLINE_S)
     files = work_files(ctx, target.path, target.cwd, language, True, work)
     return _outline(p, work, files, limit)
 
@@ -285,7 +288,8 @@ TOOLS = specs(
             "language, item} for Rust, TypeScript/TSX, JavaScript, Python, Go, Kotlin, Java and Swift, "
             "shaped by items/view/name/symbol_type/pub_members. Language comes from the extension unless "
             "given. Search reads every file whole (no size or node gate); limits: 4 KiB patterns, 30 s, "
-            "64 KiB output; check matches_total, more, files_skipped, pattern_errors, partial and truncated."
+            "64 KiB output. `complete` is false and `omitted` (and `[incomplete: …]` lines) say what was "
+            "left out (more matches, skipped files, languages the pattern fails for, ...) and how to get it."
         ),
         params=AstGrepParams,
         handler=ast_grep,

@@ -5,6 +5,7 @@ loading and parsing, the output budget, and the metadata every result carries.
 from __future__ import annotations
 
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -13,7 +14,7 @@ from ....core.context import ToolContext
 from ....core.errors import ToolError
 from ....core.fsops import FileReader
 from ....core.records import Record, field
-from ....core.search.names import escaped, invalid_name_omission, is_utf8
+from ....core.search.names import escaped, is_utf8
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.ripgrep import Scope, list_files
 from ..pathrules import display_path
@@ -40,14 +41,17 @@ class Work(Record):
     unsupported: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     skipped_files: list[dict[str, Any]] = field(default_factory=list)
+    skipped_dirs: int = 0  # of the `unreadable` paths, the directories
     stop: str | None = None  # file_cap | byte_cap | deadline
     languages: set[str] = field(default_factory=set)
     invalid_names: list[str] = field(default_factory=list)  # left out: names that are not UTF-8
 
-    def skip(self, path: str, reason: str) -> None:
+    def skip(self, path: str, reason: str, *, directory: bool = False) -> None:
         self.skipped[reason] += 1
+        self.skipped_dirs += directory
         if len(self.skipped_files) < SKIPPED_LISTED:
-            self.skipped_files.append({"path": path, "reason": reason})
+            entry = {"path": path, "reason": reason}
+            self.skipped_files.append({**entry, "kind": "directory"} if directory else entry)
 
 
 def check_file_language(path: str, cwd: str, language: str | None, *, outline: bool) -> str:
@@ -98,7 +102,8 @@ def work_files(
     # rg's `rg: ./PATH: Permission denied (os error 13)`: a directory (or file) it could not read.
     for line in run.errors:
         rel = line.removeprefix("rg: ").rpartition(": ")[0].removeprefix("./")
-        work.skip(display_path(os.path.join(root, rel), cwd), "unreadable")
+        full = os.path.join(root, rel)
+        work.skip(display_path(full, cwd), "unreadable", directory=is_directory(full))
     if run.timed_out:
         work.stop = work.stop or "deadline"
 
@@ -141,18 +146,31 @@ def load_tree(reader: FileReader, shown: str, canonical: str, lang: str, work: W
     return source, parsed.root
 
 
+def is_directory(path: str) -> bool:
+    """`path` is a directory itself (not a symlink to one); False when it cannot be looked at."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 class Output(Record):
     limit: int
     lines: list[str] = field(default_factory=list)
     size: int = 0
     truncated: bool = False
+    cut: str | None = None  # what stopped it: limit | output_cap
 
     def fits(self, rows: list[str]) -> int:
         """How many of `rows` can be added under the line limit and the byte cap."""
         n, size = 0, self.size
         for row in rows:
             size += len(row.encode("utf-8")) + 1
-            if len(self.lines) + n >= self.limit or size > OUTPUT_CAP - NOTES_RESERVE:
+            if len(self.lines) + n >= self.limit:
+                self.cut = self.cut or "limit"
+                break
+            if size > OUTPUT_CAP - NOTES_RESERVE:
+                self.cut = self.cut or "output_cap"
                 break
             n += 1
         return n
@@ -169,8 +187,10 @@ class Output(Record):
         return True
 
 
-def common_result(work: Work, out: Output, op: str) -> dict[str, Any]:
-    """The metadata search and outline share (the caller adds `output`)."""
+def common_result(work: Work, out: Output, op: str, *, bytes_known: bool = True) -> dict[str, Any]:
+    """The metadata search and outline share (the caller adds `output`, `complete` and `omitted`).
+    `bytes_known`: False when the CLI read the files (a tree search), so `bytes_read` is null."""
+    dirs = work.skipped_dirs
     result: dict[str, Any] = {
         "operation": op,
         "returned": len(out.lines),
@@ -180,42 +200,15 @@ def common_result(work: Work, out: Output, op: str) -> dict[str, Any]:
         "timed_out": work.stop == "deadline",
         "scan_stop": work.stop,
         "files_scanned": work.files_scanned,
-        "bytes_read": work.bytes_read,
-        "files_skipped": sum(work.skipped.values()),
+        "bytes_read": work.bytes_read if bytes_known else None,
+        "files_skipped": sum(work.skipped.values()) - dirs,
+        "directories_skipped": dirs,
         "skip_reasons": dict(work.skipped),
         "skipped_files": work.skipped_files,
         "files_unsupported": work.unsupported,
         "languages": sorted(work.languages),
     }
     return result
-
-
-def notes(result: dict[str, Any], invalid_names: list[str] | None = None) -> list[str]:
-    """The bracketed lines that explain a partial or cut result to a model (`invalid_names`: the files
-    left out because their names are not UTF-8)."""
-    out = []
-    if result.get("truncated"):
-        out.append(f"[truncated at {result['limit']} lines or 64 KiB; narrow path or raise limit]")
-    if result.get("files_skipped"):
-        reasons = ", ".join(f"{k}: {v}" for k, v in sorted(result["skip_reasons"].items()))
-        out.append(f"[{result['files_skipped']} files skipped ({reasons})]")
-    omission = invalid_name_omission(invalid_names or [], len(invalid_names or []), "file")
-    if omission is not None:
-        out.append(omission.note())
-    if result.get("operation") == "search" and result.get("skip_reasons", {}).get("too_large"):
-        out.append(
-            "[too_large: the CLI's walk skips a file over 3,000,000 bytes and 200,000 lines; "
-            "name the file as path to search it]"
-        )
-    if result.get("skip_reasons", {}).get("not_scanned"):
-        out.append("[not_scanned: files of a known language the ast-grep CLI did not scan; name one as path]")
-    for lang, err in sorted(result.get("pattern_errors", {}).items()):
-        out.append(f"[pattern does not compile for {lang}: {err}]")
-    if result.get("timed_out"):
-        out.append("[stopped at the 30 s deadline; results are partial]")
-    elif result.get("scan_stop") in ("file_cap", "byte_cap"):
-        out.append("[stopped at the 10,000-file / 128 MiB limit; results are partial]")
-    return out
 
 
 def with_notes(text: str, lines: list[str]) -> str:

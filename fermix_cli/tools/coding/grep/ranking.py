@@ -46,6 +46,15 @@ _IMPORT = re.compile(
 )
 _REQUIRE_ASSIGN = re.compile(rb"[ \t]*+(?:(?:const|let|var)[ \t]++)?[\w$.{}, \t]++=[ \t]*+require\(")
 _EXPORT_FROM = re.compile(rb"[ \t]*+export\b[^\n]*\bfrom\b")
+# Text that every line `definition_name` finds a name in holds (a keyword of _KEYWORDS, or what
+# _ASSIGN_HINT looks for): a line without any cannot be def-like. None of it is escaped in JSON, so it
+# may be looked for in a line as rg's JSON message has it, before the line is decoded.
+DEF_HINT = re.compile(  # def class fn func struct enum ... grouped by first letter: a faster scan
+    rb"d(?:ef)|c(?:lass|onst)|f(?:n|unc)|s(?:truct)|e(?:num|xtension)|t(?:rait|ype)|i(?:mpl|nterface)"
+    rb"|m(?:od|acro_rules)|o(?:bject)|r(?:ecord)|p(?:rotocol)|v(?:a[lr])|let|=>|:="
+)
+# Likewise for `is_import`: a line without any of these is no import.
+IMPORT_HINT = re.compile(rb"import|include|use|require|extern|export")
 
 
 def definition_name(data: bytes, start: int, end: int) -> tuple[int, int] | None:
@@ -111,6 +120,17 @@ class FileHits(Record):
         """A hit that cannot be kept (see `settled`): counted, not labelled."""
         self.hits += 1
 
+    def take(self, hit: LineHit) -> None:
+        """The file's next hit, in line order: labelled as far as it can still change the top five."""
+        if self.settled():
+            self.count()
+        elif not self.only_definitions_matter():
+            self.add(hit, label_for(hit.text, 0, len(hit.text), lambda: hit.spans))
+        elif is_def_like(hit.text, 0, len(hit.text), lambda: hit.spans):
+            self.add(hit, DEF_LIKE)
+        else:
+            self.count()
+
     def add(self, hit: LineHit, label: str) -> None:
         self.hits += 1
         self.labels[hit.line] = label
@@ -124,6 +144,51 @@ class FileHits(Record):
 
     def best_rank(self) -> int:
         return min(RANK[self.labels[h.line]] for h in self.top())
+
+
+class RankedSelection:
+    """Which of a file's hits ranked mode needs decoded (a `LineSelection` for rg's output): every hit
+    until the top five can hold no more plain matches or imports, then only hits that could be
+    def-like (`DEF_HINT`), until five definitions are in. The others cannot change what `take` keeps,
+    so they are counted, not decoded; `hits` is then what `take` made of the hits decoded.
+
+    A hit with no `DEF_HINT` and no `IMPORT_HINT` is a plain match whatever else it holds, so five of
+    them end the first phase before they are decoded (rg's output is decoded a chunk at a time); the
+    first five hits are wanted whatever they are (`always`), so they are not looked at."""
+
+    always = PER_FILE_CAP
+
+    def __init__(self) -> None:
+        self.hits = FileHits()
+        self.phase = 0  # 0: every hit matters; 1: only definitions; 2: settled, none
+        self.plain = 0  # hits wanted after the first five that are surely plain matches
+
+    def wants(self, message: bytes, start: int, end: int) -> bool:
+        phase = self.phase
+        if phase == 0:
+            if (
+                IMPORT_HINT.search(message, start, end) is None  # the shorter scan first
+                and DEF_HINT.search(message, start, end) is None
+            ):
+                self.plain += 1
+                if self.plain >= PER_FILE_CAP:
+                    self.phase = 1  # with this one, five plain matches or definitions are in
+            return True
+        return phase == 1 and DEF_HINT.search(message, start, end) is not None
+
+    def wants_any(self, texts: bytes) -> bool:
+        return self.phase == 0 or (self.phase == 1 and DEF_HINT.search(texts) is not None)
+
+    def took(self, line: LineHit) -> None:
+        if not line.utf8:
+            return  # left out of the ranking (counted as invalid_utf8), so it fills no place
+        hits = self.hits
+        hits.take(line)
+        phase = self.phase
+        if phase == 0 and hits.only_definitions_matter():
+            phase = self.phase = 1
+        if phase == 1 and hits.settled():
+            self.phase = 2
 
 
 def file_order_key(best_rank: int, hits: int, path: str) -> tuple[int, int, str]:

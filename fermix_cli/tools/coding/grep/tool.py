@@ -41,7 +41,7 @@ from ....core.search.ripgrep import (
 from ....core.search.special import special_kind, special_omission
 from ..pathrules import display_path, resolve_source
 from .printer import Block, Hit, Page, render_ranked, render_raw
-from .ranking import DEF_LIKE, PER_FILE_CAP, FileHits, file_order_key, is_def_like, label_for
+from .ranking import PER_FILE_CAP, FileHits, RankedSelection, file_order_key, label_for
 from .searcher import ContextReader, PatternPlan, is_utf8_file, line_str, plan, replan
 
 MAX_PATTERNS = 8
@@ -185,8 +185,10 @@ def _search(
     scope: Scope,
     target: str,
     keep: int | None,
+    ranked: bool,
 ) -> Search:
-    """rg over `scope` (`target`: "." or one file's name) for the planned patterns."""
+    """rg over `scope` (`target`: "." or one file's name) for the planned patterns. `ranked`: of each
+    file's first `keep` hits, only those ranked mode needs are decoded (`RankedSelection`)."""
     return Search(
         scope,
         [pl.source for pl in plans],
@@ -194,15 +196,23 @@ def _search(
         ctx.sandbox,
         ignore_case=bool(p.case_insensitive),
         keep=keep,
+        selection=RankedSelection if ranked else None,
+        selection_around=min(p.context or 0, MAX_CONTEXT),
         target=target,
     )
 
 
 def _collect(
-    ctx: ToolContext, p: GrepParams, path: str, plans: list[PatternPlan], deadline: float, keep: int | None
+    ctx: ToolContext,
+    p: GrepParams,
+    path: str,
+    plans: list[PatternPlan],
+    deadline: float,
+    keep: int | None,
+    ranked: bool,
 ) -> tuple[list[FileMatches], Search, Tally]:
     scope, target = _scope(ctx, p, path)
-    search = _search(ctx, p, plans, deadline, scope, target, keep)
+    search = _search(ctx, p, plans, deadline, scope, target, keep, ranked)
     tally = Tally()
     if target != "." and (kind := special_kind(path)) is not None:
         tally.special, tally.special_path = kind, path  # skipped, as rg's walk skips them: not run
@@ -220,8 +230,9 @@ def _collect(
         if fm.binary:
             tally.binary_stopped.append(fm.path)  # the matches before the NUL are kept, as rg prints them
         bad = [lm for lm in fm.lines if not lm.utf8]
-        if len(fm.lines) < fm.matched_lines and (bad or not is_utf8_file(fm.path)):
-            # rg counted the lines past the first `keep` without their text, so whether they are UTF-8
+        if fm.examined < fm.matched_lines and (bad or not is_utf8_file(fm.path)):
+            # rg counted the lines past the first `keep` without their text (of those before, every
+            # one that is not UTF-8 was decoded), so whether they are UTF-8
             # is known only when the whole file is (the common case, checked without rg); else the
             # file is searched again for every line, to count those that are not exactly (and to have
             # enough valid ones for the page).
@@ -264,7 +275,7 @@ def _every_line(
     searches a file named to it past that, so naming it would count lines the walk never reported."""
     root, name = os.path.split(fm.path)
     scope = Scope(root=root, globs=(literal_glob(name),)) if walked else Scope(root=root)
-    again = _search(ctx, p, plans, deadline, scope, "." if walked else name, None)
+    again = _search(ctx, p, plans, deadline, scope, "." if walked else name, None, False)
     files = [f for f in again.files() if f.path == name] if walked else list(again.files())
     search.stats.timed_out = search.stats.timed_out or again.stats.timed_out
     search.stats.errors += again.stats.errors
@@ -287,10 +298,10 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
     plans = plan(p.patterns)
     keep = RANKED_KEEP if mode == "ranked" else offset + limit + 1 + ctx_lines
     try:
-        found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep)
+        found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep, mode == "ranked")
     except PatternError:
         plans = replan(plans)
-        found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep)
+        found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep, mode == "ranked")
     tally.cwd = target.cwd
     found.sort(key=lambda fm: fm.path)
     # A name that is not UTF-8 cannot be shown or passed back (see core/search/names.py): left out and counted.
@@ -319,17 +330,13 @@ def _label(lm: LineMatch) -> str:
 
 def _rank_file(fm: FileMatches, shown: str, n_ctx: int) -> FileResult:
     """Label a file's hits until its top five are settled, then keep the top five."""
-    fh = FileHits()
-    for hit in fm.lines:
-        if fh.settled():
-            fh.count()
-        elif not fh.only_definitions_matter():
-            fh.add(hit, _label(hit))
-        elif is_def_like(hit.text, 0, len(hit.text), lambda h=hit: h.spans):  # type: ignore[misc]
-            fh.add(hit, DEF_LIKE)
-        else:
-            fh.count()
-    fh.hits += fm.matched_lines - len(fm.lines)  # matching lines past the labelled ones
+    if fm.selection is not None and isinstance(fm.selection, RankedSelection):
+        fh = fm.selection.hits  # it took every line of fm.lines (the UTF-8 ones), in order
+    else:
+        fh = FileHits()
+        for hit in fm.lines:
+            fh.take(hit)
+    fh.hits += fm.matched_lines - len(fm.lines)  # matching lines not decoded (see RankedSelection)
     kept = fh.top()
     # Hits inside a kept hit's context window print as primary rows, so they need labels too.
     labels: dict[int, str | None] = {}
@@ -579,7 +586,7 @@ def _omissions(
     if bad:
         out.append(bad)
     if search.stats.timed_out:
-        out.append(timeout_omission(DEADLINE_S, "file"))
+        out.append(timeout_omission(DEADLINE_S, "file", "the path, glob, type or pattern"))
     return out
 
 
