@@ -257,6 +257,18 @@ def unreadable(monkeypatch: pytest.MonkeyPatch, engine: str, tmp: Path, *paths: 
             p.chmod(mode)
 
 
+def stall_rg(monkeypatch: pytest.MonkeyPatch, where: Path) -> Path:
+    """Make the search tools run the real rg behind a 30 s stall, which only a deadline's kill of the
+    process group ends; returns the wrapper."""
+    from fermix_cli.core.search import engines
+
+    wrapper = where / "rg-slow"
+    wrapper.write_text(f'#!/bin/sh\nsleep 30\nexec "{engines.rg()}" "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
+    return wrapper
+
+
 def hold_write_lock(path: Path, seconds: float, release: threading.Event | None = None) -> threading.Thread:
     """Another writer: BEGIN IMMEDIATE on the SQLite file `path`, held for `seconds` (or until `release`
     is set, if sooner) from a thread of the test (started once the lock is held; join it to wait for

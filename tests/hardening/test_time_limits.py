@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from fermix_cli.core.errors import ToolError
-from tests.conftest import Env
+from tests.conftest import Env, stall_rg
 
 CATASTROPHIC = ["(a+)+b", "(a|aa)+b", "(aa|a)+c"]
 
@@ -52,15 +52,11 @@ def test_grep_stops_at_its_deadline(
     world: Env, invoke: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import fermix_cli.tools.coding.grep.tool as grep_tool
-    from fermix_cli.core.search import engines
 
     (world.project / "f.txt").write_text("zq\n")
     monkeypatch.setattr(grep_tool, "DEADLINE_S", 1.0)
     overhead = _timed(lambda: invoke("grep", {"patterns": ["zq+x"], "path": "f.txt"}))
-    wrapper = tmp_path / "rg-slow"  # the real rg, after a stall only the deadline's kill ends
-    wrapper.write_text(f'#!/bin/sh\nsleep 30\nexec "{engines.rg()}" "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
+    stall_rg(monkeypatch, tmp_path)  # the real rg, after a stall only the deadline's kill ends
     started = time.monotonic()
     out = invoke("grep", {"patterns": ["x"], "path": "f.txt"})
     elapsed = time.monotonic() - started
@@ -71,14 +67,9 @@ def test_grep_stops_at_its_deadline(
 def test_content_search_stops_at_timeout_ms(
     world: Env, invoke: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from fermix_cli.core.search import engines
-
     (world.project / "f.txt").write_text("zq\n")
     overhead = _timed(lambda: invoke("content_search", {"pattern": "zq+x", "path": "f.txt", "regex": True}))
-    wrapper = tmp_path / "rg-slow"  # the real rg, after a stall only the deadline's kill ends
-    wrapper.write_text(f'#!/bin/sh\nsleep 30\nexec "{engines.rg()}" "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
+    stall_rg(monkeypatch, tmp_path)  # the real rg, after a stall only the deadline's kill ends
     started = time.monotonic()
     with pytest.raises(ToolError) as e:
         invoke("content_search", {"pattern": "x", "path": "f.txt", "timeout_ms": 1000})

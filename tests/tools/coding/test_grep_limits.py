@@ -11,7 +11,7 @@ from search_fixture import FIXTURE, make_tree
 
 from fermix_cli.core.errors import ToolError
 from fermix_cli.tools.coding.grep import tool as grep_mod
-from tests.conftest import Env, unreadable
+from tests.conftest import Env, stall_rg, unreadable
 
 
 def err(invoke, args: dict, **ctx) -> ToolError:
@@ -245,12 +245,7 @@ def test_a_file_past_the_old_4_mib_cap_is_searched_to_its_end(world: Env, invoke
 
 def test_the_deadline_kills_rg_and_the_answer_says_so(world: Env, invoke, monkeypatch, tmp_path) -> None:
     # rg behind a wrapper that stalls before it starts: the deadline kills the whole process group.
-    from fermix_cli.core.search import engines
-
-    wrapper = tmp_path / "rg-slow"
-    wrapper.write_text(f'#!/bin/sh\nsleep 30\nexec "{engines.rg()}" "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
+    stall_rg(monkeypatch, tmp_path)  # the real rg, after a stall only the deadline's kill ends
     monkeypatch.setattr(grep_mod, "DEADLINE_S", 0.3)
     make_tree(world.project, {"a.txt": "hit\n"})
     start = time.monotonic()

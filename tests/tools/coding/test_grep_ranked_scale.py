@@ -18,7 +18,7 @@ from search_fixture import make_tree
 
 from fermix_cli.tools.coding.grep import ranking
 from fermix_cli.tools.coding.grep import tool as grep_mod
-from tests.conftest import Env
+from tests.conftest import Env, stall_rg
 
 PLAIN = "print(x)\n"
 
@@ -103,12 +103,7 @@ def test_many_hits_are_ranked_whole_in_bounded_memory(world: Env, invoke) -> Non
 
 def test_the_timeout_note_offers_what_grep_has(world: Env, invoke, monkeypatch, tmp_path) -> None:
     """grep's deadline is fixed: the note says to narrow the search, not to raise a limit it lacks."""
-    from fermix_cli.core.search import engines
-
-    wrapper = tmp_path / "rg-slow"
-    wrapper.write_text(f'#!/bin/sh\nsleep 30\nexec "{engines.rg()}" "$@"\n')
-    wrapper.chmod(0o755)
-    monkeypatch.setattr(engines, "rg", lambda: str(wrapper))
+    stall_rg(monkeypatch, tmp_path)  # the real rg, after a stall only the deadline's kill ends
     monkeypatch.setattr(grep_mod, "DEADLINE_S", 0.3)
     make_tree(world.project, {"a.txt": "hit\n"})
     r = invoke("grep", {"patterns": ["hit"]})
