@@ -291,8 +291,8 @@ def test_an_identity_whose_tools_miss_the_surface_gives_a_worker_with_no_tools(
 
 
 def test_an_identity_s_tools_never_reach_past_the_worker_s_toolset(world: Env, server: ModelServer) -> None:
-    """A caller in the coding toolset: the identity's `Bash` (fermix's `shell`) is that toolset's `bash`,
-    while `Read` (`file_read`) and `web_search`, tools the coding set does not have, are not added."""
+    """A caller in the coding toolset: the identity's `Bash` and `Read` are that toolset's `bash` and
+    `read`, while `web_search`, a personal tool the coding set does not have, is not added."""
     agent_file(agents(world), "coder.md", identity("coder", "Code.", tools="Bash, Read, web_search"))
     server.queue(text("coded"))
     ctx = world.context(cwd=str(world.project), toolset="coding")
@@ -304,7 +304,34 @@ def test_an_identity_s_tools_never_reach_past_the_worker_s_toolset(world: Env, s
         ctx.close()
     assert out["results"][0]["status"] == "completed"
     (request,) = [s.body for s in server.seen]
-    assert tools_of(request) == {"bash"}
+    assert tools_of(request) == {"bash", "read"}
+
+
+@pytest.mark.parametrize(
+    ("toolset", "expected"),
+    [
+        ("fermix", {"file_read", "content_search", "glob_search"}),
+        ("coding", {"read", "grep", "find", "list_files"}),
+    ],
+)
+def test_claude_code_tool_names_resolve_in_the_worker_s_toolset(
+    world: Env, server: ModelServer, toolset: str, expected: set[str]
+) -> None:
+    """`tools: Read, Grep, Glob, LS` (a Claude Code agent file) gives a worker its toolset's equivalents:
+    the personal set's file_read, content_search and glob_search, or coding's read, grep, find and
+    list_files (LS has no exact personal equivalent, so it grants nothing there)."""
+    agent_file(agents(world), "scout.md", identity("scout", "Look.", tools="Read, Grep, Glob, LS"))
+    server.queue(text("looked"))
+    ctx = world.context(cwd=str(world.project), toolset=toolset)
+    try:
+        out = default_registry().invoke(
+            "subagents", {"tasks": [{"id": "s", "task": "look"}], "identity": "scout"}, ctx
+        )
+    finally:
+        ctx.close()
+    assert out["results"][0]["status"] == "completed", out
+    (request,) = [s.body for s in server.seen]
+    assert tools_of(request) == expected
 
 
 def test_an_unknown_identity_fails_the_call_before_any_worker(world: Env) -> None:

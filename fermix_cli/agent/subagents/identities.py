@@ -3,7 +3,8 @@
 The format is the one other agents use for their subagents (Claude Code's `.claude/agents/NAME.md`): a
 `---` line, YAML frontmatter, a `---` line, then the identity's instructions. Keys: `name` (required,
 `^[A-Za-z0-9_-]{1,64}$`), `description` (required), `tools` (a list or a comma-separated string, mapped
-like a skill's `allowed_tools`; absent: the workers' tools as they are), `model` (`inherit` or absent: the
+like a skill's `allowed_tools` to the names of the toolset the worker runs in; absent: the workers' tools
+as they are), `model` (`inherit` or absent: the
 call's or routing's). Other keys (`color` ...) are ignored. The frontmatter is read by SKILL.md's parser
 (`core/skillfile.py`), with its limits and its errors naming the file and the line.
 
@@ -24,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 from ...core.errors import ToolError
 from ...core.fsops import read_bytes
 from ...core.records import Record, field
-from ...core.skillfile import MAX_SKILL_BYTES, SKILL_NAME, map_tools, parse_frontmatter, skill_error
+from ...core.skillfile import (
+    MAX_SKILL_BYTES,
+    SKILL_NAME,
+    declared_tools,
+    parse_frontmatter,
+    resolve_tools,
+    skill_error,
+)
 
 if TYPE_CHECKING:
     from ...core.config import Config
@@ -49,11 +57,17 @@ class Identity(Record, frozen=True):
     instructions: str
     path: str
     digest: str
-    tools: tuple[str, ...] | None = None
+    tools: tuple[str, ...] | None = None  # the declared tools in the fermix toolset
     unmapped_tools: tuple[str, ...] = ()
+    declared_tools: tuple[str, ...] | None = None  # as written (`Read`, `file_read` ...)
     model: str | None = None  # None: the call's, else routing's (`inherit` reads as None)
     model_line: int = 0
     root: str = ""  # the root's origin: home or config
+
+    def tools_in(self, toolset: str | None) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(its tools as `toolset` names them, the names that map to nothing there); None when it names
+        none (the workers' tools as they are)."""
+        return None if self.declared_tools is None else resolve_tools(self.declared_tools, toolset)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -90,13 +104,13 @@ def _bad(path: str, line: int, message: str) -> ToolError:
     return skill_error("invalid_frontmatter", path, line, message)
 
 
-def _tools(value: Any, path: str, line: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _tools(value: Any, path: str, line: int) -> tuple[str, ...]:
     if value is None:  # a key that is present is never read as absent: blank grants no tools
-        return (), ()
+        return ()
     items = value if isinstance(value, list) else [value]
     if not isinstance(value, str | list) or not all(isinstance(t, str) and t.strip() for t in items):
         raise _bad(path, line, "tools must be a list of tool names or a comma-separated string")
-    return map_tools(value, path, line)
+    return declared_tools(value, path, line)
 
 
 def parse_identity(data: bytes, path: str) -> Identity:
@@ -131,7 +145,8 @@ def parse_identity(data: bytes, path: str) -> Identity:
     out: dict[str, Any] = {}
     if "tools" in values:
         value, line = values["tools"]
-        out["tools"], out["unmapped_tools"] = _tools(value, path, line)
+        out["declared_tools"] = _tools(value, path, line)
+        out["tools"], out["unmapped_tools"] = resolve_tools(out["declared_tools"], None)
     if "model" in values:
         model, line = values["model"]
         if not isinstance(model, str) or not model.strip() or len(model) > 256:

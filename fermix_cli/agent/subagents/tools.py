@@ -268,10 +268,12 @@ def subagents(p: SubagentsParams, ctx: ToolContext) -> dict[str, Any]:
         for name, identity in {(i.name if i else None): i for i in identities.values()}.items()
     }
     ceiling = policy.effective_classes(ctx) - WITHHELD_CLASSES
+    toolset = ctx.toolset or ctx.config.fermix_core.agent.toolset  # the workers' (Delegation.toolset)
     tasks = []
     for t in p.tasks:
         identity = identities[t.id]
         provider, model, effort = routes[identity.name if identity else None]
+        declared = identity.tools_in(toolset) if identity else None
         tasks.append(
             (
                 t.id,
@@ -279,7 +281,7 @@ def subagents(p: SubagentsParams, ctx: ToolContext) -> dict[str, Any]:
                     origin="subagent",
                     label=f"subagent:{t.id}",
                     prompt=worker_prompt(p, t),
-                    tools=identity.tools if identity else None,
+                    tools=None if declared is None else declared[0],
                     tools_within_surface=True,
                     system_sections=(role_section(identity),) if identity else (),
                     policy_ceiling=ceiling,
