@@ -196,16 +196,19 @@ def worker_model(
 ) -> tuple[str | None, str | None, str | None]:
     """(provider, model, effort) for the workers, checked before any worker starts.
 
-    The call's `model`/`provider` win; else the identity's `model`; else routing's `subagent_*`.
+    The call's `model`/`provider` win; else the identity's `model` (a Claude alias as `model_route`
+    resolves it); else routing's `subagent_*`.
     """
     from ..providers import choose_provider, worker_route
+    from .identities import model_route
 
     routing = ctx.config.fermix_core.routing
-    model = p.model
-    if model is None and p.provider is None and identity is not None:
-        model = identity.model
+    provider, model = p.provider, p.model
+    if model is None and provider is None and identity is not None:
+        route = model_route(identity, ctx.config)
+        provider, model = route.provider, route.model
     provider, model = worker_route(
-        routing.subagent_provider, routing.subagent_model, provider=p.provider, model=model
+        routing.subagent_provider, routing.subagent_model, provider=provider, model=model
     )
     effort = p.reasoning_effort or routing.subagent_reasoning_effort
     if effort is not None and effort not in EFFORTS:
