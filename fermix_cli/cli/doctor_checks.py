@@ -342,13 +342,17 @@ def check_mcp_servers(inp: DoctorInput, config: Config | None) -> Check:
 
 def check_skill_roots(inp: DoctorInput, config: Config | None) -> Check:
     """Every skill root a readable directory and every skill in them loadable; skill loading skips a bad
-    root or skill (and reports it), never fails, so this is where the owner hears of one."""
+    root or skill (and reports it), never fails, so this is where the owner hears of one. Skills are
+    loaded through the sandbox, as the tools load them (a SKILL.md hard-linked to a protected file is
+    a `protected_path` error here too)."""
+    from ..core.sandbox import Sandbox
     from ..core.skillrefs import discover_in, root_problem, roots_of
 
     if config is None:
         return Check("skill roots", "n/a", "config is invalid; fix it first")
     roots = roots_of(inp.paths, config)
-    found = discover_in(roots)
+    sandbox = Sandbox.from_config(config.sandbox, inp.paths, home=inp.os_home, launch_cwd=os.getcwd())
+    found = discover_in(roots, sandbox)
     bad = [
         {"path": path, "code": err["code"], "message": err["message"]}
         for path, err in sorted(found.errors.items())

@@ -6,12 +6,15 @@ import json
 import os
 import re
 import stat
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..core.errors import ToolError
 from .common import context, emit_json, handles_errors, invoke_tool
+
+if TYPE_CHECKING:
+    from ..core.context import ToolContext
 
 app = typer.Typer(
     help="SKILL.md skills: list, view, reload, scaffold, run and check them.", no_args_is_help=True
@@ -216,10 +219,12 @@ def _case(case: Any, where: str) -> dict[str, Any]:
     return {**case, "expectations": _expectations(case, where)}
 
 
-def _read_evals(path: str) -> bytes | None:
+def _read_evals(path: str, directory: str, ctx: ToolContext) -> bytes | None:
     """The bytes of a skill's `evals/evals.json` (None without one): a real file, not a symlink, FIFO or
-    device, at most `EVALS_MAX_BYTES`; ValueError saying what is wrong otherwise."""
+    device, at most `EVALS_MAX_BYTES`; ValueError saying what is wrong otherwise, and `protected_path` (a
+    ToolError, as for the skill's other files) for a protected file or a hard link to one."""
     from ..core.fsops import read_bytes
+    from ..core.skillrefs import refuse_protected_skill_file
 
     for where in (os.path.dirname(path), path):
         try:
@@ -230,6 +235,7 @@ def _read_evals(path: str) -> bytes | None:
             raise ValueError(f"{where}: cannot read it ({e.strerror or e})") from None
         if stat.S_ISLNK(st.st_mode):
             raise ValueError(f"{where} is a symbolic link; a skill's evals must be a real file and directory")
+    refuse_protected_skill_file(ctx, path, directory, tool="skills check")
     try:
         data = read_bytes(path, EVALS_MAX_BYTES)
     except FileNotFoundError:
@@ -243,10 +249,11 @@ def _read_evals(path: str) -> bytes | None:
     return data
 
 
-def _evals(directory: str) -> list[dict[str, Any]]:
-    """The cases of `evals/evals.json` (none without one); ValueError naming the file and every bad case."""
+def _evals(directory: str, ctx: ToolContext) -> list[dict[str, Any]]:
+    """The cases of `evals/evals.json` (none without one); ValueError naming the file and every bad case,
+    `protected_path` for a file the sandbox protects."""
     path = os.path.join(directory, "evals", "evals.json")
-    raw = _read_evals(path)
+    raw = _read_evals(path, directory, ctx)
     if raw is None:
         return []
     try:
@@ -305,15 +312,22 @@ def check_cmd(
     directories = None if all("path" in s for s in skills) else _directories()
     if name is not None and not skills and not errors:
         _find(name)  # raises unknown_skill (or why a built-in tool shadows it), as `skills run|view` do
+    cases_of: dict[str, list[dict[str, Any]]] = {}
+    sandboxed = context()  # evals/evals.json is judged as the skill's other files are (skillrefs)
+    try:
+        for s in skills:
+            directory = s["path"] if directories is None else directories[s["name"]]
+            try:
+                cases_of[s["name"]] = _evals(directory, sandboxed)
+            except ValueError as e:
+                errors.append({"path": directory, "code": "invalid_evals", "message": str(e)})
+            except ToolError as e:  # protected_path: that skill's error; the other skills still run
+                errors.append({"path": directory, "code": e.code, "message": e.message})
+    finally:
+        sandboxed.close()
     results: list[dict[str, Any]] = []
     for s in skills:
-        directory = s["path"] if directories is None else directories[s["name"]]
-        try:
-            cases = _evals(directory)
-        except ValueError as e:
-            errors.append({"path": directory, "code": "invalid_evals", "message": str(e)})
-            continue
-        for case in [] if no_evals else cases:
+        for case in [] if no_evals else cases_of.get(s["name"], []):
             try:
                 run = _run(s["name"], case["prompt"], None, provider, model)
             except ToolError as e:  # the run could not start (no provider ...): this case fails

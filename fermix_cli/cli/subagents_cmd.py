@@ -27,18 +27,21 @@ def identities_cmd(
     """The identities found in <home>/agents and [fermix_core.subagents] roots (name, description,
     tools, model, file), and the files that did not load, with file and line (on stderr). A file that
     does not load is skipped, never fatal: exit 0, or 1 with --strict."""
-    from ..agent.subagents.identities import HOW_TO_ADD, discover_in, roots_of
+    from ..agent.subagents.identities import HOW_TO_ADD, discover_in, model_route, roots_of
 
     ctx = context()
     try:
         roots = roots_of(ctx.paths, ctx.config)
         found = discover_in(roots, ctx.config)
+        notes = {name: model_route(i, ctx.config).note for name, i in found.identities.items()}
     finally:
         ctx.close()
     if as_json:
         emit_json(
             {
-                "identities": [i.summary() for i in found.identities.values()],
+                "identities": [
+                    {**i.summary(), "model_note": notes[i.name]} for i in found.identities.values()
+                ],
                 "errors": found.errors,
                 "roots": [{"path": r.path, "origin": r.origin} for r in roots],
             }
@@ -50,7 +53,8 @@ def identities_cmd(
                 tools += f" (not mapped: {', '.join(i.unmapped_tools)})"
             typer.echo(f"{i.name}: {' '.join(i.description.split())}")
             typer.echo(f"  tools: {tools}")
-            typer.echo(f"  model: {i.model or 'inherit'}")
+            note = f" ({notes[i.name]})" if notes[i.name] else ""
+            typer.echo(f"  model: {i.model or 'inherit'}{note}")
             typer.echo(f"  file:  {i.path}")
         if not found.identities:
             typer.echo(f"No subagent identities installed. {HOW_TO_ADD}")

@@ -3,7 +3,8 @@
 The frontmatter is read with a real YAML parser (PyYAML, imported only when a skill is loaded) and
 checked key by key; every error names the file and the line. The format is the one other agent tools
 share, so a skill written for another agent loads unchanged: `allowed-tools` is read like
-`allowed_tools`, and the tool names such agents use (`Read`, `Grep`, `Bash` ...) map to fermix's.
+`allowed_tools`, and the tool names such agents use (`Read`, `Grep`, `Bash` ...) map to fermix's in the
+toolset the skill runs in (`file_read` in the personal set, `read` in the coding set).
 A name that maps to nothing (or a narrowed form such as `Bash(git:*)`, which fermix cannot enforce)
 grants nothing and is reported in `unmapped_tools`: a translation never widens what a skill may do.
 """
@@ -26,18 +27,22 @@ SKILL_POLICIES = ("read_only", "read_write", "exec", "network", "external_api")
 DEFAULT_MAX_ITERATIONS = 25
 DEFAULT_TIMEOUT_SECONDS = 300
 
-# Tool names of other agents' skills -> fermix's tools. Only exact equivalents are listed.
-FOREIGN_TOOLS = {
-    "Read": "file_read",
-    "Write": "file_write",
-    "Edit": "file_edit",
-    "MultiEdit": "file_edit",
-    "Bash": "shell",
-    "Grep": "content_search",
-    "Glob": "glob_search",
-    "WebFetch": "web_fetch",
-    "WebSearch": "web_search",
+# Tool names of other agents' skills and subagents -> fermix's tools, per toolset: `fermix` (the personal
+# set) and `coding`. Only exact equivalents are listed; a name with no entry for a toolset maps to nothing
+# there. The one table: a declared list is kept as written and read for the toolset it runs in.
+FOREIGN_TOOLS: dict[str, dict[str, str]] = {
+    "Read": {"fermix": "file_read", "coding": "read"},
+    "Write": {"fermix": "file_write", "coding": "write"},
+    "Edit": {"fermix": "file_edit", "coding": "hash_edit"},
+    "MultiEdit": {"fermix": "file_edit", "coding": "hash_edit"},
+    "Bash": {"fermix": "shell", "coding": "bash"},
+    "Grep": {"fermix": "content_search", "coding": "grep"},
+    "Glob": {"fermix": "glob_search", "coding": "find"},
+    "LS": {"coding": "list_files"},
+    "WebFetch": {"fermix": "web_fetch", "coding": "web"},
+    "WebSearch": {"fermix": "web_search", "coding": "web"},
 }
+DEFAULT_TOOLSET = "fermix"
 _FERMIX_TOOL = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
@@ -50,8 +55,9 @@ class SkillDef(Record, frozen=True):
     directory: str
     path: str
     digest: str
-    allowed_tools: tuple[str, ...] | None = None
+    allowed_tools: tuple[str, ...] | None = None  # the declared tools in the fermix toolset
     unmapped_tools: tuple[str, ...] = ()
+    declared_tools: tuple[str, ...] | None = None  # as written (`Read`, `file_read` ...)
     policy: tuple[str, ...] | None = None
     model: str | None = None
     provider: str | None = None
@@ -62,6 +68,11 @@ class SkillDef(Record, frozen=True):
 
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "path": self.directory}
+
+    def tools_in(self, toolset: str | None) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(its allowed tools as `toolset` names them, the names that map to nothing there); None when it
+        names none (the caller's tools)."""
+        return None if self.declared_tools is None else resolve_tools(self.declared_tools, toolset)
 
 
 def skill_error(code: str, path: str, line: int, message: str) -> ToolError:
@@ -82,8 +93,8 @@ def _int(value: Any, key: str, path: str, line: int, low: int, high: int) -> int
     return value
 
 
-def map_tools(value: Any, path: str, line: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(fermix tool names, names that map to nothing) for an `allowed_tools` value."""
+def declared_tools(value: Any, path: str, line: int) -> tuple[str, ...]:
+    """The tool names an `allowed_tools` value declares (a list or a comma/space-separated string), once each."""
     if isinstance(value, str):
         items: list[Any] = [t for t in re.split(r"[,\s]+", value) if t]
     elif isinstance(value, list):
@@ -92,18 +103,38 @@ def map_tools(value: Any, path: str, line: int) -> tuple[tuple[str, ...], tuple[
         raise skill_error(
             "invalid_frontmatter", path, line, "allowed_tools must be a list of tool names (or [] for none)"
         )
-    mapped: list[str] = []
-    unmapped: list[str] = []
+    names: list[str] = []
     for item in items:
         if not isinstance(item, str) or not item.strip():
             raise skill_error("invalid_frontmatter", path, line, "allowed_tools entries must be tool names")
-        name = item.strip()
-        target = FOREIGN_TOOLS.get(name) or (name if _FERMIX_TOOL.fullmatch(name) else None)
+        names.append(item.strip())
+    return tuple(dict.fromkeys(names))
+
+
+def resolve_tools(names: tuple[str, ...], toolset: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(fermix tool names in `toolset`, names that map to nothing there) for declared tool names: another
+    agent's name (`Read`) through `FOREIGN_TOOLS`, a fermix name as it is."""
+    column = toolset or DEFAULT_TOOLSET
+    mapped: list[str] = []
+    unmapped: list[str] = []
+    for name in names:
+        foreign = FOREIGN_TOOLS.get(name)
+        if foreign is not None:
+            target = foreign.get(column)
+        else:
+            target = name if _FERMIX_TOOL.fullmatch(name) else None
         if target is None:
             unmapped.append(name)
         elif target not in mapped:
             mapped.append(target)
     return tuple(mapped), tuple(unmapped)
+
+
+def map_tools(
+    value: Any, path: str, line: int, toolset: str | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(fermix tool names in `toolset`, names that map to nothing there) for an `allowed_tools` value."""
+    return resolve_tools(declared_tools(value, path, line), toolset)
 
 
 def _policy(value: Any, path: str, line: int) -> tuple[str, ...]:
@@ -259,9 +290,8 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
     # known key is refused by its check below instead of being dropped or kept as metadata.
     if "allowed_tools" in values:
         raw = values.pop("allowed_tools")
-        out["allowed_tools"], out["unmapped_tools"] = map_tools(
-            [] if raw is None else raw, path, lines["allowed_tools"]
-        )
+        out["declared_tools"] = declared_tools([] if raw is None else raw, path, lines["allowed_tools"])
+        out["allowed_tools"], out["unmapped_tools"] = resolve_tools(out["declared_tools"], None)
     if "policy" in values:
         out["policy"] = _policy(values.pop("policy"), path, lines["policy"])
     for key in ("model", "provider"):

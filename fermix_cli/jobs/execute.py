@@ -139,9 +139,10 @@ def skill_confinement(base: ToolContext, name: str) -> SkillConfinement:
         raise ToolError(
             "unknown_skill", f"{name}: the job's skill is no longer installed; rebind it with update_job", {}
         )
+    declared = skill.tools_in(base.toolset or base.config.fermix_core.agent.toolset)
     return SkillConfinement(
         skill.instructions,
-        None if skill.allowed_tools is None else frozenset(skill.allowed_tools),
+        None if declared is None else frozenset(declared[0]),
         None if skill.policy is None else frozenset(skill.policy),
     )
 

@@ -222,6 +222,27 @@ def test_a_skill_that_does_not_load_warns(world: Env) -> None:
     assert [e["code"] for e in check["data"]["errors"]] == ["invalid_frontmatter"]
 
 
+def test_a_skill_md_hard_linked_to_a_protected_file_warns_as_the_tools_report_it(world: Env) -> None:
+    """doctor loads skills through the sandbox, as skill_list does: a SKILL.md hard-linked to a protected
+    file is a `protected_path` load error, never "loads fine", and its text is never shown."""
+    secret = "sk-live-doctor-0123456789"
+    auth = world.fermix_home / "auth.json"
+    world.fermix_home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    auth.write_text(f"---\nname: leak\ndescription: looks like a skill\n---\n{secret}\n")
+    (world.fermix_home / "skills" / "leak").mkdir(parents=True)
+    os.link(auth, world.fermix_home / "skills" / "leak" / "SKILL.md")
+    listed = world.tool("skill_list")
+    assert [e["code"] for e in listed.json()["errors"]] == ["protected_path"]  # what the tools say
+    r = doctor(world, "--json")
+    assert secret not in r.stdout + r.stderr
+    check = next(c for c in json.loads(r.stdout)["checks"] if c["name"] == "skill roots")
+    assert check["status"] == "warn", check
+    assert [(e["code"], e["path"]) for e in check["data"]["errors"]] == [
+        ("protected_path", str(world.fermix_home / "skills" / "leak" / "SKILL.md"))
+    ]
+    assert "1 skill(s) not loaded" in check["detail"] and "protected file" in check["detail"]
+
+
 def test_missing_optional_binaries(world: Env, tmp_path: Path) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()

@@ -58,3 +58,37 @@ def test_a_skill_md_hard_linked_to_a_protected_file_is_skipped_unread(world: Env
     assert r.code != 0 and r.error()["code"] == "protected_path" and SECRET not in r.stdout + r.stderr
     r = world.tool("read", {"paths": ["skill://leak"]})
     assert SECRET not in r.stdout + r.stderr
+
+
+def test_skills_check_refuses_evals_hard_linked_to_a_protected_file(world: Env) -> None:
+    """`skills check` reads evals/evals.json as the tools read a skill's other files: one hard-linked to a
+    protected file is that skill's `protected_path` error, unread, while the other skills' evals still run."""
+    from tests.skills.test_skills import mock_config
+
+    auth = world.fermix_home / "auth.json"
+    world.fermix_home.mkdir(parents=True, exist_ok=True)
+    auth.write_text(
+        f'{{"skill": "leaky", "cases": [{{"prompt": "{SECRET}", "expectations": ["{SECRET}"]}}]}}\n'
+    )
+    leaky = write_skill(
+        world.fermix_home / "skills", "leaky", "name: leaky\ndescription: l\nallowed_tools: []"
+    )
+    (leaky / "evals").mkdir()
+    os.link(auth, leaky / "evals" / "evals.json")
+    fine = write_skill(world.fermix_home / "skills", "fine", "name: fine\ndescription: f\nallowed_tools: []")
+    (fine / "evals").mkdir()
+    (fine / "evals" / "evals.json").write_text(
+        '{"skill": "fine", "cases": [{"name": "c", "prompt": "p", "expectations": ["done"]}]}'
+    )
+    mock_config(world, {"responses": [{"text": "done"}], "repeat_last": True})
+    r = world.run("skills", "check", "--json")
+    assert r.code == 1 and SECRET not in r.stdout + r.stderr
+    report = r.json()
+    (error,) = report["errors"]
+    assert (error["code"], error["path"]) == ("protected_path", str(leaky))
+    assert (
+        str(leaky / "evals" / "evals.json") in error["message"]
+        and "fermix sandbox explain" in error["message"]
+    )
+    ran = {(e["skill"], e["passed"]) for e in report["evals"] if e["skill"] != "repo_overview"}  # (bundled)
+    assert ran == {("fine", True)}

@@ -221,6 +221,41 @@ def _calls(world: Env, session_prefix: str) -> list[tuple[str, int, str | None]]
     return [(r["tool"], r["ok"], r["error_code"]) for r in rows]
 
 
+@pytest.mark.parametrize(
+    ("toolset", "tools", "calls"),
+    [
+        ("fermix", ["file_read", "content_search", "glob_search"], ("file_read", {"path": "notes.txt"})),
+        ("coding", ["read", "grep", "find"], ("read", {"paths": ["notes.txt"]})),
+    ],
+)
+def test_a_foreign_skill_s_tools_resolve_in_the_caller_s_toolset(
+    world: Env, toolset: str, tools: list[str], calls: tuple[str, dict[str, Any]]
+) -> None:
+    """A skill written for another agent (`allowed-tools: Read, Grep, Glob, LS`) gets the equivalents of
+    the toolset it runs in: the personal set's file_read ..., or coding's read, grep and find."""
+    write_skill(
+        world.fermix_home / "skills",
+        "look",
+        "name: look\ndescription: Look at a file\nallowed-tools: Read, Grep, Glob, LS",
+        "Read the file.",
+    )
+    name, args = calls
+    mock_config(world, [{"tool_calls": [{"name": name, "arguments": args}]}, {"text": "seen"}])
+    (world.project / "notes.txt").write_text("hello\n")
+    out = call(
+        world,
+        "skill_run",
+        {"name": "look", "task": "read notes.txt"},
+        cwd=str(world.project),
+        toolset=toolset,
+    )
+    assert (out["status"], out["output"]) == ("completed", "seen")
+    # LS is coding's list_files; the personal set has no exact equivalent, so there it grants nothing.
+    assert out["tools"] == ([*tools, "list_files"] if toolset == "coding" else tools)
+    assert out.get("withheld_tools", []) == ([] if toolset == "coding" else ["LS"])
+    assert _calls(world, "default:skill-look") == [(name, 1, None)]
+
+
 def test_skill_naming_tools_its_caller_lacks_is_refused_at_execution(world: Env) -> None:
     write_skill(
         world.fermix_home / "skills",

@@ -219,14 +219,77 @@ def test_the_first_root_wins_a_duplicate_name_and_the_other_is_reported(world: E
 
 
 def test_a_model_fermix_cannot_resolve_is_a_load_error_at_its_line(world: Env) -> None:
-    # No provider configured and no key in the environment: `sonnet` has nowhere to run.
-    path = agent_file(agents(world), "writer.md", identity("writer", "w", model="sonnet"))
+    # No provider configured and no key in the environment: `llama3` has nowhere to run.
+    path = agent_file(agents(world), "writer.md", identity("writer", "w", model="llama3"))
     agent_file(agents(world), "plain.md", identity("plain", "p"))
     out = listed(world)
     assert [i["name"] for i in out["identities"]] == ["plain"]
     (error,) = out["errors"]
     assert error["code"] == "no_provider"
-    assert error["message"].startswith(f"{path}:4: model 'sonnet' cannot be used:")
+    assert error["message"].startswith(f"{path}:4: model 'llama3' cannot be used:")
+
+
+def test_a_claude_alias_without_an_anthropic_provider_is_the_default_and_the_listing_says_so(
+    world: Env, server: ModelServer
+) -> None:
+    """`model: sonnet` (Claude Code's alias) on a setup with no Anthropic provider: the identity loads,
+    `fermix subagents identities` says the default is used, and the worker runs on the default model
+    instead of sending `sonnet` to a server that does not know it."""
+    agent_file(agents(world), "writer.md", identity("writer", "Write.", model="sonnet"))
+    r = world.run("subagents", "identities")
+    assert r.code == 0 and r.stderr == "", r.stderr
+    assert (
+        "  model: sonnet (not available: no Anthropic provider; the default is used)" in r.stdout.splitlines()
+    )
+    (entry,) = world.run("subagents", "identities", "--json").json()["identities"]
+    assert (entry["model"], entry["model_note"]) == (
+        "sonnet",
+        "not available: no Anthropic provider; the default is used",
+    )
+    server.queue(text("written"))
+    out = run(world, {"tasks": [{"id": "w", "task": "write"}], "identity": "writer"})
+    assert out["results"][0]["status"] == "completed", out
+    assert [s.body["model"] for s in server.seen] == ["test-model"]  # the provider's default
+
+
+def test_the_built_in_anthropic_provider_counts_only_with_its_key(world: Env) -> None:
+    from fermix_cli.agent.providers import claude_family_route
+
+    ctx = world.context()  # no config.toml: only the built-in provider types
+    config = ctx.config
+    ctx.close()
+    assert claude_family_route(config, "sonnet", env={}) is None
+    choice = claude_family_route(config, "sonnet", env={"ANTHROPIC_API_KEY": "k"})
+    assert choice is not None and (choice.name, choice.model) == ("anthropic", "claude-sonnet-4-5")
+
+
+@pytest.mark.parametrize(
+    ("alias", "default_model", "expected"),
+    [
+        ("sonnet", None, "claude-sonnet-4-5"),
+        ("haiku", None, "claude-haiku-4-5"),
+        ("opus", "claude-opus-4-7", "claude-opus-4-7"),  # the provider's own model of that family
+        ("haiku", "claude-opus-4-7", "claude-haiku-4-5"),  # ... only of that family
+    ],
+)
+def test_a_claude_alias_runs_on_the_anthropic_provider_when_one_is_configured(
+    world: Env, server: ModelServer, alias: str, default_model: str | None, expected: str
+) -> None:
+    """With a provider of type anthropic configured beside the default (openai-compatible) one, a Claude
+    alias is that family on it: the worker's request goes to the Messages API with a Claude model."""
+    with (world.fermix_home / "config.toml").open("a") as f:
+        f.write(f'[fermix_core.providers.claude]\ntype = "anthropic"\nbase_url = "{server.base}"\n')
+        if default_model:
+            f.write(f'default_model = "{default_model}"\n')
+    agent_file(agents(world), "m.md", identity("m", "Role.", model=alias))
+    r = world.run("subagents", "identities")
+    assert f"  model: {alias} ({expected} on claude)" in r.stdout.splitlines(), r.stdout
+    server.queue(text("ok"))
+    out = run(world, {"tasks": [{"id": "a", "task": "t"}], "identity": "m"})
+    assert out["results"][0]["status"] == "completed", out
+    assert [(s.path.rstrip("/").endswith("/v1/messages"), s.body["model"]) for s in server.seen] == [
+        (True, expected)
+    ]
 
 
 # ----- the worker ------------------------------------------------------------------------------------
@@ -291,8 +354,8 @@ def test_an_identity_whose_tools_miss_the_surface_gives_a_worker_with_no_tools(
 
 
 def test_an_identity_s_tools_never_reach_past_the_worker_s_toolset(world: Env, server: ModelServer) -> None:
-    """A caller in the coding toolset: the identity's `Bash` (fermix's `shell`) is that toolset's `bash`,
-    while `Read` (`file_read`) and `web_search`, tools the coding set does not have, are not added."""
+    """A caller in the coding toolset: the identity's `Bash` and `Read` are that toolset's `bash` and
+    `read`, while `web_search`, a personal tool the coding set does not have, is not added."""
     agent_file(agents(world), "coder.md", identity("coder", "Code.", tools="Bash, Read, web_search"))
     server.queue(text("coded"))
     ctx = world.context(cwd=str(world.project), toolset="coding")
@@ -304,7 +367,34 @@ def test_an_identity_s_tools_never_reach_past_the_worker_s_toolset(world: Env, s
         ctx.close()
     assert out["results"][0]["status"] == "completed"
     (request,) = [s.body for s in server.seen]
-    assert tools_of(request) == {"bash"}
+    assert tools_of(request) == {"bash", "read"}
+
+
+@pytest.mark.parametrize(
+    ("toolset", "expected"),
+    [
+        ("fermix", {"file_read", "content_search", "glob_search"}),
+        ("coding", {"read", "grep", "find", "list_files"}),
+    ],
+)
+def test_claude_code_tool_names_resolve_in_the_worker_s_toolset(
+    world: Env, server: ModelServer, toolset: str, expected: set[str]
+) -> None:
+    """`tools: Read, Grep, Glob, LS` (a Claude Code agent file) gives a worker its toolset's equivalents:
+    the personal set's file_read, content_search and glob_search, or coding's read, grep, find and
+    list_files (LS has no exact personal equivalent, so it grants nothing there)."""
+    agent_file(agents(world), "scout.md", identity("scout", "Look.", tools="Read, Grep, Glob, LS"))
+    server.queue(text("looked"))
+    ctx = world.context(cwd=str(world.project), toolset=toolset)
+    try:
+        out = default_registry().invoke(
+            "subagents", {"tasks": [{"id": "s", "task": "look"}], "identity": "scout"}, ctx
+        )
+    finally:
+        ctx.close()
+    assert out["results"][0]["status"] == "completed", out
+    (request,) = [s.body for s in server.seen]
+    assert tools_of(request) == expected
 
 
 def test_an_unknown_identity_fails_the_call_before_any_worker(world: Env) -> None:

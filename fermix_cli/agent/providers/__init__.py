@@ -23,6 +23,13 @@ if TYPE_CHECKING:
 OFFICIAL_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-sonnet-4-5", "echo": "echo", "mock": "mock"}
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# The Anthropic model of each Claude family, for a family named alone (an agent file's `model: sonnet`, as
+# Claude Code writes it). A provider whose own model is of that family uses its model instead.
+CLAUDE_FAMILIES = {
+    "opus": "claude-opus-4-5",
+    "sonnet": DEFAULT_MODELS["anthropic"],
+    "haiku": "claude-haiku-4-5",
+}
 
 NO_PROVIDER_HELP = (
     "no model provider is configured. Set an API key (export OPENAI_API_KEY=... or ANTHROPIC_API_KEY=...), "
@@ -101,6 +108,39 @@ def worker_route(
         return provider or infer_provider(model) or routed_provider, model
     inferred = infer_provider(routed_model) if routed_model is not None else None
     return provider or routed_provider or inferred, routed_model
+
+
+def claude_family_route(
+    config: Config, family: str, env: Mapping[str, str] | None = None
+) -> ProviderChoice | None:
+    """The Anthropic provider and model for the Claude `family` (`opus`, `sonnet`, `haiku`), or None
+    when no provider of type anthropic can run here (none configured, and no ANTHROPIC_API_KEY).
+
+    The provider: routing's subagent provider, then the agent's, when of type anthropic; then the
+    configured blocks of that type, then the built-in `anthropic`. The model: that provider's own
+    (`default_model`, or the agent's `model` for the agent's provider) when it is of `family`, else
+    `CLAUDE_FAMILIES`.
+    """
+    from .anthropic_effort import ClaudeModel
+
+    known = known_providers(config)
+    agent = config.fermix_core.agent
+    candidates = [
+        config.fermix_core.routing.subagent_provider,
+        agent.provider,
+        *config.fermix_core.providers,
+        "anthropic",
+    ]
+    for name in dict.fromkeys(n for n in candidates if n):
+        settings = known.get(name)
+        if settings is None or kind_of(name, settings) != "anthropic":
+            continue
+        own = [settings.default_model, agent.model if name == agent.provider else None]
+        model = next((m for m in own if m and ClaudeModel(m).family == family), CLAUDE_FAMILIES[family])
+        choice = ProviderChoice(name, "anthropic", model, settings)
+        if choice.api_key(env) is not None or not choice.is_official:  # as AnthropicProvider requires
+            return choice
+    return None
 
 
 def choose_provider(

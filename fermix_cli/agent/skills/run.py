@@ -55,6 +55,9 @@ def run_skill(ctx: ToolContext, skill: SkillDef, task: str, context: str | None 
             f"depth {ctx.depth}. Do the work here instead of delegating it again.",
             {"depth": ctx.depth, "max_depth": MAX_DEPTH, "skill": skill.name},
         )
+    # The skill's tools as the run's toolset names them (`Read` is `file_read` there, or coding's `read`).
+    declared = skill.tools_in(ctx.toolset or ctx.config.fermix_core.agent.toolset)
+    tools, unmapped = (None, ()) if declared is None else declared
     run = run_delegated(
         ctx,
         Delegation(
@@ -62,7 +65,7 @@ def run_skill(ctx: ToolContext, skill: SkillDef, task: str, context: str | None 
             label=f"skill-{skill.name}",
             prompt=skill_prompt(task, context),
             system=skill.instructions,
-            tools=skill.allowed_tools,
+            tools=tools,
             policy_ceiling=None if skill.policy is None else frozenset(skill.policy),
             provider=skill.provider,
             model=skill.model,
@@ -88,8 +91,8 @@ def run_skill(ctx: ToolContext, skill: SkillDef, task: str, context: str | None 
         "depth": ctx.depth + 1,
         "tools": run.tools,
     }
-    if run.withheld_tools or skill.unmapped_tools:
-        out["withheld_tools"] = [*run.withheld_tools, *skill.unmapped_tools]
+    if run.withheld_tools or unmapped:
+        out["withheld_tools"] = [*run.withheld_tools, *unmapped]
     if run.error is not None:
         out["error"] = run.error
     return out

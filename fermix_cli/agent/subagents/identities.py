@@ -3,8 +3,11 @@
 The format is the one other agents use for their subagents (Claude Code's `.claude/agents/NAME.md`): a
 `---` line, YAML frontmatter, a `---` line, then the identity's instructions. Keys: `name` (required,
 `^[A-Za-z0-9_-]{1,64}$`), `description` (required), `tools` (a list or a comma-separated string, mapped
-like a skill's `allowed_tools`; absent: the workers' tools as they are), `model` (`inherit` or absent: the
-call's or routing's). Other keys (`color` ...) are ignored. The frontmatter is read by SKILL.md's parser
+like a skill's `allowed_tools` to the names of the toolset the worker runs in; absent: the workers' tools
+as they are), `model` (`inherit` or absent: the
+call's or routing's; `opus`, `sonnet` or `haiku`, Claude Code's aliases: that Claude family on an Anthropic
+provider when one can run here, else the same as `inherit`, which the listing says). Other keys (`color` ...)
+are ignored. The frontmatter is read by SKILL.md's parser
 (`core/skillfile.py`), with its limits and its errors naming the file and the line.
 
 Files are found directly in `<home>/agents/`, then in each `[fermix_core.subagents] roots` directory; the
@@ -24,7 +27,14 @@ from typing import TYPE_CHECKING, Any
 from ...core.errors import ToolError
 from ...core.fsops import read_bytes
 from ...core.records import Record, field
-from ...core.skillfile import MAX_SKILL_BYTES, SKILL_NAME, map_tools, parse_frontmatter, skill_error
+from ...core.skillfile import (
+    MAX_SKILL_BYTES,
+    SKILL_NAME,
+    declared_tools,
+    parse_frontmatter,
+    resolve_tools,
+    skill_error,
+)
 
 if TYPE_CHECKING:
     from ...core.config import Config
@@ -34,6 +44,9 @@ if TYPE_CHECKING:
 MAX_IDENTITY_BYTES = MAX_SKILL_BYTES
 MAX_DESCRIPTION = 8192  # other agents' descriptions carry worked examples; the listing shows a line
 INHERIT = "inherit"
+# Claude Code's model aliases: "a Claude model of that family" (providers.CLAUDE_FAMILIES).
+CLAUDE_ALIASES = ("opus", "sonnet", "haiku")
+NO_ANTHROPIC = "not available: no Anthropic provider; the default is used"
 HOW_TO_ADD = (
     "Add one as <home>/agents/NAME.md (YAML frontmatter with name and description, then its instructions), "
     "or point [fermix_core.subagents] roots at a folder of agent files (Claude Code's .claude/agents works "
@@ -49,11 +62,17 @@ class Identity(Record, frozen=True):
     instructions: str
     path: str
     digest: str
-    tools: tuple[str, ...] | None = None
+    tools: tuple[str, ...] | None = None  # the declared tools in the fermix toolset
     unmapped_tools: tuple[str, ...] = ()
+    declared_tools: tuple[str, ...] | None = None  # as written (`Read`, `file_read` ...)
     model: str | None = None  # None: the call's, else routing's (`inherit` reads as None)
     model_line: int = 0
     root: str = ""  # the root's origin: home or config
+
+    def tools_in(self, toolset: str | None) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """(its tools as `toolset` names them, the names that map to nothing there); None when it names
+        none (the workers' tools as they are)."""
+        return None if self.declared_tools is None else resolve_tools(self.declared_tools, toolset)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -65,6 +84,32 @@ class Identity(Record, frozen=True):
             "path": self.path,
             "root": self.root,
         }
+
+
+class ModelRoute(Record, frozen=True):
+    """What an identity's `model` asks the workers for here: a provider (None: inferred from the model, or
+    routing's) and a model (None: the call's or routing's default), and for a Claude alias what it became
+    (`note`, shown beside the model in `fermix subagents identities`)."""
+
+    provider: str | None = None
+    model: str | None = None
+    note: str | None = None
+
+
+def model_route(identity: Identity, config: Config) -> ModelRoute:
+    """The route of `identity`'s model under `config`. A Claude alias (`sonnet` ...) is that family on an
+    Anthropic provider that can run here, else the default (as `inherit`): never a run-time failure."""
+    if identity.model is None:
+        return ModelRoute()
+    family = identity.model.lower()
+    if family not in CLAUDE_ALIASES:
+        return ModelRoute(model=identity.model)
+    from ..providers import claude_family_route
+
+    choice = claude_family_route(config, family)
+    if choice is None:
+        return ModelRoute(note=NO_ANTHROPIC)
+    return ModelRoute(choice.name, choice.model, f"{choice.model} on {choice.name}")
 
 
 class IdentityRoot(Record, frozen=True):
@@ -90,13 +135,13 @@ def _bad(path: str, line: int, message: str) -> ToolError:
     return skill_error("invalid_frontmatter", path, line, message)
 
 
-def _tools(value: Any, path: str, line: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _tools(value: Any, path: str, line: int) -> tuple[str, ...]:
     if value is None:  # a key that is present is never read as absent: blank grants no tools
-        return (), ()
+        return ()
     items = value if isinstance(value, list) else [value]
     if not isinstance(value, str | list) or not all(isinstance(t, str) and t.strip() for t in items):
         raise _bad(path, line, "tools must be a list of tool names or a comma-separated string")
-    return map_tools(value, path, line)
+    return declared_tools(value, path, line)
 
 
 def parse_identity(data: bytes, path: str) -> Identity:
@@ -131,7 +176,8 @@ def parse_identity(data: bytes, path: str) -> Identity:
     out: dict[str, Any] = {}
     if "tools" in values:
         value, line = values["tools"]
-        out["tools"], out["unmapped_tools"] = _tools(value, path, line)
+        out["declared_tools"] = _tools(value, path, line)
+        out["tools"], out["unmapped_tools"] = resolve_tools(out["declared_tools"], None)
     if "model" in values:
         model, line = values["model"]
         if not isinstance(model, str) or not model.strip() or len(model) > 256:
@@ -153,13 +199,15 @@ def parse_identity(data: bytes, path: str) -> Identity:
 
 def check_model(identity: Identity, config: Config) -> None:
     """Refuse (naming the file and the `model` line) an identity whose model fermix cannot resolve:
-    the model goes where a call's `model` would, its provider inferred from the slug the same way."""
-    if identity.model is None:
+    the model goes where a call's `model` would, its provider inferred from the slug the same way.
+    A Claude alias always resolves (`model_route`)."""
+    route = model_route(identity, config)
+    if route.model is None or route.provider is not None:
         return
     from ..providers import choose_provider, worker_route
 
     routing = config.fermix_core.routing
-    provider, model = worker_route(routing.subagent_provider, routing.subagent_model, model=identity.model)
+    provider, model = worker_route(routing.subagent_provider, routing.subagent_model, model=route.model)
     try:
         choose_provider(config, provider=provider, model=model)
     except ToolError as e:

@@ -196,16 +196,19 @@ def worker_model(
 ) -> tuple[str | None, str | None, str | None]:
     """(provider, model, effort) for the workers, checked before any worker starts.
 
-    The call's `model`/`provider` win; else the identity's `model`; else routing's `subagent_*`.
+    The call's `model`/`provider` win; else the identity's `model` (a Claude alias as `model_route`
+    resolves it); else routing's `subagent_*`.
     """
     from ..providers import choose_provider, worker_route
+    from .identities import model_route
 
     routing = ctx.config.fermix_core.routing
-    model = p.model
-    if model is None and p.provider is None and identity is not None:
-        model = identity.model
+    provider, model = p.provider, p.model
+    if model is None and provider is None and identity is not None:
+        route = model_route(identity, ctx.config)
+        provider, model = route.provider, route.model
     provider, model = worker_route(
-        routing.subagent_provider, routing.subagent_model, provider=p.provider, model=model
+        routing.subagent_provider, routing.subagent_model, provider=provider, model=model
     )
     effort = p.reasoning_effort or routing.subagent_reasoning_effort
     if effort is not None and effort not in EFFORTS:
@@ -268,10 +271,12 @@ def subagents(p: SubagentsParams, ctx: ToolContext) -> dict[str, Any]:
         for name, identity in {(i.name if i else None): i for i in identities.values()}.items()
     }
     ceiling = policy.effective_classes(ctx) - WITHHELD_CLASSES
+    toolset = ctx.toolset or ctx.config.fermix_core.agent.toolset  # the workers' (Delegation.toolset)
     tasks = []
     for t in p.tasks:
         identity = identities[t.id]
         provider, model, effort = routes[identity.name if identity else None]
+        declared = identity.tools_in(toolset) if identity else None
         tasks.append(
             (
                 t.id,
@@ -279,7 +284,7 @@ def subagents(p: SubagentsParams, ctx: ToolContext) -> dict[str, Any]:
                     origin="subagent",
                     label=f"subagent:{t.id}",
                     prompt=worker_prompt(p, t),
-                    tools=identity.tools if identity else None,
+                    tools=None if declared is None else declared[0],
                     tools_within_surface=True,
                     system_sections=(role_section(identity),) if identity else (),
                     policy_ceiling=ceiling,
