@@ -65,8 +65,16 @@ def test_a_bad_ignore_rule_is_a_warning_in_every_search_tool(world: Env, invoke)
             f"[warning: line 1 of {world.home / '.gitignore'} does not parse (error parsing glob 'a['" in out
         )
         assert "[warning: line 1 of .ignore does not parse (error parsing glob 'b{'" in out, tool
-    r = invoke("ast_grep", {"pattern": "needle()", "language": "python"})
-    assert [m["path"] for m in r["matches"]] == ["sub/g.py"]
+    # ast_grep, search and outline alike, lists its files with rg: the same warnings, in JSON and text.
+    for args in ({"pattern": "needle()", "language": "python"}, {"operation": "outline"}):
+        r = invoke("ast_grep", args)
+        if "pattern" in args:
+            assert [m["path"] for m in r["matches"]] == ["sub/g.py"]
+        assert r["complete"] is True and r["omitted"] == [], args
+        assert r["warnings"] == results["find"]["warnings"], args
+        assert r["output"].endswith(
+            "\n\n" + "\n".join(f"[warning: {w['message']}]" for w in results["find"]["warnings"])
+        ), args
 
 
 def test_bad_ignore_rules_in_the_text_of_glob_and_content_search(world: Env) -> None:
