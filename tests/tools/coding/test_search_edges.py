@@ -250,6 +250,47 @@ def test_an_unreadable_directory_as_path_is_unreadable_not_a_disk_failure(
     )
 
 
+@pytest.mark.parametrize(
+    ("tool", "args", "leaf"),
+    [
+        ("grep", {"patterns": ["x"], "path": "locked/a.py"}, "a.py"),
+        ("content_search", {"pattern": "x", "path": "locked/a.py"}, "a.py"),
+        ("glob_search", {"pattern": "*", "path": "locked/sub"}, "sub"),
+        ("find", {"query": "a", "path": "locked/sub"}, "sub"),
+        ("list_files", {"path": "locked/sub"}, "sub"),
+        ("ast_grep", {"pattern": "x", "path": "locked/a.py"}, "a.py"),
+        ("ast_grep", {"operation": "outline", "path": "locked/a.py"}, "a.py"),
+        ("read", {"paths": ["locked/a.py"]}, "a.py"),
+        ("file_read", {"path": "locked/a.py"}, "a.py"),
+        ("write", {"path": "locked/new.py", "content": "y\n"}, "new.py"),
+        ("file_write", {"path": "locked/new.py", "content": "y\n"}, "new.py"),
+    ],
+)
+def test_a_path_inside_an_unsearchable_directory_is_unreadable_not_invalid(
+    world: Env, tool: str, args: dict, leaf: str
+) -> None:
+    """Resolving a path below a directory that refuses to be searched fails as `unreadable`, naming that
+    directory and the fix, in every tool that resolves paths (it was `invalid_path`, "Cannot resolve
+    path …: Permission denied", which tells nobody what to do); nothing is written."""
+    make_tree(world.project, {"locked/a.py": "x = 1\n", "locked/sub/b.py": "x = 2\n"})
+    locked = world.project / "locked"
+    locked.chmod(0)
+    try:
+        done = _without_read_override(world, tool, args)
+    finally:
+        locked.chmod(0o755)
+    assert done.code == 1 and done.stdout == "", done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "unreadable", error
+    assert error["details"] == {"path": str(locked / leaf), "directory": str(locked)}
+    assert error["message"] == (
+        f"Cannot reach {locked / leaf}: permission denied by the directory {locked} (a directory must be "
+        f"searchable to reach anything inside it); fix its permissions (chmod u+rx {locked}) or use another "
+        "path"
+    )
+    assert sorted(p.name for p in locked.iterdir()) == ["a.py", "sub"]
+
+
 # ----- names with control characters -------------------------------------------------------------
 
 
