@@ -19,6 +19,18 @@ def _too_many(path: str) -> ToolError:
     )
 
 
+def refused_by_directory(path: str, directory: str) -> ToolError:
+    """`unreadable`: `directory` would not let its entries be looked up (no search permission), so
+    nothing below it, `path` included, can be reached; not an invalid path."""
+    return ToolError(
+        "unreadable",
+        f"Cannot reach {path}: permission denied by the directory {directory} (a directory must be "
+        f"searchable to reach anything inside it); fix its permissions (chmod u+rx {directory}) or use "
+        "another path",
+        {"path": path, "directory": directory},
+    )
+
+
 def canonicalize(path: str, max_hops: int = MAX_SYMLINK_HOPS) -> str:
     """Resolve an absolute path the way the kernel would, without requiring the leaf to exist.
 
@@ -89,6 +101,8 @@ def _resolve(resolved: str, pending: list[str], path: str, max_hops: int) -> str
                 resolved = "/"
                 continue
             return posixpath.join(resolved, *rest)
+        except PermissionError:
+            raise refused_by_directory(path, resolved) from None
         except OSError as e:
             raise world_error(
                 "invalid_path", f"Cannot resolve path {path}: {e.strerror}", {"path": path}

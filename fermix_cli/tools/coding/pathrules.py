@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ...core.errors import ToolError, world_error
 from ...core.fsops import non_directory_ancestor, trailing_slash_error
-from ...core.pathcanon import canonicalize, is_inside
+from ...core.pathcanon import canonicalize, is_inside, refused_by_directory
 from ...core.records import Record
 from ...core.sandbox import Decision
 
@@ -124,6 +124,8 @@ def resolve_target(ctx: ToolContext, raw: str, *, tool: str) -> Target:
         st: os.stat_result | None = os.lstat(leaf)
     except (FileNotFoundError, NotADirectoryError):
         st = None
+    except PermissionError:
+        raise refused_by_directory(leaf, posixpath.dirname(leaf)) from None
     except OSError as e:
         raise world_error("invalid_path", f"Cannot inspect {leaf}: {e.strerror}", {"path": leaf}) from None
     cwd = sandbox.turn_cwd()

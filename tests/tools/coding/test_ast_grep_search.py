@@ -222,6 +222,28 @@ def test_skipped_files_are_reported(world: Env, invoke) -> None:
     assert [(o["reason"], o["count"]) for o in r["omitted"]] == [("limit", 49_502), ("invalid_utf8", 1)]
 
 
+@pytest.mark.parametrize("op", ["search", "outline"])
+def test_skipped_files_below_a_path_are_named_from_the_working_directory(world: Env, invoke, op: str) -> None:
+    """A file skipped in `path` is named as the rows name files (from cwd, or absolute outside it), so
+    the next call opens that file and not one of the same name in cwd."""
+    make_tree(
+        world.project, {"src/ok.py": "x = 1\n", "src/secret.py": b"x = 2\n\xff\n", "secret.py": "x = 3\n"}
+    )
+    args = {"pattern": "x = $A", "path": "src"} if op == "search" else {"operation": "outline", "path": "src"}
+    r = invoke("ast_grep", args)
+    if op == "search":
+        assert r["output"].splitlines()[0] == "src/ok.py:1:x = 1"
+    assert r["skipped_files"] == [{"path": "src/secret.py", "reason": "invalid_utf8"}]
+    assert "(e.g. src/secret.py)]" in r["output"] and r["omitted"][-1]["how"].endswith("(e.g. src/secret.py)")
+    outside = world.home / "granted"
+    make_tree(outside, {"bad.py": b"x = 2\n\xff\n"})
+    world.fermix_home.mkdir(exist_ok=True)
+    (world.fermix_home / "config.toml").write_text(f'[sandbox]\nallowed_roots = ["{outside}"]\n')
+    r = invoke("ast_grep", {**args, "path": str(outside)})
+    assert r["skipped_files"] == [{"path": str(outside / "bad.py"), "reason": "invalid_utf8"}]
+    assert f"(e.g. {outside / 'bad.py'})]" in r["output"]
+
+
 def test_no_node_count_gate(world: Env, invoke) -> None:
     make_tree(world.project, {"many.py": "".join(f"x{i} = {i}\n" for i in range(5000))})
     r = invoke("ast_grep", {"pattern": "x1 = 1"})

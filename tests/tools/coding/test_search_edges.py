@@ -65,8 +65,16 @@ def test_a_bad_ignore_rule_is_a_warning_in_every_search_tool(world: Env, invoke)
             f"[warning: line 1 of {world.home / '.gitignore'} does not parse (error parsing glob 'a['" in out
         )
         assert "[warning: line 1 of .ignore does not parse (error parsing glob 'b{'" in out, tool
-    r = invoke("ast_grep", {"pattern": "needle()", "language": "python"})
-    assert [m["path"] for m in r["matches"]] == ["sub/g.py"]
+    # ast_grep, search and outline alike, lists its files with rg: the same warnings, in JSON and text.
+    for args in ({"pattern": "needle()", "language": "python"}, {"operation": "outline"}):
+        r = invoke("ast_grep", args)
+        if "pattern" in args:
+            assert [m["path"] for m in r["matches"]] == ["sub/g.py"]
+        assert r["complete"] is True and r["omitted"] == [], args
+        assert r["warnings"] == results["find"]["warnings"], args
+        assert r["output"].endswith(
+            "\n\n" + "\n".join(f"[warning: {w['message']}]" for w in results["find"]["warnings"])
+        ), args
 
 
 def test_bad_ignore_rules_in_the_text_of_glob_and_content_search(world: Env) -> None:
@@ -240,6 +248,47 @@ def test_an_unreadable_directory_as_path_is_unreadable_not_a_disk_failure(
         f"Cannot search {locked}: permission denied (the directory must be readable and searchable); fix its "
         f"permissions (chmod u+rx {locked}) or search another path"
     )
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "leaf"),
+    [
+        ("grep", {"patterns": ["x"], "path": "locked/a.py"}, "a.py"),
+        ("content_search", {"pattern": "x", "path": "locked/a.py"}, "a.py"),
+        ("glob_search", {"pattern": "*", "path": "locked/sub"}, "sub"),
+        ("find", {"query": "a", "path": "locked/sub"}, "sub"),
+        ("list_files", {"path": "locked/sub"}, "sub"),
+        ("ast_grep", {"pattern": "x", "path": "locked/a.py"}, "a.py"),
+        ("ast_grep", {"operation": "outline", "path": "locked/a.py"}, "a.py"),
+        ("read", {"paths": ["locked/a.py"]}, "a.py"),
+        ("file_read", {"path": "locked/a.py"}, "a.py"),
+        ("write", {"path": "locked/new.py", "content": "y\n"}, "new.py"),
+        ("file_write", {"path": "locked/new.py", "content": "y\n"}, "new.py"),
+    ],
+)
+def test_a_path_inside_an_unsearchable_directory_is_unreadable_not_invalid(
+    world: Env, tool: str, args: dict, leaf: str
+) -> None:
+    """Resolving a path below a directory that refuses to be searched fails as `unreadable`, naming that
+    directory and the fix, in every tool that resolves paths (it was `invalid_path`, "Cannot resolve
+    path …: Permission denied", which tells nobody what to do); nothing is written."""
+    make_tree(world.project, {"locked/a.py": "x = 1\n", "locked/sub/b.py": "x = 2\n"})
+    locked = world.project / "locked"
+    locked.chmod(0)
+    try:
+        done = _without_read_override(world, tool, args)
+    finally:
+        locked.chmod(0o755)
+    assert done.code == 1 and done.stdout == "", done.stderr
+    error = json.loads(done.stderr)["error"]
+    assert error["code"] == "unreadable", error
+    assert error["details"] == {"path": str(locked / leaf), "directory": str(locked)}
+    assert error["message"] == (
+        f"Cannot reach {locked / leaf}: permission denied by the directory {locked} (a directory must be "
+        f"searchable to reach anything inside it); fix its permissions (chmod u+rx {locked}) or use another "
+        "path"
+    )
+    assert sorted(p.name for p in locked.iterdir()) == ["a.py", "sub"]
 
 
 # ----- names with control characters -------------------------------------------------------------

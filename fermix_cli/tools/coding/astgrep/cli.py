@@ -31,6 +31,7 @@ from ....core.records import Record, field
 from ....core.search import engines
 from ....core.search.names import escaped, is_utf8
 from ....core.search.p4ignore import resolve_p4
+from ....core.search.report import BadIgnoreRule
 from ....core.search.ripgrep import Scope, list_files, scratch_file, unreadable_root
 from ....core.search.walklog import lossy
 from . import languages
@@ -61,6 +62,9 @@ class Scan(Record):
     refused: int = 0  # matches in files the sandbox or the ignore rules leave out (by design, silent)
     invalid_names: list[str] = field(default_factory=list)  # files with matches left out: not UTF-8
     unsupported: int = 0  # visible files of no language fermix knows
+    bad_rules: list[BadIgnoreRule] = field(
+        default_factory=list
+    )  # ignore-file lines rg's listing could not parse
 
 
 def _ci_glob(rel: str) -> str:
@@ -280,6 +284,7 @@ def run_scan(
                 lister.join(max(deadline - time.monotonic(), 0.0) + 1)
                 if "files" in listing:
                     names = Names(set(listing["files"]))
+                    scan.bad_rules = listing["stats"].bad_rules
                     if listing["stats"].timed_out:
                         scan.timed_out = True
                 else:  # failed (raised after the CLI is done) or still running at the deadline

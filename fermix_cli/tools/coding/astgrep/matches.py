@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from ....core.context import ToolContext
 from ....core.errors import ToolError
-from ....core.search.names import printable
-from ....core.search.report import completeness
+from ....core.search.names import escaped, printable
+from ....core.search.report import completeness, ignore_warnings, warning_notes
 from ..pathrules import display_path
 from . import languages
 from .cli import run_scan
@@ -47,7 +48,9 @@ def search(
     work.unsupported = scan.unsupported
     for reason, n in scan.skipped.items():
         work.skipped[reason] += n
-    work.skipped_files += scan.skipped_files
+    # The CLI names files relative to `root`; the answer names them as its rows do (from cwd).
+    work.skipped_files += [{**f, "path": _shown(root, f["path"], cwd)} for f in scan.skipped_files]
+    work.warnings = ignore_warnings(scan.bad_rules, lambda path: printable(display_path(path, cwd)))
     work.skipped_dirs += scan.skipped_dirs
     work.invalid_names += scan.invalid_names
     if scan.timed_out:
@@ -138,8 +141,13 @@ def search(
     )  # fmt: skip
     result.update(completeness(found_out))
     body = "\n".join(out.lines) if out.lines else "[no matches]"
-    result["output"] = with_notes(body, notes(found_out, pattern_errors))
+    result["output"] = with_notes(body, notes(found_out, pattern_errors) + warning_notes(work.warnings))
     return result
+
+
+def _shown(root: str, rel: str, cwd: str) -> str:
+    """A path the CLI named relative to `root` (escaped if its name is not UTF-8), as rows show paths."""
+    return escaped(display_path(os.path.join(root, rel), cwd))
 
 
 def _preview(

@@ -18,7 +18,7 @@ from ....core.errors import ToolError
 from ....core.fsops import FileReader
 from ....core.params import Field, model_validator
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ....core.search.report import completeness
+from ....core.search.report import completeness, warning_notes
 from ....core.search.ripgrep import argument_problem
 from ..pathrules import resolve_source
 from . import languages
@@ -231,7 +231,7 @@ def _outline(
     found = omissions(work, out, "outline", DEADLINE_S)
     result.update(completeness(found))
     body = "\n".join(out.lines) if out.lines else "[no symbols]"
-    result["output"] = with_notes(body, notes(found))
+    result["output"] = with_notes(body, notes(found) + warning_notes(work.warnings))
     return result
 
 

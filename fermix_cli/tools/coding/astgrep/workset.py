@@ -14,8 +14,9 @@ from ....core.context import ToolContext
 from ....core.errors import ToolError
 from ....core.fsops import FileReader
 from ....core.records import Record, field
-from ....core.search.names import escaped, is_utf8
+from ....core.search.names import escaped, is_utf8, printable
 from ....core.search.p4ignore import resolve_p4
+from ....core.search.report import ignore_warnings
 from ....core.search.ripgrep import Scope, list_files
 from ..pathrules import display_path
 from . import languages
@@ -45,6 +46,9 @@ class Work(Record):
     stop: str | None = None  # file_cap | byte_cap | deadline
     languages: set[str] = field(default_factory=set)
     invalid_names: list[str] = field(default_factory=list)  # left out: names that are not UTF-8
+    warnings: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # bad ignore-file lines (report.ignore_warnings)
 
     def skip(self, path: str, reason: str, *, directory: bool = False) -> None:
         self.skipped[reason] += 1
@@ -83,6 +87,7 @@ def work_files(
         return
     scope = Scope(root=root, p4=resolve_p4(root, home=ctx.os_home))
     listed, run = list_files(scope, work.deadline, ctx.sandbox)
+    work.warnings = ignore_warnings(run.bad_rules, lambda path: printable(display_path(path, cwd)))
     sandbox = ctx.sandbox
     check = sandbox.needs_checks_below(root)
     links = bool(listed) and sandbox.may_have_protected_links()
@@ -208,6 +213,8 @@ def common_result(work: Work, out: Output, op: str, *, bytes_known: bool = True)
         "files_unsupported": work.unsupported,
         "languages": sorted(work.languages),
     }
+    if work.warnings:
+        result["warnings"] = work.warnings
     return result
 
 
