@@ -25,6 +25,9 @@ from ...core.errors import ToolError
 from ..messages import Finish, ModelRequest, StreamEvent, TextDelta, ToolCallEvent, Usage, UsageEvent
 from .base import chunk_text, word_count
 
+# path -> (the file's version when parsed, its script); scripts are read-only once parsed.
+_PARSED: dict[str, tuple[tuple[int, ...], MockScript]] = {}
+
 
 class MockScript:
     def __init__(
@@ -54,7 +57,15 @@ class MockScript:
 
     @classmethod
     def load(cls, path: str) -> MockScript:
+        """The script in `path`, parsed once per version of the file: a script keeps no state, so the
+        runs and subagent workers that load an unchanged file share one parse (a file edited, replaced
+        or touched since is read again)."""
         try:
+            st = os.stat(path)
+            version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            cached = _PARSED.get(path)
+            if cached is not None and cached[0] == version:
+                return cached[1]
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as e:
             raise ToolError(
@@ -64,7 +75,9 @@ class MockScript:
             raise ToolError(
                 "invalid_script", f"mock: {path} is not valid JSON: {e}", {"path": path}
             ) from None
-        return cls.parse(data, path)
+        script = cls.parse(data, path)
+        _PARSED[path] = (version, script)
+        return script
 
     @classmethod
     def parse(cls, data: Any, source: str = "<script>") -> MockScript:
