@@ -96,6 +96,9 @@ class AgentOptions(Record):
     # A delegated run's caller: its conversation is created under this one (conversations.parent_id).
     parent_session: str | None = None
     label: str | None = None
+    # Whether the run's end adds its messages to the transcripts' search index; a fan-out's workers
+    # leave that to the fan-out, which indexes all of theirs in one batch when they are done.
+    index_at_end: bool = True
 
 
 class Agent:
@@ -142,7 +145,7 @@ class Agent:
                 agent_cfg.max_iterations,
                 "fermix_core.agent.max_iterations",
             )
-        self.transcript = Transcript(ctx.state, ctx.clock)
+        self.transcript = Transcript(ctx.state, ctx.clock, index_at_end=options.index_at_end)
         self.provider = build_provider(self.choice, ctx)
         self.loop: AgentLoop | None = None
         self.session_id = self._pick_session()

@@ -69,9 +69,12 @@ def orphaned_runs_readonly(state_db: Path) -> list[str]:
 class Transcript:
     """Reads and writes the transcript tables of one StateDB."""
 
-    def __init__(self, db: StateDB, clock: Callable[[], datetime]) -> None:
+    def __init__(self, db: StateDB, clock: Callable[[], datetime], *, index_at_end: bool = True) -> None:
         self.db = db
         self.clock = clock
+        # `finish_run` indexes the messages pending for search; False leaves them to the caller's
+        # batch (a fan-out's), or to the next run's end or search (`ftsbatch.catch_up`).
+        self.index_at_end = index_at_end
 
     def _now(self) -> str:
         return iso(self.clock())
@@ -279,7 +282,8 @@ class Transcript:
                 else:
                     self._store_turn(c, session_id, run_id, reply, [], call_records)
             # The run's messages (and any a run that died left) join the search index in one batch.
-            index_pending(c, "messages_fts")
+            if self.index_at_end:
+                index_pending(c, "messages_fts")
             if given_up:
                 # A run its caller already gave up on (`abandon_runs`) keeps that ending; its counts
                 # rise to what it used by the end (a model call that answered late was still paid for).

@@ -213,3 +213,33 @@ def test_a_narrowing_that_cannot_be_prepared_fails_only_its_own_workers(world: E
     assert [r.status for r in runs] == ["failed", "completed"]
     assert runs[0].error is not None and runs[0].error["code"] == "invalid_toolset"
     assert [k["label"] for k in kids] == ["subagent:bad", "subagent:good"]
+
+
+def test_the_workers_messages_join_the_search_index_in_one_batch_after_them(
+    world: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fermix_cli.core import ftsbatch
+
+    script(world, [{"contains": "task", "responses": [{"text": "wombat answer"}]}])
+    batches: list[int] = []
+    real = ftsbatch.index_pending
+
+    def counting(conn: Any, fts: str) -> int:
+        batches.append(real(conn, fts))
+        return batches[-1]
+
+    monkeypatch.setattr(ftsbatch, "index_pending", counting)
+    ctx = world.context(cwd=str(world.project))
+    try:
+        ceiling = frozenset({"read_only"})
+        runs = fanout.fan_out(
+            ctx, [worker(t, ceiling) for t in ("a", "b", "c")], max_concurrency=3, timeout=60
+        )
+        pending = ctx.state.query("SELECT count(*) FROM messages_fts_pending")[0][0]
+        found = ctx.state.query("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'wombat'")[0][0]
+    finally:
+        ctx.close()
+    assert [r.status for r in runs] == ["completed"] * 3
+    # One batch for the three workers' prompts and replies (it was one per worker), and nothing left.
+    assert batches == [6]
+    assert pending == 0 and found == 3

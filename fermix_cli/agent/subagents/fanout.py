@@ -161,7 +161,10 @@ def fan_out(
         key = narrowing(d)
         if key not in kits:
             try:
-                kits[key] = prepare(ctx, d, registry)
+                kit = prepare(ctx, d, registry)
+                # The workers' messages join the search index together, once they are done (below).
+                kit.options = kit.options.replace(index_at_end=False)
+                kits[key] = kit
             except Exception as e:  # each such worker prepares again and reports why it cannot start
                 if not isinstance(e, ToolError):
                     log.exception("preparing subagent workers failed")
@@ -189,7 +192,21 @@ def fan_out(
     finally:
         if watch is not None:
             watch.cancel("the fan-out ended")  # ends the watching thread
+    _index_messages(ctx)
     return [s.final or _timed_out(s, timeout) for s in slots]
+
+
+def _index_messages(ctx: ToolContext) -> None:
+    """Add the workers' messages to the transcripts' search index in one batch (one FTS segment for
+    all of them, not one per worker). Never fails the fan-out: what stays pending is indexed by the
+    next run's end or before the next search (`ftsbatch.catch_up`)."""
+    from ...core.ftsbatch import index_pending
+
+    try:
+        with ctx.state.write() as c:
+            index_pending(c, "messages_fts")
+    except Exception:
+        log.warning("the subagents' messages were left for the next search index batch", exc_info=True)
 
 
 def _watch_cancel(ctx: ToolContext, changed: threading.Event) -> CancelToken | None:
