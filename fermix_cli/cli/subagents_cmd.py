@@ -32,7 +32,7 @@ def identities_cmd(
     ctx = context()
     try:
         roots = roots_of(ctx.paths, ctx.config)
-        found = discover_in(roots, ctx.config)
+        found = discover_in(roots, ctx.config, ctx.sandbox)
         notes = {name: model_route(i, ctx.config).note for name, i in found.identities.items()}
     finally:
         ctx.close()

@@ -515,3 +515,22 @@ def test_cli_with_none_installed_says_how_to_add_one_and_bad_config_is_bad_input
     bad = world.run("subagents", "identities")
     assert bad.code == 2 and "fermix_core.subagents.roots" in bad.stderr
     assert os.listdir(world.fermix_home) == ["config.toml"] or "agents" not in os.listdir(world.fermix_home)
+
+
+def test_an_agent_file_hard_linked_to_a_protected_file_is_not_read(world: Env) -> None:
+    """A second name for a protected file (a hard link, which the symlink check cannot see) is refused
+    unread, as skill files are: its body would otherwise go into a worker's system prompt."""
+    world.fermix_home.mkdir(parents=True, exist_ok=True)
+    secret = world.fermix_home / "auth.json"  # on the protected list
+    secret.write_text(identity("leaky", "SECRET-TOKEN-123"))
+    agents(world).mkdir(parents=True)
+    os.link(secret, agents(world) / "leaky.md")
+    agent_file(agents(world), "reviewer.md", REVIEWER)
+    out = listed(world)
+    assert [i["name"] for i in out["identities"]] == ["reviewer"]
+    (error,) = out["errors"]
+    assert error["code"] == "protected_path" and Path(error["path"]).name == "leaky.md"
+    assert "SECRET-TOKEN-123" not in json.dumps(out)
+    with pytest.raises(ToolError) as e:
+        run(world, {"tasks": [{"id": "a", "task": "t"}], "identity": "leaky"})
+    assert e.value.code == "unknown_identity" and "SECRET-TOKEN-123" not in e.value.message

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ...core.config import Config
     from ...core.context import ToolContext
     from ...core.paths import FermixPaths
+    from ...core.sandbox import Sandbox
 
 MAX_IDENTITY_BYTES = MAX_SKILL_BYTES
 MAX_DESCRIPTION = 8192  # other agents' descriptions carry worked examples; the listing shows a line
@@ -293,8 +294,14 @@ def _refusal(path: str, entry: os.DirEntry[str]) -> tuple[str, str] | None:
     return None
 
 
-def discover_in(roots: Sequence[IdentityRoot], config: Config | None = None) -> Identities:
-    """Load every `<root>/*.md`; with `config`, an identity whose model does not resolve is a load error."""
+def discover_in(
+    roots: Sequence[IdentityRoot], config: Config | None = None, sandbox: Sandbox | None = None
+) -> Identities:
+    """Load every `<root>/*.md`; with `config`, an identity whose model does not resolve is a load error.
+    With `sandbox`, a file that is protected or a hard link to a protected file is skipped unread and
+    reported `protected_path`, as skill files are (its body would go into a worker's system prompt)."""
+    from ...core.skillrefs import protected_skill_file
+
     found = Identities()
     for root in roots:
         real = os.path.realpath(root.path)
@@ -311,6 +318,12 @@ def discover_in(roots: Sequence[IdentityRoot], config: Config | None = None) -> 
             path = os.path.join(real, entry.name)
             try:
                 refused = _refusal(path, entry)
+                if refused is None and sandbox is not None and protected_skill_file(sandbox, path, real):
+                    refused = (
+                        "protected_path",
+                        f"{path}:1: the agent file is protected by the sandbox, or a hard link to a protected "
+                        "file; it is not read. Run: fermix sandbox explain",
+                    )
                 if refused is not None:
                     found.errors.append(
                         {"path": path, "code": refused[0], "message": refused[1], "root": root.origin}
@@ -354,7 +367,7 @@ def discover_in(roots: Sequence[IdentityRoot], config: Config | None = None) -> 
 
 def discover_identities(ctx: ToolContext) -> Identities:
     """The identities of `ctx`'s roots, their models checked against its config."""
-    return discover_in(roots_of(ctx.paths, ctx.config), ctx.config)
+    return discover_in(roots_of(ctx.paths, ctx.config), ctx.config, ctx.sandbox)
 
 
 def role_section(identity: Identity) -> str:
