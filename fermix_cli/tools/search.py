@@ -18,12 +18,13 @@ from ..core.errors import ToolError, world_error
 from ..core.params import Field
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ..core.search.globpat import basename_globs, compile_glob, literal_prefix, max_depth
-from ..core.search.names import invalid_name_omission, is_utf8, shown_path
+from ..core.search.names import is_utf8, shown_path
 from ..core.search.report import (
     Omission,
     binary_omission,
     completeness,
     ignore_warnings,
+    invalid_name_omission,
     notes,
     timeout_omission,
     unreadable_omission,

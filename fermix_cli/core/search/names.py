@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
-
-from .report import Omission
 
 
 def is_utf8(path: str) -> bool:
@@ -65,21 +62,3 @@ def shown_path(path: str) -> str:
     if "\ufffd" in path and not os.path.lexists(path):
         return f"{printable(path)} (its name is not UTF-8; U+FFFD stands for bytes rg's log did not keep)"
     return printable(path)
-
-
-def invalid_name_omission(
-    paths: list[str], count: int, unit: str, show: Callable[[str], str] = printable
-) -> Omission | None:
-    """The `invalid_utf8_name` entry for `paths` (what they hold: `count` of `unit`), or None."""
-    if not paths:
-        return None
-    n = len(paths)
-    sample = ", ".join(show(p) for p in sorted(paths)[:3])
-    return Omission(
-        "invalid_utf8_name",
-        count,
-        unit,
-        f"{n:,} {'name is' if n == 1 else 'names are'} not UTF-8, which no answer or tool argument can "
-        f"carry, e.g. {sample} (bytes shown as \\xNN); reach them in a shell, where $'…' quoting reads "
-        "those escapes",
-    )

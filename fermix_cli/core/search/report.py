@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..records import Record
+from .names import printable
 
 
 class Omission(Record, frozen=True):
@@ -72,8 +73,6 @@ MAX_WARNINGS = 20  # bad ignore-file lines listed in `warnings`
 def ignore_warnings(rules: list[BadIgnoreRule], show: Callable[[str], str] = str) -> list[dict[str, Any]]:
     """The `warnings` entries for ignore-file lines rg could not parse, each file named as `show`
     shows it: at most MAX_WARNINGS, the last of which then says how many more there are (`more`)."""
-    from .names import printable  # names imports this module
-
     out: list[dict[str, Any]] = []
     for r in rules[:MAX_WARNINGS]:
         message = (
@@ -104,8 +103,6 @@ def warning_notes(warnings: list[dict[str, Any]]) -> list[str]:
 def unreadable_omission(errors: list[str]) -> Omission | None:
     if not errors:
         return None
-    from .names import printable  # names imports this module
-
     sample = "; ".join(printable(e.removeprefix("rg: ")) for e in errors[:3])
     return Omission(
         "unreadable",
@@ -147,3 +144,21 @@ def binary_omission(
     sample = ", ".join(show(p) for p in sorted(not_searched + stopped)[:3])
     example = f" (e.g. {sample})" if sample else ""
     return Omission("binary", total, "file", f"{'; '.join(parts)}; {how_to_search}{example}")
+
+
+def invalid_name_omission(
+    paths: list[str], count: int, unit: str, show: Callable[[str], str] = printable
+) -> Omission | None:
+    """The `invalid_utf8_name` entry for `paths` (what they hold: `count` of `unit`), or None."""
+    if not paths:
+        return None
+    n = len(paths)
+    sample = ", ".join(show(p) for p in sorted(paths)[:3])
+    return Omission(
+        "invalid_utf8_name",
+        count,
+        unit,
+        f"{n:,} {'name is' if n == 1 else 'names are'} not UTF-8, which no answer or tool argument can "
+        f"carry, e.g. {sample} (bytes shown as \\xNN); reach them in a shell, where $'…' quoting reads "
+        "those escapes",
+    )

@@ -18,12 +18,13 @@ from ...core.context import ToolContext
 from ...core.errors import ToolError, world_error
 from ...core.params import Field
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ...core.search.names import invalid_name_omission, is_utf8, printable
+from ...core.search.names import is_utf8, printable
 from ...core.search.p4ignore import resolve_p4
 from ...core.search.report import (
     Omission,
     completeness,
     ignore_warnings,
+    invalid_name_omission,
     notes,
     timeout_omission,
     unreadable_omission,

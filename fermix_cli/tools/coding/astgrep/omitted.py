@@ -3,8 +3,8 @@ lines every search tool's answer carries (`core/search/report.py`)."""
 
 from __future__ import annotations
 
-from ....core.search.names import invalid_name_omission, printable
-from ....core.search.report import Omission, timeout_omission
+from ....core.search.names import printable
+from ....core.search.report import Omission, invalid_name_omission, timeout_omission
 from .workset import Output, Work
 
 # Why files were skipped, and what to do about it: (search, outline) where the two differ.

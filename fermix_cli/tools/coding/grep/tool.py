@@ -18,13 +18,14 @@ from ....core.errors import ToolError
 from ....core.params import Field
 from ....core.records import Record, field
 from ....core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ....core.search.names import invalid_name_omission, is_utf8, printable, shown_path
+from ....core.search.names import is_utf8, printable, shown_path
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.report import (
     Omission,
     binary_omission,
     completeness,
     ignore_warnings,
+    invalid_name_omission,
     timeout_omission,
     unreadable_omission,
     warning_notes,
