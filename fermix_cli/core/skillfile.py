@@ -18,6 +18,7 @@ from typing import Any
 
 from .errors import ToolError
 from .fsops import read_bytes
+from .parsedfiles import ParsedFiles
 from .records import Record, field
 
 SKILL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -333,28 +334,19 @@ def parse_skill(data: bytes, path: str, directory: str) -> SkillDef:
     )
 
 
-_CACHE: dict[str, tuple[tuple[int, int, int], SkillDef]] = {}
+_PARSED: ParsedFiles[SkillDef] = ParsedFiles()
 
 
 def load_skill(path: str, directory: str) -> SkillDef:
-    """Read and parse the SKILL.md at the canonical `path` (a symlink is refused).
-
-    A file unchanged since its last load (same inode, size and mtime) is not parsed again.
-    """
+    """Read and parse the SKILL.md at the canonical `path` (a symlink is refused); a file unchanged
+    since its last load is not parsed again (`core/parsedfiles.py`)."""
     import os
 
     try:
         st = os.stat(path)
-        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
     except OSError:
-        stamp = None
-    cached = _CACHE.get(path)
-    if stamp is not None and cached is not None and cached[0] == stamp and cached[1].directory == directory:
-        return cached[1]
-    skill = _read_skill(path, directory)
-    if stamp is not None:
-        _CACHE[path] = (stamp, skill)
-    return skill
+        return _read_skill(path, directory)  # raises the read's own error
+    return _PARSED.get((path, directory), st, lambda: _read_skill(path, directory))
 
 
 def _read_skill(path: str, directory: str) -> SkillDef:

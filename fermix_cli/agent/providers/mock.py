@@ -22,11 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import ToolError
+from ...core.parsedfiles import ParsedFiles
 from ..messages import Finish, ModelRequest, StreamEvent, TextDelta, ToolCallEvent, Usage, UsageEvent
 from .base import chunk_text, word_count
-
-# path -> (the file's version when parsed, its script); scripts are read-only once parsed.
-_PARSED: dict[str, tuple[tuple[int, ...], MockScript]] = {}
 
 
 class MockScript:
@@ -57,15 +55,19 @@ class MockScript:
 
     @classmethod
     def load(cls, path: str) -> MockScript:
-        """The script in `path`, parsed once per version of the file: a script keeps no state, so the
-        runs and subagent workers that load an unchanged file share one parse (a file edited, replaced
-        or touched since is read again)."""
+        """The script in `path`, parsed once per version of the file (`core/parsedfiles.py`): a script
+        keeps no state, so the runs and subagent workers that load an unchanged file share one parse."""
         try:
             st = os.stat(path)
-            version = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-            cached = _PARSED.get(path)
-            if cached is not None and cached[0] == version:
-                return cached[1]
+        except OSError as e:
+            raise ToolError(
+                "invalid_script", f"mock: cannot read script {path}: {e.strerror}", {"path": path}
+            ) from None
+        return _PARSED.get(path, st, lambda: cls._read(path))
+
+    @classmethod
+    def _read(cls, path: str) -> MockScript:
+        try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as e:
             raise ToolError(
@@ -75,9 +77,7 @@ class MockScript:
             raise ToolError(
                 "invalid_script", f"mock: {path} is not valid JSON: {e}", {"path": path}
             ) from None
-        script = cls.parse(data, path)
-        _PARSED[path] = (version, script)
-        return script
+        return cls.parse(data, path)
 
     @classmethod
     def parse(cls, data: Any, source: str = "<script>") -> MockScript:
@@ -192,3 +192,6 @@ class MockProvider:
 
     def close(self) -> None:
         pass
+
+
+_PARSED: ParsedFiles[MockScript] = ParsedFiles()  # scripts are read-only once parsed

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ToolError
 from ...core.fsops import read_bytes
+from ...core.parsedfiles import ParsedFiles
 from ...core.records import Record, field
 from ...core.skillfile import (
     MAX_SKILL_BYTES,
@@ -256,29 +257,27 @@ def _root_error(root: IdentityRoot, error: OSError) -> dict[str, Any] | None:
     }
 
 
-_CACHE: dict[str, tuple[tuple[int, int, int], Identity]] = {}
+_PARSED: ParsedFiles[Identity] = ParsedFiles()
 
 
 def _load(path: str) -> Identity:
     """Parse the agent file at the canonical `path` (opened without following a symlink); a file
-    unchanged since its last load (inode, size, mtime) is not parsed again."""
+    unchanged since its last load is not parsed again (`core/parsedfiles.py`)."""
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError as e:
         raise skill_error("not_found", path, 1, f"cannot read the agent file: {e.strerror or e}") from None
-    stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-    cached = _CACHE.get(path)
-    if cached is not None and cached[0] == stamp:
-        return cached[1]
+    return _PARSED.get(path, st, lambda: _read(path))
+
+
+def _read(path: str) -> Identity:
     try:
         data = read_bytes(path, MAX_IDENTITY_BYTES)
     except OSError as e:
         raise skill_error("not_found", path, 1, f"cannot read the agent file: {e.strerror or e}") from None
     except ToolError as e:
         raise skill_error(e.code, path, 1, e.message) from None
-    identity = parse_identity(data, path)
-    _CACHE[path] = (stamp, identity)
-    return identity
+    return parse_identity(data, path)
 
 
 def _refusal(path: str, entry: os.DirEntry[str]) -> tuple[str, str] | None:
