@@ -211,22 +211,29 @@ class AgentLoop:
     # ----- one run -------------------------------------------------------------------------------
 
     def run(self, prompt: str) -> RunResult:
+        from .transcripts import new_run_id
+
         guard = RepeatGuard(self.repeat_limit)
         state = _TurnState()
-        run_id = self.transcript.start_run(
-            self.session_id,
-            prompt=prompt,
-            provider=self.provider_name,
-            model=self.model,
-            toolset=self.toolbox.toolset,
-            origin=self.ctx.origin,
-            trust=self.ctx.trust,
-            parent=self.parent,
-        )
+        run_id = new_run_id()
         result = RunResult(run_id, self.session_id, OK, "", 0, Usage())
-        # Everything after the run's row is stored goes inside the try: a Ctrl-C or SIGTERM while the
-        # tool schemas are built (milliseconds) must still end the run `interrupted`, not leave it running.
+        # Storing the run's row is inside the try: a Ctrl-C or SIGTERM that lands as its commit returns,
+        # or while the tool schemas are built, must still end the run `interrupted`, not leave it running
+        # (nor escape the loop). A failure to store it at all (state.db busy) is raised as it is.
+        started = False
         try:
+            self.transcript.start_run(
+                self.session_id,
+                prompt=prompt,
+                provider=self.provider_name,
+                model=self.model,
+                toolset=self.toolbox.toolset,
+                origin=self.ctx.origin,
+                trust=self.ctx.trust,
+                parent=self.parent,
+                run_id=run_id,
+            )
+            started = True
             self.run_id = run_id
             self._schemas = self.toolbox.schemas(self.ctx)  # what a tool shows can follow live state
             self.history.append(Message("user", prompt))
@@ -236,10 +243,14 @@ class AgentLoop:
             result.error = ToolError("interrupted", "stopped by Ctrl-C or a stop signal (SIGTERM)", {})
             self._settle(result, state, "the run was interrupted (Ctrl-C or SIGTERM)")
         except ToolError as e:
+            if not started:
+                raise
             result.status = "error"
             result.error = e
             self._settle(result, state, f"the run failed ({e.code})")
         except Exception as e:  # a bug: the run ends as an internal error, the traceback goes to the log
+            if not started:
+                raise
             from ..core.errors import environment_error
 
             result.status = "error"
@@ -256,14 +267,19 @@ class AgentLoop:
                 log.error("run %s failed: %s", run_id, result.error)
             self._settle(result, state, f"the run failed ({result.error.code})")
         finally:
-            # A final reply not stored yet (the run ended with it) is stored with the run's end.
-            last = None
-            if state.response is not None:
-                last = (self.session_id, state.response, state.records)
-                state.response, state.records = None, []
-            self._store_held(state)
-            self._record_end(result, last)
+            if started or result.status == "interrupted":  # stopped as its row went in: ended if it did
+                self._end(result, state)
         return result
+
+    def _end(self, result: RunResult, state: _TurnState) -> None:
+        """Store what the run left unstored and how it ended; a final reply not stored yet (the run
+        ended with it) is stored with the run's end."""
+        last = None
+        if state.response is not None:
+            last = (self.session_id, state.response, state.records)
+            state.response, state.records = None, []
+        self._store_held(state)
+        self._record_end(result, last)
 
     def _record_end(self, result: RunResult, last: Any) -> None:
         """Record how the run ended, waiting out a busy state.db; a record that still cannot be

@@ -147,14 +147,17 @@ class Transcript:
         origin: str,
         trust: str,
         parent: tuple[str, str] | None = None,
+        run_id: str | None = None,
     ) -> str:
         """Record a new run and its prompt, creating the conversation on its first run.
 
         `parent` (session, label) links a new conversation under its caller's (a delegated run).
+        `run_id` is the id to store it under (`new_run_id()`), made beforehand by a caller that must be
+        able to end the run if it is stopped as the row is committed.
         """
         from ..core.procid import current_owner
 
-        run_id = new_run_id()
+        run_id = run_id or new_run_id()
         now = self._now()
         parent_id, label = parent if parent is not None else (None, None)
         with self.db.write() as c:

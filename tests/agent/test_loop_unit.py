@@ -93,6 +93,32 @@ def test_interrupt_mid_stream_keeps_the_partial_text(world: Env) -> None:
         ctx.close()
 
 
+@pytest.mark.parametrize("after_commit", [True, False])
+def test_a_stop_signal_as_the_run_is_stored_ends_it_interrupted(
+    world: Env, monkeypatch: pytest.MonkeyPatch, after_commit: bool
+) -> None:
+    """A Ctrl-C or SIGTERM that lands as the run's row is committed (just after, or just before) ends the
+    run `interrupted` and returns; it neither escapes the loop (an `agent` session died by SIGINT, -2,
+    instead of exiting 143) nor leaves a row `running`."""
+    agent, ctx = agent_for(world)
+    transcript = agent.transcript
+    real = transcript.start_run
+
+    def stopped(*args: Any, **kw: Any) -> str:
+        if after_commit:
+            real(*args, **kw)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(transcript, "start_run", stopped)
+    try:
+        result = agent.run("hi")
+        assert result.status == "interrupted" and run_exit_code(result) == 130
+        rows = ctx.state.query("SELECT id, status FROM runs")
+    finally:
+        ctx.close()
+    assert [tuple(r) for r in rows] == ([(result.run_id, "interrupted")] if after_commit else [])
+
+
 class SlowParams(Params):
     pass
 
