@@ -5,7 +5,8 @@ Each step adds one thing to the one before, on the same tree, interleaved round 
 2. `rg --json --debug` with its stderr sent to /dev/null: rg's JSON and its debug log, a line per
    binary file, which is how fermix counts the binary files rg skips;
 3. the same with the log kept in a memfd, as fermix kept it before (each write updates the file);
-4. the same with the log in a 1 MiB pipe drained every 10 ms, as fermix keeps it (`LazyPipe`);
+4. the same with the log in a 1 MiB pipe drained every 10 ms, as fermix keeps it (`LazyPipe`), and
+   rg's output collected every few ms and at its exit, as fermix reads it (`read_beside`);
 5. the same with Python decoding every JSON line as it arrives (one `json.loads` per chunk);
 6. `content_search` itself, in-process, one `ToolContext` for all calls (as a model run holds one).
 
@@ -63,7 +64,7 @@ def main() -> None:
         assert proc.stdout is not None
         if isinstance(err, LazyPipe):
             err.started()
-            chunks = read_beside(proc.stdout.fileno(), err)
+            chunks = read_beside(proc.stdout.fileno(), err, proc.pid)
         else:
             chunks = iter(lambda: proc.stdout.read1(1 << 20), b"")  # type: ignore[attr-defined,union-attr]
         rest = b""

@@ -63,3 +63,16 @@ def owner_gone(owner: str) -> bool:
     except PermissionError:
         return False
     return False
+
+
+def pidfd_open(pid: int) -> int | None:
+    """A pidfd for the child `pid` (readable once it has exited), or None where the system has none
+    (not Linux, a kernel before 5.3, a sandbox that refuses the call). The caller closes it."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None:
+        return None
+    try:
+        fd: int = opener(pid)
+    except OSError:
+        return None
+    return fd

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ToolError
+from ..procid import pidfd_open
 from ..records import Record, field
 from . import engines
 from .p4ignore import MAX_RULE_BYTES, P4Rules, read_bounded, translate_rules
@@ -378,7 +379,7 @@ class Run:
         try:
             assert proc.stdout is not None
             log = self._err[proc.pid]
-            yield from read_beside(proc.stdout.fileno(), log)
+            yield from read_beside(proc.stdout.fileno(), log, proc.pid)
             eof = True
         finally:
             self._finish(proc, timer, eof)
@@ -433,16 +434,56 @@ _WALK_LOG = "|ignore::walk|"
 _OVERRIDE = ": Ignore(IgnoreMatch(Override("
 
 
-def read_beside(out: int, log: LazyPipe) -> Iterator[bytes]:
-    """A child's stdout in chunks of up to 1 MiB as it writes them, its log drained on the side."""
+def read_beside(out: int, log: LazyPipe, pid: int | None = None) -> Iterator[bytes]:
+    """A child's stdout in chunks as it writes them, its log drained on the side.
+
+    Given the child's `pid` (and a system with pidfds), its output is collected every few
+    milliseconds and at once when it exits, not on every write: rg writes each file's results as it
+    finishes the file, and waking for each of those writes (hundreds in a search of a large tree)
+    takes CPU time the child itself needs. The pipe is enlarged so that a child never waits long on
+    it between collections (one that fills it is read again at once)."""
+    exit_fd = pidfd_open(pid) if pid is not None else None
+    if exit_fd is not None:
+        try:
+            yield from _collected(out, log, exit_fd)
+        finally:
+            os.close(exit_fd)
     wait = _poller(out)
     while True:
         if wait(_DRAIN_EVERY_MS):
-            chunk = os.read(out, 1 << 20)
+            try:
+                chunk = os.read(out, 1 << 20)
+            except BlockingIOError:  # (a non-blocking pipe that `_collected` emptied)
+                continue
             if not chunk:
                 return
             yield chunk
         log.drain_if_due()
+
+
+def _collected(out: int, log: LazyPipe, exit_fd: int) -> Iterator[bytes]:
+    """What the child writes to `out`, collected every `_COLLECT_EVERY_MS` until it exits (`exit_fd`,
+    its pidfd, turns readable); what is left after that is for the caller to read to its end."""
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(out, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+    os.set_blocking(out, False)
+    exited = _poller(exit_fd)
+    wait_ms = _COLLECT_EVERY_MS
+    while True:
+        gone = exited(wait_ms)
+        parts: list[bytes] = []
+        size = 0
+        with contextlib.suppress(BlockingIOError):
+            while size < _PIPE_SIZE and (chunk := os.read(out, _PIPE_SIZE - size)):
+                parts.append(chunk)
+                size += len(chunk)
+        if parts:
+            yield parts[0] if len(parts) == 1 else b"".join(parts)
+        log.drain_if_due()
+        if gone:
+            return
+        wait_ms = 0 if size >= _PIPE_SIZE else _COLLECT_EVERY_MS  # a pipe's worth: there may be more
 
 
 def _poller(fd: int) -> Callable[[int], bool]:
@@ -455,6 +496,7 @@ def _poller(fd: int) -> Callable[[int], bool]:
 
 
 _DRAIN_EVERY_MS = 10
+_COLLECT_EVERY_MS = 5
 _PIPE_SIZE = 1 << 20  # Linux lets anyone enlarge a pipe this far (/proc/sys/fs/pipe-max-size)
 _LOG_CAP = 64 << 20  # rg's log kept per run: a line per binary file, some 500,000 of them
 
@@ -683,14 +725,33 @@ class LineSelection(Protocol):
 
 class FileMatches(Record):
     path: str  # relative to the root, "/"-separated
-    # The matching lines decoded, in order: the first `keep`, or those of them a selection wanted
-    # (every line among them that is not UTF-8 is decoded whatever the selection says).
-    lines: list[LineMatch] = field(default_factory=list)
+    # The matching lines decoded so far, in order (see `lines`).
+    decoded: list[LineMatch] = field(default_factory=list)
+    # rg's messages for the matching lines after those, not decoded yet. Without a selection, a file's
+    # lines are decoded only when asked for (`lines`): those no answer shows cost nothing but their count.
+    pending: list[bytes] = field(default_factory=list)
     matched_lines: int = 0  # every matching line rg counted
     examined: int = 0  # matching lines looked at: the first `keep` (all, without `keep`)
     selection: LineSelection | None = None  # the one that chose `lines`, told of each in order
     binary: bool = False  # rg met a NUL after the first matches and stopped reading the file there
     bytes_searched: int = 0
+
+    @property
+    def lines(self) -> list[LineMatch]:
+        """The matching lines, in order: the first `keep`, or those of them a selection wanted (every
+        line among them that is not UTF-8 is decoded whatever the selection says)."""
+        if self.pending:
+            self.decoded += _line_matches(self.pending)
+            self.pending = []
+        return self.decoded
+
+    @lines.setter
+    def lines(self, value: list[LineMatch]) -> None:
+        self.decoded, self.pending = value, []
+
+    def any_not_utf8(self) -> bool:
+        """Whether a line among `lines` is not UTF-8, without decoding those not decoded yet."""
+        return any(not lm.utf8 for lm in self.decoded) or any(_BYTES_LINE in raw for raw in self.pending)
 
 
 def _decode(obj: dict[str, Any]) -> tuple[bytes, bool]:
@@ -723,8 +784,51 @@ _LINE_TAIL = re.compile(rb'"\},"line_number":[^\n]*')  # what follows a match me
 SELECTED_BATCH = 16  # lines a selection wanted, decoded together (see Search._parse)
 
 
+def _line_matches(raw: list[bytes]) -> list[LineMatch]:
+    """rg's match messages (whole lines of its JSON) as LineMatches, in one call into the decoder."""
+    out: list[LineMatch] = []
+    for msg in json.loads(b"[" + b",".join(raw) + b"]"):
+        d = msg["data"]
+        text, ok = _decode(d["lines"])
+        subs = d["submatches"]
+        spans = (
+            ((subs[0]["start"], subs[0]["end"]),)
+            if len(subs) == 1
+            else tuple([(m["start"], m["end"]) for m in subs])
+        )
+        out.append(LineMatch(d["line_number"], d["absolute_offset"], _strip_eol(text), spans, ok))
+    return out
+
+
+# What a begin or end message holds before the file's path; what an end message holds after it. A
+# string in rg's JSON escapes every quote it holds, so none of these can occur inside a path.
+_BEGIN_HEAD = b'{"type":"begin","data":{"path":'
+_END_HEAD = b'{"type":"end","data":{"path":'
+_END_TAIL = re.compile(
+    rb',"binary_offset":(null|[0-9]+),"stats":\{.*"bytes_searched":([0-9]+),.*"matched_lines":([0-9]+),'
+)
+_PLAIN_TEXT = b'{"text":"'
+_BYTES_LINE = b'"lines":{"bytes":"'  # a match message for a line that is not UTF-8
+
+
+def _begin_path(raw: bytes) -> str:
+    """The path of a begin message, read without decoding the message: rg's `{"text":"…"}` with no
+    escape in it holds the name's UTF-8 bytes as they are; anything else goes through the decoder."""
+    obj = raw[len(_BEGIN_HEAD) : -2]
+    if (
+        raw.startswith(_BEGIN_HEAD)
+        and raw.endswith(b"}}")
+        and obj.startswith(_PLAIN_TEXT)
+        and b"\\" not in obj
+    ):
+        return _strip_dot(obj[len(_PLAIN_TEXT) : -2].decode("utf-8"))
+    return _path(json.loads(raw)["data"]["path"])
+
+
 class _Messages:
-    """rg's JSON messages decoded into FileMatches, a batch of whole lines at a time."""
+    """rg's JSON messages read into FileMatches, a batch of whole lines at a time. A file's begin and end
+    are read without the decoder; its matching lines are decoded at once for a selection (which is told
+    of each in order), else kept as they are until asked for (`FileMatches.lines`)."""
 
     def __init__(self, keep: int | None) -> None:
         self.keep = keep
@@ -736,43 +840,61 @@ class _Messages:
 
     def feed(self, batch: list[bytes]) -> None:
         current, taking = self.current, self.taking
-        for msg in json.loads(b"[" + b",".join(batch) + b"]"):
-            kind, d = msg["type"], msg["data"]
-            if kind == "match":
+        chosen: list[bytes] = []  # the current file's lines its selection wanted, decoded in one call
+        for raw in batch:
+            tag = raw[9:12]
+            if tag == b"mat":
                 if current is None:
                     continue
-                text, ok = _decode(d["lines"])
-                subs = d["submatches"]
-                spans = (
-                    ((subs[0]["start"], subs[0]["end"]),)
-                    if len(subs) == 1
-                    else tuple([(m["start"], m["end"]) for m in subs])
-                )
-                line = LineMatch(d["line_number"], d["absolute_offset"], _strip_eol(text), spans, ok)
-                current.lines.append(line)
-                if taking is not None:
-                    taking.took(line)
-            elif kind == "begin":
+                if taking is None:
+                    current.pending.append(raw)
+                else:
+                    chosen.append(raw)
+                continue
+            if chosen:
+                self._take(current, taking, chosen)
+                chosen = []
+            if tag == b"beg":
                 taking = self.selections.popleft() if self.selections else None
-                current = FileMatches(_path(d["path"]), selection=taking)
-            elif kind == "end":
+                current = FileMatches(_begin_path(raw), selection=taking)
+            elif tag == b"end":
                 if current is None:
                     continue
-                st = d.get("stats") or {}
-                current.matched_lines = int(st.get("matched_lines", len(current.lines)))
-                keep = self.keep
-                current.examined = current.matched_lines if keep is None else min(keep, current.matched_lines)
-                current.bytes_searched = int(st.get("bytes_searched", 0))
-                self.bytes_searched += current.bytes_searched
-                if d.get("binary_offset") is not None:
-                    current.binary = True
-                self.out.append(current)
+                self._end(current, raw)
                 current = None
-            elif kind == "summary":
-                st = d.get("stats") or {}
+            elif raw.endswith(b'"type":"summary"}'):
+                st = json.loads(raw)["data"].get("stats") or {}
                 self.bytes_searched = int(st.get("bytes_searched", self.bytes_searched))
                 self.files_searched = int(st.get("searches", 0))
+        if chosen:
+            self._take(current, taking, chosen)
         self.current, self.taking = current, taking
+
+    @staticmethod
+    def _take(current: FileMatches | None, taking: LineSelection | None, chosen: list[bytes]) -> None:
+        assert current is not None and taking is not None
+        for line in _line_matches(chosen):
+            current.decoded.append(line)
+            taking.took(line)
+
+    def _end(self, current: FileMatches, raw: bytes) -> None:
+        at = raw.rfind(b',"binary_offset":')
+        tail = _END_TAIL.match(raw, at) if at > 0 and raw.startswith(_END_HEAD) else None
+        if tail is not None:
+            binary, searched, matched = tail[1] != b"null", int(tail[2]), int(tail[3])
+        else:  # not as rg 14 writes it: read by the decoder
+            d = json.loads(raw)["data"]
+            st = d.get("stats") or {}
+            binary = d.get("binary_offset") is not None
+            searched = int(st.get("bytes_searched", 0))
+            matched = int(st.get("matched_lines", len(current.decoded) + len(current.pending)))
+        current.matched_lines = matched
+        keep = self.keep
+        current.examined = matched if keep is None else min(keep, matched)
+        current.bytes_searched = searched
+        self.bytes_searched += searched
+        current.binary = binary
+        self.out.append(current)
 
 
 class Search:

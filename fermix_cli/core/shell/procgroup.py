@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..procid import pidfd_open
 from ..records import Record
 
 if TYPE_CHECKING:
@@ -246,7 +247,7 @@ def _supervise(
     os.set_blocking(out_fd, False)
     sel = selectors.DefaultSelector()
     sel.register(out_fd, selectors.EVENT_READ, "out")
-    pidfd = _pidfd_open(leader)
+    pidfd = pidfd_open(leader)
     if pidfd is not None:
         sel.register(pidfd, selectors.EVENT_READ, "exit")
     waking = contextlib.ExitStack()
@@ -370,17 +371,6 @@ def _read(fd: int) -> bytes | None:
         return os.read(fd, _READ_CHUNK)
     except BlockingIOError:
         return None
-
-
-def _pidfd_open(pid: int) -> int | None:
-    opener = getattr(os, "pidfd_open", None)
-    if opener is None:
-        return None
-    try:
-        fd: int = opener(pid)
-    except OSError:
-        return None
-    return fd
 
 
 def _exited(pid: int) -> bool:

@@ -224,3 +224,103 @@ def test_omission_notes_say_their_units_in_english() -> None:
     notes = [Omission("x", 2, unit, "h").note() for unit in ("directory", "entry", "match", "path", "day")]
     assert [n.split()[2] for n in notes] == ["directories", "entries", "matches", "paths", "days"]
     assert Omission("x", 1, "directory", "h").note() == "[incomplete: 1 directory left out (x); h]"
+
+
+def _wild_tree(root: Path) -> None:
+    """Names rg's JSON must escape or cannot give as text, a file whose NUL comes after its first
+    matches, and a file of many matches."""
+    names = ['quote".py', "back\\slash.py", "tab\there.py", "é-ünï.py", "line\nbreak.py", "plain.py"]
+    for name in names:
+        (root / name).write_text("x = 1\nhit one\nhit two\n")
+    (root / os.fsdecode(b"latin\xe9.py")).write_bytes(b"hit latin\n")
+    (root / "bad-line.py").write_bytes(b"hit \xff\xfe bytes\nhit plain\n")
+    (root / "late-nul.dat").write_bytes(b"hit before\n" + b"x" * 200_000 + b"\0hit after\n")
+    (root / "many.py").write_text("hit\n" * 5000)
+
+
+def test_begin_and_end_read_without_the_decoder_agree_with_it(tmp_path: Path) -> None:
+    """The path, counts and binary flag fermix reads from rg's begin and end messages by their layout
+    are what decoding each whole message gives, for every kind of name."""
+    import base64
+    import json
+
+    from fermix_cli.core.search.ripgrep import Search, _path
+
+    _wild_tree(tmp_path)
+    search = Search(Scope(root=str(tmp_path)), ["hit"], deadline=time.monotonic() + 30, keep=3)
+    got = {
+        f.path: (f.matched_lines, f.bytes_searched, f.binary, [lm.text for lm in f.lines])
+        for f in search.files()
+    }
+    done = subprocess.run(
+        [engines.rg(), "--no-config", "--no-require-git", "-g", "!.git", "--json", "-e", "hit", "--", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
+    )
+    want: dict[str, Any] = {}
+    for line in done.stdout.splitlines():
+        msg = json.loads(line)
+        d = msg["data"]
+        if msg["type"] == "begin":
+            path, texts = _path(d["path"]), []
+        elif msg["type"] == "match" and len(texts) < 3:
+            lines = d["lines"]
+            text = lines["text"].encode() if "text" in lines else base64.b64decode(lines["bytes"])
+            texts.append(text.rstrip(b"\n"))
+        elif msg["type"] == "end":
+            st = d["stats"]
+            want[path] = (st["matched_lines"], st["bytes_searched"], d["binary_offset"] is not None, texts)
+    assert got == want
+    assert len(got) == 10 and got["late-nul.dat"][2] is True and got["many.py"][0] == 5000
+
+
+def test_lines_are_decoded_only_when_asked_for(tmp_path: Path) -> None:
+    from fermix_cli.core.search.ripgrep import Search
+
+    _wild_tree(tmp_path)
+    files = {
+        f.path: f for f in Search(Scope(root=str(tmp_path)), ["hit"], time.monotonic() + 30, keep=4).files()
+    }
+    many, bad, plain = files["many.py"], files["bad-line.py"], files["plain.py"]
+    assert (len(many.pending), many.decoded) == (4, [])  # the first `keep` kept as rg wrote them
+    assert bad.any_not_utf8() and not plain.any_not_utf8()
+    assert [lm.utf8 for lm in bad.lines] == [False, True] and bad.pending == []
+    assert bad.any_not_utf8()  # decoded now, and still told
+    many.lines = many.lines[:1]
+    assert [lm.line for lm in many.lines] == [1] and many.pending == []
+
+
+_WRITER = """
+import os, sys, time
+for i in range(int(sys.argv[1])):
+    os.write(1, b"%08d" % i + b"." * 4088)  # 4 KiB a write, numbered
+    if i % 256 == 0:
+        time.sleep(0.002)
+"""
+
+
+def test_the_output_is_read_whole_and_in_order_in_bounded_pieces(monkeypatch) -> None:
+    """16 MiB written in 4 KiB pieces, read with the child's pidfd (collected every few ms, a pipe's
+    worth at most at a time) and without one (a piece per wake-up): every byte, in order, either way."""
+    import sys
+
+    from fermix_cli.core.search import ripgrep
+    from fermix_cli.core.search.ripgrep import LazyPipe, read_beside
+
+    n = 4096
+    want = b"".join(b"%08d" % i + b"." * 4088 for i in range(n))
+    for pidfds in (True, False):
+        if not pidfds:
+            monkeypatch.setattr(ripgrep, "pidfd_open", lambda pid: None)
+        log = LazyPipe()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(n)], stdout=subprocess.PIPE, stderr=log.write_fd
+        )
+        log.started()
+        assert proc.stdout is not None
+        pieces = list(read_beside(proc.stdout.fileno(), log, proc.pid))
+        log.close()
+        assert proc.wait(timeout=30) == 0
+        assert b"".join(pieces) == want
+        assert max(len(p) for p in pieces) <= 1 << 20

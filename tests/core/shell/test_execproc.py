@@ -304,7 +304,7 @@ def test_a_signal_before_supervision_starts_still_ends_the_group(
         _wait_for_pid_in(pidfile)
         raise SystemExit(143)
 
-    monkeypatch.setattr(procgroup, "_pidfd_open", term_arrives)
+    monkeypatch.setattr(procgroup, "pidfd_open", term_arrives)
     with pytest.raises(SystemExit):
         run(f"sleep 30 & echo $! > {pidfile}; sleep 30")
     grandchild = int(pidfile.read_text())

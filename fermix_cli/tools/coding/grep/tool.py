@@ -230,7 +230,7 @@ def _collect(
             continue
         if fm.binary:
             tally.binary_stopped.append(fm.path)  # the matches before the NUL are kept, as rg prints them
-        bad = [lm for lm in fm.lines if not lm.utf8]
+        bad = [lm for lm in fm.lines if not lm.utf8] if fm.any_not_utf8() else []
         if fm.examined < fm.matched_lines and (bad or not is_utf8_file(fm.path)):
             # rg counted the lines past the first `keep` without their text (of those before, every
             # one that is not UTF-8 was decoded), so whether they are UTF-8
@@ -238,7 +238,7 @@ def _collect(
             # file is searched again for every line, to count those that are not exactly (and to have
             # enough valid ones for the page).
             fm = _every_line(ctx, p, plans, deadline, fm, search, walked=target == ".") or fm
-            bad = [lm for lm in fm.lines if not lm.utf8]
+            bad = [lm for lm in fm.lines if not lm.utf8] if fm.any_not_utf8() else []
         if bad:
             tally.invalid_utf8 += 1
             tally.invalid_lines += len(bad)
