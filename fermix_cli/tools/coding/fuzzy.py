@@ -16,7 +16,9 @@ Ties go to the shorter path, then byte order.
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import operator
 import re
 
 from ...core.records import Record
@@ -125,22 +127,21 @@ class Query(Record, frozen=True):
             return []
         text = "\n".join(rels)
         low = text.lower()
-        if len(low) != len(text) or any("\n" in r for r in rels):  # offsets would not line up
+        if len(low) != len(text) or text.count("\n") != len(rels) - 1:  # offsets would not line up
             return [r for r in rels if self.could_match(r.lower())]
-        starts: dict[int, int] = {}
-        pos = 0
-        for i, r in enumerate(rels):
-            starts[pos] = i
-            pos += len(r) + 1
+        # Where each candidate starts in `low` (the lengths summed in C: this runs over every file).
+        starts = list(itertools.accumulate(map(operator.add, map(len, rels), itertools.repeat(1)), initial=0))
         keep: set[int] | None = None
         for tl, rx in self._filters:
             if rx is None:  # a short token: a substring
-                scan = re.compile("^.*?" + re.escape(tl), re.MULTILINE)
-            else:  # a subsequence (a substring is one too): linear, each step possessive
+                scan = re.compile(re.escape(tl))
+            else:  # a subsequence (a substring is one too): linear, each step possessive, within one line
                 scan = re.compile(
-                    "^" + "".join(f"[^{re.escape(c)}\n]*+{re.escape(c)}" for c in tl), re.MULTILINE
+                    re.escape(tl[0]) + "".join(f"[^{re.escape(c)}\n]*+{re.escape(c)}" for c in tl[1:])
                 )
-            hit = {starts[m.start()] for m in scan.finditer(low)}
+            # Unanchored, so the engine skips to each occurrence of the token's first character; the
+            # match from a line's first one is its leftmost subsequence, so no line with one is missed.
+            hit = {bisect.bisect_right(starts, m.start()) - 1 for m in scan.finditer(low)}
             keep = hit if keep is None else keep & hit
             if not keep:
                 return []
