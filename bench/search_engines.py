@@ -1,10 +1,10 @@
 """fermix's search tools against the engines themselves, side by side in one run (issue 15).
 
-End to end (`python -m fermix_cli tool NAME --json ...`, start-up included) and in-process
-(`registry.invoke` with one context for the row's calls, as the agent loop holds one per run; no
-start-up) against `rg` and `fd` on a ~12k-file tree (a
-copy of a virtualenv's site-packages), a ~33k-file tree (two such copies and three of the stdlib)
-and one 200 MB file; `ast_grep` against the `ast-grep` CLI on the 12k tree and on ten files of
+End to end (`python -S -m fermix_cli tool NAME --json ...`, start-up included, as an installed fermix
+starts: see Bench.__init__) and in-process (`registry.invoke` with one context for the row's calls,
+as the agent loop holds one per run; no start-up) against `rg` and `fd` on a ~12k-file tree (a copy
+of a virtualenv's site-packages), a ~33k-file tree (two such copies and three of the stdlib) and one
+200 MB file; `ast_grep` against the `ast-grep` CLI on the 12k tree and on ten files of
 100,000 matches in all (of which it shows five). Every row checks that
 fermix and the reference return the same number of results before it is timed (a row whose counts
 differ is marked MISMATCH). Each round times the reference, the CLI and the in-process call back to
@@ -123,11 +123,18 @@ class Bench:
         self.runs = runs
         self.home = work / "home"
         self.fermix_home = work / "fermix"
+        # The CLI runs as an installed fermix starts: its modules compiled (`pip install` compiles them;
+        # PYTHONDONTWRITEBYTECODE would make every call compile the sources again) and Python started
+        # without `site` (-S), its packages named on PYTHONPATH instead: an editable install's `.pth`
+        # finder costs some 17 ms of every start that a `pip install .` does not have.
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "fermix_cli")], check=True)
+        paths = sysconfig.get_paths()
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         self.env = {
-            **os.environ,
+            **env,
             "HOME": str(self.home),
             "FERMIX_HOME": str(self.fermix_home),
-            "PYTHONPATH": str(REPO),
+            "PYTHONPATH": os.pathsep.join(dict.fromkeys([str(REPO), paths["purelib"], paths["platlib"]])),
             "PYDANTIC_DISABLE_PLUGINS": "__all__",
         }
         os.environ.update({k: self.env[k] for k in ("HOME", "FERMIX_HOME")})
@@ -143,7 +150,9 @@ class Bench:
 
     def cli(self, tool: str, args: dict[str, Any], cwd: Path) -> dict[str, Any]:
         out = sh(
-            [sys.executable, "-m", "fermix_cli", "tool", tool, "--json", json.dumps(args)], cwd, self.env
+            [sys.executable, "-S", "-m", "fermix_cli", "tool", tool, "--json", json.dumps(args)],
+            cwd,
+            self.env,
         )
         return dict(json.loads(out))
 
@@ -270,6 +279,10 @@ def main() -> None:
         trees = build_trees(work, only)
         bench = Bench(work, opts.runs)
         print(f"rg: {bench.rg}  ast-grep: {bench.sg}  fd: {bench.fd}  runs: {opts.runs} (medians, ms)")
+        bare = interleaved(
+            [lambda: sh([sys.executable, "-S", "-c", "pass"], work, bench.env)], opts.runs * 4
+        )[0]
+        print(f"start-up floor: `python -S -c pass` {bare * 1000:.1f} ms (in every CLI figure below)")
         print(
             f"{'row':34s} {'ref':>8s} {'ref ms':>8s} | {'in-proc':>8s} {'ratio':>6s} | {'CLI':>8s} {'ratio':>6s} |"
         )
