@@ -784,10 +784,19 @@ _LINE_TAIL = re.compile(rb'"\},"line_number":[^\n]*')  # what follows a match me
 SELECTED_BATCH = 16  # lines a selection wanted, decoded together (see Search._parse)
 
 
+def _decode_json(data: bytes) -> Any:
+    """rg's JSON (always UTF-8: what is not comes base64-encoded) decoded, without `json.loads`'s
+    guess at the encoding of bytes."""
+    return _JSON.decode(data.decode("utf-8", "surrogatepass"))
+
+
+_JSON = json.JSONDecoder()
+
+
 def _line_matches(raw: list[bytes]) -> list[LineMatch]:
     """rg's match messages (whole lines of its JSON) as LineMatches, in one call into the decoder."""
     out: list[LineMatch] = []
-    for msg in json.loads(b"[" + b",".join(raw) + b"]"):
+    for msg in _decode_json(b"[" + b",".join(raw) + b"]"):
         d = msg["data"]
         text, ok = _decode(d["lines"])
         subs = d["submatches"]
@@ -830,8 +839,9 @@ class _Messages:
     are read without the decoder; its matching lines are decoded at once for a selection (which is told
     of each in order), else kept as they are until asked for (`FileMatches.lines`)."""
 
-    def __init__(self, keep: int | None) -> None:
+    def __init__(self, keep: int | None, selecting: bool = False) -> None:
         self.keep = keep
+        self.selecting = selecting  # every file has a selection (else none has)
         self.out: list[FileMatches] = []
         self.current: FileMatches | None = None
         self.selections: deque[LineSelection] = deque()  # of the files begun, not yet decoded
@@ -839,22 +849,21 @@ class _Messages:
         self.bytes_searched = self.files_searched = 0
 
     def feed(self, batch: list[bytes]) -> None:
+        # With selections, the lines they wanted (of every file in the batch) are decoded in one call, then
+        # handed to their files' selections in order; without, each file's lines wait as rg wrote them.
+        decoded = iter(_line_matches([r for r in batch if r[9:12] == b"mat"]) if self.selecting else ())
         current, taking = self.current, self.taking
-        chosen: list[bytes] = []  # the current file's lines its selection wanted, decoded in one call
         for raw in batch:
             tag = raw[9:12]
             if tag == b"mat":
-                if current is None:
-                    continue
-                if taking is None:
+                if taking is not None:
+                    line = next(decoded)
+                    if current is not None:
+                        current.decoded.append(line)
+                        taking.took(line)
+                elif current is not None:
                     current.pending.append(raw)
-                else:
-                    chosen.append(raw)
-                continue
-            if chosen:
-                self._take(current, taking, chosen)
-                chosen = []
-            if tag == b"beg":
+            elif tag == b"beg":
                 taking = self.selections.popleft() if self.selections else None
                 current = FileMatches(_begin_path(raw), selection=taking)
             elif tag == b"end":
@@ -863,19 +872,10 @@ class _Messages:
                 self._end(current, raw)
                 current = None
             elif raw.endswith(b'"type":"summary"}'):
-                st = json.loads(raw)["data"].get("stats") or {}
+                st = _decode_json(raw)["data"].get("stats") or {}
                 self.bytes_searched = int(st.get("bytes_searched", self.bytes_searched))
                 self.files_searched = int(st.get("searches", 0))
-        if chosen:
-            self._take(current, taking, chosen)
         self.current, self.taking = current, taking
-
-    @staticmethod
-    def _take(current: FileMatches | None, taking: LineSelection | None, chosen: list[bytes]) -> None:
-        assert current is not None and taking is not None
-        for line in _line_matches(chosen):
-            current.decoded.append(line)
-            taking.took(line)
 
     def _end(self, current: FileMatches, raw: bytes) -> None:
         at = raw.rfind(b',"binary_offset":')
@@ -994,7 +994,7 @@ class Search:
         the selection could want), is counted without looking at its lines one by one."""
         keep = self.keep
         new_selection = self.selection
-        messages = _Messages(keep)
+        messages = _Messages(keep, new_selection is not None)
         kept = 0  # matches of the current file looked at so far
         chosen: LineSelection | None = None  # the current file's, as the lines are looked at
         around = self.selection_around
