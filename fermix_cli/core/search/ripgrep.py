@@ -405,30 +405,58 @@ class Run:
 
     def _read_debug(self, err: str) -> str:
         """Take rg's `--debug` lines out of its stderr: binary files and Perforce rule files are noted
-        in the stats; everything else from the log is dropped. Returns the rest (rg's own messages)."""
+        in the stats; everything else from the log is dropped. Returns the rest (rg's own messages).
+
+        A search can meet hundreds of thousands of binary files, so their lines, which all start alike
+        (rg's log names the one place in its source that writes them), are told by that start and cut
+        with one slice each; any other line goes the general way."""
         if _DEBUG not in err:
             return err
         keep: list[str] = []
         names = set(self.scope.p4.ignore_names) if self.scope.p4 is not None else set()
+        binary = self.stats.binary
+        head = _binary_head(err)
+        cut = len(head)
         for ln in messages(err):
+            if head and ln.startswith(head):
+                end = ln.rfind(_FOUND)
+                if end > cut:
+                    binary.append(ln[cut:end])
+                    continue
             if not ln.startswith(_DEBUG):
                 keep.append(ln)
                 continue
             if _BINARY_LOG in ln:  # "…json.rs:N: ignoring PATH: found binary data at offset N"
-                head, _, _ = ln.rpartition(": found binary data at offset ")
-                self.stats.binary.append(_strip_dot(head.partition(": ignoring ")[2]))
+                head_, _, _ = ln.rpartition(_FOUND)
+                binary.append(_strip_dot(head_.partition(": ignoring ")[2]))
             elif _WALK_LOG in ln and ": ignoring " in ln:
                 if self.walk_log:
                     self.skipped.add(_strip_dot(ln.partition(": ignoring ")[2].partition(": Ignore(")[0]))
                 if names and _OVERRIDE in ln:
-                    head = ln.rpartition(_OVERRIDE)[0].partition(": ignoring ")[2]
-                    rel = _strip_dot(head)
+                    head_ = ln.rpartition(_OVERRIDE)[0].partition(": ignoring ")[2]
+                    rel = _strip_dot(head_)
                     if rel.rpartition("/")[2] in names:
                         self.stats.p4_seen.append(rel)
         return "\n".join(keep)
 
 
+def _binary_head(err: str) -> str:
+    """What every line of rg's log naming a binary file holds before the file's name below the root
+    ("rg: DEBUG|grep_printer::json|crates/printer/src/json.rs:N: ignoring ./"), from the first such
+    line; "" when there is none or it does not read so."""
+    at = err.find(_BINARY_LOG)
+    if at < 0:
+        return ""
+    start = err.rfind("\n", 0, at) + 1
+    if not err.startswith(_DEBUG, start):
+        return ""
+    stop = err.find("\n", at)
+    end = err.find(": ignoring ./", at, stop if stop >= 0 else len(err))
+    return err[start : end + len(": ignoring ./")] if end >= 0 else ""
+
+
 _DEBUG = "rg: DEBUG|"
+_FOUND = ": found binary data at offset "
 _BINARY_LOG = "|grep_printer::json|"  # rg 14: one line per file it met a NUL byte in (quit mode)
 _WALK_LOG = "|ignore::walk|"
 _OVERRIDE = ": Ignore(IgnoreMatch(Override("

@@ -324,3 +324,32 @@ def test_the_output_is_read_whole_and_in_order_in_bounded_pieces(monkeypatch) ->
         assert proc.wait(timeout=30) == 0
         assert b"".join(pieces) == want
         assert max(len(p) for p in pieces) <= 1 << 20
+
+
+def test_binary_lines_cut_by_their_common_head_read_as_the_general_way(tmp_path: Path, monkeypatch) -> None:
+    """The names `_read_debug` cuts from binary files' log lines by the head they share are those the
+    message-by-message reading gives, for names that hold the log's own words or a line break."""
+    from fermix_cli.core.search import ripgrep
+
+    for i, name in enumerate(
+        ["a.bin", "odd: ignoring x.bin", "z: found binary data at offset 1", "line\nbreak.bin"]
+    ):
+        (tmp_path / f"d{i}").mkdir()
+        (tmp_path / f"d{i}" / name).write_bytes(b"\x00hit\n")
+    done = subprocess.run(
+        [engines.rg(), "--no-config", "--json", "--debug", "-e", "hit", "--", "."],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert ripgrep._binary_head(done.stderr).endswith(": ignoring ./")  # the fast way is taken
+    fast, rest = read(done.stderr)
+    monkeypatch.setattr(ripgrep, "_binary_head", lambda err: "")
+    slow, rest_slow = read(done.stderr)
+    assert sorted(fast.stats.binary) == sorted(slow.stats.binary) and rest == rest_slow
+    assert sorted(fast.stats.binary) == [
+        "d0/a.bin",
+        "d1/odd: ignoring x.bin",
+        "d2/z: found binary data at offset 1",
+        "d3/line\nbreak.bin",
+    ]
