@@ -30,7 +30,16 @@ from ..core.search.report import (
     unreadable_omission,
     warning_notes,
 )
-from ..core.search.ripgrep import PatternError, RunStats, Scope, Search, allowed_below, list_files
+from ..core.search.ripgrep import (
+    FileMatches,
+    PatternError,
+    RunStats,
+    Scope,
+    Search,
+    allowed_below,
+    decode_pending,
+    list_files,
+)
 from ..core.search.special import special_kind, special_omission
 from ..core.search.walklog import skipped_children
 
@@ -292,6 +301,7 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
         stopped = [p for p in stopped if is_utf8(p)]
     files.sort(key=lambda fm: fm.path)
     total = sum(fm.matched_lines for fm in files)
+    decode_pending(_first_files(files, limit))
     matches: list[dict[str, Any]] = []
     shown = 0
     output_capped = False
@@ -343,6 +353,17 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     if output_capped:
         result["output_capped_at"] = CONTENT_OUTPUT_CAP
     return _with_warnings(result, search.stats)
+
+
+def _first_files(files: list[FileMatches], lines: int) -> list[FileMatches]:
+    """The first of `files` that together hold `lines` of the lines kept (or all of them)."""
+    out: list[FileMatches] = []
+    for fm in files:
+        if lines <= 0:
+            break
+        out.append(fm)
+        lines -= len(fm.decoded) + len(fm.pending)
+    return out
 
 
 def _skipped_special(path: str, kind: str) -> dict[str, Any]:

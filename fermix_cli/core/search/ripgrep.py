@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import itertools
 import json
 import os
 import re
@@ -810,6 +811,18 @@ _LINE_TAIL = re.compile(rb'"\},"line_number":[^\n]*')  # what follows a match me
 
 
 SELECTED_BATCH = 16  # lines a selection wanted, decoded together (see Search._parse)
+
+
+def decode_pending(files: list[FileMatches]) -> None:
+    """Decode the lines `files` still hold as rg wrote them, all in one call into the decoder (an
+    answer about to show many files' lines: one call each would cost more than the decoding)."""
+    todo = [f for f in files if f.pending]
+    if not todo:
+        return
+    lines = iter(_line_matches([raw for f in todo for raw in f.pending]))
+    for f in todo:
+        f.decoded += itertools.islice(lines, len(f.pending))
+        f.pending = []
 
 
 def _decode_json(data: bytes) -> Any:

@@ -353,3 +353,22 @@ def test_binary_lines_cut_by_their_common_head_read_as_the_general_way(tmp_path:
         "d2/z: found binary data at offset 1",
         "d3/line\nbreak.bin",
     ]
+
+
+def test_pending_lines_of_many_files_decode_in_one_call_as_each_alone(tmp_path: Path) -> None:
+    from fermix_cli.core.search.ripgrep import Search, decode_pending
+
+    _wild_tree(tmp_path)
+
+    def search() -> dict[str, Any]:
+        return {
+            f.path: f
+            for f in Search(Scope(root=str(tmp_path)), ["hit"], time.monotonic() + 30, keep=3).files()
+        }
+
+    together, alone = search(), search()
+    files = sorted(together.values(), key=lambda f: f.path)
+    assert files[0].lines  # one already decoded: left as it is
+    decode_pending(files[:-1])
+    assert [f.pending for f in files[:-1]] == [[]] * (len(files) - 1) and files[-1].pending
+    assert {p: f.lines for p, f in together.items()} == {p: f.lines for p, f in alone.items()}

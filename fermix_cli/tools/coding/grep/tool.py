@@ -37,6 +37,7 @@ from ....core.search.ripgrep import (
     Scope,
     Search,
     allowed_below,
+    decode_pending,
     literal_glob,
 )
 from ....core.search.special import special_kind, special_omission
@@ -314,6 +315,7 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
         tally.files_matched -= len(unnamed)
     names = {fm.path: display_path(fm.path, target.cwd) for fm in found}
     if mode == "raw":
+        decode_pending(_page_files(found, offset, limit))
         scan = _page_raw(found, names, offset, limit, ContextReader(ctx_lines))
     else:
         ranked = [_rank_file(fm, names[fm.path], ctx_lines) for fm in found]
@@ -379,6 +381,19 @@ def _page_ranked(results: list[FileResult], offset: int, limit: int, context: Co
 
 
 # ----- raw -------------------------------------------------------------------------------------
+
+
+def _page_files(found: list[FileMatches], offset: int, limit: int) -> list[FileMatches]:
+    """The files raw mode's page (`offset`, `limit`) shows lines of."""
+    out: list[FileMatches] = []
+    seen = 0
+    for fm in found:
+        seen += fm.matched_lines
+        if seen > offset:
+            out.append(fm)
+        if seen >= offset + limit:
+            break
+    return out
 
 
 def _page_raw(
