@@ -19,6 +19,12 @@ hyperfine --warmup 5 --runs "${RUNS:-40}" -N --export-json "$WORK/startup.json" 
   -n "fermix tool file_read" "$FERMIX tool file_read --json '{\"path\":\"bench.txt\"}'" \
   -n "fermix --help" "$FERMIX --help" \
   -n "fermix --version" "$FERMIX --version"
+# An editable install (`pip install -e`) runs its `.pth` finder in every start of this interpreter,
+# `python -c pass` included, which hides most of fermix's own start-up in the ratios: say so.
+if "$PY" -c 'import glob, sysconfig, sys; sys.exit(0 if glob.glob(sysconfig.get_paths()["purelib"] + "/__editable__*.pth") else 1)'; then
+  echo "NOTE: $PY has an editable install's .pth finder, which every start (python -c pass too) runs;"
+  echo "      for the figures users get, run this in an environment made by 'pip install .'"
+fi
 python3 - "$WORK/startup.json" <<'PY'
 import json, sys
 res = {r["command"]: r for r in json.load(open(sys.argv[1]))["results"]}
