@@ -897,9 +897,9 @@ class _Messages:
         for raw in batch:
             tag = raw[9:12]
             if tag == b"mat":
-                if taking is not None:
-                    line = next(decoded)
-                    if current is not None:
+                if self.selecting:
+                    line = next(decoded)  # (taken in step with the batch, whatever becomes of it)
+                    if current is not None and taking is not None:
                         current.decoded.append(line)
                         taking.took(line)
                 elif current is not None:
