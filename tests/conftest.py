@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +26,13 @@ REPO = Path(__file__).resolve().parent.parent
 # where git is not installed too: there they are skipped, with this reason, instead of erroring.
 GIT_MISSING = "git is not installed (apt-get install git; .ci/run installs it)"
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason=GIT_MISSING)
+
+
+# The suite runs fermix as a terminal would start it: a hangup ends it. A run under `nohup` (or any
+# parent that ignores SIGHUP) would pass the ignored hangup to every fermix the tests start, and fermix
+# rightly keeps an ignored SIGHUP ignored, so the tests of what a closed terminal does could not pass.
+if hasattr(signal, "SIGHUP"):
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def pytest_configure(config: pytest.Config) -> None:
