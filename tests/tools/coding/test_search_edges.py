@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from search_fixture import make_tree
@@ -235,6 +236,17 @@ def test_an_unreadable_directory_as_path_is_unreadable_not_a_disk_failure(
     world: Env, tool: str, args: dict
 ) -> None:
     make_tree(world.project, {"locked/a.py": "x = 1\n"})
+    locked, error = _failing_below_locked(world, tool, args)
+    assert error["code"] == "unreadable" and error["details"] == {"path": str(locked)}
+    assert error["message"] == (
+        f"Cannot search {locked}: permission denied (the directory must be readable and searchable); fix its "
+        f"permissions (chmod u+rx {locked}) or search another path"
+    )
+
+
+def _failing_below_locked(world: Env, tool: str, args: dict) -> tuple[Path, dict]:
+    """Run `tool` with the project's `locked` directory made unreadable (mode 0) for the call: the
+    directory and the error the call failed with (exit 1, nothing on stdout)."""
     locked = world.project / "locked"
     locked.chmod(0)
     try:
@@ -242,12 +254,7 @@ def test_an_unreadable_directory_as_path_is_unreadable_not_a_disk_failure(
     finally:
         locked.chmod(0o755)
     assert done.code == 1 and done.stdout == "", done.stderr
-    error = json.loads(done.stderr)["error"]
-    assert error["code"] == "unreadable" and error["details"] == {"path": str(locked)}
-    assert error["message"] == (
-        f"Cannot search {locked}: permission denied (the directory must be readable and searchable); fix its "
-        f"permissions (chmod u+rx {locked}) or search another path"
-    )
+    return locked, json.loads(done.stderr)["error"]
 
 
 @pytest.mark.parametrize(
@@ -273,14 +280,7 @@ def test_a_path_inside_an_unsearchable_directory_is_unreadable_not_invalid(
     directory and the fix, in every tool that resolves paths (it was `invalid_path`, "Cannot resolve
     path …: Permission denied", which tells nobody what to do); nothing is written."""
     make_tree(world.project, {"locked/a.py": "x = 1\n", "locked/sub/b.py": "x = 2\n"})
-    locked = world.project / "locked"
-    locked.chmod(0)
-    try:
-        done = _without_read_override(world, tool, args)
-    finally:
-        locked.chmod(0o755)
-    assert done.code == 1 and done.stdout == "", done.stderr
-    error = json.loads(done.stderr)["error"]
+    locked, error = _failing_below_locked(world, tool, args)
     assert error["code"] == "unreadable", error
     assert error["details"] == {"path": str(locked / leaf), "directory": str(locked)}
     assert error["message"] == (
