@@ -10,6 +10,7 @@ names the first three with `\\xNN` escapes, which a shell's `$'…'` quoting rea
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -30,10 +31,15 @@ def escaped(path: str) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-# What a shown name escapes: control characters (C0, DEL, C1), line and paragraph separators, and
-# bytes that are not UTF-8 (held as surrogate escapes); and, once any of those is, backslashes.
-_UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\udc80-\udcff]")
-_ESCAPED = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\udc80-\udcff\\\\]")
+@functools.cache
+def _classes() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """What a shown name escapes: control characters (C0, DEL, C1), line and paragraph separators, and
+    bytes that are not UTF-8 (held as surrogate escapes); and, once any of those is, backslashes.
+
+    Compiled on first use: classes reaching past Latin-1 cost `re` about a millisecond to compile,
+    which a search whose names are all plain ASCII (nearly every one) need not pay at start-up."""
+    unshowable = "\x00-\x1f\x7f-\x9f\u2028\u2029\udc80-\udcff"
+    return re.compile(f"[{unshowable}]"), re.compile(f"[{unshowable}\\\\]")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -51,9 +57,12 @@ def printable(name: str) -> str:
     control character as `\\xNN` (a line break is `\\x0a`), C1 controls and U+2028/U+2029 as `\\uNNNN`,
     each byte that is not UTF-8 as `\\xNN`, and then backslashes doubled, so a shell's `$'…'` quoting
     reads the name back. A name with none of those is shown as it is. (JSON carries names as they are.)"""
-    if (name.isascii() and name.isprintable()) or _UNSHOWABLE.search(name) is None:
+    if name.isascii() and name.isprintable():
         return name
-    return _ESCAPED.sub(_escape, name)
+    unshowable, escaped_ = _classes()
+    if unshowable.search(name) is None:
+        return name
+    return escaped_.sub(_escape, name)
 
 
 def shown_path(path: str) -> str:
