@@ -491,15 +491,14 @@ def _terminate_cleanly() -> None:
 
     A SIGHUP that is ignored (`nohup fermix tool ...`) stays ignored."""
     import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return
 
     def on_term(signum: int, _frame: Any) -> None:
         raise SystemExit(128 + signum)
 
-    signal.signal(signal.SIGTERM, on_term)
+    try:
+        signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread (an embedding caller's): its signals are not ours to take
+        return
     if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:
         signal.signal(signal.SIGHUP, on_term)
 

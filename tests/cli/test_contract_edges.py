@@ -343,3 +343,27 @@ def test_a_cwd_that_is_a_file_is_missing_working_dir(world: Env, notes: Path) ->
         assert err["code"] == "missing_working_dir" and str(notes) in err["message"]
     r = world.run("--cwd", str(world.project / "nowhere"), "tool", "file_read", "--path", "notes.txt")
     assert r.error()["code"] == "missing_working_dir"
+
+
+def test_a_tool_call_from_another_thread_leaves_the_process_s_signal_handlers_alone() -> None:
+    """SIGTERM and SIGHUP become SystemExit only for a call on the main thread (`fermix tool`); an
+    embedding program calling in from a worker thread keeps its own handlers, and the call works."""
+    import signal
+    import threading
+
+    from fermix_cli.cli import toolcall
+
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            toolcall._terminate_cleanly()
+        except BaseException as e:  # a ValueError from signal.signal off the main thread
+            errors.append(e)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join()
+    assert errors == []
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGHUP)) == before
