@@ -8,7 +8,9 @@ of a virtualenv's site-packages), a ~33k-file tree (two such copies and three of
 100,000 matches in all (of which it shows five). Every row checks that
 fermix and the reference return the same number of results before it is timed (a row whose counts
 differ is marked MISMATCH). Each round times the reference, the CLI and the in-process call back to
-back; prints the medians over the rounds and the ratios.
+back; prints the medians over the rounds and the ratios. Rows against rg also time rg's own floor for
+a complete answer, the same search with `--json --debug` (its log is the one complete list of the
+binary files it skips), and print it as a multiple of the reference: no reader of rg can go below it.
 
 Usage: python bench/search_engines.py [--runs N] [--only 10k,33k,src,200mb,ast,astmany]
 (`src`, not run by default: three stdlib copies, a source tree with few binary files.)
@@ -59,6 +61,11 @@ def sh(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     if done.returncode not in (0, 1):
         raise SystemExit(f"{argv[:3]} failed: {done.stderr[:500]}")
     return done.stdout
+
+
+def engine_floor(argv: list[str], cwd: Path) -> None:
+    """Run rg with its JSON read and its log (stderr) thrown away."""
+    subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
 
 
 def copy_tree(src: Path, dst: Path) -> None:
@@ -193,11 +200,19 @@ class Bench:
         fns: list[Callable[[], Any]] = [lambda: sh(ref_argv, cwd), lambda: self.cli(tool, args, cwd)]
         if in_process:
             fns.append(self.inproc(tool, args, cwd))
+        # rg's own floor for a complete answer: the same search with its JSON and the `--debug` log
+        # that alone names every binary file it skips (sent to /dev/null), before fermix reads a byte.
+        floor = ref_argv[0] == self.rg
+        if floor:
+            fns.append(lambda: engine_floor([*ref_argv, "--json", "--debug"], cwd))
         ts = interleaved(fns, self.runs)
         ref_t, cli_t = ts[0], ts[1]
         inp_t = ts[2] if in_process else None
         ref_name = Path(ref_argv[0]).name
-        self.rows.append((label, ref_name, ref_t, inp_t, cli_t, f"{want} results, {status}"))
+        note = f"{want} results, {status}"
+        if floor:
+            note += f"; rg --json --debug {ts[-1] / ref_t:.2f}x"
+        self.rows.append((label, ref_name, ref_t, inp_t, cli_t, note))
         print(self.format(self.rows[-1]), flush=True)
 
     @staticmethod
