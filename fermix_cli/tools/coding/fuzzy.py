@@ -48,9 +48,23 @@ def _subsequence(needle: str, hay: str) -> list[int] | None:
 
 
 def _subsequence_bonus(positions: list[int], original: str) -> int:
+    """The bonus of a subsequence match found at `positions` of `original.lower()`."""
     adjacent = sum(1 for a, b in itertools.pairwise(positions) if b == a + 1)
-    boundary = sum(1 for i in positions if is_boundary(original, i))
+    boundary = sum(1 for i in positions if _boundary_of_lowered(original, i))
     return 8 * adjacent + 15 * boundary
+
+
+def _boundary_of_lowered(original: str, i: int) -> bool:
+    """`is_boundary` for position `i` of `original.lower()`. Lowering can lengthen a string (`İ` is
+    `i` and a combining dot): there a position is mapped back to the character it came from."""
+    if len(original.lower()) != len(original):
+        i = _origins(original)[i]
+    return is_boundary(original, i)
+
+
+def _origins(s: str) -> list[int]:
+    """For each character of `s.lower()`, the index in `s` of the character it comes from."""
+    return [i for i, c in enumerate(s) for _ in c.lower()]
 
 
 def _occurrences(hay: str, needle: str) -> list[int]:
@@ -74,7 +88,7 @@ def token_points(token: str, rel: str, base: str, stem: str) -> tuple[int, bool]
             return 800, base.startswith(token)
         hits = _occurrences(bl, t)
         if hits:
-            bonus = 50 if any(is_boundary(base, i) for i in hits) else 0
+            bonus = 50 if any(_boundary_of_lowered(base, i) for i in hits) else 0
             return 600 + bonus, token in base
     hits = _occurrences(rl, t)
     if hits:

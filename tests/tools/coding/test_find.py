@@ -236,6 +236,33 @@ def test_token_tiers(token: str, rel: str, points: tuple[int, bool] | None) -> N
     assert token_points(token, rel, base, stem) == points
 
 
+@pytest.mark.parametrize(
+    ("token", "rel", "points"),
+    [
+        # `İ` lowers to two characters (`i` and a combining dot): positions found in the lowered name
+        # are mapped back to the name's own characters, so boundaries stay where they are.
+        ("md", "İzmir.md", (650, True)),  # substring after `.`
+        ("d", "İzmir.md", (600, True)),  # substring, not at a boundary (and no index past the end)
+        ("zmr", "İİİ_zmr_x.md", (600 + 50, True)),
+        ("imr", "İzmir.md", (200 + 15, False)),  # subsequence from the first letter, a boundary
+        ("mrm", "İİİ/İzmir.md", (200 + 15, True)),  # m, r, then the `m` after `.` (a boundary)
+        ("mirm", "İİİ/İzmir.md", (200 + 8 * 2 + 15, True)),  # m-i-r adjacent, then `.m`
+    ],
+)
+def test_token_tiers_on_names_that_lowering_lengthens(token: str, rel: str, points: tuple[int, bool]) -> None:
+    base = rel.rsplit("/", 1)[-1]
+    assert token_points(token, rel, base, base.rsplit(".", 1)[0]) == points
+
+
+def test_find_ranks_names_that_lowering_lengthens(world: Env, invoke) -> None:
+    for name in ("İzmir.md", "İİİ.md", "notes.md"):
+        (world.project / name).write_text("x\n")
+    r = invoke("find", {"query": "d"})
+    assert sorted(x["path"] for x in r["results"]) == ["notes.md", "İzmir.md", "İİİ.md"]
+    r = invoke("find", {"query": "md"})
+    assert dict(ranked(r))["İzmir.md"] == 650 - 0 - 6 + 10
+
+
 def test_scores_penalise_depth_and_long_names() -> None:
     q = Query.parse("cfg")
     assert q.score("cfg.py") == 1000 - 0 - 3 + 10
