@@ -661,12 +661,8 @@ def _raise_for(err: str, target: str = ".") -> None:
     fatal = "\n".join(m for m in msgs if not m.startswith(per_file))
     if not fatal:
         return
-    if (
-        "regex parse error" in fatal
-        or "error parsing regex" in fatal
-        or "regex could not be compiled" in fatal
-    ):
-        raise PatternError(_tidy(fatal))
+    if any(sign in fatal for sign in _PATTERN_ERRORS):
+        raise PatternError(_pattern_message(fatal))
     if "unrecognized file type" in fatal:
         raise ToolError(
             "invalid_type",
@@ -676,6 +672,24 @@ def _raise_for(err: str, target: str = ".") -> None:
     if "glob" in fatal.lower():
         raise ToolError("invalid_glob", f"A glob was rejected by ripgrep: {_tidy(fatal)}", {})
     raise ToolError("search_failed", f"ripgrep failed: {_tidy(fatal)}", {"stderr": err[:2000]})
+
+
+# How rg's messages about a pattern it cannot search begin or read (rg 14): a syntax error, a regex
+# too big to compile, a literal line break, a NUL it could never match.
+_PATTERN_ERRORS = (
+    "regex parse error",
+    "error parsing regex",
+    "regex could not be compiled",
+    "compiled regex exceeds size limit",
+    "is not allowed in a regex",
+    "but it is impossible to match",
+)
+
+
+def _pattern_message(err: str) -> str:
+    """rg's message about a pattern, without the paragraphs after it, which suggest rg's own flags
+    (`--multiline`, `--text`) that no fermix tool takes."""
+    return _tidy(err.strip().split("\n\n", 1)[0])
 
 
 def _tidy(err: str) -> str:
@@ -1151,20 +1165,28 @@ def pattern_problem(pattern: str) -> str | None:
 
 def check_pattern(pattern: str, *, fixed: bool = False) -> str | None:
     """rg's error for one regular expression, or None when it compiles."""
-    why = pattern_problem(pattern)
-    if why is not None:
-        return f"the pattern {why}"
+    return check_patterns([pattern], fixed=fixed)
+
+
+def check_patterns(patterns: list[str], *, fixed: bool = False) -> str | None:
+    """rg's error for a set of regular expressions searched together, or None when it compiles. rg
+    joins them into one (`(?:a)|(?:b)`), so patterns that compile each on its own can still clash:
+    two that name a capture group alike."""
+    for pattern in patterns:
+        why = pattern_problem(pattern)
+        if why is not None:
+            return f"the pattern {why}"
     args = [engines.rg(), "--no-config", "-q"]
     if fixed:
         args.append("-F")
     done = subprocess.run(
-        [*args, "-e", pattern, "--", "-"],
+        [*args, *itertools.chain.from_iterable(("-e", p) for p in patterns), "--", "-"],
         input=b"",
         capture_output=True,
         timeout=10,
     )
     if done.returncode == 2:
-        return _tidy(done.stderr.decode("utf-8", "replace"))
+        return _pattern_message(done.stderr.decode("utf-8", "replace"))
     return None
 
 

@@ -483,3 +483,45 @@ def test_regexes_rg_takes_as_written_are_not_repaired(world: Env, invoke: Any, p
     got, last = all_raw_hits(invoke, {"patterns": [pattern]})
     assert got == rg_hits(world.project, "-e", pattern) and got
     assert last["matchers"][0]["kind"] == "regex"
+
+
+def test_regexes_that_clash_only_together_are_searched_one_literally(world: Env, invoke: Any) -> None:
+    """rg joins a set of patterns into one regex, where two capture groups of one name clash: the later
+    pattern is matched literally (as one that does not compile is), with rg's reason; not a crash."""
+    write(world.project, {"a.txt": "run\npass\n(?P<n>pa)ss\n"})
+    patterns = ["(?P<n>ru)n", "(?<n>pa)ss", "pa"]
+    r = invoke("grep", {"patterns": patterns, "mode": "raw"})
+    first, second, third = r["matchers"]
+    assert (first["kind"], third["kind"]) == ("regex", "regex")
+    assert second["kind"] == "literal_fallback"
+    assert "together with the patterns before it" in second["error"]
+    assert "duplicate capture group name" in second["error"]
+    want = rg_hits(world.project, "-e", "(?P<n>ru)n", "-e", "pa") | rg_hits(
+        world.project, "-F", "-e", "(?<n>pa)ss"
+    )
+    got, _ = all_raw_hits(invoke, {"patterns": patterns})
+    assert got == want == {("a.txt", 1), ("a.txt", 2), ("a.txt", 3)}
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("run\\n", 'the literal "\\n" is not allowed in a regex'),
+        ("\\w{3000}", "compiled regex exceeds size limit"),
+        ("a\\x00", 'pattern contains "\\0" but it is impossible to match'),
+    ],
+)
+def test_every_regex_rg_refuses_is_a_pattern_error(world: Env, invoke: Any, pattern: str, why: str) -> None:
+    """Not only syntax errors: each regex rg will not search falls back to a literal in grep and is
+    `invalid_regex` in content_search, with rg's reason and none of its advice on flags fermix lacks."""
+    from fermix_cli.core.errors import ToolError
+
+    write(world.project, {"a.txt": "run\\n here\n"})
+    r = invoke("grep", {"patterns": [pattern], "mode": "raw"})
+    (m,) = r["matchers"]
+    assert m["kind"] == "literal_fallback" and why in m["error"] and "--" not in m["error"]
+    assert r["primary_total"] == len(rg_hits(world.project, "-F", "-e", pattern))
+    with pytest.raises(ToolError) as e:
+        invoke("content_search", {"pattern": pattern, "regex": True})
+    assert e.value.code == "invalid_regex" and why in e.value.message
+    assert "--multiline" not in e.value.message and "--text" not in e.value.message

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from ....core.records import Record
 from ....core.search.regexsource import META, repair_regex
-from ....core.search.ripgrep import LineMatch, check_pattern
+from ....core.search.ripgrep import LineMatch, check_pattern, check_patterns
 
 BINARY_PROBE = 8192
 CONTEXT_WINDOW = 1 << 16  # bytes read at a time while looking for context lines
@@ -65,7 +65,9 @@ def plan(patterns: list[str]) -> list[PatternPlan]:
 
 
 def replan(plans: list[PatternPlan]) -> list[PatternPlan]:
-    """After rg rejected the set: each regex rg cannot compile is matched literally."""
+    """After rg rejected the set: each regex rg cannot compile is matched literally, and so is each
+    one that compiles alone but not together with the regexes before it (rg searches them as one
+    regex: two capture groups of one name clash)."""
     out: list[PatternPlan] = []
     for pl in plans:
         if pl.kind in ("regex", "regex_repaired"):
@@ -74,7 +76,17 @@ def replan(plans: list[PatternPlan]) -> list[PatternPlan]:
                 out.append(PatternPlan(pl.pattern, "literal_fallback", rust_escape(pl.pattern), error=err))
                 continue
         out.append(pl)
-    return out
+    if check_patterns([pl.source for pl in out]) is None:
+        return out
+    together: list[PatternPlan] = []
+    for pl in out:
+        if pl.kind in ("regex", "regex_repaired"):
+            err = check_patterns([*(q.source for q in together), pl.source])
+            if err is not None:
+                why = f"cannot be searched together with the patterns before it: {err}"
+                pl = PatternPlan(pl.pattern, "literal_fallback", rust_escape(pl.pattern), error=why)
+        together.append(pl)
+    return together
 
 
 def line_str(text: bytes) -> str:

@@ -303,7 +303,14 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
         found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep, mode == "ranked")
     except PatternError:
         plans = replan(plans)
-        found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep, mode == "ranked")
+        try:
+            found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep, mode == "ranked")
+        except PatternError as e:  # the set as a whole, every pattern fine with those before it
+            raise ToolError(
+                "invalid_regex",
+                f"rg cannot search these patterns together: {e.message}; search for fewer at a time",
+                {"patterns": p.patterns},
+            ) from None
     tally.cwd = target.cwd
     found.sort(key=lambda fm: fm.path)
     # A name that is not UTF-8 cannot be shown or passed back (see core/search/names.py): left out and counted.
@@ -670,6 +677,11 @@ TOOLS = specs(
             FailureMode(
                 "invalid_pattern",
                 "a pattern is empty, longer than 1,024 bytes, or holds a NUL byte or a line break",
+            ),
+            FailureMode(
+                "invalid_regex",
+                "rg cannot search the patterns together, each one fine with those before it (a regex too "
+                "big to compile as a set); a pattern that does not compile is searched literally instead",
             ),
             FailureMode("invalid_type", "a `type` is not one of ripgrep's file types"),
             FailureMode("invalid_glob", "a `glob` does not parse"),
