@@ -4,8 +4,9 @@ fermix keeps what is its own and lets rg do the walking and matching:
 - the sandbox: rg runs in the (already checked, canonical) search root, protected entries and blocked
   roots that lie inside it are excluded with `--iglob '!…'` before rg reads anything, and every path
   rg returns is checked again by the caller (`Scope.allows`), hard links to protected files included;
-- ignore rules: rg's own `.gitignore`/`.ignore`/`.rgignore` handling (`--no-require-git`, so a
-  `.gitignore` counts outside a repository too), plus Perforce rule files, which rg does not know:
+- ignore rules: rg's own `.gitignore`/`.ignore`/`.rgignore` handling, as Git has it inside a
+  repository (rules above the repository's top do not apply), and outside any repository with
+  `--no-require-git` (a `.gitignore` counts there too), plus Perforce rule files, which rg does not know:
   a listing of the `P4IGNORE` files runs beside the search, and when it finds any, their rules are
   translated to root-relative gitignore lines and the search runs again with them (`--ignore-file`);
 - symlinks are not followed; hidden files are included only when the caller asks.
@@ -41,7 +42,7 @@ from .report import BadIgnoreRule
 if TYPE_CHECKING:
     from ..sandbox import Sandbox
 
-BASE_ARGS = ("--no-config", "--no-require-git")
+BASE_ARGS = ("--no-config",)
 
 
 class PatternError(Exception):
@@ -142,8 +143,28 @@ def literal_glob(name: str) -> str:
     return "/" + _glob_escape(name)
 
 
+def base_args(root: str) -> list[str]:
+    """rg's arguments for any walk from `root`: no config file, and `.gitignore` files read as Git reads
+    them. In a repository that is rg's default, which stops at the repository's top: a `.gitignore`
+    above it (say `*` in a home directory's) hides nothing inside, as in Git. Outside any repository
+    rg would read no `.gitignore` at all, so there fermix asks it to (`--no-require-git`)."""
+    return [*BASE_ARGS] if in_git_work_tree(root) else [*BASE_ARGS, "--no-require-git"]
+
+
+def in_git_work_tree(path: str) -> bool:
+    """Whether `path` (a canonical directory) or a directory above it holds `.git`, as rg tells a
+    repository (a directory, or the file of a linked work tree or submodule)."""
+    while True:
+        if os.path.exists(os.path.join(path, ".git")):
+            return True
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+
+
 def _scope_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
-    args = [*BASE_ARGS]
+    args = base_args(scope.root)
     if scope.hidden:
         args.append("--hidden")
     if not scope.respect_ignore:
@@ -181,7 +202,7 @@ def _names_hidden(glob: str) -> bool:
 
 def _p4_prepass_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
     assert scope.p4 is not None
-    args = [*BASE_ARGS, "--files", "--null", "--hidden"]
+    args = [*base_args(scope.root), "--files", "--null", "--hidden"]
     if not scope.hidden:
         args += ["-g", "!.*/"]  # hidden directories are not walked by the search either
     if scope.max_depth is not None:

@@ -525,3 +525,42 @@ def test_every_regex_rg_refuses_is_a_pattern_error(world: Env, invoke: Any, patt
         invoke("content_search", {"pattern": pattern, "regex": True})
     assert e.value.code == "invalid_regex" and why in e.value.message
     assert "--multiline" not in e.value.message and "--text" not in e.value.message
+
+
+def test_a_gitignore_above_a_repository_hides_nothing_inside_it(world: Env, invoke: Any) -> None:
+    """As in Git (and rg's default), a repository's ignore rules start at its top: `*` in the
+    `.gitignore` of a directory above it (a home directory's, say) leaves every search inside complete.
+    Outside any repository a `.gitignore` still counts, parents' included, as fermix has it."""
+    write(
+        world.project,
+        {
+            "outer/.gitignore": "*\n",
+            "outer/repo/notes.md": "needle\n",
+            "outer/repo/sub/x.md": "needle\n",
+            "outer/repo/.gitignore": "skip.md\n",
+            "outer/repo/skip.md": "needle\n",
+            "outer/plain/y.md": "needle\n",
+        },
+    )
+    repo = world.project / "outer" / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    ignored = subprocess.run(
+        ["git", "-C", str(repo), "status", "--porcelain", "--ignored", "--untracked-files=all"],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert "!! skip.md" in ignored and "?? notes.md" in ignored and "?? sub/x.md" in ignored
+    want = {("outer/repo/notes.md", 1), ("outer/repo/sub/x.md", 1)}
+    for path in ("outer/repo", "outer/repo/sub"):
+        got, last = all_raw_hits(invoke, {"patterns": ["needle"], "path": path})
+        assert got == {h for h in want if h[0].startswith(path + "/")} and last["complete"], path
+        r = invoke("content_search", {"pattern": "needle", "path": path})
+        assert {(m["path"], m["line"]) for m in r["matches"]} == {
+            (str(world.project / p), n) for p, n in want if p.startswith(path + "/")
+        }
+    r = invoke("glob_search", {"pattern": "**/*.md", "path": "outer/repo"})
+    assert r["paths"] == [str(repo / "notes.md"), str(repo / "sub" / "x.md")]
+    r = invoke("find", {"query": "md", "path": "outer/repo"})
+    assert sorted(x["path"] for x in r["results"]) == ["outer/repo/notes.md", "outer/repo/sub/x.md"]
+    assert sorted(rg(repo, "--no-config", "-l", "needle")) == ["notes.md", "sub/x.md"]  # rg's default
+    got, last = all_raw_hits(invoke, {"patterns": ["needle"], "path": "outer/plain"})
+    assert got == set() and last["complete"]  # outside a repository the parent's `*` applies
