@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from ..core.context import ToolContext
 from ..core.errors import ToolError, world_error
 from ..core.params import Field
+from ..core.pathcanon import refused_by_directory
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ..core.search.globpat import basename_globs, compile_glob, literal_prefix, max_depth
 from ..core.search.names import is_utf8, shown_path
@@ -193,6 +194,9 @@ def _prefix_dir(ctx: ToolContext, root: str, prefix: str, deadline: float) -> tu
         at = os.path.join(at, name)
         try:
             mode = os.lstat(at).st_mode
+        except PermissionError:  # the directory above refuses lookups: nothing below it can be listed
+            ctx.sandbox.read_path(at, tool="glob_search")
+            raise refused_by_directory(at, os.path.dirname(at)) from None
         except OSError:
             return None, RunStats()
         if not stat.S_ISDIR(mode):  # a symlink too: it is not followed

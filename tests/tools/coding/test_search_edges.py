@@ -263,6 +263,9 @@ def _failing_below_locked(world: Env, tool: str, args: dict) -> tuple[Path, dict
         ("grep", {"patterns": ["x"], "path": "locked/a.py"}, "a.py"),
         ("content_search", {"pattern": "x", "path": "locked/a.py"}, "a.py"),
         ("glob_search", {"pattern": "*", "path": "locked/sub"}, "sub"),
+        # the directories a pattern starts with are reached as a path is (not an empty, complete answer)
+        ("glob_search", {"pattern": "locked/sub/*.py"}, "sub"),
+        ("glob_search", {"pattern": "locked/sub/b.py"}, "sub"),
         ("find", {"query": "a", "path": "locked/sub"}, "sub"),
         ("list_files", {"path": "locked/sub"}, "sub"),
         ("ast_grep", {"pattern": "x", "path": "locked/a.py"}, "a.py"),
