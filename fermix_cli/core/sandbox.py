@@ -413,10 +413,17 @@ class Sandbox(Record):
                 if write
                 else f"Path is outside the sandbox roots: {p}."
             )
-            msg = (
-                f"{lead} To allow this directory, run: fermix grant path {target}, "
-                "or call the request_directory_access tool"
-            )
+            _, why = self.grant_refusal(target, blocked=False)
+            if why is None:
+                msg = (
+                    f"{lead} To allow this directory, run: fermix grant path {target}, "
+                    "or call the request_directory_access tool"
+                )
+            else:  # a grant would be refused: do not suggest one
+                msg = (
+                    f"{lead} {target} can never be granted ({why}); grant a directory inside it "
+                    "(fermix grant path DIR) or work inside the roots. Run: fermix sandbox explain"
+                )
         return ToolError(d.code or "outside_root", msg, {"path": p})
 
     # ----- grants ----------------------------------------------------------------------------

@@ -3,6 +3,7 @@ in config.toml, and how a refused grant reads on a terminal."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -118,3 +119,31 @@ def test_a_refused_grant_on_a_terminal(world: Env) -> None:
         in proc.stdout
     )
     assert "allowed_roots" not in config_text(world)
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "target", "why"),
+    [
+        ("content_search", {"pattern": "x", "path": "/"}, "/", "the filesystem root"),
+        ("file_write", {"path": "/fermix-never.txt", "content": "x"}, "/", "the filesystem root"),
+        ("grep", {"patterns": ["x"], "path": "~/missing"}, "HOME", "the home directory itself"),
+    ],
+)
+def test_a_refusal_outside_the_roots_never_suggests_a_grant_that_would_be_refused(
+    world: Env, tool: str, args: dict, target: str, why: str
+) -> None:
+    """`outside_root` names the grant that would let the call through, except where that directory can
+    never be granted (/, the home directory): then it says so instead of suggesting a failing command."""
+    target = world.env["HOME"] if target == "HOME" else target
+    done = world.tool(tool, args)
+    error = json.loads(done.stderr)["error"]
+    assert (done.code, error["code"]) == (3, "outside_root")
+    assert "fermix grant path " + target not in error["message"]
+    assert f"{target} can never be granted ({why})" in error["message"]
+    assert not Path("/fermix-never.txt").exists()
+    granted_dir = world.project.parent / "elsewhere"
+    granted_dir.mkdir()
+    error = json.loads(world.tool("content_search", {"pattern": "x", "path": str(granted_dir)}).stderr)[
+        "error"
+    ]
+    assert f"To allow this directory, run: fermix grant path {granted_dir}," in error["message"]
