@@ -341,3 +341,23 @@ def test_a_name_with_a_line_break_is_one_line_in_every_text(world: Env, invoke) 
     assert [m["path"] for m in r["matches"]] == ["real\nnl.py", "tab\tx.py"]
     r = invoke("ast_grep", {"pattern": "print($A)", "rewrite": "p($A)", "path": "real\nnl.py"})
     assert r["output"].startswith("@@ real\\x0anl.py:1 bytes[0:8] @@\n-print(3)\n+p(3)")
+
+
+def test_ast_grep_on_an_unreadable_named_file_says_it_left_the_file_out(world: Env) -> None:
+    """As a tree-wide scan skips a file it cannot read, so does a search of that one file: `unreadable`
+    in the answer, complete false, not a disk failure telling the user to check free space."""
+    make_tree(world.project, {"u.py": "print(1)\n"})
+    target = world.project / "u.py"
+    target.chmod(0)
+    try:
+        done = _without_read_override(world, "ast_grep", {"pattern": "print($A)", "path": "u.py"})
+    finally:
+        target.chmod(0o644)
+    assert done.code == 0, done.stderr
+    r = json.loads(done.stdout)
+    assert (r["complete"], r["skip_reasons"], r["skipped_files"]) == (
+        False,
+        {"unreadable": 1},
+        [{"path": "u.py", "reason": "unreadable"}],
+    )
+    assert "fix their permissions" in r["output"]

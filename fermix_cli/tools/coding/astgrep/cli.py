@@ -235,6 +235,10 @@ def run_scan(
         reader = FileReader()
         try:
             stdin_data, _ = reader.read(os.path.join(root, target), 1 << 40)
+        except PermissionError:  # skipped as a tree-wide scan skips such a file, not a disk failure
+            scan.skipped["unreadable"] += 1
+            scan.skipped_files.append({"path": target, "reason": "unreadable"})
+            return scan
         finally:
             reader.close()
         try:
