@@ -1052,7 +1052,26 @@ class Search:
                 seen = self._list_p4_files()
             self.run = self._run(seen)
             found = self._parse()
+        if self.target != "." and any(fm.binary for fm in found) and not (st.timed_out or st.stopped_early):
+            found = self._named_file_as_walked()
         return iter(found)
+
+    def _named_file_as_walked(self) -> list[FileMatches]:
+        """The named file searched again as a walk meets it. rg searches a file named on its command
+        line past its NUL bytes (binary data read as text); a walk stops at the first one, keeping the
+        matches before it, or skips the file when none comes first. fermix's tools skip binary data
+        wherever the file comes from, so the one file is walked to: from its directory, only it (its
+        name as a literal glob, which overrides the ignore and hidden filters, as naming it does)."""
+        walk = Scope(
+            root=self.scope.root,
+            hidden=True,
+            respect_ignore=False,
+            exclude_names=(),
+            max_depth=1,
+            globs=(literal_glob(self.target),),
+        )
+        self.run = Run(walk, self.args, self.deadline, self.sandbox)
+        return self._parse()
 
     def _list_p4_files(self) -> list[str]:
         listing = Run(self.scope, [], self.deadline, self.sandbox)

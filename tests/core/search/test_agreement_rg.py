@@ -228,6 +228,42 @@ def test_binary_files_are_left_out_as_rg_does_and_every_one_is_counted(world: En
     assert invoke("content_search", {"pattern": "hit"})["complete"] is True
 
 
+@pytest.mark.parametrize("tool", ["grep", "content_search"])
+def test_a_binary_file_named_as_path_is_read_as_a_walk_reads_it(world: Env, invoke: Any, tool: str) -> None:
+    """rg reads a file named on its command line past its NUL bytes, as text; fermix's search tools
+    skip binary data wherever the file comes from, so a named file gets the walk's answer: no lines
+    from after a NUL (none of them with a NUL in it), the same count and the same note."""
+    files = {
+        "head.bin": b"\x00\x01PNG\nhit after the NUL\n",
+        "late.bin": b"hit\n" + b"y" * 100_000 + b"\n\x00hit after\nhit again\n",
+        "mixed.bin": b"hit\x00hit\nhit\n",
+        "clean.bin": b"no nul here, hit\n",
+    }
+    write(world.project, files)
+
+    def lines(r: dict[str, Any]) -> list[tuple[str, int, str]]:
+        if tool == "grep":
+            return [(os.path.basename(h["path"]), h["line"], h["text"]) for h in r["hits"]]
+        return [(os.path.basename(m["path"]), m["line"], m["text"]) for m in r["matches"]]
+
+    def ask(path: str | None) -> dict[str, Any]:
+        args: dict[str, Any] = {"patterns": ["hit"], "mode": "raw"} if tool == "grep" else {"pattern": "hit"}
+        return invoke(tool, {**args, "path": path} if path else args)
+
+    whole = ask(None)
+    assert lines(whole) == [("clean.bin", 1, "no nul here, hit"), ("late.bin", 1, "hit")]
+    for name in files:
+        r = ask(name)
+        assert lines(r) == [x for x in lines(whole) if x[0] == name], name
+        assert all("\x00" not in x[2] for x in lines(r))
+        assert r["complete"] is (name == "clean.bin"), name
+        if name != "clean.bin":
+            [o] = r["omitted"]
+            assert (o["reason"], o["count"]) == ("binary", 1)
+            why = "after the first matches" if name == "late.bin" else "from the start"
+            assert why in o["how"], (name, o["how"])
+
+
 def test_the_binary_count_does_not_depend_on_the_log_pipe_s_size(
     world: Env, invoke: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
