@@ -749,10 +749,35 @@ def list_files(
     paths = first.records()
     names = set(scope.p4.ignore_names)
     found = [p for p in paths if p.rpartition("/")[2] in names]
-    if found or scope.p4.global_files:
+    if found or scope.p4.global_files or _may_unhide(scope.root, paths):
+        # With rule files, rg lists again with them; with an ignore rule that may bring a hidden entry
+        # back (`!.github/`, which rg honours and the first listing's `!.*/` overrode), plainly.
         again = Run(scope, mode, deadline, sandbox, p4_found=found, walk_log=walk)
         return listed(again, again.records())
     return listed(first, [p for p in paths if "/." not in p and not p.startswith(".")])
+
+
+_GIT_IGNORE_NAMES = frozenset((".gitignore", ".ignore", ".rgignore"))
+
+
+def _may_unhide(root: str, listed: list[str]) -> bool:
+    """Whether an ignore file rg reads for a walk from `root` holds a negation (`!rule`), which can bring
+    back a hidden entry: those the listing holds (it includes hidden files), those of the directories
+    above, and the repository's `.git/info/exclude`. (Git's global excludes file is not looked at.)"""
+    files = [os.path.join(root, rel) for rel in listed if rel.rpartition("/")[2] in _GIT_IGNORE_NAMES]
+    at = root
+    while True:
+        files += [os.path.join(at, ".git", "info", "exclude")]
+        parent = os.path.dirname(at)
+        if parent == at:
+            break
+        at = parent
+        files += [os.path.join(at, name) for name in _GIT_IGNORE_NAMES]
+    for path in files:
+        text = read_bounded(path, MAX_RULE_BYTES)
+        if text and any(line.lstrip().startswith("!") for line in text.splitlines()):
+            return True
+    return False
 
 
 # ----- matching --------------------------------------------------------------------------------

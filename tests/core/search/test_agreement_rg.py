@@ -167,6 +167,33 @@ def test_ignore_files_agree_with_rg(world: Env, invoke: Any) -> None:
     assert {str(Path(p).relative_to(world.project)) for p in globbed["paths"]} == want_txt
 
 
+@pytest.mark.parametrize("p4_rules", [False, True])
+def test_hidden_entries_an_ignore_rule_brings_back_are_found_as_rg_lists_them(
+    world: Env, invoke: Any, p4_rules: bool
+) -> None:
+    """A negation in an ignore file (`!.github/`) brings a hidden entry back into rg's walk. find's
+    listing (which also looks for Perforce rule files) lists exactly what rg lists, whether or not
+    the tree holds a rule file; it used to drop such entries unless one turned up."""
+    files = {
+        ".github/ci.py": "print(2)\n",
+        ".hidden/no.py": "print(3)\n",
+        ".eslintrc.js": "x\n",
+        ".other.js": "x\n",
+        "a.py": "print(1)\n",
+        ".gitignore": "!.github/\n!.eslintrc.js\n",
+    }
+    if p4_rules:
+        files["x/.p4ignore"] = "nothing.txt\n"
+    write(world.project, files)
+    listed = set(rg(world.project, "--no-config", "--no-require-git", "--files"))
+    assert {".github/ci.py", ".eslintrc.js", "a.py"} <= listed and ".hidden/no.py" not in listed
+    found = invoke("find", {"query": ".", "limit": 200})  # every listed name holds a dot
+    assert all("." in p for p in listed)
+    assert {r["path"] for r in found["results"]} == listed and found["complete"] is True
+    ci = invoke("find", {"query": "ci"})
+    assert [r["path"] for r in ci["results"]] == [".github/ci.py"]
+
+
 def test_symlinks_are_not_followed_as_rg_does(world: Env, invoke: Any) -> None:
     write(world.project, {"real/a.txt": "hit\n", "top.txt": "hit\n"})
     os.symlink(world.project / "real", world.project / "dirlink")
