@@ -1,4 +1,4 @@
-"""Glob patterns over "/"-separated relative paths: `*`, `?`, `[...]`, `**` and `{a,b}`."""
+"""Glob patterns over "/"-separated relative paths, in rg's syntax: `*`, `?`, `[...]`, `**`, `{a,b}`, `\\x`."""
 
 from __future__ import annotations
 
@@ -13,56 +13,101 @@ def _invalid(pattern: str, why: str) -> ToolError:
     return ToolError("invalid_pattern", f"Invalid pattern {pattern!r}: {why}", {"pattern": pattern})
 
 
+def _class_end(text: str, i: int) -> int:
+    """The index of the `]` closing the character class opened at `text[i]` (`[`), or -1. A `]` right
+    after `[` or `[!`/`[^` is a member, and a backslash in a class is itself, as in rg's globs."""
+    j = i + 1
+    if text[j : j + 1] in ("!", "^"):
+        j += 1
+    if text[j : j + 1] == "]":
+        j += 1
+    return text.find("]", j)
+
+
 def expand_braces(pattern: str) -> list[str]:
-    """`a.{py,pyi}` → [`a.py`, `a.pyi`]; nested braces work; at most 64 results."""
-    depth = 0
-    start = -1
-    for i, ch in enumerate(pattern):
+    r"""`a.{py,pyi}` → [`a.py`, `a.pyi`]; nested braces work; at most 64 results. As in rg's globs, a
+    group of one (`*.{py}`) is that one, `\{` and `[{]` are a literal brace, a `}` that closes no
+    group is dropped, and a group left open is an error."""
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            j = _class_end(pattern, i)
+            i = len(pattern) if j < 0 else j + 1  # an unclosed class is reported by the compiler
+            continue
+        if ch == "}":
+            return expand_braces(pattern[:i] + pattern[i + 1 :])
         if ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                body = pattern[start + 1 : i]
-                parts, level, cur = [], 0, ""
-                for c in body:
-                    if c == "," and level == 0:
-                        parts.append(cur)
-                        cur = ""
-                        continue
-                    level += c == "{"
-                    level -= c == "}"
-                    cur += c
-                parts.append(cur)
-                if len(parts) < 2:
-                    continue
-                out: list[str] = []
-                for part in parts:
-                    out += expand_braces(pattern[:start] + part + pattern[i + 1 :])
-                    if len(out) > MAX_BRACE_EXPANSIONS:
-                        raise _invalid(pattern, f"expands to more than {MAX_BRACE_EXPANSIONS} patterns")
-                return out
+            parts, close = _group(pattern, i)
+            out: list[str] = []
+            for part in parts:
+                out += expand_braces(pattern[:i] + part + pattern[close + 1 :])
+                if len(out) > MAX_BRACE_EXPANSIONS:
+                    raise _invalid(pattern, f"expands to more than {MAX_BRACE_EXPANSIONS} patterns")
+            return out
+        i += 1
     return [pattern]
 
 
+def _group(pattern: str, start: int) -> tuple[list[str], int]:
+    """The alternatives of the brace group opened at `pattern[start]`, and where it closes."""
+    parts: list[str] = []
+    depth, cur, i = 0, start + 1, start + 1
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            j = _class_end(pattern, i)
+            if j > 0:
+                i = j + 1
+                continue
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            if depth == 0:
+                return [*parts, pattern[cur:i]], i
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(pattern[cur:i])
+            cur = i + 1
+        i += 1
+    raise _invalid(pattern, "unclosed {; a literal brace is written \\{ or [{]")
+
+
 def _component(comp: str, pattern: str) -> str:
+    """One path component of a glob as a regex: `*`, `?`, `[...]` (`[!...]` or `[^...]` negated, never
+    matching `/`), and `\\x` for a literal `x`; anything else stands for itself."""
     out, i = "", 0
     while i < len(comp):
         c = comp[i]
-        if c == "*":
+        if c == "\\":
+            if i + 1 == len(comp):
+                raise _invalid(
+                    pattern, "dangling \\ at the end of a component; a literal one is written \\\\"
+                )
+            out += re.escape(comp[i + 1])
+            i += 1
+        elif c == "*":
             out += "[^/]*"
         elif c == "?":
             out += "[^/]"
         elif c == "[":
-            j = comp.find("]", i + 2 if comp[i + 1 : i + 2] in ("!", "]") else i + 1)
-            if j == -1:
-                raise _invalid(pattern, "unclosed [")
+            j = _class_end(comp, i)
+            if j < 0:
+                raise _invalid(pattern, "unclosed character class; missing ]")
             body = comp[i + 1 : j]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out += "[" + body.replace("\\", "\\\\") + "]"
+            negated = body[:1] in ("!", "^")
+            if negated:
+                body = body[1:]
+            members = "".join(
+                ch if ch == "-" and 0 < k < len(body) - 1 else re.escape(ch) for k, ch in enumerate(body)
+            )
+            out += f"[^/{members}]" if negated else f"[{members}]"
             i = j
         else:
             out += re.escape(c)
@@ -71,7 +116,8 @@ def _component(comp: str, pattern: str) -> str:
 
 
 def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A regex matching relative paths; refuses absolute patterns and `..` components."""
+    """A regex matching relative paths of files; refuses absolute patterns and `..` components. A
+    pattern that ends with `/` names directories only, so it matches no file."""
     if not pattern:
         raise ToolError("missing_pattern", "Missing required parameter: pattern", {})
     if pattern.startswith("/") or pattern.startswith("~"):
@@ -81,6 +127,7 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
         comps = alt.split("/")
         if ".." in comps:
             raise _invalid(pattern, "`..` components are not allowed")
+        files_only = not alt.endswith("/")
         comps = [c for c in comps if c not in ("", ".")]
         rx = ""
         for n, comp in enumerate(comps):
@@ -89,11 +136,12 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
                 rx += ".*" if last else "(?:[^/]+/)*"
             else:
                 rx += _component(comp, pattern) + ("" if last else "/")
-        alternatives.append(rx)
+        if files_only:
+            alternatives.append(rx)
     try:
-        return re.compile("(?:" + "|".join(alternatives) + r")\Z", re.DOTALL)
+        return re.compile("(?:" + "|".join(alternatives) + r")\Z" if alternatives else "(?!)", re.DOTALL)
     except re.error as e:
-        raise _invalid(pattern, str(e)) from None
+        raise _invalid(pattern, f"{e.msg} in a character class" if "range" in e.msg else e.msg) from None
 
 
 def literal_prefix(pattern: str) -> str:
@@ -101,7 +149,7 @@ def literal_prefix(pattern: str) -> str:
     out: list[str] = []
     comps = pattern.split("/")
     for comp in comps[:-1]:
-        if any(ch in comp for ch in "*?[{"):
+        if any(ch in comp for ch in "*?[{}\\"):
             break
         if comp not in ("", "."):
             out.append(comp)

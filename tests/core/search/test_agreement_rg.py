@@ -627,3 +627,48 @@ def test_a_gitignore_above_a_repository_hides_nothing_inside_it(world: Env, invo
     assert sorted(rg(repo, "--no-config", "-l", "needle")) == ["notes.md", "sub/x.md"]  # rg's default
     got, last = all_raw_hits(invoke, {"patterns": ["needle"], "path": "outer/plain"})
     assert got == set() and last["complete"]  # outside a repository the parent's `*` applies
+
+
+GLOB_NAMES = ["star*.py", "starfoo.py", "[ab", "a]b", "c.py", "a}b", "x{y", "q?.py", "br{a}.py", "ab"]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        "star\\*.py", "*.{py}", "[!]]*", "[[]*", "a}b", "q\\?.py", "br\\{a\\}.py", "[\\]]*", "{}", "a{}b",
+        "[a-c]*", "[]a]*", "a\\b", "[^a-s]*", "*.py", "?b",
+    ],
+)  # fmt: skip
+def test_glob_search_reads_a_pattern_as_rg_does(world: Env, invoke: Any, pattern: str) -> None:
+    """Escapes, one-item groups, classes that start with `]`, stray braces: the files glob_search
+    finds are those `rg --files -g PATTERN` lists (the names lie in the root, where rg's basename
+    globs and glob_search's path globs agree)."""
+    write(world.project, dict.fromkeys(GLOB_NAMES, "x\n"))
+    want = set(rg(world.project, "--no-config", "--no-require-git", "--files", "-g", pattern))
+    r = invoke("glob_search", {"pattern": pattern})
+    assert {os.path.basename(p) for p in r["paths"]} == want, pattern
+
+
+@pytest.mark.parametrize("pattern", ["[!]", "{a,b", "\\", "*\\", "x{y", "[z-a]*"])
+def test_a_glob_rg_cannot_parse_is_invalid_for_glob_search_too(world: Env, invoke: Any, pattern: str) -> None:
+    from fermix_cli.core.errors import ToolError
+
+    write(world.project, dict.fromkeys(GLOB_NAMES, "x\n"))
+    done = subprocess.run(
+        [engines.rg(), "--no-config", "--files", "-g", pattern],
+        cwd=world.project,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "error parsing glob" in done.stderr
+    with pytest.raises(ToolError) as e:
+        invoke("glob_search", {"pattern": pattern})
+    assert e.value.code == "invalid_pattern" and "Invalid pattern" in e.value.message
+    assert "position" not in e.value.message  # not a Python regex internal
+
+
+@pytest.mark.parametrize("pattern", ["*/", "**/", "src/*/", "a.py/"])
+def test_a_glob_ending_in_a_slash_names_directories_so_no_file(world: Env, invoke: Any, pattern: str) -> None:
+    write(world.project, {"a.py": "x\n", "src/x.py": "x\n", "src/sub/y.py": "x\n"})
+    assert rg(world.project, "--no-config", "--files", "-g", pattern) == []
+    assert invoke("glob_search", {"pattern": pattern})["paths"] == []
