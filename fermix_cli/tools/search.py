@@ -396,7 +396,8 @@ TOOLS = specs(
         owner_only=True,
         description=(
             "Find files by glob pattern below a directory (default: the working directory). `*` stays within "
-            "one directory, `**` spans directories, `{a,b}` alternates. Honours .gitignore and .ignore; "
+            "one directory, `**` spans directories, `{a,b}` alternates, `\\` escapes the next character "
+            "(rg's glob syntax). Honours .gitignore and .ignore; "
             "dotfiles match; symlinks are not followed. Returns sorted absolute paths of regular files; "
             "`complete`/`omitted` say when more matched than max_results."
         ),
