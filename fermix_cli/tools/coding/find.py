@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from ...core.context import ToolContext
 from ...core.errors import ToolError, world_error
 from ...core.params import Field
+from ...core.pathcanon import is_inside
 from ...core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
 from ...core.search.names import is_utf8, printable
 from ...core.search.p4ignore import resolve_p4
@@ -117,6 +118,9 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
     base = display_path(target.path, target.cwd)  # rg follows no symlink: root + rel is canonical
     prefix = "" if base == "." else base + "/"
     at = target.path.rstrip("/") + "/"
+    # A root above the working directory: what lies inside the working directory is shown relative
+    # to it, the rest absolute, one result at a time.
+    each = prefix.startswith("/") and is_inside(target.cwd, target.path)
     scored: list[tuple[tuple[int, int, bytes], str, bool, int]] = []
     refused = 0
     unnamed: list[str] = []  # matches whose names are not UTF-8: counted, not shown
@@ -134,7 +138,7 @@ def find(p: FindParams, ctx: ToolContext) -> dict[str, Any]:
         for rel, score in hits:
             if keep is not None and at + rel not in keep:
                 continue
-            shown = prefix + rel + ("/" if is_dir else "")
+            shown = (display_path(at + rel, target.cwd) if each else prefix + rel) + ("/" if is_dir else "")
             if not is_utf8(rel):
                 unnamed.append(shown)
                 continue

@@ -359,3 +359,19 @@ def test_names_that_are_not_utf8_are_counted_never_shown_lossily(world: Env, inv
     assert "\ufffd" not in r["output"]
     r.pop("results")
     assert not any("\udcff" in str(v) or "\udcfe" in str(v) for v in r.values())
+
+
+def test_results_inside_the_working_directory_are_relative_when_the_path_is_above_it(world: Env) -> None:
+    """Seed 002: cwd-relative for paths within the working directory, absolute for the others, one
+    result at a time, also when `path` is a directory above the working directory."""
+    import json
+
+    (world.project / "sub").mkdir()
+    (world.project / "other").mkdir()
+    (world.project / "sub" / "lib.py").write_text("x\n")
+    (world.project / "other" / "lib.rs").write_text("x\n")
+    assert world.run("grant", "path", str(world.project)).code == 0
+    done = world.tool("find", {"query": "lib", "path": str(world.project)}, cwd=world.project / "sub")
+    assert done.code == 0, done.stderr
+    got = sorted(r["path"] for r in json.loads(done.stdout)["results"])
+    assert got == sorted(["lib.py", str(world.project / "other" / "lib.rs")])
