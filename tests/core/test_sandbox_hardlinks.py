@@ -58,3 +58,23 @@ def test_hard_links_to_ordinary_files_stay_readable(world: Env) -> None:
     _layout(world)
     r = world.tool("file_read", {"path": "plain-link.txt"})
     assert r.code == 0 and json.loads(r.stdout)["content"] == "plain words"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "names"),
+    [
+        ("list_files", {"path": "."}, lambda r: [e.rstrip("/@") for e in r["output"].splitlines()]),
+        ("find", {"query": "txt"}, lambda r: [x["path"] for x in r["results"]]),
+        ("glob_search", {"pattern": "*.txt"}, lambda r: [os.path.basename(p) for p in r["paths"]]),
+    ],
+)
+def test_listings_leave_out_a_linked_protected_file_and_count_it(
+    world: Env, tool: str, args: dict, names
+) -> None:
+    """Protected paths are never listed, under another name either: every listing tool leaves the link
+    out (list_files counted it as an ordinary file) and keeps ordinary hard links."""
+    _layout(world)
+    r = world.tool(tool, args)
+    assert r.code == 0, r
+    got = names(json.loads(r.stdout))
+    assert "innocent.txt" not in got and {"plain.txt", "plain-link.txt"} <= set(got)

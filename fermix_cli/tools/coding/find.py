@@ -318,6 +318,7 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
     offset = p.offset or 0
     sandbox = ctx.sandbox
     check = sandbox.needs_checks_below(target.path)
+    links = sandbox.may_have_protected_links()  # some protected file has a second name somewhere
     rows: list[tuple[bytes, str, str]] = []
     denied = 0
     unnamed: list[str] = []
@@ -326,6 +327,9 @@ def list_files(p: ListParams, ctx: ToolContext) -> dict[str, Any]:
             for de in it:
                 if check and not sandbox.allows(de.path):
                     denied += 1  # protected or blocked paths are never listed
+                    continue
+                if links and de.is_file(follow_symlinks=False) and sandbox.is_link_to_protected(de.path):
+                    denied += 1  # another name of a protected file is not listed either (as find has it)
                     continue
                 if not is_utf8(de.name):
                     unnamed.append(de.name)  # counted in `omitted`, never shown lossily
