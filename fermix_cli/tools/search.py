@@ -41,7 +41,7 @@ from ..core.search.ripgrep import (
     decode_pending,
     list_files,
 )
-from ..core.search.special import special_kind, special_omission
+from ..core.search.special import special_kind, special_omission, walked_special_omission
 from ..core.search.walklog import skipped_children
 
 GLOB_DEADLINE_S = 30.0
@@ -345,6 +345,10 @@ def content_search(p: ContentParams, ctx: ToolContext) -> dict[str, Any]:
     )
     if invalid:
         omissions.append(invalid)
+    special, _ = _allowed(ctx, scope.root, [base + rel for rel in search.stats.special])
+    walked = walked_special_omission(special, "content_search", shown_path)
+    if walked:
+        omissions.append(walked)
     bad = unreadable_omission(search.stats.errors)
     if bad:
         omissions.append(bad)

@@ -79,6 +79,9 @@ class RunStats(Record):
     # whether it stopped before its first match (not searched at all) or after; and the Perforce rule
     # files the walk passed (excluded by an override glob, so rg logs them).
     binary: list[str] = field(default_factory=list)
+    # With `--debug` (searches): the entries rg's walk met that are neither a regular file, a directory
+    # nor a symlink (FIFOs, sockets, devices), which it passes over without reading, relative to the root.
+    special: list[str] = field(default_factory=list)
     p4_seen: list[str] = field(default_factory=list)
     log_cut: bool = False  # rg's log passed its cap: `binary` holds only the files it named before that
     returncode: int | None = None
@@ -451,6 +454,13 @@ class Run:
             if _BINARY_LOG in ln:  # "…json.rs:N: ignoring PATH: found binary data at offset N"
                 head_, _, _ = ln.rpartition(_FOUND)
                 binary.append(_strip_dot(head_.partition(": ignoring ")[2]))
+            elif _HAYSTACK_LOG in ln and _NOT_A_FILE in ln:
+                # "…haystack.rs:N: ignoring PATH: failed to pass haystack filter: file type: Some(FileType {
+                # is_file: false, is_dir: false, is_symlink: B, .. }), metadata: …": a symlink is not
+                # followed by choice; anything else is a special file.
+                head_, _, kind = ln.partition(_NOT_A_FILE)
+                if "is_symlink: false" in kind.partition("})")[0]:
+                    self.stats.special.append(_strip_dot(head_.partition(": ignoring ")[2]))
             elif _WALK_LOG in ln and ": ignoring " in ln:
                 if self.walk_log:
                     self.skipped.add(_strip_dot(ln.partition(": ignoring ")[2].partition(": Ignore(")[0]))
@@ -481,6 +491,8 @@ _DEBUG = "rg: DEBUG|"
 _FOUND = ": found binary data at offset "
 _BINARY_LOG = "|grep_printer::json|"  # rg 14: one line per file it met a NUL byte in (quit mode)
 _WALK_LOG = "|ignore::walk|"
+_HAYSTACK_LOG = "|rg::haystack|"  # rg 14: a line per entry of the walk that is no file to search
+_NOT_A_FILE = ": failed to pass haystack filter: file type: "
 _OVERRIDE = ": Ignore(IgnoreMatch(Override("
 
 

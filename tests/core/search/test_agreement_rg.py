@@ -672,3 +672,34 @@ def test_a_glob_ending_in_a_slash_names_directories_so_no_file(world: Env, invok
     write(world.project, {"a.py": "x\n", "src/x.py": "x\n", "src/sub/y.py": "x\n"})
     assert rg(world.project, "--no-config", "--files", "-g", pattern) == []
     assert invoke("glob_search", {"pattern": pattern})["paths"] == []
+
+
+def test_fifos_and_sockets_a_walk_passes_over_are_counted_symlinks_are_not(world: Env, invoke: Any) -> None:
+    """rg's walk reads no FIFO, socket or device (it would block or never end) and says so only in its
+    log: both search tools count them in `special` and name them, so the answer is not silently short.
+    Symlinks, not followed by choice, are no omission."""
+    import socket
+
+    write(world.project, {"a.txt": "hit\n", "d/b.txt": "hit\n"})
+    os.mkfifo(world.project / "fifo")
+    os.mkfifo(world.project / "d" / "pipe")
+    os.symlink("a.txt", world.project / "link.txt")
+    os.symlink("/nonexistent", world.project / "dangling")
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(world.project / "sock"))
+        got, last = all_raw_hits(invoke, {"patterns": ["hit"]})
+        assert got == rg_hits(world.project, "-e", "hit") == {("a.txt", 1), ("d/b.txt", 1)}
+        assert last["skipped"]["special"] == 3 and last["complete"] is False
+        special = [o for o in last["omitted"] if o["reason"] == "special"]
+        assert [(o["count"], o["unit"]) for o in special] == [(3, "file")]
+        assert "(e.g. d/pipe, fifo, sock)" in special[0]["how"]
+        cs = invoke("content_search", {"pattern": "hit"})
+        assert [(o["reason"], o["count"]) for o in cs["omitted"]] == [("special", 3)]
+        assert cs["total_matches"] == 2
+    finally:
+        sock.close()
+    for name in ("fifo", "d/pipe", "sock"):
+        (world.project / name).unlink()
+    r = invoke("grep", {"patterns": ["hit"]})
+    assert r["complete"] is True and r["skipped"]["special"] == 0  # the symlinks alone: complete

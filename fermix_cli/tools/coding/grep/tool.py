@@ -40,7 +40,7 @@ from ....core.search.ripgrep import (
     decode_pending,
     literal_glob,
 )
-from ....core.search.special import special_kind, special_omission
+from ....core.search.special import special_kind, special_omission, walked_special_omission
 from ..pathrules import display_path, resolve_source
 from .printer import Block, Hit, Page, render_ranked, render_raw
 from .ranking import PER_FILE_CAP, FileHits, RankedSelection, file_order_key, label_for
@@ -155,6 +155,7 @@ class Tally(Record):
     denied: int = 0  # files rg returned that the sandbox refuses (hard links to protected files)
     special: str | None = None  # what the file named as `path` is when it is no regular file (a FIFO, …)
     special_path: str = ""
+    walked_special: list[str] = field(default_factory=list)  # canonical: FIFOs, sockets, devices passed over
     unnamed: list[str] = field(default_factory=list)  # files with hits whose names are not UTF-8: left out
     unnamed_lines: int = 0  # their matching lines
     cwd: str = ""  # paths in notes are shown relative to it
@@ -256,6 +257,9 @@ def _collect(
     tally.binary_not_searched = allowed_below(ctx.sandbox, scope.root, unsearched)[0]
     tally.binary = len(tally.binary_not_searched) + len(tally.binary_stopped)
     tally.binary_log_cut = search.stats.log_cut
+    tally.walked_special = allowed_below(
+        ctx.sandbox, scope.root, [base + rel for rel in search.stats.special]
+    )[0]
     return found, search, tally
 
 
@@ -516,7 +520,7 @@ def _result(
             "invalid_utf8": tally.invalid_utf8,
             "unreadable": len(run.errors),
             "denied": tally.denied,
-            "special": 1 if tally.special else 0,
+            "special": (1 if tally.special else 0) + len(tally.walked_special),
         },
         "engine": "rg",
         "limits": {
@@ -605,6 +609,9 @@ def _omissions(
         out.append(unnamed)
     if tally.special:
         out.append(special_omission(_shown(tally.special_path, tally.cwd), tally.special, "grep"))
+    walked = walked_special_omission(tally.walked_special, "grep", lambda path: _shown(path, tally.cwd))
+    if walked:
+        out.append(walked)
     bad = unreadable_omission(search.stats.errors)
     if bad:
         out.append(bad)
