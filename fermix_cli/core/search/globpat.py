@@ -115,6 +115,14 @@ def _component(comp: str, pattern: str) -> str:
     return out
 
 
+def component_regex(comp: str) -> str:
+    """One path component of a glob as a regex source; ValueError when it is malformed."""
+    try:
+        return _component(comp, comp)
+    except ToolError as e:
+        raise ValueError(e.message) from None
+
+
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """A regex matching relative paths of files; refuses absolute patterns and `..` components. A
     pattern that ends with `/` names directories only, so it matches no file."""

@@ -36,6 +36,7 @@ from ..errors import ToolError
 from ..procid import pidfd_open
 from ..records import Record, field
 from . import engines
+from .above import Rule, git_top, rules_above
 from .p4ignore import MAX_RULE_BYTES, P4Rules, read_bounded, translate_rules
 from .report import BadIgnoreRule
 
@@ -146,28 +147,17 @@ def literal_glob(name: str) -> str:
     return "/" + _glob_escape(name)
 
 
-def base_args(root: str) -> list[str]:
-    """rg's arguments for any walk from `root`: no config file, and `.gitignore` files read as Git reads
-    them. In a repository that is rg's default, which stops at the repository's top: a `.gitignore`
-    above it (say `*` in a home directory's) hides nothing inside, as in Git. Outside any repository
-    rg would read no `.gitignore` at all, so there fermix asks it to (`--no-require-git`)."""
-    return [*BASE_ARGS] if in_git_work_tree(root) else [*BASE_ARGS, "--no-require-git"]
+def base_args(top: str | None) -> list[str]:
+    """rg's arguments for any walk in the repository whose top is `top` (`git_top`; None: in none): no
+    config file, and `.gitignore` files read as Git reads them. In a repository that is rg's default,
+    which stops at the repository's top: a `.gitignore` above it (say `*` in a home directory's)
+    hides nothing inside, as in Git. Outside any repository rg would read no `.gitignore` at all, so
+    there fermix asks it to (`--no-require-git`)."""
+    return [*BASE_ARGS] if top is not None else [*BASE_ARGS, "--no-require-git"]
 
 
-def in_git_work_tree(path: str) -> bool:
-    """Whether `path` (a canonical directory) or a directory above it holds `.git`, as rg tells a
-    repository (a directory, or the file of a linked work tree or submodule)."""
-    while True:
-        if os.path.exists(os.path.join(path, ".git")):
-            return True
-        parent = os.path.dirname(path)
-        if parent == path:
-            return False
-        path = parent
-
-
-def _scope_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
-    args = base_args(scope.root)
+def _scope_args(scope: Scope, sandbox: Sandbox | None, top: str | None) -> list[str]:
+    args = base_args(top)
     if scope.hidden:
         args.append("--hidden")
     if not scope.respect_ignore:
@@ -205,7 +195,7 @@ def _names_hidden(glob: str) -> bool:
 
 def _p4_prepass_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
     assert scope.p4 is not None
-    args = [*base_args(scope.root), "--files", "--null", "--hidden"]
+    args = [*base_args(git_top(scope.root)), "--files", "--null", "--hidden"]
     if not scope.hidden:
         args += ["-g", "!.*/"]  # hidden directories are not walked by the search either
     if scope.max_depth is not None:
@@ -278,8 +268,12 @@ class Run:
         p4_found: list[str] | None = None,
         *,
         walk_log: bool = False,
+        restate_above: bool = True,
     ) -> None:
         self.scope = scope
+        # Whether the rules of the ignore files above the root reach rg restated by fermix (above.py),
+        # or are read by rg itself (a run that walks more paths than the root, each with its parents).
+        self.restate_above = restate_above
         self.target = target  # "." (the root) or one file's name relative to it
         self.p4_found = p4_found  # the Perforce rule files, when the caller already knows them
         self.mode_args = mode_args
@@ -288,6 +282,7 @@ class Run:
         self.stats = RunStats()
         self._proc: subprocess.Popen[bytes] | None = None
         self._ignore_file: str | None = None
+        self._rule_origins: list[Rule] = []
         self._lock = threading.Lock()
         self._err: dict[int, LazyPipe] = {}
         self.full_args: list[str] | None = None  # set: exactly these arguments, no scope or rules
@@ -357,22 +352,36 @@ class Run:
     def _start(self) -> subprocess.Popen[bytes]:
         if self.full_args is not None:
             return self._spawn(self.full_args)
-        args = _scope_args(self.scope, self.sandbox) + self.mode_args
-        if self.scope.p4 is None:
+        scope = self.scope
+        top = git_top(scope.root)
+        args = _scope_args(scope, self.sandbox, top) + self.mode_args
+        # The rules of the ignore files above the root, restated for it: rg matches them against the
+        # wrong path (see above.py). A file named as the target is searched whatever they say.
+        above: list[Rule] = []
+        if scope.respect_ignore and self.target == "." and self.restate_above:
+            args.append("--no-ignore-parent")
+            above = rules_above(scope.root, scope.p4, top)
+        self._rule_origins = above  # line N of the ignore file written is above[N - 1]
+        text = "".join(rule.text + "\n" for rule in above)
+        found = self.p4_found or []
+        if scope.p4 is not None and (found or scope.p4.global_files):
+            self.stats.p4_files = len(found)
+            text += p4_rules_text(scope.root, scope.p4, found)
+        if not text:
             return self._spawn(args)
-        return self._with_p4_rules(args, self.p4_found or [])
+        import tempfile  # only with such rules in play: a plain search does not pay for its import
 
-    def _with_p4_rules(self, args: list[str], found: list[str]) -> subprocess.Popen[bytes]:
-        assert self.scope.p4 is not None
-        if not found and not self.scope.p4.global_files:
-            return self._spawn(args)
-        self.stats.p4_files = len(found)
-        import tempfile  # only with Perforce rules in play: a plain search does not pay for its import
-
-        fd, self._ignore_file = tempfile.mkstemp(prefix="fermix-p4-", suffix=".ignore")
+        fd, self._ignore_file = tempfile.mkstemp(prefix="fermix-rules-", suffix=".ignore")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(p4_rules_text(self.scope.root, self.scope.p4, found))
+            f.write(text)
         return self._spawn([*args, "--ignore-file", self._ignore_file])
+
+    def _from_origin(self, rule: BadIgnoreRule) -> BadIgnoreRule:
+        """A bad line rg found in the ignore file fermix wrote, named as the line it was restated from."""
+        if rule.path != self._ignore_file or not 0 < rule.line <= len(self._rule_origins):
+            return rule
+        origin = self._rule_origins[rule.line - 1]
+        return BadIgnoreRule(origin.path, origin.line, rule.error)
 
     def records(self) -> list[str]:
         """All of a `--null` run's records, decoded at once, "./" dropped."""
@@ -421,7 +430,7 @@ class Run:
                 os.unlink(self._ignore_file)
         err = self._read_debug(err)
         bad, rest = ignore_file_warnings(messages(err), self.scope.root)
-        self.stats.bad_rules = bad
+        self.stats.bad_rules = list(dict.fromkeys(self._from_origin(rule) for rule in bad))
         if self.stats.timed_out or self.stats.stopped_early:
             return
         if proc.returncode == 2:

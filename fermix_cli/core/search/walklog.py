@@ -27,7 +27,12 @@ def skipped_children(scope: Scope, dirs: list[str], deadline: float, sandbox: An
     first."""
     extra = [f"./{d}" for d in dirs if d]  # more paths for rg to walk (before `--`: "./" keeps them paths)
     run = Run(
-        scope.replace(max_depth=1), ["--files", "--null", "--debug", *extra], deadline, sandbox, walk_log=True
+        scope.replace(max_depth=1),
+        ["--files", "--null", "--debug", *extra],
+        deadline,
+        sandbox,
+        walk_log=True,
+        restate_above=False,  # the extra paths' parents below the root hold rules too: rg reads them
     )
     run.records()
     return None if run.stats.timed_out else run.skipped

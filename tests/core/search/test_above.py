@@ -1,0 +1,91 @@
+"""Ignore rules of the directories above a walk's root: restated relative to the root for rg, so a
+search of a subdirectory leaves out what Git leaves out (core/search/above.py)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fermix_cli.core.search.above import restate
+from tests.conftest import Env
+
+
+@pytest.mark.parametrize(
+    ("line", "rel", "want"),
+    [
+        ("src/gen/*.py", "src", ["/gen/*.py"]),
+        ("/src/gen/*.py", "src", ["/gen/*.py"]),
+        ("!src/gen/keep.py", "src", ["!/gen/keep.py"]),
+        ("src/gen/", "src", ["/gen/"]),
+        ("s*/gen/*.py", "src", ["/gen/*.py"]),  # a leading component that matches the root's name
+        ("src/gen/*.py", "src/gen", ["/*.py"]),
+        ("src/**/out.py", "src", ["/**/out.py"]),  # (`/**/` matches no directory too)
+        ("src/**/out.py", "src/a", ["/**/out.py"]),  # `**` takes the root's `a`, or more
+        ("**/gen/*.py", "src/a", ["/**/gen/*.py"]),
+        ("**/a/*.py", "src/a", ["/**/a/*.py", "/*.py"]),  # the root may be the `a`
+        ("lib/gen/*.py", "src", []),  # about another directory
+        ("src/gen", "src/gen", []),  # about the root itself
+        ("src", "src/gen", ["src"]),  # a name at any depth: below the root too
+        ("*/x/y", "a/b", []),  # `*` names a, then `x` is not b
+        ("*.log", "src", ["*.log"]),  # no inner `/`: a name at any depth, the same below the root
+        ("!keep.log", "src", ["!keep.log"]),
+        ("build/", "src", ["build/"]),
+        ("# src/gen/x", "src", []),
+        ("", "src", []),
+    ],
+)
+def test_a_rule_from_above_is_restated_as_what_it_means_below_the_root(
+    line: str, rel: str, want: list[str]
+) -> None:
+    assert sorted(restate(line, rel)) == sorted(want)
+
+
+def _git_ignored(repo: Path, paths: list[str]) -> set[str]:
+    done = subprocess.run(
+        ["git", "-C", str(repo), "check-ignore", "--no-index", *paths], capture_output=True, text=True
+    )
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("rule", ["src/gen/*.py", "/src/gen/*.py", "**/gen/*.py", "src/*/out.py", "src/gen/"])
+def test_a_subdirectory_search_leaves_out_what_git_leaves_out(world: Env, invoke: Any, rule: str) -> None:
+    """rg applies some rules of the repository's top `.gitignore` only in a walk from the top; every
+    search tool, walking from `src` or `src/gen`, leaves out exactly what `git check-ignore` says."""
+    repo = world.project
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text(rule + "\n!src/gen/keep.py\n")
+    files = ["src/gen/out.py", "src/gen/keep.py", "src/main.py", "src/gen/deep/x.py"]
+    for rel in files:
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("needle\n")
+    visible = set(files) - _git_ignored(repo, files)
+    for path in ("src", "src/gen"):
+        want = {f for f in visible if f.startswith(path + "/")}
+        if rule == "src/gen/" and path == "src/gen":
+            # Git ignores the directory searched itself; named as `path`, it is searched, as rg
+            # searches a directory it is given (its own rules still apply inside).
+            want = {f for f in files if f.startswith(path + "/")}
+        r = invoke("grep", {"patterns": ["needle"], "mode": "raw", "path": path, "limit": 100})
+        assert {h["path"] for h in r["hits"]} == want, (rule, path)
+        r = invoke("content_search", {"pattern": "needle", "path": path})
+        assert {m["path"] for m in r["matches"]} == {str(repo / f) for f in want}, (rule, path)
+        r = invoke("find", {"query": "py", "path": path, "limit": 100})
+        assert {x["path"] for x in r["results"]} == want, (rule, path)
+        r = invoke("glob_search", {"pattern": "**/*.py", "path": path})
+        assert set(r["paths"]) == {str(repo / f) for f in want}, (rule, path)
+
+
+def test_perforce_rule_files_above_the_root_apply_below_it(world: Env, invoke: Any) -> None:
+    """A `.p4ignore` in a directory above the search root applies to the root's files, as Perforce
+    reads the rule files of a directory's parents (fermix applies them; rg does not know them)."""
+    (world.project / ".p4ignore").write_text("*.log\nsrc/gen/...\n")
+    for rel in ("src/a.log", "src/a.py", "src/gen/b.py", "src/other/c.py"):
+        (world.project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (world.project / rel).write_text("needle\n")
+    r = invoke("grep", {"patterns": ["needle"], "mode": "raw", "path": "src"})
+    assert {h["path"] for h in r["hits"]} == {"src/a.py", "src/other/c.py"}
+    r = invoke("find", {"query": "c", "path": "src"})
+    assert [x["path"] for x in r["results"]] == ["src/other/c.py"]
