@@ -535,9 +535,26 @@ def test_empty_files_are_not_an_omission_and_big_ones_say_how(world: Env, invoke
     r = invoke("ast_grep", {"pattern": "foo($A)"})
     assert r["skip_reasons"] == {"too_large": 1} and r["partial"] is True
     assert r["skipped_files"] == [{"path": "big.py", "reason": "too_large"}]
-    assert "name the file as path to search it" in r["output"]
+    assert "name the file as path to search it (up to 16 MiB)" in r["output"]
     r = invoke("ast_grep", {"pattern": "foo($A)", "path": "big.py"})
     assert r["output"] == "big.py:1:foo(2)" and r["partial"] is False
+
+
+def test_a_named_file_is_parsed_up_to_16_mib_then_reported(world: Env, invoke, monkeypatch) -> None:
+    """The parser holds about 150 bytes per byte of source: a named file past the bound is left out with
+    a reason that says so and what to use instead, never handed over to take the machine's memory."""
+    from fermix_cli.tools.coding.astgrep import cli
+
+    monkeypatch.setattr(cli, "NAMED_FILE_MAX_BYTES", 4096)  # the bound's logic, at a test's size
+    make_tree(
+        world.project, {"edge.py": "foo(1)\n" + "#" * (4096 - 8) + "\n", "over.py": "foo(2)\n" + "#" * 4096}
+    )
+    assert (world.project / "edge.py").stat().st_size == 4096
+    r = invoke("ast_grep", {"pattern": "foo($A)", "path": "edge.py"})
+    assert r["output"] == "edge.py:1:foo(1)" and r["complete"] is True
+    r = invoke("ast_grep", {"pattern": "foo($A)", "path": "over.py"})
+    assert (r["matches_total"], r["complete"], r["skip_reasons"]) == (0, False, {"too_large_to_parse": 1})
+    assert "search it with grep" in r["output"] and "over.py" in r["output"]
 
 
 def test_skip_reasons_are_snake_case() -> None:

@@ -16,13 +16,17 @@ _SKIP_HOW: dict[str, tuple[str, str]] = {
     "unreadable": ("they could not be read; fix their permissions",) * 2,
     "too_large": (
         "the ast-grep CLI's walk skips a file over 3,000,000 bytes and 200,000 lines; name the file as "
-        "path to search it",
+        "path to search it (up to 16 MiB)",
         "outline reads files up to 256 KiB; search the file with a pattern (read whole), or read it",
     ),
     "not_scanned": (
         "files of a known language the ast-grep CLI did not scan; name one as path",
         "files of a known language that were not parsed; name one as path",
     ),
+    "too_large_to_parse": (
+        "over 16 MiB: the ast-grep parser needs about 150 times a file's size in memory; search it with grep",
+    )
+    * 2,
     "binary": ("", "they hold a NUL byte (binary data), so they were not parsed"),
     "too_complex": ("", "their syntax tree is over the parser's depth or node limit; read the file instead"),
 }
