@@ -281,7 +281,8 @@ class Run:
         self.sandbox = sandbox
         self.stats = RunStats()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._ignore_file: str | None = None
+        self._ignore_file: str | None = None  # the ignore file rg is given, as rg names it
+        self._ignore_temp: str | None = None  # that file, when it is one on disk (removed at the end)
         self._rule_origins: list[Rule] = []
         self._lock = threading.Lock()
         self._err: dict[int, LazyPipe] = {}
@@ -293,7 +294,7 @@ class Run:
 
     # ----- process handling -------------------------------------------------------------------
 
-    def _spawn(self, args: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(self, args: list[str], pass_fds: tuple[int, ...] = ()) -> subprocess.Popen[bytes]:
         log = LazyPipe(_LOG_CAP)  # closed by _stderr once rg has finished
         try:
             proc = subprocess.Popen(
@@ -303,6 +304,7 @@ class Run:
                 stdout=subprocess.PIPE,
                 stderr=log.write_fd,
                 start_new_session=True,
+                pass_fds=pass_fds,
             )
         except PermissionError as e:
             log.close()
@@ -369,12 +371,25 @@ class Run:
             text += p4_rules_text(scope.root, scope.p4, found)
         if not text:
             return self._spawn(args)
-        import tempfile  # only with such rules in play: a plain search does not pay for its import
+        if not hasattr(os, "memfd_create"):
+            import tempfile  # where there is no memfd: a plain search does not pay for its import
 
-        fd, self._ignore_file = tempfile.mkstemp(prefix="fermix-rules-", suffix=".ignore")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        return self._spawn([*args, "--ignore-file", self._ignore_file])
+            fd, self._ignore_file = tempfile.mkstemp(prefix="fermix-rules-", suffix=".ignore")
+            self._ignore_temp = self._ignore_file
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            return self._spawn([*args, "--ignore-file", self._ignore_file])
+        # In memory, handed to rg as a descriptor it opens by name: nothing on disk, nothing left over
+        # when fermix is killed mid-search.
+        fd = os.memfd_create("fermix-rules")
+        try:
+            data = memoryview(text.encode("utf-8"))
+            while data:
+                data = data[os.write(fd, data) :]
+            self._ignore_file = f"/dev/fd/{fd}"
+            return self._spawn([*args, "--ignore-file", self._ignore_file], pass_fds=(fd,))
+        finally:
+            os.close(fd)
 
     def _from_origin(self, rule: BadIgnoreRule) -> BadIgnoreRule:
         """A bad line rg found in the ignore file fermix wrote, named as the line it was restated from."""
@@ -425,9 +440,9 @@ class Run:
         proc.wait()
         timer.cancel()
         self.stats.returncode = proc.returncode
-        if self._ignore_file:
+        if self._ignore_temp:
             with contextlib.suppress(OSError):
-                os.unlink(self._ignore_file)
+                os.unlink(self._ignore_temp)
         err = self._read_debug(err)
         bad, rest = ignore_file_warnings(messages(err), self.scope.root)
         self.stats.bad_rules = list(dict.fromkeys(self._from_origin(rule) for rule in bad))
