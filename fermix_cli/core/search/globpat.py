@@ -31,13 +31,6 @@ def expand_braces(pattern: str) -> list[str]:
     i = 0
     while i < len(pattern):
         ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            j = _class_end(pattern, i)
-            i = len(pattern) if j < 0 else j + 1  # an unclosed class is reported by the compiler
-            continue
         if ch == "}":
             return expand_braces(pattern[:i] + pattern[i + 1 :])
         if ch == "{":
@@ -48,8 +41,20 @@ def expand_braces(pattern: str) -> list[str]:
                 if len(out) > MAX_BRACE_EXPANSIONS:
                     raise _invalid(pattern, f"expands to more than {MAX_BRACE_EXPANSIONS} patterns")
             return out
-        i += 1
+        i = _next(pattern, i)
     return [pattern]
+
+
+def _next(pattern: str, i: int) -> int:
+    """Where a scan for braces goes on after `pattern[i]`: past an escaped character or a whole
+    character class (braces and commas in them are literal), else at the next character."""
+    if pattern[i] == "\\":
+        return i + 2
+    if pattern[i] == "[":
+        j = _class_end(pattern, i)
+        if j > 0:
+            return j + 1
+    return i + 1
 
 
 def _group(pattern: str, start: int) -> tuple[list[str], int]:
@@ -58,15 +63,7 @@ def _group(pattern: str, start: int) -> tuple[list[str], int]:
     depth, cur, i = 0, start + 1, start + 1
     while i < len(pattern):
         ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            j = _class_end(pattern, i)
-            if j > 0:
-                i = j + 1
-                continue
-        elif ch == "{":
+        if ch == "{":
             depth += 1
         elif ch == "}":
             if depth == 0:
@@ -75,7 +72,7 @@ def _group(pattern: str, start: int) -> tuple[list[str], int]:
         elif ch == "," and depth == 0:
             parts.append(pattern[cur:i])
             cur = i + 1
-        i += 1
+        i = _next(pattern, i)
     raise _invalid(pattern, "unclosed {; a literal brace is written \\{ or [{]")
 
 
