@@ -42,9 +42,9 @@ def git_top(path: str) -> str | None:
 
 def rules_above(root: str, p4: P4Rules | None, top: str | None) -> list[Rule]:
     """The rules of the ignore files above `root` (canonical), as gitignore lines relative to it, the
-    shallower files first, each with the file and line it comes from. `top`: the repository `root` lies in (`git_top`), whose `.gitignore` files
-    above it do not count, or None (then every `.gitignore` above counts, as fermix has it outside a
-    repository)."""
+    shallower files first, each with the file and line it comes from. `top`: the repository `root`
+    lies in (`git_top`), above which `.gitignore` files do not count, or None (then every `.gitignore`
+    above counts, as fermix has it outside a repository)."""
     lines: list[Rule] = []
     above = _ancestors(root)
     for directory in above:

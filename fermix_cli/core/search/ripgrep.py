@@ -4,11 +4,12 @@ fermix keeps what is its own and lets rg do the walking and matching:
 - the sandbox: rg runs in the (already checked, canonical) search root, protected entries and blocked
   roots that lie inside it are excluded with `--iglob '!…'` before rg reads anything, and every path
   rg returns is checked again by the caller (`Scope.allows`), hard links to protected files included;
-- ignore rules: rg's own `.gitignore`/`.ignore`/`.rgignore` handling, as Git has it inside a
-  repository (rules above the repository's top do not apply), and outside any repository with
-  `--no-require-git` (a `.gitignore` counts there too), plus Perforce rule files, which rg does not know:
-  a listing of the `P4IGNORE` files runs beside the search, and when it finds any, their rules are
-  translated to root-relative gitignore lines and the search runs again with them (`--ignore-file`);
+- ignore rules: rg's own `.gitignore`/`.ignore`/`.rgignore` handling inside the walk, as Git has it
+  inside a repository, and outside any repository with `--no-require-git` (a `.gitignore` counts there
+  too); the rules of the ignore files above the root restated relative to it (above.py: rg matches
+  them against the wrong path); plus Perforce rule files, which rg does not know: the search finds
+  those below the root, and when it finds any, their rules are translated to root-relative gitignore
+  lines and the search runs again with them (`--ignore-file`);
 - symlinks are not followed; hidden files are included only when the caller asks.
 
 A run has a wall-clock deadline: rg is killed (its process group) when it passes, and the run says so.
