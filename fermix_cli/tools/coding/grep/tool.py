@@ -687,8 +687,8 @@ TOOLS = specs(
             ),
             FailureMode(
                 "invalid_regex",
-                "rg cannot search the patterns together, each one fine with those before it (a regex too "
-                "big to compile as a set); a pattern that does not compile is searched literally instead",
+                "the patterns are too big for rg to compile as one set, though each goes with those before "
+                "it; a pattern that does not compile, alone or with those before it, is searched literally",
             ),
             FailureMode("invalid_type", "a `type` is not one of ripgrep's file types"),
             FailureMode("invalid_glob", "a `glob` does not parse"),
