@@ -482,3 +482,14 @@ def test_name_filter_is_a_rust_regex_in_linear_time(world: Env, invoke) -> None:
     except ToolError as x:
         e = x
     assert e is not None and e.code == "invalid_name"
+
+
+def test_an_outline_of_a_fifo_says_it_is_no_regular_file(world: Env, invoke) -> None:
+    """A FIFO is left out as `special` (never opened for reading: it would block), not as `unreadable`
+    with advice to fix its permissions."""
+    import os
+
+    os.mkfifo(world.project / "pipe.py")
+    r = invoke("ast_grep", {"operation": "outline", "path": "pipe.py"})
+    assert (r["complete"], r["skip_reasons"]) == (False, {"special": 1})
+    assert "FIFOs, sockets or devices" in r["output"] and "permissions" not in r["output"]

@@ -27,6 +27,7 @@ _SKIP_HOW: dict[str, tuple[str, str]] = {
         "over 16 MiB: the ast-grep parser needs about 150 times a file's size in memory; search it with grep",
     )
     * 2,
+    "special": ("they are FIFOs, sockets or devices, not regular files, so they were not read",) * 2,
     "binary": ("", "they hold a NUL byte (binary data), so they were not parsed"),
     "too_complex": ("", "their syntax tree is over the parser's depth or node limit; read the file instead"),
 }

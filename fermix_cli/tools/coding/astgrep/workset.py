@@ -18,6 +18,7 @@ from ....core.search.names import escaped, is_utf8, printable
 from ....core.search.p4ignore import resolve_p4
 from ....core.search.report import ignore_warnings
 from ....core.search.ripgrep import Scope, list_files
+from ....core.search.special import special_kind
 from ..pathrules import display_path
 from . import languages
 from .languages import TreeTooComplex
@@ -125,7 +126,8 @@ def load_tree(reader: FileReader, shown: str, canonical: str, lang: str, work: W
     try:
         data, longer = reader.read(canonical, min(FILE_MAX_BYTES, CALL_BYTES_CAP - work.bytes_read))
     except (OSError, ToolError):
-        work.skip(shown, "unreadable")
+        # A FIFO, socket or device is never read (it could block or not end): no permission to fix.
+        work.skip(shown, "special" if special_kind(canonical) is not None else "unreadable")
         return None
     work.files_scanned += 1
     work.bytes_read += len(data)
