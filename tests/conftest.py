@@ -33,6 +33,11 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason=GIT_MISSING)
 # rightly keeps an ignored SIGHUP ignored, so the tests of what a closed terminal does could not pass.
 if hasattr(signal, "SIGHUP"):
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+# Likewise Ctrl-C: a shell starts a background job (`cmd &`, no job control) with SIGINT ignored, and
+# an ignored SIGINT passes to every process the tests start, so the tests of an interrupted call (the
+# call must end, exit 130) would see it run on. The suite takes SIGINT as Python does by default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_configure(config: pytest.Config) -> None:
