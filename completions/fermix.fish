@@ -1028,7 +1028,7 @@ complete -c fermix -n '__fermix_at \'tool grep\'' -s h -l help -d 'Show help and
 complete -c fermix -n '__fermix_at \'tool grep\'' -l case-insensitive -d 'Match regardless of case (default false: case-sensitive)'
 complete -c fermix -n '__fermix_at \'tool grep\'' -l no-case-insensitive -d 'Set case_insensitive to false.'
 complete -c fermix -n '__fermix_at \'tool grep\'' -l context -x -d 'Context lines on each side of a hit (default 0, at most 20)'
-complete -c fermix -n '__fermix_at \'tool grep\'' -l glob -x -d 'Only files whose path matches these globs (`*.py`, `src/**`); `!` in front excludes. A glob that names an ignored file includes it (ripgrep\'s -g)'
+complete -c fermix -n '__fermix_at \'tool grep\'' -l glob -x -d 'Only files whose path matches these globs (`*.py`, `src/**`); `!` in front excludes. A glob that names an ignored file includes it (ripgrep\'s -g), but not one inside an ignored directory, which the walk never enters: pass that directory as `path`'
 complete -c fermix -n '__fermix_at \'tool grep\'' -l limit -x -d 'Primary matching lines per page (default 50, at most 500)'
 complete -c fermix -n '__fermix_at \'tool grep\'' -l mode -x -a 'ranked raw' -d 'ranked (default): grouped_v1 with labels, 5 hits per file; raw: path:line:text rows'
 complete -c fermix -n '__fermix_at \'tool grep\'' -l offset -x -d 'Primary matching lines to skip, for paging (default 0)'

@@ -171,7 +171,8 @@ def _scope_args(scope: Scope, sandbox: Sandbox | None, top: str | None) -> list[
     # out, and hidden files too unless the scope includes them or a glob names one (`.env`, `**/.*rc`).
     for g in scope.globs:
         args += ["-g", g]
-    if not scope.hidden and any(not g.startswith("!") for g in scope.globs):
+    # rg's file types (`-t`) bring hidden files in as a glob does: both are followed by `!.*`.
+    if not scope.hidden and (scope.types or any(not g.startswith("!") for g in scope.globs)):
         args += ["-g", "!.*"]
         for g in scope.globs:  # again, in order: those naming hidden paths, and every exclusion
             if g.startswith("!") or _names_hidden(g):
@@ -1265,15 +1266,16 @@ def pattern_problem(pattern: str) -> str | None:
     return None
 
 
-def check_pattern(pattern: str, *, fixed: bool = False) -> str | None:
+def check_pattern(pattern: str, *, fixed: bool = False, ignore_case: bool = False) -> str | None:
     """rg's error for one regular expression, or None when it compiles."""
-    return check_patterns([pattern], fixed=fixed)
+    return check_patterns([pattern], fixed=fixed, ignore_case=ignore_case)
 
 
-def check_patterns(patterns: list[str], *, fixed: bool = False) -> str | None:
+def check_patterns(patterns: list[str], *, fixed: bool = False, ignore_case: bool = False) -> str | None:
     """rg's error for a set of regular expressions searched together, or None when it compiles. rg
     joins them into one (`(?:a)|(?:b)`), so patterns that compile each on its own can still clash:
-    two that name a capture group alike."""
+    two that name a capture group alike. With `ignore_case` as the search will run (case folding
+    makes a regex bigger: one can pass the size limit only then)."""
     for pattern in patterns:
         why = pattern_problem(pattern)
         if why is not None:
@@ -1281,6 +1283,8 @@ def check_patterns(patterns: list[str], *, fixed: bool = False) -> str | None:
     args = [engines.rg(), "--no-config", "-q"]
     if fixed:
         args.append("-F")
+    if ignore_case:
+        args.append("-i")
     done = subprocess.run(
         [*args, *itertools.chain.from_iterable(("-e", p) for p in patterns), "--", "-"],
         input=b"",

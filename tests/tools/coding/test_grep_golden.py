@@ -221,3 +221,35 @@ def test_regex_patterns_are_case_sensitive(proj: Path, invoke) -> None:
     raw = invoke("grep", {"patterns": ["Running"], "mode": "raw"})["output"]
     assert raw == "docs/running.md:1:# Running\n\n" + BINARY_NOTE
     assert invoke("grep", {"patterns": ["RUN"]})["output"] == "grouped_v1\n\n[no matches]\n" + BINARY_NOTE
+
+
+def test_definitions_with_names_beyond_ascii_are_def_like(world: Env, invoke) -> None:
+    """Python, Rust, JavaScript and Go allow letters beyond ASCII in names: such a definition ranks as
+    one (its name was matched as ASCII only)."""
+    (world.project / "u.py").write_text("def ñame(): pass\nfn 名前() {}\nconst café = () => 1\nx = ñame()\n")
+    r = invoke("grep", {"patterns": ["ñame", "名前", "café"]})
+    assert r["output"] == (
+        "grouped_v1\n## u.py\n1:[def-like] def ñame(): pass\n2:[def-like] fn 名前() {}\n"
+        "3:[def-like] const café = () => 1\n4:[match] x = ñame()"
+    )
+
+
+def test_a_type_filter_leaves_hidden_files_out_as_the_walk_does(world: Env, invoke) -> None:
+    """rg's `-t` brings hidden files in (as `-g` does); grep skips hidden files with a type as without."""
+    for rel in ("a.py", ".x.py", "src/.z.py", ".s.json", "b.json"):
+        (world.project / rel).parent.mkdir(parents=True, exist_ok=True)
+        (world.project / rel).write_text("foo\n")
+    r = invoke("grep", {"patterns": ["foo"], "mode": "raw", "type": ["py", "json"]})
+    assert r["output"] == "a.py:1:foo\nb.json:1:foo"
+    r = invoke("grep", {"patterns": ["foo"], "mode": "raw", "type": ["py"], "glob": [".x.py"]})
+    assert r["output"] == ".x.py:1:foo"  # a glob that names a hidden file still brings it in
+
+
+def test_a_pattern_too_big_only_when_case_folded_falls_back_to_a_literal(world: Env, invoke) -> None:
+    """The compile check runs as the search does, case folding included: one pattern past rg's size
+    limit only when folded is matched literally, not refused with advice about several patterns."""
+    (world.project / "k.txt").write_text("k{1000000}\n")
+    r = invoke("grep", {"patterns": ["k{1000000}"], "case_insensitive": True, "mode": "raw"})
+    (m,) = r["matchers"]
+    assert m["kind"] == "literal_fallback" and "size limit" in m["error"]
+    assert r["output"] == "k.txt:1:k{1000000}"

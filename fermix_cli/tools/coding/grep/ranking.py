@@ -29,14 +29,16 @@ _KEYWORDS = (
     rb"(?:def|class|fn|func|function\*?|struct|enum|trait|impl|interface|type|mod|module|macro_rules!"
     rb"|object|record|protocol|extension|val|var|let|const)"
 )
-_NAME = rb"(?P<name>[A-Za-z_$][\w$]*+)"
+# An identifier; bytes from 0x80 up are the UTF-8 of letters beyond ASCII (`ñame`, `名前`), which
+# Python, Rust, JavaScript and Go all allow in names (the lines are matched as bytes).
+_NAME = rb"(?P<name>[A-Za-z_$\x80-\xff][\w$\x80-\xff]*+)"
 # All matched at a line start (re.match with pos/endpos, so no `^` is needed). Possessive
 # quantifiers keep a failing line from backtracking: labels are computed for many hits.
 _DEF = re.compile(
     rb"[ \t]*+" + _MODIFIERS + _KEYWORDS + rb"(?:[ \t]*<[^>\n]*>)?[ \t]++(?:\([^)\n]*\)[ \t]*+)?" + _NAME
 )
 _ASSIGN = re.compile(
-    rb"[ \t]*+(?:(?:export|const|let|var)[ \t]++)*(?P<name>[A-Za-z_$][\w$.]*+)[ \t]*+"
+    rb"[ \t]*+(?:(?:export|const|let|var)[ \t]++)*(?P<name>[A-Za-z_$\x80-\xff][\w$.\x80-\xff]*+)[ \t]*+"
     rb"(?::=[ \t]*+func\b|=[ \t]*+(?:async[ \t]++)?function\b|=[ \t]*+(?:async[ \t]++)?\([^)\n]*\)[ \t]*+=>)"
 )
 _ASSIGN_HINT = re.compile(rb"function|=>|:=")

@@ -48,7 +48,7 @@ def rust_escape(text: str) -> str:
     return "".join("\\" + c if c in _RUST_META else c for c in text)
 
 
-def plan(patterns: list[str]) -> list[PatternPlan]:
+def plan(patterns: list[str], *, ignore_case: bool = False) -> list[PatternPlan]:
     """The first plan: every pattern is a regex, repaired when it has metacharacters and rg does not
     take it as written (Rust's syntax has more than the repairs know: nested classes, `x{1, 2}`)."""
     out: list[PatternPlan] = []
@@ -57,31 +57,33 @@ def plan(patterns: list[str]) -> list[PatternPlan]:
             out.append(PatternPlan(p, "regex", p))  # plain text is the same regex in any syntax
             continue
         source = repair_regex(p)
-        if source != p and check_pattern(p) is not None:  # a regex rg takes as written stays as written
+        if (
+            source != p and check_pattern(p, ignore_case=ignore_case) is not None
+        ):  # a regex rg takes as written stays as written
             out.append(PatternPlan(p, "regex_repaired", source, repaired=source))
         else:
             out.append(PatternPlan(p, "regex", p))
     return out
 
 
-def replan(plans: list[PatternPlan]) -> list[PatternPlan]:
+def replan(plans: list[PatternPlan], *, ignore_case: bool = False) -> list[PatternPlan]:
     """After rg rejected the set: each regex rg cannot compile is matched literally, and so is each
     one that compiles alone but not together with the regexes before it (rg searches them as one
     regex: two capture groups of one name clash)."""
     out: list[PatternPlan] = []
     for pl in plans:
         if pl.kind in ("regex", "regex_repaired"):
-            err = check_pattern(pl.source)
+            err = check_pattern(pl.source, ignore_case=ignore_case)
             if err is not None:
                 out.append(PatternPlan(pl.pattern, "literal_fallback", rust_escape(pl.pattern), error=err))
                 continue
         out.append(pl)
-    if check_patterns([pl.source for pl in out]) is None:
+    if check_patterns([pl.source for pl in out], ignore_case=ignore_case) is None:
         return out
     together: list[PatternPlan] = []
     for pl in out:
         if pl.kind in ("regex", "regex_repaired"):
-            err = check_patterns([*(q.source for q in together), pl.source])
+            err = check_patterns([*(q.source for q in together), pl.source], ignore_case=ignore_case)
             if err is not None:
                 why = f"cannot be searched together with the patterns before it: {err}"
                 pl = PatternPlan(pl.pattern, "literal_fallback", rust_escape(pl.pattern), error=why)

@@ -106,7 +106,8 @@ class GrepParams(Params):
             max_length=MAX_FILTERS,
             description=(
                 "Only files whose path matches these globs (`*.py`, `src/**`); `!` in front excludes. "
-                "A glob that names an ignored file includes it (ripgrep's -g)"
+                "A glob that names an ignored file includes it (ripgrep's -g), but not one inside an "
+                "ignored directory, which the walk never enters: pass that directory as `path`"
             ),
         ),
     ] = None
@@ -301,12 +302,12 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
     if not os.path.exists(target.path):
         raise ToolError("not_found", f"Search path not found: {target.display}", {"path": target.path})
     deadline = time.monotonic() + DEADLINE_S
-    plans = plan(p.patterns)
+    plans = plan(p.patterns, ignore_case=bool(p.case_insensitive))
     keep = RANKED_KEEP if mode == "ranked" else offset + limit + 1 + ctx_lines
     try:
         found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep, mode == "ranked")
     except PatternError:
-        plans = replan(plans)
+        plans = replan(plans, ignore_case=bool(p.case_insensitive))
         try:
             found, search, tally = _collect(ctx, p, target.path, plans, deadline, keep, mode == "ranked")
         except PatternError as e:  # the set as a whole, every pattern fine with those before it
