@@ -585,3 +585,23 @@ def test_the_whole_file_utf8_check_across_chunk_boundaries(tmp_path) -> None:
     for name, (data, valid) in cases.items():
         (tmp_path / name).write_bytes(data)
         assert is_utf8_file(str(tmp_path / name)) is valid, name
+
+
+def test_notes_naming_long_paths_keep_the_output_within_its_cap(world: Env, invoke) -> None:
+    """A page filled to the output cap, then notes naming paths of some 500 bytes: the output stays
+    within 65,536 UTF-8 bytes, each note cut to a fair share (the page's `offset=` kept) and a last line
+    saying the JSON holds them whole."""
+    deep = world.project / ("d" * 250)
+    deep.mkdir()
+    for k in range(3):
+        (deep / (("b" * 240) + f"{k}.bin")).write_bytes(b"foo\0")
+    for j in range(10):
+        (world.project / f"f{j}.txt").write_text(("foo " + "é" * 400 + "\n") * 10)
+    r = invoke("grep", {"patterns": ["foo"], "mode": "raw", "limit": 500})
+    assert len(r["output"].encode("utf-8")) <= 65_536
+    assert f"[output capped at 64 KiB; use offset={r['next_offset']}]" in r["output"]
+    assert r["output"].endswith(
+        "[notes cut to fit the output cap; `omitted` and `warnings` in the JSON hold them whole]"
+    )
+    binary = next(o for o in r["omitted"] if o["reason"] == "binary")
+    assert binary["count"] == 3 and ("b" * 240) + "0.bin" in binary["how"]  # whole in the JSON

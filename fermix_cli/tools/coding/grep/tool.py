@@ -485,8 +485,11 @@ def _result(
     omissions = _omissions(mode, scan, page, more, next_offset, omitted_total, tally, search, n_ctx)
     text = page.text
     warnings = ignore_warnings(run.bad_rules, lambda path: _shown(path, tally.cwd))
-    footer = "\n".join(
-        filter(None, [_footer(mode, scan, returned, offset, omissions), *warning_notes(warnings)])
+    footer = _fit_footer(
+        [
+            *filter(None, _footer(mode, scan, returned, offset, omissions).split("\n")),
+            *warning_notes(warnings),
+        ]
     )
     if footer:
         text = f"{text}\n\n{footer}" if text else footer
@@ -642,6 +645,26 @@ def _footer(mode: str, scan: Scan, returned: int, offset: int, omissions: list[O
         else:
             lines.append(o.note())
     return "\n".join(lines)
+
+
+def _fit_footer(notes: list[str]) -> str:
+    """The notes below the page, within FOOTER_RESERVE bytes (with the blank line before them), so that
+    page and notes stay within OUTPUT_CAP. Notes name paths, which can be long: when they do not fit,
+    each is cut to a fair share (marked …) and a last line says where they are whole."""
+    room = FOOTER_RESERVE - 2
+    if sum(len(n.encode("utf-8")) + 1 for n in notes) - 1 <= room:
+        return "\n".join(notes)
+    tail = "[notes cut to fit the output cap; `omitted` and `warnings` in the JSON hold them whole]"
+    share = (room - len(tail) - len(notes)) // max(len(notes), 1)
+    return "\n".join([*(_cut_utf8(n, share) for n in notes), tail])
+
+
+def _cut_utf8(text: str, limit: int) -> str:
+    """`text` within `limit` UTF-8 bytes: cut at a character and marked with … when it is longer."""
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[: max(limit - 3, 0)].decode("utf-8", "ignore") + "…"
 
 
 def _render(result: dict[str, Any]) -> str:
