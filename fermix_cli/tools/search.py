@@ -18,6 +18,7 @@ from ..core.errors import ToolError, world_error
 from ..core.params import Field
 from ..core.pathcanon import refused_by_directory
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
+from ..core.search.above import git_top, rules_above
 from ..core.search.globpat import basename_globs, compile_glob, literal_prefix, max_depth
 from ..core.search.names import is_utf8, shown_path
 from ..core.search.report import (
@@ -163,8 +164,12 @@ _IGNORE_FILES = (".gitignore", ".ignore", ".rgignore", os.path.join(".git", "inf
 
 
 def _rules_reach_below(root: str, prefix: str) -> bool:
-    """Whether an ignore file in the root or a prefix directory above the last holds a rule naming a
-    path (a `/` before its end): rg applies such a rule only in a walk from that file's directory."""
+    """Whether an ignore file in the root, a prefix directory above the last, or a directory above the
+    root holds a rule naming a path (a `/` before its end): rg applies such a rule right only in a walk
+    from that file's directory (the check of the prefix directories, which walks them as paths of
+    their own, would see it only now and then)."""
+    if any("/" in rule.text.rstrip("/") for rule in rules_above(root, None, git_top(root))):
+        return True
     comps = prefix.split("/")
     for depth in range(len(comps)):
         directory = os.path.join(root, *comps[:depth])

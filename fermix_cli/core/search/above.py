@@ -47,14 +47,16 @@ def rules_above(root: str, p4: P4Rules | None, top: str | None) -> list[Rule]:
     above counts, as fermix has it outside a repository)."""
     lines: list[Rule] = []
     above = _ancestors(root)
+    if top is not None and top != root:  # Git weighs it below every `.gitignore`: first, so least
+        lines += _restated(
+            os.path.join(top, ".git", "info", "exclude"), root[len(top) :].strip("/"), git=True
+        )
     for directory in above:
         rel = root[len(directory) :].strip("/")
         for name in GIT_RULE_FILES:
             if name == ".gitignore" and top is not None and not _at_or_below(directory, top):
                 continue
             lines += _restated(os.path.join(directory, name), rel, git=True)
-        if directory == top:
-            lines += _restated(os.path.join(directory, ".git", "info", "exclude"), rel, git=True)
         for name in p4.ignore_names if p4 is not None else ():
             lines += _restated(os.path.join(directory, name), rel, git=False)
     return lines
@@ -96,7 +98,7 @@ def restate(line: str, rel: str) -> list[str]:
     """One gitignore line of a file in a directory above the root, as the lines that say the same
     relative to the root (`rel`: the root's path below that directory): none when the rule is about
     another directory, the root itself or one above it."""
-    rule = line.rstrip()
+    rule = _without_trailing_spaces(line)
     if not rule or rule.startswith("#"):
         return []
     negated = rule.startswith("!")
@@ -108,6 +110,15 @@ def restate(line: str, rel: str) -> list[str]:
     sign, tail = ("!" if negated else ""), ("/" if directory_only else "")
     rests = _below(body.lstrip("/").split("/"), rel.split("/"))
     return [sign + "/" + "/".join(rest) + tail for rest in dict.fromkeys(tuple(r) for r in rests)]
+
+
+def _without_trailing_spaces(line: str) -> str:
+    """A gitignore line without its trailing spaces, except one escaped with a backslash (`a\\ `)."""
+    rule = line.rstrip("\r\n").rstrip(" \t")
+    backslashes = len(rule) - len(rule.rstrip("\\"))
+    if backslashes % 2 and len(rule) < len(line.rstrip("\r\n")):  # the last one escapes a space
+        rule += " "
+    return rule
 
 
 def _below(comps: list[str], names: list[str]) -> list[list[str]]:

@@ -197,7 +197,8 @@ def _names_hidden(glob: str) -> bool:
 
 def _p4_prepass_args(scope: Scope, sandbox: Sandbox | None) -> list[str]:
     assert scope.p4 is not None
-    args = [*base_args(git_top(scope.root)), "--files", "--null", "--hidden"]
+    # (--no-ignore-parent as the search has it: a rule above the root is not read, nor reported, twice)
+    args = [*base_args(git_top(scope.root)), "--files", "--null", "--hidden", "--no-ignore-parent"]
     if not scope.hidden:
         args += ["-g", "!.*/"]  # hidden directories are not walked by the search either
     if scope.max_depth is not None:

@@ -89,3 +89,49 @@ def test_perforce_rule_files_above_the_root_apply_below_it(world: Env, invoke: A
     assert {h["path"] for h in r["hits"]} == {"src/a.py", "src/other/c.py"}
     r = invoke("find", {"query": "c", "path": "src"})
     assert [x["path"] for x in r["results"]] == ["src/other/c.py"]
+
+
+def test_the_repository_s_exclude_file_weighs_less_than_every_gitignore(world: Env, invoke: Any) -> None:
+    """Git: `.git/info/exclude` ranks below every `.gitignore`; from a subdirectory too."""
+    repo = world.project
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("!keep.py\n")
+    (repo / ".git" / "info" / "exclude").write_text("*.py\n")
+    for rel in ("sub/keep.py", "sub/other.py"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("needle\n")
+    assert _git_ignored(repo, ["sub/keep.py", "sub/other.py"]) == {"sub/other.py"}
+    for path in (".", "sub"):
+        r = invoke("grep", {"patterns": ["needle"], "mode": "raw", "path": path})
+        assert {h["path"] for h in r["hits"]} == {"sub/keep.py"}, path
+
+
+def test_an_escaped_trailing_space_survives_the_restating(world: Env, invoke: Any) -> None:
+    repo = world.project
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("sub/trail\\ \n")
+    for rel in ("sub/trail ", "sub/trail"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("needle\n")
+    ignored = subprocess.run(
+        ["git", "-C", str(repo), "status", "--porcelain", "--ignored", "--untracked-files=all", "-z"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split("\0")  # fmt: skip
+    assert "!! sub/trail " in ignored and "?? sub/trail" in ignored
+    r = invoke("glob_search", {"pattern": "**", "path": "sub"})
+    assert r["paths"] == [str(repo / "sub" / "trail")]
+
+
+def test_a_glob_prefix_below_a_directory_ignored_from_above_the_root_is_never_listed(
+    world: Env, invoke: Any
+) -> None:
+    """`src/gen/` in the repository's top `.gitignore`, glob_search run from `src` with a pattern that
+    starts with `gen/`: never listed (rg's own check of such a prefix answered now and then)."""
+    repo = world.project
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("src/gen/\n")
+    for rel in ("src/gen/deep/x.py", "src/a.py"):
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("x\n")
+    for _ in range(10):
+        assert invoke("glob_search", {"pattern": "gen/deep/x.py", "path": "src"})["paths"] == []
