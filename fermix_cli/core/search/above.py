@@ -10,8 +10,9 @@ directories above the root as below it. So rg reads no ignore file above the roo
 which weighs less than every ignore file inside the walk, as a directory above weighs less in Git.
 
 The files read are rg's: `.gitignore` (within the repository the root lies in, or all of them outside
-any repository, as fermix has it), `.ignore` and `.rgignore`, the repository's `.git/info/exclude`,
-and the Perforce rule files. A rule without an inner `/` means the same below the root and is kept as
+any repository, as fermix has it), `.ignore` and `.rgignore`, the repository's `.git/info/exclude`
+and, from a directory below the repository's top, Git's global excludes file (rg reads that one
+relative to where its walk starts: `--no-ignore-global` there), and the Perforce rule files. A rule without an inner `/` means the same below the root and is kept as
 it is; one with a `/` is restated where its leading components match the root's path (a `**` may
 take any part of it), and dropped where it is about another directory, the root or one above it.
 """
@@ -47,10 +48,14 @@ def rules_above(root: str, p4: P4Rules | None, top: str | None) -> list[Rule]:
     above counts, as fermix has it outside a repository)."""
     lines: list[Rule] = []
     above = _ancestors(root)
-    if top is not None and top != root:  # Git weighs it below every `.gitignore`: first, so least
-        lines += _restated(
-            os.path.join(top, ".git", "info", "exclude"), root[len(top) :].strip("/"), git=True
-        )
+    if top is not None and top != root:
+        # Git weighs the global excludes file least, then the repository's exclude file, then the
+        # `.gitignore` files: first in the file, so least. Both are about paths below the top.
+        below_top = root[len(top) :].strip("/")
+        excludes = global_excludes_file()
+        if excludes is not None:
+            lines += _restated(excludes, below_top, git=True)
+        lines += _restated(os.path.join(top, ".git", "info", "exclude"), below_top, git=True)
     for directory in above:
         rel = root[len(directory) :].strip("/")
         for name in GIT_RULE_FILES:
@@ -60,6 +65,36 @@ def rules_above(root: str, p4: P4Rules | None, top: str | None) -> list[Rule]:
         for name in p4.ignore_names if p4 is not None else ():
             lines += _restated(os.path.join(directory, name), rel, git=False)
     return lines
+
+
+def global_excludes_file() -> str | None:
+    """Git's global excludes file, found as rg finds it: `core.excludesFile` in `$XDG_CONFIG_HOME/git/
+    config` or `~/.gitconfig` (the latter wins), else `$XDG_CONFIG_HOME/git/ignore`
+    (`~/.config/git/ignore`). None without a home."""
+    home = os.environ.get("HOME")
+    if not home:
+        return None
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    found = None
+    for config in (os.path.join(config_home, "git", "config"), os.path.join(home, ".gitconfig")):
+        value = _core_excludes(read_bounded(config, MAX_RULE_BYTES) or "")
+        if value:
+            found = os.path.join(home, value[2:]) if value.startswith("~/") else value
+    return found or os.path.join(config_home, "git", "ignore")
+
+
+def _core_excludes(text: str) -> str | None:
+    """`excludesFile` of the `[core]` section of a Git config file's text (the last one), or None."""
+    section, value = "", None
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].split(";", 1)[0].strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip().lower()
+        elif section == "core" and "=" in line:
+            key, _, val = line.partition("=")
+            if key.strip().lower() == "excludesfile":
+                value = val.strip().strip('"')
+    return value
 
 
 def _ancestors(root: str) -> list[str]:

@@ -365,6 +365,8 @@ class Run:
         above: list[Rule] = []
         if scope.respect_ignore and self.target == "." and self.restate_above:
             args.append("--no-ignore-parent")
+            if top is not None and top != scope.root:  # the global excludes file is restated too
+                args.append("--no-ignore-global")
             above = rules_above(scope.root, scope.p4, top)
         self._rule_origins = above  # line N of the ignore file written is above[N - 1]
         text = "".join(rule.text + "\n" for rule in above)

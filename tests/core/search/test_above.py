@@ -135,3 +135,50 @@ def test_a_glob_prefix_below_a_directory_ignored_from_above_the_root_is_never_li
         (repo / rel).write_text("x\n")
     for _ in range(10):
         assert invoke("glob_search", {"pattern": "gen/deep/x.py", "path": "src"})["paths"] == []
+
+
+@pytest.mark.parametrize(
+    ("global_rules", "top_rules", "want"),
+    [
+        ("sub/other.py\n", "", {"sub/keep.py", "sub/sub/other.py"}),  # a path rule, from the top
+        ("*.py\n", "!*.py\n", {"sub/keep.py", "sub/other.py", "sub/sub/other.py"}),  # it weighs least
+    ],
+)
+def test_the_global_excludes_file_is_read_as_git_reads_it_from_a_subdirectory(
+    world: Env,
+    invoke: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    global_rules: str,
+    top_rules: str,
+    want: set[str],
+) -> None:
+    """rg reads Git's global excludes file relative to where its walk starts, and above the
+    `.gitignore` files; from a subdirectory fermix restates it, relative to the repository's top and
+    below everything else, as Git has it."""
+    config = world.root / "xdg"
+    (config / "git").mkdir(parents=True)
+    (config / "git" / "ignore").write_text(global_rules)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    repo = world.project
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text(top_rules)
+    files = ["sub/keep.py", "sub/other.py", "sub/sub/other.py"]
+    for rel in files:
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text("needle\n")
+    assert set(files) - _git_ignored(repo, files) == want  # git, with the same environment
+    for path in (".", "sub"):
+        r = invoke("grep", {"patterns": ["needle"], "mode": "raw", "path": path})
+        assert {h["path"] for h in r["hits"]} == want, path
+
+
+def test_core_excludes_file_in_git_config_is_found(world: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fermix_cli.core.search.above import global_excludes_file
+
+    home = world.root / "h"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    assert global_excludes_file() == str(home / ".config" / "git" / "ignore")
+    (home / ".gitconfig").write_text('[user]\n\tname = x\n[core]\n\texcludesFile = "~/my ignore" ; note\n')
+    assert global_excludes_file() == str(home / "my ignore")
