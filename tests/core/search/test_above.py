@@ -43,6 +43,16 @@ def test_a_rule_from_above_is_restated_as_what_it_means_below_the_root(
     assert sorted(restate(line, rel)) == sorted(want)
 
 
+def _repo(root: Path, gitignore: str, files: list[str], text: str = "needle\n") -> Path:
+    """A Git repository at `root` with this top `.gitignore` and these files (each holding `text`)."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / ".gitignore").write_text(gitignore)
+    for rel in files:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
 def _git_ignored(repo: Path, paths: list[str]) -> set[str]:
     done = subprocess.run(
         ["git", "-C", str(repo), "check-ignore", "--no-index", *paths], capture_output=True, text=True
@@ -54,13 +64,8 @@ def _git_ignored(repo: Path, paths: list[str]) -> set[str]:
 def test_a_subdirectory_search_leaves_out_what_git_leaves_out(world: Env, invoke: Any, rule: str) -> None:
     """rg applies some rules of the repository's top `.gitignore` only in a walk from the top; every
     search tool, walking from `src` or `src/gen`, leaves out exactly what `git check-ignore` says."""
-    repo = world.project
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / ".gitignore").write_text(rule + "\n!src/gen/keep.py\n")
     files = ["src/gen/out.py", "src/gen/keep.py", "src/main.py", "src/gen/deep/x.py"]
-    for rel in files:
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text("needle\n")
+    repo = _repo(world.project, rule + "\n!src/gen/keep.py\n", files)
     visible = set(files) - _git_ignored(repo, files)
     for path in ("src", "src/gen"):
         want = {f for f in visible if f.startswith(path + "/")}
@@ -93,13 +98,8 @@ def test_perforce_rule_files_above_the_root_apply_below_it(world: Env, invoke: A
 
 def test_the_repository_s_exclude_file_weighs_less_than_every_gitignore(world: Env, invoke: Any) -> None:
     """Git: `.git/info/exclude` ranks below every `.gitignore`; from a subdirectory too."""
-    repo = world.project
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / ".gitignore").write_text("!keep.py\n")
+    repo = _repo(world.project, "!keep.py\n", ["sub/keep.py", "sub/other.py"])
     (repo / ".git" / "info" / "exclude").write_text("*.py\n")
-    for rel in ("sub/keep.py", "sub/other.py"):
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text("needle\n")
     assert _git_ignored(repo, ["sub/keep.py", "sub/other.py"]) == {"sub/other.py"}
     for path in (".", "sub"):
         r = invoke("grep", {"patterns": ["needle"], "mode": "raw", "path": path})
@@ -107,12 +107,7 @@ def test_the_repository_s_exclude_file_weighs_less_than_every_gitignore(world: E
 
 
 def test_an_escaped_trailing_space_survives_the_restating(world: Env, invoke: Any) -> None:
-    repo = world.project
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / ".gitignore").write_text("sub/trail\\ \n")
-    for rel in ("sub/trail ", "sub/trail"):
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text("needle\n")
+    repo = _repo(world.project, "sub/trail\\ \n", ["sub/trail ", "sub/trail"])
     ignored = subprocess.run(
         ["git", "-C", str(repo), "status", "--porcelain", "--ignored", "--untracked-files=all", "-z"],
         capture_output=True, text=True, check=True,
@@ -127,12 +122,7 @@ def test_a_glob_prefix_below_a_directory_ignored_from_above_the_root_is_never_li
 ) -> None:
     """`src/gen/` in the repository's top `.gitignore`, glob_search run from `src` with a pattern that
     starts with `gen/`: never listed (rg's own check of such a prefix answered now and then)."""
-    repo = world.project
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / ".gitignore").write_text("src/gen/\n")
-    for rel in ("src/gen/deep/x.py", "src/a.py"):
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text("x\n")
+    _repo(world.project, "src/gen/\n", ["src/gen/deep/x.py", "src/a.py"])
     for _ in range(10):
         assert invoke("glob_search", {"pattern": "gen/deep/x.py", "path": "src"})["paths"] == []
 
@@ -159,13 +149,8 @@ def test_the_global_excludes_file_is_read_as_git_reads_it_from_a_subdirectory(
     (config / "git").mkdir(parents=True)
     (config / "git" / "ignore").write_text(global_rules)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
-    repo = world.project
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / ".gitignore").write_text(top_rules)
     files = ["sub/keep.py", "sub/other.py", "sub/sub/other.py"]
-    for rel in files:
-        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text("needle\n")
+    repo = _repo(world.project, top_rules, files)
     assert set(files) - _git_ignored(repo, files) == want  # git, with the same environment
     for path in (".", "sub"):
         r = invoke("grep", {"patterns": ["needle"], "mode": "raw", "path": path})
