@@ -96,3 +96,31 @@ def repair_regex(pattern: str) -> str:
     for idx in opens:
         out[idx] = "\\("
     return "".join(out)
+
+
+def unnamed_groups(pattern: str) -> str:
+    """`pattern` with each named capture group (`(?P<name>…)`, `(?<name>…)`) a plain one (`(…)`): the
+    same matches, and no name to clash with another pattern's when rg joins them into one regex."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if c == "[":
+            j = _class_end(pattern, i)
+            if j is not None:
+                out.append(pattern[i : j + 1])
+                i = j + 1
+                continue
+        if c == "(" and (pattern.startswith("(?P<", i) or pattern.startswith("(?<", i)):
+            close = pattern.find(">", i)
+            if close != -1:
+                out.append("(")
+                i = close + 1
+                continue
+        out.append(c)
+        i += 1
+    return "".join(out)

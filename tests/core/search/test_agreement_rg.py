@@ -548,22 +548,28 @@ def test_regexes_rg_takes_as_written_are_not_repaired(world: Env, invoke: Any, p
     assert last["matchers"][0]["kind"] == "regex"
 
 
-def test_regexes_that_clash_only_together_are_searched_one_literally(world: Env, invoke: Any) -> None:
-    """rg joins a set of patterns into one regex, where two capture groups of one name clash: the later
-    pattern is matched literally (as one that does not compile is), with rg's reason; not a crash."""
-    write(world.project, {"a.txt": "run\npass\n(?P<n>pa)ss\n"})
-    patterns = ["(?P<n>ru)n", "(?<n>pa)ss", "pa"]
+def test_regexes_that_clash_only_together_are_searched_without_their_group_names(
+    world: Env, invoke: Any
+) -> None:
+    """rg joins a set of patterns into one regex, where two capture groups of one name clash (it was a
+    crash): the groups lose their names (`regex_repaired`, the source shown), so every pattern still
+    matches as the regex it is, as rg finds each one alone."""
+    write(world.project, {"a.txt": "run\npass\nid=12\nname=bob\n<a\n"})
+    patterns = ["(?P<n>ru)n", "(?<n>pa)ss", "(?P<v>\\d+)", "(?P<v>[a-z]+b)", "[(?P<x>]a"]
     r = invoke("grep", {"patterns": patterns, "mode": "raw"})
-    first, second, third = r["matchers"]
-    assert (first["kind"], third["kind"]) == ("regex", "regex")
-    assert second["kind"] == "literal_fallback"
-    assert "together with the patterns before it" in second["error"]
-    assert "duplicate capture group name" in second["error"]
-    want = rg_hits(world.project, "-e", "(?P<n>ru)n", "-e", "pa") | rg_hits(
-        world.project, "-F", "-e", "(?<n>pa)ss"
-    )
+    kinds = [(m["kind"], m.get("repaired")) for m in r["matchers"]]
+    assert kinds == [
+        ("regex_repaired", "(ru)n"),
+        ("regex_repaired", "(pa)ss"),
+        ("regex_repaired", "(\\d+)"),
+        ("regex_repaired", "([a-z]+b)"),
+        ("regex", None),  # `(?P<x>` inside a class is no group
+    ]
+    want: set[tuple[str, int]] = set()
+    for p in patterns:
+        want |= rg_hits(world.project, "-e", p)
     got, _ = all_raw_hits(invoke, {"patterns": patterns})
-    assert got == want == {("a.txt", 1), ("a.txt", 2), ("a.txt", 3)}
+    assert got == want == {("a.txt", n) for n in (1, 2, 3, 4, 5)}
 
 
 @pytest.mark.parametrize(
@@ -703,3 +709,20 @@ def test_fifos_and_sockets_a_walk_passes_over_are_counted_symlinks_are_not(world
         (world.project / name).unlink()
     r = invoke("grep", {"patterns": ["hit"]})
     assert r["complete"] is True and r["skipped"]["special"] == 0  # the symlinks alone: complete
+
+
+@pytest.mark.parametrize(
+    ("pattern", "plain"),
+    [
+        ("(?P<a>x)(?<b>y)", "(x)(y)"),
+        ("\\(?P<a>x)", "\\(?P<a>x)"),  # an escaped `(` opens no group
+        ("\\\\(?P<a>x)", "\\\\(x)"),  # an escaped backslash, then a group
+        ("[(?P<a>]x", "[(?P<a>]x"),  # nor one in a class
+        ("[[a](?P<a>x)]", "[[a](?P<a>x)]"),  # nor one in a nested class
+        ("(?:x)(?i)(?P<n>y)", "(?:x)(?i)(y)"),
+    ],
+)
+def test_group_names_come_off_only_where_they_name_a_group(pattern: str, plain: str) -> None:
+    from fermix_cli.core.search.regexsource import unnamed_groups
+
+    assert unnamed_groups(pattern) == plain

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ....core.records import Record
-from ....core.search.regexsource import META, repair_regex
+from ....core.search.regexsource import META, repair_regex, unnamed_groups
 from ....core.search.ripgrep import LineMatch, check_pattern, check_patterns
 
 BINARY_PROBE = 8192
@@ -80,6 +80,18 @@ def replan(plans: list[PatternPlan], *, ignore_case: bool = False) -> list[Patte
         out.append(pl)
     if check_patterns([pl.source for pl in out], ignore_case=ignore_case) is None:
         return out
+    # Two capture groups of one name clash only once the patterns are one regex: without the names
+    # (nothing here reads a group) every pattern matches as written.
+    plain = [
+        pl
+        if pl.kind not in ("regex", "regex_repaired") or unnamed_groups(pl.source) == pl.source
+        else PatternPlan(
+            pl.pattern, "regex_repaired", unnamed_groups(pl.source), repaired=unnamed_groups(pl.source)
+        )
+        for pl in out
+    ]
+    if check_patterns([pl.source for pl in plain], ignore_case=ignore_case) is None:
+        return plain
     together: list[PatternPlan] = []
     for pl in out:
         if pl.kind in ("regex", "regex_repaired"):
