@@ -628,3 +628,23 @@ def test_a_deep_raw_page_decodes_only_what_it_shows_and_answers_the_same(
         )
         assert got == want, offset
     assert pages[2571]["hits"][-1]["path"] == "zz.txt"  # the last page reaches the next file
+
+
+def test_context_left_out_past_the_read_cap_is_counted_not_silent(
+    world: Env, invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Context lines are not looked for past CONTEXT_READ_CAP (4 MiB; 64 KiB here) from a hit: lines
+    beyond a longer neighbour are not shown, and the answer says how many and where."""
+    from fermix_cli.tools.coding.grep import searcher
+
+    monkeypatch.setattr(searcher, "CONTEXT_READ_CAP", 1 << 16)
+    (world.project / "long.txt").write_text(
+        "first\n" + "x" * 200_000 + "\nfoo\n" + "y" * 200_000 + "\nlast\n"
+    )
+    (world.project / "ok.txt").write_text("a\nfoo\nb\n")
+    r = invoke("grep", {"patterns": ["foo"], "mode": "raw", "context": 2})
+    assert r["output"].startswith("long.txt:3:foo\n--\nok.txt-1-a\nok.txt:2:foo\nok.txt-3-b\n")
+    (o,) = [o for o in r["omitted"] if o["reason"] == "context_short"]
+    assert (o["count"], o["unit"]) == (4, "line") and "long.txt:3" in o["how"] and r["complete"] is False
+    r = invoke("grep", {"patterns": ["foo"], "mode": "raw", "context": 2, "path": "ok.txt"})
+    assert r["complete"] is True  # short files near their ends are no omission

@@ -143,12 +143,17 @@ class ContextReader:
     def __init__(self, n: int) -> None:
         self.n = n  # lines on each side
         self._utf16: tuple[str, bytes] | None = None  # the last UTF-16 file transcoded, for its next hits
+        # Hits shown with fewer context lines than the file has: a line next to them is longer than
+        # CONTEXT_READ_CAP, or the file could not be read again. (path, line) each.
+        self.short: dict[tuple[str, int], int] = {}  # -> how many lines were left out
 
     def rows(self, path: str, hit: LineMatch) -> tuple[tuple[int, str], ...]:
         """Up to `n` lines before and after a hit, as (line, text)."""
         if self.n <= 0:
             return ()
-        before, after = self._lines_around(path, hit)
+        before, after, missing = self._lines_around(path, hit)
+        if missing:
+            self.short[(path, hit.line)] = missing
         rows: list[tuple[int, str]] = []
         for i, b in enumerate(before):
             rows.append((hit.line - len(before) + i, line_str(b.removesuffix(b"\r"))))
@@ -178,22 +183,23 @@ class ContextReader:
         text = self._utf16[1]
         return lambda size, pos: text[pos : pos + size]
 
-    def _lines_around(self, path: str, hit: LineMatch) -> tuple[list[bytes], list[bytes]]:
-        """Up to `n` whole lines before and after the hit line."""
+    def _lines_around(self, path: str, hit: LineMatch) -> tuple[list[bytes], list[bytes], int]:
+        """Up to `n` whole lines before and after the hit line, and how many were left out."""
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
-            return [], []
+            return [], [], 2 * self.n
         try:
             return _lines_around(self._stream(fd, path), hit, self.n)
         except OSError:
-            return [], []
+            return [], [], 2 * self.n
         finally:
             os.close(fd)
 
 
-def _lines_around(read: Reader, hit: LineMatch, n: int) -> tuple[list[bytes], list[bytes]]:
-    """Up to `n` whole lines before and after the hit line, from the stream `read` reads."""
+def _lines_around(read: Reader, hit: LineMatch, n: int) -> tuple[list[bytes], list[bytes], int]:
+    """Up to `n` whole lines before and after the hit line, from the stream `read` reads, and how many
+    of those the CONTEXT_READ_CAP left out (a line next to the hit longer than it; at most `n` a side)."""
     # Before: read backwards in windows until n+1 line starts are known (or the file starts).
     start = hit.offset
     buf = b""
@@ -206,13 +212,16 @@ def _lines_around(read: Reader, hit: LineMatch, n: int) -> tuple[list[bytes], li
     if pos > 0 and before:
         before = before[1:]  # the first piece may be the tail of a longer line
     before = before[-n:] if n else []
+    missing = n - len(before) if pos > 0 else 0  # stopped by the cap, not by the file's start
     # After: read forwards from just past the hit line.
     after_start = hit.offset + len(hit.text)
     tail = b""
     pos = after_start
+    end = False
     while tail.count(b"\n") < n + 1 and pos - after_start < CONTEXT_READ_CAP:
         chunk = read(CONTEXT_WINDOW, pos)
         if not chunk:
+            end = True
             break
         tail += chunk
         pos += len(chunk)
@@ -223,4 +232,8 @@ def _lines_around(read: Reader, hit: LineMatch, n: int) -> tuple[list[bytes], li
     complete = pieces[:-1]
     if pieces and pieces[-1] and len(complete) < n and not read(1, pos):
         complete.append(pieces[-1])  # the last line of a file without a final newline
-    return before, complete[:n]
+        end = True
+    after = complete[:n]
+    if len(after) < n and not end and read(1, pos):
+        missing += n - len(after)
+    return before, after, missing

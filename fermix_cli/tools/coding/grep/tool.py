@@ -157,6 +157,7 @@ class Tally(Record):
     special: str | None = None  # what the file named as `path` is when it is no regular file (a FIFO, …)
     special_path: str = ""
     walked_special: list[str] = field(default_factory=list)  # canonical: FIFOs, sockets, devices passed over
+    context_short: list[tuple[tuple[str, int], int]] = field(default_factory=list)  # hit -> lines left out
     unnamed: list[str] = field(default_factory=list)  # files with hits whose names are not UTF-8: left out
     unnamed_lines: int = 0  # their matching lines
     cwd: str = ""  # paths in notes are shown relative to it
@@ -326,14 +327,16 @@ def grep(p: GrepParams, ctx: ToolContext) -> dict[str, Any]:
         tally.unnamed_lines = sum(fm.matched_lines for fm in unnamed)
         tally.files_matched -= len(unnamed)
     names = {fm.path: display_path(fm.path, target.cwd) for fm in found}
+    reader = ContextReader(ctx_lines)
     if mode == "raw":
         skipped = _skip_before_page(found, offset, ctx_lines)
         decode_pending(_page_files(found, offset, limit))
-        scan = _page_raw(found, names, offset, limit, ContextReader(ctx_lines), skipped)
+        scan = _page_raw(found, names, offset, limit, reader, skipped)
     else:
         ranked = [_rank_file(fm, names[fm.path], ctx_lines) for fm in found]
         ranked.sort(key=lambda r: file_order_key(r.best, r.hits, r.path))
-        scan = _page_ranked(ranked, offset, limit, ContextReader(ctx_lines))
+        scan = _page_ranked(ranked, offset, limit, reader)
+    tally.context_short = sorted(reader.short.items())
     return _result(p, mode, plans, scan, search, tally, offset, limit, ctx_lines)
 
 
@@ -602,6 +605,19 @@ def _omissions(
                 f"the hit at {printable(c.path)}:{c.line} with its context passes the 64 KiB output cap, so {c.kept} "
                 f"of the {n_ctx} lines asked for on each side are shown; read the file around that line, "
                 "or ask for less context",
+            )
+        )
+    if tally.context_short:
+        (path, line), _ = tally.context_short[0]
+        n = len(tally.context_short)
+        out.append(
+            Omission(
+                "context_short",
+                sum(missing for _, missing in tally.context_short),
+                "line",
+                f"{n} {'hit shows' if n == 1 else 'hits show'} fewer context lines than asked: a line next to "
+                f"{'it' if n == 1 else 'them'} is over 4 MiB (or the file could not be read again); read the "
+                f"file around them (e.g. {printable(_shown(path, tally.cwd))}:{line})",
             )
         )
     if omitted_total:
