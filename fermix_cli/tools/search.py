@@ -18,7 +18,7 @@ from ..core.errors import ToolError, world_error
 from ..core.params import Field
 from ..core.pathcanon import refused_by_directory
 from ..core.registry import Example, FailureMode, Hints, Params, ToolSpec, specs
-from ..core.search.above import git_top, rules_above
+from ..core.search.above import GIT_RULE_FILES, git_top, rules_above
 from ..core.search.globpat import basename_globs, compile_glob, literal_prefix, max_depth
 from ..core.search.names import is_utf8, shown_path
 from ..core.search.report import (
@@ -160,7 +160,7 @@ def _notes(r: dict[str, Any]) -> list[str]:
     return notes([Omission(**o) for o in r["omitted"]]) + warning_notes(r.get("warnings", []))
 
 
-_IGNORE_FILES = (".gitignore", ".ignore", ".rgignore", os.path.join(".git", "info", "exclude"))
+_IGNORE_FILES = (*GIT_RULE_FILES, os.path.join(".git", "info", "exclude"))
 
 
 def _rules_reach_below(root: str, prefix: str) -> bool:

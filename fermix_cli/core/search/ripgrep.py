@@ -37,7 +37,7 @@ from ..errors import ToolError
 from ..procid import pidfd_open
 from ..records import Record, field
 from . import engines
-from .above import Rule, git_top, rules_above
+from .above import GIT_RULE_FILES, Rule, git_top, rules_above
 from .p4ignore import MAX_RULE_BYTES, P4Rules, read_bounded, translate_rules
 from .report import BadIgnoreRule
 
@@ -798,27 +798,18 @@ def list_files(
     return listed(first, [p for p in paths if "/." not in p and not p.startswith(".")])
 
 
-_GIT_IGNORE_NAMES = frozenset((".gitignore", ".ignore", ".rgignore"))
-
-
 def _may_unhide(root: str, listed: list[str]) -> bool:
-    """Whether an ignore file rg reads for a walk from `root` holds a negation (`!rule`), which can bring
-    back a hidden entry: those the listing holds (it includes hidden files), those of the directories
-    above, and the repository's `.git/info/exclude`. (Git's global excludes file is not looked at.)"""
-    files = [os.path.join(root, rel) for rel in listed if rel.rpartition("/")[2] in _GIT_IGNORE_NAMES]
-    at = root
-    while True:
-        files += [os.path.join(at, ".git", "info", "exclude")]
-        parent = os.path.dirname(at)
-        if parent == at:
-            break
-        at = parent
-        files += [os.path.join(at, name) for name in _GIT_IGNORE_NAMES]
+    """Whether an ignore rule of a walk from `root` is a negation (`!rule`), which can bring back a
+    hidden entry: those of the ignore files the listing holds (it includes hidden files), of the
+    repository's own exclude file, and those from above the root (`rules_above`, as the walk gets them)."""
+    names = frozenset(GIT_RULE_FILES)
+    files = [os.path.join(root, rel) for rel in listed if rel.rpartition("/")[2] in names]
+    files.append(os.path.join(root, ".git", "info", "exclude"))
     for path in files:
         text = read_bounded(path, MAX_RULE_BYTES)
         if text and any(line.lstrip().startswith("!") for line in text.splitlines()):
             return True
-    return False
+    return any(rule.text.startswith("!") for rule in rules_above(root, None, git_top(root)))
 
 
 # ----- matching --------------------------------------------------------------------------------
